@@ -1,0 +1,43 @@
+# Railyard: `make dev` runs the product on the embedded default, `make test` runs every test.
+# Both create the virtualenv and install what they need on a fresh machine.
+
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PORT ?= 8000
+DATA_DIR ?= .railyard
+PYTEST_ARGS ?=
+
+.PHONY: dev test lint unit integration e2e install chromium clean
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test]'
+	touch $@
+
+install: $(VENV)/.installed
+
+dev: install
+	$(VENV)/bin/railyard dev --port $(PORT) --data-dir $(DATA_DIR)
+
+# Debian's Chromium for the browser tests (Playwright's own download needs the internet).
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { \
+		echo "installing Debian's chromium"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+
+lint: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
+	$(VENV)/bin/mypy --strict designer_schema backend/engine
+	$(VENV)/bin/lint-imports
+
+# pytest's exit code 5 (no tests collected) counts as a failure.
+test: install chromium lint
+	$(PY) -m pytest -n 2 --dist loadgroup -q $(PYTEST_ARGS); rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing"; exit 1; fi; exit $$rc
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache test-artifacts

@@ -1,0 +1,65 @@
+"""Login and logout for the JSON API (the pages use the same session cookie)."""
+
+from __future__ import annotations
+
+from litestar import Controller, Request, Response, get, post
+from litestar.di import Provide
+from litestar.exceptions import NotAuthorizedException
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from backend.api.schemas import LoginIn, UserOut
+from backend.auth.web import (
+    SESSION_COOKIE,
+    login_required,
+    provide_db,
+    provide_user,
+    session_cookie,
+)
+from backend.db.models import User
+from backend.runtime import Runtime
+from backend.services import accounts
+
+
+def user_out(user: User) -> UserOut:
+    """Wire form of a user."""
+    return UserOut(str(user.id), user.email, user.display_name, user.role)
+
+
+class AuthController(Controller):
+    """``/api/auth``: session login for API clients and the designer."""
+
+    path = "/api/auth"
+    tags = ["auth"]
+    dependencies = {"db": Provide(provide_db)}
+
+    @post("/login", operation_id="login")
+    async def login(self, data: LoginIn, db: AsyncSession, request: Request) -> Response[UserOut]:
+        """Check credentials and set the session cookie; 401 on bad credentials."""
+        user = await accounts.authenticate(db, data.email, data.password)
+        if user is None:
+            raise NotAuthorizedException("wrong email or password")
+        runtime: Runtime = request.app.state.runtime
+        token = await accounts.open_session(db, user, runtime.settings.session_hours)
+        response = Response(user_out(user), status_code=200)
+        response.set_cookie(session_cookie(runtime, token))
+        return response
+
+    @post("/logout", operation_id="logout", guards=[login_required], status_code=204)
+    async def logout(self, db: AsyncSession, request: Request) -> Response[None]:
+        """End the session."""
+        token = request.cookies.get(SESSION_COOKIE)
+        if token:
+            await accounts.close_session(db, token)
+        response = Response(None, status_code=204)
+        response.delete_cookie(SESSION_COOKIE)
+        return response
+
+    @get(
+        "/me",
+        operation_id="me",
+        guards=[login_required],
+        dependencies={"user": Provide(provide_user)},
+    )
+    async def me(self, user: User) -> UserOut:
+        """The logged-in user."""
+        return user_out(user)

@@ -1,0 +1,31 @@
+"""``/api/catalog``: node types for the designer's palette and config forms."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from litestar import Controller, get
+from litestar.di import Provide
+
+from backend.auth.web import login_required, provide_runtime
+from backend.runtime import Runtime
+from designer_schema.catalog import NodeTypeSpec
+
+
+class CatalogController(Controller):
+    """The node-type catalog and connector load errors."""
+
+    path = "/api/catalog"
+    tags = ["catalog"]
+    guards = [login_required]
+    dependencies = {"runtime": Provide(provide_runtime, sync_to_thread=False)}
+
+    @get("/", operation_id="get_catalog")
+    async def catalog(self, runtime: Runtime) -> dict[str, Any]:
+        """``{"node_types": [...], "connectors": [...], "errors": [...]}``."""
+        node_types: list[NodeTypeSpec] = runtime.catalog.all()
+        return {
+            "node_types": node_types,
+            "connectors": [c.__dict__ for c in runtime.catalog.connectors],
+            "errors": runtime.catalog.errors,
+        }

@@ -1,0 +1,50 @@
+"""``/api/runs``: run lists, run detail with steps and attempts, cancel."""
+
+from __future__ import annotations
+
+import uuid
+
+from litestar import Controller, get, post
+from litestar.di import Provide
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from backend.auth.web import login_required, provide_db, provide_runtime
+from backend.runtime import Runtime
+from backend.services import runs as svc
+from backend.services.execution import RunNotFound
+
+
+class RunController(Controller):
+    """Runs. Every route needs a logged-in user."""
+
+    path = "/api/runs"
+    tags = ["runs"]
+    guards = [login_required]
+    dependencies = {
+        "db": Provide(provide_db),
+        "runtime": Provide(provide_runtime, sync_to_thread=False),
+    }
+
+    @get("/", operation_id="list_runs")
+    async def list_runs(
+        self,
+        db: AsyncSession,
+        workflow_id: uuid.UUID | None = None,
+        status: str | None = None,
+        limit: int = 100,
+    ) -> list[svc.RunSummary]:
+        """Newest runs first; filter by ``workflow_id`` and ``status``."""
+        return await svc.list_runs(db, workflow_id=workflow_id, status=status, limit=limit)
+
+    @get("/{run_id:uuid}", operation_id="get_run")
+    async def get_run(self, run_id: uuid.UUID, db: AsyncSession) -> svc.RunDetail:
+        """The run with every step and its attempts."""
+        found = await svc.get_run_detail(db, run_id)
+        if found is None:
+            raise RunNotFound(f"run {run_id} not found")
+        return found[0]
+
+    @post("/{run_id:uuid}/cancel", operation_id="cancel_run", status_code=200)
+    async def cancel(self, run_id: uuid.UUID, runtime: Runtime) -> dict[str, bool]:
+        """Cancel a run that has not ended; ``cancelled`` is False when it had ended."""
+        return {"cancelled": await runtime.execution.cancel_run(run_id, "cancelled by user")}

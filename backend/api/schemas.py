@@ -1,0 +1,108 @@
+"""Wire types of the JSON API (msgspec Structs)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import msgspec
+
+from designer_schema.diagnostics import Diagnostic
+from designer_schema.diagram import Diagram
+
+
+class LoginIn(msgspec.Struct):
+    """Credentials of a local account."""
+
+    email: str
+    password: str
+
+
+class UserOut(msgspec.Struct):
+    """The logged-in user."""
+
+    id: str
+    email: str
+    display_name: str
+    role: str
+
+
+class WorkflowCreate(msgspec.Struct):
+    """Body of POST /api/workflows."""
+
+    name: str
+    description: str = ""
+
+
+class WorkflowPatch(msgspec.Struct):
+    """Body of PATCH /api/workflows/{id}; absent fields are left unchanged."""
+
+    name: str | msgspec.UnsetType = msgspec.UNSET
+    description: str | msgspec.UnsetType = msgspec.UNSET
+
+
+class VersionOut(msgspec.Struct):
+    """A published workflow version."""
+
+    number: int
+    content_hash: str
+    created_at: datetime
+    created_by: str | None
+
+
+class WorkflowOut(msgspec.Struct):
+    """A workflow with its draft diagram."""
+
+    id: str
+    name: str
+    description: str
+    active_version: int | None
+    webhook_url: str
+    draft: dict[str, Any]
+    created_at: datetime
+    updated_at: datetime
+
+
+class DiagramIn(msgspec.Struct):
+    """Body carrying a diagram (save draft, compile)."""
+
+    diagram: Diagram
+
+
+class DiagnosticsOut(msgspec.Struct):
+    """Compile result: ``ok`` is False when any error blocks publishing."""
+
+    ok: bool
+    diagnostics: list[Diagnostic]
+
+
+class PublishOut(msgspec.Struct):
+    """Result of publishing: the active version and whether it is new."""
+
+    version: VersionOut
+    created: bool
+    webhook_url: str
+
+
+class RunCreate(msgspec.Struct):
+    """Body of POST /api/workflows/{id}/runs (manual or API trigger)."""
+
+    input: Any = msgspec.field(default_factory=dict)
+
+
+class RunStarted(msgspec.Struct):
+    """A run that was accepted; ``url`` is its page, ``status_url`` its JSON."""
+
+    run_id: str
+    status: str
+    url: str
+    status_url: str
+
+
+class ErrorOut(msgspec.Struct):
+    """Error body: HTTP status, message and where (a field path) when known."""
+
+    status_code: int
+    detail: str
+    field: str | None = None
+    diagnostics: list[Diagnostic] | None = None

@@ -1,0 +1,70 @@
+"""The Litestar application: JSON API, webhooks, pages, static files, OpenAPI at /schema."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator
+from contextlib import asynccontextmanager
+
+from litestar import Litestar
+from litestar.config.csrf import CSRFConfig
+from litestar.openapi import OpenAPIConfig
+from litestar.static_files import create_static_files_router
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
+
+from backend.api.auth import AuthController
+from backend.api.catalog import CatalogController
+from backend.api.errors import API_EXCEPTION_HANDLERS, database_unavailable
+from backend.api.health import HealthController
+from backend.api.runs import RunController
+from backend.api.webhooks import WebhookController
+from backend.api.workflows import WorkflowController
+from backend.runtime import Runtime, build_runtime
+from backend.settings import Settings
+from frontend.pages import STATIC, AppPages, AuthPages
+
+
+def create_app(settings: Settings, runtime: Runtime | None = None) -> Litestar:
+    """Build the ASGI app. Without ``runtime`` one is built at startup and closed at shutdown."""
+
+    @asynccontextmanager
+    async def lifespan(app: Litestar) -> AsyncGenerator[None, None]:
+        if runtime is not None:
+            yield
+            return
+        app.state.runtime = await build_runtime(settings)
+        try:
+            yield
+        finally:
+            await app.state.runtime.close()
+
+    app = Litestar(
+        route_handlers=[
+            AuthController,
+            WorkflowController,
+            RunController,
+            CatalogController,
+            WebhookController,
+            HealthController,
+            AuthPages,
+            AppPages,
+            create_static_files_router(path="/static", directories=[STATIC], name="static"),
+        ],
+        lifespan=[lifespan],
+        csrf_config=CSRFConfig(
+            secret=settings.secret_key,
+            cookie_secure=settings.secure_cookies,
+            exclude=["/hooks", "/health"],
+        ),
+        exception_handlers={
+            **API_EXCEPTION_HANDLERS,  # type: ignore[dict-item]
+            OperationalError: database_unavailable,
+            InterfaceError: database_unavailable,
+            DBAPIError: database_unavailable,
+            ConnectionRefusedError: database_unavailable,
+        },
+        openapi_config=OpenAPIConfig(title="Railyard", version="0.1.0", path="/schema"),
+        debug=False,
+    )
+    if runtime is not None:
+        app.state.runtime = runtime
+    return app

@@ -1,0 +1,76 @@
+"""Web session plumbing shared by the API and the pages: DB session, login guard, cookie."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator
+
+from litestar.connection import ASGIConnection
+from litestar.datastructures import Cookie, State
+from litestar.exceptions import NotAuthorizedException
+from litestar.handlers.base import BaseRouteHandler
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from backend.db.models import User
+from backend.runtime import Runtime
+from backend.services import accounts
+
+SESSION_COOKIE = "railyard_session"
+
+
+def runtime_of(state: State) -> Runtime:
+    """The process's :class:`Runtime` stored on the app state."""
+    runtime: Runtime = state.runtime
+    return runtime
+
+
+async def provide_db(state: State) -> AsyncGenerator[AsyncSession, None]:
+    """A session in a transaction, committed when the handler returns without error."""
+    async with runtime_of(state).sessionmaker() as session, session.begin():
+        yield session
+
+
+def provide_runtime(state: State) -> Runtime:
+    """Inject the runtime."""
+    return runtime_of(state)
+
+
+async def load_user(connection: ASGIConnection) -> User | None:
+    """The user of the request's session cookie (cached on the connection), or None."""
+    if "user" in connection.scope.get("state", {}):
+        user: User | None = connection.scope["state"]["user"]
+        return user
+    token = connection.cookies.get(SESSION_COOKIE)
+    user = None
+    if token:
+        runtime = runtime_of(connection.app.state)
+        async with runtime.sessionmaker() as session:
+            user = await accounts.user_for_session(session, token)
+    connection.scope.setdefault("state", {})["user"] = user
+    return user
+
+
+async def login_required(connection: ASGIConnection, _: BaseRouteHandler) -> None:
+    """Guard: reject requests without a live login session (401)."""
+    if await load_user(connection) is None:
+        raise NotAuthorizedException("log in first")
+
+
+async def provide_user(request: ASGIConnection) -> User:
+    """The logged-in user (use behind :func:`login_required`)."""
+    user = await load_user(request)
+    if user is None:
+        raise NotAuthorizedException("log in first")
+    return user
+
+
+def session_cookie(runtime: Runtime, token: str) -> Cookie:
+    """The login cookie: HttpOnly, SameSite=Lax, Secure when configured, session lifetime."""
+    return Cookie(
+        key=SESSION_COOKIE,
+        value=token,
+        httponly=True,
+        samesite="lax",
+        secure=runtime.settings.secure_cookies,
+        max_age=int(runtime.settings.session_hours * 3600),
+        path="/",
+    )

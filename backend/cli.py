@@ -1,0 +1,231 @@
+"""The ``railyard`` command: dev (embedded default), api, worker, scheduler, migrate.
+
+``railyard dev`` starts embedded PostgreSQL and Redis (real servers from pip wheels),
+migrates, creates the first admin (printing how to log in), and runs API + worker +
+sweeper in one process at http://127.0.0.1:8000. Production runs each part separately,
+configured by DATABASE_URL and REDIS_URL (see backend/settings.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import os
+import secrets
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+import uvicorn
+
+from backend.settings import Settings, SettingsError, load_settings
+
+log = logging.getLogger("railyard")
+
+
+def _setup_logging() -> None:
+    logging.basicConfig(
+        level=os.environ.get("RAILYARD_LOG_LEVEL", "INFO"),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+
+
+async def ensure_admin(settings: Settings, data_dir: Path | None) -> tuple[str, str] | None:
+    """Create the first admin when no account exists; returns (email, password) if created.
+
+    The password comes from RAILYARD_ADMIN_PASSWORD, else it is generated and written to
+    ``<data_dir>/admin-password.txt`` (mode 0600) so a second start can print it again.
+    """
+    from backend.db.engine import make_engine, make_sessionmaker
+    from backend.services import accounts
+
+    engine = make_engine(settings.database_url, pool_size=1)
+    try:
+        async with make_sessionmaker(engine)() as session, session.begin():
+            if await accounts.count_users(session) > 0:
+                return None
+            email = os.environ.get("RAILYARD_ADMIN_EMAIL", "admin@example.com")
+            password = os.environ.get("RAILYARD_ADMIN_PASSWORD") or secrets.token_urlsafe(12)
+            await accounts.create_user(session, email, password, role="admin", name="Admin")
+    finally:
+        await engine.dispose()
+    if data_dir is not None:
+        path = data_dir / "admin-password.txt"
+        path.write_text(f"{email}\n{password}\n")
+        path.chmod(0o600)
+    return email, password
+
+
+async def serve(settings: Settings, host: str, port: int, *, with_worker: bool) -> None:
+    """Run the API (and, for dev, a worker with its sweeper) until SIGINT/SIGTERM."""
+    from backend.app import create_app
+    from backend.workers.worker import make_worker
+
+    app = create_app(settings)
+    server = uvicorn.Server(
+        uvicorn.Config(app, host=host, port=port, log_level="info", lifespan="on")
+    )
+    server.capture_signals = contextlib.nullcontext  # type: ignore[method-assign,assignment]
+    worker = make_worker(settings) if with_worker else None
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    tasks: list[asyncio.Task[Any]] = [asyncio.create_task(server.serve())]
+    if worker is not None:
+        tasks.append(asyncio.create_task(worker.async_run()))
+    waiter: asyncio.Task[Any] = asyncio.create_task(stop.wait())
+    done, _ = await asyncio.wait([*tasks, waiter], return_when=asyncio.FIRST_COMPLETED)
+    server.should_exit = True
+    if worker is not None:
+        await worker.close()
+    for task in tasks:
+        if not task.done():
+            task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    for task in done:
+        if task is not waiter and task.exception():
+            raise task.exception()  # type: ignore[misc]
+
+
+def cmd_dev(args: argparse.Namespace) -> int:
+    """Embedded PostgreSQL + Redis, migrations, first admin, API + worker."""
+    from backend.db.migrate import upgrade
+    from backend.embedded import EmbeddedPostgres, EmbeddedRedis
+
+    data_dir = Path(args.data_dir).resolve()
+    data_dir.mkdir(parents=True, exist_ok=True)
+    pg = EmbeddedPostgres(data_dir / "postgres")
+    redis = EmbeddedRedis(data_dir / "redis")
+    pg.start()
+    redis.start()
+    try:
+        settings = load_settings(
+            database_url=pg.url,
+            redis_url=redis.url,
+            base_url=os.environ.get("RAILYARD_BASE_URL") or f"http://127.0.0.1:{args.port}",
+            http_allow_private=os.environ.get("RAILYARD_HTTP_ALLOW_PRIVATE", "1") == "1",
+        )
+        upgrade(settings.database_url)
+        created = asyncio.run(ensure_admin(settings, data_dir))
+        if created:
+            email, password = created
+        else:
+            stored = data_dir / "admin-password.txt"
+            lines = stored.read_text().split() if stored.exists() else ["(existing)", "(unchanged)"]
+            email, password = lines[0], lines[1]
+        print(
+            f"\nRailyard is running at http://127.0.0.1:{args.port}\n"
+            f"  log in as {email} with password {password}\n"
+            f"  data directory: {data_dir}\n  Ctrl-C stops everything.\n",
+            flush=True,
+        )
+        asyncio.run(serve(settings, "127.0.0.1", args.port, with_worker=True))
+    finally:
+        redis.stop()
+        pg.stop()
+    return 0
+
+
+def cmd_api(args: argparse.Namespace) -> int:
+    """Production API process."""
+    settings = load_settings()
+    settings.require_services()
+    asyncio.run(serve(settings, args.host, args.port, with_worker=False))
+    return 0
+
+
+def cmd_worker(args: argparse.Namespace) -> int:
+    """Production worker process (arq) with the sweeper."""
+    from backend.workers.worker import make_worker
+
+    settings = load_settings()
+    settings.require_services()
+
+    async def main() -> None:
+        worker = make_worker(settings, max_jobs=args.max_jobs)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        task = asyncio.create_task(worker.async_run())
+        await asyncio.wait(
+            [task, asyncio.create_task(stop.wait())], return_when=asyncio.FIRST_COMPLETED
+        )
+        await worker.close()
+        task.cancel()
+
+    asyncio.run(main())
+    return 0
+
+
+def cmd_migrate(_: argparse.Namespace) -> int:
+    """Apply database migrations."""
+    from backend.db.migrate import upgrade
+
+    settings = load_settings()
+    settings.require_services()
+    upgrade(settings.database_url)
+    print("database is at the latest migration")
+    return 0
+
+
+def cmd_create_user(args: argparse.Namespace) -> int:
+    """Create a local account."""
+    from backend.db.engine import make_engine, make_sessionmaker
+    from backend.services import accounts
+
+    settings = load_settings()
+    settings.require_services()
+
+    async def main() -> None:
+        engine = make_engine(settings.database_url, pool_size=1)
+        async with make_sessionmaker(engine)() as session, session.begin():
+            await accounts.create_user(session, args.email, args.password, role=args.role)
+        await engine.dispose()
+
+    asyncio.run(main())
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``railyard`` console script."""
+    _setup_logging()
+    parser = argparse.ArgumentParser(prog="railyard", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    dev = sub.add_parser("dev", help="run everything on embedded PostgreSQL and Redis")
+    dev.add_argument("--port", type=int, default=8000)
+    dev.add_argument("--data-dir", default=".railyard")
+    dev.set_defaults(func=cmd_dev)
+    api = sub.add_parser("api", help="run the API server")
+    api.add_argument("--host", default="127.0.0.1")
+    api.add_argument("--port", type=int, default=8000)
+    api.set_defaults(func=cmd_api)
+    worker = sub.add_parser("worker", help="run a worker (scale out by running more)")
+    worker.add_argument("--max-jobs", type=int, default=20)
+    worker.set_defaults(func=cmd_worker)
+    sched = sub.add_parser("scheduler", help="run the timer sweeper")
+    sched.set_defaults(func=cmd_worker)
+    sched.add_argument("--max-jobs", type=int, default=20)
+    migrate = sub.add_parser("migrate", help="apply database migrations")
+    migrate.set_defaults(func=cmd_migrate)
+    cu = sub.add_parser("create-user", help="create a local account")
+    cu.add_argument("email")
+    cu.add_argument("password")
+    cu.add_argument("--role", default="editor", choices=["admin", "editor", "operator", "viewer"])
+    cu.set_defaults(func=cmd_create_user)
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args))
+    except SettingsError as exc:
+        print(f"railyard: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

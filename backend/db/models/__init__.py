@@ -1,0 +1,203 @@
+"""SQLAlchemy 2 models: the only place table shapes are declared.
+
+All timestamps are ``timestamptz`` in UTC. JSON documents (diagrams, graphs, step inputs and
+outputs) are ``jsonb``.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+    func,
+    text,
+)
+from sqlalchemy.dialects.postgresql import JSONB, UUID
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+
+class Base(DeclarativeBase):
+    """Declarative base of every Railyard table."""
+
+    type_annotation_map = {dict[str, Any]: JSONB, Any: JSONB}
+
+
+def _uuid() -> uuid.UUID:
+    return uuid.uuid4()
+
+
+class User(Base):
+    """A local account. ``password_hash`` is an argon2id hash (argon2-cffi)."""
+
+    __tablename__ = "users"
+
+    id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True, default=_uuid)
+    email: Mapped[str] = mapped_column(String(320), unique=True)
+    display_name: Mapped[str] = mapped_column(String(200), default="")
+    password_hash: Mapped[str] = mapped_column(Text)
+    role: Mapped[str] = mapped_column(String(20), default="editor")
+    is_active: Mapped[bool] = mapped_column(Boolean, default=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+
+
+class Session(Base):
+    """A server-side login session; only the SHA-256 of the cookie token is stored."""
+
+    __tablename__ = "sessions"
+
+    token_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    user_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class Workflow(Base):
+    """A named workflow with a draft diagram and a pointer to its active version."""
+
+    __tablename__ = "workflows"
+
+    id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True, default=_uuid)
+    name: Mapped[str] = mapped_column(String(200))
+    description: Mapped[str] = mapped_column(Text, default="")
+    owner_id: Mapped[uuid.UUID | None] = mapped_column(
+        ForeignKey("users.id", ondelete="SET NULL"), nullable=True
+    )
+    draft: Mapped[dict[str, Any]] = mapped_column(JSONB)
+    active_version: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    webhook_token: Mapped[str] = mapped_column(String(64), unique=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    updated_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), server_default=func.now(), onupdate=func.now()
+    )
+
+
+class WorkflowVersion(Base):
+    """An immutable published version: diagram, compiled graph, content hash, who, when."""
+
+    __tablename__ = "workflow_versions"
+    __table_args__ = (
+        UniqueConstraint("workflow_id", "number"),
+        UniqueConstraint("workflow_id", "content_hash"),
+    )
+
+    id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True, default=_uuid)
+    workflow_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("workflows.id", ondelete="CASCADE"), index=True
+    )
+    number: Mapped[int] = mapped_column(Integer)
+    diagram: Mapped[dict[str, Any]] = mapped_column(JSONB)
+    graph: Mapped[dict[str, Any]] = mapped_column(JSONB)
+    content_hash: Mapped[str] = mapped_column(String(64))
+    created_by: Mapped[uuid.UUID | None] = mapped_column(
+        ForeignKey("users.id", ondelete="SET NULL"), nullable=True
+    )
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+
+
+class Run(Base):
+    """One execution of a workflow version. ``response`` holds a Respond step's answer."""
+
+    __tablename__ = "runs"
+    __table_args__ = (
+        Index("ix_runs_workflow_created", "workflow_id", "created_at"),
+        Index(
+            "ix_runs_active",
+            "status",
+            postgresql_where=text("status in ('queued','running','waiting')"),
+        ),
+    )
+
+    id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True, default=_uuid)
+    workflow_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("workflows.id", ondelete="CASCADE"))
+    version_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("workflow_versions.id"))
+    version_number: Mapped[int] = mapped_column(Integer)
+    status: Mapped[str] = mapped_column(String(20))
+    trigger: Mapped[str] = mapped_column(String(20))
+    idempotency_key: Mapped[str | None] = mapped_column(String(200), unique=True, nullable=True)
+    input: Mapped[Any] = mapped_column(JSONB, nullable=True)
+    output: Mapped[Any] = mapped_column(JSONB, nullable=True)
+    error: Mapped[Any] = mapped_column(JSONB, nullable=True)
+    response: Mapped[Any] = mapped_column(JSONB, nullable=True)
+    created_by: Mapped[uuid.UUID | None] = mapped_column(
+        ForeignKey("users.id", ondelete="SET NULL"), nullable=True
+    )
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+
+class StepRun(Base):
+    """State of one step in one run (see backend.engine.states.StepStatus)."""
+
+    __tablename__ = "step_runs"
+    __table_args__ = (
+        UniqueConstraint("run_id", "step_id"),
+        Index("ix_step_runs_ready", "not_before", postgresql_where=text("status = 'ready'")),
+    )
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
+    run_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+    step_id: Mapped[str] = mapped_column(String(200))
+    status: Mapped[str] = mapped_column(String(20))
+    ports: Mapped[Any] = mapped_column(JSONB, default=list)
+    input: Mapped[Any] = mapped_column(JSONB, nullable=True)
+    output: Mapped[Any] = mapped_column(JSONB, nullable=True)
+    error: Mapped[Any] = mapped_column(JSONB, nullable=True)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    not_before: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+
+class Attempt(Base):
+    """One attempt of an action step; ``fencing_token`` guards late completions."""
+
+    __tablename__ = "attempts"
+    __table_args__ = (
+        UniqueConstraint("run_id", "step_id", "number"),
+        Index("ix_attempts_lease", "lease_expires_at", postgresql_where=text("status = 'running'")),
+    )
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
+    run_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+    step_id: Mapped[str] = mapped_column(String(200))
+    number: Mapped[int] = mapped_column(Integer)
+    fencing_token: Mapped[str] = mapped_column(String(64))
+    status: Mapped[str] = mapped_column(String(20))
+    worker: Mapped[str] = mapped_column(String(200), default="")
+    idempotency_key: Mapped[str] = mapped_column(String(300))
+    input: Mapped[Any] = mapped_column(JSONB, nullable=True)
+    config: Mapped[Any] = mapped_column(JSONB, nullable=True)
+    output: Mapped[Any] = mapped_column(JSONB, nullable=True)
+    error: Mapped[Any] = mapped_column(JSONB, nullable=True)
+    lease_expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+
+class Event(Base):
+    """Append-only outbox of state changes, written in the same transaction as the change."""
+
+    __tablename__ = "events"
+    __table_args__ = (Index("ix_events_run", "run_id", "id"),)
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
+    run_id: Mapped[uuid.UUID | None] = mapped_column(
+        ForeignKey("runs.id", ondelete="CASCADE"), nullable=True
+    )
+    kind: Mapped[str] = mapped_column(String(60))
+    step_id: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    data: Mapped[Any] = mapped_column(JSONB, default=dict)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    published_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)

@@ -1,0 +1,183 @@
+"""Persistence of runs, step runs, attempts and events (implements the engine's state I/O).
+
+Every write path here follows the execution model: a transaction locks the run row
+(``SELECT ... FOR UPDATE``), loads a :class:`~backend.engine.model.RunState`, lets the pure
+engine change it, then writes the changed rows and the outbox events before commit.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import select, update
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from backend.db.models import Attempt, Event, Run, StepRun
+from backend.engine.model import RunState, StepRecord
+from backend.engine.states import RunStatus, StepStatus
+
+
+async def lock_run(session: AsyncSession, run_id: uuid.UUID) -> Run | None:
+    """Return the run row locked ``FOR UPDATE`` (``None`` when it does not exist)."""
+    result = await session.execute(select(Run).where(Run.id == run_id).with_for_update())
+    return result.scalar_one_or_none()
+
+
+async def load_state(session: AsyncSession, run: Run) -> RunState:
+    """Build the engine's view of ``run`` from its step rows."""
+    rows = (await session.execute(select(StepRun).where(StepRun.run_id == run.id))).scalars()
+    steps = {
+        r.step_id: StepRecord(
+            step_id=r.step_id,
+            status=StepStatus(r.status),
+            ports=tuple(r.ports or ()),
+            input=r.input,
+            output=r.output,
+            error=r.error,
+            attempts=r.attempts,
+            not_before=r.not_before,
+            started_at=r.started_at,
+            finished_at=r.finished_at,
+        )
+        for r in rows
+    }
+    return RunState(
+        run_id=str(run.id),
+        workflow_id=str(run.workflow_id),
+        version_number=run.version_number,
+        status=RunStatus(run.status),
+        input=run.input,
+        steps=steps,
+        output=run.output,
+        error=run.error,
+        response=run.response,
+        started_at=run.started_at,
+        finished_at=run.finished_at,
+    )
+
+
+async def save_state(session: AsyncSession, run: Run, state: RunState) -> None:
+    """Write the changed step rows, the run row and the events of ``state``."""
+    for step_id in sorted(state.changed):
+        rec = state.steps[step_id]
+        values: dict[str, Any] = {
+            "status": rec.status.value,
+            "ports": list(rec.ports),
+            "input": rec.input,
+            "output": rec.output,
+            "error": rec.error,
+            "attempts": rec.attempts,
+            "not_before": rec.not_before,
+            "started_at": rec.started_at,
+            "finished_at": rec.finished_at,
+        }
+        stmt = insert(StepRun).values(run_id=run.id, step_id=step_id, **values)
+        stmt = stmt.on_conflict_do_update(index_elements=["run_id", "step_id"], set_=values)
+        await session.execute(stmt)
+    run.status = state.status.value
+    run.output = state.output
+    run.error = state.error
+    run.response = state.response
+    run.started_at = state.started_at
+    run.finished_at = state.finished_at
+    for ev in state.events:
+        session.add(Event(run_id=run.id, kind=ev.kind, step_id=ev.step_id, data=ev.data))
+    state.changed.clear()
+    state.events.clear()
+    await session.flush()
+
+
+async def claim_attempt(
+    session: AsyncSession,
+    run: Run,
+    state: RunState,
+    step_id: str,
+    *,
+    worker: str,
+    input: Any,
+    config: Any,
+    now: datetime,
+    lease_until: datetime,
+) -> Attempt:
+    """Start a new attempt of ready step ``step_id`` (caller holds the run lock).
+
+    The fencing token is random per attempt; completion must present it.
+    """
+    rec = state.steps[step_id]
+    rec.move(StepStatus.RUNNING)
+    rec.attempts += 1
+    rec.not_before = None
+    if rec.started_at is None:
+        rec.started_at = now
+    state.touch(step_id)
+    state.emit("step.started", step_id, attempt=rec.attempts, worker=worker)
+    attempt = Attempt(
+        run_id=run.id,
+        step_id=step_id,
+        number=rec.attempts,
+        fencing_token=uuid.uuid4().hex,
+        status="running",
+        worker=worker,
+        idempotency_key=f"{run.id}:{step_id}",
+        input=input,
+        config=config,
+        lease_expires_at=lease_until,
+        started_at=now,
+    )
+    session.add(attempt)
+    await save_state(session, run, state)
+    return attempt
+
+
+async def finish_attempt(
+    session: AsyncSession,
+    attempt_id: int,
+    fencing_token: str,
+    *,
+    status: str,
+    output: Any,
+    error: Any,
+    now: datetime,
+) -> bool:
+    """Close attempt ``attempt_id`` if it is still running with ``fencing_token``.
+
+    Returns False for a late or duplicate completion (the attempt was expired, cancelled or
+    already finished): the caller must then discard its result.
+    """
+    return await _update_current_attempt(
+        session,
+        attempt_id,
+        fencing_token,
+        status=status,
+        output=output,
+        error=error,
+        finished_at=now,
+    )
+
+
+async def extend_lease(
+    session: AsyncSession, attempt_id: int, fencing_token: str, lease_until: datetime
+) -> bool:
+    """Heartbeat: push the lease of a running attempt; False when it is no longer current."""
+    return await _update_current_attempt(
+        session, attempt_id, fencing_token, lease_expires_at=lease_until
+    )
+
+
+async def _update_current_attempt(
+    session: AsyncSession, attempt_id: int, fencing_token: str, **values: Any
+) -> bool:
+    """Conditional update of a running attempt holding ``fencing_token``; True if it matched."""
+    result = await session.execute(
+        update(Attempt)
+        .where(
+            Attempt.id == attempt_id,
+            Attempt.fencing_token == fencing_token,
+            Attempt.status == "running",
+        )
+        .values(**values)
+    )
+    return bool(getattr(result, "rowcount", 0))

@@ -1,0 +1,97 @@
+"""In-memory run state the pure engine works on.
+
+The persistence layer loads a :class:`RunState` (with the run row locked), the engine
+mutates it through :mod:`backend.engine.orchestrator`, and the store writes back the
+records the engine marked as changed, together with the emitted events, in one transaction.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from backend.engine.states import RunStatus, StepStatus, check_run_transition, check_step_transition
+
+
+@dataclass
+class StepRecord:
+    """State of one step in one run.
+
+    ``ports`` are the output ports the step took when it finished (``("true",)`` for an If
+    whose condition held, ``("error",)`` for a failure routed to the error port; empty for a
+    failure that fails the run). ``not_before`` delays a ready step (retry backoff, timers).
+    ``attempts`` counts attempts started so far.
+    """
+
+    step_id: str
+    status: StepStatus = StepStatus.PENDING
+    ports: tuple[str, ...] = ()
+    input: Any = None
+    output: Any = None
+    error: dict[str, Any] | None = None
+    attempts: int = 0
+    not_before: datetime | None = None
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+
+    def move(self, new: StepStatus) -> None:
+        """Change status, enforcing :data:`backend.engine.states.STEP_TRANSITIONS`."""
+        check_step_transition(self.status, new)
+        self.status = new
+
+
+@dataclass
+class EngineEvent:
+    """A state change to append to the run's event log (transactional outbox)."""
+
+    kind: str
+    step_id: str | None = None
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class RunState:
+    """A run with all its step records; ``changed`` names step records to persist.
+
+    ``response`` is what a Respond to Webhook step produced:
+    ``{"status": int, "headers": {str: str}, "body": Any}``.
+    """
+
+    run_id: str
+    workflow_id: str
+    version_number: int
+    status: RunStatus
+    input: Any
+    steps: dict[str, StepRecord]
+    output: Any = None
+    error: dict[str, Any] | None = None
+    response: dict[str, Any] | None = None
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    changed: set[str] = field(default_factory=set)
+    run_changed: bool = False
+    events: list[EngineEvent] = field(default_factory=list)
+
+    def step(self, step_id: str) -> StepRecord:
+        """Return the record of ``step_id``, creating a pending one when absent."""
+        record = self.steps.get(step_id)
+        if record is None:
+            record = StepRecord(step_id=step_id)
+            self.steps[step_id] = record
+        return record
+
+    def touch(self, step_id: str) -> None:
+        """Mark a step record as changed so the store writes it."""
+        self.changed.add(step_id)
+
+    def move(self, new: RunStatus) -> None:
+        """Change the run status, enforcing :data:`backend.engine.states.RUN_TRANSITIONS`."""
+        check_run_transition(self.status, new)
+        if self.status != new:
+            self.status = new
+            self.run_changed = True
+
+    def emit(self, kind: str, step_id: str | None = None, **data: Any) -> None:
+        """Append an event (``run.started``, ``step.succeeded`` ...) to the outbox batch."""
+        self.events.append(EngineEvent(kind=kind, step_id=step_id, data=data))

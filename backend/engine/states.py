@@ -1,0 +1,122 @@
+"""Run and step states and the transitions allowed between them.
+
+One module holds every state machine of the runtime (SpiffWorkflow's Task states, without
+its missing type hints): specs live in ``designer_schema.graph``; *state* lives here.
+
+Run: ``queued -> running -> (succeeded | failed | cancelled | timed_out)``; ``running <->
+waiting`` while only durable timers or child runs are pending.
+
+Step run: ``pending -> ready -> running -> (succeeded | failed)``, ``pending -> skipped``
+(dead path: no incoming branch was taken), ``running -> ready`` (retry scheduled),
+``ready/running -> cancelled``.
+
+Attempt: ``running -> (succeeded | failed | expired | cancelled)``.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class InvalidTransition(Exception):
+    """Raised when code asks for a state change the state machine forbids."""
+
+
+class RunStatus(StrEnum):
+    """Lifecycle of one run."""
+
+    QUEUED = "queued"
+    RUNNING = "running"
+    WAITING = "waiting"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    TIMED_OUT = "timed_out"
+
+    @property
+    def terminal(self) -> bool:
+        """True for states a run never leaves."""
+        return self in _RUN_TERMINAL
+
+
+class StepStatus(StrEnum):
+    """Lifecycle of one step in one run."""
+
+    PENDING = "pending"
+    READY = "ready"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    SKIPPED = "skipped"
+    CANCELLED = "cancelled"
+
+    @property
+    def terminal(self) -> bool:
+        """True for states a step never leaves."""
+        return self in _STEP_TERMINAL
+
+
+class AttemptStatus(StrEnum):
+    """Lifecycle of one attempt of a step."""
+
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    EXPIRED = "expired"
+    CANCELLED = "cancelled"
+
+
+_RUN_TERMINAL = frozenset(
+    {RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.CANCELLED, RunStatus.TIMED_OUT}
+)
+_STEP_TERMINAL = frozenset(
+    {StepStatus.SUCCEEDED, StepStatus.FAILED, StepStatus.SKIPPED, StepStatus.CANCELLED}
+)
+
+RUN_TRANSITIONS: dict[RunStatus, frozenset[RunStatus]] = {
+    RunStatus.QUEUED: frozenset({RunStatus.RUNNING, RunStatus.CANCELLED, RunStatus.FAILED}),
+    RunStatus.RUNNING: frozenset(
+        {
+            RunStatus.WAITING,
+            RunStatus.SUCCEEDED,
+            RunStatus.FAILED,
+            RunStatus.CANCELLED,
+            RunStatus.TIMED_OUT,
+        }
+    ),
+    RunStatus.WAITING: frozenset(
+        {RunStatus.RUNNING, RunStatus.FAILED, RunStatus.CANCELLED, RunStatus.TIMED_OUT}
+    ),
+    RunStatus.SUCCEEDED: frozenset(),
+    RunStatus.FAILED: frozenset(),
+    RunStatus.CANCELLED: frozenset(),
+    RunStatus.TIMED_OUT: frozenset(),
+}
+
+STEP_TRANSITIONS: dict[StepStatus, frozenset[StepStatus]] = {
+    StepStatus.PENDING: frozenset(
+        {StepStatus.READY, StepStatus.SKIPPED, StepStatus.CANCELLED, StepStatus.SUCCEEDED}
+    ),
+    StepStatus.READY: frozenset(
+        {StepStatus.RUNNING, StepStatus.SUCCEEDED, StepStatus.FAILED, StepStatus.CANCELLED}
+    ),
+    StepStatus.RUNNING: frozenset(
+        {StepStatus.SUCCEEDED, StepStatus.FAILED, StepStatus.READY, StepStatus.CANCELLED}
+    ),
+    StepStatus.SUCCEEDED: frozenset(),
+    StepStatus.FAILED: frozenset(),
+    StepStatus.SKIPPED: frozenset(),
+    StepStatus.CANCELLED: frozenset(),
+}
+
+
+def check_run_transition(current: RunStatus, new: RunStatus) -> None:
+    """Raise :class:`InvalidTransition` unless ``current -> new`` is allowed (or a no-op)."""
+    if current != new and new not in RUN_TRANSITIONS[current]:
+        raise InvalidTransition(f"run cannot go from {current} to {new}")
+
+
+def check_step_transition(current: StepStatus, new: StepStatus) -> None:
+    """Raise :class:`InvalidTransition` unless ``current -> new`` is allowed (or a no-op)."""
+    if current != new and new not in STEP_TRANSITIONS[current]:
+        raise InvalidTransition(f"step cannot go from {current} to {new}")

@@ -1,0 +1,184 @@
+"""Run queries: lists and the run detail (steps with their attempts)."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any
+
+import msgspec
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from backend.db.models import Attempt, Run, StepRun, Workflow, WorkflowVersion
+from designer_schema.graph import WorkflowGraph
+
+
+class AttemptView(msgspec.Struct):
+    """One attempt of a step; durations in milliseconds."""
+
+    number: int
+    status: str
+    worker: str
+    idempotency_key: str
+    error: Any
+    started_at: datetime
+    finished_at: datetime | None
+    duration_ms: int | None
+
+
+class StepView(msgspec.Struct):
+    """A step of a run as shown in the API and the run page."""
+
+    step_id: str
+    label: str
+    type: str
+    status: str
+    ports: list[str]
+    input: Any
+    output: Any
+    error: Any
+    started_at: datetime | None
+    finished_at: datetime | None
+    duration_ms: int | None
+    attempts: list[AttemptView]
+
+
+class RunSummary(msgspec.Struct):
+    """A row of the run list."""
+
+    id: str
+    workflow_id: str
+    workflow_name: str
+    status: str
+    version_number: int
+    trigger: str
+    created_at: datetime
+    finished_at: datetime | None
+    duration_ms: int | None
+
+
+class RunDetail(msgspec.Struct):
+    """A run with every step of its graph (steps not reached yet are ``pending``)."""
+
+    id: str
+    workflow_id: str
+    workflow_name: str
+    status: str
+    version_number: int
+    trigger: str
+    input: Any
+    output: Any
+    error: Any
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    duration_ms: int | None
+    steps: list[StepView]
+
+
+def _ms(start: datetime | None, end: datetime | None) -> int | None:
+    if start is None or end is None:
+        return None
+    return int((end - start).total_seconds() * 1000)
+
+
+async def list_runs(
+    session: AsyncSession,
+    *,
+    workflow_id: uuid.UUID | None = None,
+    status: str | None = None,
+    limit: int = 100,
+) -> list[RunSummary]:
+    """Newest runs first, optionally filtered by workflow and status."""
+    stmt = select(Run, Workflow.name).join(Workflow, Workflow.id == Run.workflow_id)
+    if workflow_id is not None:
+        stmt = stmt.where(Run.workflow_id == workflow_id)
+    if status:
+        stmt = stmt.where(Run.status == status)
+    stmt = stmt.order_by(Run.created_at.desc()).limit(max(1, min(limit, 1000)))
+    rows = (await session.execute(stmt)).all()
+    return [RunSummary(**_run_fields(run, name)) for run, name in rows]
+
+
+def _run_fields(run: Run, workflow_name: str) -> dict[str, Any]:
+    """Fields shared by :class:`RunSummary` and :class:`RunDetail`."""
+    return {
+        "id": str(run.id),
+        "workflow_id": str(run.workflow_id),
+        "workflow_name": workflow_name,
+        "status": run.status,
+        "version_number": run.version_number,
+        "trigger": run.trigger,
+        "created_at": run.created_at,
+        "finished_at": run.finished_at,
+        "duration_ms": _ms(run.started_at, run.finished_at),
+    }
+
+
+async def get_run_detail(
+    session: AsyncSession, run_id: uuid.UUID
+) -> tuple[RunDetail, dict[str, Any]] | None:
+    """The run with its steps and attempts, and the version's diagram; None if absent."""
+    row = (
+        await session.execute(
+            select(Run, Workflow.name, WorkflowVersion)
+            .join(Workflow, Workflow.id == Run.workflow_id)
+            .join(WorkflowVersion, WorkflowVersion.id == Run.version_id)
+            .where(Run.id == run_id)
+        )
+    ).one_or_none()
+    if row is None:
+        return None
+    run, name, version = row
+    graph = msgspec.convert(version.graph, WorkflowGraph)
+    step_rows = {
+        s.step_id: s
+        for s in (await session.execute(select(StepRun).where(StepRun.run_id == run_id))).scalars()
+    }
+    attempts: dict[str, list[AttemptView]] = {}
+    for a in (
+        await session.execute(
+            select(Attempt).where(Attempt.run_id == run_id).order_by(Attempt.number)
+        )
+    ).scalars():
+        attempts.setdefault(a.step_id, []).append(
+            AttemptView(
+                number=a.number,
+                status=a.status,
+                worker=a.worker,
+                idempotency_key=a.idempotency_key,
+                error=a.error,
+                started_at=a.started_at,
+                finished_at=a.finished_at,
+                duration_ms=_ms(a.started_at, a.finished_at),
+            )
+        )
+    steps = []
+    for spec in graph.steps:
+        s = step_rows.get(spec.id)
+        steps.append(
+            StepView(
+                step_id=spec.id,
+                label=spec.label or spec.id,
+                type=spec.type,
+                status=s.status if s else "pending",
+                ports=list(s.ports or []) if s else [],
+                input=s.input if s else None,
+                output=s.output if s else None,
+                error=s.error if s else None,
+                started_at=s.started_at if s else None,
+                finished_at=s.finished_at if s else None,
+                duration_ms=_ms(s.started_at, s.finished_at) if s else None,
+                attempts=attempts.get(spec.id, []),
+            )
+        )
+    detail = RunDetail(
+        **_run_fields(run, name),
+        input=run.input,
+        output=run.output,
+        error=run.error,
+        started_at=run.started_at,
+        steps=steps,
+    )
+    return detail, version.diagram

@@ -1,0 +1,215 @@
+"""Workflow use cases: create, edit the draft, compile, publish immutable versions."""
+
+from __future__ import annotations
+
+import secrets
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+from sqlalchemy import func, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from backend.db.models import Workflow, WorkflowVersion
+from backend.engine.expressions import JsonataChecker
+from designer_schema.catalog import Catalog
+from designer_schema.compiler import compile_diagram
+from designer_schema.diagnostics import Diagnostic
+from designer_schema.diagram import Diagram
+
+_CHECKER = JsonataChecker()
+
+
+class WorkflowNotFound(LookupError):
+    """No workflow (or version) with that id."""
+
+
+class InvalidInput(ValueError):
+    """Input that breaks a rule; ``field`` says where."""
+
+    def __init__(self, message: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+class PublishRejected(Exception):
+    """The draft has compile errors; ``diagnostics`` lists them."""
+
+    def __init__(self, diagnostics: list[Diagnostic]) -> None:
+        super().__init__(f"{len(diagnostics)} problem(s) block publishing")
+        self.diagnostics = diagnostics
+
+
+@dataclass
+class PublishResult:
+    """The version now active; ``created`` is False when the diagram was unchanged."""
+
+    version: WorkflowVersion
+    created: bool
+
+
+def new_webhook_token() -> str:
+    """An unguessable webhook path token: 192 random bits, URL-safe."""
+    return secrets.token_urlsafe(24)
+
+
+def compile_for(diagram: Diagram, catalog: Catalog) -> tuple[Any, list[Diagnostic]]:
+    """Compile ``diagram`` with the app's expression checker."""
+    return compile_diagram(diagram, catalog, _CHECKER)
+
+
+def _validate_name(name: str) -> str:
+    name = name.strip()
+    if not name:
+        raise InvalidInput("name must not be empty", "name")
+    if len(name) > 200:
+        raise InvalidInput("name must be at most 200 characters", "name")
+    return name
+
+
+async def create_workflow(
+    session: AsyncSession, name: str, owner_id: uuid.UUID | None, description: str = ""
+) -> Workflow:
+    """Create a workflow whose draft holds a webhook trigger, ready to extend."""
+    draft = Diagram(
+        nodes=[],
+        edges=[],
+    )
+    wf = Workflow(
+        name=_validate_name(name),
+        description=description,
+        owner_id=owner_id,
+        draft=msgspec.to_builtins(draft),
+        webhook_token=new_webhook_token(),
+    )
+    session.add(wf)
+    await session.flush()
+    return wf
+
+
+async def get_workflow(session: AsyncSession, workflow_id: uuid.UUID) -> Workflow:
+    """Return the workflow; raises :class:`WorkflowNotFound`."""
+    wf = await session.get(Workflow, workflow_id)
+    if wf is None:
+        raise WorkflowNotFound(f"workflow {workflow_id} not found")
+    return wf
+
+
+async def list_workflows(session: AsyncSession) -> list[Workflow]:
+    """All workflows, most recently updated first."""
+    rows = await session.execute(select(Workflow).order_by(Workflow.updated_at.desc()))
+    return list(rows.scalars())
+
+
+async def update_workflow(
+    session: AsyncSession,
+    workflow_id: uuid.UUID,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+) -> Workflow:
+    """Rename or re-describe a workflow."""
+    wf = await get_workflow(session, workflow_id)
+    if name is not None:
+        wf.name = _validate_name(name)
+    if description is not None:
+        wf.description = description
+    await session.flush()
+    return wf
+
+
+async def save_draft(
+    session: AsyncSession, workflow_id: uuid.UUID, diagram: Diagram, catalog: Catalog
+) -> list[Diagnostic]:
+    """Store ``diagram`` as the draft (even with errors) and return its diagnostics."""
+    wf = await get_workflow(session, workflow_id)
+    wf.draft = msgspec.to_builtins(diagram)
+    await session.flush()
+    _, diagnostics = compile_for(diagram, catalog)
+    return diagnostics
+
+
+async def publish(
+    session: AsyncSession,
+    workflow_id: uuid.UUID,
+    catalog: Catalog,
+    user_id: uuid.UUID | None,
+) -> PublishResult:
+    """Compile the draft and store it as the next immutable version, made active.
+
+    An unchanged graph (same content hash as an existing version) creates no version: that
+    version becomes active again. Raises :class:`PublishRejected` on compile errors.
+    """
+    wf = (
+        await session.execute(select(Workflow).where(Workflow.id == workflow_id).with_for_update())
+    ).scalar_one_or_none()
+    if wf is None:
+        raise WorkflowNotFound(f"workflow {workflow_id} not found")
+    diagram = msgspec.convert(wf.draft, Diagram)
+    graph, diagnostics = compile_for(diagram, catalog)
+    errors = [d for d in diagnostics if d.severity == "error"]
+    if graph is None or errors:
+        raise PublishRejected(errors or diagnostics)
+    existing = (
+        await session.execute(
+            select(WorkflowVersion).where(
+                WorkflowVersion.workflow_id == workflow_id,
+                WorkflowVersion.content_hash == graph.content_hash,
+            )
+        )
+    ).scalar_one_or_none()
+    if existing is not None:
+        wf.active_version = existing.number
+        await session.flush()
+        return PublishResult(existing, False)
+    latest = (
+        await session.execute(
+            select(func.max(WorkflowVersion.number)).where(
+                WorkflowVersion.workflow_id == workflow_id
+            )
+        )
+    ).scalar_one()
+    version = WorkflowVersion(
+        workflow_id=workflow_id,
+        number=(latest or 0) + 1,
+        diagram=msgspec.to_builtins(diagram),
+        graph=msgspec.to_builtins(graph),
+        content_hash=graph.content_hash,
+        created_by=user_id,
+    )
+    session.add(version)
+    wf.active_version = version.number
+    await session.flush()
+    return PublishResult(version, True)
+
+
+async def list_versions(session: AsyncSession, workflow_id: uuid.UUID) -> list[WorkflowVersion]:
+    """Versions of a workflow, newest first."""
+    rows = await session.execute(
+        select(WorkflowVersion)
+        .where(WorkflowVersion.workflow_id == workflow_id)
+        .order_by(WorkflowVersion.number.desc())
+    )
+    return list(rows.scalars())
+
+
+async def active_version(session: AsyncSession, wf: Workflow) -> WorkflowVersion | None:
+    """The active version of ``wf`` or ``None`` when it was never published."""
+    if wf.active_version is None:
+        return None
+    return (
+        await session.execute(
+            select(WorkflowVersion).where(
+                WorkflowVersion.workflow_id == wf.id,
+                WorkflowVersion.number == wf.active_version,
+            )
+        )
+    ).scalar_one_or_none()
+
+
+async def workflow_by_webhook_token(session: AsyncSession, token: str) -> Workflow | None:
+    """The workflow whose webhook path token is ``token``."""
+    return (
+        await session.execute(select(Workflow).where(Workflow.webhook_token == token))
+    ).scalar_one_or_none()

@@ -1,0 +1,98 @@
+"""Settings from environment variables (and an optional TOML file).
+
+| variable | meaning | default |
+| --- | --- | --- |
+| ``DATABASE_URL`` | ``postgresql+asyncpg://user:pass@host:port/db`` | required outside ``railyard dev`` |
+| ``REDIS_URL`` | ``redis://host:port/db`` | required outside ``railyard dev`` |
+| ``RAILYARD_BASE_URL`` | public URL used in webhook links | ``http://127.0.0.1:8000`` |
+| ``RAILYARD_SECRET_KEY`` | secret for CSRF tokens | random per process (dev only) |
+| ``RAILYARD_SETTINGS_FILE`` | TOML file with the same keys in lower case | none |
+| ``RAILYARD_HTTP_ALLOWLIST`` | comma-separated hosts/IPs/CIDRs outbound HTTP may reach even when private | empty |
+| ``RAILYARD_HTTP_ALLOW_PRIVATE`` | ``1`` lets outbound HTTP reach private/loopback addresses | ``0`` |
+| ``RAILYARD_WEBHOOK_MAX_BODY`` | webhook body limit in bytes | ``1048576`` (1 MiB) |
+| ``RAILYARD_LEASE_SECONDS`` | attempt lease before the sweeper expires it | ``60`` |
+| ``RAILYARD_SWEEP_INTERVAL`` | seconds between sweeper passes | ``5`` |
+| ``RAILYARD_SESSION_HOURS`` | login session lifetime | ``336`` (14 days) |
+| ``RAILYARD_SECURE_COOKIES`` | ``1`` marks cookies Secure (behind HTTPS) | ``0`` |
+
+Environment variables win over the file.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import tomllib
+from pathlib import Path
+
+import msgspec
+
+
+class SettingsError(Exception):
+    """A required setting is missing or malformed."""
+
+
+class Settings(msgspec.Struct, kw_only=True):
+    """Resolved settings; see the module docstring for each field's variable."""
+
+    database_url: str = ""
+    redis_url: str = ""
+    base_url: str = "http://127.0.0.1:8000"
+    secret_key: str = msgspec.field(default_factory=lambda: secrets.token_urlsafe(32))
+    http_allowlist: tuple[str, ...] = ()
+    http_allow_private: bool = False
+    webhook_max_body: int = 1024 * 1024
+    lease_seconds: float = 60.0
+    sweep_interval: float = 5.0
+    session_hours: float = 336.0
+    secure_cookies: bool = False
+
+    def require_services(self) -> None:
+        """Raise :class:`SettingsError` unless the database and Redis URLs are set."""
+        missing = [n for n in ("database_url", "redis_url") if not getattr(self, n)]
+        if missing:
+            names = ", ".join(n.upper() for n in missing)
+            raise SettingsError(f"{names} must be set (or use `railyard dev`)")
+
+
+_ENV = {
+    "DATABASE_URL": "database_url",
+    "REDIS_URL": "redis_url",
+    "RAILYARD_BASE_URL": "base_url",
+    "RAILYARD_SECRET_KEY": "secret_key",
+    "RAILYARD_HTTP_ALLOWLIST": "http_allowlist",
+    "RAILYARD_HTTP_ALLOW_PRIVATE": "http_allow_private",
+    "RAILYARD_WEBHOOK_MAX_BODY": "webhook_max_body",
+    "RAILYARD_LEASE_SECONDS": "lease_seconds",
+    "RAILYARD_SWEEP_INTERVAL": "sweep_interval",
+    "RAILYARD_SESSION_HOURS": "session_hours",
+    "RAILYARD_SECURE_COOKIES": "secure_cookies",
+}
+
+
+def load_settings(environ: dict[str, str] | None = None, **overrides: object) -> Settings:
+    """Build :class:`Settings` from the settings file, the environment and ``overrides``.
+
+    Raises :class:`SettingsError` naming the variable when a value has the wrong type.
+    """
+    env = dict(os.environ if environ is None else environ)
+    raw: dict[str, object] = {}
+    path = env.get("RAILYARD_SETTINGS_FILE")
+    if path:
+        try:
+            raw.update(tomllib.loads(Path(path).read_text()))
+        except (OSError, tomllib.TOMLDecodeError) as exc:
+            raise SettingsError(f"cannot read settings file {path}: {exc}") from exc
+    for var, name in _ENV.items():
+        if var in env and env[var] != "":
+            value: object = env[var]
+            if name == "http_allowlist":
+                value = tuple(p.strip() for p in str(value).split(",") if p.strip())
+            elif name in ("http_allow_private", "secure_cookies"):
+                value = str(value).lower() in ("1", "true", "yes", "on")
+            raw[name] = value
+    raw.update({k: v for k, v in overrides.items() if v is not None})
+    try:
+        return msgspec.convert(raw, Settings, strict=False)
+    except msgspec.ValidationError as exc:
+        raise SettingsError(f"invalid setting: {exc}") from exc

@@ -1,0 +1,75 @@
+"""The arq worker: ``execute_step`` and ``advance_run`` jobs plus the periodic sweeper.
+
+Tuning (DESIGN.md: keep arq behind the Dispatcher port and tune it): a short poll delay
+for low dispatch latency, results not kept (the truth is in PostgreSQL), ``max_jobs``
+bounded so one worker does not hoard work.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from typing import Any
+
+from arq.connections import RedisSettings
+from arq.worker import Worker, func
+
+from backend.runtime import Runtime, build_runtime
+from backend.settings import Settings
+
+log = logging.getLogger(__name__)
+
+
+async def execute_step(ctx: dict[str, Any], run_id: str, step_id: str) -> None:
+    """arq job: run one attempt of a ready step."""
+    runtime: Runtime = ctx["runtime"]
+    await runtime.execution.execute_step(uuid.UUID(run_id), step_id)
+
+
+async def advance_run(ctx: dict[str, Any], run_id: str) -> None:
+    """arq job: advance (or start) a run."""
+    runtime: Runtime = ctx["runtime"]
+    await runtime.execution.advance_run(uuid.UUID(run_id))
+
+
+async def _sweeper(runtime: Runtime) -> None:
+    while True:
+        try:
+            counts = await runtime.execution.sweep(grace_seconds=runtime.settings.sweep_interval)
+            if any(counts.values()):
+                log.info("sweeper: %s", counts)
+        except Exception:  # keep sweeping whatever one pass hit
+            log.exception("sweeper pass failed")
+        await asyncio.sleep(runtime.settings.sweep_interval)
+
+
+def make_worker(
+    settings: Settings, *, burst: bool = False, max_jobs: int = 20, sweep: bool = True
+) -> Worker:
+    """An arq :class:`Worker` for ``settings``; ``burst`` exits when the queue is empty."""
+
+    async def startup(ctx: dict[str, Any]) -> None:
+        ctx["runtime"] = await build_runtime(settings)
+        if sweep and not burst:
+            ctx["sweeper"] = asyncio.create_task(_sweeper(ctx["runtime"]))
+
+    async def shutdown(ctx: dict[str, Any]) -> None:
+        task = ctx.get("sweeper")
+        if task is not None:
+            task.cancel()
+        if "runtime" in ctx:
+            await ctx["runtime"].close()
+
+    return Worker(
+        functions=[func(execute_step, max_tries=1), func(advance_run, max_tries=1)],
+        redis_settings=RedisSettings.from_dsn(settings.redis_url),
+        on_startup=startup,
+        on_shutdown=shutdown,
+        burst=burst,
+        max_jobs=max_jobs,
+        poll_delay=0.05,
+        keep_result=0,
+        handle_signals=False,
+        job_timeout=3600,
+    )

@@ -1,0 +1,71 @@
+"""Railyard connector SDK: declare actions, read run details, call HTTP safely.
+
+Reads like ``temporalio.activity``::
+
+    import msgspec
+    from connectors import sdk
+
+    class Config(msgspec.Struct):
+        url: str
+        timeout: float = 30.0
+
+    @sdk.action("acme.ping", label="Ping", config=Config, expression_fields=("url",))
+    async def ping(config: Config, input: object) -> dict[str, int]:
+        response = await sdk.http_client().get(config.url, timeout=config.timeout)
+        sdk.raise_for_status(response)
+        return {"status": response.status_code}
+
+    connector = sdk.Connector(name="acme", label="Acme", version="1.0.0", actions=[ping])
+
+Register the connector under the ``railyard.connectors`` entry point. Test it with
+:class:`connectors.testing.ActionTestEnvironment`. The SDK depends only on the standard
+library, msgspec and httpx; it never imports the rest of Railyard.
+"""
+
+from .action import ActionDefinition, ActionFn, Connector, action
+from .context import (
+    ActionContext,
+    ActionInfo,
+    HeartbeatCallback,
+    current_context,
+    heartbeat,
+    http_client,
+    info,
+    is_cancelled,
+    logger,
+)
+from .errors import (
+    ActionError,
+    ConfigError,
+    NonRetryableError,
+    parse_retry_after,
+    raise_for_status,
+)
+from .schema import config_json_schema
+from .ssrf import SsrfGuardTransport, SsrfPolicy, make_http_client, user_agent
+
+__all__ = [
+    "ActionContext",
+    "ActionDefinition",
+    "ActionError",
+    "ActionFn",
+    "ActionInfo",
+    "ConfigError",
+    "Connector",
+    "HeartbeatCallback",
+    "NonRetryableError",
+    "SsrfGuardTransport",
+    "SsrfPolicy",
+    "action",
+    "config_json_schema",
+    "current_context",
+    "heartbeat",
+    "http_client",
+    "info",
+    "is_cancelled",
+    "logger",
+    "make_http_client",
+    "parse_retry_after",
+    "raise_for_status",
+    "user_agent",
+]

@@ -1,0 +1,167 @@
+"""Declaring actions and connectors.
+
+An action is an ``async`` function ``fn(config: Config, input: Any) -> Output`` where
+``Config`` is a ``msgspec.Struct`` (the node's config, already validated and with
+expressions resolved) and ``input`` is the step's input (the predecessor's output).
+:func:`action` turns it into an :class:`ActionDefinition`; a :class:`Connector` groups
+actions under a name and version and is exposed through the ``railyard.connectors``
+entry point.
+"""
+
+from __future__ import annotations
+
+import builtins
+import inspect
+import typing
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+
+from .context import ActionContext, _current
+from .errors import ConfigError
+from .schema import config_json_schema
+
+__all__ = ["ActionDefinition", "ActionFn", "Connector", "action"]
+
+ActionFn = Callable[[Any, Any], Awaitable[Any]]
+"""``async def fn(config: Config, input: Any) -> Output``."""
+
+
+@dataclass(frozen=True)
+class ActionDefinition:
+    """A declared action (one node type of kind ``action``).
+
+    Attributes:
+        type: node type name, ``"<connector>.<action>"`` (``"http.request"``).
+        label, description, category, icon: how the palette shows it.
+        config_type: the ``msgspec.Struct`` of the config.
+        output_type: the return annotation of ``fn`` (``Any`` when absent).
+        fn: the coroutine function.
+        expression_fields: config fields that accept a JSONata expression.
+        outputs: output port names.
+    """
+
+    type: str
+    label: str
+    config_type: builtins.type[Any]
+    fn: ActionFn
+    description: str = ""
+    category: str = "Actions"
+    icon: str = ""
+    output_type: Any = Any
+    expression_fields: tuple[str, ...] = ()
+    outputs: tuple[str, ...] = ("out",)
+    _schema: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def config_json_schema(self) -> dict[str, Any]:
+        """JSON Schema of the config with ``$ref`` inlined (a fresh copy per call)."""
+        if not self._schema:
+            self._schema.update(config_json_schema(self.config_type))
+        return msgspec.json.decode(msgspec.json.encode(self._schema))  # type: ignore[no-any-return]
+
+    def parse_config(self, config: dict[str, Any]) -> Any:
+        """Convert ``config`` to ``config_type``; raises :class:`ConfigError`."""
+        try:
+            return msgspec.convert(config, self.config_type, strict=False)
+        except msgspec.ValidationError as err:
+            raise ConfigError(f"invalid config for {self.type}: {err}") from None
+
+    async def run(self, config: dict[str, Any], input: Any, context: ActionContext) -> Any:
+        """Run one attempt: validate ``config``, install ``context``, await ``fn``.
+
+        Returns the output converted to JSON-able builtins (``msgspec.to_builtins``).
+        Raises :class:`~connectors.sdk.errors.ConfigError` for an invalid config and
+        whatever ``fn`` raises (``ActionError`` subclasses carry retry hints).
+        """
+        parsed = self.parse_config(config)
+        token = _current.set(context)
+        try:
+            result = await self.fn(parsed, input)
+            return msgspec.to_builtins(result)
+        finally:
+            try:
+                await context.aclose()
+            finally:
+                _current.reset(token)
+
+
+def _output_type(fn: Callable[..., Any]) -> Any:
+    try:
+        hints = typing.get_type_hints(fn)
+    except Exception:
+        return Any
+    return hints.get("return", Any)
+
+
+def action(
+    type: str,
+    *,
+    label: str,
+    config: type[Any],
+    description: str = "",
+    category: str = "Actions",
+    icon: str = "",
+    expression_fields: Sequence[str] = (),
+    outputs: Sequence[str] = ("out",),
+) -> Callable[[ActionFn], ActionDefinition]:
+    """Decorator declaring ``fn`` as the action ``type``.
+
+    ``config`` is the ``msgspec.Struct`` class of the node config; ``expression_fields``
+    must name fields of it. The decorated name is bound to the :class:`ActionDefinition`
+    (call ``definition.fn`` to reach the function itself).
+    """
+    if not (inspect.isclass(config) and issubclass(config, msgspec.Struct)):
+        raise TypeError(f"action {type!r}: config must be a msgspec.Struct subclass")
+    fields = set(config.__struct_fields__)
+    unknown = [name for name in expression_fields if name not in fields]
+    if unknown:
+        raise ValueError(f"action {type!r}: expression_fields not in config: {unknown}")
+
+    def decorate(fn: ActionFn) -> ActionDefinition:
+        if not inspect.iscoroutinefunction(fn):
+            raise TypeError(f"action {type!r}: {fn!r} must be an async function")
+        doc = inspect.getdoc(fn) or ""
+        return ActionDefinition(
+            type=type,
+            label=label,
+            config_type=config,
+            fn=fn,
+            description=description or (doc.splitlines()[0] if doc else ""),
+            category=category,
+            icon=icon,
+            output_type=_output_type(fn),
+            expression_fields=tuple(expression_fields),
+            outputs=tuple(outputs),
+        )
+
+    return decorate
+
+
+@dataclass(frozen=True)
+class Connector:
+    """A plugin: a named, versioned group of actions.
+
+    ``name`` is the prefix of its node types; ``actions`` must have unique types.
+    """
+
+    name: str
+    label: str
+    version: str
+    actions: Sequence[ActionDefinition] = ()
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        seen: set[str] = set()
+        for definition in self.actions:
+            if definition.type in seen:
+                raise ValueError(f"connector {self.name!r}: duplicate action {definition.type}")
+            seen.add(definition.type)
+
+    def get(self, node_type: str) -> ActionDefinition | None:
+        """The action named ``node_type`` or ``None``."""
+        for definition in self.actions:
+            if definition.type == node_type:
+                return definition
+        return None

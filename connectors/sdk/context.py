@@ -1,0 +1,178 @@
+"""Run details for the action being executed, read through context functions.
+
+Like ``temporalio.activity``: the engine builds an :class:`ActionContext` per attempt and
+:meth:`ActionDefinition.run <connectors.sdk.action.ActionDefinition.run>` installs it in a
+context variable; inside the action, module-level functions read it::
+
+    from connectors import sdk
+
+    async def my_action(config, input):
+        sdk.info().idempotency_key
+        sdk.heartbeat({"done": 10})
+        if sdk.is_cancelled(): ...
+        response = await sdk.http_client().get(config.url)
+        sdk.logger().info("fetched %s", config.url)
+
+Every function raises ``RuntimeError`` when called outside an action.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import inspect
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from .ssrf import SsrfPolicy, make_http_client
+
+__all__ = [
+    "ActionContext",
+    "ActionInfo",
+    "HeartbeatCallback",
+    "heartbeat",
+    "http_client",
+    "info",
+    "is_cancelled",
+    "logger",
+]
+
+HeartbeatCallback = Callable[[Any], Awaitable[None] | None]
+"""Called with the heartbeat details; may be a plain function or a coroutine function."""
+
+
+@dataclass(frozen=True)
+class ActionInfo:
+    """Who is running: identifiers of the current attempt.
+
+    Attributes:
+        run_id: id of the run.
+        workflow_id: id of the workflow the run belongs to.
+        step_id: id of the step (the diagram node id).
+        attempt: 1-based attempt number; 2 is the first retry.
+        idempotency_key: stable across retries of the same logical call (same run, step
+            and activation); send it to remote APIs that deduplicate.
+        node_type: the step's node type, e.g. ``"http.request"``.
+        workflow_version: the version number the run pins (0 when unknown).
+    """
+
+    run_id: str
+    workflow_id: str
+    step_id: str
+    attempt: int
+    idempotency_key: str
+    node_type: str
+    workflow_version: int = 0
+
+
+def _never_cancelled() -> bool:
+    return False
+
+
+@dataclass
+class ActionContext:
+    """Everything the engine hands an action attempt.
+
+    Attributes:
+        info: identifiers of the attempt.
+        heartbeat: callback receiving heartbeat details (sync or async), or ``None``.
+        cancelled: returns ``True`` once the engine asked the attempt to stop.
+        http_client: an ``httpx.AsyncClient`` to share (not closed by the SDK), or a
+            zero-argument factory called lazily at most once per attempt (that client is
+            closed when the action returns). ``None`` builds the default guarded client
+            from ``ssrf`` on first use.
+        logger: logger for the action; defaults to ``railyard.connectors.<node_type>``.
+        ssrf: policy for the default client when ``http_client`` is ``None``.
+    """
+
+    info: ActionInfo
+    heartbeat: HeartbeatCallback | None = None
+    cancelled: Callable[[], bool] = _never_cancelled
+    http_client: httpx.AsyncClient | Callable[[], httpx.AsyncClient] | None = None
+    logger: logging.Logger | logging.LoggerAdapter[logging.Logger] | None = None
+    ssrf: SsrfPolicy = field(default_factory=SsrfPolicy)
+    _client: httpx.AsyncClient | None = field(default=None, init=False, repr=False)
+    _owns_client: bool = field(default=False, init=False, repr=False)
+    _pending: list[asyncio.Task[Any]] = field(default_factory=list, init=False, repr=False)
+
+    def get_http_client(self) -> httpx.AsyncClient:
+        """The attempt's HTTP client (created on first call)."""
+        if self._client is None:
+            source = self.http_client
+            if isinstance(source, httpx.AsyncClient):
+                self._client = source
+            elif source is None:
+                self._client = make_http_client(self.ssrf)
+                self._owns_client = True
+            else:
+                self._client = source()
+                self._owns_client = True
+        return self._client
+
+    def get_logger(self) -> logging.Logger | logging.LoggerAdapter[logging.Logger]:
+        """The attempt's logger."""
+        if self.logger is None:
+            self.logger = logging.getLogger(f"railyard.connectors.{self.info.node_type}")
+        return self.logger
+
+    def record_heartbeat(self, details: Any) -> None:
+        """Forward ``details`` to the heartbeat callback (async callbacks run as tasks)."""
+        if self.heartbeat is None:
+            return
+        result = self.heartbeat(details)
+        if inspect.isawaitable(result):
+            self._pending.append(asyncio.ensure_future(result))
+
+    async def aclose(self) -> None:
+        """Finish pending heartbeats and close a client the context created."""
+        if self._pending:
+            pending, self._pending = self._pending, []
+            results = await asyncio.gather(*pending, return_exceptions=True)
+            for result in results:
+                if isinstance(result, BaseException):
+                    self.get_logger().warning("heartbeat callback failed: %r", result)
+        if self._client is not None and self._owns_client:
+            client, self._client = self._client, None
+            self._owns_client = False
+            await client.aclose()
+
+
+_current: contextvars.ContextVar[ActionContext] = contextvars.ContextVar("railyard_action_context")
+
+
+def current_context() -> ActionContext:
+    """The :class:`ActionContext` of the running action; ``RuntimeError`` outside one."""
+    try:
+        return _current.get()
+    except LookupError:
+        raise RuntimeError("not running inside a Railyard action") from None
+
+
+def info() -> ActionInfo:
+    """Identifiers of the current attempt (see :class:`ActionInfo`)."""
+    return current_context().info
+
+
+def heartbeat(details: Any = None) -> None:
+    """Report progress; ``details`` (JSON-able) is kept so a retry can resume from it."""
+    current_context().record_heartbeat(details)
+
+
+def is_cancelled() -> bool:
+    """True once the engine asked this attempt to stop; return or raise promptly."""
+    return current_context().cancelled()
+
+
+def http_client() -> httpx.AsyncClient:
+    """The attempt's ``httpx.AsyncClient``: SSRF-guarded, 30 s default timeout,
+    ``User-Agent: Railyard/<version>``, 10 MiB response cap. Do not close it."""
+    return current_context().get_http_client()
+
+
+def logger() -> logging.Logger | logging.LoggerAdapter[logging.Logger]:
+    """Logger for the current action (stdlib ``logging``)."""
+    return current_context().get_logger()

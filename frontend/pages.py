@@ -1,0 +1,305 @@
+"""Server-rendered pages (Jinja2 + htmx) and the designer's HTML fragments.
+
+Pages render through ``backend.services`` only; they never import the JSON API or workers.
+A request without a login session is redirected to ``/login?next=<path>``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncGenerator
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, urlparse
+
+import jinja2
+import msgspec
+from jinja2.sandbox import SandboxedEnvironment
+from litestar import Controller, MediaType, Request, Response, get, post
+from litestar.datastructures import State
+from litestar.di import Provide
+from litestar.enums import RequestEncodingType
+from litestar.exceptions import HTTPException, NotAuthorizedException
+from litestar.params import Body
+from litestar.response import Redirect, ServerSentEvent, ServerSentEventMessage
+from litestar.utils.scope.state import ScopeState
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from backend.auth.web import (
+    SESSION_COOKIE,
+    load_user,
+    login_required,
+    provide_db,
+    provide_runtime,
+    session_cookie,
+)
+from backend.db.models import User, Workflow
+from backend.engine.states import RunStatus
+from backend.runtime import Runtime
+from backend.services import accounts, runs, workflows
+from backend.services.channels import run_channel
+from frontend.forms import render_config_panel
+
+TEMPLATES = Path(__file__).parent / "templates"
+STATIC = Path(__file__).parent / "static"
+
+ENV = SandboxedEnvironment(
+    loader=jinja2.FileSystemLoader(TEMPLATES),
+    autoescape=jinja2.select_autoescape(default=True),
+    undefined=jinja2.ChainableUndefined,
+)
+ENV.filters["tojson_pretty"] = lambda v: msgspec.json.format(
+    msgspec.json.encode(v), indent=2
+).decode()
+
+
+class ConfigPanelIn(msgspec.Struct):
+    """Body of POST /designer/config-panel."""
+
+    node_type: str
+    node_id: str
+    label: str = ""
+    config: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+def _csrf(request: Request) -> str:
+    token = ScopeState.from_scope(request.scope).csrf_token
+    return token if isinstance(token, str) else ""
+
+
+def render(
+    request: Request, template: str, status_code: int = 200, **context: Any
+) -> Response[str]:
+    """Render ``template`` with the common context (user, csrf_token, request)."""
+    user = request.scope.get("state", {}).get("user")
+    html = ENV.get_template(template).render(
+        request=request, user=user, csrf_token=_csrf(request), **context
+    )
+    return Response(html, status_code=status_code, media_type=MediaType.HTML)
+
+
+def _safe_next(value: str | None) -> str:
+    """Only same-site relative paths are followed after login (no open redirect)."""
+    if not value:
+        return "/workflows"
+    parsed = urlparse(value)
+    if parsed.scheme or parsed.netloc or not value.startswith("/") or value.startswith("//"):
+        return "/workflows"
+    return value
+
+
+def redirect_to_login(request: Request, _: Exception) -> Response[Any]:
+    """Exception handler: send anonymous visitors to the login page."""
+    target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+    return Redirect(f"/login?next={quote(target)}")
+
+
+def webhook_url(runtime: Runtime, wf: Workflow) -> str:
+    """Public URL of ``wf``'s webhook."""
+    return f"{runtime.settings.base_url.rstrip('/')}/hooks/{wf.webhook_token}"
+
+
+class AuthPages(Controller):
+    """Login and logout pages."""
+
+    path = "/"
+    include_in_schema = False
+    dependencies = {
+        "db": Provide(provide_db),
+        "runtime": Provide(provide_runtime, sync_to_thread=False),
+    }
+
+    @get("/", operation_id="page_home")
+    async def home(self) -> Redirect:
+        """Start page: the workflow list."""
+        return Redirect("/workflows")
+
+    @get("/login", operation_id="page_login")
+    async def login_form(self, request: Request, next: str | None = None) -> Response[str]:
+        """The login form."""
+        await load_user(request)
+        return render(request, "login.html", error=None, next=_safe_next(next))
+
+    @post("/login", operation_id="page_login_submit")
+    async def login(
+        self,
+        request: Request,
+        db: AsyncSession,
+        runtime: Runtime,
+        data: dict[str, str] = Body(media_type=RequestEncodingType.URL_ENCODED),
+    ) -> Response[Any]:
+        """Check the form's credentials; on success set the session cookie and redirect."""
+        user = await accounts.authenticate(db, data.get("email", ""), data.get("password", ""))
+        target = _safe_next(data.get("next"))
+        if user is None:
+            request.scope.setdefault("state", {})["user"] = None
+            return render(
+                request,
+                "login.html",
+                status_code=401,
+                error="Wrong email or password.",
+                next=target,
+            )
+        token = await accounts.open_session(db, user, runtime.settings.session_hours)
+        response: Response[Any] = Redirect(target)
+        response.set_cookie(session_cookie(runtime, token))
+        return response
+
+    @post("/logout", operation_id="page_logout")
+    async def logout(self, request: Request, db: AsyncSession) -> Response[Any]:
+        """End the session and go to the login page."""
+        token = request.cookies.get(SESSION_COOKIE)
+        if token:
+            await accounts.close_session(db, token)
+        response: Response[Any] = Redirect("/login")
+        response.delete_cookie(SESSION_COOKIE)
+        return response
+
+
+class AppPages(Controller):
+    """Workflow list, designer, run list and run detail (login required)."""
+
+    path = "/"
+    include_in_schema = False
+    guards = [login_required]
+    exception_handlers = {NotAuthorizedException: redirect_to_login}
+    dependencies = {
+        "db": Provide(provide_db),
+        "runtime": Provide(provide_runtime, sync_to_thread=False),
+    }
+
+    @get("/workflows", operation_id="page_workflows")
+    async def workflows_page(
+        self, request: Request, db: AsyncSession, runtime: Runtime
+    ) -> Response[str]:
+        """All workflows."""
+        items = [
+            {
+                "id": str(wf.id),
+                "name": wf.name,
+                "description": wf.description,
+                "active_version": wf.active_version,
+                "updated_at": wf.updated_at,
+                "webhook_url": webhook_url(runtime, wf) if wf.active_version else None,
+            }
+            for wf in await workflows.list_workflows(db)
+        ]
+        return render(request, "workflows.html", workflows=items)
+
+    @post("/workflows", operation_id="page_create_workflow")
+    async def create_workflow(
+        self,
+        request: Request,
+        db: AsyncSession,
+        data: dict[str, str] = Body(media_type=RequestEncodingType.URL_ENCODED),
+    ) -> Response[Any]:
+        """Create a workflow from the form and open it in the designer."""
+        user: User = request.scope["state"]["user"]
+        try:
+            wf = await workflows.create_workflow(db, data.get("name", ""), user.id)
+        except workflows.InvalidInput as exc:
+            raise HTTPException(status_code=400, detail=str(exc)) from exc
+        return Redirect(f"/workflows/{wf.id}/designer")
+
+    @get("/workflows/{workflow_id:uuid}/designer", operation_id="page_designer")
+    async def designer(
+        self, request: Request, workflow_id: uuid.UUID, db: AsyncSession, runtime: Runtime
+    ) -> Response[str]:
+        """The visual editor for one workflow's draft."""
+        try:
+            wf = await workflows.get_workflow(db, workflow_id)
+        except workflows.WorkflowNotFound as exc:
+            return render(
+                request, "error.html", status_code=404, status_code_=404, message=str(exc)
+            )
+        return render(
+            request,
+            "designer.html",
+            workflow={
+                "id": str(wf.id),
+                "name": wf.name,
+                "active_version": wf.active_version,
+                "webhook_url": webhook_url(runtime, wf) if wf.active_version else None,
+            },
+            diagram_json=msgspec.json.encode(wf.draft).decode(),
+            catalog_json=msgspec.json.encode(runtime.catalog.all()).decode(),
+        )
+
+    @post("/designer/config-panel", operation_id="fragment_config_panel")
+    async def config_panel(
+        self, request: Request, data: ConfigPanelIn, runtime: Runtime
+    ) -> Response[str]:
+        """The config side panel of one node, rendered from its node type's schema."""
+        spec = runtime.catalog.get(data.node_type)
+        if spec is None:
+            raise HTTPException(status_code=400, detail=f"unknown node type {data.node_type}")
+        html = render_config_panel(ENV, spec, data.node_id, data.label, data.config, [])
+        return Response(html, media_type=MediaType.HTML)
+
+    @get("/runs", operation_id="page_runs")
+    async def runs_page(
+        self,
+        request: Request,
+        db: AsyncSession,
+        workflow_id: uuid.UUID | None = None,
+        status: str | None = None,
+    ) -> Response[str]:
+        """Newest runs, filterable by workflow and status."""
+        items = await runs.list_runs(db, workflow_id=workflow_id, status=status or None)
+        return render(
+            request,
+            "runs.html",
+            runs=items,
+            workflow_id=str(workflow_id) if workflow_id else None,
+            status=status,
+            statuses=[s.value for s in RunStatus],
+        )
+
+    @get("/runs/{run_id:uuid}", operation_id="page_run")
+    async def run_page(
+        self, request: Request, run_id: uuid.UUID, db: AsyncSession
+    ) -> Response[str]:
+        """One run: the graph coloured by step status and every step's data."""
+        found = await runs.get_run_detail(db, run_id)
+        if found is None:
+            return render(request, "error.html", status_code=404, message="run not found")
+        detail, diagram = found
+        return render(
+            request,
+            "run_detail.html",
+            run=detail,
+            run_json=msgspec.json.encode(detail).decode(),
+            diagram_json=msgspec.json.encode(diagram).decode(),
+        )
+
+    @get("/runs/{run_id:uuid}/events", operation_id="page_run_events")
+    async def run_events(self, run_id: uuid.UUID, state: State) -> ServerSentEvent:
+        """Server-Sent Events: an ``update`` event with the run JSON on every change."""
+        runtime: Runtime = state.runtime
+        return ServerSentEvent(_run_updates(runtime, run_id))
+
+
+async def _run_updates(runtime: Runtime, run_id: uuid.UUID) -> AsyncGenerator[Any, None]:
+    pubsub = runtime.redis.pubsub()
+    await pubsub.subscribe(run_channel(str(run_id)))
+    last = b""
+    try:
+        while True:
+            async with runtime.sessionmaker() as session:
+                found = await runs.get_run_detail(session, run_id)
+            if found is None:
+                return
+            payload = msgspec.json.encode(found[0])
+            if payload != last:
+                last = payload
+                yield ServerSentEventMessage(data=payload.decode(), event="update")
+            if RunStatus(found[0].status).terminal:
+                return
+            try:
+                await pubsub.get_message(ignore_subscribe_messages=True, timeout=1.0)
+            except Exception:
+                await asyncio.sleep(1.0)
+    finally:
+        await pubsub.unsubscribe()
+        await pubsub.aclose()

@@ -1,0 +1,287 @@
+// Entry point of the designer page (templates/designer.html).
+// Wires the model, canvas, palette, config panel, diagnostics and toolbar together.
+
+import { errorMessage, postJSON, putJSON } from "./api.js";
+import { Canvas } from "./canvas.js";
+import { DiagnosticsList, problems } from "./diagnostics.js";
+import { DiagramModel, NODE_WIDTH } from "./model.js";
+import { acceptDrops, renderPalette } from "./palette.js";
+import { ConfigPanel } from "./panel.js";
+
+const COMPILE_DELAY_MS = 400;
+
+const root = document.getElementById("designer");
+const workflowId = root.dataset.workflowId;
+const catalog = parseJSON(root.dataset.catalog, []);
+const model = new DiagramModel(parseJSON(root.dataset.diagram, {}), catalog);
+
+const statusEl = document.getElementById("status");
+let dirty = false;
+let diagnostics = [];
+let compileTimer = null;
+let compileSeq = 0;
+let addCount = 0;
+
+function parseJSON(text, fallback) {
+  if (!text) return fallback;
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    console.error("Bad JSON in page data", err);
+    return fallback;
+  }
+}
+
+/** kind: "ok" | "error" | "busy" | "dirty" | "" */
+function setStatus(text, kind = "") {
+  statusEl.textContent = text;
+  statusEl.dataset.kind = kind;
+  statusEl.title = text;
+}
+
+// ------------------------------------------------------------------ components
+
+const panel = new ConfigPanel(document.getElementById("config-panel"), model, { onStatus: (m, k) => setStatus(m, k) });
+
+const canvas = new Canvas(document.getElementById("canvas"), model, {
+  onSelect(sel) {
+    if (sel && sel.kind === "node") panel.open(sel.id);
+    else panel.close();
+  },
+});
+
+const diagnosticsList = new DiagnosticsList(document.getElementById("diagnostics"), {
+  onFocus(nodeId) {
+    if (!model.node(nodeId)) return;
+    canvas.centerOn(nodeId);
+    canvas.select({ kind: "node", id: nodeId });
+  },
+});
+
+function addNode(type, clientX, clientY) {
+  let pos;
+  if (clientX === null || clientX === undefined) {
+    // Click / keyboard: the middle of the view, shifted so repeated adds do not stack.
+    const c = canvas.visibleCenter();
+    const shift = (addCount++ % 6) * 24;
+    pos = { x: c.x - NODE_WIDTH / 2 + shift, y: c.y - 28 + shift };
+  } else {
+    const p = canvas.screenToCanvas(clientX, clientY);
+    pos = { x: p.x - NODE_WIDTH / 2, y: p.y - 28 };
+  }
+  const node = model.addNode(type, pos.x, pos.y);
+  canvas.select({ kind: "node", id: node.id });
+}
+
+renderPalette(document.getElementById("palette-list"), document.getElementById("palette-search"), catalog, { onAdd: addNode });
+acceptDrops(canvas.svg, addNode);
+
+// ------------------------------------------------------------------ changes & diagnostics
+
+const emptyHint = document.getElementById("canvas-empty");
+function updateEmptyHint() {
+  emptyHint.hidden = model.nodes.length > 0;
+}
+
+model.onChange((kind) => {
+  updateEmptyHint();
+  if (kind !== "graph") return; // pan/zoom is saved but does not make the draft dirty
+  dirty = true;
+  setStatus(diagnostics.length ? `Unsaved changes · ${problems(diagnostics.length)}` : "Unsaved changes", "dirty");
+  clearTimeout(compileTimer);
+  compileTimer = setTimeout(compile, COMPILE_DELAY_MS);
+});
+
+function showDiagnostics(list) {
+  diagnostics = Array.isArray(list) ? list : [];
+  canvas.setDiagnostics(diagnostics);
+  diagnosticsList.show(diagnostics);
+  panel.showDiagnostics(diagnostics);
+}
+
+async function compile() {
+  const seq = ++compileSeq;
+  let resp;
+  try {
+    resp = await postJSON(`/api/workflows/${workflowId}/compile`, { diagram: model.toJSON() });
+  } catch (err) {
+    if (seq === compileSeq) setStatus(`Check failed: ${err.message}`, "error");
+    return;
+  }
+  if (seq !== compileSeq) return; // a newer compile is on its way
+  if (!resp.ok && resp.status !== 422) {
+    setStatus(`Check failed: ${errorMessage(resp)}`, "error");
+    return;
+  }
+  showDiagnostics(resp.data?.diagnostics);
+  if (dirty) setStatus(diagnostics.length ? `Unsaved changes · ${problems(diagnostics.length)}` : "Unsaved changes", "dirty");
+}
+
+// ------------------------------------------------------------------ toolbar
+
+const saveBtn = document.getElementById("save-btn");
+const publishBtn = document.getElementById("publish-btn");
+
+/** Save the draft; resolves to true on success. */
+async function save() {
+  clearTimeout(compileTimer);
+  compileSeq++; // a save answers with fresh diagnostics; ignore compiles in flight
+  setStatus("Saving…", "busy");
+  let resp;
+  try {
+    resp = await putJSON(`/api/workflows/${workflowId}/draft`, { diagram: model.toJSON() });
+  } catch (err) {
+    setStatus(`Save failed: ${err.message}`, "error");
+    return false;
+  }
+  if (!resp.ok) {
+    setStatus(`Save failed: ${errorMessage(resp)}`, "error");
+    return false;
+  }
+  dirty = false;
+  showDiagnostics(resp.data?.diagnostics);
+  setStatus(diagnostics.length ? `Saved · ${problems(diagnostics.length)}` : "Saved", diagnostics.length ? "error" : "ok");
+  return true;
+}
+
+async function publish() {
+  if (!(await save())) return;
+  setStatus("Publishing…", "busy");
+  let resp;
+  try {
+    resp = await postJSON(`/api/workflows/${workflowId}/publish`, {});
+  } catch (err) {
+    setStatus(`Publish failed: ${err.message}`, "error");
+    return;
+  }
+  if (resp.status === 422 && resp.data?.diagnostics) {
+    showDiagnostics(resp.data.diagnostics);
+    setStatus(`${problems(diagnostics.length)} · not published`, "error");
+    return;
+  }
+  if (!resp.ok) {
+    setStatus(`Publish failed: ${errorMessage(resp)}`, "error");
+    return;
+  }
+  const version = resp.data?.version || {};
+  const badge = document.getElementById("version-badge");
+  badge.textContent = `v${version.number}`;
+  badge.hidden = false;
+  root.dataset.activeVersion = version.number;
+  if (resp.data?.webhook_url) showWebhook(resp.data.webhook_url);
+  const note = resp.data?.created === false ? " (no changes since the last publish)" : "";
+  setStatus(`Published version ${version.number}${note}`, "ok");
+}
+
+function showWebhook(url) {
+  const box = document.getElementById("webhook-url");
+  box.querySelector("code").textContent = url;
+  box.hidden = false;
+}
+
+async function withBusy(button, fn) {
+  button.disabled = true;
+  try {
+    await fn();
+  } finally {
+    button.disabled = false;
+  }
+}
+
+saveBtn.addEventListener("click", () => withBusy(saveBtn, save));
+publishBtn.addEventListener("click", () => withBusy(publishBtn, publish));
+
+// Run dialog ----------------------------------------------------------------
+
+const runDialog = document.getElementById("run-dialog");
+const runInput = document.getElementById("run-input");
+const runError = document.getElementById("run-error");
+const runResult = document.getElementById("run-result");
+const runSubmit = document.getElementById("run-submit");
+
+document.getElementById("run-btn").addEventListener("click", () => {
+  runError.hidden = true;
+  runResult.hidden = true;
+  if (dirty || !root.dataset.activeVersion) {
+    runError.textContent = root.dataset.activeVersion
+      ? "You have unpublished changes: the run uses the published version."
+      : "Publish the workflow first: runs use the published version.";
+    runError.hidden = false;
+  }
+  runDialog.showModal();
+  runInput.focus();
+});
+document.getElementById("run-cancel").addEventListener("click", () => runDialog.close());
+
+runSubmit.addEventListener("click", () => withBusy(runSubmit, async () => {
+  runError.hidden = true;
+  runResult.hidden = true;
+  let input;
+  try {
+    input = runInput.value.trim() ? JSON.parse(runInput.value) : {};
+  } catch (err) {
+    runError.textContent = `Invalid JSON: ${err.message}`;
+    runError.hidden = false;
+    return;
+  }
+  let resp;
+  try {
+    resp = await postJSON(`/api/workflows/${workflowId}/runs`, { input });
+  } catch (err) {
+    resp = { ok: false, status: 0, data: { detail: err.message } };
+  }
+  if (!resp.ok) {
+    runError.textContent = errorMessage(resp);
+    runError.hidden = false;
+    setStatus(`Run failed to start: ${errorMessage(resp)}`, "error");
+    return;
+  }
+  const link = document.getElementById("run-link");
+  link.href = resp.data.url || `/runs/${resp.data.run_id}`;
+  link.textContent = `open run ${resp.data.run_id}`;
+  runResult.hidden = false;
+  setStatus("Run started", "ok");
+}));
+
+// Canvas controls --------------------------------------------------------------
+
+document.getElementById("zoom-in").addEventListener("click", () => canvas.zoomAt(1.2));
+document.getElementById("zoom-out").addEventListener("click", () => canvas.zoomAt(1 / 1.2));
+document.getElementById("zoom-fit").addEventListener("click", () => canvas.fit());
+
+// ------------------------------------------------------------------ keyboard
+
+document.addEventListener("keydown", (e) => {
+  const t = e.target;
+  // Never steal keys from form controls or an open dialog.
+  if (t.closest && t.closest("input, textarea, select, [contenteditable], dialog")) return;
+  if (e.key === "Delete" || e.key === "Backspace") {
+    const sel = canvas.selection;
+    if (!sel) return;
+    e.preventDefault();
+    canvas.selection = null;
+    if (sel.kind === "node") model.removeNode(sel.id);
+    else model.removeEdge(sel.id);
+    canvas.select(null);
+    panel.close();
+  } else if (e.key === "Escape") {
+    canvas.select(null);
+  } else if ((e.ctrlKey || e.metaKey) && e.key === "s") {
+    e.preventDefault();
+    withBusy(saveBtn, save);
+  }
+});
+
+window.addEventListener("beforeunload", (e) => {
+  if (dirty) {
+    e.preventDefault();
+    e.returnValue = "";
+  }
+});
+
+// ------------------------------------------------------------------ start
+
+updateEmptyHint();
+if (model.nodes.length && !root.dataset.diagram.includes('"viewport"')) canvas.fit();
+if (model.nodes.length) compile(); // show the draft's diagnostics right away
+window.railyardDesigner = { model, canvas, panel }; // for debugging and e2e tests

@@ -1,0 +1,203 @@
+// The diagram the designer edits, and the port rules of node types.
+// The JSON produced by toJSON() is exactly designer_schema.diagram.Diagram: Node and Edge
+// forbid unknown fields, so nothing else is ever added to them.
+
+export const NODE_WIDTH = 200;
+const PORT_SPACING = 24;
+const MIN_HEIGHT = 56;
+
+export class DiagramModel {
+  /**
+   * @param {object} diagram  a Diagram (may be partial)
+   * @param {object[]} catalog  NodeTypeSpec objects; empty for read-only views, where ports
+   *   are derived from the edges.
+   */
+  constructor(diagram, catalog = []) {
+    diagram = diagram || {};
+    this.specs = new Map(catalog.map((s) => [s.type, s]));
+    this.nodes = (diagram.nodes || []).map((n) => ({
+      id: String(n.id),
+      type: String(n.type),
+      label: n.label || "",
+      position: { x: Number(n.position?.x) || 0, y: Number(n.position?.y) || 0 },
+      config: n.config && typeof n.config === "object" ? { ...n.config } : {},
+    }));
+    this.edges = (diagram.edges || []).map((e) => ({
+      id: String(e.id),
+      source: String(e.source),
+      source_port: e.source_port || "out",
+      target: String(e.target),
+      target_port: e.target_port || "in",
+    }));
+    const vp = diagram.viewport || {};
+    this.viewport = { x: Number(vp.x) || 0, y: Number(vp.y) || 0, zoom: Number(vp.zoom) || 1 };
+    this.schemaVersion = diagram.schema_version || 1;
+    this.listeners = [];
+  }
+
+  /** fn(kind) is called after every change; kind is "graph" (content) or "viewport". */
+  onChange(fn) {
+    this.listeners.push(fn);
+  }
+
+  emit(kind = "graph") {
+    for (const fn of this.listeners) fn(kind);
+  }
+
+  spec(type) {
+    return this.specs.get(type) || null;
+  }
+
+  node(id) {
+    return this.nodes.find((n) => n.id === id) || null;
+  }
+
+  edge(id) {
+    return this.edges.find((e) => e.id === id) || null;
+  }
+
+  displayLabel(node) {
+    return node.label || this.spec(node.type)?.label || node.type;
+  }
+
+  inputsOf(node) {
+    const spec = this.spec(node.type);
+    if (!spec) {
+      const used = unique(this.edges.filter((e) => e.target === node.id).map((e) => e.target_port));
+      if (used.length) return used;
+      // Designer: an unknown type still gets an input; read-only views show none.
+      return this.specs.size ? ["in"] : [];
+    }
+    if (spec.kind === "trigger") return [];
+    return spec.inputs && spec.inputs.length ? [...spec.inputs] : ["in"];
+  }
+
+  outputsOf(node) {
+    const spec = this.spec(node.type);
+    if (!spec) {
+      const used = unique(this.edges.filter((e) => e.source === node.id).map((e) => e.source_port));
+      if (used.length) return used;
+      return this.specs.size ? ["out"] : [];
+    }
+    const ports = [];
+    if (spec.dynamic_outputs) {
+      const dyn = node.config[spec.dynamic_outputs];
+      if (Array.isArray(dyn)) {
+        for (const item of dyn) {
+          // Strings per the catalog contract; objects with a name/port are tolerated.
+          const name = typeof item === "string" ? item : item && (item.port || item.name);
+          if (name) ports.push(String(name));
+        }
+      }
+    }
+    ports.push(...(spec.outputs || []));
+    if (node.config.on_error === "error_port") ports.push("error");
+    return unique(ports);
+  }
+
+  nodeHeight(node) {
+    const n = Math.max(this.inputsOf(node).length, this.outputsOf(node).length, 1);
+    return Math.max(MIN_HEIGHT, 16 + n * PORT_SPACING);
+  }
+
+  /** Port centre relative to the node's top-left corner. */
+  portOffset(node, side, port) {
+    const ports = side === "in" ? this.inputsOf(node) : this.outputsOf(node);
+    const h = this.nodeHeight(node);
+    const i = ports.indexOf(port);
+    if (i < 0) return { x: side === "in" ? 0 : NODE_WIDTH, y: h / 2, missing: true };
+    return { x: side === "in" ? 0 : NODE_WIDTH, y: h / 2 + (i - (ports.length - 1) / 2) * PORT_SPACING };
+  }
+
+  /** `set_1`, `if_2` ...: the type's last segment plus the first free counter. */
+  nextNodeId(type) {
+    const base = (type.split(".").pop() || "node").replace(/[^A-Za-z0-9_]/g, "_").toLowerCase() || "node";
+    const taken = new Set(this.nodes.map((n) => n.id));
+    let i = 1;
+    while (taken.has(`${base}_${i}`)) i++;
+    return `${base}_${i}`;
+  }
+
+  nextEdgeId() {
+    const taken = new Set(this.edges.map((e) => e.id));
+    let i = 1;
+    while (taken.has(`e_${i}`)) i++;
+    return `e_${i}`;
+  }
+
+  addNode(type, x, y) {
+    const node = { id: this.nextNodeId(type), type, label: "", position: { x: Math.round(x), y: Math.round(y) }, config: {} };
+    this.nodes.push(node);
+    this.emit();
+    return node;
+  }
+
+  moveNode(id, x, y, { silent = false } = {}) {
+    const node = this.node(id);
+    if (!node) return;
+    node.position = { x: Math.round(x), y: Math.round(y) };
+    if (!silent) this.emit();
+  }
+
+  /** Returns the new edge, or null when it would be a self-loop or a duplicate. */
+  connect(source, sourcePort, target, targetPort) {
+    if (source === target || !this.node(source) || !this.node(target)) return null;
+    const dup = this.edges.some(
+      (e) => e.source === source && e.source_port === sourcePort && e.target === target && e.target_port === targetPort,
+    );
+    if (dup) return null;
+    const edge = { id: this.nextEdgeId(), source, source_port: sourcePort, target, target_port: targetPort };
+    this.edges.push(edge);
+    this.emit();
+    return edge;
+  }
+
+  removeNode(id) {
+    this.nodes = this.nodes.filter((n) => n.id !== id);
+    this.edges = this.edges.filter((e) => e.source !== id && e.target !== id);
+    this.emit();
+  }
+
+  removeEdge(id) {
+    this.edges = this.edges.filter((e) => e.id !== id);
+    this.emit();
+  }
+
+  updateNode(id, { label, config }) {
+    const node = this.node(id);
+    if (!node) return;
+    if (label !== undefined) node.label = label;
+    if (config !== undefined) node.config = config;
+    this.emit();
+  }
+
+  setViewport(vp) {
+    this.viewport = { ...this.viewport, ...vp };
+    this.emit("viewport");
+  }
+
+  toJSON() {
+    return {
+      nodes: this.nodes.map((n) => ({
+        id: n.id,
+        type: n.type,
+        label: n.label,
+        position: { x: n.position.x, y: n.position.y },
+        config: n.config,
+      })),
+      edges: this.edges.map((e) => ({
+        id: e.id,
+        source: e.source,
+        source_port: e.source_port,
+        target: e.target,
+        target_port: e.target_port,
+      })),
+      viewport: { x: this.viewport.x, y: this.viewport.y, zoom: this.viewport.zoom },
+      schema_version: this.schemaVersion,
+    };
+  }
+}
+
+function unique(list) {
+  return [...new Set(list)];
+}

@@ -1,0 +1,110 @@
+// Run detail page: the diagram coloured by step status, kept live over Server-Sent Events
+// (GET /runs/{id}/events, event "update", data = the run as JSON). When the run reaches a
+// terminal status the page reloads once to show final outputs.
+
+import { renderGraph } from "./graph-view.js";
+
+const TERMINAL = new Set(["succeeded", "failed", "cancelled", "timed_out"]);
+
+const view = document.getElementById("run-view");
+const initialStatus = view.dataset.status;
+const diagram = parseJSON(view.dataset.diagram) || { nodes: [], edges: [] };
+
+function parseJSON(text) {
+  try {
+    return text ? JSON.parse(text) : null;
+  } catch {
+    return null;
+  }
+}
+
+function statusesFromDom() {
+  const map = {};
+  for (const s of document.querySelectorAll("section.step[data-step-id]")) map[s.dataset.stepId] = s.dataset.status;
+  return map;
+}
+
+const canvas = renderGraph(document.getElementById("run-graph"), diagram, {
+  statuses: statusesFromDom(),
+  onNodeClick(nodeId) {
+    const section = document.querySelector(`section.step[data-step-id="${CSS.escape(nodeId)}"]`);
+    if (!section) return;
+    section.scrollIntoView({ behavior: "smooth", block: "center" });
+    section.classList.remove("flash");
+    void section.offsetWidth; // restart the animation
+    section.classList.add("flash");
+  },
+});
+
+function setBadge(badge, status) {
+  badge.dataset.status = status;
+  badge.className = badge.className.replace(/\bstatus-\S+/g, "").trim() + ` status-${status}`;
+  badge.textContent = String(status).replace(/_/g, " ");
+}
+
+function formatDuration(ms) {
+  if (ms === null || ms === undefined) return "—";
+  if (ms < 1000) return `${ms} ms`;
+  if (ms < 60000) return `${(ms / 1000).toFixed(1)} s`;
+  return `${Math.floor(ms / 60000)} min ${Math.floor((ms % 60000) / 1000)} s`;
+}
+
+function stepSection(step) {
+  // A minimal section for a step that started after the page was rendered.
+  const section = document.createElement("section");
+  section.className = "step card";
+  section.dataset.stepId = step.step_id;
+  section.id = `step-${step.step_id}`;
+  const header = document.createElement("header");
+  header.className = "step-header";
+  const badge = document.createElement("span");
+  badge.className = "badge";
+  const h3 = document.createElement("h3");
+  h3.textContent = step.label || step.step_id;
+  const type = document.createElement("code");
+  type.className = "muted small";
+  type.textContent = step.type || "";
+  const dur = document.createElement("span");
+  dur.className = "step-duration muted";
+  header.append(badge, h3, type, dur);
+  section.appendChild(header);
+  document.getElementById("no-steps")?.remove();
+  document.getElementById("steps").appendChild(section);
+  return section;
+}
+
+function applyUpdate(run) {
+  view.dataset.status = run.status;
+  setBadge(document.getElementById("run-status"), run.status);
+  const dur = document.getElementById("run-duration");
+  if (dur && run.duration_ms !== undefined) dur.textContent = formatDuration(run.duration_ms);
+  const statuses = {};
+  for (const step of run.steps || []) {
+    statuses[step.step_id] = step.status;
+    const section =
+      document.querySelector(`section.step[data-step-id="${CSS.escape(step.step_id)}"]`) || stepSection(step);
+    section.dataset.status = step.status;
+    setBadge(section.querySelector(".badge"), step.status);
+    section.querySelector(".step-duration").textContent = formatDuration(step.duration_ms);
+  }
+  canvas.setStatuses({ ...statusesFromDom(), ...statuses });
+}
+
+if (!TERMINAL.has(initialStatus) && window.EventSource) {
+  const source = new EventSource(view.dataset.eventsUrl);
+  source.addEventListener("update", (e) => {
+    const run = parseJSON(e.data);
+    if (!run) return;
+    applyUpdate(run);
+    if (TERMINAL.has(run.status)) {
+      source.close();
+      // Reload once for the final outputs; the reloaded page is terminal and does not subscribe.
+      setTimeout(() => window.location.reload(), 300);
+    }
+  });
+  source.addEventListener("error", () => {
+    // EventSource reconnects by itself; show that the view may be stale meanwhile.
+    view.classList.toggle("stale", source.readyState !== EventSource.OPEN);
+  });
+  source.addEventListener("open", () => view.classList.remove("stale"));
+}

@@ -1,0 +1,3 @@
+"""Shared fixtures: real PostgreSQL and Redis servers (see tests/servers.py)."""
+
+from tests.servers import *  # noqa: F403

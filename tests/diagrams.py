@@ -1,0 +1,89 @@
+"""Small builders for diagrams in tests (plain dicts shaped like designer_schema.Diagram)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def node(
+    node_id: str, node_type: str, x: float = 0, y: float = 0, label: str = "", **config: Any
+) -> dict[str, Any]:
+    """A diagram node dict."""
+    return {
+        "id": node_id,
+        "type": node_type,
+        "label": label or node_id,
+        "position": {"x": x, "y": y},
+        "config": config,
+    }
+
+
+def edge(
+    source: str,
+    target: str,
+    source_port: str = "out",
+    target_port: str = "in",
+    edge_id: str | None = None,
+) -> dict[str, Any]:
+    """A diagram edge dict."""
+    return {
+        "id": edge_id or f"{source}.{source_port}->{target}.{target_port}",
+        "source": source,
+        "source_port": source_port,
+        "target": target,
+        "target_port": target_port,
+    }
+
+
+def diagram(nodes: list[dict[str, Any]], edges: list[dict[str, Any]]) -> dict[str, Any]:
+    """A diagram dict."""
+    return {
+        "nodes": nodes,
+        "edges": edges,
+        "viewport": {"x": 0, "y": 0, "zoom": 1},
+        "schema_version": 1,
+    }
+
+
+def order_pipeline(http_url: str, *, respond: str = "immediately") -> dict[str, Any]:
+    """Webhook -> Set -> If (total > 100) -> HTTP Request (true) -> Respond; false -> Respond.
+
+    The Set maps ``{"customer": body.name, "total": body.qty * body.price}``; the HTTP
+    Request POSTs that object to ``http_url``.
+    """
+    return diagram(
+        [
+            node("webhook", "trigger.webhook", 40, 100, respond=respond),
+            node(
+                "set_1",
+                "control.set",
+                240,
+                100,
+                mapping={
+                    "customer": "=body.name",
+                    "total": "=body.qty * body.price",
+                    "source": "shop",
+                },
+            ),
+            node("if_1", "control.if", 440, 100, condition="=total > 100"),
+            node("http_1", "http.request", 640, 40, method="POST", url=http_url, body="=$"),
+            node(
+                "respond_big", "control.respond", 840, 40, status=201, body='={"forwarded": status}'
+            ),
+            node(
+                "respond_small",
+                "control.respond",
+                640,
+                200,
+                status=200,
+                body='={"forwarded": false, "total": total}',
+            ),
+        ],
+        [
+            edge("webhook", "set_1"),
+            edge("set_1", "if_1"),
+            edge("if_1", "http_1", "true"),
+            edge("http_1", "respond_big"),
+            edge("if_1", "respond_small", "false"),
+        ],
+    )

@@ -1,0 +1,160 @@
+"""Every page template renders with the context the page controllers pass."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from types import SimpleNamespace as NS
+
+import pytest
+from jinja2.sandbox import SandboxedEnvironment
+
+from frontend.forms import STATIC_DIR, create_environment
+
+NOW = dt.datetime(2024, 5, 1, 12, 0, tzinfo=dt.UTC)
+EVIL = "<script>alert(1)</script>"
+USER = NS(email="ada@example.com", display_name=EVIL)
+
+
+@pytest.fixture(scope="module")
+def env() -> SandboxedEnvironment:
+    return create_environment()
+
+
+def render(env: SandboxedEnvironment, name: str, **ctx: object) -> str:
+    ctx.setdefault("user", USER)
+    ctx.setdefault("csrf_token", "tok-123")
+    ctx.setdefault("request", None)
+    return env.get_template(name).render(**ctx)
+
+
+def test_base_carries_csrf_token_for_htmx_and_logout(env: SandboxedEnvironment) -> None:
+    out = render(env, "workflows.html", workflows=[])
+    assert '<meta name="csrf-token" content="tok-123">' in out
+    assert """hx-headers='{"X-CSRFToken": "tok-123"}'""" in out
+    assert '<form method="post" action="/logout"' in out
+    assert out.count('name="_csrf_token" value="tok-123"') == 2  # logout + new workflow
+    assert "/static/vendor/htmx/htmx.min.js" in out
+    assert EVIL not in out
+
+
+def test_login(env: SandboxedEnvironment) -> None:
+    out = render(env, "login.html", user=None, error=EVIL, next="/runs")
+    for marker in ('id="email"', 'id="password"', 'type="submit"', 'name="next" value="/runs"'):
+        assert marker in out
+    assert 'name="_csrf_token" value="tok-123"' in out
+    assert EVIL not in out and "&lt;script&gt;" in out
+    assert "/logout" not in out
+
+
+def test_workflows(env: SandboxedEnvironment) -> None:
+    wf = NS(
+        id="w-1",
+        name=EVIL,
+        description="d",
+        active_version=2,
+        updated_at=NOW,
+        webhook_url="http://h/hooks/x",
+    )
+    out = render(env, "workflows.html", workflows=[wf])
+    assert 'id="new-workflow-name"' in out and 'id="create-workflow"' in out
+    assert 'href="/workflows/w-1/designer"' in out
+    assert 'href="/runs?workflow_id=w-1"' in out
+    assert "v2" in out and "http://h/hooks/x" in out
+    assert EVIL not in out
+
+
+def test_designer_embeds_json_safely(env: SandboxedEnvironment) -> None:
+    diagram = {"nodes": [{"id": "a", "type": "t", "label": "</script>" + EVIL}], "edges": []}
+    out = render(
+        env,
+        "designer.html",
+        workflow=NS(id="w-1", name=EVIL, active_version=None, webhook_url=None),
+        diagram_json=json.dumps(diagram),
+        catalog_json="[]",
+    )
+    assert EVIL not in out and "</script><script>" not in out
+    assert 'data-workflow-id="w-1"' in out
+    assert "&#34;nodes&#34;" in out  # attribute-escaped JSON
+    for id_ in ("toolbar", "save-btn", "publish-btn", "run-btn", "status", "canvas", "palette"):
+        assert f'id="{id_}"' in out
+    assert 'id="config-panel"' in out and 'id="diagnostics"' in out and 'id="webhook-url"' in out
+    assert '<script type="module" src="/static/js/designer.js">' in out
+
+
+def _run() -> NS:
+    attempt = NS(
+        number=1,
+        status="failed",
+        worker="w1",
+        error={"message": EVIL},
+        started_at=NOW,
+        finished_at=NOW,
+        duration_ms=1500,
+    )
+    step = NS(
+        step_id="http_1",
+        label="Call",
+        type="http.request",
+        status="failed",
+        input={"x": EVIL},
+        output=None,
+        error={"message": EVIL},
+        started_at=NOW,
+        finished_at=NOW,
+        duration_ms=1500,
+        attempts=[attempt],
+    )
+    return NS(
+        id="r-1",
+        workflow_id="w-1",
+        workflow_name="Flow",
+        status="running",
+        version_number=3,
+        trigger="manual",
+        input={"a": 1},
+        output=None,
+        error=None,
+        created_at=NOW,
+        finished_at=None,
+        duration_ms=None,
+        steps=[step],
+    )
+
+
+def test_runs(env: SandboxedEnvironment) -> None:
+    run = _run()
+    out = render(env, "runs.html", runs=[run], workflow_id="w-1", status="failed")
+    assert 'class="run-row" data-status="running"' in out
+    assert 'href="/runs/r-1"' in out
+    assert 'hx-get="/runs?workflow_id=w-1&amp;status=failed"' in out
+    out = render(env, "runs.html", runs=[], workflow_id=None, status=None)
+    assert 'hx-get="/runs"' in out
+
+
+def test_run_detail(env: SandboxedEnvironment) -> None:
+    out = render(env, "run_detail.html", run=_run(), diagram_json='{"nodes": []}')
+    assert 'data-status="running" id="run-status"' in out
+    assert '<section class="step card" data-step-id="http_1" data-status="failed"' in out
+    assert 'data-events-url="/runs/r-1/events"' in out
+    assert "1.5 s" in out
+    assert EVIL not in out
+
+
+def test_error(env: SandboxedEnvironment) -> None:
+    out = render(env, "error.html", status_code=404, message=EVIL)
+    assert "404" in out and "Not found" in out and EVIL not in out
+
+
+@pytest.mark.parametrize("package", ["htmx", "htmx-ext-sse"])
+def test_vendored_htmx_is_pinned_with_licence(package: str) -> None:
+    folder = STATIC_DIR / "vendor" / package
+    assert (folder / "LICENSE").read_text().strip()
+    assert (folder / "VERSION").read_text().strip().startswith("2.")
+
+
+def test_error_accepts_status_code_under_either_name(env: SandboxedEnvironment) -> None:
+    out = render(env, "error.html", status_code_=404, message="gone")
+    assert "Not found" in out and 'id="error-code">404<' in out
+    out = render(env, "error.html", message="boom")
+    assert "Something went wrong" in out
