@@ -146,7 +146,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
     settings.require_services()
 
     async def main() -> None:
-        worker = make_worker(settings, max_jobs=args.max_jobs)
+        worker = make_worker(settings, max_jobs=args.max_jobs, sweep=False)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -157,6 +157,29 @@ def cmd_worker(args: argparse.Namespace) -> int:
         )
         await worker.close()
         task.cancel()
+
+    asyncio.run(main())
+    return 0
+
+
+def cmd_scheduler(_: argparse.Namespace) -> int:
+    """Production scheduler: durable timers and recovery sweeps, leader-elected."""
+    from backend.runtime import build_runtime
+    from backend.workers.scheduler import run_scheduler
+
+    settings = load_settings()
+    settings.require_services()
+
+    async def main() -> None:
+        runtime = await build_runtime(settings, pool_size=2)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        try:
+            await run_scheduler(runtime, stop)
+        finally:
+            await runtime.close()
 
     asyncio.run(main())
     return 0
@@ -207,9 +230,8 @@ def main(argv: list[str] | None = None) -> int:
     worker = sub.add_parser("worker", help="run a worker (scale out by running more)")
     worker.add_argument("--max-jobs", type=int, default=20)
     worker.set_defaults(func=cmd_worker)
-    sched = sub.add_parser("scheduler", help="run the timer sweeper")
-    sched.set_defaults(func=cmd_worker)
-    sched.add_argument("--max-jobs", type=int, default=20)
+    sched = sub.add_parser("scheduler", help="run durable timers and recovery (leader-elected)")
+    sched.set_defaults(func=cmd_scheduler)
     migrate = sub.add_parser("migrate", help="apply database migrations")
     migrate.set_defaults(func=cmd_migrate)
     cu = sub.add_parser("create-user", help="create a local account")

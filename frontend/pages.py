@@ -258,7 +258,7 @@ class AppPages(Controller):
 
     @get("/runs/{run_id:uuid}", operation_id="page_run")
     async def run_page(
-        self, request: Request, run_id: uuid.UUID, db: AsyncSession
+        self, request: Request, run_id: uuid.UUID, db: AsyncSession, runtime: Runtime
     ) -> Response[str]:
         """One run: the graph coloured by step status and every step's data."""
         found = await runs.get_run_detail(db, run_id)
@@ -271,6 +271,7 @@ class AppPages(Controller):
             run=detail,
             run_json=msgspec.json.encode(detail).decode(),
             diagram_json=msgspec.json.encode(diagram).decode(),
+            catalog_json=msgspec.json.encode(runtime.catalog.all()).decode(),
         )
 
     @get("/runs/{run_id:uuid}/events", operation_id="page_run_events")

@@ -36,7 +36,7 @@ class WebhookController(Controller):
     @route(
         "/{token:str}",
         http_method=["POST", "PUT", "PATCH", "GET"],
-        operation_id="receive_webhook",
+        operation_id=lambda _handler, method, _path: f"receive_webhook_{method.lower()}",
         request_max_body_size=None,
     )
     async def receive(self, token: str, request: Request) -> Response[Any]:

@@ -63,7 +63,14 @@ class HttpRequestConfig(msgspec.Struct, kw_only=True):
             description="Sent as JSON when set and the method allows a body",
         ),
     ] = None
-    timeout: Annotated[float, msgspec.Meta(title="Timeout (s)", description="Seconds", gt=0)] = 30.0
+    request_timeout: Annotated[
+        float,
+        msgspec.Meta(
+            title="Request timeout (s)",
+            description="Seconds to wait for the server (the node's step timeout is separate)",
+            gt=0,
+        ),
+    ] = 30.0
     fail_on_error_status: Annotated[
         bool,
         msgspec.Meta(
@@ -130,11 +137,12 @@ async def http_request(config: HttpRequestConfig, input: Any) -> HttpResponse:
             headers=headers,
             params=config.query or None,
             json=config.body if send_json else None,
-            timeout=config.timeout,
+            timeout=config.request_timeout,
         )
     except httpx.TimeoutException as err:
         raise sdk.ActionError(
-            f"{method} {config.url} timed out after {config.timeout:g} s ({type(err).__name__})",
+            f"{method} {config.url} timed out after {config.request_timeout:g} s"
+            f" ({type(err).__name__})",
             kind="http_timeout",
             details={"url": config.url},
         ) from None

@@ -28,8 +28,10 @@ hands to actions; it also caps response bodies (kind ``"response_too_large"``).
 from __future__ import annotations
 
 import asyncio
+import functools
 import ipaddress
 import socket
+import ssl
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
 from importlib import metadata
@@ -276,7 +278,7 @@ class SsrfGuardTransport(httpx.AsyncBaseTransport):
         self.policy = policy
         self.max_response_bytes = max_response_bytes
         if inner is None:
-            inner = httpx.AsyncHTTPTransport(trust_env=False)
+            inner = httpx.AsyncHTTPTransport(verify=default_ssl_context(), trust_env=False)
             pool = getattr(inner, "_pool", None)
             backend = getattr(pool, "_network_backend", None)
             if backend is not None:
@@ -296,6 +298,12 @@ class SsrfGuardTransport(httpx.AsyncBaseTransport):
 
     async def aclose(self) -> None:
         await self._inner.aclose()
+
+
+@functools.lru_cache(maxsize=1)
+def default_ssl_context() -> ssl.SSLContext:
+    """One TLS context per process: loading the CA bundle costs ~0.1 s, so do it once."""
+    return httpx.create_ssl_context()
 
 
 def make_http_client(

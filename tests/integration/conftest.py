@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx
@@ -72,9 +73,9 @@ async def runtime(settings: Settings) -> AsyncIterator[Runtime]:
         await rt.close()
 
 
-@pytest_asyncio.fixture
-async def worker(settings: Settings, runtime: Runtime) -> AsyncIterator[Any]:
-    """A real arq worker (with its own runtime) consuming jobs in the background."""
+@asynccontextmanager
+async def running_worker(settings: Settings) -> AsyncIterator[Any]:
+    """Run a real arq worker (with its own runtime) in the background while inside."""
     w = make_worker(settings, sweep=False)
     task = asyncio.create_task(w.async_run())
     try:
@@ -83,6 +84,19 @@ async def worker(settings: Settings, runtime: Runtime) -> AsyncIterator[Any]:
         await w.close()
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
+
+
+@pytest_asyncio.fixture
+async def worker(settings: Settings, runtime: Runtime) -> AsyncIterator[Any]:
+    """A real arq worker consuming jobs in the background for the whole test."""
+    async with running_worker(settings) as w:
+        yield w
+
+
+@pytest.fixture
+def worker_factory(settings: Settings, runtime: Runtime) -> Any:
+    """``async with worker_factory(): ...`` runs a worker only inside the block."""
+    return lambda: running_worker(settings)
 
 
 @pytest_asyncio.fixture

@@ -152,7 +152,7 @@ async def test_unreachable_host_fails_with_a_clear_message(
     d = diagram(
         [
             node("hook", "trigger.webhook"),
-            node("call", "http.request", url="http://127.0.0.1:9/nothing", timeout=2),
+            node("call", "http.request", url="http://127.0.0.1:9/nothing", request_timeout=2),
         ],
         [edge("hook", "call")],
     )

@@ -169,3 +169,23 @@ async def test_unsafe_request_without_csrf_token_is_refused(client: httpx.AsyncC
     del client.headers["x-csrftoken"]
     r = await client.post("/api/workflows", json={"name": "x"})
     assert r.status_code == 403
+
+
+async def test_openapi_schema_lists_every_api_operation(client: httpx.AsyncClient) -> None:
+    r = await client.get("/schema/openapi.json")
+    assert r.status_code == 200, r.text
+    ops = {
+        op["operationId"]
+        for path in r.json()["paths"].values()
+        for op in path.values()
+        if isinstance(op, dict) and "operationId" in op
+    }
+    expected = {"list_workflows", "create_workflow", "publish_workflow", "start_run", "get_run"}
+    assert expected <= ops
+    assert "receive_webhook_post" in ops
+
+
+async def test_ready_probe_reports_both_services(client: httpx.AsyncClient) -> None:
+    r = await client.get("/health/ready")
+    assert r.status_code == 200
+    assert r.json() == {"database": "ok", "redis": "ok"}

@@ -9,6 +9,7 @@ const TERMINAL = new Set(["succeeded", "failed", "cancelled", "timed_out"]);
 const view = document.getElementById("run-view");
 const initialStatus = view.dataset.status;
 const diagram = parseJSON(view.dataset.diagram) || { nodes: [], edges: [] };
+const catalog = parseJSON(view.dataset.catalog) || [];
 
 function parseJSON(text) {
   try {
@@ -25,6 +26,7 @@ function statusesFromDom() {
 }
 
 const canvas = renderGraph(document.getElementById("run-graph"), diagram, {
+  catalog,
   statuses: statusesFromDom(),
   onNodeClick(nodeId) {
     const section = document.querySelector(`section.step[data-step-id="${CSS.escape(nodeId)}"]`);

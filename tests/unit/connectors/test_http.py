@@ -97,7 +97,7 @@ async def test_503_with_retry_after_is_retryable(local_server: str) -> None:
 async def test_timeout_is_retryable(local_server: str) -> None:
     with pytest.raises(sdk.ActionError) as info:
         await ActionTestEnvironment().run(
-            http_request, {"url": f"{local_server}/slow", "timeout": 0.2}, None
+            http_request, {"url": f"{local_server}/slow", "request_timeout": 0.2}, None
         )
     assert info.value.kind == "http_timeout"
     assert info.value.retryable is True
