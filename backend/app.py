@@ -7,6 +7,7 @@ from contextlib import asynccontextmanager
 
 from litestar import Litestar
 from litestar.config.csrf import CSRFConfig
+from litestar.middleware.base import DefineMiddleware
 from litestar.openapi import OpenAPIConfig
 from litestar.static_files import create_static_files_router
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
@@ -16,11 +17,14 @@ from backend.api.catalog import CatalogController
 from backend.api.errors import API_EXCEPTION_HANDLERS, database_unavailable
 from backend.api.health import HealthController
 from backend.api.runs import RunController
+from backend.api.triggers import ApiTokenController, FileController, WebhookSettingsController
 from backend.api.webhooks import WebhookController
 from backend.api.workflows import WorkflowController
+from backend.auth.web import BearerAwareCSRFMiddleware
 from backend.runtime import Runtime, build_runtime
 from backend.settings import Settings
 from frontend.pages import STATIC, AppPages, AuthPages
+from frontend.trigger_pages import TriggerPages
 
 
 def create_app(settings: Settings, runtime: Runtime | None = None) -> Litestar:
@@ -44,17 +48,26 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> Litestar:
             RunController,
             CatalogController,
             WebhookController,
+            WebhookSettingsController,
+            ApiTokenController,
+            FileController,
+            TriggerPages,
             HealthController,
             AuthPages,
             AppPages,
             create_static_files_router(path="/static", directories=[STATIC], name="static"),
         ],
         lifespan=[lifespan],
-        csrf_config=CSRFConfig(
-            secret=settings.secret_key,
-            cookie_secure=settings.secure_cookies,
-            exclude=["/hooks", "/health"],
-        ),
+        middleware=[
+            DefineMiddleware(
+                BearerAwareCSRFMiddleware,
+                config=CSRFConfig(
+                    secret=settings.secret_key,
+                    cookie_secure=settings.secure_cookies,
+                    exclude=["/hooks", "/health"],
+                ),
+            )
+        ],
         exception_handlers={
             **API_EXCEPTION_HANDLERS,  # type: ignore[dict-item]
             OperationalError: database_unavailable,

@@ -69,14 +69,21 @@ async def serve(settings: Settings, host: str, port: int, *, with_worker: bool) 
         uvicorn.Config(app, host=host, port=port, log_level="info", lifespan="on")
     )
     server.capture_signals = contextlib.nullcontext  # type: ignore[method-assign,assignment]
-    worker = make_worker(settings) if with_worker else None
+    worker = make_worker(settings, sweep=False) if with_worker else None
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     tasks: list[asyncio.Task[Any]] = [asyncio.create_task(server.serve())]
+    scheduler_runtime = None
     if worker is not None:
+        from backend.runtime import build_runtime
+        from backend.workers.scheduler import run_scheduler
+
         tasks.append(asyncio.create_task(worker.async_run()))
+        # dev: the leader-elected scheduler (sweeps and schedules) runs in-process too
+        scheduler_runtime = await build_runtime(settings, pool_size=3)
+        tasks.append(asyncio.create_task(run_scheduler(scheduler_runtime, stop)))
     waiter: asyncio.Task[Any] = asyncio.create_task(stop.wait())
     done, _ = await asyncio.wait([*tasks, waiter], return_when=asyncio.FIRST_COMPLETED)
     server.should_exit = True
@@ -86,9 +93,22 @@ async def serve(settings: Settings, host: str, port: int, *, with_worker: bool) 
         if not task.done():
             task.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
+    if scheduler_runtime is not None:
+        await scheduler_runtime.close()
     for task in done:
         if task is not waiter and task.exception():
             raise task.exception()  # type: ignore[misc]
+
+
+def _dev_key(data_dir: Path) -> str:
+    """The embedded default's encryption key, created once in the data directory."""
+    from backend import crypto
+
+    path = data_dir / "encryption-key"
+    if not path.exists():
+        path.write_text(crypto.new_key() + "\n")
+        path.chmod(0o600)
+    return path.read_text().strip()
 
 
 def cmd_dev(args: argparse.Namespace) -> int:
@@ -108,6 +128,7 @@ def cmd_dev(args: argparse.Namespace) -> int:
             redis_url=redis.url,
             base_url=os.environ.get("RAILYARD_BASE_URL") or f"http://127.0.0.1:{args.port}",
             http_allow_private=os.environ.get("RAILYARD_HTTP_ALLOW_PRIVATE", "1") == "1",
+            encryption_key=os.environ.get("RAILYARD_ENCRYPTION_KEY") or _dev_key(data_dir),
         )
         upgrade(settings.database_url)
         created = asyncio.run(ensure_admin(settings, data_dir))

@@ -12,6 +12,7 @@ from typing import Any
 from arq.connections import ArqRedis, RedisSettings, create_pool
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
+from backend import crypto
 from backend.db.engine import make_engine, make_sessionmaker
 from backend.services.catalog import AppCatalog, load_catalog
 from backend.services.execution import Execution
@@ -65,6 +66,8 @@ def make_context_factory(settings: Settings) -> Any:
 async def build_runtime(settings: Settings, *, pool_size: int = 10) -> Runtime:
     """Connect to PostgreSQL and Redis and wire the services."""
     settings.require_services()
+    if settings.encryption_key:
+        crypto.configure(settings.encryption_key)
     engine = make_engine(settings.database_url, pool_size=pool_size)
     sessionmaker = make_sessionmaker(engine)
     redis = await create_pool(RedisSettings.from_dsn(settings.redis_url))

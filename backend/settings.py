@@ -14,6 +14,9 @@
 | ``RAILYARD_SWEEP_INTERVAL`` | seconds between sweeper passes | ``5`` |
 | ``RAILYARD_SESSION_HOURS`` | login session lifetime | ``336`` (14 days) |
 | ``RAILYARD_SECURE_COOKIES`` | ``1`` marks cookies Secure (behind HTTPS) | ``0`` |
+| ``RAILYARD_ENCRYPTION_KEY`` | AES-256-GCM key for secrets at rest (URL-safe base64 of 32 bytes) | none (``railyard dev`` keeps one in its data dir) |
+| ``RAILYARD_WEBHOOK_CACHE_SECONDS`` | how long an API process caches a webhook's workflow, version and settings | ``2`` |
+| ``RAILYARD_SCHEDULE_TICK`` | longest sleep of the schedule loop, seconds (it wakes at the next fire time) | ``1`` |
 
 Environment variables win over the file.
 """
@@ -46,6 +49,9 @@ class Settings(msgspec.Struct, kw_only=True):
     sweep_interval: float = 5.0
     session_hours: float = 336.0
     secure_cookies: bool = False
+    encryption_key: str = ""
+    webhook_cache_seconds: float = 2.0
+    schedule_tick: float = 1.0
 
     def require_services(self) -> None:
         """Raise :class:`SettingsError` unless the database and Redis URLs are set."""
@@ -67,6 +73,9 @@ _ENV = {
     "RAILYARD_SWEEP_INTERVAL": "sweep_interval",
     "RAILYARD_SESSION_HOURS": "session_hours",
     "RAILYARD_SECURE_COOKIES": "secure_cookies",
+    "RAILYARD_ENCRYPTION_KEY": "encryption_key",
+    "RAILYARD_WEBHOOK_CACHE_SECONDS": "webhook_cache_seconds",
+    "RAILYARD_SCHEDULE_TICK": "schedule_tick",
 }
 
 

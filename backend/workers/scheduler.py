@@ -14,6 +14,7 @@ import logging
 from sqlalchemy import text
 
 from backend.runtime import Runtime
+from backend.triggers.scheduling import run_schedules
 
 log = logging.getLogger(__name__)
 
@@ -22,7 +23,7 @@ SCHEDULER_LOCK_KEY = 0x52595343484544
 
 
 async def run_scheduler(runtime: Runtime, stop: asyncio.Event) -> None:
-    """Sweep while leader until ``stop`` is set."""
+    """Sweep and fire schedules while leader until ``stop`` is set."""
     interval = runtime.settings.sweep_interval
     while not stop.is_set():
         async with runtime.engine.connect() as conn:
@@ -37,6 +38,15 @@ async def run_scheduler(runtime: Runtime, stop: asyncio.Event) -> None:
                 await _wait(stop, interval)
                 continue
             log.info("scheduler is leader")
+            firing = asyncio.create_task(
+                run_schedules(
+                    runtime.sessionmaker,
+                    runtime.execution,
+                    runtime.execution.clock,
+                    stop,
+                    tick=runtime.settings.schedule_tick,
+                )
+            )
             try:
                 while not stop.is_set():
                     try:
@@ -47,6 +57,8 @@ async def run_scheduler(runtime: Runtime, stop: asyncio.Event) -> None:
                         log.exception("sweep failed")
                     await _wait(stop, interval)
             finally:
+                firing.cancel()
+                await asyncio.gather(firing, return_exceptions=True)
                 await conn.execute(text("select pg_advisory_unlock(:k)"), {"k": SCHEDULER_LOCK_KEY})
                 await conn.commit()
 
