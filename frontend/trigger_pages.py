@@ -57,7 +57,7 @@ class TriggerPages(Controller):
             deliveries=rows,
         )
 
-    @post("/designer/schedule-preview", operation_id="fragment_schedule_preview")
+    @post("/designer/schedule-preview", operation_id="fragment_schedule_preview", status_code=200)
     async def schedule_preview(self, data: SchedulePreviewIn) -> Response[str]:
         """The next 10 fire times of a schedule config, in its zone and in UTC (HTML)."""
         try:
