@@ -7,6 +7,7 @@ import { DiagnosticsList, problems } from "./diagnostics.js";
 import { DiagramModel, NODE_WIDTH } from "./model.js";
 import { acceptDrops, renderPalette } from "./palette.js";
 import { ConfigPanel } from "./panel.js";
+import { attachTriggerPanels } from "./trigger-panels.js";
 
 const COMPILE_DELAY_MS = 400;
 
@@ -42,6 +43,7 @@ function setStatus(text, kind = "") {
 // ------------------------------------------------------------------ components
 
 const panel = new ConfigPanel(document.getElementById("config-panel"), model, { onStatus: (m, k) => setStatus(m, k) });
+attachTriggerPanels(document.getElementById("config-panel"), model, workflowId);
 
 const canvas = new Canvas(document.getElementById("canvas"), model, {
   onSelect(sel) {
