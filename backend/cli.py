@@ -66,7 +66,14 @@ async def serve(settings: Settings, host: str, port: int, *, with_worker: bool) 
 
     app = create_app(settings)
     server = uvicorn.Server(
-        uvicorn.Config(app, host=host, port=port, log_level="info", lifespan="on")
+        uvicorn.Config(
+            app,
+            host=host,
+            port=port,
+            log_level="info",
+            lifespan="on",
+            access_log=os.environ.get("RAILYARD_ACCESS_LOG", "1") != "0",
+        )
     )
     server.capture_signals = contextlib.nullcontext  # type: ignore[method-assign,assignment]
     worker = make_worker(settings, sweep=False) if with_worker else None

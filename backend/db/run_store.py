@@ -11,7 +11,8 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select, update
+import msgspec
+from sqlalchemy import select, text, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -181,3 +182,86 @@ async def _update_current_attempt(
         .values(**values)
     )
     return bool(getattr(result, "rowcount", 0))
+
+
+_INSERT_NEW_RUN = text(
+    """
+    WITH new_run AS (
+        INSERT INTO runs (id, workflow_id, version_id, version_number, status, trigger,
+                          idempotency_key, input, output, error, response, created_by,
+                          created_at, started_at, finished_at)
+        VALUES (:id, :workflow_id, :version_id, :version_number, :status, :trigger,
+                :idempotency_key, CAST(:input AS jsonb), CAST(:output AS jsonb),
+                CAST(:error AS jsonb), CAST(:response AS jsonb), :created_by,
+                :created_at, :started_at, :finished_at)
+        RETURNING id
+    ), new_steps AS (
+        INSERT INTO step_runs (run_id, step_id, status, ports, input, output, error, attempts,
+                               not_before, started_at, finished_at)
+        SELECT :id, s.step_id, s.status, s.ports, s.input, s.output, s.error, s.attempts,
+               s.not_before, s.started_at, s.finished_at
+        FROM jsonb_to_recordset(CAST(:steps AS jsonb)) AS s(
+            step_id text, status text, ports jsonb, input jsonb, output jsonb, error jsonb,
+            attempts int, not_before timestamptz, started_at timestamptz,
+            finished_at timestamptz)
+    ), new_events AS (
+        INSERT INTO events (run_id, kind, step_id, data, created_at)
+        SELECT :id, e.kind, e.step_id, e.data, :created_at
+        FROM jsonb_to_recordset(CAST(:events AS jsonb))
+            AS e(kind text, step_id text, data jsonb, ord int)
+        ORDER BY e.ord
+    )
+    SELECT id FROM new_run
+    """
+).columns()
+
+
+def _json(value: Any) -> str | None:
+    """JSON text for a ``CAST(... AS jsonb)`` parameter; ``None`` stays SQL NULL."""
+    return None if value is None else msgspec.json.encode(value).decode()
+
+
+async def insert_new_run(session: AsyncSession, row: dict[str, Any], state: RunState) -> None:
+    """Insert a new run, its changed step records and its events in ONE statement.
+
+    ``row`` holds the run columns that are not in ``state`` (id, workflow_id, version_id,
+    version_number, trigger, idempotency_key, created_by, created_at). Raises
+    ``IntegrityError`` when the idempotency key is taken. Used by the start path, where the
+    state was computed in memory (a new run has no step rows to load or lock).
+    """
+    steps = [
+        {
+            "step_id": rec.step_id,
+            "status": rec.status.value,
+            "ports": list(rec.ports),
+            "input": rec.input,
+            "output": rec.output,
+            "error": rec.error,
+            "attempts": rec.attempts,
+            "not_before": rec.not_before,
+            "started_at": rec.started_at,
+            "finished_at": rec.finished_at,
+        }
+        for rec in (state.steps[s] for s in sorted(state.changed))
+    ]
+    events = [
+        {"kind": ev.kind, "step_id": ev.step_id, "data": ev.data, "ord": i}
+        for i, ev in enumerate(state.events)
+    ]
+    await session.execute(
+        _INSERT_NEW_RUN,
+        {
+            **row,
+            "status": state.status.value,
+            "input": _json(state.input),
+            "output": _json(state.output),
+            "error": _json(state.error),
+            "response": _json(state.response),
+            "started_at": state.started_at,
+            "finished_at": state.finished_at,
+            "steps": _json(steps),
+            "events": _json(events),
+        },
+    )
+    state.changed.clear()
+    state.events.clear()

@@ -32,6 +32,7 @@ from backend.db.run_store import (
     claim_attempt,
     extend_lease,
     finish_attempt,
+    insert_new_run,
     load_state,
     lock_run,
     save_state,
@@ -41,7 +42,7 @@ from backend.engine.expressions import ExpressionError, resolve_config
 from backend.engine.model import RunState
 from backend.engine.ports import Clock, ConnectorRegistry, Dispatcher, SystemClock
 from backend.engine.states import RunStatus, StepStatus
-from backend.services.graphs import graph_for_version
+from backend.services.graphs import cached_graph, graph_for_version
 
 log = logging.getLogger(__name__)
 
@@ -108,28 +109,33 @@ class Execution:
         """
         now = self.clock.now()
         run_id = uuid.uuid4()
+        # The start is computed in memory (a new run has no rows to load or lock) and stored
+        # with one statement: run, step records and events, in one transaction.
+        graph = await self._graph(version.id)
+        state = RunState(
+            run_id=str(run_id),
+            workflow_id=str(version.workflow_id),
+            version_number=version.number,
+            status=RunStatus.QUEUED,
+            input=input,
+            steps={},
+        )
+        state.emit("run.created", trigger=trigger)
+        dispatch = orchestrator.start(graph, state, now)
+        status = state.status.value
+        row = {
+            "id": run_id,
+            "workflow_id": version.workflow_id,
+            "version_id": version.id,
+            "version_number": version.number,
+            "trigger": trigger,
+            "idempotency_key": idempotency_key,
+            "created_by": user_id,
+            "created_at": now,
+        }
         try:
             async with self.sessionmaker() as session, session.begin():
-                run = Run(
-                    id=run_id,
-                    workflow_id=version.workflow_id,
-                    version_id=version.id,
-                    version_number=version.number,
-                    status=RunStatus.QUEUED.value,
-                    trigger=trigger,
-                    idempotency_key=idempotency_key,
-                    input=input,
-                    created_by=user_id,
-                    created_at=now,
-                )
-                session.add(run)
-                await session.flush()
-                graph = await graph_for_version(session, version.id)
-                state = await load_state(session, run)
-                state.emit("run.created", trigger=trigger)
-                dispatch = orchestrator.start(graph, state, now)
-                await save_state(session, run, state)
-                status = run.status
+                await insert_new_run(session, row, state)
         except IntegrityError:
             if idempotency_key is None:
                 raise
@@ -140,6 +146,13 @@ class Execution:
                 return StartedRun(existing.id, existing.status, False)
         await self._after_commit(run_id, dispatch)
         return StartedRun(run_id, status, True)
+
+    async def _graph(self, version_id: uuid.UUID) -> Any:
+        graph = cached_graph(version_id)
+        if graph is None:
+            async with self.sessionmaker() as session:
+                graph = await graph_for_version(session, version_id)
+        return graph
 
     async def _after_commit(
         self, run_id: uuid.UUID, dispatch: list[str], delay: float | None = None
