@@ -14,7 +14,7 @@ from typing import Any
 import msgspec
 from sqlalchemy import select, text, update
 from sqlalchemy.dialects.postgresql import insert
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from backend.db.models import Attempt, Event, Run, StepRun
 from backend.engine.model import RunState, StepRecord
@@ -221,7 +221,9 @@ def _json(value: Any) -> str | None:
     return None if value is None else msgspec.json.encode(value).decode()
 
 
-async def insert_new_run(session: AsyncSession, row: dict[str, Any], state: RunState) -> None:
+async def insert_new_run(
+    session: AsyncSession | AsyncConnection, row: dict[str, Any], state: RunState
+) -> None:
     """Insert a new run, its changed step records and its events in ONE statement.
 
     ``row`` holds the run columns that are not in ``state`` (id, workflow_id, version_id,

@@ -110,7 +110,7 @@ class Execution:
         now = self.clock.now()
         run_id = uuid.uuid4()
         # The start is computed in memory (a new run has no rows to load or lock) and stored
-        # with one statement: run, step records and events, in one transaction.
+        # with one statement: run, step records and events, atomically.
         graph = await self._graph(version.id)
         state = RunState(
             run_id=str(run_id),
@@ -134,8 +134,10 @@ class Execution:
             "created_at": now,
         }
         try:
-            async with self.sessionmaker() as session, session.begin():
-                await insert_new_run(session, row, state)
+            async with self.sessionmaker() as session:
+                # One statement is atomic by itself: no BEGIN/COMMIT round trips.
+                conn = await session.connection(execution_options={"isolation_level": "AUTOCOMMIT"})
+                await insert_new_run(conn, row, state)
         except IntegrityError:
             if idempotency_key is None:
                 raise
