@@ -11,18 +11,15 @@ from typing import Any
 
 import msgspec
 from litestar import Controller, MediaType, Request, Response, get, post
-from litestar.di import Provide
 from litestar.enums import RequestEncodingType
-from litestar.exceptions import NotAuthorizedException
 from litestar.params import Body
 from litestar.response import Redirect
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from backend.auth.web import login_required, provide_db, provide_runtime
 from backend.db.models import User
 from backend.services import api_tokens, schedules, webhooks, workflows
 from backend.triggers.schedule_rules import ScheduleError
-from frontend.pages import ENV, redirect_to_login, render
+from frontend.pages import ENV, AppPages, render
 
 
 class SchedulePreviewIn(msgspec.Struct):
@@ -36,12 +33,9 @@ class TriggerPages(Controller):
 
     path = "/"
     include_in_schema = False
-    guards = [login_required]
-    exception_handlers = {NotAuthorizedException: redirect_to_login}
-    dependencies = {
-        "db": Provide(provide_db),
-        "runtime": Provide(provide_runtime, sync_to_thread=False),
-    }
+    guards = AppPages.guards
+    exception_handlers = AppPages.exception_handlers
+    dependencies = AppPages.dependencies
 
     @get("/workflows/{workflow_id:uuid}/deliveries", operation_id="page_webhook_deliveries")
     async def deliveries(

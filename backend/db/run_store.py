@@ -60,21 +60,25 @@ async def load_state(session: AsyncSession, run: Run) -> RunState:
     )
 
 
+def step_values(rec: StepRecord) -> dict[str, Any]:
+    """The ``step_runs`` column values of a step record."""
+    return {
+        "status": rec.status.value,
+        "ports": list(rec.ports),
+        "input": rec.input,
+        "output": rec.output,
+        "error": rec.error,
+        "attempts": rec.attempts,
+        "not_before": rec.not_before,
+        "started_at": rec.started_at,
+        "finished_at": rec.finished_at,
+    }
+
+
 async def save_state(session: AsyncSession, run: Run, state: RunState) -> None:
     """Write the changed step rows, the run row and the events of ``state``."""
     for step_id in sorted(state.changed):
-        rec = state.steps[step_id]
-        values: dict[str, Any] = {
-            "status": rec.status.value,
-            "ports": list(rec.ports),
-            "input": rec.input,
-            "output": rec.output,
-            "error": rec.error,
-            "attempts": rec.attempts,
-            "not_before": rec.not_before,
-            "started_at": rec.started_at,
-            "finished_at": rec.finished_at,
-        }
+        values = step_values(state.steps[step_id])
         stmt = insert(StepRun).values(run_id=run.id, step_id=step_id, **values)
         stmt = stmt.on_conflict_do_update(index_elements=["run_id", "step_id"], set_=values)
         await session.execute(stmt)
@@ -232,19 +236,8 @@ async def insert_new_run(
     state was computed in memory (a new run has no step rows to load or lock).
     """
     steps = [
-        {
-            "step_id": rec.step_id,
-            "status": rec.status.value,
-            "ports": list(rec.ports),
-            "input": rec.input,
-            "output": rec.output,
-            "error": rec.error,
-            "attempts": rec.attempts,
-            "not_before": rec.not_before,
-            "started_at": rec.started_at,
-            "finished_at": rec.finished_at,
-        }
-        for rec in (state.steps[s] for s in sorted(state.changed))
+        {"step_id": step_id, **step_values(state.steps[step_id])}
+        for step_id in sorted(state.changed)
     ]
     events = [
         {"kind": ev.kind, "step_id": ev.step_id, "data": ev.data, "ord": i}
