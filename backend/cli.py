@@ -158,10 +158,20 @@ def cmd_dev(args: argparse.Namespace) -> int:
     return 0
 
 
+def _fast_event_loop() -> None:
+    """Use uvloop when installed (production processes; uvicorn uses httptools itself)."""
+    try:
+        import uvloop
+    except ImportError:
+        return
+    asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
+
+
 def cmd_api(args: argparse.Namespace) -> int:
     """Production API process."""
     settings = load_settings()
     settings.require_services()
+    _fast_event_loop()
     asyncio.run(serve(settings, args.host, args.port, with_worker=False))
     return 0
 

@@ -419,3 +419,18 @@ async def test_api_token_starts_a_run_without_session_or_csrf(
     assert trigger == "api"
     tokens = (await client.get("/api/tokens")).json()
     assert tokens[0]["last_used_at"] is not None and tokens[0]["token"] is None
+
+
+async def test_token_and_deliveries_pages(client: httpx.AsyncClient, runtime: Runtime) -> None:
+    page = await client.get("/tokens")
+    assert page.status_code == 200 and "API tokens" in page.text
+    csrf = client.headers["x-csrftoken"]
+    created = await client.post("/tokens", data={"name": "deploy", "_csrf_token": csrf})
+    assert created.status_code == 201 and 'id="new-token">ry_' in created.text
+    wf = await publish_hook(client, "s", auth="header")
+    await client.post(wf["webhook_path"], json={})
+    deliveries = await client.get(f"/workflows/{wf['id']}/deliveries")
+    assert deliveries.status_code == 200
+    assert (
+        'data-outcome="rejected"' in deliveries.text and "missing authorization" in deliveries.text
+    )
