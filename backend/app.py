@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 
-from litestar import Litestar
+from litestar import Litestar, MediaType, Request, Response
 from litestar.config.csrf import CSRFConfig
+from litestar.exceptions import HTTPException
 from litestar.openapi import OpenAPIConfig
 from litestar.static_files import create_static_files_router
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
@@ -20,7 +21,19 @@ from backend.api.webhooks import WebhookController
 from backend.api.workflows import WorkflowController
 from backend.runtime import Runtime, build_runtime
 from backend.settings import Settings
-from frontend.pages import STATIC, AppPages, AuthPages
+from frontend.pages import STATIC, AppPages, AuthPages, html_error, wants_html
+
+
+def _http_error(request: Request, exc: HTTPException) -> Response[object]:
+    """Browser pages get the styled error page; everything else gets a JSON error."""
+    if wants_html(request):
+        message = "Page not found." if exc.status_code == 404 else str(exc.detail)
+        return html_error(request, exc.status_code, message)  # type: ignore[return-value]
+    return Response(
+        {"status_code": exc.status_code, "detail": exc.detail},
+        status_code=exc.status_code,
+        media_type=MediaType.JSON,
+    )
 
 
 def create_app(settings: Settings, runtime: Runtime | None = None) -> Litestar:
@@ -61,6 +74,8 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> Litestar:
             InterfaceError: database_unavailable,
             DBAPIError: database_unavailable,
             ConnectionRefusedError: database_unavailable,
+            404: _http_error,
+            405: _http_error,
         },
         openapi_config=OpenAPIConfig(title="Railyard", version="0.1.0", path="/schema"),
         debug=False,

@@ -82,6 +82,8 @@ async def serve(settings: Settings, host: str, port: int, *, with_worker: bool) 
     server.should_exit = True
     if worker is not None:
         await worker.close()
+    # Let uvicorn finish its shutdown (lifespan included) before cancelling anything.
+    await asyncio.wait(tasks, timeout=10)
     for task in tasks:
         if not task.done():
             task.cancel()
@@ -190,7 +192,7 @@ def cmd_migrate(_: argparse.Namespace) -> int:
     from backend.db.migrate import upgrade
 
     settings = load_settings()
-    settings.require_services()
+    settings.require_services(redis=False)
     upgrade(settings.database_url)
     print("database is at the latest migration")
     return 0

@@ -47,12 +47,13 @@ class Settings(msgspec.Struct, kw_only=True):
     session_hours: float = 336.0
     secure_cookies: bool = False
 
-    def require_services(self) -> None:
-        """Raise :class:`SettingsError` unless the database and Redis URLs are set."""
-        missing = [n for n in ("database_url", "redis_url") if not getattr(self, n)]
+    def require_services(self, *, redis: bool = True) -> None:
+        """Raise :class:`SettingsError` unless the database (and Redis) URLs are set."""
+        names: tuple[str, ...] = ("database_url", "redis_url") if redis else ("database_url",)
+        missing = [n for n in names if not getattr(self, n)]
         if missing:
-            names = ", ".join(n.upper() for n in missing)
-            raise SettingsError(f"{names} must be set (or use `railyard dev`)")
+            listed = ", ".join(n.upper() for n in missing)
+            raise SettingsError(f"{listed} must be set (or use `railyard dev`)")
 
 
 _ENV = {
@@ -93,6 +94,25 @@ def load_settings(environ: dict[str, str] | None = None, **overrides: object) ->
             raw[name] = value
     raw.update({k: v for k, v in overrides.items() if v is not None})
     try:
-        return msgspec.convert(raw, Settings, strict=False)
+        settings = msgspec.convert(raw, Settings, strict=False)
     except msgspec.ValidationError as exc:
         raise SettingsError(f"invalid setting: {exc}") from exc
+    settings.database_url = normalize_database_url(settings.database_url)
+    return settings
+
+
+def normalize_database_url(url: str) -> str:
+    """Use the asyncpg driver for ``postgres://`` and ``postgresql://`` URLs.
+
+    Raises :class:`SettingsError` for another database or driver.
+    """
+    if not url:
+        return url
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        raise SettingsError("DATABASE_URL must look like postgresql://user:pass@host:5432/db")
+    if scheme in ("postgres", "postgresql", "postgresql+asyncpg"):
+        return f"postgresql+asyncpg://{rest}"
+    raise SettingsError(
+        f"DATABASE_URL scheme {scheme!r} is not supported: use postgresql:// (asyncpg driver)"
+    )
