@@ -466,14 +466,7 @@ def complete_action(
     The caller has already checked the attempt is the current one (fencing). Returns the
     action step ids to dispatch.
     """
-    rec = state.step(step_id)
-    rec.move(StepStatus.SUCCEEDED)
-    rec.output = output
-    rec.ports = ("out",)
-    rec.error = None
-    rec.finished_at = now
-    state.touch(step_id)
-    state.emit("step.succeeded", step_id, attempt=rec.attempts)
+    _succeed(state, step_id, output, now, attempt=state.step(step_id).attempts)
     return advance(graph, state, now)
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -14,16 +13,10 @@ from backend.runtime import Runtime
 from tests.diagrams import diagram, edge, node
 from tests.http_sink import HttpSink, Recorded
 from tests.integration.conftest import wait_for_run
-from tests.integration.test_runs import publish, run_detail, steps_by_id
+from tests.integration.test_runs import publish, run_detail, sink, steps_by_id
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-def sink() -> Iterator[HttpSink]:
-    s = HttpSink().start()
-    yield s
-    s.stop()
+__all__ = ["sink"]  # the fixture, shared with test_runs
 
 
 async def start_manual(client: httpx.AsyncClient, wf: dict[str, Any], data: Any) -> str:

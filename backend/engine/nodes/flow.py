@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from backend.engine.control import ControlError, truthy
 from backend.engine.expressions import ExpressionError, resolve_config
 from designer_schema.catalog import NodeTypeSpec
 from designer_schema.graph import JoinMode, JoinSpec, Step
@@ -121,20 +122,8 @@ CONTROL_STOP_ERROR = NodeTypeSpec(
 FLOW_INLINE_TYPES = frozenset({SWITCH, JOIN, STOP_ERROR})
 
 
-class FlowError(Exception):
-    """A flow node failed; ``kind`` classifies the error, ``field`` names the config field."""
-
-    def __init__(self, message: str, *, kind: str = "control_error", field: str | None = None):
-        super().__init__(message)
-        self.kind = kind
-        self.field = field
-
-
-def truthy(value: Any) -> bool:
-    """JSONata's ``$boolean`` casting rules (empty string, 0, null, [] and {} are false)."""
-    if isinstance(value, list):
-        return any(truthy(v) for v in value)
-    return bool(value)
+FlowError = ControlError
+"""Flow nodes fail like control nodes: ``kind`` classifies, ``field`` names the field."""
 
 
 def join_spec(step: Step) -> JoinSpec:
