@@ -9,7 +9,7 @@ from litestar import MediaType, Request, Response
 from litestar.exceptions import HTTPException
 
 from backend.api.schemas import ErrorOut
-from backend.services.execution import RunNotFound
+from backend.services.execution import RunNotActive, RunNotFound
 from backend.services.workflows import InvalidInput, PublishRejected, WorkflowNotFound
 
 log = logging.getLogger(__name__)
@@ -26,6 +26,10 @@ def not_found(_: Request, exc: LookupError) -> Response[bytes]:
 
 def invalid_input(_: Request, exc: InvalidInput) -> Response[bytes]:
     return _json(400, str(exc), field=exc.field)
+
+
+def conflict(_: Request, exc: Exception) -> Response[bytes]:
+    return _json(409, str(exc))
 
 
 def publish_rejected(_: Request, exc: PublishRejected) -> Response[bytes]:
@@ -47,6 +51,7 @@ def internal_error(request: Request, exc: Exception) -> Response[bytes]:
 API_EXCEPTION_HANDLERS = {
     WorkflowNotFound: not_found,
     RunNotFound: not_found,
+    RunNotActive: conflict,
     InvalidInput: invalid_input,
     PublishRejected: publish_rejected,
 }

@@ -1,4 +1,4 @@
-"""``/api/runs``: run lists, run detail with steps and attempts, cancel."""
+"""``/api/runs``: run lists, run detail with steps and attempts, cancel, pause, resume."""
 
 from __future__ import annotations
 
@@ -48,3 +48,15 @@ class RunController(Controller):
     async def cancel(self, run_id: uuid.UUID, runtime: Runtime) -> dict[str, bool]:
         """Cancel a run that has not ended; ``cancelled`` is False when it had ended."""
         return {"cancelled": await runtime.execution.cancel_run(run_id, "cancelled by user")}
+
+    @post("/{run_id:uuid}/pause", operation_id="pause_run", status_code=200)
+    async def pause(self, run_id: uuid.UUID, runtime: Runtime) -> dict[str, str]:
+        """Pause a running or waiting run (409 otherwise): nothing new starts."""
+        await runtime.execution.pause_run(run_id)
+        return {"status": "paused"}
+
+    @post("/{run_id:uuid}/resume", operation_id="resume_run", status_code=200)
+    async def resume(self, run_id: uuid.UUID, runtime: Runtime) -> dict[str, str]:
+        """Resume a paused run (409 otherwise)."""
+        await runtime.execution.resume_run(run_id)
+        return {"status": "running"}

@@ -15,8 +15,8 @@ from sqlalchemy import select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from backend.db.models import Attempt, Event, Run, StepRun
-from backend.engine.model import RunState, StepRecord
+from backend.db.models import Attempt, Event, Run, StepRun, Workflow, WorkflowVersion
+from backend.engine.model import ChildRequest, ChildRun, RunState, StepRecord
 from backend.engine.states import RunStatus, StepStatus
 
 
@@ -41,9 +41,20 @@ async def load_state(session: AsyncSession, run: Run) -> RunState:
             not_before=r.not_before,
             started_at=r.started_at,
             finished_at=r.finished_at,
+            data=r.data,
         )
         for r in rows
     }
+    children: dict[str, list[ChildRun]] = {}
+    child_rows = await session.execute(
+        select(Run.id, Run.parent_step_id, Run.parent_index, Run.status, Run.output, Run.error)
+        .where(Run.parent_run_id == run.id)
+        .order_by(Run.parent_index)
+    )
+    for cid, step_id, index, status, output, error in child_rows:
+        children.setdefault(str(step_id), []).append(
+            ChildRun(str(step_id), int(index or 0), str(cid), status, output, error)
+        )
     return RunState(
         run_id=str(run.id),
         workflow_id=str(run.workflow_id),
@@ -56,7 +67,63 @@ async def load_state(session: AsyncSession, run: Run) -> RunState:
         response=run.response,
         started_at=run.started_at,
         finished_at=run.finished_at,
+        children=children,
     )
+
+
+async def create_child(session: AsyncSession, parent: Run, request: ChildRequest) -> ChildRun:
+    """Insert the queued child run ``request`` asks for (a no-op when it exists).
+
+    The version is the pinned number or the workflow's active one. When the workflow or
+    version does not exist, no run is inserted and the returned record is ``failed`` with
+    kind ``subworkflow_not_found``; the caller hands it to the engine like any child.
+    """
+    entry = ChildRun(request.step_id, request.index, request.run_id)
+    try:
+        workflow_id = uuid.UUID(request.workflow_id)
+    except ValueError:
+        workflow_id = None
+    version = None
+    if workflow_id is not None:
+        workflow = await session.get(Workflow, workflow_id)
+        number = request.version
+        if workflow is not None and number is None:
+            number = workflow.active_version
+        if workflow is not None and number is not None:
+            version = (
+                await session.execute(
+                    select(WorkflowVersion).where(
+                        WorkflowVersion.workflow_id == workflow_id,
+                        WorkflowVersion.number == number,
+                    )
+                )
+            ).scalar_one_or_none()
+    if version is None:
+        which = "active version" if request.version is None else f"version {request.version}"
+        entry.status = RunStatus.FAILED.value
+        entry.error = {
+            "message": f"workflow {request.workflow_id} has no {which}",
+            "kind": "subworkflow_not_found",
+        }
+        return entry
+    await session.execute(
+        insert(Run)
+        .values(
+            id=uuid.UUID(request.run_id),
+            workflow_id=version.workflow_id,
+            version_id=version.id,
+            version_number=version.number,
+            status=RunStatus.QUEUED.value,
+            trigger="subworkflow",
+            input=request.input,
+            created_by=parent.created_by,
+            parent_run_id=parent.id,
+            parent_step_id=request.step_id,
+            parent_index=request.index,
+        )
+        .on_conflict_do_nothing(index_elements=["id"])
+    )
+    return entry
 
 
 async def save_state(session: AsyncSession, run: Run, state: RunState) -> None:
@@ -73,6 +140,7 @@ async def save_state(session: AsyncSession, run: Run, state: RunState) -> None:
             "not_before": rec.not_before,
             "started_at": rec.started_at,
             "finished_at": rec.finished_at,
+            "data": rec.data,
         }
         stmt = insert(StepRun).values(run_id=run.id, step_id=step_id, **values)
         stmt = stmt.on_conflict_do_update(index_elements=["run_id", "step_id"], set_=values)

@@ -14,6 +14,7 @@ from importlib.metadata import entry_points
 from typing import Any
 
 from backend.engine.control import CONTROL_NODE_TYPES
+from backend.engine.nodes import FLOW_NODE_TYPES
 from designer_schema.catalog import NodeTypeSpec
 
 log = logging.getLogger(__name__)
@@ -94,7 +95,7 @@ def spec_for_action(action: Any, connector_name: str) -> NodeTypeSpec:
 def load_catalog(extra_connectors: list[Any] | None = None) -> AppCatalog:
     """Build the catalog from control nodes, entry-point plugins and ``extra_connectors``."""
     catalog = AppCatalog()
-    for spec in CONTROL_NODE_TYPES:
+    for spec in [*CONTROL_NODE_TYPES, *FLOW_NODE_TYPES]:
         catalog.specs[spec.type] = spec
     found = sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name)
     for ep in found:

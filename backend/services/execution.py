@@ -19,7 +19,7 @@ import logging
 import os
 import socket
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
@@ -30,6 +30,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from backend.db.models import Attempt, Run, StepRun, WorkflowVersion
 from backend.db.run_store import (
     claim_attempt,
+    create_child,
     extend_lease,
     finish_attempt,
     load_state,
@@ -39,9 +40,11 @@ from backend.db.run_store import (
 from backend.engine import orchestrator
 from backend.engine.expressions import ExpressionError, resolve_config
 from backend.engine.model import RunState
+from backend.engine.nodes.waits import TIMER_TYPES
 from backend.engine.ports import Clock, ConnectorRegistry, Dispatcher, SystemClock
 from backend.engine.states import RunStatus, StepStatus
 from backend.services.graphs import graph_for_version
+from designer_schema.graph import WorkflowGraph
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +60,35 @@ class StartedRun:
     run_id: uuid.UUID
     status: str
     created: bool
+
+
+@dataclass
+class Followup:
+    """What to do after a run transaction commits.
+
+    ``dispatch``: ``(step id, delay seconds or None)`` to enqueue; ``start_children``:
+    child runs inserted in the transaction; ``cancel_children``: child runs to cancel;
+    ``wake_parent``: the parent run to advance because this child run ended.
+    """
+
+    dispatch: list[tuple[str, float | None]] = field(default_factory=list)
+    start_children: list[str] = field(default_factory=list)
+    cancel_children: list[str] = field(default_factory=list)
+    wake_parent: str | None = None
+
+
+@dataclass
+class _Claimed:
+    attempt_id: int
+    token: str
+    number: int
+    idempotency_key: str
+    input: Any
+    config: dict[str, Any]
+
+
+class RunNotActive(ValueError):
+    """The run is not in a state that allows the request (e.g. resume a running run)."""
 
 
 def worker_name() -> str:
@@ -128,7 +160,7 @@ class Execution:
                 state = await load_state(session, run)
                 state.emit("run.created", trigger=trigger)
                 dispatch = orchestrator.start(graph, state, now)
-                await save_state(session, run, state)
+                followup = await self._persist(session, run, state, graph, dispatch, now)
                 status = run.status
         except IntegrityError:
             if idempotency_key is None:
@@ -138,14 +170,60 @@ class Execution:
                     await session.execute(select(Run).where(Run.idempotency_key == idempotency_key))
                 ).scalar_one()
                 return StartedRun(existing.id, existing.status, False)
-        await self._after_commit(run_id, dispatch)
+        await self._after_commit(run_id, followup)
         return StartedRun(run_id, status, True)
 
-    async def _after_commit(
-        self, run_id: uuid.UUID, dispatch: list[str], delay: float | None = None
-    ) -> None:
-        for step_id in dispatch:
+    async def _persist(
+        self,
+        session: AsyncSession,
+        run: Run,
+        state: RunState,
+        graph: WorkflowGraph,
+        dispatch: list[str],
+        now: Any,
+    ) -> Followup:
+        """Create the child runs the engine asked for, save the state, say what follows.
+
+        Child runs are inserted in the caller's transaction (with the parent's step
+        change), so a crash never leaves a waiting step without its child or vice versa.
+        """
+        followup = Followup()
+        dispatch = list(dispatch)
+        while state.child_requests:
+            requests, state.child_requests = state.child_requests, []
+            for request in requests:
+                entry = await create_child(session, run, request)
+                if entry.status == RunStatus.QUEUED.value:
+                    followup.start_children.append(request.run_id)
+                elif not request.wait:
+                    state.emit("child.not_started", request.step_id, error=entry.error)
+                if request.wait:
+                    state.children.setdefault(request.step_id, []).append(entry)
+            dispatch += orchestrator.advance(graph, state, now)
+        followup.cancel_children, state.child_cancels = state.child_cancels, []
+        await save_state(session, run, state)
+        for step_id in dict.fromkeys(dispatch):
+            rec = state.steps.get(step_id)
+            delay = None
+            if rec is not None and rec.not_before is not None and rec.not_before > now:
+                delay = (rec.not_before - now).total_seconds()
+            followup.dispatch.append((step_id, delay))
+        if run.parent_run_id is not None and state.status.terminal:
+            followup.wake_parent = str(run.parent_run_id)
+        return followup
+
+    async def _after_commit(self, run_id: uuid.UUID, followup: Followup) -> None:
+        for step_id, delay in followup.dispatch:
             await self.dispatcher.dispatch_step(str(run_id), step_id, delay=delay)
+        for child in followup.start_children:
+            await self.dispatcher.dispatch_advance(child)
+        for child in followup.cancel_children:
+            try:
+                await self.cancel_run(uuid.UUID(child), "parent step ended")
+            except RunNotFound:
+                pass
+        if followup.wake_parent is not None:
+            await self.dispatcher.dispatch_advance(followup.wake_parent)
         await self.dispatcher.notify(str(run_id))
 
     # -- advance ---------------------------------------------------------------------
@@ -163,8 +241,52 @@ class Execution:
                 dispatch = orchestrator.start(graph, state, now)
             else:
                 dispatch = orchestrator.advance(graph, state, now)
+            followup = await self._persist(session, run, state, graph, dispatch, now)
+        await self._after_commit(run_id, followup)
+
+    async def pause_run(self, run_id: uuid.UUID) -> None:
+        """Pause a running or waiting run: nothing new starts; running attempts finish.
+
+        Raises :class:`RunNotFound` or :class:`RunNotActive` (the run is not running or
+        waiting).
+        """
+        now = self.clock.now()
+        async with self.sessionmaker() as session, session.begin():
+            run = await lock_run(session, run_id)
+            if run is None:
+                raise RunNotFound(str(run_id))
+            state = await load_state(session, run)
+            if state.status not in (RunStatus.RUNNING, RunStatus.WAITING):
+                raise RunNotActive(f"run is {state.status.value}; only active runs pause")
+            state.move(RunStatus.PAUSED)
+            state.emit("run.paused", at=now.isoformat())
             await save_state(session, run, state)
-        await self._after_commit(run_id, dispatch)
+        await self.dispatcher.notify(str(run_id))
+
+    async def resume_run(self, run_id: uuid.UUID) -> None:
+        """Resume a paused run: advance it and dispatch every ready step again.
+
+        Raises :class:`RunNotFound` or :class:`RunNotActive` (the run is not paused).
+        """
+        now = self.clock.now()
+        async with self.sessionmaker() as session, session.begin():
+            run = await lock_run(session, run_id)
+            if run is None:
+                raise RunNotFound(str(run_id))
+            state = await load_state(session, run)
+            if state.status != RunStatus.PAUSED:
+                raise RunNotActive(f"run is {state.status.value}; only paused runs resume")
+            state.move(RunStatus.RUNNING)
+            state.emit("run.resumed")
+            graph = await graph_for_version(session, run.version_id)
+            dispatch = orchestrator.advance(graph, state, now)
+            dispatch += [
+                sid
+                for sid, rec in state.steps.items()
+                if rec.status == StepStatus.READY and sid not in dispatch
+            ]
+            followup = await self._persist(session, run, state, graph, dispatch, now)
+        await self._after_commit(run_id, followup)
 
     async def cancel_run(self, run_id: uuid.UUID, reason: str) -> bool:
         """Cancel a run that has not ended. Returns False when it had already ended."""
@@ -182,8 +304,12 @@ class Execution:
                 .where(Attempt.run_id == run_id, Attempt.status == "running")
                 .values(status="cancelled", finished_at=now)
             )
+            followup = Followup(cancel_children=state.child_cancels)
+            state.child_cancels = []
             await save_state(session, run, state)
-        await self.dispatcher.notify(str(run_id))
+            if run.parent_run_id is not None:
+                followup.wake_parent = str(run.parent_run_id)
+        await self._after_commit(run_id, followup)
         return True
 
     # -- execute a step --------------------------------------------------------------
@@ -191,66 +317,105 @@ class Execution:
     async def execute_step(self, run_id: uuid.UUID, step_id: str) -> None:
         """Claim, run and complete one attempt of ``step_id`` (an arq job body).
 
-        Safe to call twice for the same step: only a ``ready`` step can be claimed.
+        Safe to call twice for the same step: only a ``ready`` step can be claimed. When
+        completing the step makes exactly one next action step ready now, this worker runs
+        it directly (no queue round trip; measured in bench/engine.py); other ready steps
+        go through the dispatcher. A job also enqueued for it finds it claimed and stops.
         """
+        next_step: str | None = step_id
+        while next_step is not None:
+            next_step = await self._execute_one(run_id, next_step)
+
+    async def _execute_one(self, run_id: uuid.UUID, step_id: str) -> str | None:
         now = self.clock.now()
         async with self.sessionmaker() as session, session.begin():
             run = await lock_run(session, run_id)
-            if run is None or RunStatus(run.status).terminal:
-                return
+            if run is None or RunStatus(run.status).terminal or run.status == "paused":
+                return None
             state = await load_state(session, run)
             rec = state.steps.get(step_id)
             if rec is None or rec.status != StepStatus.READY:
-                return
+                return None
             if rec.not_before is not None and rec.not_before > now:
                 delay = (rec.not_before - now).total_seconds()
                 await self.dispatcher.dispatch_step(str(run_id), step_id, delay=delay)
-                return
+                return None
             graph = await graph_for_version(session, run.version_id)
             step = graph.step(step_id)
-            try:
-                config = resolve_config(
-                    step.config, step.expressions, rec.input, orchestrator.bindings(graph, state)
-                )
-            except ExpressionError as exc:
-                rec.attempts += 1
-                error = {"message": str(exc), "kind": "expression_error"}
-                dispatch, _ = orchestrator.fail_action(
-                    graph, state, step_id, error, now, retryable=False
-                )
-                await save_state(session, run, state)
-                config = None
+            claimed: _Claimed | None = None
+            if step.type in TIMER_TYPES:
+                dispatch = orchestrator.fire_timer(graph, state, step_id, now)
+                followup = await self._persist(session, run, state, graph, dispatch, now)
             else:
-                attempt = await claim_attempt(
-                    session,
-                    run,
-                    state,
-                    step_id,
-                    worker=self.worker,
-                    input=rec.input,
-                    config=config,
-                    now=now,
-                    lease_until=now + timedelta(seconds=self.lease_seconds),
-                )
-                attempt_id, token, number = attempt.id, attempt.fencing_token, attempt.number
-                idem = attempt.idempotency_key
-                step_input = rec.input
-        if config is None:
-            await self._after_commit(run_id, dispatch)
-            return
+                claimed, followup = await self._claim(session, run, state, graph, step_id, now)
+        if claimed is None:
+            await self._after_commit(run_id, followup)
+            return None
         await self.dispatcher.notify(str(run_id))
         info = {
             "run_id": str(run_id),
             "workflow_id": str(run.workflow_id),
             "step_id": step_id,
-            "attempt": number,
-            "idempotency_key": idem,
+            "attempt": claimed.number,
+            "idempotency_key": claimed.idempotency_key,
             "node_type": step.type,
         }
         outcome = await self._run_action(
-            step.type, config, step_input, info, attempt_id, token, step.timeout
+            step.type,
+            claimed.config,
+            claimed.input,
+            info,
+            claimed.attempt_id,
+            claimed.token,
+            step.timeout,
         )
-        await self._complete(run_id, step_id, attempt_id, token, outcome)
+        return await self._complete(run_id, step_id, claimed.attempt_id, claimed.token, outcome)
+
+    async def _claim(
+        self,
+        session: AsyncSession,
+        run: Run,
+        state: RunState,
+        graph: WorkflowGraph,
+        step_id: str,
+        now: Any,
+    ) -> tuple[_Claimed | None, Followup]:
+        """Resolve the config and claim an attempt, or fail the step on an expression
+        error (then ``None`` and what follows the failure)."""
+        step = graph.step(step_id)
+        rec = state.steps[step_id]
+        try:
+            config = resolve_config(
+                step.config, step.expressions, rec.input, orchestrator.bindings(graph, state)
+            )
+        except ExpressionError as exc:
+            rec.attempts += 1
+            error = {"message": str(exc), "kind": "expression_error"}
+            dispatch, _ = orchestrator.fail_action(
+                graph, state, step_id, error, now, retryable=False
+            )
+            return None, await self._persist(session, run, state, graph, dispatch, now)
+        else:
+            attempt = await claim_attempt(
+                session,
+                run,
+                state,
+                step_id,
+                worker=self.worker,
+                input=rec.input,
+                config=config,
+                now=now,
+                lease_until=now + timedelta(seconds=self.lease_seconds),
+            )
+            claimed = _Claimed(
+                attempt.id,
+                attempt.fencing_token,
+                attempt.number,
+                attempt.idempotency_key,
+                rec.input,
+                config,
+            )
+            return claimed, Followup()
 
     async def _run_action(
         self,
@@ -297,13 +462,13 @@ class Execution:
         attempt_id: int,
         token: str,
         outcome: dict[str, Any],
-    ) -> None:
+    ) -> str | None:
+        """Record the outcome; returns the one next step to run inline, if any."""
         now = self.clock.now()
-        delay: float | None = None
         async with self.sessionmaker() as session, session.begin():
             run = await lock_run(session, run_id)
             if run is None:
-                return
+                return None
             ok = await finish_attempt(
                 session,
                 attempt_id,
@@ -315,11 +480,11 @@ class Execution:
             )
             if not ok:
                 log.info("discarded late completion of %s/%s", run_id, step_id)
-                return
+                return None
             state = await load_state(session, run)
             rec = state.steps.get(step_id)
             if state.status.terminal or rec is None or rec.status != StepStatus.RUNNING:
-                return
+                return None
             graph = await graph_for_version(session, run.version_id)
             if outcome["ok"]:
                 dispatch = orchestrator.complete_action(
@@ -337,22 +502,32 @@ class Execution:
                 )
                 if delay is not None:
                     dispatch = [step_id]
-            await save_state(session, run, state)
-        await self._after_commit(run_id, dispatch, delay)
+            followup = await self._persist(session, run, state, graph, dispatch, now)
+        inline = None
+        if len(followup.dispatch) == 1 and followup.dispatch[0][1] is None:
+            step = graph.step(followup.dispatch[0][0])
+            if step.kind == "action":
+                inline = followup.dispatch.pop()[0]
+        await self._after_commit(run_id, followup)
+        return inline
 
     # -- recovery --------------------------------------------------------------------
 
     async def sweep(self, *, grace_seconds: float = 5.0) -> dict[str, int]:
-        """One recovery pass. Returns counts: ``expired``, ``redispatched``, ``started``.
+        """One recovery pass. Returns counts: ``expired``, ``redispatched``, ``started``,
+        ``woken``.
 
         - running attempts whose lease ran out are expired and their step made ready again
           (a lost worker is not the step's failure, so it does not use up retries);
         - ready steps due for longer than ``grace_seconds`` are dispatched again (a lost job);
-        - queued runs older than ``grace_seconds`` are advanced.
+        - queued runs older than ``grace_seconds`` are advanced (child runs included);
+        - parents whose calling step still runs although a child ended more than
+          ``grace_seconds`` ago are advanced (a lost wake-up job).
+        Due durable timers are ready steps, so the second rule fires them.
         """
         now = self.clock.now()
         grace = now - timedelta(seconds=grace_seconds)
-        counts = {"expired": 0, "redispatched": 0, "started": 0}
+        counts = {"expired": 0, "redispatched": 0, "started": 0, "woken": 0}
         async with self.sessionmaker() as session:
             expired = (
                 await session.execute(
@@ -414,9 +589,33 @@ class Execution:
                 .scalars()
                 .all()
             )
+            waiting_parents = (
+                (
+                    await session.execute(
+                        select(Run.parent_run_id)
+                        .join(
+                            StepRun,
+                            (StepRun.run_id == Run.parent_run_id)
+                            & (StepRun.step_id == Run.parent_step_id),
+                        )
+                        .where(
+                            Run.status.in_([s.value for s in RunStatus if s.terminal]),
+                            Run.finished_at < grace,
+                            StepRun.status == StepStatus.RUNNING.value,
+                        )
+                        .distinct()
+                        .limit(1000)
+                    )
+                )
+                .scalars()
+                .all()
+            )
         for run_id, step_id in ready:
             await self.dispatcher.dispatch_step(str(run_id), step_id)
             counts["redispatched"] += 1
+        for parent_id in waiting_parents:
+            await self.dispatcher.dispatch_advance(str(parent_id))
+            counts["woken"] += 1
         for run_id in queued:
             await self.dispatcher.dispatch_advance(str(run_id))
             counts["started"] += 1

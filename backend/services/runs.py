@@ -15,7 +15,11 @@ from designer_schema.graph import WorkflowGraph
 
 
 class AttemptView(msgspec.Struct):
-    """One attempt of a step; durations in milliseconds."""
+    """One attempt of a step; durations in milliseconds.
+
+    ``wait_ms``: how long the step waited between the previous attempt's end and this
+    one's start (the retry backoff; ``None`` for the first attempt).
+    """
 
     number: int
     status: str
@@ -25,6 +29,16 @@ class AttemptView(msgspec.Struct):
     started_at: datetime
     finished_at: datetime | None
     duration_ms: int | None
+    wait_ms: int | None = None
+
+
+class ChildLink(msgspec.Struct):
+    """A child run started by a Sub-workflow / For-each step (``index``: the item)."""
+
+    run_id: str
+    step_id: str
+    index: int
+    status: str
 
 
 class StepView(msgspec.Struct):
@@ -75,6 +89,8 @@ class RunDetail(msgspec.Struct):
     finished_at: datetime | None
     duration_ms: int | None
     steps: list[StepView]
+    parent_run_id: str | None = None
+    children: list[ChildLink] = msgspec.field(default_factory=list)
 
 
 def _ms(start: datetime | None, end: datetime | None) -> int | None:
@@ -142,6 +158,7 @@ async def get_run_detail(
             select(Attempt).where(Attempt.run_id == run_id).order_by(Attempt.number)
         )
     ).scalars():
+        previous = attempts.get(a.step_id, [])
         attempts.setdefault(a.step_id, []).append(
             AttemptView(
                 number=a.number,
@@ -152,6 +169,7 @@ async def get_run_detail(
                 started_at=a.started_at,
                 finished_at=a.finished_at,
                 duration_ms=_ms(a.started_at, a.finished_at),
+                wait_ms=_ms(previous[-1].finished_at, a.started_at) if previous else None,
             )
         )
     steps = []
@@ -180,5 +198,14 @@ async def get_run_detail(
         error=run.error,
         started_at=run.started_at,
         steps=steps,
+        parent_run_id=str(run.parent_run_id) if run.parent_run_id else None,
+        children=[
+            ChildLink(str(cid), str(sid), int(index or 0), status)
+            for cid, sid, index, status in await session.execute(
+                select(Run.id, Run.parent_step_id, Run.parent_index, Run.status)
+                .where(Run.parent_run_id == run_id)
+                .order_by(Run.parent_step_id, Run.parent_index)
+            )
+        ],
     )
     return detail, version.diagram

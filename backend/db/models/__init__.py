@@ -135,6 +135,12 @@ class Run(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
     started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    # child runs of a Sub-workflow / For-each step: (parent run, parent step, item index)
+    parent_run_id: Mapped[uuid.UUID | None] = mapped_column(
+        ForeignKey("runs.id", ondelete="SET NULL"), nullable=True, index=True
+    )
+    parent_step_id: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    parent_index: Mapped[int | None] = mapped_column(Integer, nullable=True)
 
 
 class StepRun(Base):
@@ -158,6 +164,7 @@ class StepRun(Base):
     not_before: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    data: Mapped[Any] = mapped_column(JSONB, nullable=True)
 
 
 class Attempt(Base):

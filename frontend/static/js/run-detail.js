@@ -2,6 +2,7 @@
 // (GET /runs/{id}/events, event "update", data = the run as JSON). When the run reaches a
 // terminal status the page reloads once to show final outputs.
 
+import { request } from "./api.js";
 import { renderGraph } from "./graph-view.js";
 
 const TERMINAL = new Set(["succeeded", "failed", "cancelled", "timed_out"]);
@@ -37,6 +38,32 @@ const canvas = renderGraph(document.getElementById("run-graph"), diagram, {
     section.classList.add("flash");
   },
 });
+
+// Run controls: POST /api/runs/{id}/{pause|resume|cancel}; the buttons shown follow the status.
+const ACTIONS = { pause: ["running", "waiting"], resume: ["paused"], cancel: ["queued", "running", "waiting", "paused"] };
+
+function showControls(status) {
+  for (const button of document.querySelectorAll("[data-run-action]")) {
+    button.hidden = !ACTIONS[button.dataset.runAction].includes(status);
+  }
+}
+
+for (const button of document.querySelectorAll("[data-run-action]")) {
+  button.addEventListener("click", async () => {
+    const action = button.dataset.runAction;
+    if (action === "cancel" && !window.confirm("Cancel this run? Running steps are asked to stop.")) return;
+    button.disabled = true;
+    try {
+      const result = await request("POST", `/api/runs/${view.dataset.runId}/${action}`);
+      if (!result.ok) window.alert((result.data && result.data.detail) || `Could not ${action} the run.`);
+    } catch (err) {
+      window.alert(err.message);
+    } finally {
+      button.disabled = false;
+    }
+    if (!window.EventSource || TERMINAL.has(view.dataset.status)) window.location.reload();
+  });
+}
 
 function setBadge(badge, status) {
   badge.dataset.status = status;
@@ -77,6 +104,7 @@ function stepSection(step) {
 
 function applyUpdate(run) {
   view.dataset.status = run.status;
+  showControls(run.status);
   setBadge(document.getElementById("run-status"), run.status);
   const dur = document.getElementById("run-duration");
   if (dur && run.duration_ms !== undefined) dur.textContent = formatDuration(run.duration_ms);
