@@ -13,6 +13,7 @@ from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
 from backend.api.auth import AuthController
 from backend.api.catalog import CatalogController
+from backend.api.credentials import CredentialController
 from backend.api.errors import API_EXCEPTION_HANDLERS, database_unavailable
 from backend.api.health import HealthController
 from backend.api.runs import RunController
@@ -43,6 +44,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> Litestar:
             WorkflowController,
             RunController,
             CatalogController,
+            CredentialController,
             WebhookController,
             HealthController,
             AuthPages,
