@@ -232,7 +232,7 @@ async def send_email(config: EmailSendConfig, input: Any) -> dict[str, Any]:
             f"cannot send through {host}:{port}: {type(err).__name__}: {err}", kind="smtp_connect"
         ) from None
     return {
-        "message_id": message["Message-ID"],
+        "message_id": str(message["Message-ID"]),
         "accepted": [r for r in recipients if r not in refused],
         "refused": {addr: f"{code} {text}" for addr, (code, text) in refused.items()},
     }
