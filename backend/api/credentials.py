@@ -12,12 +12,13 @@ which stores the tokens and redirects to ``/credentials?connected=<id>`` (or
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 from urllib.parse import quote
 
 import msgspec
 from litestar import Controller, MediaType, Request, Response, delete, get, patch, post
 from litestar.di import Provide
+from litestar.params import Parameter
 from litestar.response import Redirect
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -207,13 +208,13 @@ class CredentialController(Controller):
         self,
         runtime: Runtime,
         user: User,
-        state: str = "",
+        oauth_state: Annotated[str, Parameter(query="state")] = "",
         code: str = "",
         error: str = "",
         error_description: str = "",
     ) -> Redirect:
         """Finish the flow (the provider redirects the browser here)."""
-        if error or not code or not state:
+        if error or not code or not oauth_state:
             message = error_description or error or "the provider returned no code"
             return Redirect(f"/credentials?error={quote(message)}")
         try:
@@ -222,7 +223,7 @@ class CredentialController(Controller):
                     session,
                     runtime.catalog,
                     crypto.keyring_from_settings(runtime.settings),
-                    state=state,
+                    state=oauth_state,
                     code=code,
                     user_id=user.id,
                     transport=sdk.SsrfGuardTransport(ssrf_policy(runtime.settings)),
