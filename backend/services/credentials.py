@@ -32,6 +32,7 @@ from typing import Any
 
 import httpx
 import msgspec
+from authlib.integrations.base_client.errors import OAuthError
 from authlib.integrations.httpx_client import AsyncOAuth2Client
 from authlib.oauth2.rfc6749.errors import OAuth2Error
 from sqlalchemy import delete, select
@@ -517,7 +518,7 @@ async def finish_oauth(
         token = await client.fetch_token(
             fields["token_url"], code=code, code_verifier=pending.code_verifier
         )
-    except (OAuth2Error, httpx.HTTPError, sdk.ActionError) as err:
+    except (OAuth2Error, OAuthError, httpx.HTTPError, sdk.ActionError) as err:
         raise CredentialError(f"the provider refused the authorization code: {err}") from None
     finally:
         await client.aclose()
@@ -545,7 +546,7 @@ async def _refresh(
         fresh = await client.refresh_token(
             fields["token_url"], refresh_token=token["refresh_token"]
         )
-    except OAuth2Error as err:
+    except (OAuth2Error, OAuthError) as err:
         raise sdk.NonRetryableError(
             f"refreshing credential {row.name!r} failed ({err.error}): connect it again",
             kind="credential_refresh_failed",
