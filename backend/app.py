@@ -21,6 +21,7 @@ from backend.api.webhooks import WebhookController
 from backend.api.workflows import WorkflowController
 from backend.runtime import Runtime, build_runtime
 from backend.settings import Settings
+from frontend.connector_pages import ConnectorPages
 from frontend.pages import STATIC, AppPages, AuthPages
 
 
@@ -49,6 +50,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> Litestar:
             HealthController,
             AuthPages,
             AppPages,
+            ConnectorPages,
             create_static_files_router(path="/static", directories=[STATIC], name="static"),
         ],
         lifespan=[lifespan],

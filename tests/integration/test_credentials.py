@@ -208,3 +208,35 @@ def test_keyring_rejects_tampering_and_wrong_aad() -> None:
         ring.decrypt(blob[:-1] + bytes([blob[-1] ^ 1]), aad=b"a")
     assert crypto.key_id_of(blob) == ring.current_id
     assert msgspec.json.decode(msgspec.json.encode({"k": 1})) == {"k": 1}
+
+
+async def test_credentials_page_creates_lists_masked_and_deletes(
+    client: httpx.AsyncClient, runtime: Runtime
+) -> None:
+    page = await client.get("/credentials", params={"type": "smtp"})
+    assert page.status_code == 200 and 'data-type="smtp"' in page.text
+    assert 'type="password" name="field.password"' in page.text
+    form = {
+        "_csrf_token": client.headers["x-csrftoken"],
+        "type": "smtp",
+        "name": "Mail",
+        "field.host": "127.0.0.1",
+        "field.port": "2525",
+        "field.security": "none",
+        "field.username": "mailer",
+        "field.password": SECRET,
+    }
+    r = await client.post("/credentials", data=form)
+    assert r.status_code in (302, 303), r.text
+    listing = await client.get("/credentials")
+    assert "Mail" in listing.text and "127.0.0.1" in listing.text
+    assert SECRET not in listing.text and "••••" + SECRET[-4:] in listing.text
+    bad = await client.post("/credentials", data={**form, "field.port": "many"})
+    assert bad.status_code == 400 and "whole number" in bad.text and SECRET not in bad.text
+    [cred] = (await client.get("/api/credentials")).json()
+    assert cred["public"]["port"] == 2525 and cred["public"]["verify_tls"] is False
+    r = await client.post(
+        f"/credentials/{cred['id']}/delete", data={"_csrf_token": client.headers["x-csrftoken"]}
+    )
+    assert r.status_code in (302, 303)
+    assert (await client.get("/api/credentials")).json() == []
