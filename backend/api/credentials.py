@@ -45,23 +45,6 @@ class CredentialPatch(msgspec.Struct, forbid_unknown_fields=True):
     data: dict[str, Any] | msgspec.UnsetType = msgspec.UNSET
 
 
-class CredentialOut(msgspec.Struct):
-    """A credential without its secrets."""
-
-    id: str
-    name: str
-    type: str
-    kind: str
-    type_label: str
-    public: dict[str, Any]
-    secret_fields: list[str]
-    connected: bool
-    token_expires_at: str | None
-    created_at: str
-    updated_at: str
-    created_by: str | None
-
-
 class CredentialTypeOut(msgspec.Struct):
     """A declared credential type and the JSON Schema of its form."""
 
@@ -71,10 +54,6 @@ class CredentialTypeOut(msgspec.Struct):
     description: str
     schema: dict[str, Any]
     secret_fields: list[str]
-
-
-def _out(view: svc.CredentialView) -> CredentialOut:
-    return msgspec.convert(view.to_dict(), CredentialOut)
 
 
 def _error(status: int, detail: str, field: str | None = None) -> Response[bytes]:
@@ -119,10 +98,10 @@ class CredentialController(Controller):
     @get("/", operation_id="list_credentials")
     async def list_credentials(
         self, db: AsyncSession, runtime: Runtime, type: str | None = None
-    ) -> list[CredentialOut]:
+    ) -> list[svc.CredentialView]:
         """Every credential, masked; ``?type=a,b`` filters by credential type."""
         types = tuple(t for t in (type or "").split(",") if t) or None
-        return [_out(v) for v in await svc.list_credentials(db, runtime.catalog, types)]
+        return await svc.list_credentials(db, runtime.catalog, types)
 
     @get("/types", operation_id="list_credential_types")
     async def list_types(self, runtime: Runtime) -> list[CredentialTypeOut]:
@@ -142,7 +121,7 @@ class CredentialController(Controller):
     @post("/", operation_id="create_credential")
     async def create_credential(
         self, db: AsyncSession, runtime: Runtime, user: User, data: CredentialIn
-    ) -> CredentialOut:
+    ) -> svc.CredentialView:
         """Store a new credential (its secrets encrypted); 201 with the masked view."""
         view = await svc.create_credential(
             db,
@@ -153,14 +132,14 @@ class CredentialController(Controller):
             data=data.data,
             user_id=user.id,
         )
-        return _out(view)
+        return view
 
     @get("/{credential_id:str}", operation_id="get_credential")
     async def get_credential(
         self, db: AsyncSession, runtime: Runtime, credential_id: str
-    ) -> CredentialOut:
+    ) -> svc.CredentialView:
         """One credential, masked."""
-        return _out(await svc.get_credential(db, runtime.catalog, credential_id))
+        return await svc.get_credential(db, runtime.catalog, credential_id)
 
     @patch("/{credential_id:str}", operation_id="update_credential")
     async def update_credential(
@@ -170,7 +149,7 @@ class CredentialController(Controller):
         user: User,
         credential_id: str,
         data: CredentialPatch,
-    ) -> CredentialOut:
+    ) -> svc.CredentialView:
         """Rename or change fields; write-only secrets left empty are kept."""
         view = await svc.update_credential(
             db,
@@ -181,7 +160,7 @@ class CredentialController(Controller):
             data=None if data.data is msgspec.UNSET else data.data,
             user_id=user.id,
         )
-        return _out(view)
+        return view
 
     @delete("/{credential_id:str}", operation_id="delete_credential")
     async def delete_credential(self, db: AsyncSession, user: User, credential_id: str) -> None:

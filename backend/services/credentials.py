@@ -26,7 +26,6 @@ from __future__ import annotations
 import secrets
 import time
 import uuid
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -76,13 +75,12 @@ class CredentialNotFound(LookupError):
     """No credential (or pending OAuth2 state) with that id."""
 
 
-@dataclass
-class CredentialView:
-    """What may be shown about a credential: never a secret.
+class CredentialView(msgspec.Struct):
+    """What may be shown about a credential (also the API's wire type): never a secret.
 
     ``public`` maps every field of the type to its value (non-secret) or a masked hint
     (secret, ``""`` when unset); ``connected`` tells whether an OAuth2 credential holds
-    tokens; ``token_expires_at`` is when its access token expires.
+    tokens; ``token_expires_at`` is when its access token expires (ISO 8601).
     """
 
     id: str
@@ -97,24 +95,6 @@ class CredentialView:
     created_at: str
     updated_at: str
     created_by: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-able dict of the view."""
-        return {
-            "id": self.id,
-            "name": self.name,
-            "type": self.type,
-            "kind": self.kind,
-            "type_label": self.type_label,
-            "public": self.public,
-            "secret_fields": self.secret_fields,
-            "connected": self.connected,
-            "token_expires_at": self.token_expires_at,
-            "created_at": self.created_at,
-            "updated_at": self.updated_at,
-            "created_by": self.created_by,
-        }
 
 
 def mask_secret(value: Any) -> str:

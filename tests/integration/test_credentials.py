@@ -15,7 +15,7 @@ from backend import crypto
 from backend.db.models.credentials import AuditLog, Credential
 from backend.runtime import Runtime
 from backend.services import credentials as svc
-from backend.settings import Settings, load_settings
+from backend.settings import Settings
 from tests.diagrams import diagram, edge, node
 from tests.http_sink import HttpSink
 from tests.integration.conftest import wait_for_run
@@ -28,18 +28,9 @@ SECRET = "tok-9f8e7d6c5b4a3210-very-secret"
 
 
 @pytest.fixture(scope="session")
-def settings(migrated_url: str, redis_url: str) -> Settings:
+def settings(settings: Settings) -> Settings:
     """The integration settings plus an encryption key."""
-    return load_settings(
-        environ={},
-        database_url=migrated_url,
-        redis_url=redis_url,
-        base_url="http://testserver.local",
-        http_allow_private=True,
-        lease_seconds=10.0,
-        sweep_interval=1.0,
-        encryption_key=KEY,
-    )
+    return msgspec.structs.replace(settings, encryption_key=KEY)
 
 
 @pytest.fixture
