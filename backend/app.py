@@ -14,6 +14,7 @@ from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
 from backend.api.auth import AuthController
 from backend.api.catalog import CatalogController
+from backend.api.credentials import CredentialController
 from backend.api.errors import API_EXCEPTION_HANDLERS, database_unavailable
 from backend.api.health import HealthController
 from backend.api.runs import RunController
@@ -21,6 +22,7 @@ from backend.api.webhooks import WebhookController
 from backend.api.workflows import WorkflowController
 from backend.runtime import Runtime, build_runtime
 from backend.settings import Settings
+from frontend.connector_pages import ConnectorPages
 from frontend.pages import STATIC, AppPages, AuthPages, html_error, wants_html
 
 
@@ -56,10 +58,12 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> Litestar:
             WorkflowController,
             RunController,
             CatalogController,
+            CredentialController,
             WebhookController,
             HealthController,
             AuthPages,
             AppPages,
+            ConnectorPages,
             create_static_files_router(path="/static", directories=[STATIC], name="static"),
         ],
         lifespan=[lifespan],

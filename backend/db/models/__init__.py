@@ -208,3 +208,6 @@ class Event(Base):
     data: Mapped[Any] = mapped_column(JSONB, default=dict)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
     published_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+
+from backend.db.models.credentials import AuditLog, Credential, OAuthState  # noqa: E402,F401
