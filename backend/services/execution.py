@@ -113,6 +113,23 @@ def error_run_id(failed_run_id: uuid.UUID | str) -> uuid.UUID:
     return uuid.uuid5(ERROR_RUN_NAMESPACE, str(failed_run_id))
 
 
+async def active_version_of(
+    session: AsyncSession, workflow_id: uuid.UUID
+) -> WorkflowVersion | None:
+    """The active version of a workflow (``None``: never published, or no such workflow)."""
+    return (
+        await session.execute(
+            select(WorkflowVersion)
+            .join(
+                Workflow,
+                (WorkflowVersion.workflow_id == Workflow.id)
+                & (WorkflowVersion.number == Workflow.active_version),
+            )
+            .where(Workflow.id == workflow_id)
+        )
+    ).scalar_one_or_none()
+
+
 async def workflow_settings(session: AsyncSession, workflow_id: uuid.UUID) -> dict[str, Any]:
     """The run-control settings of a workflow (``{}`` when none or the workflow is gone)."""
     found = (
@@ -426,17 +443,7 @@ class Execution:
     ) -> str | None:
         """Insert the queued error-workflow run for failed ``run``; ``None`` (and an event
         on the failed run) when the error workflow has no active version."""
-        version = (
-            await session.execute(
-                select(WorkflowVersion)
-                .join(
-                    Workflow,
-                    (WorkflowVersion.workflow_id == Workflow.id)
-                    & (WorkflowVersion.number == Workflow.active_version),
-                )
-                .where(Workflow.id == error_workflow_id)
-            )
-        ).scalar_one_or_none()
+        version = await active_version_of(session, error_workflow_id)
         if version is None:
             session.add(
                 Event(
@@ -649,17 +656,7 @@ class Execution:
                     raise RunNotActive("run succeeded; it has no failed step to re-run from")
                 version = await session.get(WorkflowVersion, run.version_id)
             else:
-                version = (
-                    await session.execute(
-                        select(WorkflowVersion)
-                        .join(
-                            Workflow,
-                            (WorkflowVersion.workflow_id == Workflow.id)
-                            & (WorkflowVersion.number == Workflow.active_version),
-                        )
-                        .where(Workflow.id == run.workflow_id)
-                    )
-                ).scalar_one_or_none()
+                version = await active_version_of(session, run.workflow_id)
             if version is None:
                 raise RunNotActive("the workflow has no active version to re-run")
         return await self.start_run(

@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import text
 
 from backend.runtime import Runtime
-from tests.diagrams import diagram, edge, node
+from tests.diagrams import diagram, edge, join_after_dead_branch, join_fan_out, node
 from tests.http_sink import HttpSink, Recorded
 from tests.integration.conftest import wait_for_run
 from tests.integration.test_runs import publish, run_detail, sink, steps_by_id
@@ -205,33 +205,10 @@ async def test_pause_and_resume_a_run(
     assert (await client.post(f"/api/runs/{run_id}/resume")).status_code == 409
 
 
-def _join_fan_out(delays: list[float]) -> dict[str, Any]:
-    """webhook -> k parallel branches (Delay then Set {"part": k, "n": body.n}) -> Join (all)
-    -> Respond with the joined parts as a list."""
-    nodes = [node("hook", "trigger.webhook", respond="respond_node")]
-    edges = []
-    for k, seconds in enumerate(delays, start=1):
-        nodes += [
-            node(f"wait_{k}", "control.delay", seconds=seconds),
-            node(f"part_{k}", "control.set", mapping={"part": k, "n": "=$trigger.body.n"}),
-        ]
-        edges += [
-            edge("hook", f"wait_{k}"),
-            edge(f"wait_{k}", f"part_{k}"),
-            edge(f"part_{k}", "join"),
-        ]
-    nodes += [
-        node("join", "control.join", mode="all"),
-        node("respond", "control.respond", body="=[$.*]"),
-    ]
-    edges.append(edge("join", "respond"))
-    return diagram(nodes, edges)
-
-
 async def test_engine_join_concurrent_runs(
     client: httpx.AsyncClient, runtime: Runtime, worker: Any
 ) -> None:
-    wf = await publish(client, _join_fan_out([2.0, 0.0, 1.0, 0.0]))
+    wf = await publish(client, join_fan_out([2.0, 0.0, 1.0, 0.0], respond="respond_node"))
     answers = await asyncio.gather(
         *(client.post(wf["webhook_path"], json={"n": n}) for n in (1, 2, 3))
     )
@@ -260,25 +237,7 @@ async def test_engine_join_concurrent_runs(
 async def test_engine_join_dead_branch(
     client: httpx.AsyncClient, runtime: Runtime, worker: Any, x: int
 ) -> None:
-    wf = await publish(
-        client,
-        diagram(
-            [
-                node("hook", "trigger.webhook"),
-                node("if_1", "control.if", condition="=body.x = 1"),
-                node("set_a", "control.set", mapping={"a": "yes"}),
-                node("join", "control.join", mode="all"),
-                node("after", "control.set", mapping={"joined": "=$"}),
-            ],
-            [
-                edge("hook", "if_1"),
-                edge("if_1", "set_a", "true"),
-                edge("set_a", "join"),
-                edge("hook", "join"),
-                edge("join", "after"),
-            ],
-        ),
-    )
+    wf = await publish(client, join_after_dead_branch())
     r = await client.post(wf["webhook_path"], json={"x": x})
     run_id = r.json()["run_id"]
     assert await wait_for_run(runtime, run_id) == "succeeded"

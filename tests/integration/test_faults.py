@@ -23,7 +23,6 @@ from typing import Any
 
 import httpx
 import pytest
-from sqlalchemy import text
 
 from backend.app import create_app
 from backend.db.migrate import upgrade
@@ -34,6 +33,7 @@ from backend.settings import Settings, load_settings
 from tests.diagrams import diagram, edge, node
 from tests.http_sink import HttpSink
 from tests.integration.conftest import ADMIN_EMAIL, ADMIN_PASSWORD, login, wait_for_run
+from tests.integration.test_run_control import attempt_rows
 from tests.integration.test_runs import publish, sink
 from tests.servers import pg_template
 
@@ -106,15 +106,8 @@ async def until(predicate: Any, timeout: float, what: str) -> None:
 
 
 async def attempts(runtime: Runtime, run_id: str) -> list[tuple[Any, ...]]:
-    async with runtime.engine.connect() as conn:
-        rows = await conn.execute(
-            text(
-                "select number, status, error->>'kind' from attempts"
-                " where run_id = :id and step_id = 'call' order by number"
-            ),
-            {"id": run_id},
-        )
-        return [tuple(r) for r in rows]
+    """``(number, status, error kind)`` of the ``call`` step's attempts."""
+    return [row[1:] for row in await attempt_rows(runtime, run_id) if row[0] == "call"]
 
 
 async def test_sigkilled_worker_mid_step_loses_nothing(
