@@ -10,12 +10,11 @@ from litestar.config.csrf import CSRFConfig
 from litestar.exceptions import HTTPException
 from litestar.openapi import OpenAPIConfig
 from litestar.static_files import create_static_files_router
-from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
 from backend.api.auth import AuthController
 from backend.api.catalog import CatalogController
 from backend.api.credentials import CredentialController
-from backend.api.errors import API_EXCEPTION_HANDLERS, database_unavailable
+from backend.api.errors import API_EXCEPTION_HANDLERS
 from backend.api.health import HealthController
 from backend.api.runs import RunController
 from backend.api.webhooks import WebhookController
@@ -74,10 +73,6 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> Litestar:
         ),
         exception_handlers={
             **API_EXCEPTION_HANDLERS,  # type: ignore[dict-item]
-            OperationalError: database_unavailable,
-            InterfaceError: database_unavailable,
-            DBAPIError: database_unavailable,
-            ConnectionRefusedError: database_unavailable,
             404: _http_error,
             405: _http_error,
         },

@@ -104,5 +104,6 @@ async def build_runtime(settings: Settings, *, pool_size: int = 10) -> Runtime:
         catalog,
         make_context_factory(settings, sessionmaker, catalog),
         lease_seconds=settings.lease_seconds,
+        base_url=settings.base_url,
     )
     return Runtime(settings, engine, sessionmaker, redis, catalog, execution)

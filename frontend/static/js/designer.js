@@ -7,6 +7,7 @@ import { DiagnosticsList, problems } from "./diagnostics.js";
 import { DiagramModel, NODE_WIDTH } from "./model.js";
 import { acceptDrops, renderPalette } from "./palette.js";
 import { ConfigPanel } from "./panel.js";
+import { mountSettings } from "./workflow-settings.js";
 
 const COMPILE_DELAY_MS = 400;
 
@@ -190,6 +191,7 @@ async function withBusy(button, fn) {
 
 saveBtn.addEventListener("click", () => withBusy(saveBtn, save));
 publishBtn.addEventListener("click", () => withBusy(publishBtn, publish));
+mountSettings(workflowId, document.getElementById("settings-btn"), setStatus);
 
 // Run dialog ----------------------------------------------------------------
 
