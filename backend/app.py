@@ -5,16 +5,17 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 
-from litestar import Litestar
+from litestar import Litestar, MediaType, Request, Response
 from litestar.config.csrf import CSRFConfig
+from litestar.exceptions import HTTPException
 from litestar.middleware.base import DefineMiddleware
 from litestar.openapi import OpenAPIConfig
 from litestar.static_files import create_static_files_router
-from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
 from backend.api.auth import AuthController
 from backend.api.catalog import CatalogController
-from backend.api.errors import API_EXCEPTION_HANDLERS, database_unavailable
+from backend.api.credentials import CredentialController
+from backend.api.errors import API_EXCEPTION_HANDLERS
 from backend.api.health import HealthController
 from backend.api.runs import RunController
 from backend.api.triggers import ApiTokenController, FileController, WebhookSettingsController
@@ -23,8 +24,21 @@ from backend.api.workflows import WorkflowController
 from backend.auth.web import BearerAwareCSRFMiddleware
 from backend.runtime import Runtime, build_runtime
 from backend.settings import Settings
-from frontend.pages import STATIC, AppPages, AuthPages
+from frontend.connector_pages import ConnectorPages
+from frontend.pages import STATIC, AppPages, AuthPages, html_error, wants_html
 from frontend.trigger_pages import TriggerPages
+
+
+def _http_error(request: Request, exc: HTTPException) -> Response[object]:
+    """Browser pages get the styled error page; everything else gets a JSON error."""
+    if wants_html(request):
+        message = "Page not found." if exc.status_code == 404 else str(exc.detail)
+        return html_error(request, exc.status_code, message)  # type: ignore[return-value]
+    return Response(
+        {"status_code": exc.status_code, "detail": exc.detail},
+        status_code=exc.status_code,
+        media_type=MediaType.JSON,
+    )
 
 
 def create_app(settings: Settings, runtime: Runtime | None = None) -> Litestar:
@@ -47,6 +61,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> Litestar:
             WorkflowController,
             RunController,
             CatalogController,
+            CredentialController,
             WebhookController,
             WebhookSettingsController,
             ApiTokenController,
@@ -55,6 +70,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> Litestar:
             HealthController,
             AuthPages,
             AppPages,
+            ConnectorPages,
             create_static_files_router(path="/static", directories=[STATIC], name="static"),
         ],
         lifespan=[lifespan],
@@ -70,10 +86,8 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> Litestar:
         ],
         exception_handlers={
             **API_EXCEPTION_HANDLERS,  # type: ignore[dict-item]
-            OperationalError: database_unavailable,
-            InterfaceError: database_unavailable,
-            DBAPIError: database_unavailable,
-            ConnectionRefusedError: database_unavailable,
+            404: _http_error,
+            405: _http_error,
         },
         openapi_config=OpenAPIConfig(title="Railyard", version="0.1.0", path="/schema"),
         debug=False,

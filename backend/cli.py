@@ -96,6 +96,8 @@ async def serve(settings: Settings, host: str, port: int, *, with_worker: bool) 
     server.should_exit = True
     if worker is not None:
         await worker.close()
+    # Let uvicorn finish its shutdown (lifespan included) before cancelling anything.
+    await asyncio.wait(tasks, timeout=10)
     for task in tasks:
         if not task.done():
             task.cancel()
@@ -107,19 +109,9 @@ async def serve(settings: Settings, host: str, port: int, *, with_worker: bool) 
             raise task.exception()  # type: ignore[misc]
 
 
-def _dev_key(data_dir: Path) -> str:
-    """The embedded default's encryption key, created once in the data directory."""
-    from backend import crypto
-
-    path = data_dir / "encryption-key"
-    if not path.exists():
-        path.write_text(crypto.new_key() + "\n")
-        path.chmod(0o600)
-    return path.read_text().strip()
-
-
 def cmd_dev(args: argparse.Namespace) -> int:
     """Embedded PostgreSQL + Redis, migrations, first admin, API + worker."""
+    from backend.crypto import ensure_dev_key
     from backend.db.migrate import upgrade
     from backend.embedded import EmbeddedPostgres, EmbeddedRedis
 
@@ -135,7 +127,7 @@ def cmd_dev(args: argparse.Namespace) -> int:
             redis_url=redis.url,
             base_url=os.environ.get("RAILYARD_BASE_URL") or f"http://127.0.0.1:{args.port}",
             http_allow_private=os.environ.get("RAILYARD_HTTP_ALLOW_PRIVATE", "1") == "1",
-            encryption_key=os.environ.get("RAILYARD_ENCRYPTION_KEY") or _dev_key(data_dir),
+            encryption_key=os.environ.get("RAILYARD_ENCRYPTION_KEY") or ensure_dev_key(data_dir),
         )
         upgrade(settings.database_url)
         created = asyncio.run(ensure_admin(settings, data_dir))
@@ -228,7 +220,7 @@ def cmd_migrate(_: argparse.Namespace) -> int:
     from backend.db.migrate import upgrade
 
     settings = load_settings()
-    settings.require_services()
+    settings.require_services(redis=False)
     upgrade(settings.database_url)
     print("database is at the latest migration")
     return 0
@@ -249,6 +241,51 @@ def cmd_create_user(args: argparse.Namespace) -> int:
         await engine.dispose()
 
     asyncio.run(main())
+    return 0
+
+
+def cmd_rotate_key(args: argparse.Namespace) -> int:
+    """Re-encrypt every credential and webhook secret under RAILYARD_ENCRYPTION_KEY, in one
+    transaction (a blob under a key that is not configured changes nothing).
+
+    Rotation: (1) ``railyard rotate-key --generate-key`` prints a new key; (2) deploy with
+    RAILYARD_ENCRYPTION_KEY=<new> and RAILYARD_ENCRYPTION_OLD_KEYS=<old>; (3) run
+    ``railyard rotate-key``; (4) drop the old key from RAILYARD_ENCRYPTION_OLD_KEYS.
+    """
+    from backend import crypto
+
+    if args.generate_key:
+        print(crypto.generate_key())
+        return 0
+    from backend.db.engine import make_engine, make_sessionmaker
+    from backend.services.credentials import rotate_keys
+    from backend.services.webhooks import rotate_secrets
+
+    settings = load_settings()
+    settings.require_services()
+    try:
+        keyring = crypto.keyring_from_settings(settings)
+    except crypto.CryptoError as exc:
+        print(f"railyard: {exc}", file=sys.stderr)
+        return 2
+
+    async def main() -> tuple[int, int]:
+        engine = make_engine(settings.database_url, pool_size=1)
+        try:
+            async with make_sessionmaker(engine)() as session, session.begin():
+                return await rotate_keys(session, keyring), await rotate_secrets(session, keyring)
+        finally:
+            await engine.dispose()
+
+    try:
+        credentials, hook_secrets = asyncio.run(main())
+    except crypto.CryptoError as exc:
+        print(f"railyard: nothing changed: {exc}", file=sys.stderr)
+        return 1
+    print(
+        f"re-encrypted {credentials} credential(s) and {hook_secrets} webhook secret(s)"
+        f" with key {keyring.current_id}"
+    )
     return 0
 
 
@@ -277,6 +314,11 @@ def main(argv: list[str] | None = None) -> int:
     cu.add_argument("password")
     cu.add_argument("--role", default="editor", choices=["admin", "editor", "operator", "viewer"])
     cu.set_defaults(func=cmd_create_user)
+    rot = sub.add_parser(
+        "rotate-key", help="re-encrypt credentials and webhook secrets with the current key"
+    )
+    rot.add_argument("--generate-key", action="store_true", help="print a new random key and exit")
+    rot.set_defaults(func=cmd_rotate_key)
     args = parser.parse_args(argv)
     try:
         return int(args.func(args))

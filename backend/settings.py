@@ -14,7 +14,11 @@
 | ``RAILYARD_SWEEP_INTERVAL`` | seconds between sweeper passes | ``5`` |
 | ``RAILYARD_SESSION_HOURS`` | login session lifetime | ``336`` (14 days) |
 | ``RAILYARD_SECURE_COOKIES`` | ``1`` marks cookies Secure (behind HTTPS) | ``0`` |
-| ``RAILYARD_ENCRYPTION_KEY`` | AES-256-GCM key for secrets at rest (URL-safe base64 of 32 bytes) | none (``railyard dev`` keeps one in its data dir) |
+| ``RAILYARD_ENCRYPTION_KEY`` | base64 of 32 random bytes: the AES-256-GCM key credentials and webhook secrets are encrypted with (``railyard rotate-key --generate-key`` prints one) | generated into ``<data dir>/encryption.key`` by ``railyard dev``; required for credentials and webhook secrets otherwise |
+| ``RAILYARD_ENCRYPTION_OLD_KEYS`` | comma-separated old keys still readable during a rotation (see ``railyard rotate-key``) | empty |
+| ``RAILYARD_SLACK_API_URL`` | base URL of Slack's Web API (``chat.postMessage`` is appended) | ``https://slack.com/api`` |
+| ``RAILYARD_HUBSPOT_API_URL`` | base URL of HubSpot's API | ``https://api.hubapi.com`` |
+| ``RAILYARD_OAUTH2_REFRESH_MARGIN`` | seconds before expiry an OAuth2 access token is refreshed when an action asks for it | ``60`` |
 | ``RAILYARD_WEBHOOK_CACHE_SECONDS`` | how long an API process caches a webhook's workflow, version and settings | ``2`` |
 | ``RAILYARD_SCHEDULE_TICK`` | longest sleep of the schedule loop, seconds (it wakes at the next fire time) | ``1`` |
 
@@ -50,15 +54,27 @@ class Settings(msgspec.Struct, kw_only=True):
     session_hours: float = 336.0
     secure_cookies: bool = False
     encryption_key: str = ""
+    encryption_old_keys: tuple[str, ...] = ()
+    slack_api_url: str = "https://slack.com/api"
+    hubspot_api_url: str = "https://api.hubapi.com"
+    oauth2_refresh_margin: float = 60.0
     webhook_cache_seconds: float = 2.0
     schedule_tick: float = 1.0
 
-    def require_services(self) -> None:
-        """Raise :class:`SettingsError` unless the database and Redis URLs are set."""
-        missing = [n for n in ("database_url", "redis_url") if not getattr(self, n)]
+    def connector_settings(self) -> dict[str, str]:
+        """Settings connectors read through ``sdk.setting(name)`` (e.g. ``slack.api_url``)."""
+        return {
+            "slack.api_url": self.slack_api_url.rstrip("/"),
+            "hubspot.api_url": self.hubspot_api_url.rstrip("/"),
+        }
+
+    def require_services(self, *, redis: bool = True) -> None:
+        """Raise :class:`SettingsError` unless the database (and Redis) URLs are set."""
+        names: tuple[str, ...] = ("database_url", "redis_url") if redis else ("database_url",)
+        missing = [n for n in names if not getattr(self, n)]
         if missing:
-            names = ", ".join(n.upper() for n in missing)
-            raise SettingsError(f"{names} must be set (or use `railyard dev`)")
+            listed = ", ".join(n.upper() for n in missing)
+            raise SettingsError(f"{listed} must be set (or use `railyard dev`)")
 
 
 _ENV = {
@@ -74,6 +90,10 @@ _ENV = {
     "RAILYARD_SESSION_HOURS": "session_hours",
     "RAILYARD_SECURE_COOKIES": "secure_cookies",
     "RAILYARD_ENCRYPTION_KEY": "encryption_key",
+    "RAILYARD_ENCRYPTION_OLD_KEYS": "encryption_old_keys",
+    "RAILYARD_SLACK_API_URL": "slack_api_url",
+    "RAILYARD_HUBSPOT_API_URL": "hubspot_api_url",
+    "RAILYARD_OAUTH2_REFRESH_MARGIN": "oauth2_refresh_margin",
     "RAILYARD_WEBHOOK_CACHE_SECONDS": "webhook_cache_seconds",
     "RAILYARD_SCHEDULE_TICK": "schedule_tick",
 }
@@ -95,13 +115,32 @@ def load_settings(environ: dict[str, str] | None = None, **overrides: object) ->
     for var, name in _ENV.items():
         if var in env and env[var] != "":
             value: object = env[var]
-            if name == "http_allowlist":
+            if name in ("http_allowlist", "encryption_old_keys"):
                 value = tuple(p.strip() for p in str(value).split(",") if p.strip())
             elif name in ("http_allow_private", "secure_cookies"):
                 value = str(value).lower() in ("1", "true", "yes", "on")
             raw[name] = value
     raw.update({k: v for k, v in overrides.items() if v is not None})
     try:
-        return msgspec.convert(raw, Settings, strict=False)
+        settings = msgspec.convert(raw, Settings, strict=False)
     except msgspec.ValidationError as exc:
         raise SettingsError(f"invalid setting: {exc}") from exc
+    settings.database_url = normalize_database_url(settings.database_url)
+    return settings
+
+
+def normalize_database_url(url: str) -> str:
+    """Use the asyncpg driver for ``postgres://`` and ``postgresql://`` URLs.
+
+    Raises :class:`SettingsError` for another database or driver.
+    """
+    if not url:
+        return url
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        raise SettingsError("DATABASE_URL must look like postgresql://user:pass@host:5432/db")
+    if scheme in ("postgres", "postgresql", "postgresql+asyncpg"):
+        return f"postgresql+asyncpg://{rest}"
+    raise SettingsError(
+        f"DATABASE_URL scheme {scheme!r} is not supported: use postgresql:// (asyncpg driver)"
+    )

@@ -252,7 +252,7 @@ def main() -> int:
             **os.environ,
             "DATABASE_URL": pg.url,
             "REDIS_URL": redis.url,
-            "RAILYARD_ENCRYPTION_KEY": crypto.new_key(),
+            "RAILYARD_ENCRYPTION_KEY": crypto.generate_key(),
             "RAILYARD_ACCESS_LOG": "0",
         }
         upgrade(pg.url)

@@ -34,6 +34,8 @@ Expressions: one marker, a leading ``=``
   (``mapping.total``, ``headers.X-Token``, ``items.0``).
 - Escape: a string starting with ``==`` in an expression field is the literal string with
   its first ``=`` removed: ``"==5"`` means the text ``=5``.
+- A field whose config-schema property has ``"x-always-expression": true`` (an If's
+  condition) is always an expression: ``total > 100`` and ``=total > 100`` mean the same.
 - Outside ``expression_fields`` every string is literal, ``=`` and ``==`` included, and is
   kept exactly as written.
 - In the compiled :class:`~designer_schema.graph.Step`, ``config`` is the whole config with
@@ -109,6 +111,7 @@ from designer_schema.graph import (
 )
 
 __all__ = [
+    "ALWAYS_EXPRESSION",
     "DIAGNOSTIC_CODES",
     "ESCAPED_MARKER",
     "EXPRESSION_MARKER",
@@ -117,6 +120,8 @@ __all__ = [
 ]
 
 EXPRESSION_MARKER: Final = "="
+ALWAYS_EXPRESSION: Final = "x-always-expression"
+"""Config-schema flag: the field is always an expression; the leading ``=`` is optional."""
 """A string starting with this, in an expression field, is a JSONata expression."""
 
 ESCAPED_MARKER: Final = "=="
@@ -311,9 +316,11 @@ def _compile_node(node: Node, spec: NodeTypeSpec, checker: ExpressionChecker, si
         value = node.config.get(name)
         if value is None or (isinstance(value, str) and value == ""):
             missing.add(name)
+            prop = properties.get(name)
+            title = prop.get("title") if isinstance(prop, Mapping) else None
             sink.add(
                 "missing_config",
-                f"{name!r} is required",
+                f"{title or name} is required" + (f" ({name})" if title else ""),
                 node_id=node.id,
                 field=name,
             )
@@ -326,6 +333,15 @@ def _compile_node(node: Node, spec: NodeTypeSpec, checker: ExpressionChecker, si
             config[name] = value
             continue
         if name in expression_fields:
+            schema_of_field = properties.get(name)
+            if (
+                isinstance(schema_of_field, Mapping)
+                and schema_of_field.get(ALWAYS_EXPRESSION)
+                and isinstance(value, str)
+                and value
+                and not value.startswith(EXPRESSION_MARKER)
+            ):
+                value = EXPRESSION_MARKER + value
             literal = _compile_value(value, name, 0, node.id, checker, expressions, sink)
         else:
             literal = value

@@ -304,3 +304,18 @@ async def _run_updates(runtime: Runtime, run_id: uuid.UUID) -> AsyncGenerator[An
     finally:
         await pubsub.unsubscribe()
         await pubsub.aclose()
+
+
+def wants_html(request: Request) -> bool:
+    """True for browser page requests (not the API, webhooks, health checks or OpenAPI)."""
+    path = request.url.path
+    if path.startswith(("/api/", "/hooks/", "/health/", "/schema", "/static/")):
+        return False
+    return "text/html" in request.headers.get("accept", "")
+
+
+def html_error(request: Request, status_code: int, message: str) -> Response[str]:
+    """The styled error page (the user is looked up from the scope when already loaded)."""
+    return render(
+        request, "error.html", status_code=status_code, status_code_=status_code, message=message
+    )

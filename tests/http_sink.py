@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -25,12 +27,19 @@ class Recorded:
 
 @dataclass
 class HttpSink:
-    """Serves on 127.0.0.1:<port>; answers ``status`` with a JSON body; records requests."""
+    """Serves on 127.0.0.1:<port>; answers ``status`` with a JSON body; records requests.
+
+    ``handler(request, call number from 1) -> (status, JSON body)`` overrides ``status`` and
+    ``response`` per request (the request is recorded first); ``delay`` seconds are slept
+    before answering (a slow third-party API).
+    """
 
     status: int = 200
     response: Any = field(default_factory=lambda: {"ok": True})
     requests: list[Recorded] = field(default_factory=list)
     server: ThreadingHTTPServer | None = None
+    handler: Callable[[Recorded, int], tuple[int, Any]] | None = None
+    delay: float = 0.0
 
     @property
     def url(self) -> str:
@@ -44,16 +53,20 @@ class HttpSink:
             def _handle(self) -> None:
                 length = int(self.headers.get("content-length") or 0)
                 body = self.rfile.read(length) if length else b""
-                sink.requests.append(
-                    Recorded(
-                        self.command,
-                        self.path,
-                        {k.lower(): v for k, v in self.headers.items()},
-                        body,
-                    )
+                recorded = Recorded(
+                    self.command,
+                    self.path,
+                    {k.lower(): v for k, v in self.headers.items()},
+                    body,
                 )
-                payload = json.dumps(sink.response).encode()
-                self.send_response(sink.status)
+                sink.requests.append(recorded)
+                status, response = sink.status, sink.response
+                if sink.handler is not None:
+                    status, response = sink.handler(recorded, len(sink.requests))
+                if sink.delay:
+                    time.sleep(sink.delay)
+                payload = json.dumps(response).encode()
+                self.send_response(status)
                 self.send_header("content-type", "application/json")
                 self.send_header("content-length", str(len(payload)))
                 self.end_headers()

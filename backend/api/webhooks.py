@@ -249,7 +249,8 @@ class WebhookController(Controller):
         )
         links = run_started(runtime, started.run_id, started.status)
         mode = config.get("respond") or "immediately"
-        if mode in ("respond_node", "last_step"):
+        # a run queued behind the workflow's concurrency limit is answered 202 at once
+        if mode in ("respond_node", "last_step") and started.status != "queued":
             timeout = float(config.get("wait_timeout") or DEFAULT_WAIT_TIMEOUT)
             answer = await wait_for_response(
                 runtime, started.run_id, timeout, last_step=mode == "last_step"

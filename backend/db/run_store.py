@@ -16,8 +16,8 @@ from sqlalchemy import select, text, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
-from backend.db.models import Attempt, Event, Run, StepRun
-from backend.engine.model import RunState, StepRecord
+from backend.db.models import Attempt, Event, Run, StepRun, Workflow, WorkflowVersion
+from backend.engine.model import ChildRequest, ChildRun, RunState, StepRecord
 from backend.engine.states import RunStatus, StepStatus
 
 
@@ -42,9 +42,20 @@ async def load_state(session: AsyncSession, run: Run) -> RunState:
             not_before=r.not_before,
             started_at=r.started_at,
             finished_at=r.finished_at,
+            data=r.data,
         )
         for r in rows
     }
+    children: dict[str, list[ChildRun]] = {}
+    child_rows = await session.execute(
+        select(Run.id, Run.parent_step_id, Run.parent_index, Run.status, Run.output, Run.error)
+        .where(Run.parent_run_id == run.id)
+        .order_by(Run.parent_index)
+    )
+    for cid, step_id, index, status, output, error in child_rows:
+        children.setdefault(str(step_id), []).append(
+            ChildRun(str(step_id), int(index or 0), str(cid), status, output, error)
+        )
     return RunState(
         run_id=str(run.id),
         workflow_id=str(run.workflow_id),
@@ -57,7 +68,63 @@ async def load_state(session: AsyncSession, run: Run) -> RunState:
         response=run.response,
         started_at=run.started_at,
         finished_at=run.finished_at,
+        children=children,
     )
+
+
+async def create_child(session: AsyncSession, parent: Run, request: ChildRequest) -> ChildRun:
+    """Insert the queued child run ``request`` asks for (a no-op when it exists).
+
+    The version is the pinned number or the workflow's active one. When the workflow or
+    version does not exist, no run is inserted and the returned record is ``failed`` with
+    kind ``subworkflow_not_found``; the caller hands it to the engine like any child.
+    """
+    entry = ChildRun(request.step_id, request.index, request.run_id)
+    try:
+        workflow_id = uuid.UUID(request.workflow_id)
+    except ValueError:
+        workflow_id = None
+    version = None
+    if workflow_id is not None:
+        workflow = await session.get(Workflow, workflow_id)
+        number = request.version
+        if workflow is not None and number is None:
+            number = workflow.active_version
+        if workflow is not None and number is not None:
+            version = (
+                await session.execute(
+                    select(WorkflowVersion).where(
+                        WorkflowVersion.workflow_id == workflow_id,
+                        WorkflowVersion.number == number,
+                    )
+                )
+            ).scalar_one_or_none()
+    if version is None:
+        which = "active version" if request.version is None else f"version {request.version}"
+        entry.status = RunStatus.FAILED.value
+        entry.error = {
+            "message": f"workflow {request.workflow_id} has no {which}",
+            "kind": "subworkflow_not_found",
+        }
+        return entry
+    await session.execute(
+        insert(Run)
+        .values(
+            id=uuid.UUID(request.run_id),
+            workflow_id=version.workflow_id,
+            version_id=version.id,
+            version_number=version.number,
+            status=RunStatus.QUEUED.value,
+            trigger="subworkflow",
+            input=request.input,
+            created_by=parent.created_by,
+            parent_run_id=parent.id,
+            parent_step_id=request.step_id,
+            parent_index=request.index,
+        )
+        .on_conflict_do_nothing(index_elements=["id"])
+    )
+    return entry
 
 
 def step_values(rec: StepRecord) -> dict[str, Any]:
@@ -72,6 +139,7 @@ def step_values(rec: StepRecord) -> dict[str, Any]:
         "not_before": rec.not_before,
         "started_at": rec.started_at,
         "finished_at": rec.finished_at,
+        "data": rec.data,
     }
 
 
@@ -190,28 +258,38 @@ async def _update_current_attempt(
 
 _INSERT_NEW_RUN = text(
     """
-    WITH new_run AS (
+    WITH wf AS (
+        SELECT settings FROM workflows
+        WHERE id = CAST(:workflow_id AS uuid)
+          AND coalesce((settings->>'max_concurrent_runs')::numeric, 0) = 0
+    ), new_run AS (
         INSERT INTO runs (id, workflow_id, version_id, version_number, status, trigger,
                           idempotency_key, input, output, error, response, created_by,
-                          created_at, started_at, finished_at)
-        VALUES (:id, :workflow_id, :version_id, :version_number, :status, :trigger,
-                :idempotency_key, CAST(:input AS jsonb), CAST(:output AS jsonb),
-                CAST(:error AS jsonb), CAST(:response AS jsonb), :created_by,
-                :created_at, :started_at, :finished_at)
+                          created_at, started_at, finished_at, deadline_at, rerun_of)
+        SELECT CAST(:id AS uuid), CAST(:workflow_id AS uuid), CAST(:version_id AS uuid),
+               CAST(:version_number AS int), CAST(:status AS text), CAST(:trigger AS text),
+               CAST(:idempotency_key AS text), CAST(:input AS jsonb), CAST(:output AS jsonb),
+               CAST(:error AS jsonb), CAST(:response AS jsonb), CAST(:created_by AS uuid),
+               CAST(:created_at AS timestamptz), CAST(:started_at AS timestamptz),
+               CAST(:finished_at AS timestamptz),
+               CAST(:created_at AS timestamptz)
+                   + (wf.settings->>'run_timeout_seconds')::float8 * interval '1 second',
+               CAST(:rerun_of AS uuid)
+        FROM wf
         RETURNING id
     ), new_steps AS (
         INSERT INTO step_runs (run_id, step_id, status, ports, input, output, error, attempts,
-                               not_before, started_at, finished_at)
-        SELECT :id, s.step_id, s.status, s.ports, s.input, s.output, s.error, s.attempts,
-               s.not_before, s.started_at, s.finished_at
-        FROM jsonb_to_recordset(CAST(:steps AS jsonb)) AS s(
+                               not_before, started_at, finished_at, data)
+        SELECT new_run.id, s.step_id, s.status, s.ports, s.input, s.output, s.error,
+               s.attempts, s.not_before, s.started_at, s.finished_at, s.data
+        FROM new_run, jsonb_to_recordset(CAST(:steps AS jsonb)) AS s(
             step_id text, status text, ports jsonb, input jsonb, output jsonb, error jsonb,
             attempts int, not_before timestamptz, started_at timestamptz,
-            finished_at timestamptz)
+            finished_at timestamptz, data jsonb)
     ), new_events AS (
         INSERT INTO events (run_id, kind, step_id, data, created_at)
-        SELECT :id, e.kind, e.step_id, e.data, :created_at
-        FROM jsonb_to_recordset(CAST(:events AS jsonb))
+        SELECT new_run.id, e.kind, e.step_id, e.data, CAST(:created_at AS timestamptz)
+        FROM new_run, jsonb_to_recordset(CAST(:events AS jsonb))
             AS e(kind text, step_id text, data jsonb, ord int)
         ORDER BY e.ord
     )
@@ -227,11 +305,17 @@ def _json(value: Any) -> str | None:
 
 async def insert_new_run(
     session: AsyncSession | AsyncConnection, row: dict[str, Any], state: RunState
-) -> None:
-    """Insert a new run, its changed step records and its events in ONE statement.
+) -> bool:
+    """Insert a started run, its changed step records and its events in ONE statement,
+    unless its workflow has a concurrency limit (``max_concurrent_runs``).
 
     ``row`` holds the run columns that are not in ``state`` (id, workflow_id, version_id,
-    version_number, trigger, idempotency_key, created_by, created_at). Raises
+    version_number, trigger, idempotency_key, created_by, created_at, rerun_of);
+    ``created_at`` is also the start instant. The statement reads the workflow's settings
+    itself: the run timeout's due time ``deadline_at`` is ``created_at`` plus
+    ``run_timeout_seconds`` (none without it), and with a ``max_concurrent_runs`` nothing
+    is written and the result is False (the caller then queues the run through admission,
+    which locks the workflow row). True when the run was written. Raises
     ``IntegrityError`` when the idempotency key is taken. Used by the start path, where the
     state was computed in memory (a new run has no step rows to load or lock).
     """
@@ -243,20 +327,25 @@ async def insert_new_run(
         {"kind": ev.kind, "step_id": ev.step_id, "data": ev.data, "ord": i}
         for i, ev in enumerate(state.events)
     ]
-    await session.execute(
-        _INSERT_NEW_RUN,
-        {
-            **row,
-            "status": state.status.value,
-            "input": _json(state.input),
-            "output": _json(state.output),
-            "error": _json(state.error),
-            "response": _json(state.response),
-            "started_at": state.started_at,
-            "finished_at": state.finished_at,
-            "steps": _json(steps),
-            "events": _json(events),
-        },
-    )
+    written = (
+        await session.execute(
+            _INSERT_NEW_RUN,
+            {
+                **row,
+                "status": state.status.value,
+                "input": _json(state.input),
+                "output": _json(state.output),
+                "error": _json(state.error),
+                "response": _json(state.response),
+                "started_at": state.started_at,
+                "finished_at": state.finished_at,
+                "steps": _json(steps),
+                "events": _json(events),
+            },
+        )
+    ).first()
+    if written is None:
+        return False
     state.changed.clear()
     state.events.clear()
+    return True

@@ -38,7 +38,8 @@ CONTROL_IF = NodeTypeSpec(
             "condition": {
                 "type": "string",
                 "title": "Condition",
-                "description": "A JSONata expression, e.g. =body.amount > 100",
+                "description": "A JSONata expression, e.g. body.amount > 100 (the = is optional)",
+                "x-always-expression": True,
             }
         },
         "required": ["condition"],
@@ -77,7 +78,7 @@ CONTROL_RESPOND = NodeTypeSpec(
     type="control.respond",
     label="Respond to Webhook",
     kind="control",
-    category="Triggers",
+    category="Flow",
     icon="reply",
     description="Sets the HTTP response of a webhook trigger that waits for it.",
     config_schema={
@@ -135,7 +136,7 @@ def evaluate_control(
     try:
         config = resolve_config(step.config, step.expressions, data, bindings)
     except ExpressionError as exc:
-        raise ControlError(str(exc), kind="expression_error") from exc
+        raise ControlError(str(exc), kind="expression_error", field=exc.field) from exc
     if step.type == "control.if":
         port = "true" if truthy(config.get("condition")) else "false"
         return data, (port,), None
@@ -146,7 +147,13 @@ def evaluate_control(
         output: dict[str, Any] = {}
         if config.get("keep_input") and isinstance(data, dict):
             output.update(data)
-        output.update(mapping)
+        # Like a JSONata object constructor: a field whose expression matched nothing is
+        # left out (jsonata-python returns no value and null alike, so null results too).
+        output.update(
+            (key, value)
+            for key, value in mapping.items()
+            if value is not None or f"mapping.{key}" not in step.expressions
+        )
         return output, ("out",), None
     if step.type == "control.respond":
         status = config.get("status", 200)

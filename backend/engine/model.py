@@ -21,7 +21,9 @@ class StepRecord:
     ``ports`` are the output ports the step took when it finished (``("true",)`` for an If
     whose condition held, ``("error",)`` for a failure routed to the error port; empty for a
     failure that fails the run). ``not_before`` delays a ready step (retry backoff, timers).
-    ``attempts`` counts attempts started so far.
+    ``attempts`` counts attempts started so far. ``data`` is the engine's durable scratch
+    state of a waiting step (a for-each's evaluated items and settings, a sub-workflow
+    call's target), persisted with the record.
     """
 
     step_id: str
@@ -34,6 +36,7 @@ class StepRecord:
     not_before: datetime | None = None
     started_at: datetime | None = None
     finished_at: datetime | None = None
+    data: dict[str, Any] | None = None
 
     def move(self, new: StepStatus) -> None:
         """Change status, enforcing :data:`backend.engine.states.STEP_TRANSITIONS`."""
@@ -51,11 +54,48 @@ class EngineEvent:
 
 
 @dataclass
+class ChildRun:
+    """A child run started by a Sub-workflow or For-each step of this run.
+
+    ``index`` is the item index (0 for a single sub-workflow call); ``status`` a run status
+    value; ``output``/``error`` the child's result once it ended.
+    """
+
+    step_id: str
+    index: int
+    run_id: str
+    status: str = "queued"
+    output: Any = None
+    error: dict[str, Any] | None = None
+
+
+@dataclass
+class ChildRequest:
+    """A child run the engine asks the store to create (in the same transaction).
+
+    ``run_id`` is deterministic (see :func:`backend.engine.nodes.calls.child_run_id`), so
+    creating it twice is a no-op. ``version`` is a pinned version number or ``None`` for the
+    workflow's active version; ``wait`` is False for fire-and-forget calls.
+    """
+
+    step_id: str
+    index: int
+    run_id: str
+    workflow_id: str
+    version: int | None
+    input: Any
+    wait: bool = True
+
+
+@dataclass
 class RunState:
     """A run with all its step records; ``changed`` names step records to persist.
 
     ``response`` is what a Respond to Webhook step produced:
-    ``{"status": int, "headers": {str: str}, "body": Any}``.
+    ``{"status": int, "headers": {str: str}, "body": Any}``. ``children`` lists the child
+    runs of each calling step (loaded by the store); ``child_requests`` and
+    ``child_cancels`` (child run ids) are what the engine asks the store to do in the same
+    transaction.
     """
 
     run_id: str
@@ -72,6 +112,9 @@ class RunState:
     changed: set[str] = field(default_factory=set)
     run_changed: bool = False
     events: list[EngineEvent] = field(default_factory=list)
+    children: dict[str, list[ChildRun]] = field(default_factory=dict)
+    child_requests: list[ChildRequest] = field(default_factory=list)
+    child_cancels: list[str] = field(default_factory=list)
 
     def step(self, step_id: str) -> StepRecord:
         """Return the record of ``step_id``, creating a pending one when absent."""

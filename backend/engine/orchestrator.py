@@ -17,7 +17,12 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from backend.engine.control import ControlError, evaluate_control
-from backend.engine.model import RunState
+from backend.engine.expressions import ExpressionError, resolve_config
+from backend.engine.model import ChildRequest, RunState
+from backend.engine.nodes import FLOW_INLINE_TYPES, WAIT_TYPES
+from backend.engine.nodes.calls import CALL_TYPES, FOREACH, child_failed, child_run_id
+from backend.engine.nodes.flow import JOIN, FlowError, evaluate_flow
+from backend.engine.nodes.waits import TIMER_TYPES, TimerError, due_time
 from backend.engine.planner import activated_sources, plan
 from backend.engine.retry import retry_delay, should_retry
 from backend.engine.states import RunStatus, StepStatus
@@ -47,9 +52,12 @@ def bindings(graph: WorkflowGraph, state: RunState) -> dict[str, Any]:
 
 
 def step_input(graph: WorkflowGraph, state: RunState, step_id: str) -> Any:
-    """Input of ``step_id`` from its activated predecessors (see module docstring)."""
+    """Input of ``step_id`` from its activated predecessors (see module docstring).
+
+    A Join node always gets the keyed object, even when one branch arrived.
+    """
     sources = activated_sources(graph, step_id, state.steps)
-    if len(sources) == 1:
+    if len(sources) == 1 and graph.step(step_id).type != JOIN:
         return state.steps[sources[0]].output
     return {sid: state.steps[sid].output for sid in sources}
 
@@ -80,14 +88,16 @@ def advance(graph: WorkflowGraph, state: RunState, now: datetime) -> list[str]:
     Idempotent: advancing a run with nothing new to do changes nothing.
     """
     dispatch: list[str] = []
-    if state.status.terminal:
+    if state.status.terminal or state.status == RunStatus.PAUSED:
         return dispatch
     while True:
         if _has_unhandled_failure(state):
             _settle(graph, state, now)
             return []
+        progressed = _progress_calls(graph, state, now)
+        if _has_unhandled_failure(state):
+            continue
         decision = plan(graph, state.steps)
-        progressed = False
         for sid in decision.skipped:
             rec = state.step(sid)
             rec.move(StepStatus.SKIPPED)
@@ -101,7 +111,14 @@ def advance(graph: WorkflowGraph, state: RunState, now: datetime) -> list[str]:
             rec.input = step_input(graph, state, sid)
             rec.not_before = now
             state.touch(sid)
-            if step.kind == "control":
+            if step.type in TIMER_TYPES:
+                if _start_timer(graph, state, step, now):
+                    dispatch.append(sid)
+                progressed = True
+            elif step.type in CALL_TYPES:
+                _start_call(graph, state, step, now)
+                progressed = True
+            elif step.kind == "control":
                 _run_control(graph, state, step, now)
                 progressed = True
             else:
@@ -111,7 +128,245 @@ def advance(graph: WorkflowGraph, state: RunState, now: datetime) -> list[str]:
             break
     if _settle(graph, state, now):
         return []
+    _update_waiting(graph, state)
     return dispatch
+
+
+def _update_waiting(graph: WorkflowGraph, state: RunState) -> None:
+    """``waiting`` while every unfinished step is a timer or a call, else ``running``."""
+    if state.status not in (RunStatus.RUNNING, RunStatus.WAITING):
+        return
+    active = [
+        sid
+        for sid, rec in state.steps.items()
+        if rec.status in (StepStatus.READY, StepStatus.RUNNING)
+    ]
+    if not active:
+        return
+    waiting = all(graph.step(sid).type in WAIT_TYPES for sid in active)
+    state.move(RunStatus.WAITING if waiting else RunStatus.RUNNING)
+
+
+def _succeed(state: RunState, step_id: str, output: Any, now: datetime, **data: Any) -> None:
+    rec = state.step(step_id)
+    rec.move(StepStatus.SUCCEEDED)
+    rec.output = output
+    rec.ports = ("out",)
+    rec.error = None
+    rec.finished_at = now
+    state.touch(step_id)
+    state.emit("step.succeeded", step_id, **data)
+
+
+def _resolved(
+    graph: WorkflowGraph, state: RunState, step: Step, now: datetime
+) -> dict[str, Any] | None:
+    """The step's config with expressions evaluated; ``None`` after failing the step."""
+    rec = state.step(step.id)
+    try:
+        return resolve_config(step.config, step.expressions, rec.input, bindings(graph, state))
+    except ExpressionError as exc:
+        error = {"message": str(exc), "kind": "expression_error", "field": exc.field}
+        _finish_failed(step, state, error, now)
+        return None
+
+
+def _start_timer(graph: WorkflowGraph, state: RunState, step: Step, now: datetime) -> bool:
+    """Arm a Delay / Wait Until step; True when it must be dispatched for later."""
+    rec = state.step(step.id)
+    rec.started_at = now
+    config = _resolved(graph, state, step, now)
+    if config is None:
+        return False
+    try:
+        due = due_time(step.type, config, now)
+    except TimerError as exc:
+        rec.move(StepStatus.RUNNING)
+        _finish_failed(step, state, {"message": str(exc), "kind": "invalid_config"}, now)
+        return False
+    if due <= now:
+        _succeed(state, step.id, rec.input, now)
+        return False
+    rec.not_before = due
+    rec.data = {"due": due.isoformat()}
+    state.emit("step.timer_set", step.id, due=due.isoformat())
+    return True
+
+
+def fire_timer(graph: WorkflowGraph, state: RunState, step_id: str, now: datetime) -> list[str]:
+    """Fire the timer of ``step_id`` if it is due: the step succeeds with its input.
+
+    Returns the action steps to dispatch; a timer not yet due (or already fired, or of a
+    run that ended) changes nothing and returns ``[]``.
+    """
+    rec = state.steps.get(step_id)
+    if (
+        state.status.terminal
+        or rec is None
+        or rec.status != StepStatus.READY
+        or graph.step(step_id).type not in TIMER_TYPES
+        or (rec.not_before is not None and rec.not_before > now)
+    ):
+        return []
+    _succeed(state, step_id, rec.input, now, fired=True)
+    return advance(graph, state, now)
+
+
+def _start_call(graph: WorkflowGraph, state: RunState, step: Step, now: datetime) -> None:
+    """Start a Sub-workflow / For-each step: it runs (without a worker) until children end."""
+    rec = state.step(step.id)
+    rec.move(StepStatus.RUNNING)
+    rec.started_at = now
+    rec.attempts += 1
+    config = _resolved(graph, state, step, now)
+    if config is None:
+        return
+    problem = _call_config_problem(step.type, config)
+    if problem is not None:
+        _finish_failed(step, state, {"message": problem[1], "kind": "invalid_config"}, now)
+        return
+    data: dict[str, Any] = {
+        "workflow_id": config["workflow_id"],
+        "version": config.get("version"),
+        "wait": config.get("wait", True) is not False,
+    }
+    if step.type == FOREACH:
+        data["items"] = config["items"]
+        data["concurrency"] = config.get("concurrency") or 1
+        data["on_item_error"] = config.get("on_item_error") or "stop"
+    else:
+        child_input = config.get("input")
+        data["input"] = rec.input if child_input is None else child_input
+    rec.data = data
+    state.touch(step.id)
+    state.emit("step.waiting", step.id)
+    if data["wait"]:
+        return
+    if step.type == FOREACH:
+        ids = [
+            _request_child(state, step.id, i, {"item": item, "index": i, "input": rec.input})
+            for i, item in enumerate(data["items"])
+        ]
+        _succeed(state, step.id, {"run_ids": ids}, now, fire_and_forget=True)
+    else:
+        child = _request_child(state, step.id, 0, data["input"])
+        _succeed(state, step.id, {"run_id": child}, now, fire_and_forget=True)
+
+
+def _call_config_problem(node_type: str, config: dict[str, Any]) -> tuple[str, str] | None:
+    workflow_id = config.get("workflow_id")
+    if not isinstance(workflow_id, str) or not workflow_id:
+        return "workflow_id", "workflow_id must name a workflow"
+    version = config.get("version")
+    if version is not None and (isinstance(version, bool) or not isinstance(version, int)):
+        return "version", f"version must be a version number or empty, got {version!r}"
+    if node_type == FOREACH:
+        if not isinstance(config.get("items"), list):
+            return "items", f"items must be a list, got {type(config.get('items')).__name__}"
+        concurrency = config.get("concurrency") or 1
+        if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+            return "concurrency", f"concurrency must be an integer >= 1, got {concurrency!r}"
+    return None
+
+
+def _request_child(state: RunState, step_id: str, index: int, child_input: Any) -> str:
+    rec = state.step(step_id)
+    data = rec.data or {}
+    run_id = child_run_id(state.run_id, step_id, index)
+    state.child_requests.append(
+        ChildRequest(
+            step_id=step_id,
+            index=index,
+            run_id=run_id,
+            workflow_id=str(data["workflow_id"]),
+            version=data.get("version"),
+            input=child_input,
+            wait=bool(data.get("wait", True)),
+        )
+    )
+    state.emit("child.requested", step_id, index=index, child_run_id=run_id)
+    return run_id
+
+
+def _progress_calls(graph: WorkflowGraph, state: RunState, now: datetime) -> bool:
+    """Advance running Sub-workflow / For-each steps from their children; True if one ended."""
+    ended = False
+    for sid, rec in list(state.steps.items()):
+        if rec.status != StepStatus.RUNNING or rec.data is None:
+            continue
+        step = graph.step(sid)
+        if step.type not in CALL_TYPES:
+            continue
+        if step.type == FOREACH:
+            ended = _progress_foreach(step, state, now) or ended
+        else:
+            ended = _progress_subworkflow(step, state, now) or ended
+    return ended
+
+
+def _child_error(child: Any) -> dict[str, Any]:
+    error = dict(child.error or {})
+    message = error.get("message") or f"child run {child.status}"
+    return {
+        "message": message,
+        "kind": "child_failed",
+        "child_run_id": child.run_id,
+        "child_status": child.status,
+        "child_error": error,
+    }
+
+
+def _progress_subworkflow(step: Step, state: RunState, now: datetime) -> bool:
+    rec = state.step(step.id)
+    children = {c.index: c for c in state.children.get(step.id, [])}
+    child = children.get(0)
+    if child is None:
+        if not any(r.step_id == step.id for r in state.child_requests):
+            _request_child(state, step.id, 0, (rec.data or {}).get("input"))
+        return False
+    if child.status == RunStatus.SUCCEEDED.value:
+        _succeed(state, step.id, child.output, now, child_run_id=child.run_id)
+        return True
+    if child_failed(child.status):
+        _finish_failed(step, state, _child_error(child), now)
+        return True
+    return False
+
+
+def _progress_foreach(step: Step, state: RunState, now: datetime) -> bool:
+    rec = state.step(step.id)
+    data = rec.data or {}
+    items: list[Any] = list(data.get("items") or [])
+    children = {c.index: c for c in state.children.get(step.id, [])}
+    requested = {r.index for r in state.child_requests if r.step_id == step.id}
+    failed = sorted(i for i, c in children.items() if child_failed(c.status))
+    if failed and data.get("on_item_error", "stop") == "stop":
+        for c in children.values():
+            if not RunStatus(c.status).terminal:
+                state.child_cancels.append(c.run_id)
+        error = _child_error(children[failed[0]])
+        error["kind"] = "item_failed"
+        error["index"] = failed[0]
+        _finish_failed(step, state, error, now)
+        return True
+    done = [i for i, c in children.items() if RunStatus(c.status).terminal]
+    if len(done) == len(items):
+        results = [
+            {"error": _child_error(children[i])} if i in failed else children[i].output
+            for i in range(len(items))
+        ]
+        _succeed(state, step.id, results, now, items=len(items), failed=len(failed))
+        return True
+    active = len(children) - len(done) + len(requested)
+    limit = int(data.get("concurrency") or 1)
+    for index, item in enumerate(items):
+        if active >= limit:
+            break
+        if index in children or index in requested:
+            continue
+        _request_child(state, step.id, index, {"item": item, "index": index, "input": rec.input})
+        active += 1
+    return False
 
 
 def _has_unhandled_failure(state: RunState) -> bool:
@@ -124,8 +379,12 @@ def _run_control(graph: WorkflowGraph, state: RunState, step: Step, now: datetim
     rec.started_at = now
     rec.attempts += 1
     try:
-        output, ports, response = evaluate_control(step, rec.input, bindings(graph, state))
-    except ControlError as exc:
+        if step.type in FLOW_INLINE_TYPES:
+            output, ports = evaluate_flow(step, rec.input, bindings(graph, state))
+            response = None
+        else:
+            output, ports, response = evaluate_control(step, rec.input, bindings(graph, state))
+    except (ControlError, FlowError) as exc:
         error = {"message": str(exc), "kind": exc.kind, "field": exc.field}
         _finish_failed(step, state, error, now)
         return
@@ -207,14 +466,7 @@ def complete_action(
     The caller has already checked the attempt is the current one (fencing). Returns the
     action step ids to dispatch.
     """
-    rec = state.step(step_id)
-    rec.move(StepStatus.SUCCEEDED)
-    rec.output = output
-    rec.ports = ("out",)
-    rec.error = None
-    rec.finished_at = now
-    state.touch(step_id)
-    state.emit("step.succeeded", step_id, attempt=rec.attempts)
+    _succeed(state, step_id, output, now, attempt=state.step(step_id).attempts)
     return advance(graph, state, now)
 
 
@@ -252,14 +504,31 @@ def fail_action(
 
 def cancel(state: RunState, now: datetime, reason: str) -> None:
     """Cancel a run that has not ended: unfinished steps are cancelled (cooperatively)."""
+    _end_unfinished(state, now, RunStatus.CANCELLED, {"message": reason, "kind": "cancelled"})
+
+
+def time_out(state: RunState, now: datetime, message: str) -> None:
+    """End a run that passed its run timeout: status ``timed_out``, error kind ``timeout``.
+
+    Like :func:`cancel`, unfinished steps (running ones included) become ``cancelled``,
+    unfinished child runs are asked to cancel, and nothing downstream starts.
+    """
+    _end_unfinished(state, now, RunStatus.TIMED_OUT, {"message": message, "kind": "timeout"})
+
+
+def _end_unfinished(
+    state: RunState, now: datetime, status: RunStatus, error: dict[str, Any]
+) -> None:
     if state.status.terminal:
         return
+    for children in state.children.values():
+        state.child_cancels.extend(c.run_id for c in children if not RunStatus(c.status).terminal)
     for sid, rec in state.steps.items():
         if not rec.status.terminal:
             rec.move(StepStatus.CANCELLED)
             rec.finished_at = now
             state.touch(sid)
-    state.error = {"message": reason, "kind": "cancelled"}
-    state.move(RunStatus.CANCELLED)
+    state.error = error
+    state.move(status)
     state.finished_at = now
-    state.emit("run.cancelled", reason=reason)
+    state.emit(f"run.{status.value}", reason=error["message"])

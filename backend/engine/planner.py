@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from backend.engine.model import StepRecord
+from backend.engine.nodes.flow import join_spec
 from backend.engine.states import StepStatus
 from designer_schema.graph import Transition, WorkflowGraph
 
@@ -73,7 +74,8 @@ def plan(graph: WorkflowGraph, steps: Mapping[str, StepRecord]) -> Plan:
             states = [transition_state(t, view) for t in incoming]
             activated = states.count("activated")
             unresolved = states.count("unresolved")
-            decision = _decide(step.join.mode, step.join.count, activated, unresolved, len(states))
+            join = join_spec(step)
+            decision = _decide(join.mode, join.count, activated, unresolved, len(states))
             if decision is None:
                 continue
             status[step.id] = decision

@@ -4,7 +4,8 @@ One module holds every state machine of the runtime (SpiffWorkflow's Task states
 its missing type hints): specs live in ``designer_schema.graph``; *state* lives here.
 
 Run: ``queued -> running -> (succeeded | failed | cancelled | timed_out)``; ``running <->
-waiting`` while only durable timers or child runs are pending.
+waiting`` while only durable timers or child runs are pending; ``running/waiting <->
+paused`` (a paused run starts nothing new; steps already running finish and are recorded).
 
 Step run: ``pending -> ready -> running -> (succeeded | failed)``, ``pending -> skipped``
 (dead path: no incoming branch was taken), ``running -> ready`` (retry scheduled),
@@ -28,6 +29,7 @@ class RunStatus(StrEnum):
     QUEUED = "queued"
     RUNNING = "running"
     WAITING = "waiting"
+    PAUSED = "paused"
     SUCCEEDED = "succeeded"
     FAILED = "failed"
     CANCELLED = "cancelled"
@@ -78,6 +80,7 @@ RUN_TRANSITIONS: dict[RunStatus, frozenset[RunStatus]] = {
     RunStatus.RUNNING: frozenset(
         {
             RunStatus.WAITING,
+            RunStatus.PAUSED,
             RunStatus.SUCCEEDED,
             RunStatus.FAILED,
             RunStatus.CANCELLED,
@@ -85,6 +88,16 @@ RUN_TRANSITIONS: dict[RunStatus, frozenset[RunStatus]] = {
         }
     ),
     RunStatus.WAITING: frozenset(
+        {
+            RunStatus.RUNNING,
+            RunStatus.PAUSED,
+            RunStatus.SUCCEEDED,
+            RunStatus.FAILED,
+            RunStatus.CANCELLED,
+            RunStatus.TIMED_OUT,
+        }
+    ),
+    RunStatus.PAUSED: frozenset(
         {RunStatus.RUNNING, RunStatus.FAILED, RunStatus.CANCELLED, RunStatus.TIMED_OUT}
     ),
     RunStatus.SUCCEEDED: frozenset(),

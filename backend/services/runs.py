@@ -11,11 +11,16 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.db.models import Attempt, Run, StepRun, Workflow, WorkflowVersion
+from backend.services.execution import error_run_id
 from designer_schema.graph import WorkflowGraph
 
 
 class AttemptView(msgspec.Struct):
-    """One attempt of a step; durations in milliseconds."""
+    """One attempt of a step; durations in milliseconds.
+
+    ``wait_ms``: how long the step waited between the previous attempt's end and this
+    one's start (the retry backoff; ``None`` for the first attempt).
+    """
 
     number: int
     status: str
@@ -25,6 +30,16 @@ class AttemptView(msgspec.Struct):
     started_at: datetime
     finished_at: datetime | None
     duration_ms: int | None
+    wait_ms: int | None = None
+
+
+class ChildLink(msgspec.Struct):
+    """A child run started by a Sub-workflow / For-each step (``index``: the item)."""
+
+    run_id: str
+    step_id: str
+    index: int
+    status: str
 
 
 class StepView(msgspec.Struct):
@@ -59,7 +74,12 @@ class RunSummary(msgspec.Struct):
 
 
 class RunDetail(msgspec.Struct):
-    """A run with every step of its graph (steps not reached yet are ``pending``)."""
+    """A run with every step of its graph (steps not reached yet are ``pending``).
+
+    ``deadline_at``: when the run times out (workflow setting ``run_timeout_seconds``);
+    ``rerun_of``/``reruns``: the run this one repeats / runs repeating this one (oldest
+    first); ``error_run_id``: the error workflow's run started because this run failed.
+    """
 
     id: str
     workflow_id: str
@@ -75,6 +95,12 @@ class RunDetail(msgspec.Struct):
     finished_at: datetime | None
     duration_ms: int | None
     steps: list[StepView]
+    parent_run_id: str | None = None
+    children: list[ChildLink] = msgspec.field(default_factory=list)
+    deadline_at: datetime | None = None
+    rerun_of: str | None = None
+    reruns: list[str] = msgspec.field(default_factory=list)
+    error_run_id: str | None = None
 
 
 def _ms(start: datetime | None, end: datetime | None) -> int | None:
@@ -142,6 +168,7 @@ async def get_run_detail(
             select(Attempt).where(Attempt.run_id == run_id).order_by(Attempt.number)
         )
     ).scalars():
+        previous = attempts.get(a.step_id, [])
         attempts.setdefault(a.step_id, []).append(
             AttemptView(
                 number=a.number,
@@ -152,6 +179,7 @@ async def get_run_detail(
                 started_at=a.started_at,
                 finished_at=a.finished_at,
                 duration_ms=_ms(a.started_at, a.finished_at),
+                wait_ms=_ms(previous[-1].finished_at, a.started_at) if previous else None,
             )
         )
     steps = []
@@ -180,5 +208,32 @@ async def get_run_detail(
         error=run.error,
         started_at=run.started_at,
         steps=steps,
+        parent_run_id=str(run.parent_run_id) if run.parent_run_id else None,
+        children=[
+            ChildLink(str(cid), str(sid), int(index or 0), status)
+            for cid, sid, index, status in await session.execute(
+                select(Run.id, Run.parent_step_id, Run.parent_index, Run.status)
+                .where(Run.parent_run_id == run_id)
+                .order_by(Run.parent_step_id, Run.parent_index)
+            )
+        ],
+        deadline_at=run.deadline_at,
+        rerun_of=str(run.rerun_of) if run.rerun_of else None,
+        reruns=[
+            str(rid)
+            for rid in (
+                await session.execute(
+                    select(Run.id).where(Run.rerun_of == run_id).order_by(Run.created_at)
+                )
+            ).scalars()
+        ],
+        error_run_id=await _error_run(session, run),
     )
     return detail, version.diagram
+
+
+async def _error_run(session: AsyncSession, run: Run) -> str | None:
+    if run.status not in ("failed", "timed_out"):
+        return None
+    found = await session.get(Run, error_run_id(run.id))
+    return str(found.id) if found is not None else None

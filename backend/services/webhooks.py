@@ -2,8 +2,9 @@
 
 - :func:`load_endpoint` resolves a token to the workflow, its active version, the trigger
   config and the decrypted secret in one session; the API caches the result briefly.
-- Secrets are AES-GCM encrypted (``backend.crypto``) in ``webhook_secrets`` and never
-  returned by any API; only whether one is set.
+- Secrets are AES-GCM encrypted (``backend.crypto``, associated data
+  ``b"webhook-secret:" + workflow id bytes``) in ``webhook_secrets`` and never returned by
+  any API; only whether one is set. :func:`rotate_secrets` re-encrypts them under a new key.
 - Rejected requests are audited in ``webhook_deliveries`` plus an ``events`` row of kind
   ``webhook.rejected``; accepted ones are the runs themselves.
 """
@@ -33,6 +34,7 @@ from backend.db.models import (
     WorkflowVersion,
 )
 from backend.services.schedules import trigger_config
+from backend.services.workflows import active_version
 from backend.triggers.webhook_input import UploadedFile
 from designer_schema.diagram import Diagram
 
@@ -51,10 +53,22 @@ class Endpoint:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+def secret_aad(workflow_id: uuid.UUID) -> bytes:
+    """Associated data binding a webhook secret's blob to its workflow (a blob copied to
+    another workflow's row fails to decrypt)."""
+    return b"webhook-secret:" + workflow_id.bytes
+
+
 async def get_secret(session: AsyncSession, workflow_id: uuid.UUID) -> bytes | None:
-    """The decrypted webhook secret, or ``None`` when none is set."""
+    """The decrypted webhook secret, or ``None`` when none is set.
+
+    Raises :class:`~backend.crypto.CryptoError` when no key is configured or the blob's
+    key is neither the current nor an old one.
+    """
     row = await session.get(WebhookSecret, workflow_id)
-    return crypto.decrypt(row.ciphertext) if row is not None else None
+    if row is None:
+        return None
+    return crypto.decrypt(row.ciphertext, aad=secret_aad(workflow_id))
 
 
 async def secret_is_set(session: AsyncSession, workflow_id: uuid.UUID) -> bool:
@@ -67,12 +81,31 @@ async def set_secret(session: AsyncSession, workflow_id: uuid.UUID, secret: str 
     if not secret:
         await session.execute(delete(WebhookSecret).where(WebhookSecret.workflow_id == workflow_id))
         return
-    ciphertext = crypto.encrypt(secret.encode())
+    ciphertext = crypto.encrypt(secret.encode(), aad=secret_aad(workflow_id))
     await session.execute(
         insert(WebhookSecret)
         .values(workflow_id=workflow_id, ciphertext=ciphertext)
         .on_conflict_do_update(index_elements=["workflow_id"], set_={"ciphertext": ciphertext})
     )
+
+
+async def rotate_secrets(session: AsyncSession, keyring: crypto.Keyring) -> int:
+    """Re-encrypt every webhook secret not under ``keyring``'s current key; returns the count.
+
+    Rows are locked (``FOR UPDATE``). Raises :class:`~backend.crypto.CryptoError` when a
+    blob's key is not in the keyring (nothing is changed then: run it inside one
+    transaction, as ``railyard rotate-key`` does together with the credentials).
+    """
+    rows = (await session.execute(select(WebhookSecret).with_for_update())).scalars().all()
+    count = 0
+    for row in rows:
+        if crypto.key_id_of(row.ciphertext) == keyring.current_id:
+            continue
+        row.ciphertext = keyring.reencrypt(row.ciphertext, aad=secret_aad(row.workflow_id))
+        count += 1
+    await session.flush()
+    clear_endpoint_cache()
+    return count
 
 
 async def load_endpoint(
@@ -93,16 +126,7 @@ async def load_endpoint(
         nodes = [n for n in diagram.nodes if n.type == WEBHOOK_TRIGGER]
         config = dict(nodes[0].config) if nodes else {}
         return Endpoint(wf.id, None, config, secret, bool(nodes))
-    version = None
-    if wf.active_version is not None:
-        version = (
-            await session.execute(
-                select(WorkflowVersion).where(
-                    WorkflowVersion.workflow_id == wf.id,
-                    WorkflowVersion.number == wf.active_version,
-                )
-            )
-        ).scalar_one_or_none()
+    version = await active_version(session, wf)
     if version is None:
         return Endpoint(wf.id, None, {}, secret, False)
     node_type, _, config = trigger_config(version.graph)

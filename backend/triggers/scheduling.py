@@ -20,8 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from backend.db.models import WorkflowVersion
 from backend.engine.ports import Clock
 from backend.services import schedules
-from backend.services import workflows as wf_svc
-from backend.services.execution import Execution
+from backend.services.execution import Execution, active_version_of
 
 log = logging.getLogger(__name__)
 
@@ -44,8 +43,7 @@ async def _active_version(
     sessionmaker: async_sessionmaker[AsyncSession], fire: schedules.ClaimedFire
 ) -> WorkflowVersion | None:
     async with sessionmaker() as session:
-        wf = await wf_svc.get_workflow(session, fire.workflow_id)
-        return await wf_svc.active_version(session, wf)
+        return await active_version_of(session, fire.workflow_id)
 
 
 async def start_fire(

@@ -29,7 +29,7 @@ pytestmark = pytest.mark.integration
 
 ADMIN_EMAIL = "admin@example.com"
 ADMIN_PASSWORD = "correct horse battery staple"
-TEST_ENCRYPTION_KEY = "x_Xh3c3lW1jlcHnM3UYm8ZZpNfBCbZnVEDcoe3JEyh0="
+TEST_ENCRYPTION_KEY = "x/Xh3c3lW1jlcHnM3UYm8ZZpNfBCbZnVEDcoe3JEyh0="
 TERMINAL = {"succeeded", "failed", "cancelled", "timed_out"}
 
 

@@ -15,11 +15,15 @@ from typing import Any
 
 import httpx
 import pytest
-from sqlalchemy import text
+from sqlalchemy import select, text
 
+from backend import cli, crypto
+from backend.db.models import Credential, WebhookSecret
 from backend.runtime import Runtime
+from backend.services import credentials as creds
+from backend.services import webhooks as hooks
 from tests.diagrams import diagram, edge, node
-from tests.integration.conftest import wait_for_run
+from tests.integration.conftest import TEST_ENCRYPTION_KEY, wait_for_run
 from tests.integration.test_runs import publish, run_detail
 
 pytestmark = pytest.mark.integration
@@ -283,6 +287,68 @@ async def test_header_token_and_basic_auth(client: httpx.AsyncClient, runtime: R
     wf = await publish_hook(client, None, auth="header")
     r = await client.post(wf["webhook_path"], json={})
     assert r.status_code == 401 and "no secret" in r.json()["detail"]
+
+
+async def test_rotate_key_reencrypts_webhook_secrets_with_credentials(
+    client: httpx.AsyncClient,
+    runtime: Runtime,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``railyard rotate-key`` re-encrypts webhook secrets and credentials in one
+    transaction; a blob under a key it does not have changes nothing."""
+    wf = await publish_hook(client, "t0ken", auth="header", auth_header="X-Api-Key")
+    workflow_id = uuid.UUID(wf["id"])
+    old = crypto.keyring_from_settings(runtime.settings)
+    async with runtime.sessionmaker() as session, session.begin():
+        await creds.create_credential(
+            session,
+            runtime.catalog,
+            old,
+            name="login",
+            type_name="basic",
+            data={"username": "u", "password": "p-secret"},
+            user_id=None,
+        )
+
+    async def blobs() -> tuple[bytes, bytes]:
+        async with runtime.sessionmaker() as session:
+            secret = await session.get(WebhookSecret, workflow_id)
+            cred = (await session.execute(select(Credential))).scalar_one()
+            assert secret is not None
+            return secret.ciphertext, cred.ciphertext
+
+    new_key = crypto.generate_key()
+    new = crypto.Keyring.from_base64(new_key)
+    monkeypatch.delenv("RAILYARD_SETTINGS_FILE", raising=False)
+    monkeypatch.setenv("DATABASE_URL", runtime.settings.database_url)
+    monkeypatch.setenv("REDIS_URL", runtime.settings.redis_url)
+    monkeypatch.setenv("RAILYARD_ENCRYPTION_KEY", new_key)
+    monkeypatch.delenv("RAILYARD_ENCRYPTION_OLD_KEYS", raising=False)
+    before = await blobs()
+    # without the old key nothing is re-encrypted, credentials included
+    assert await asyncio.to_thread(cli.main, ["rotate-key"]) == 1
+    assert "nothing changed" in capsys.readouterr().err
+    assert await blobs() == before
+    monkeypatch.setenv("RAILYARD_ENCRYPTION_OLD_KEYS", TEST_ENCRYPTION_KEY)
+    assert await asyncio.to_thread(cli.main, ["rotate-key"]) == 0
+    assert "1 credential(s) and 1 webhook secret(s)" in capsys.readouterr().out
+    secret_blob, cred_blob = await blobs()
+    assert crypto.key_id_of(secret_blob) == crypto.key_id_of(cred_blob) == new.current_id
+    assert new.decrypt(secret_blob, aad=hooks.secret_aad(workflow_id)) == b"t0ken"
+    with pytest.raises(crypto.CryptoError):
+        old.decrypt(secret_blob, aad=hooks.secret_aad(workflow_id))
+    assert await asyncio.to_thread(cli.main, ["rotate-key"]) == 0
+    assert "0 credential(s) and 0 webhook secret(s)" in capsys.readouterr().out
+    # a process running on the new key alone still authenticates the webhook
+    crypto.configure(new)
+    hooks.clear_endpoint_cache()
+    try:
+        r = await client.post(wf["webhook_path"], json={}, headers={"x-api-key": "t0ken"})
+        assert r.status_code == 202, r.text
+    finally:
+        crypto.configure(old)
+        hooks.clear_endpoint_cache()
 
 
 # -- response modes, idempotency, rate limit ---------------------------------------------

@@ -189,3 +189,11 @@ async def test_ready_probe_reports_both_services(client: httpx.AsyncClient) -> N
     r = await client.get("/health/ready")
     assert r.status_code == 200
     assert r.json() == {"database": "ok", "redis": "ok"}
+
+
+async def test_browser_gets_a_styled_404_page_and_api_gets_json(client: httpx.AsyncClient) -> None:
+    page = await client.get("/runs/not-a-uuid", headers={"accept": "text/html"})
+    assert page.status_code == 404
+    assert "text/html" in page.headers["content-type"] and "Page not found" in page.text
+    api = await client.get("/api/nothing-here", headers={"accept": "text/html"})
+    assert api.status_code == 404 and api.json()["status_code"] == 404

@@ -76,6 +76,11 @@ class Workflow(Base):
     draft: Mapped[dict[str, Any]] = mapped_column(JSONB)
     active_version: Mapped[int | None] = mapped_column(Integer, nullable=True)
     webhook_token: Mapped[str] = mapped_column(String(64), unique=True)
+    # run control settings (backend.services.workflows.WORKFLOW_SETTINGS): error_workflow_id,
+    # run_timeout_seconds, max_concurrent_runs; absent keys mean "no limit / none"
+    settings: Mapped[dict[str, Any]] = mapped_column(
+        JSONB, default=dict, server_default=text("'{}'::jsonb")
+    )
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
     updated_at: Mapped[datetime] = mapped_column(
         DateTime(timezone=True), server_default=func.now(), onupdate=func.now()
@@ -116,6 +121,11 @@ class Run(Base):
             "status",
             postgresql_where=text("status in ('queued','running','waiting')"),
         ),
+        Index(
+            "ix_runs_deadline",
+            "deadline_at",
+            postgresql_where=text("status in ('running','waiting','paused')"),
+        ),
     )
 
     id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True, default=_uuid)
@@ -135,6 +145,18 @@ class Run(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
     started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    # child runs of a Sub-workflow / For-each step: (parent run, parent step, item index)
+    parent_run_id: Mapped[uuid.UUID | None] = mapped_column(
+        ForeignKey("runs.id", ondelete="SET NULL"), nullable=True, index=True
+    )
+    parent_step_id: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    parent_index: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    # run timeout: the due time (started_at + the workflow's run_timeout_seconds)
+    deadline_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    # a re-run links the run it repeats
+    rerun_of: Mapped[uuid.UUID | None] = mapped_column(
+        ForeignKey("runs.id", ondelete="SET NULL"), nullable=True, index=True
+    )
 
 
 class StepRun(Base):
@@ -158,6 +180,7 @@ class StepRun(Base):
     not_before: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    data: Mapped[Any] = mapped_column(JSONB, nullable=True)
 
 
 class Attempt(Base):
@@ -203,4 +226,5 @@ class Event(Base):
     published_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
 
 
+from backend.db.models.credentials import AuditLog, Credential, OAuthState  # noqa: E402,F401
 from backend.db.models.triggers import *  # noqa: E402, F403  (trigger tables)

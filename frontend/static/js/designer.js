@@ -8,6 +8,7 @@ import { DiagramModel, NODE_WIDTH } from "./model.js";
 import { acceptDrops, renderPalette } from "./palette.js";
 import { ConfigPanel } from "./panel.js";
 import { attachTriggerPanels } from "./trigger-panels.js";
+import { mountSettings } from "./workflow-settings.js";
 
 const COMPILE_DELAY_MS = 400;
 
@@ -192,6 +193,7 @@ async function withBusy(button, fn) {
 
 saveBtn.addEventListener("click", () => withBusy(saveBtn, save));
 publishBtn.addEventListener("click", () => withBusy(publishBtn, publish));
+mountSettings(workflowId, document.getElementById("settings-btn"), setStatus);
 
 // Run dialog ----------------------------------------------------------------
 

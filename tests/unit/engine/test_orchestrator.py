@@ -166,3 +166,24 @@ def test_transitions_are_enforced() -> None:
         state.steps["call"].move(StepStatus.RUNNING)
     with pytest.raises(InvalidTransition):
         state.move(RunStatus.RUNNING)
+
+
+def test_if_condition_without_equals_is_an_expression() -> None:
+    graph = compile_dict(pipeline(condition="total > 100"))
+    state, _ = run_graph(graph, {"body": {"qty": 1, "price": 5}})
+    assert state.steps["if_1"].ports == ("false",)
+
+
+def test_set_leaves_out_fields_whose_expression_matched_nothing() -> None:
+    d = diagram(
+        [
+            node("hook", "trigger.webhook"),
+            node("s", "control.set", mapping={"qty": "=body.qty", "fixed": None, "n": "=1"}),
+            node("if_1", "control.if", condition="qty > 2"),
+        ],
+        [edge("hook", "s"), edge("s", "if_1")],
+    )
+    state, _ = run_graph(compile_dict(d), {"body": {}})
+    assert state.steps["s"].output == {"fixed": None, "n": 1}
+    assert state.status == RunStatus.SUCCEEDED
+    assert state.steps["if_1"].ports == ("false",)

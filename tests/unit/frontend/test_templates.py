@@ -91,6 +91,7 @@ def _run() -> NS:
         started_at=NOW,
         finished_at=NOW,
         duration_ms=1500,
+        wait_ms=None,
     )
     step = NS(
         step_id="http_1",
@@ -119,6 +120,8 @@ def _run() -> NS:
         finished_at=None,
         duration_ms=None,
         steps=[step],
+        parent_run_id=None,
+        children=[],
     )
 
 
@@ -139,6 +142,35 @@ def test_run_detail(env: SandboxedEnvironment) -> None:
     assert 'data-events-url="/runs/r-1/events"' in out
     assert "1.5 s" in out
     assert EVIL not in out
+    assert 'data-run-action="pause" >' in out and 'data-run-action="resume" hidden' in out
+
+
+def test_run_detail_shows_retry_waits_reason_and_child_runs(env: SandboxedEnvironment) -> None:
+    run = _run()
+    first = NS(**{**vars(run.steps[0].attempts[0]), "number": 1, "wait_ms": None})
+    second = NS(**{**vars(first), "number": 2, "wait_ms": 2500})
+    step = NS(
+        **{
+            **vars(run.steps[0]),
+            "attempts": [first, second],
+            "error": {"message": "boom", "child_run_id": "c-9"},
+        }
+    )
+    run = NS(
+        **{
+            **vars(run),
+            "status": "cancelled",
+            "error": {"message": "cancelled by user", "kind": "cancelled"},
+            "steps": [step],
+            "parent_run_id": "p-1",
+            "children": [NS(run_id="c-9", step_id="http_1", index=0, status="failed")],
+        }
+    )
+    out = render(env, "run_detail.html", run=run, diagram_json='{"nodes": []}')
+    assert "Cancelled: cancelled by user" in out
+    assert '<td class="nowrap attempt-wait">2.5 s</td>' in out
+    assert 'href="/runs/c-9"' in out and 'id="parent-run-link" href="/runs/p-1"' in out
+    assert 'data-run-action="cancel" hidden' in out
 
 
 def test_error(env: SandboxedEnvironment) -> None:

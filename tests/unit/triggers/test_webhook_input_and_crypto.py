@@ -1,10 +1,13 @@
-"""Body parsing edge cases and encryption at rest (no I/O)."""
+"""Body parsing edge cases and encryption at rest of webhook secrets (no I/O)."""
 
 from __future__ import annotations
+
+import uuid
 
 import pytest
 
 from backend import crypto
+from backend.services.webhooks import secret_aad
 from backend.triggers.webhook_auth import AuthFailure, verify
 from backend.triggers.webhook_input import BodyError, parse_request_body
 
@@ -31,15 +34,26 @@ def test_json_error_names_the_place() -> None:
         parse_request_body("application/json", b'{"a": 1,\n  oops}')
 
 
-def test_encrypt_roundtrip_and_tamper_detection() -> None:
-    crypto.configure(crypto.new_key())
-    token = crypto.encrypt(b"secret")
-    assert b"secret" not in token
-    assert crypto.decrypt(token) == b"secret"
-    with pytest.raises(crypto.CryptoError):
-        crypto.decrypt(token[:-1] + bytes([token[-1] ^ 1]))
-    with pytest.raises(crypto.CryptoError):
-        crypto.parse_key("c2hvcnQ=")
+def test_webhook_secret_encryption_roundtrip_tamper_and_binding() -> None:
+    workflow_id, other = uuid.uuid4(), uuid.uuid4()
+    try:
+        previous: crypto.Keyring | None = crypto.configured_keyring()
+    except crypto.CryptoError:
+        previous = None
+    crypto.configure(crypto.Keyring.from_base64(crypto.generate_key()))
+    try:
+        blob = crypto.encrypt(b"secret", aad=secret_aad(workflow_id))
+        assert b"secret" not in blob
+        assert crypto.decrypt(blob, aad=secret_aad(workflow_id)) == b"secret"
+        with pytest.raises(crypto.CryptoError):
+            crypto.decrypt(blob[:-1] + bytes([blob[-1] ^ 1]), aad=secret_aad(workflow_id))
+        # a blob moved to another workflow's row does not decrypt
+        with pytest.raises(crypto.CryptoError):
+            crypto.decrypt(blob, aad=secret_aad(other))
+    finally:
+        crypto.configure(previous)
+    with pytest.raises(crypto.CryptoError, match="32 bytes"):
+        crypto.Keyring.from_base64("c2hvcnQ=")
 
 
 def test_auth_kinds_reject_without_secret_and_unknown_kind() -> None:

@@ -1,7 +1,7 @@
 """triggers
 
 Revision ID: 0003_triggers
-Revises: 0001
+Revises: 0005_engine2
 Create Date: 2026-11-29 11:48:57.148031
 """
 
@@ -10,7 +10,7 @@ from alembic import op
 from sqlalchemy.dialects import postgresql
 
 revision = "0003_triggers"
-down_revision = "0001"
+down_revision = "0005_engine2"
 branch_labels = None
 depends_on = None
 

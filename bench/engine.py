@@ -1,0 +1,263 @@
+"""Engine benchmark: sequential latency, dispatch latency, durable throughput.
+
+Run standalone from the repository root: ``python bench/engine.py``. It starts its own
+embedded PostgreSQL (durable settings) and Redis in a temporary directory, a local HTTP
+endpoint (127.0.0.1) and ``railyard worker`` subprocesses, and prints one
+``figure: <name> = <value> <unit>`` line per figure:
+
+- (a) ``seq40_wall``: one run of 40 sequential HTTP Request steps against an endpoint that
+  sleeps 10 ms: wall time from start_run to the run's end (target <= 0.6 s).
+- (b) ``dispatch_p50`` / ``dispatch_p99``: per action step, the time from its ``step.ready``
+  event to its ``step.started`` event (both stamped by PostgreSQL), over the runs of (a)
+  (targets 5 ms / 25 ms).
+- (c) ``throughput``: 200 runs of a 3-step workflow (three HTTP calls, no sleep) on 2 workers:
+  runs/s and PostgreSQL transactions per run (``pg_stat_database.xact_commit`` delta), beside
+  ``pgbench -N`` (4 clients, 5 s) on the same server for the ceiling.
+
+Bounded: at most 200 + 11 runs, every wait has a timeout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import msgspec
+from sqlalchemy import text
+
+from backend.db.migrate import upgrade
+from backend.db.models import WorkflowVersion
+from backend.embedded import EmbeddedPostgres, EmbeddedRedis, pg_bin_dir
+from backend.runtime import Runtime, build_runtime
+from backend.services import workflows
+from backend.settings import load_settings
+from designer_schema.diagram import Diagram
+
+THROUGHPUT_RUNS = 200
+
+
+def figure(name: str, value: float, unit: str) -> None:
+    print(f"figure: {name} = {value:.4g} {unit}", flush=True)
+
+
+def endpoint(sleep_s: float) -> ThreadingHTTPServer:
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            length = int(self.headers.get("content-length") or 0)
+            self.rfile.read(length)
+            if sleep_s:
+                time.sleep(sleep_s)
+            body = b'{"ok": true}'
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def chain(n: int, url: str) -> Diagram:
+    nodes: list[dict[str, Any]] = [
+        {"id": "start", "type": "trigger.manual", "position": {"x": 0, "y": 0}, "config": {}}
+    ]
+    edges = []
+    previous = "start"
+    for i in range(n):
+        sid = f"s{i}"
+        nodes.append(
+            {
+                "id": sid,
+                "type": "http.request",
+                "position": {"x": 0, "y": 0},
+                "config": {"method": "POST", "url": url, "body": {"i": i}},
+            }
+        )
+        edges.append({"id": f"e{i}", "source": previous, "target": sid})
+        previous = sid
+    return msgspec.convert({"nodes": nodes, "edges": edges}, Diagram)
+
+
+async def published(rt: Runtime, name: str, diagram: Diagram) -> WorkflowVersion:
+    async with rt.sessionmaker() as session, session.begin():
+        wf = await workflows.create_workflow(session, name, None)
+        await workflows.save_draft(session, wf.id, diagram, rt.catalog)
+        await workflows.publish(session, wf.id, rt.catalog, None)
+        version = (
+            await session.execute(
+                text("select id from workflow_versions where workflow_id = :w"), {"w": wf.id}
+            )
+        ).scalar_one()
+        return await session.get(WorkflowVersion, version)  # type: ignore[return-value]
+
+
+async def wait_all(rt: Runtime, run_ids: list[uuid.UUID], timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        async with rt.engine.connect() as conn:
+            left = (
+                await conn.execute(
+                    text(
+                        "select count(*) from runs where id = any(:ids) and status not in"
+                        " ('succeeded', 'failed', 'cancelled', 'timed_out')"
+                    ),
+                    {"ids": run_ids},
+                )
+            ).scalar_one()
+        if left == 0:
+            return
+        await asyncio.sleep(0.002)
+    raise TimeoutError(f"runs did not finish within {timeout} s")
+
+
+async def xact_commit(rt: Runtime) -> int:
+    async with rt.engine.connect() as conn:
+        return int(
+            (
+                await conn.execute(
+                    text(
+                        "select xact_commit from pg_stat_database"
+                        " where datname = current_database()"
+                    )
+                )
+            ).scalar_one()
+        )
+
+
+async def dispatch_latencies(rt: Runtime) -> list[float]:
+    async with rt.engine.connect() as conn:
+        rows = await conn.execute(
+            text(
+                "select extract(epoch from s.created_at - r.created_at) from events r"
+                " join events s on s.run_id = r.run_id and s.step_id = r.step_id"
+                " and s.kind = 'step.started'"
+                " where r.kind = 'step.ready'"
+            )
+        )
+        return [float(v) * 1000 for (v,) in rows]
+
+
+async def main() -> None:
+    with tempfile.TemporaryDirectory(prefix="railyard-bench-") as tmp:
+        pg = EmbeddedPostgres(Path(tmp) / "pg")
+        redis = EmbeddedRedis(Path(tmp) / "redis")
+        pg.start()
+        redis.start()
+        slow, fast = endpoint(0.010), endpoint(0.0)
+        workers: list[subprocess.Popen[bytes]] = []
+        try:
+            await asyncio.to_thread(upgrade, pg.url)
+            env = {
+                **os.environ,
+                "DATABASE_URL": pg.url,
+                "REDIS_URL": redis.url,
+                "RAILYARD_HTTP_ALLOW_PRIVATE": "1",
+            }
+            settings = load_settings(
+                environ={}, database_url=pg.url, redis_url=redis.url, http_allow_private=True
+            )
+            rt = await build_runtime(settings, pool_size=20)
+            railyard = str(Path(sys.executable).with_name("railyard"))
+            for _ in range(2):
+                workers.append(
+                    subprocess.Popen(  # noqa: ASYNC220 - long-lived child, not awaited
+                        [railyard, "worker"],
+                        env=env,
+                        stdout=subprocess.DEVNULL,
+                        stderr=subprocess.DEVNULL,
+                    )
+                )
+            seq = await published(
+                rt, "bench-seq40", chain(40, f"http://127.0.0.1:{slow.server_port}/")
+            )
+            three = await published(
+                rt, "bench-3", chain(3, f"http://127.0.0.1:{fast.server_port}/")
+            )
+            await asyncio.sleep(2.0)  # workers up
+
+            # warm-up run (connections, imports), then (a)
+            warm = await rt.execution.start_run(three, {}, trigger="manual")
+            await wait_all(rt, [warm.run_id], 30)
+            walls = []
+            for _ in range(5):
+                t0 = time.perf_counter()
+                started = await rt.execution.start_run(seq, {}, trigger="manual")
+                await wait_all(rt, [started.run_id], 60)
+                walls.append(time.perf_counter() - t0)
+            figure("seq40_wall_median", statistics.median(walls), "s")
+            figure("seq40_wall_best", min(walls), "s")
+
+            # (b) dispatch latency over the action steps of (a), before the throughput flood
+            lat = sorted(await dispatch_latencies(rt))
+            figure("dispatch_p50", lat[len(lat) // 2], "ms")
+            figure("dispatch_p99", lat[min(len(lat) - 1, int(len(lat) * 0.99))], "ms")
+
+            # (c) throughput with 2 workers
+            before = await xact_commit(rt)
+            t0 = time.perf_counter()
+            ids = []
+            for _ in range(THROUGHPUT_RUNS):
+                ids.append((await rt.execution.start_run(three, {}, trigger="manual")).run_id)
+            await wait_all(rt, ids, 300)
+            elapsed = time.perf_counter() - t0
+            after = await xact_commit(rt)
+            figure("throughput_3step_2workers", THROUGHPUT_RUNS / elapsed, "runs/s")
+            figure("pg_transactions_per_run", (after - before) / THROUGHPUT_RUNS, "xact")
+
+            await rt.close()
+
+            # pgbench -N ceiling on the same server
+            bench_db = "pgbench"
+            pg.create_database(bench_db)
+            pgbench = str(pg_bin_dir() / "pgbench")
+            conn = ["-h", "127.0.0.1", "-p", str(pg.port), "-U", pg.user, bench_db]
+            await asyncio.to_thread(
+                subprocess.run,
+                [pgbench, "-i", "-s", "1", "-q", *conn],
+                check=True,
+                capture_output=True,
+            )
+            done = await asyncio.to_thread(
+                subprocess.run,
+                [pgbench, "-N", "-c", "4", "-j", "2", "-T", "5", *conn],
+                check=True,
+                capture_output=True,
+                text=True,
+            )
+            out = done.stdout
+            tps = re.search(r"tps = ([\d.]+)", out)
+            figure("pgbench_N_tps", float(tps.group(1)) if tps else float("nan"), "tps")
+        finally:
+            for w in workers:
+                w.terminate()
+            for w in workers:
+                try:
+                    w.wait(10)
+                except subprocess.TimeoutExpired:
+                    w.kill()
+            slow.shutdown()
+            fast.shutdown()
+            redis.stop()
+            pg.stop()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -1,0 +1,40 @@
+"""Settings: environment parsing and clear errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from backend.settings import SettingsError, load_settings
+
+
+def test_database_url_gets_the_asyncpg_driver() -> None:
+    s = load_settings(
+        environ={"DATABASE_URL": "postgresql://u:p@db:5432/x", "REDIS_URL": "redis://r"}
+    )
+    assert s.database_url == "postgresql+asyncpg://u:p@db:5432/x"
+    s = load_settings(environ={"DATABASE_URL": "postgres://u@db/x"})
+    assert s.database_url == "postgresql+asyncpg://u@db/x"
+
+
+def test_unsupported_database_is_refused_with_the_variable_named() -> None:
+    with pytest.raises(SettingsError, match="DATABASE_URL"):
+        load_settings(environ={"DATABASE_URL": "mysql://u@db/x"})
+
+
+def test_missing_services_are_named() -> None:
+    with pytest.raises(SettingsError, match="DATABASE_URL, REDIS_URL"):
+        load_settings(environ={}).require_services()
+    load_settings(environ={"DATABASE_URL": "postgresql://db/x"}).require_services(redis=False)
+
+
+def test_lists_and_flags_parse() -> None:
+    s = load_settings(
+        environ={
+            "RAILYARD_HTTP_ALLOWLIST": "10.0.0.0/8, api.local",
+            "RAILYARD_HTTP_ALLOW_PRIVATE": "yes",
+        }
+    )
+    assert s.http_allowlist == ("10.0.0.0/8", "api.local")
+    assert s.http_allow_private is True
+    with pytest.raises(SettingsError, match="invalid setting"):
+        load_settings(environ={"RAILYARD_WEBHOOK_MAX_BODY": "lots"})
