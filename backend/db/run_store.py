@@ -27,10 +27,12 @@ from backend.db.models import Attempt, Event, Run, StepRun, Workflow, WorkflowVe
 from backend.engine.model import ChildRequest, ChildRun, RunState, StepRecord
 from backend.engine.states import RunStatus, StepStatus
 
+_LOCK_RUN = select(Run).where(Run.id == bindparam("run_id")).with_for_update()
+
 
 async def lock_run(session: AsyncSession, run_id: uuid.UUID) -> Run | None:
     """Return the run row locked ``FOR UPDATE`` (``None`` when it does not exist)."""
-    result = await session.execute(select(Run).where(Run.id == run_id).with_for_update())
+    result = await session.execute(_LOCK_RUN, {"run_id": run_id})
     return result.scalar_one_or_none()
 
 
@@ -76,6 +78,21 @@ _UPSERT_STEPS = _upsert.on_conflict_do_update(
 # began (now()), so the event log's timings are real (bench/engine.py reads them).
 _INSERT_EVENTS = insert(_EVENTS).values(created_at=func.clock_timestamp())
 _INSERT_ATTEMPT = insert(_ATTEMPTS).returning(_ATTEMPTS.c.id)
+_CURRENT_ATTEMPT = (
+    (_ATTEMPTS.c.id == bindparam("attempt_id"))
+    & (_ATTEMPTS.c.fencing_token == bindparam("token"))
+    & (_ATTEMPTS.c.status == "running")
+)
+_FINISH_ATTEMPT = (
+    update(_ATTEMPTS)
+    .where(_CURRENT_ATTEMPT)
+    .values(
+        status=bindparam("status"),
+        output=bindparam("output", type_=_ATTEMPTS.c.output.type),
+        error=bindparam("error", type_=_ATTEMPTS.c.error.type),
+        finished_at=bindparam("finished_at"),
+    )
+)
 
 
 async def load_state(session: AsyncSession, run: Run, *, children: bool = True) -> RunState:
@@ -326,15 +343,18 @@ async def finish_attempt(
     Returns False for a late or duplicate completion (the attempt was expired, cancelled or
     already finished): the caller must then discard its result.
     """
-    return await _update_current_attempt(
-        session,
-        attempt_id,
-        fencing_token,
-        status=status,
-        output=output,
-        error=error,
-        finished_at=now,
+    result = await session.execute(
+        _FINISH_ATTEMPT,
+        {
+            "attempt_id": attempt_id,
+            "token": fencing_token,
+            "status": status,
+            "output": output,
+            "error": error,
+            "finished_at": now,
+        },
     )
+    return bool(getattr(result, "rowcount", 0))
 
 
 async def extend_lease(
@@ -351,12 +371,7 @@ async def _update_current_attempt(
 ) -> bool:
     """Conditional update of a running attempt holding ``fencing_token``; True if it matched."""
     result = await session.execute(
-        update(_ATTEMPTS)
-        .where(
-            _ATTEMPTS.c.id == attempt_id,
-            _ATTEMPTS.c.fencing_token == fencing_token,
-            _ATTEMPTS.c.status == "running",
-        )
-        .values(**values)
+        update(_ATTEMPTS).where(_CURRENT_ATTEMPT).values(**values),
+        {"attempt_id": attempt_id, "token": fencing_token},
     )
     return bool(getattr(result, "rowcount", 0))

@@ -20,6 +20,11 @@ from backend.settings import Settings
 
 log = logging.getLogger(__name__)
 
+# How often an idle worker asks Redis for due jobs: the queue's share of dispatch latency
+# (half of it on average). One ZRANGEBYSCORE per poll; at 5 ms an idle worker spends about
+# 2 % of a core on it (bench/engine.py, docs/engine.md "Performance").
+POLL_DELAY_SECONDS = 0.005
+
 
 async def execute_step(ctx: dict[str, Any], run_id: str, step_id: str) -> None:
     """arq job: run one attempt of a ready step."""
@@ -68,7 +73,7 @@ def make_worker(
         on_shutdown=shutdown,
         burst=burst,
         max_jobs=max_jobs,
-        poll_delay=0.05,
+        poll_delay=POLL_DELAY_SECONDS,
         keep_result=0,
         handle_signals=False,
         job_timeout=3600,
