@@ -160,6 +160,19 @@ async def xact_commit(rt: Runtime) -> int:
         )
 
 
+async def settled_xact_commit(rt: Runtime, *, timeout: float = 15.0) -> int:
+    """``xact_commit`` once it stopped changing for 2 s (at most ``timeout`` seconds)."""
+    deadline = time.monotonic() + timeout
+    last = await xact_commit(rt)
+    while time.monotonic() < deadline:
+        await asyncio.sleep(2.0)
+        now = await xact_commit(rt)
+        if now == last:
+            break
+        last = now
+    return last
+
+
 async def dispatch_latencies(rt: Runtime) -> list[float]:
     async with rt.engine.connect() as conn:
         rows = await conn.execute(
@@ -278,11 +291,10 @@ async def main() -> None:
                 ids.append((await rt.execution.start_run(three, {}, trigger="manual")).run_id)
             await wait_all(rt, ids, 300)
             elapsed = time.perf_counter() - t0
-            # backends report their counters to pg_stat_database at most once a second
-            # and when idle: let the workers' last commits arrive (the polls above end in
+            # backends report their counters to pg_stat_database at most once a second,
+            # idle ones within 10 s: wait until the count settles (the polls above end in
             # a rollback, so only the engine's transactions are counted)
-            await asyncio.sleep(2.5)
-            after = await xact_commit(rt)
+            after = await settled_xact_commit(rt)
             figure("throughput_3step_2workers", THROUGHPUT_RUNS / elapsed, "runs/s")
             figure("pg_transactions_per_run", (after - before) / THROUGHPUT_RUNS, "xact")
 
