@@ -20,7 +20,7 @@ endpoint (127.0.0.1) and ``railyard worker`` subprocesses, and prints one
   runs/s and PostgreSQL transactions per run (``pg_stat_database.xact_commit`` delta), beside
   ``pgbench -N`` (4 clients, 5 s) on the same server for the ceiling.
 
-Bounded: at most 200 + 11 runs, every wait has a timeout.
+Bounded: at most 200 + 16 runs, every wait has a timeout.
 """
 
 from __future__ import annotations
@@ -253,9 +253,9 @@ async def main() -> None:
             )
             await asyncio.sleep(2.0)  # workers up
 
-            # warm-up run (connections, imports), then (a)
-            warm = await rt.execution.start_run(three, {}, trigger="manual")
-            await wait_all(rt, [warm.run_id], 30)
+            # warm-up runs (both workers: connections, prepared statements), then (a)
+            warm = [await rt.execution.start_run(three, {}, trigger="manual") for _ in range(6)]
+            await wait_all(rt, [w.run_id for w in warm], 60)
             slow.marks.clear()
             cpu0 = sum(cpu_seconds(w.pid) for w in workers)
             walls = []
