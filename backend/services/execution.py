@@ -77,13 +77,6 @@ class Followup:
     cancel_children: list[str] = field(default_factory=list)
     wake_parent: str | None = None
 
-    def merge(self, other: Followup) -> None:
-        """Add what ``other`` asks for (a second change in the same transaction)."""
-        self.dispatch += [d for d in other.dispatch if d not in self.dispatch]
-        self.start_children += other.start_children
-        self.cancel_children += other.cancel_children
-        self.wake_parent = self.wake_parent or other.wake_parent
-
 
 @dataclass
 class _Claimed:
@@ -393,9 +386,12 @@ class Execution:
         graph: WorkflowGraph,
         step_id: str,
         now: Any,
+        *,
+        save: bool = True,
     ) -> tuple[_Claimed | None, Followup]:
         """Resolve the config and claim an attempt, or fail the step on an expression
-        error (then ``None`` and what follows the failure)."""
+        error (then ``None`` and what follows the failure, already saved). With
+        ``save=False`` a successful claim is left for the caller to save."""
         step = graph.step(step_id)
         rec = state.steps[step_id]
         try:
@@ -420,6 +416,7 @@ class Execution:
                 config=config,
                 now=now,
                 lease_until=now + timedelta(seconds=self.lease_seconds),
+                save=save,
             )
             claimed = _Claimed(
                 attempt.id,
@@ -520,13 +517,16 @@ class Execution:
                 )
                 if delay is not None:
                     dispatch = [done.step_id]
-            followup = await self._persist(session, run, state, graph, dispatch, now)
             claimed: _Claimed | None = None
-            inline = _inline_candidate(graph, followup)
-            if inline is not None:
-                followup.dispatch.remove((inline, None))
-                claimed, more = await self._claim(session, run, state, graph, inline, now)
-                followup.merge(more)
+            inline = _inline_candidate(graph, state, dispatch, now)
+            if inline is None:
+                followup = await self._persist(session, run, state, graph, dispatch, now)
+            else:  # claim first, then write both changes with one save
+                claimed, followup = await self._claim(
+                    session, run, state, graph, inline, now, save=False
+                )
+                if claimed is not None:
+                    followup = await self._persist(session, run, state, graph, [], now)
         await self._after_commit(run_id, followup)
         return claimed
 
@@ -654,13 +654,19 @@ def has_calls(graph: WorkflowGraph) -> bool:
     return any(step.type in CALL_TYPES for step in graph.steps)
 
 
-def _inline_candidate(graph: WorkflowGraph, followup: Followup) -> str | None:
-    """The step to claim in the completing transaction: the one action step dispatched now
-    (no delay), when it is the only step dispatched."""
-    if len(followup.dispatch) != 1:
+def _inline_candidate(
+    graph: WorkflowGraph, state: RunState, dispatch: list[str], now: Any
+) -> str | None:
+    """The step to claim in the completing transaction: the only step to dispatch, when it
+    is an action step due now and no child runs are being created (they may make more
+    steps ready)."""
+    if len(set(dispatch)) != 1 or state.child_requests:
         return None
-    step_id, delay = followup.dispatch[0]
-    if delay is not None or graph.step(step_id).kind != "action":
+    step_id = dispatch[0]
+    rec = state.steps.get(step_id)
+    if graph.step(step_id).kind != "action" or rec is None or rec.status != StepStatus.READY:
+        return None
+    if rec.not_before is not None and rec.not_before > now:
         return None
     return step_id
 
