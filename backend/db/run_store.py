@@ -102,34 +102,12 @@ async def load_state(session: AsyncSession, run: Run, *, children: bool = True) 
     Sub-workflow or For-each step (then the run has no children).
     """
     rows = await session.execute(_SELECT_STEPS, {"run_id": run.id})
-    steps = {
-        step_id: StepRecord(
-            step_id=step_id,
-            status=StepStatus(status),
-            ports=tuple(ports or ()),
-            input=input_,
-            output=output,
-            error=error,
-            attempts=attempts,
-            not_before=not_before,
-            started_at=started_at,
-            finished_at=finished_at,
-            data=data,
-        )
-        for (
-            step_id,
-            status,
-            ports,
-            input_,
-            output,
-            error,
-            attempts,
-            not_before,
-            started_at,
-            finished_at,
-            data,
-        ) in rows
-    }
+    steps: dict[str, StepRecord] = {}
+    for row in rows:  # columns are StepRecord's fields
+        fields = row._asdict()
+        fields["status"] = StepStatus(fields["status"])
+        fields["ports"] = tuple(fields["ports"] or ())
+        steps[row.step_id] = StepRecord(**fields)
     by_step: dict[str, list[ChildRun]] = {}
     if children:
         for cid, step_id, index, status, output, error in await session.execute(

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 import asyncpg
@@ -19,16 +18,10 @@ from tests.diagrams import diagram, edge, node
 from tests.http_sink import HttpSink
 from tests.integration.conftest import wait_for_run
 from tests.integration.test_engine_cases import start_manual
-from tests.integration.test_runs import publish
+from tests.integration.test_runs import publish, sink
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-def sink() -> Iterator[HttpSink]:
-    s = HttpSink().start()
-    yield s
-    s.stop()
+__all__ = ["sink"]  # the fixture, shared with test_runs
 
 
 def _chain(url: str, n: int) -> dict[str, Any]:
