@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from e2e.conftest import ARTIFACTS_DIR, RailyardServer, login
-from e2e.test_designer_to_run import center, io_block, node, node_id, select_node
+from e2e.test_designer_to_run import connect, io_block, node, node_id, select_node
 from tests.fakes.smtp import SmtpServer
 
 pytestmark = pytest.mark.e2e
@@ -68,20 +68,6 @@ def drag_to_canvas(page: Any, node_type: str) -> None:
     item.scroll_into_view_if_needed()
     item.drag_to(canvas, target_position={"x": box["width"] * fx, "y": box["height"] * fy})
     node(page, node_type).wait_for()
-
-
-def connect(page: Any, source_type: str, target_type: str) -> None:
-    out_port = node(page, source_type).locator('circle.port.port-out[data-port="out"]')
-    in_port = node(page, target_type).locator('circle.port.port-in[data-port="in"]')
-    sx, sy = center(out_port)
-    tx, ty = center(in_port)
-    page.mouse.move(sx, sy)
-    page.mouse.down()
-    page.mouse.move((sx + tx) / 2, (sy + ty) / 2 + 20, steps=8)
-    page.mouse.move(tx, ty, steps=8)
-    page.mouse.up()
-    # A straight edge has no height, so wait for it to exist rather than to be "visible".
-    page.wait_for_function("() => document.querySelectorAll('#canvas path.edge').length > 0")
 
 
 def draft_config(page: Any, node_type: str) -> dict[str, Any]:
@@ -142,7 +128,7 @@ def test_email_with_smtp_credential(
 
     drag_to_canvas(page, WEBHOOK)
     drag_to_canvas(page, EMAIL)
-    connect(page, WEBHOOK, EMAIL)
+    connect(page, WEBHOOK, "out", EMAIL)
     ids = {t: node_id(page, t) for t in (WEBHOOK, EMAIL)}
 
     # ------------------------------------------------------------ configure the email

@@ -203,6 +203,16 @@ def _humanize(name: str) -> str:
     return name.replace("_", " ").strip().capitalize() or name
 
 
+def _base_view(name: str, prop: dict[str, Any], kind: str, *, required: bool) -> FieldView:
+    return FieldView(
+        name=name,
+        kind=kind,
+        title=str(prop.get("title") or _humanize(name)),
+        description=str(prop.get("description") or ""),
+        required=required,
+    )
+
+
 def _credential_view(
     name: str,
     prop: dict[str, Any],
@@ -213,14 +223,8 @@ def _credential_view(
 ) -> FieldView:
     accepted = prop[CREDENTIAL_SCHEMA_KEY]
     types = [accepted] if isinstance(accepted, str) else [str(t) for t in accepted or ()]
-    view = FieldView(
-        name=name,
-        kind="credential",
-        title=str(prop.get("title") or _humanize(name)),
-        description=str(prop.get("description") or ""),
-        required=required,
-        credential_types=types,
-    )
+    view = _base_view(name, prop, "credential", required=required)
+    view.credential_types = types
     current = value if isinstance(value, str) else ""
     view.value = current
     for choice in credentials:
@@ -257,14 +261,8 @@ def _field_view(
         view.expr_active = True
         view.expr_value = value
         return view
-    view = FieldView(
-        name=name,
-        kind="json",
-        title=str(prop.get("title") or _humanize(name)),
-        description=str(prop.get("description") or ""),
-        required=required,
-        expression=expression,
-    )
+    view = _base_view(name, prop, "json", required=required)
+    view.expression = expression
     default = prop.get("default")
     type_ = prop.get("type")
 
