@@ -10,10 +10,14 @@ PYTEST_ARGS ?=
 
 .PHONY: dev test lint unit integration e2e install chromium clean
 
-$(VENV)/.installed: pyproject.toml
+EXAMPLE_PLUGIN := connectors/examples/railyard-example-plugin
+
+$(VENV)/.installed: pyproject.toml $(EXAMPLE_PLUGIN)/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test]'
+	# The example third-party plugin: the tests check it is discovered and runs.
+	$(PY) -m pip install --quiet --no-deps -e $(EXAMPLE_PLUGIN)
 	touch $@
 
 install: $(VENV)/.installed

@@ -10,17 +10,18 @@ from litestar.config.csrf import CSRFConfig
 from litestar.exceptions import HTTPException
 from litestar.openapi import OpenAPIConfig
 from litestar.static_files import create_static_files_router
-from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
 from backend.api.auth import AuthController
 from backend.api.catalog import CatalogController
-from backend.api.errors import API_EXCEPTION_HANDLERS, database_unavailable
+from backend.api.credentials import CredentialController
+from backend.api.errors import API_EXCEPTION_HANDLERS
 from backend.api.health import HealthController
 from backend.api.runs import RunController
 from backend.api.webhooks import WebhookController
 from backend.api.workflows import WorkflowController
 from backend.runtime import Runtime, build_runtime
 from backend.settings import Settings
+from frontend.connector_pages import ConnectorPages
 from frontend.pages import STATIC, AppPages, AuthPages, html_error, wants_html
 
 
@@ -56,10 +57,12 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> Litestar:
             WorkflowController,
             RunController,
             CatalogController,
+            CredentialController,
             WebhookController,
             HealthController,
             AuthPages,
             AppPages,
+            ConnectorPages,
             create_static_files_router(path="/static", directories=[STATIC], name="static"),
         ],
         lifespan=[lifespan],
@@ -70,10 +73,6 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> Litestar:
         ),
         exception_handlers={
             **API_EXCEPTION_HANDLERS,  # type: ignore[dict-item]
-            OperationalError: database_unavailable,
-            InterfaceError: database_unavailable,
-            DBAPIError: database_unavailable,
-            ConnectionRefusedError: database_unavailable,
             404: _http_error,
             405: _http_error,
         },

@@ -95,6 +95,7 @@ async def serve(settings: Settings, host: str, port: int, *, with_worker: bool) 
 
 def cmd_dev(args: argparse.Namespace) -> int:
     """Embedded PostgreSQL + Redis, migrations, first admin, API + worker."""
+    from backend.crypto import ensure_dev_key
     from backend.db.migrate import upgrade
     from backend.embedded import EmbeddedPostgres, EmbeddedRedis
 
@@ -110,6 +111,7 @@ def cmd_dev(args: argparse.Namespace) -> int:
             redis_url=redis.url,
             base_url=os.environ.get("RAILYARD_BASE_URL") or f"http://127.0.0.1:{args.port}",
             http_allow_private=os.environ.get("RAILYARD_HTTP_ALLOW_PRIVATE", "1") == "1",
+            encryption_key=os.environ.get("RAILYARD_ENCRYPTION_KEY") or ensure_dev_key(data_dir),
         )
         upgrade(settings.database_url)
         created = asyncio.run(ensure_admin(settings, data_dir))
@@ -217,6 +219,46 @@ def cmd_create_user(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_rotate_key(args: argparse.Namespace) -> int:
+    """Re-encrypt every credential under RAILYARD_ENCRYPTION_KEY.
+
+    Rotation: (1) ``railyard rotate-key --generate-key`` prints a new key; (2) deploy with
+    RAILYARD_ENCRYPTION_KEY=<new> and RAILYARD_ENCRYPTION_OLD_KEYS=<old>; (3) run
+    ``railyard rotate-key``; (4) drop the old key from RAILYARD_ENCRYPTION_OLD_KEYS.
+    """
+    from backend import crypto
+
+    if args.generate_key:
+        print(crypto.generate_key())
+        return 0
+    from backend.db.engine import make_engine, make_sessionmaker
+    from backend.services.credentials import rotate_keys
+
+    settings = load_settings()
+    settings.require_services()
+    try:
+        keyring = crypto.keyring_from_settings(settings)
+    except crypto.CryptoError as exc:
+        print(f"railyard: {exc}", file=sys.stderr)
+        return 2
+
+    async def main() -> int:
+        engine = make_engine(settings.database_url, pool_size=1)
+        try:
+            async with make_sessionmaker(engine)() as session, session.begin():
+                return await rotate_keys(session, keyring)
+        finally:
+            await engine.dispose()
+
+    try:
+        count = asyncio.run(main())
+    except crypto.CryptoError as exc:
+        print(f"railyard: nothing changed: {exc}", file=sys.stderr)
+        return 1
+    print(f"re-encrypted {count} credential(s) with key {keyring.current_id}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``railyard`` console script."""
     _setup_logging()
@@ -242,6 +284,9 @@ def main(argv: list[str] | None = None) -> int:
     cu.add_argument("password")
     cu.add_argument("--role", default="editor", choices=["admin", "editor", "operator", "viewer"])
     cu.set_defaults(func=cmd_create_user)
+    rot = sub.add_parser("rotate-key", help="re-encrypt credentials with the current key")
+    rot.add_argument("--generate-key", action="store_true", help="print a new random key and exit")
+    rot.set_defaults(func=cmd_rotate_key)
     args = parser.parse_args(argv)
     try:
         return int(args.func(args))

@@ -5,6 +5,7 @@ Every process kind (api, worker, scheduler, dev) builds one :class:`Runtime`.
 
 from __future__ import annotations
 
+import functools
 import logging
 from dataclasses import dataclass
 from typing import Any
@@ -12,7 +13,9 @@ from typing import Any
 from arq.connections import ArqRedis, RedisSettings, create_pool
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
+from backend import crypto
 from backend.db.engine import make_engine, make_sessionmaker
+from backend.services import credentials
 from backend.services.catalog import AppCatalog, load_catalog
 from backend.services.execution import Execution
 from backend.settings import Settings
@@ -46,17 +49,42 @@ def ssrf_policy(settings: Settings) -> Any:
     )
 
 
-def make_context_factory(settings: Settings) -> Any:
-    """Build ``factory(info, heartbeat, is_cancelled) -> sdk.ActionContext``."""
+def make_context_factory(
+    settings: Settings,
+    sessionmaker: async_sessionmaker[AsyncSession] | None = None,
+    catalog: AppCatalog | None = None,
+) -> Any:
+    """Build ``factory(info, heartbeat, is_cancelled) -> sdk.ActionContext``.
+
+    With ``sessionmaker`` and ``catalog`` the context resolves credential fields of the
+    node config through :func:`backend.services.credentials.resolve_for_action` (decrypt,
+    refresh OAuth2 tokens through the SSRF-guarded transport, audit the use).
+    """
     policy = ssrf_policy(settings)
+    keyring = crypto.keyring_from_settings(settings) if settings.encryption_key else None
+    connector_settings = settings.connector_settings()
 
     def factory(info: dict[str, Any], heartbeat: Any, is_cancelled: Any) -> Any:
+        resolver = None
+        if sessionmaker is not None and catalog is not None:
+            resolver = functools.partial(
+                credentials.resolve_for_action,
+                sessionmaker,
+                catalog,
+                keyring,
+                info=info,
+                refresh_margin=settings.oauth2_refresh_margin,
+                transport=sdk.SsrfGuardTransport(policy),
+            )
         return sdk.ActionContext(
             info=sdk.ActionInfo(**info),
             heartbeat=heartbeat,
             cancelled=is_cancelled,
             http_client=lambda: sdk.make_http_client(policy),
+            ssrf=policy,  # connectors dialling other protocols (SMTP) check the same policy
             logger=logging.getLogger(f"railyard.connector.{info['node_type']}"),
+            settings=connector_settings,
+            credential_resolver=resolver,
         )
 
     return factory
@@ -69,11 +97,14 @@ async def build_runtime(settings: Settings, *, pool_size: int = 10) -> Runtime:
     sessionmaker = make_sessionmaker(engine)
     redis = await create_pool(RedisSettings.from_dsn(settings.redis_url))
     catalog = load_catalog()
+    if settings.encryption_key:
+        crypto.configure(crypto.keyring_from_settings(settings))
     execution = Execution(
         sessionmaker,
         ArqDispatcher(redis),
         catalog,
-        make_context_factory(settings),
+        make_context_factory(settings, sessionmaker, catalog),
         lease_seconds=settings.lease_seconds,
+        base_url=settings.base_url,
     )
     return Runtime(settings, engine, sessionmaker, redis, catalog, execution)

@@ -14,6 +14,11 @@
 | ``RAILYARD_SWEEP_INTERVAL`` | seconds between sweeper passes | ``5`` |
 | ``RAILYARD_SESSION_HOURS`` | login session lifetime | ``336`` (14 days) |
 | ``RAILYARD_SECURE_COOKIES`` | ``1`` marks cookies Secure (behind HTTPS) | ``0`` |
+| ``RAILYARD_ENCRYPTION_KEY`` | base64 of 32 random bytes: the AES-256-GCM key credentials are encrypted with (``railyard rotate-key --generate-key`` prints one) | generated into ``<data dir>/encryption.key`` by ``railyard dev``; required for credentials otherwise |
+| ``RAILYARD_ENCRYPTION_OLD_KEYS`` | comma-separated old keys still readable during a rotation (see ``railyard rotate-key``) | empty |
+| ``RAILYARD_SLACK_API_URL`` | base URL of Slack's Web API (``chat.postMessage`` is appended) | ``https://slack.com/api`` |
+| ``RAILYARD_HUBSPOT_API_URL`` | base URL of HubSpot's API | ``https://api.hubapi.com`` |
+| ``RAILYARD_OAUTH2_REFRESH_MARGIN`` | seconds before expiry an OAuth2 access token is refreshed when an action asks for it | ``60`` |
 
 Environment variables win over the file.
 """
@@ -46,6 +51,18 @@ class Settings(msgspec.Struct, kw_only=True):
     sweep_interval: float = 5.0
     session_hours: float = 336.0
     secure_cookies: bool = False
+    encryption_key: str = ""
+    encryption_old_keys: tuple[str, ...] = ()
+    slack_api_url: str = "https://slack.com/api"
+    hubspot_api_url: str = "https://api.hubapi.com"
+    oauth2_refresh_margin: float = 60.0
+
+    def connector_settings(self) -> dict[str, str]:
+        """Settings connectors read through ``sdk.setting(name)`` (e.g. ``slack.api_url``)."""
+        return {
+            "slack.api_url": self.slack_api_url.rstrip("/"),
+            "hubspot.api_url": self.hubspot_api_url.rstrip("/"),
+        }
 
     def require_services(self, *, redis: bool = True) -> None:
         """Raise :class:`SettingsError` unless the database (and Redis) URLs are set."""
@@ -68,6 +85,11 @@ _ENV = {
     "RAILYARD_SWEEP_INTERVAL": "sweep_interval",
     "RAILYARD_SESSION_HOURS": "session_hours",
     "RAILYARD_SECURE_COOKIES": "secure_cookies",
+    "RAILYARD_ENCRYPTION_KEY": "encryption_key",
+    "RAILYARD_ENCRYPTION_OLD_KEYS": "encryption_old_keys",
+    "RAILYARD_SLACK_API_URL": "slack_api_url",
+    "RAILYARD_HUBSPOT_API_URL": "hubspot_api_url",
+    "RAILYARD_OAUTH2_REFRESH_MARGIN": "oauth2_refresh_margin",
 }
 
 
@@ -87,7 +109,7 @@ def load_settings(environ: dict[str, str] | None = None, **overrides: object) ->
     for var, name in _ENV.items():
         if var in env and env[var] != "":
             value: object = env[var]
-            if name == "http_allowlist":
+            if name in ("http_allowlist", "encryption_old_keys"):
                 value = tuple(p.strip() for p in str(value).split(",") if p.strip())
             elif name in ("http_allow_private", "secure_cookies"):
                 value = str(value).lower() in ("1", "true", "yes", "on")

@@ -10,9 +10,15 @@
         assert out == {"status": 200}
         assert env.heartbeats == []
 
+    async def test_with_a_credential():
+        env = ActionTestEnvironment(credentials={"smtp-1": {"type": "smtp", "host": "127.0.0.1"}})
+        await env.run(send_email, {"credential": "smtp-1", "to": ["a@example.com"]}, input=None)
+        assert env.credential_uses == [("smtp-1", "credential")]
+
 The environment builds an :class:`~connectors.sdk.ActionContext` per call with fixed
-identifiers, records heartbeats, lets a test request cancellation, and uses an SSRF
-policy that allows private addresses by default (so local test servers are reachable).
+identifiers, records heartbeats, lets a test request cancellation, resolves credential
+fields from :attr:`ActionTestEnvironment.credentials`, and uses an SSRF policy that allows
+private addresses by default (so local test servers are reachable).
 """
 
 from __future__ import annotations
@@ -23,9 +29,18 @@ from typing import Any
 
 import httpx
 
-from connectors.sdk import ActionContext, ActionDefinition, ActionInfo, SsrfPolicy
+from connectors.sdk import (
+    ActionContext,
+    ActionDefinition,
+    ActionInfo,
+    CredentialType,
+    NonRetryableError,
+    SsrfPolicy,
+)
 
 __all__ = ["ActionTestEnvironment"]
+
+_TOKEN_KEYS = frozenset({"access_token", "refresh_token", "token_type", "expires_at"})
 
 
 @dataclass
@@ -40,6 +55,13 @@ class ActionTestEnvironment:
         http_client: an ``httpx.AsyncClient`` to use instead of the guarded default.
         heartbeats: every ``sdk.heartbeat(details)`` call's details, in order.
         cancelled: what ``sdk.is_cancelled()`` returns; set it with :meth:`cancel`.
+        credentials: ``{credential_id: {"type": <type name>, **fields}}``; a config field
+            declared with ``sdk.credential_meta`` holding one of these ids resolves to the
+            fields (plus ``id``, ``type`` and ``kind``).
+        credential_types: declared types used to validate ``credentials`` and fill defaults
+            (optional; without it the fields are handed over as given).
+        settings: what ``sdk.setting(name)`` returns (e.g. ``{"slack.api_url": url}``).
+        credential_uses: ``(credential_id, field)`` for every credential resolved, in order.
     """
 
     ssrf: SsrfPolicy = field(default_factory=lambda: SsrfPolicy(allow_private=True))
@@ -53,6 +75,10 @@ class ActionTestEnvironment:
     logger: logging.Logger | None = None
     heartbeats: list[Any] = field(default_factory=list)
     cancelled: bool = False
+    credentials: dict[str, dict[str, Any]] = field(default_factory=dict)
+    credential_types: list[CredentialType] = field(default_factory=list)
+    credential_uses: list[tuple[str, str]] = field(default_factory=list)
+    settings: dict[str, Any] = field(default_factory=dict)
 
     def cancel(self) -> None:
         """Make ``sdk.is_cancelled()`` return ``True`` from now on."""
@@ -76,6 +102,35 @@ class ActionTestEnvironment:
         Errors propagate exactly as the engine would see them (``ConfigError``,
         ``ActionError``, ...).
         """
+        fields_by_id = {
+            cid: name for name, (cid, _types) in action_def.credential_refs(config).items()
+        }
+
+        async def resolve(credential_id: str, accepted: tuple[str, ...]) -> dict[str, Any]:
+            stored = self.credentials.get(credential_id)
+            if stored is None:
+                raise NonRetryableError(
+                    f"credential {credential_id!r} does not exist", kind="credential_missing"
+                )
+            type_name = str(stored.get("type", ""))
+            if type_name not in accepted:
+                raise NonRetryableError(
+                    f"credential {credential_id!r} is a {type_name!r} credential; this field "
+                    f"accepts {', '.join(accepted)}",
+                    kind="credential_type_mismatch",
+                )
+            fields = {k: v for k, v in stored.items() if k not in ("type", "kind")}
+            declared = {t.name: t for t in self.credential_types}.get(type_name)
+            kind = str(stored.get("kind", declared.kind if declared else "custom"))
+            if declared is not None:
+                extra = {k: v for k, v in fields.items() if k in _TOKEN_KEYS}
+                fields = {
+                    **declared.validate({k: v for k, v in fields.items() if k not in _TOKEN_KEYS}),
+                    **extra,
+                }
+            self.credential_uses.append((credential_id, fields_by_id.get(credential_id, "")))
+            return {**fields, "id": credential_id, "type": type_name, "kind": kind}
+
         context = ActionContext(
             info=self.info_for(action_def),
             heartbeat=self.heartbeats.append,
@@ -83,5 +138,7 @@ class ActionTestEnvironment:
             http_client=self.http_client,
             logger=self.logger,
             ssrf=self.ssrf,
+            credential_resolver=resolve,
+            settings=dict(self.settings),
         )
         return await action_def.run(config, input, context)

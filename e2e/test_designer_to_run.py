@@ -9,6 +9,7 @@ client and watched on the run pages.
 from __future__ import annotations
 
 import re
+import time
 from typing import Any
 
 import httpx
@@ -66,9 +67,16 @@ def node_id(page: Any, node_type: str) -> str:
 
 
 def center(locator: Any) -> tuple[float, float]:
-    box = locator.bounding_box()
-    assert box is not None, f"{locator} is not visible"
-    return box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+    """Centre of the element, waiting while the canvas redraws (after each compile the
+    designer re-renders the SVG, so an element may be replaced between lookup and measure)."""
+    deadline = time.monotonic() + 10
+    while True:
+        locator.wait_for(state="visible", timeout=10_000)
+        box = locator.bounding_box()
+        if box is not None:
+            return box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+        assert time.monotonic() < deadline, f"{locator} is not visible"
+        time.sleep(0.05)
 
 
 def drag_from_palette(page: Any, node_type: str) -> None:

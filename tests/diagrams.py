@@ -87,3 +87,47 @@ def order_pipeline(http_url: str, *, respond: str = "immediately") -> dict[str, 
             edge("if_1", "respond_small", "false"),
         ],
     )
+
+
+def join_fan_out(delays: list[float], **trigger_config: Any) -> dict[str, Any]:
+    """The engine-join-concurrent-runs case: webhook -> one branch per delay (Delay, then
+    Set ``{"part": k, "n": $trigger.body.n}``) -> Join (all) -> Respond with ``[$.*]``."""
+    nodes = [node("hook", "trigger.webhook", **trigger_config)]
+    edges = []
+    for k, seconds in enumerate(delays, start=1):
+        nodes += [
+            node(f"wait_{k}", "control.delay", seconds=seconds),
+            node(f"part_{k}", "control.set", mapping={"part": k, "n": "=$trigger.body.n"}),
+        ]
+        edges += [
+            edge("hook", f"wait_{k}"),
+            edge(f"wait_{k}", f"part_{k}"),
+            edge(f"part_{k}", "join"),
+        ]
+    nodes += [
+        node("join", "control.join", mode="all"),
+        node("respond", "control.respond", body="=[$.*]"),
+    ]
+    edges.append(edge("join", "respond"))
+    return diagram(nodes, edges)
+
+
+def join_after_dead_branch() -> dict[str, Any]:
+    """The engine-join-dead-branch case: webhook -> If (body.x = 1) -true-> Set a="yes" ->
+    Join (all); the webhook also feeds the Join; Join -> Set ``{"joined": $}``."""
+    return diagram(
+        [
+            node("hook", "trigger.webhook"),
+            node("if_1", "control.if", condition="=body.x = 1"),
+            node("set_a", "control.set", mapping={"a": "yes"}),
+            node("join", "control.join", mode="all"),
+            node("after", "control.set", mapping={"joined": "=$"}),
+        ],
+        [
+            edge("hook", "if_1"),
+            edge("if_1", "set_a", "true"),
+            edge("set_a", "join"),
+            edge("hook", "join"),
+            edge("join", "after"),
+        ],
+    )

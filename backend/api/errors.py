@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import logging
 
+import asyncpg
 import msgspec
 from litestar import MediaType, Request, Response
 from litestar.exceptions import HTTPException
+from redis.exceptions import ConnectionError as RedisConnectionError
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
 from backend.api.schemas import ErrorOut
 from backend.services.execution import RunNotActive, RunNotFound
@@ -37,8 +40,43 @@ def publish_rejected(_: Request, exc: PublishRejected) -> Response[bytes]:
 
 
 def database_unavailable(_: Request, exc: Exception) -> Response[bytes]:
-    log.warning("database unavailable: %s", exc)
+    log.warning("database unavailable: %s: %s", type(exc).__name__, exc)
     return _json(503, "database unavailable, try again shortly")
+
+
+def service_unavailable(request: Request, exc: Exception) -> Response[bytes]:
+    """503 for a lost connection (``OSError`` and its ``ConnectionError`` family, Redis
+    connection errors); any other error stays a 500."""
+    if isinstance(exc, OSError | RedisConnectionError):
+        return database_unavailable(request, exc)
+    return internal_error(request, exc)
+
+
+def database_error(request: Request, exc: DBAPIError) -> Response[bytes]:
+    """503 when a SQLAlchemy DBAPI error means the connection is gone (``OperationalError``,
+    ``InterfaceError``, an invalidated connection, or a wrapped connection error); any other
+    (an integrity or data error: a bug) stays a 500."""
+    if (
+        isinstance(exc, OperationalError | InterfaceError)
+        or exc.connection_invalidated
+        or isinstance(exc.orig, DATABASE_UNAVAILABLE_ERRORS)
+        or isinstance(exc.orig, OSError)
+        or "connection" in type(exc.orig).__name__.lower()
+    ):
+        return database_unavailable(request, exc)
+    return internal_error(request, exc)
+
+
+DATABASE_UNAVAILABLE_ERRORS: tuple[type[Exception], ...] = (
+    asyncpg.exceptions.CannotConnectNowError,  # the server is starting or shutting down
+    asyncpg.exceptions.ConnectionDoesNotExistError,
+    asyncpg.exceptions.InterfaceError,
+    asyncpg.exceptions.PostgresConnectionError,
+    ConnectionRefusedError,
+    ConnectionResetError,
+    TimeoutError,  # pool checkout or connect timeout
+)
+"""Errors that mean "PostgreSQL cannot be reached right now": the API answers 503."""
 
 
 def internal_error(request: Request, exc: Exception) -> Response[bytes]:
@@ -54,4 +92,8 @@ API_EXCEPTION_HANDLERS = {
     RunNotActive: conflict,
     InvalidInput: invalid_input,
     PublishRejected: publish_rejected,
+    **dict.fromkeys(DATABASE_UNAVAILABLE_ERRORS, database_unavailable),
+    DBAPIError: database_error,
+    OSError: service_unavailable,
+    RedisConnectionError: service_unavailable,
 }

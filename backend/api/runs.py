@@ -1,4 +1,5 @@
-"""``/api/runs``: run lists, run detail with steps and attempts, cancel, pause, resume."""
+"""``/api/runs``: run lists, run detail with steps and attempts, cancel, pause, resume,
+re-run."""
 
 from __future__ import annotations
 
@@ -8,10 +9,14 @@ from litestar import Controller, get, post
 from litestar.di import Provide
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from backend.auth.web import login_required, provide_db, provide_runtime
+from backend.api.schemas import RerunIn, RunStarted
+from backend.api.workflows import run_started
+from backend.auth.web import login_required, provide_db, provide_runtime, provide_user
+from backend.db.models import User
 from backend.runtime import Runtime
 from backend.services import runs as svc
 from backend.services.execution import RunNotFound
+from backend.services.workflows import InvalidInput
 
 
 class RunController(Controller):
@@ -23,6 +28,7 @@ class RunController(Controller):
     dependencies = {
         "db": Provide(provide_db),
         "runtime": Provide(provide_runtime, sync_to_thread=False),
+        "user": Provide(provide_user),
     }
 
     @get("/", operation_id="list_runs")
@@ -60,3 +66,16 @@ class RunController(Controller):
         """Resume a paused run (409 otherwise)."""
         await runtime.execution.resume_run(run_id)
         return {"status": "running"}
+
+    @post("/{run_id:uuid}/rerun", operation_id="rerun_run")
+    async def rerun(
+        self, run_id: uuid.UUID, data: RerunIn, runtime: Runtime, user: User
+    ) -> RunStarted:
+        """Re-run an ended run (201): ``{"from": "failed_step"}`` repeats it on the same
+        version from its failed step(s), copying the succeeded steps; ``{"from": "start"}``
+        starts the current active version with the original input. 409 when the run has
+        not ended (or succeeded, for ``failed_step``); 400 for another ``from``."""
+        if data.start_from not in ("failed_step", "start"):
+            raise InvalidInput('"from" must be "failed_step" or "start"', "from")
+        started = await runtime.execution.rerun(run_id, start_from=data.start_from, user_id=user.id)
+        return run_started(runtime, started.run_id, started.status)

@@ -35,10 +35,15 @@ class WorkflowCreate(msgspec.Struct):
 
 
 class WorkflowPatch(msgspec.Struct):
-    """Body of PATCH /api/workflows/{id}; absent fields are left unchanged."""
+    """Body of PATCH /api/workflows/{id}; absent fields are left unchanged.
+
+    ``settings``: run-control settings to change (``error_workflow_id``,
+    ``run_timeout_seconds``, ``max_concurrent_runs``); a ``null`` value clears one.
+    """
 
     name: str | msgspec.UnsetType = msgspec.UNSET
     description: str | msgspec.UnsetType = msgspec.UNSET
+    settings: dict[str, Any] | msgspec.UnsetType = msgspec.UNSET
 
 
 class VersionOut(msgspec.Struct):
@@ -61,6 +66,7 @@ class WorkflowOut(msgspec.Struct):
     draft: dict[str, Any]
     created_at: datetime
     updated_at: datetime
+    settings: dict[str, Any] = msgspec.field(default_factory=dict)
 
 
 class DiagramIn(msgspec.Struct):
@@ -88,6 +94,12 @@ class RunCreate(msgspec.Struct):
     """Body of POST /api/workflows/{id}/runs (manual or API trigger)."""
 
     input: Any = msgspec.field(default_factory=dict)
+
+
+class RerunIn(msgspec.Struct):
+    """Body of POST /api/runs/{id}/rerun: ``from`` is ``"failed_step"`` or ``"start"``."""
+
+    start_from: str = msgspec.field(name="from")
 
 
 class RunStarted(msgspec.Struct):

@@ -76,7 +76,8 @@ class WebhookController(Controller):
             idempotency_key=_idempotency_key(wf.id, request),
         )
         links = run_started(runtime, started.run_id, started.status)
-        if trigger.get("respond") == "respond_node":
+        # a run queued behind the workflow's concurrency limit is answered 202 at once
+        if trigger.get("respond") == "respond_node" and started.status != "queued":
             timeout = float(trigger.get("wait_timeout") or DEFAULT_WAIT_TIMEOUT)
             answer = await wait_for_response(runtime, started.run_id, timeout)
             if answer is not None:

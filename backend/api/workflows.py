@@ -43,6 +43,7 @@ def workflow_out(runtime: Runtime, wf: Workflow) -> WorkflowOut:
         draft=wf.draft,
         created_at=wf.created_at,
         updated_at=wf.updated_at,
+        settings=dict(wf.settings or {}),
     )
 
 
@@ -101,7 +102,9 @@ class WorkflowController(Controller):
     async def update_workflow(
         self, workflow_id: uuid.UUID, data: WorkflowPatch, db: AsyncSession, runtime: Runtime
     ) -> WorkflowOut:
-        """Change name or description."""
+        """Change name, description or run-control settings (400 naming the bad field)."""
+        if data.settings is not msgspec.UNSET:
+            await svc.update_settings(db, workflow_id, data.settings)
         wf = await svc.update_workflow(
             db,
             workflow_id,

@@ -504,6 +504,21 @@ def fail_action(
 
 def cancel(state: RunState, now: datetime, reason: str) -> None:
     """Cancel a run that has not ended: unfinished steps are cancelled (cooperatively)."""
+    _end_unfinished(state, now, RunStatus.CANCELLED, {"message": reason, "kind": "cancelled"})
+
+
+def time_out(state: RunState, now: datetime, message: str) -> None:
+    """End a run that passed its run timeout: status ``timed_out``, error kind ``timeout``.
+
+    Like :func:`cancel`, unfinished steps (running ones included) become ``cancelled``,
+    unfinished child runs are asked to cancel, and nothing downstream starts.
+    """
+    _end_unfinished(state, now, RunStatus.TIMED_OUT, {"message": message, "kind": "timeout"})
+
+
+def _end_unfinished(
+    state: RunState, now: datetime, status: RunStatus, error: dict[str, Any]
+) -> None:
     if state.status.terminal:
         return
     for children in state.children.values():
@@ -513,7 +528,7 @@ def cancel(state: RunState, now: datetime, reason: str) -> None:
             rec.move(StepStatus.CANCELLED)
             rec.finished_at = now
             state.touch(sid)
-    state.error = {"message": reason, "kind": "cancelled"}
-    state.move(RunStatus.CANCELLED)
+    state.error = error
+    state.move(status)
     state.finished_at = now
-    state.emit("run.cancelled", reason=reason)
+    state.emit(f"run.{status.value}", reason=error["message"])

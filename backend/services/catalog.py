@@ -24,12 +24,19 @@ ENTRY_POINT_GROUP = "railyard.connectors"
 
 @dataclass
 class ConnectorInfo:
-    """A loaded connector: name, label, version and the node types it provides."""
+    """A loaded connector: name, label, version, the node types and credential types it
+    provides, and where it came from (``source``: the distribution name and version, or
+    ``"built-in"`` / ``"extra"``)."""
 
     name: str
     label: str
     version: str
     node_types: list[str]
+    description: str = ""
+    icon: str = ""
+    docs_url: str = ""
+    credential_types: list[str] = field(default_factory=list)
+    source: str = ""
 
 
 @dataclass
@@ -40,6 +47,8 @@ class AppCatalog:
     actions: dict[str, Any] = field(default_factory=dict)
     connectors: list[ConnectorInfo] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    credential_types: dict[str, Any] = field(default_factory=dict)
+    triggers: dict[str, Any] = field(default_factory=dict)
 
     def get(self, node_type: str) -> NodeTypeSpec | None:
         return self.specs.get(node_type)
@@ -50,17 +59,50 @@ class AppCatalog:
     def action(self, node_type: str) -> Any | None:
         return self.actions.get(node_type)
 
-    def add_connector(self, connector: Any) -> None:
-        """Register every action of an SDK ``Connector``; raises ValueError on a clash."""
+    def credential_type(self, name: str) -> Any | None:
+        """The SDK ``CredentialType`` called ``name`` or ``None``."""
+        return self.credential_types.get(name)
+
+    def add_connector(self, connector: Any, source: str = "") -> None:
+        """Register the actions, triggers and credential types of an SDK ``Connector``.
+
+        Raises ``ValueError`` when a node type or credential type is already provided (the
+        catalog is left unchanged) or ``TypeError`` when ``connector`` is not a Connector.
+        """
+        if not all(hasattr(connector, a) for a in ("name", "label", "version", "actions")):
+            raise TypeError(f"{connector!r} is not a connectors.sdk.Connector")
+        actions = list(connector.actions)
+        triggers = list(getattr(connector, "triggers", ()))
+        credential_types = list(getattr(connector, "credential_types", ()))
+        for node_type in [a.type for a in actions] + [t.type for t in triggers]:
+            if node_type in self.specs:
+                raise ValueError(f"node type {node_type} is already provided")
+        for ctype in credential_types:
+            if ctype.name in self.credential_types:
+                raise ValueError(f"credential type {ctype.name} is already provided")
         names = []
-        for action in connector.actions:
-            if action.type in self.specs:
-                raise ValueError(f"node type {action.type} is already provided")
+        for action in actions:
             self.specs[action.type] = spec_for_action(action, connector.name)
             self.actions[action.type] = action
             names.append(action.type)
+        for trig in triggers:
+            self.specs[trig.type] = spec_for_trigger(trig, connector.name)
+            self.triggers[trig.type] = trig
+            names.append(trig.type)
+        for ctype in credential_types:
+            self.credential_types[ctype.name] = ctype
         self.connectors.append(
-            ConnectorInfo(connector.name, connector.label, connector.version, names)
+            ConnectorInfo(
+                connector.name,
+                connector.label,
+                connector.version,
+                names,
+                description=getattr(connector, "description", ""),
+                icon=getattr(connector, "icon", ""),
+                docs_url=getattr(connector, "docs_url", ""),
+                credential_types=[c.name for c in credential_types],
+                source=source,
+            )
         )
 
 
@@ -92,6 +134,29 @@ def spec_for_action(action: Any, connector_name: str) -> NodeTypeSpec:
     )
 
 
+def spec_for_trigger(trig: Any, connector_name: str) -> NodeTypeSpec:
+    """Build the :class:`NodeTypeSpec` (kind ``trigger``, no input) of an SDK trigger."""
+    return NodeTypeSpec(
+        type=trig.type,
+        label=trig.label,
+        kind="trigger",
+        category=trig.category or connector_name,
+        description=trig.description,
+        icon=trig.icon,
+        inputs=(),
+        outputs=("out",),
+        config_schema=trig.config_json_schema(),
+        connector=connector_name,
+    )
+
+
+def _source(ep: Any) -> str:
+    dist = getattr(ep, "dist", None)
+    if dist is None:
+        return ""
+    return f"{dist.name} {dist.version}"
+
+
 def load_catalog(extra_connectors: list[Any] | None = None) -> AppCatalog:
     """Build the catalog from control nodes, entry-point plugins and ``extra_connectors``."""
     catalog = AppCatalog()
@@ -100,11 +165,11 @@ def load_catalog(extra_connectors: list[Any] | None = None) -> AppCatalog:
     found = sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name)
     for ep in found:
         try:
-            catalog.add_connector(ep.load())
+            catalog.add_connector(ep.load(), source=_source(ep))
         except Exception as exc:  # a broken plugin must not stop the app
             message = f"connector {ep.name} ({ep.value}) failed to load: {exc!r}"
             log.error(message)
             catalog.errors.append(message)
     for connector in extra_connectors or []:
-        catalog.add_connector(connector)
+        catalog.add_connector(connector, source="extra")
     return catalog

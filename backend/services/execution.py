@@ -9,7 +9,14 @@ This is the execution model of DESIGN.md wired to PostgreSQL:
   runs the connector outside any transaction, and completes with a conditional update:
   a late or duplicate completion is discarded, so a step completes exactly once.
 - :meth:`Execution.sweep` re-dispatches ready steps whose job was lost, expires leases of
-  dead workers and starts queued runs; Redis may lose anything, PostgreSQL holds the truth.
+  dead workers, times out overdue runs and starts queued runs; Redis may lose anything,
+  PostgreSQL holds the truth.
+
+Run control (docs/engine.md): workflow settings ``max_concurrent_runs`` (further runs stay
+``queued`` and start oldest first when a slot frees), ``run_timeout_seconds`` (a due time
+``runs.deadline_at`` the sweeper enforces) and ``error_workflow_id`` (started with the
+failed run's context, in the failing transaction); :meth:`Execution.rerun` repeats a run
+from its failed step or from the start.
 """
 
 from __future__ import annotations
@@ -23,11 +30,12 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
+from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from backend.db.models import Attempt, Run, StepRun, WorkflowVersion
+from backend.db.models import Attempt, Event, Run, StepRun, Workflow, WorkflowVersion
 from backend.db.run_store import (
     claim_attempt,
     create_child,
@@ -70,6 +78,8 @@ class Followup:
     ``dispatch``: ``(step id, delay seconds or None)`` to enqueue; ``start_children``:
     child runs inserted in the transaction; ``cancel_children``: child runs to cancel;
     ``wake_parent``: the parent run to advance because this child run ended.
+    ``start_children`` also carries queued runs to advance for other reasons: the error
+    workflow's run, or the oldest queued run of a workflow whose run just ended.
     """
 
     dispatch: list[tuple[str, float | None]] = field(default_factory=list)
@@ -98,6 +108,43 @@ class RunNotActive(ValueError):
     """The run is not in a state that allows the request (e.g. resume a running run)."""
 
 
+ACTIVE_RUN_STATUSES = (RunStatus.RUNNING.value, RunStatus.WAITING.value, RunStatus.PAUSED.value)
+"""Statuses that hold a slot of a workflow's ``max_concurrent_runs``."""
+
+ERROR_RUN_NAMESPACE = uuid.UUID("5f0c7a52-3d1e-4f53-9a53-6c1f2b7e0e11")
+
+
+def error_run_id(failed_run_id: uuid.UUID | str) -> uuid.UUID:
+    """Deterministic id of the error-workflow run started for ``failed_run_id`` (UUID 5),
+    so it is inserted at most once and the failed run's page can link it."""
+    return uuid.uuid5(ERROR_RUN_NAMESPACE, str(failed_run_id))
+
+
+async def active_version_of(
+    session: AsyncSession, workflow_id: uuid.UUID
+) -> WorkflowVersion | None:
+    """The active version of a workflow (``None``: never published, or no such workflow)."""
+    return (
+        await session.execute(
+            select(WorkflowVersion)
+            .join(
+                Workflow,
+                (WorkflowVersion.workflow_id == Workflow.id)
+                & (WorkflowVersion.number == Workflow.active_version),
+            )
+            .where(Workflow.id == workflow_id)
+        )
+    ).scalar_one_or_none()
+
+
+async def workflow_settings(session: AsyncSession, workflow_id: uuid.UUID) -> dict[str, Any]:
+    """The run-control settings of a workflow (``{}`` when none or the workflow is gone)."""
+    found = (
+        await session.execute(select(Workflow.settings).where(Workflow.id == workflow_id))
+    ).scalar_one_or_none()
+    return dict(found or {})
+
+
 def worker_name() -> str:
     """``host:pid`` of this process, recorded on attempts."""
     return f"{socket.gethostname()}:{os.getpid()}"
@@ -108,7 +155,8 @@ class Execution:
 
     ``context_factory(info: dict) -> context`` builds the connector SDK's action context
     (kept outside so this module does not depend on the SDK). ``lease_seconds`` is the
-    attempt lease; a heartbeat renews it every third of it.
+    attempt lease; a heartbeat renews it every third of it. ``base_url`` (the public URL of
+    the app) builds the run links handed to error workflows.
     """
 
     def __init__(
@@ -120,6 +168,7 @@ class Execution:
         *,
         clock: Clock | None = None,
         lease_seconds: float = 60.0,
+        base_url: str = "",
     ) -> None:
         self.sessionmaker = sessionmaker
         self.dispatcher = dispatcher
@@ -128,6 +177,7 @@ class Execution:
         self.clock = clock or SystemClock()
         self.lease_seconds = lease_seconds
         self.worker = worker_name()
+        self.base_url = base_url.rstrip("/")
 
     # -- start -----------------------------------------------------------------------
 
@@ -139,11 +189,17 @@ class Execution:
         trigger: str,
         idempotency_key: str | None = None,
         user_id: uuid.UUID | None = None,
+        rerun_of: uuid.UUID | None = None,
+        copy_steps_from: uuid.UUID | None = None,
     ) -> StartedRun:
         """Store and start a run of ``version`` with ``input`` (JSON-able).
 
         With ``idempotency_key``, a second call with the same key returns the first run
-        (``created=False``) instead of starting another.
+        (``created=False``) instead of starting another. When the workflow's
+        ``max_concurrent_runs`` is reached, the run is stored ``queued`` and starts when a
+        slot frees (oldest first). ``rerun_of`` links the run it repeats;
+        ``copy_steps_from`` (a run of the same version) copies that run's succeeded step
+        records not downstream of a failure, so execution resumes at the failed step(s).
         """
         now = self.clock.now()
         run_id = uuid.uuid4()
@@ -160,14 +216,14 @@ class Execution:
                     input=input,
                     created_by=user_id,
                     created_at=now,
+                    rerun_of=rerun_of,
                 )
                 session.add(run)
                 await session.flush()
-                graph = await graph_for_version(session, version.id)
-                state = await load_state(session, run)
-                state.emit("run.created", trigger=trigger)
-                dispatch = orchestrator.start(graph, state, now)
-                followup = await self._persist(session, run, state, graph, dispatch, now)
+                session.add(Event(run_id=run_id, kind="run.created", data={"trigger": trigger}))
+                if copy_steps_from is not None:
+                    await self._copy_steps(session, run, copy_steps_from)
+                followups = await self._start_or_queue(session, run, now)
                 status = run.status
         except IntegrityError:
             if idempotency_key is None:
@@ -177,8 +233,146 @@ class Execution:
                     await session.execute(select(Run).where(Run.idempotency_key == idempotency_key))
                 ).scalar_one()
                 return StartedRun(existing.id, existing.status, False)
-        await self._after_commit(run_id, followup)
+        for started_id, followup in followups:
+            await self._after_commit(started_id, followup)
         return StartedRun(run_id, status, True)
+
+    async def _copy_steps(self, session: AsyncSession, run: Run, source_id: uuid.UUID) -> None:
+        """Copy the succeeded step records of run ``source_id`` into new run ``run``.
+
+        A succeeded step downstream of a step that did not succeed (failed, cancelled,
+        unfinished; also an error-port branch) is not copied: it runs again after the
+        failed step. Skipped steps are not copied either (dead-path elimination decides
+        them again).
+        """
+        graph = await graph_for_version(session, run.version_id)
+        rows = {
+            r.step_id: r
+            for r in (
+                await session.execute(select(StepRun).where(StepRun.run_id == source_id))
+            ).scalars()
+        }
+        dirty: set[str] = set()
+        todo = [
+            s.id
+            for s in graph.steps
+            if rows.get(s.id) is None
+            or rows[s.id].status not in (StepStatus.SUCCEEDED.value, StepStatus.SKIPPED.value)
+        ]
+        while todo:
+            sid = todo.pop()
+            if sid in dirty:
+                continue
+            dirty.add(sid)
+            todo.extend(t.target for t in graph.outgoing(sid))
+        copied = []
+        for s in graph.steps:
+            row = rows.get(s.id)
+            if row is None or s.id in dirty or row.status != StepStatus.SUCCEEDED.value:
+                continue
+            copied.append(s.id)
+            session.add(
+                StepRun(
+                    run_id=run.id,
+                    step_id=s.id,
+                    status=row.status,
+                    ports=row.ports,
+                    input=row.input,
+                    output=row.output,
+                    error=row.error,
+                    attempts=row.attempts,
+                    started_at=row.started_at,
+                    finished_at=row.finished_at,
+                    data=row.data,
+                )
+            )
+        session.add(
+            Event(
+                run_id=run.id,
+                kind="run.steps_copied",
+                data={"from_run_id": str(source_id), "steps": copied},
+            )
+        )
+        await session.flush()
+
+    async def _start_or_queue(
+        self, session: AsyncSession, run: Run, now: Any
+    ) -> list[tuple[uuid.UUID, Followup]]:
+        """Start queued ``run`` (new or locked by the caller), or leave it queued while its
+        workflow has ``max_concurrent_runs`` active runs. Returns the runs started (this
+        one and/or older queued runs of the workflow) with what follows each."""
+        settings = await workflow_settings(session, run.workflow_id)
+        limit = settings.get("max_concurrent_runs")
+        if limit:
+            return await self._admit(session, run.workflow_id, int(limit), now)
+        return [(run.id, await self._start_locked(session, run, settings, now))]
+
+    async def _start_locked(
+        self, session: AsyncSession, run: Run, settings: dict[str, Any], now: Any
+    ) -> Followup:
+        """Start queued ``run`` (row locked or new): the trigger step completes, the first
+        steps become ready; the run timeout's due time is set from ``settings``."""
+        graph = await graph_for_version(session, run.version_id)
+        state = await load_state(session, run)
+        dispatch = orchestrator.start(graph, state, now)
+        timeout = settings.get("run_timeout_seconds")
+        if timeout:
+            run.deadline_at = now + timedelta(seconds=float(timeout))
+        return await self._persist(session, run, state, graph, dispatch, now)
+
+    async def _admit(
+        self, session: AsyncSession, workflow_id: uuid.UUID, limit: int, now: Any
+    ) -> list[tuple[uuid.UUID, Followup]]:
+        """Start the oldest queued runs of a workflow while fewer than ``limit`` are active.
+
+        The workflow row is locked first (``FOR UPDATE``), so concurrent admissions of
+        one workflow are serialised and the limit holds; runs start in creation order.
+        The caller holds no run lock (lock order: workflow row, then run rows).
+        """
+        await session.execute(
+            select(Workflow.id).where(Workflow.id == workflow_id).with_for_update()
+        )
+        settings = await workflow_settings(session, workflow_id)
+        active = (
+            await session.execute(
+                select(func.count())
+                .select_from(Run)
+                .where(Run.workflow_id == workflow_id, Run.status.in_(ACTIVE_RUN_STATUSES))
+            )
+        ).scalar_one()
+        free = limit - int(active)
+        if free <= 0:
+            return []
+        queued = (
+            (
+                await session.execute(
+                    select(Run.id)
+                    .where(Run.workflow_id == workflow_id, Run.status == RunStatus.QUEUED.value)
+                    .order_by(Run.created_at, Run.id)
+                    .limit(free)
+                )
+            )
+            .scalars()
+            .all()
+        )
+        started = []
+        for queued_id in queued:
+            run = await lock_run(session, queued_id)
+            if run is None or run.status != RunStatus.QUEUED.value:
+                continue
+            started.append((queued_id, await self._start_locked(session, run, settings, now)))
+        return started
+
+    async def admit_queued(self, workflow_id: uuid.UUID) -> int:
+        """Start the oldest queued runs of ``workflow_id`` that fit its concurrency limit
+        (all of them when it has none). Returns how many started."""
+        now = self.clock.now()
+        async with self.sessionmaker() as session, session.begin():
+            limit = (await workflow_settings(session, workflow_id)).get("max_concurrent_runs")
+            started = await self._admit(session, workflow_id, int(limit or 1_000_000), now)
+        for run_id, followup in started:
+            await self._after_commit(run_id, followup)
+        return len(started)
 
     async def _persist(
         self,
@@ -208,7 +402,10 @@ class Execution:
                     state.children.setdefault(request.step_id, []).append(entry)
             dispatch += orchestrator.advance(graph, state, now)
         followup.cancel_children, state.child_cancels = state.child_cancels, []
+        ended_now = state.status.terminal and not RunStatus(run.status).terminal
         await save_state(session, run, state)
+        if ended_now:
+            await self._on_run_ended(session, run, state, followup)
         for step_id in dict.fromkeys(dispatch):
             rec = state.steps.get(step_id)
             delay = None
@@ -218,6 +415,84 @@ class Execution:
         if run.parent_run_id is not None and state.status.terminal:
             followup.wake_parent = str(run.parent_run_id)
         return followup
+
+    async def _on_run_ended(
+        self, session: AsyncSession, run: Run, state: RunState, followup: Followup
+    ) -> None:
+        """In the transaction that ended ``run``: free its concurrency slot (advance the
+        oldest queued run of the workflow after commit) and, for a failed or timed-out run,
+        insert the error workflow's run (queued, trigger ``error``)."""
+        settings = await workflow_settings(session, run.workflow_id)
+        if settings.get("max_concurrent_runs"):
+            oldest = (
+                await session.execute(
+                    select(Run.id)
+                    .where(Run.workflow_id == run.workflow_id, Run.status == RunStatus.QUEUED.value)
+                    .order_by(Run.created_at, Run.id)
+                    .limit(1)
+                )
+            ).scalar_one_or_none()
+            if oldest is not None:
+                followup.start_children.append(str(oldest))
+        error_workflow = settings.get("error_workflow_id")
+        if (
+            error_workflow
+            and state.status in (RunStatus.FAILED, RunStatus.TIMED_OUT)
+            and run.trigger != "error"
+            and str(error_workflow) != str(run.workflow_id)
+        ):
+            started = await self._insert_error_run(session, run, state, uuid.UUID(error_workflow))
+            if started is not None:
+                followup.start_children.append(started)
+
+    async def _insert_error_run(
+        self, session: AsyncSession, run: Run, state: RunState, error_workflow_id: uuid.UUID
+    ) -> str | None:
+        """Insert the queued error-workflow run for failed ``run``; ``None`` (and an event
+        on the failed run) when the error workflow has no active version."""
+        version = await active_version_of(session, error_workflow_id)
+        if version is None:
+            session.add(
+                Event(
+                    run_id=run.id,
+                    kind="error_workflow.not_started",
+                    data={"error_workflow_id": str(error_workflow_id), "reason": "not published"},
+                )
+            )
+            return None
+        name = (
+            await session.execute(select(Workflow.name).where(Workflow.id == run.workflow_id))
+        ).scalar_one_or_none()
+        error = dict(state.error or {})
+        context = {
+            "run_id": str(run.id),
+            "workflow_id": str(run.workflow_id),
+            "workflow_name": name,
+            "status": state.status.value,
+            "error": error,
+            "failed_step": error.get("step_id"),
+            "input": run.input,
+            "url": f"{self.base_url}/runs/{run.id}",
+        }
+        new_id = error_run_id(run.id)
+        await session.execute(
+            insert(Run)
+            .values(
+                id=new_id,
+                workflow_id=version.workflow_id,
+                version_id=version.id,
+                version_number=version.number,
+                status=RunStatus.QUEUED.value,
+                trigger="error",
+                input=context,
+                created_by=run.created_by,
+            )
+            .on_conflict_do_nothing(index_elements=["id"])
+        )
+        session.add(
+            Event(run_id=run.id, kind="error_workflow.started", data={"run_id": str(new_id)})
+        )
+        return str(new_id)
 
     async def _after_commit(self, run_id: uuid.UUID, followup: Followup) -> None:
         for step_id, delay in followup.dispatch:
@@ -236,20 +511,41 @@ class Execution:
     # -- advance ---------------------------------------------------------------------
 
     async def advance_run(self, run_id: uuid.UUID) -> None:
-        """Advance a run (used after recovery and by the sweeper); starts a queued run."""
+        """Advance a run (used after recovery and by the sweeper); starts a queued run
+        when its workflow's concurrency limit allows (else the oldest queued ones that fit).
+        """
         now = self.clock.now()
         async with self.sessionmaker() as session, session.begin():
-            run = await lock_run(session, run_id)
-            if run is None:
+            peek = (
+                await session.execute(select(Run.status, Run.workflow_id).where(Run.id == run_id))
+            ).one_or_none()
+            if peek is None:
                 return
-            graph = await graph_for_version(session, run.version_id)
-            state = await load_state(session, run)
-            if state.status == RunStatus.QUEUED:
-                dispatch = orchestrator.start(graph, state, now)
+            if peek[0] == RunStatus.QUEUED.value:
+                # no run lock yet: admission locks the workflow row first
+                followups = await self._start_or_queue_by_id(session, run_id, peek[1], now)
             else:
+                run = await lock_run(session, run_id)
+                if run is None:
+                    return
+                graph = await graph_for_version(session, run.version_id)
+                state = await load_state(session, run)
                 dispatch = orchestrator.advance(graph, state, now)
-            followup = await self._persist(session, run, state, graph, dispatch, now)
-        await self._after_commit(run_id, followup)
+                followup = await self._persist(session, run, state, graph, dispatch, now)
+                followups = [(run_id, followup)]
+        for started_id, followup in followups:
+            await self._after_commit(started_id, followup)
+
+    async def _start_or_queue_by_id(
+        self, session: AsyncSession, run_id: uuid.UUID, workflow_id: uuid.UUID, now: Any
+    ) -> list[tuple[uuid.UUID, Followup]]:
+        limit = (await workflow_settings(session, workflow_id)).get("max_concurrent_runs")
+        if limit:
+            return await self._admit(session, workflow_id, int(limit), now)
+        run = await lock_run(session, run_id)
+        if run is None or run.status != RunStatus.QUEUED.value:
+            return []
+        return await self._start_or_queue(session, run, now)
 
     async def pause_run(self, run_id: uuid.UUID) -> None:
         """Pause a running or waiting run: nothing new starts; running attempts finish.
@@ -297,6 +593,29 @@ class Execution:
 
     async def cancel_run(self, run_id: uuid.UUID, reason: str) -> bool:
         """Cancel a run that has not ended. Returns False when it had already ended."""
+
+        def apply(state: RunState, _run: Run, now: Any) -> None:
+            orchestrator.cancel(state, now, reason)
+
+        return await self._end_run(run_id, apply)
+
+    async def timeout_run(self, run_id: uuid.UUID) -> bool:
+        """End a run whose run timeout (``runs.deadline_at``) has passed: ``timed_out``.
+
+        Running attempts are cancelled (their workers see it at the next heartbeat: the
+        SDK's ``is_cancelled()`` turns true and the action task is cancelled; a late
+        completion is discarded), unfinished children are cancelled, the error workflow
+        starts. Returns False when the run already ended or is not overdue.
+        """
+
+        def apply(state: RunState, run: Run, now: Any) -> None:
+            deadline = run.deadline_at or now
+            seconds = (deadline - (run.started_at or run.created_at)).total_seconds()
+            orchestrator.time_out(state, now, f"run timed out after {seconds:g} s")
+
+        return await self._end_run(run_id, apply, overdue_only=True)
+
+    async def _end_run(self, run_id: uuid.UUID, apply: Any, *, overdue_only: bool = False) -> bool:
         now = self.clock.now()
         async with self.sessionmaker() as session, session.begin():
             run = await lock_run(session, run_id)
@@ -305,19 +624,56 @@ class Execution:
             state = await load_state(session, run)
             if state.status.terminal:
                 return False
-            orchestrator.cancel(state, now, reason)
+            if overdue_only and (run.deadline_at is None or run.deadline_at > now):
+                return False
+            apply(state, run, now)
             await session.execute(
                 update(Attempt)
                 .where(Attempt.run_id == run_id, Attempt.status == "running")
                 .values(status="cancelled", finished_at=now)
             )
-            followup = Followup(cancel_children=state.child_cancels)
-            state.child_cancels = []
-            await save_state(session, run, state)
-            if run.parent_run_id is not None:
-                followup.wake_parent = str(run.parent_run_id)
+            graph = await graph_for_version(session, run.version_id)
+            followup = await self._persist(session, run, state, graph, [], now)
         await self._after_commit(run_id, followup)
         return True
+
+    async def rerun(
+        self, run_id: uuid.UUID, *, start_from: str, user_id: uuid.UUID | None = None
+    ) -> StartedRun:
+        """Start a new run repeating ended run ``run_id`` (linked by ``rerun_of``).
+
+        ``start_from="failed_step"``: same version, same input; the original's succeeded
+        steps (not downstream of a failure) are copied with their outputs and execution
+        resumes at the failed step(s); only for failed, timed-out or cancelled runs.
+        ``start_from="start"``: the workflow's current active version with the original
+        input. Raises :class:`RunNotFound`, :class:`RunNotActive` (the run has not ended,
+        did not fail, or the workflow has no active version) or ``ValueError`` for another
+        ``start_from``.
+        """
+        if start_from not in ("failed_step", "start"):
+            raise ValueError(f'"from" must be "failed_step" or "start", got {start_from!r}')
+        async with self.sessionmaker() as session:
+            run = await session.get(Run, run_id)
+            if run is None:
+                raise RunNotFound(f"run {run_id} not found")
+            if not RunStatus(run.status).terminal:
+                raise RunNotActive(f"run is {run.status}; only ended runs can be re-run")
+            if start_from == "failed_step":
+                if run.status == RunStatus.SUCCEEDED.value:
+                    raise RunNotActive("run succeeded; it has no failed step to re-run from")
+                version = await session.get(WorkflowVersion, run.version_id)
+            else:
+                version = await active_version_of(session, run.workflow_id)
+            if version is None:
+                raise RunNotActive("the workflow has no active version to re-run")
+        return await self.start_run(
+            version,
+            run.input,
+            trigger="rerun",
+            user_id=user_id,
+            rerun_of=run.id,
+            copy_steps_from=run.id if start_from == "failed_step" else None,
+        )
 
     # -- execute a step --------------------------------------------------------------
 
@@ -446,12 +802,13 @@ class Execution:
         if runner is None:
             return _failure(f"no installed connector provides {node_type}", "unknown_node_type")
         cancelled = asyncio.Event()
+        task: asyncio.Task[Any] | None = None
 
         async def heartbeat(_details: Any = None) -> None:
             async with self.sessionmaker() as session, session.begin():
                 until = self.clock.now() + timedelta(seconds=self.lease_seconds)
                 if not await extend_lease(session, attempt_id, token, until):
-                    cancelled.set()
+                    _stop(task, cancelled)  # run cancelled or timed out, lease lost
 
         async def beat_forever() -> None:
             while True:
@@ -460,15 +817,24 @@ class Execution:
 
         context = self.context_factory(info, heartbeat, cancelled.is_set)
         beater = asyncio.create_task(beat_forever())
+        task = asyncio.ensure_future(runner.run(config, input, context))
         try:
-            output = await asyncio.wait_for(runner.run(config, input, context), timeout)
-            return {"ok": True, "output": output}
-        except TimeoutError:
-            return _failure(f"step timed out after {timeout} s", "timeout", retryable=True)
+            done, _ = await asyncio.wait({task}, timeout=timeout)
+            if not done:  # step timeout: cooperative first (is_cancelled), then the task
+                _stop(task, cancelled)
+                await asyncio.gather(task, return_exceptions=True)
+                return _failure(f"step timed out after {timeout:g} s", "timeout", retryable=True)
+            return {"ok": True, "output": task.result()}
+        except asyncio.CancelledError:
+            if cancelled.is_set():  # stopped by the heartbeat: completion is discarded anyway
+                return _failure("attempt cancelled", "cancelled")
+            raise
         except Exception as exc:  # connector errors become step errors, never crash the worker
             return _error_from_exception(exc)
         finally:
             beater.cancel()
+            if not task.done():  # this worker job itself was cancelled
+                task.cancel()
 
     async def _complete(
         self, run_id: uuid.UUID, done: _Claimed, outcome: dict[str, Any]
@@ -534,19 +900,38 @@ class Execution:
 
     async def sweep(self, *, grace_seconds: float = 5.0) -> dict[str, int]:
         """One recovery pass. Returns counts: ``expired``, ``redispatched``, ``started``,
-        ``woken``.
+        ``woken``, ``timed_out``.
 
         - running attempts whose lease ran out are expired and their step made ready again
           (a lost worker is not the step's failure, so it does not use up retries);
         - ready steps due for longer than ``grace_seconds`` are dispatched again (a lost job);
-        - queued runs older than ``grace_seconds`` are advanced (child runs included);
+        - runs past their run timeout (``deadline_at``) are timed out;
+        - queued runs older than ``grace_seconds`` are advanced (child runs included); for
+          a workflow with ``max_concurrent_runs`` the oldest queued runs that fit start;
         - parents whose calling step still runs although a child ended more than
           ``grace_seconds`` ago are advanced (a lost wake-up job).
         Due durable timers are ready steps, so the second rule fires them.
         """
         now = self.clock.now()
         grace = now - timedelta(seconds=grace_seconds)
-        counts = {"expired": 0, "redispatched": 0, "started": 0, "woken": 0}
+        counts = {"expired": 0, "redispatched": 0, "started": 0, "woken": 0, "timed_out": 0}
+        async with self.sessionmaker() as session:
+            overdue = (
+                (
+                    await session.execute(
+                        select(Run.id)
+                        .where(Run.status.in_(ACTIVE_RUN_STATUSES), Run.deadline_at < now)
+                        .limit(500)
+                    )
+                )
+                .scalars()
+                .all()
+            )
+        for run_id in overdue:
+            try:
+                counts["timed_out"] += int(await self.timeout_run(run_id))
+            except RunNotFound:
+                pass
         async with self.sessionmaker() as session:
             expired = (
                 await session.execute(
@@ -598,16 +983,13 @@ class Execution:
                 )
             ).all()
             queued = (
-                (
-                    await session.execute(
-                        select(Run.id)
-                        .where(Run.status == RunStatus.QUEUED.value, Run.created_at < grace)
-                        .limit(1000)
-                    )
+                await session.execute(
+                    select(Run.id, Run.workflow_id, Workflow.settings)
+                    .join(Workflow, Workflow.id == Run.workflow_id)
+                    .where(Run.status == RunStatus.QUEUED.value, Run.created_at < grace)
+                    .limit(1000)
                 )
-                .scalars()
-                .all()
-            )
+            ).all()
             waiting_parents = (
                 (
                     await session.execute(
@@ -635,9 +1017,15 @@ class Execution:
         for parent_id in waiting_parents:
             await self.dispatcher.dispatch_advance(str(parent_id))
             counts["woken"] += 1
-        for run_id in queued:
+        limited: set[uuid.UUID] = set()
+        for run_id, workflow_id, settings in queued:
+            if (settings or {}).get("max_concurrent_runs"):
+                limited.add(workflow_id)
+                continue
             await self.dispatcher.dispatch_advance(str(run_id))
             counts["started"] += 1
+        for workflow_id in limited:
+            counts["started"] += await self.admit_queued(workflow_id)
         return counts
 
     async def load_run_state(self, run_id: uuid.UUID) -> RunState:
@@ -669,6 +1057,14 @@ def _inline_candidate(
     if rec.not_before is not None and rec.not_before > now:
         return None
     return step_id
+
+
+def _stop(task: asyncio.Task[Any] | None, cancelled: asyncio.Event) -> None:
+    """Cancel a running action: the SDK's ``is_cancelled()`` turns true, then the task is
+    cancelled (an action that ignores the flag is interrupted at its next ``await``)."""
+    cancelled.set()
+    if task is not None and not task.done():
+        task.cancel()
 
 
 def _failure(message: str, kind: str, *, retryable: bool = False) -> dict[str, Any]:

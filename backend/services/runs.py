@@ -11,6 +11,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.db.models import Attempt, Run, StepRun, Workflow, WorkflowVersion
+from backend.services.execution import error_run_id
 from designer_schema.graph import WorkflowGraph
 
 
@@ -73,7 +74,12 @@ class RunSummary(msgspec.Struct):
 
 
 class RunDetail(msgspec.Struct):
-    """A run with every step of its graph (steps not reached yet are ``pending``)."""
+    """A run with every step of its graph (steps not reached yet are ``pending``).
+
+    ``deadline_at``: when the run times out (workflow setting ``run_timeout_seconds``);
+    ``rerun_of``/``reruns``: the run this one repeats / runs repeating this one (oldest
+    first); ``error_run_id``: the error workflow's run started because this run failed.
+    """
 
     id: str
     workflow_id: str
@@ -91,6 +97,10 @@ class RunDetail(msgspec.Struct):
     steps: list[StepView]
     parent_run_id: str | None = None
     children: list[ChildLink] = msgspec.field(default_factory=list)
+    deadline_at: datetime | None = None
+    rerun_of: str | None = None
+    reruns: list[str] = msgspec.field(default_factory=list)
+    error_run_id: str | None = None
 
 
 def _ms(start: datetime | None, end: datetime | None) -> int | None:
@@ -207,5 +217,23 @@ async def get_run_detail(
                 .order_by(Run.parent_step_id, Run.parent_index)
             )
         ],
+        deadline_at=run.deadline_at,
+        rerun_of=str(run.rerun_of) if run.rerun_of else None,
+        reruns=[
+            str(rid)
+            for rid in (
+                await session.execute(
+                    select(Run.id).where(Run.rerun_of == run_id).order_by(Run.created_at)
+                )
+            ).scalars()
+        ],
+        error_run_id=await _error_run(session, run),
     )
     return detail, version.diagram
+
+
+async def _error_run(session: AsyncSession, run: Run) -> str | None:
+    if run.status not in ("failed", "timed_out"):
+        return None
+    found = await session.get(Run, error_run_id(run.id))
+    return str(found.id) if found is not None else None

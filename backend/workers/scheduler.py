@@ -9,6 +9,7 @@ connection closing (process exit or crash).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 
 from sqlalchemy import text
@@ -22,31 +23,47 @@ SCHEDULER_LOCK_KEY = 0x52595343484544
 
 
 async def run_scheduler(runtime: Runtime, stop: asyncio.Event) -> None:
-    """Sweep while leader until ``stop`` is set."""
+    """Sweep while leader until ``stop`` is set.
+
+    A lost database (PostgreSQL restarted or unreachable) ends leadership (the advisory
+    lock went with the connection): the error is logged and the scheduler tries to take
+    the lock again every ``sweep_interval`` seconds, so it survives an outage.
+    """
     interval = runtime.settings.sweep_interval
     while not stop.is_set():
-        async with runtime.engine.connect() as conn:
-            got = (
-                await conn.execute(
-                    text("select pg_try_advisory_lock(:k)"), {"k": SCHEDULER_LOCK_KEY}
-                )
-            ).scalar_one()
-            await conn.commit()
-            if not got:
-                log.info("scheduler standing by: another scheduler is leader")
+        try:
+            await _lead(runtime, stop, interval)
+        except Exception as exc:  # connection lost: retry, never exit
+            log.warning("scheduler lost the database (%s: %s); retrying", type(exc).__name__, exc)
+            await _wait(stop, interval)
+
+
+async def _lead(runtime: Runtime, stop: asyncio.Event, interval: float) -> None:
+    """Take the leader lock (or stand by one interval) and sweep while the lock's
+    connection answers; raises when that connection is lost."""
+    async with runtime.engine.connect() as conn:
+        got = (
+            await conn.execute(text("select pg_try_advisory_lock(:k)"), {"k": SCHEDULER_LOCK_KEY})
+        ).scalar_one()
+        await conn.commit()
+        if not got:
+            log.info("scheduler standing by: another scheduler is leader")
+            await _wait(stop, interval)
+            return
+        log.info("scheduler is leader")
+        try:
+            while not stop.is_set():
+                try:
+                    counts = await runtime.execution.sweep(grace_seconds=interval)
+                    if any(counts.values()):
+                        log.info("sweep: %s", counts)
+                except Exception:  # a failed pass must not end leadership
+                    log.exception("sweep failed")
                 await _wait(stop, interval)
-                continue
-            log.info("scheduler is leader")
-            try:
-                while not stop.is_set():
-                    try:
-                        counts = await runtime.execution.sweep(grace_seconds=interval)
-                        if any(counts.values()):
-                            log.info("sweep: %s", counts)
-                    except Exception:  # a failed pass must not end leadership
-                        log.exception("sweep failed")
-                    await _wait(stop, interval)
-            finally:
+                await conn.execute(text("select 1"))  # still leader: the lock's session lives
+                await conn.commit()
+        finally:
+            with contextlib.suppress(Exception):  # a dead connection released it already
                 await conn.execute(text("select pg_advisory_unlock(:k)"), {"k": SCHEDULER_LOCK_KEY})
                 await conn.commit()
 

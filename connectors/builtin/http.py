@@ -1,12 +1,35 @@
-"""Built-in HTTP connector: one action, ``http.request``.
+"""Built-in HTTP connector: ``http.request`` and the generic auth credential types.
 
 Output shape::
 
     {"status": 200, "headers": {"content-type": "application/json"}, "body": {...}}
 
-``headers`` names are lower-cased (repeated headers are joined with ``", "``); ``body`` is
-the parsed JSON when the response's content type is JSON (``application/json`` or
-``+json``), else the text (``None`` for an empty body or a HEAD request).
+plus ``"url"`` (the final URL after redirects) and, with pagination, ``"pages"`` (every
+page's body, in order; ``body`` is then the last page's body).
+
+- ``headers`` names are lower-cased (repeated headers joined with ``", "``).
+- ``response_format``: ``auto`` parses JSON when the content type is JSON (``application/
+  json`` or ``+json``) and returns text otherwise (``None`` for an empty body or HEAD);
+  ``json`` always parses (a non-JSON body fails the step, kind ``http_invalid_json``);
+  ``text`` decodes; ``bytes`` returns ``{"base64": "...", "size": n, "content_type": ...}``.
+- Request bodies (``body_type``): ``json`` (any JSON value), ``form``
+  (``application/x-www-form-urlencoded`` from an object; list values repeat the key),
+  ``multipart`` (an object; a value ``{"filename", "content_base64", "content_type"}`` is a
+  file part, anything else a text field), ``raw`` (a string sent as is with
+  ``content_type``). GET/HEAD/OPTIONS send no body.
+- Auth (``credential``): ``basic`` (RFC 7617), ``bearer`` (``Authorization: Bearer``),
+  ``api_key`` (header or query parameter) or ``oauth2`` (the stored access token, refreshed
+  by the product before expiry). The ``Authorization`` header is dropped when a redirect
+  leaves the original host.
+- Redirects: followed when ``follow_redirects`` (at most ``max_redirects`` hops; more fail
+  with kind ``too_many_redirects``). Every hop is a request of its own through the
+  SSRF-guarded client, so a redirect to a private address is refused. 301/302/303 turn a
+  non-GET into a GET without body (as browsers do); 307/308 repeat method and body.
+- Pagination (``pagination``): ``link_header`` follows ``Link: <url>; rel="next"``
+  (RFC 8288); ``body_field`` follows the URL at a dotted path of the JSON body (e.g.
+  ``paging.next.link``); stops when there is no next URL or after ``max_pages`` pages.
+- Response size: each body is capped by the SDK client (10 MiB, kind
+  ``response_too_large``).
 
 Errors: status >= 400 with ``fail_on_error_status`` raises through
 :func:`connectors.sdk.raise_for_status` (429/503 retryable honouring ``Retry-After``,
@@ -20,6 +43,7 @@ set that header (any case) themselves, so APIs that deduplicate see retries as o
 
 from __future__ import annotations
 
+import base64
 from typing import Annotated, Any, Literal
 
 import httpx
@@ -27,11 +51,52 @@ import msgspec
 
 from connectors import sdk
 
-__all__ = ["HttpRequestConfig", "HttpResponse", "connector", "http_request"]
+__all__ = [
+    "API_KEY",
+    "BASIC",
+    "BEARER",
+    "OAUTH2",
+    "HttpRequestConfig",
+    "HttpResponse",
+    "apply_auth",
+    "connector",
+    "http_request",
+]
 
 Method = Literal["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
 
 _BODYLESS = frozenset({"GET", "HEAD", "OPTIONS"})
+_REDIRECTS = frozenset({301, 302, 303, 307, 308})
+
+API_KEY = sdk.credential_type(
+    "api_key",
+    label="API key",
+    kind="api_key",
+    fields=sdk.ApiKeyFields,
+    description="A key sent in a header or query parameter",
+)
+BASIC = sdk.credential_type(
+    "basic",
+    label="Basic auth",
+    kind="basic",
+    fields=sdk.BasicFields,
+    description="Username and password (HTTP Basic)",
+)
+BEARER = sdk.credential_type(
+    "bearer",
+    label="Bearer token",
+    kind="bearer",
+    fields=sdk.BearerFields,
+    description="Authorization: Bearer <token>",
+)
+OAUTH2 = sdk.credential_type(
+    "oauth2",
+    label="OAuth2 (authorization code)",
+    kind="oauth2",
+    fields=sdk.OAuth2Fields,
+    description="Any OAuth2 provider; click Connect after saving",
+)
+AUTH_TYPES = ("basic", "bearer", "api_key", "oauth2")
 
 
 class HttpRequestConfig(msgspec.Struct, kw_only=True):
@@ -41,9 +106,7 @@ class HttpRequestConfig(msgspec.Struct, kw_only=True):
     url: Annotated[
         str,
         msgspec.Meta(
-            title="URL",
-            description="http or https URL",
-            extra_json_schema={"format": "uri"},
+            title="URL", description="http or https URL", extra_json_schema={"format": "uri"}
         ),
     ]
     headers: Annotated[
@@ -56,13 +119,36 @@ class HttpRequestConfig(msgspec.Struct, kw_only=True):
             description="Appended to the URL; a list repeats the parameter",
         ),
     ] = {}
+    body_type: Annotated[
+        Literal["json", "form", "multipart", "raw"],
+        msgspec.Meta(title="Body type", description="How the body is encoded"),
+    ] = "json"
     body: Annotated[
         Any,
-        msgspec.Meta(
-            title="Body",
-            description="Sent as JSON when set and the method allows a body",
-        ),
+        msgspec.Meta(title="Body", description="Sent when set and the method allows a body"),
     ] = None
+    content_type: Annotated[
+        str, msgspec.Meta(title="Raw content type", description="Content-Type of a raw body")
+    ] = "text/plain; charset=utf-8"
+    credential: Annotated[str | None, sdk.credential_meta(*AUTH_TYPES, title="Authentication")] = (
+        None
+    )
+    response_format: Annotated[
+        Literal["auto", "json", "text", "bytes"], msgspec.Meta(title="Response format")
+    ] = "auto"
+    follow_redirects: Annotated[bool, msgspec.Meta(title="Follow redirects")] = True
+    max_redirects: Annotated[int, msgspec.Meta(title="Max redirects", ge=0, le=20)] = 5
+    pagination: Annotated[
+        Literal["none", "link_header", "body_field"],
+        msgspec.Meta(title="Pagination", description="How to find the next page"),
+    ] = "none"
+    next_field: Annotated[
+        str,
+        msgspec.Meta(
+            title="Next-URL field", description="Dotted path of the next URL in the JSON body"
+        ),
+    ] = ""
+    max_pages: Annotated[int, msgspec.Meta(title="Max pages", ge=1, le=1000)] = 10
     request_timeout: Annotated[
         float,
         msgspec.Meta(
@@ -80,12 +166,14 @@ class HttpRequestConfig(msgspec.Struct, kw_only=True):
     ] = True
 
 
-class HttpResponse(msgspec.Struct):
+class HttpResponse(msgspec.Struct, omit_defaults=True):
     """Output of ``http.request``."""
 
     status: int
     headers: dict[str, str]
     body: Any
+    url: str = ""
+    pages: list[Any] | None = None
 
 
 def _is_json(content_type: str) -> bool:
@@ -93,13 +181,29 @@ def _is_json(content_type: str) -> bool:
     return media == "application/json" or media.endswith("+json")
 
 
-def _decode_body(response: httpx.Response, method: str) -> Any:
-    if method == "HEAD" or not response.content:
+def decode_body(response: httpx.Response, method: str, fmt: str = "auto") -> Any:
+    """Decode ``response`` per ``fmt`` (see the module docstring)."""
+    if method == "HEAD":
         return None
-    if _is_json(response.headers.get("content-type", "")):
+    if fmt == "bytes":
+        return {
+            "base64": base64.b64encode(response.content).decode(),
+            "size": len(response.content),
+            "content_type": response.headers.get("content-type", ""),
+        }
+    if not response.content:
+        return None
+    if fmt == "text":
+        return response.text
+    if fmt == "json" or _is_json(response.headers.get("content-type", "")):
         try:
             return msgspec.json.decode(response.content)
         except msgspec.DecodeError:
+            if fmt == "json":
+                raise sdk.NonRetryableError(
+                    f"response from {response.request.url} is not JSON",
+                    kind="http_invalid_json",
+                ) from None
             return response.text
     return response.text
 
@@ -110,6 +214,122 @@ def _headers(response: httpx.Response) -> dict[str, str]:
         key = name.lower()
         out[key] = f"{out[key]}, {value}" if key in out else value
     return out
+
+
+def apply_auth(
+    credential: dict[str, Any], headers: dict[str, str], params: list[tuple[str, str]]
+) -> None:
+    """Add the credential's auth to ``headers`` / ``params`` (in place) by its ``kind``."""
+    kind = credential.get("kind")
+    if kind == "basic":
+        raw = f"{credential['username']}:{credential['password']}".encode()
+        headers["Authorization"] = "Basic " + base64.b64encode(raw).decode()
+    elif kind == "bearer":
+        headers["Authorization"] = f"Bearer {credential['token']}"
+    elif kind == "oauth2":
+        headers["Authorization"] = f"Bearer {credential['access_token']}"
+    elif kind == "api_key":
+        if credential.get("placement") == "query":
+            params.append((credential.get("name") or "api_key", credential["api_key"]))
+        else:
+            headers[credential.get("name") or "X-API-Key"] = credential["api_key"]
+    else:
+        raise sdk.ConfigError(f"credential kind {kind!r} cannot authenticate HTTP requests")
+
+
+def _query_params(query: dict[str, str | list[str]]) -> list[tuple[str, str]]:
+    params: list[tuple[str, str]] = []
+    for key, value in query.items():
+        for item in value if isinstance(value, list) else [value]:
+            params.append((key, str(item)))
+    return params
+
+
+def _body_kwargs(config: HttpRequestConfig) -> dict[str, Any]:
+    if config.body is None or config.method in _BODYLESS:
+        return {}
+    if config.body_type == "json":
+        return {"json": config.body}
+    if config.body_type == "raw":
+        content = config.body if isinstance(config.body, str | bytes) else str(config.body)
+        return {"content": content, "headers": {"Content-Type": config.content_type}}
+    if not isinstance(config.body, dict):
+        raise sdk.ConfigError(f"a {config.body_type} body must be an object of fields")
+    if config.body_type == "form":
+        return {"data": {k: v if isinstance(v, list) else str(v) for k, v in config.body.items()}}
+    # Every part goes through ``files`` so the body is multipart even without a file;
+    # a ``None`` filename makes a plain form field.
+    parts: list[tuple[str, tuple[str | None, bytes, str | None]]] = []
+    for key, value in config.body.items():
+        if isinstance(value, dict) and "content_base64" in value:
+            try:
+                content = base64.b64decode(value["content_base64"], validate=True)
+            except ValueError:
+                raise sdk.ConfigError(f"multipart field {key!r}: invalid base64") from None
+            filename = str(value.get("filename") or key)
+            ctype = str(value.get("content_type") or "application/octet-stream")
+            parts.append((key, (filename, content, ctype)))
+        else:
+            text = value if isinstance(value, str) else msgspec.json.encode(value).decode()
+            parts.append((key, (None, text.encode(), None)))
+    return {"files": parts}
+
+
+def _dotted(value: Any, path: str) -> Any:
+    for part in path.split("."):
+        if isinstance(value, dict):
+            value = value.get(part)
+        elif isinstance(value, list) and part.isdigit() and int(part) < len(value):
+            value = value[int(part)]
+        else:
+            return None
+    return value
+
+
+async def _send(
+    client: httpx.AsyncClient,
+    config: HttpRequestConfig,
+    method: str,
+    url: str,
+    headers: dict[str, str],
+    params: list[tuple[str, str]] | None,
+    body: dict[str, Any],
+) -> httpx.Response:
+    """One logical request, following redirects hop by hop (each hop SSRF-checked)."""
+    origin = httpx.URL(url).host
+    for _hop in range(config.max_redirects + 1):
+        extra_headers = body.get("headers", {})
+        kwargs = {k: v for k, v in body.items() if k != "headers"}
+        try:
+            with sdk.http_errors(url, method=method, timeout=config.request_timeout):
+                response = await client.request(
+                    method,
+                    url,
+                    headers={**headers, **extra_headers},
+                    params=params,  # type: ignore[arg-type]
+                    timeout=config.request_timeout,
+                    follow_redirects=False,
+                    **kwargs,
+                )
+        except httpx.InvalidURL as err:
+            raise sdk.NonRetryableError(
+                f"invalid URL {url!r}: {err}", kind="http_invalid_url"
+            ) from None
+        location = response.headers.get("location")
+        if not (config.follow_redirects and response.status_code in _REDIRECTS and location):
+            return response
+        await response.aclose()
+        next_url = response.request.url.join(location)
+        url, params = str(next_url), None
+        if response.status_code in (301, 302, 303) and method not in ("GET", "HEAD"):
+            method, body = "GET", {}
+        if next_url.host != origin:
+            headers = {k: v for k, v in headers.items() if k.lower() != "authorization"}
+    raise sdk.NonRetryableError(
+        f"more than {config.max_redirects} redirects starting at {config.url}",
+        kind="too_many_redirects",
+        details={"url": config.url, "max_redirects": config.max_redirects},
+    )
 
 
 @sdk.action(
@@ -123,56 +343,52 @@ def _headers(response: httpx.Response) -> dict[str, str]:
     outputs=("out",),
 )
 async def http_request(config: HttpRequestConfig, input: Any) -> HttpResponse:
-    """Send one HTTP request with the guarded SDK client."""
+    """Send an HTTP request (following redirects and pages as configured)."""
     method = config.method
     headers = dict(config.headers)
     if method != "GET" and not any(k.lower() == "idempotency-key" for k in headers):
         headers["Idempotency-Key"] = sdk.info().idempotency_key
-    send_json = config.body is not None and method not in _BODYLESS
+    params = _query_params(config.query)
+    if config.credential:
+        apply_auth(sdk.credential("credential"), headers, params)
     client = sdk.http_client()
-    try:
-        response = await client.request(
-            method,
-            config.url,
-            headers=headers,
-            params=config.query or None,
-            json=config.body if send_json else None,
-            timeout=config.request_timeout,
-        )
-    except httpx.TimeoutException as err:
-        raise sdk.ActionError(
-            f"{method} {config.url} timed out after {config.request_timeout:g} s"
-            f" ({type(err).__name__})",
-            kind="http_timeout",
-            details={"url": config.url},
-        ) from None
-    except httpx.InvalidURL as err:
-        raise sdk.NonRetryableError(
-            f"invalid URL {config.url!r}: {err}", kind="http_invalid_url"
-        ) from None
-    except httpx.UnsupportedProtocol as err:
-        raise sdk.NonRetryableError(
-            f"invalid URL {config.url!r}: {err}", kind="ssrf_blocked"
-        ) from None
-    except httpx.TransportError as err:
-        raise sdk.ActionError(
-            f"{method} {config.url} failed: {type(err).__name__}: {err}".rstrip(": "),
-            kind="http_transport",
-            details={"url": config.url},
-        ) from None
-    if config.fail_on_error_status and response.status_code >= 400:
-        sdk.raise_for_status(response)
+    body = _body_kwargs(config)
+    url = config.url
+    pages: list[Any] = []
+    while True:
+        response = await _send(client, config, method, url, headers, params or None, body)
+        if config.fail_on_error_status and response.status_code >= 400:
+            sdk.raise_for_status(response)
+        decoded = decode_body(response, method, config.response_format)
+        pages.append(decoded)
+        next_url = None
+        if config.pagination == "link_header":
+            link = response.links.get("next")
+            next_url = link.get("url") if link else None
+        elif config.pagination == "body_field" and config.next_field:
+            found = _dotted(decoded, config.next_field)
+            next_url = found if isinstance(found, str) and found else None
+        if not next_url or len(pages) >= config.max_pages or response.status_code >= 400:
+            break
+        url = str(response.request.url.join(next_url))
+        params = []
+        sdk.heartbeat({"pages": len(pages)})
     return HttpResponse(
         status=response.status_code,
         headers=_headers(response),
-        body=_decode_body(response, method),
+        body=decoded,
+        url=str(response.request.url),
+        pages=pages if config.pagination != "none" else None,
     )
 
 
 connector = sdk.Connector(
     name="http",
     label="HTTP",
-    version="1.0.0",
-    description="Generic HTTP requests",
+    version="1.1.0",
+    description="Generic HTTP requests and the generic API-key, basic, bearer and OAuth2 "
+    "credential types",
     actions=[http_request],
+    credential_types=[API_KEY, BASIC, BEARER, OAUTH2],
+    icon="globe",
 )

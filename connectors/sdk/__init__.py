@@ -17,29 +17,57 @@ Reads like ``temporalio.activity``::
 
     connector = sdk.Connector(name="acme", label="Acme", version="1.0.0", actions=[ping])
 
+Credentials (:mod:`connectors.sdk.credentials`): declare types with
+:func:`credential_type`, reference one from a config field with :func:`credential_meta`,
+read the decrypted fields with :func:`credential`. Trigger node types are declared with
+:func:`trigger`.
+
 Register the connector under the ``railyard.connectors`` entry point. Test it with
 :class:`connectors.testing.ActionTestEnvironment`. The SDK depends only on the standard
 library, msgspec and httpx; it never imports the rest of Railyard.
 """
 
-from .action import ActionDefinition, ActionFn, Connector, action
+from .action import (
+    ActionDefinition,
+    ActionFn,
+    Connector,
+    TriggerDefinition,
+    action,
+    trigger,
+)
 from .context import (
     ActionContext,
     ActionInfo,
+    CredentialResolver,
     HeartbeatCallback,
+    credential,
     current_context,
     heartbeat,
     http_client,
     info,
     is_cancelled,
     logger,
+    setting,
+)
+from .credentials import (
+    ApiKeyFields,
+    BasicFields,
+    BearerFields,
+    CredentialType,
+    OAuth2Fields,
+    SmtpFields,
+    credential_meta,
+    credential_type,
+    secret,
 )
 from .errors import (
     ActionError,
     ConfigError,
     NonRetryableError,
+    http_errors,
     parse_retry_after,
     raise_for_status,
+    redact_url,
 )
 from .schema import config_json_schema
 from .ssrf import SsrfGuardTransport, SsrfPolicy, make_http_client, user_agent
@@ -50,22 +78,38 @@ __all__ = [
     "ActionError",
     "ActionFn",
     "ActionInfo",
+    "ApiKeyFields",
+    "BasicFields",
+    "BearerFields",
     "ConfigError",
     "Connector",
+    "CredentialResolver",
+    "CredentialType",
     "HeartbeatCallback",
     "NonRetryableError",
+    "OAuth2Fields",
+    "SmtpFields",
     "SsrfGuardTransport",
     "SsrfPolicy",
+    "TriggerDefinition",
     "action",
     "config_json_schema",
+    "credential",
+    "credential_meta",
+    "credential_type",
     "current_context",
     "heartbeat",
     "http_client",
+    "http_errors",
     "info",
     "is_cancelled",
     "logger",
     "make_http_client",
     "parse_retry_after",
     "raise_for_status",
+    "redact_url",
+    "secret",
+    "setting",
+    "trigger",
     "user_agent",
 ]

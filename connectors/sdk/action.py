@@ -20,10 +20,19 @@ from typing import Any
 import msgspec
 
 from .context import ActionContext, _current
+from .credentials import CredentialType, credential_types_of_schema
 from .errors import ConfigError
 from .schema import config_json_schema
 
-__all__ = ["ActionDefinition", "ActionFn", "Connector", "action"]
+__all__ = [
+    "TRIGGER_SOURCES",
+    "ActionDefinition",
+    "ActionFn",
+    "Connector",
+    "TriggerDefinition",
+    "action",
+    "trigger",
+]
 
 ActionFn = Callable[[Any, Any], Awaitable[Any]]
 """``async def fn(config: Config, input: Any) -> Output``."""
@@ -61,6 +70,25 @@ class ActionDefinition:
             self._schema.update(config_json_schema(self.config_type))
         return msgspec.json.decode(msgspec.json.encode(self._schema))  # type: ignore[no-any-return]
 
+    def credential_fields(self) -> dict[str, tuple[str, ...]]:
+        """``{config field: accepted credential types}`` (fields with ``x-credential-type``)."""
+        return credential_types_of_schema(self.config_json_schema())
+
+    def credential_refs(self, config: dict[str, Any]) -> dict[str, tuple[str, tuple[str, ...]]]:
+        """``{field: (credential_id, accepted_types)}`` for credential fields set in ``config``.
+
+        Raises :class:`ConfigError` when a credential field holds something other than an id.
+        """
+        refs: dict[str, tuple[str, tuple[str, ...]]] = {}
+        for name, accepted in self.credential_fields().items():
+            value = config.get(name)
+            if value is None or value == "":
+                continue
+            if not isinstance(value, str):
+                raise ConfigError(f"{self.type}: field {name!r} must be a credential id")
+            refs[name] = (value, accepted)
+        return refs
+
     def parse_config(self, config: dict[str, Any]) -> Any:
         """Convert ``config`` to ``config_type``; raises :class:`ConfigError`."""
         try:
@@ -71,13 +99,18 @@ class ActionDefinition:
     async def run(self, config: dict[str, Any], input: Any, context: ActionContext) -> Any:
         """Run one attempt: validate ``config``, install ``context``, await ``fn``.
 
-        Returns the output converted to JSON-able builtins (``msgspec.to_builtins``).
+        Credential fields set in ``config`` are resolved through the context first (see
+        :mod:`connectors.sdk.credentials`). Returns the output converted to JSON-able
+        builtins (``msgspec.to_builtins``).
         Raises :class:`~connectors.sdk.errors.ConfigError` for an invalid config and
         whatever ``fn`` raises (``ActionError`` subclasses carry retry hints).
         """
         parsed = self.parse_config(config)
         token = _current.set(context)
         try:
+            refs = self.credential_refs(config)
+            if refs:
+                await context.load_credentials(refs)
             result = await self.fn(parsed, input)
             return msgspec.to_builtins(result)
         finally:
@@ -139,11 +172,86 @@ def action(
     return decorate
 
 
+TRIGGER_SOURCES: tuple[str, ...] = ("webhook", "schedule", "manual")
+"""What starts a run of a connector trigger: the product's webhook endpoint, its scheduler,
+or a user (manual/API)."""
+
+
+@dataclass(frozen=True)
+class TriggerDefinition:
+    """A declared trigger node type (kind ``trigger``): it starts runs, it has no input.
+
+    A connector trigger is a *declaration*: the product starts the run through the
+    mechanism named by ``source`` and the trigger step's output is the run input (for
+    ``webhook``: ``{"body", "headers", "query", "method"}`` as the webhook endpoint builds
+    it). The config (``config_type``) is shown in the designer and available to
+    expressions; ``output_example`` documents the output shape on the catalog page.
+
+    Attributes:
+        type: node type name (``"slack.event"``).
+        label, description, icon, category: how the palette shows it.
+        source: one of :data:`TRIGGER_SOURCES`.
+        config_type: the ``msgspec.Struct`` of the trigger config.
+        output_example: a JSON-able example of the run input this trigger produces.
+    """
+
+    type: str
+    label: str
+    source: str
+    config_type: builtins.type[Any]
+    description: str = ""
+    category: str = "Triggers"
+    icon: str = ""
+    output_example: Any = None
+
+    def config_json_schema(self) -> dict[str, Any]:
+        """JSON Schema of the trigger config with ``$ref`` inlined."""
+        return config_json_schema(self.config_type)
+
+
+class _NoConfig(msgspec.Struct):
+    """A trigger without settings."""
+
+
+def trigger(
+    type: str,
+    *,
+    label: str,
+    source: str = "webhook",
+    config: builtins.type[Any] = _NoConfig,
+    description: str = "",
+    category: str = "Triggers",
+    icon: str = "",
+    output_example: Any = None,
+) -> TriggerDefinition:
+    """Declare a trigger node type (see :class:`TriggerDefinition`).
+
+    Raises ``ValueError`` for an unknown ``source`` and ``TypeError`` when ``config`` is
+    not a ``msgspec.Struct``.
+    """
+    if source not in TRIGGER_SOURCES:
+        raise ValueError(f"trigger {type!r}: source must be one of {TRIGGER_SOURCES}")
+    if not (inspect.isclass(config) and issubclass(config, msgspec.Struct)):
+        raise TypeError(f"trigger {type!r}: config must be a msgspec.Struct subclass")
+    return TriggerDefinition(
+        type=type,
+        label=label,
+        source=source,
+        config_type=config,
+        description=description,
+        category=category,
+        icon=icon,
+        output_example=output_example,
+    )
+
+
 @dataclass(frozen=True)
 class Connector:
-    """A plugin: a named, versioned group of actions.
+    """A plugin: a named, versioned group of node types and credential types.
 
-    ``name`` is the prefix of its node types; ``actions`` must have unique types.
+    ``name`` is the prefix of its node types; action and trigger types must be unique,
+    and so must credential type names. ``icon`` names the palette icon of the group;
+    ``docs_url`` links its documentation on the catalog page.
     """
 
     name: str
@@ -151,13 +259,21 @@ class Connector:
     version: str
     actions: Sequence[ActionDefinition] = ()
     description: str = ""
+    triggers: Sequence[TriggerDefinition] = ()
+    credential_types: Sequence[CredentialType] = ()
+    icon: str = ""
+    docs_url: str = ""
 
     def __post_init__(self) -> None:
         seen: set[str] = set()
-        for definition in self.actions:
-            if definition.type in seen:
-                raise ValueError(f"connector {self.name!r}: duplicate action {definition.type}")
-            seen.add(definition.type)
+        types = [a.type for a in self.actions] + [t.type for t in self.triggers]
+        for node_type in types:
+            if node_type in seen:
+                raise ValueError(f"connector {self.name!r}: duplicate node type {node_type}")
+            seen.add(node_type)
+        names = [c.name for c in self.credential_types]
+        if len(names) != len(set(names)):
+            raise ValueError(f"connector {self.name!r}: duplicate credential type")
 
     def get(self, node_type: str) -> ActionDefinition | None:
         """The action named ``node_type`` or ``None``."""

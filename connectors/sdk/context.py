@@ -12,6 +12,7 @@ context variable; inside the action, module-level functions read it::
         if sdk.is_cancelled(): ...
         response = await sdk.http_client().get(config.url)
         sdk.logger().info("fetched %s", config.url)
+        password = sdk.credential("credential")["password"]
 
 Every function raises ``RuntimeError`` when called outside an action.
 """
@@ -28,17 +29,21 @@ from typing import Any
 
 import httpx
 
+from .errors import ConfigError
 from .ssrf import SsrfPolicy, make_http_client
 
 __all__ = [
     "ActionContext",
     "ActionInfo",
+    "CredentialResolver",
     "HeartbeatCallback",
+    "credential",
     "heartbeat",
     "http_client",
     "info",
     "is_cancelled",
     "logger",
+    "setting",
 ]
 
 HeartbeatCallback = Callable[[Any], Awaitable[None] | None]
@@ -69,6 +74,16 @@ class ActionInfo:
     workflow_version: int = 0
 
 
+CredentialResolver = Callable[[str, tuple[str, ...]], Awaitable[dict[str, Any]]]
+"""``await resolver(credential_id, accepted_types) -> fields``.
+
+Returns the decrypted credential as a dict (its fields plus ``id``, ``type`` and ``kind``;
+OAuth2 credentials also carry a fresh ``access_token``, ``token_type`` and ``expires_at``
+in epoch seconds). Raises :class:`~connectors.sdk.errors.ActionError` (usually
+non-retryable) when the credential is missing, of another type, or cannot be refreshed.
+"""
+
+
 def _never_cancelled() -> bool:
     return False
 
@@ -87,6 +102,11 @@ class ActionContext:
             from ``ssrf`` on first use.
         logger: logger for the action; defaults to ``railyard.connectors.<node_type>``.
         ssrf: policy for the default client when ``http_client`` is ``None``.
+        settings: deployment settings for connectors, e.g. ``{"slack.api_url": ...}``
+            (read with :func:`setting`); base URLs of SaaS APIs live here, never in node
+            config, so a workflow cannot send a credential to a host of its choosing.
+        credential_resolver: resolves credential ids found in the config (see
+            :data:`CredentialResolver`); ``None`` means no credential store is available.
     """
 
     info: ActionInfo
@@ -95,6 +115,9 @@ class ActionContext:
     http_client: httpx.AsyncClient | Callable[[], httpx.AsyncClient] | None = None
     logger: logging.Logger | logging.LoggerAdapter[logging.Logger] | None = None
     ssrf: SsrfPolicy = field(default_factory=SsrfPolicy)
+    settings: dict[str, Any] = field(default_factory=dict)
+    credential_resolver: CredentialResolver | None = None
+    _credentials: dict[str, dict[str, Any]] = field(default_factory=dict, init=False, repr=False)
     _client: httpx.AsyncClient | None = field(default=None, init=False, repr=False)
     _owns_client: bool = field(default=False, init=False, repr=False)
     _pending: list[asyncio.Task[Any]] = field(default_factory=list, init=False, repr=False)
@@ -112,6 +135,33 @@ class ActionContext:
                 self._client = source()
                 self._owns_client = True
         return self._client
+
+    async def load_credentials(self, refs: dict[str, tuple[str, tuple[str, ...]]]) -> None:
+        """Resolve ``{field: (credential_id, accepted_types)}`` before the action runs.
+
+        Raises :class:`~connectors.sdk.errors.ConfigError` when there is no resolver and
+        whatever the resolver raises.
+        """
+        for name, (credential_id, accepted) in refs.items():
+            if self.credential_resolver is None:
+                raise ConfigError(
+                    f"field {name!r} references credential {credential_id!r} but no "
+                    "credential store is available"
+                )
+            self._credentials[name] = dict(await self.credential_resolver(credential_id, accepted))
+
+    def get_credential(self, name: str | None = None) -> dict[str, Any]:
+        """The resolved credential of config field ``name`` (see :func:`credential`)."""
+        if name is None:
+            if len(self._credentials) == 1:
+                return dict(next(iter(self._credentials.values())))
+            raise ConfigError(
+                "sdk.credential() needs a field name: this node has "
+                f"{len(self._credentials)} credentials set"
+            )
+        if name not in self._credentials:
+            raise ConfigError(f"no credential is selected in the field {name!r}")
+        return dict(self._credentials[name])
 
     def get_logger(self) -> logging.Logger | logging.LoggerAdapter[logging.Logger]:
         """The attempt's logger."""
@@ -171,6 +221,21 @@ def http_client() -> httpx.AsyncClient:
     """The attempt's ``httpx.AsyncClient``: SSRF-guarded, 30 s default timeout,
     ``User-Agent: Railyard/<version>``, 10 MiB response cap. Do not close it."""
     return current_context().get_http_client()
+
+
+def credential(field: str | None = None) -> dict[str, Any]:
+    """The decrypted credential selected in config field ``field`` as a dict.
+
+    Without ``field`` the node's only credential is returned. Raises
+    :class:`~connectors.sdk.errors.ConfigError` (not retryable) when the field holds no
+    credential. Never log or return what this gives you.
+    """
+    return current_context().get_credential(field)
+
+
+def setting(name: str, default: Any = None) -> Any:
+    """A deployment setting for connectors (``sdk.setting("slack.api_url", "https://...")``)."""
+    return current_context().settings.get(name, default)
 
 
 def logger() -> logging.Logger | logging.LoggerAdapter[logging.Logger]:

@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import text
 
 from backend.runtime import Runtime
-from tests.diagrams import diagram, edge, node
+from tests.diagrams import diagram, edge, join_after_dead_branch, join_fan_out, node
 from tests.http_sink import HttpSink, Recorded
 from tests.integration.conftest import wait_for_run
 from tests.integration.test_runs import publish, run_detail, sink, steps_by_id
@@ -203,3 +203,82 @@ async def test_pause_and_resume_a_run(
     assert (await client.post(f"/api/runs/{run_id}/resume")).status_code == 200
     assert await wait_for_run(runtime, run_id) == "succeeded"
     assert (await client.post(f"/api/runs/{run_id}/resume")).status_code == 409
+
+
+async def test_engine_join_concurrent_runs(
+    client: httpx.AsyncClient, runtime: Runtime, worker: Any
+) -> None:
+    wf = await publish(client, join_fan_out([2.0, 0.0, 1.0, 0.0], respond="respond_node"))
+    answers = await asyncio.gather(
+        *(client.post(wf["webhook_path"], json={"n": n}) for n in (1, 2, 3))
+    )
+    for n, answer in zip((1, 2, 3), answers, strict=True):
+        assert answer.status_code == 200, answer.text
+        body = answer.json()
+        assert sorted(p["part"] for p in body) == [1, 2, 3, 4]
+        assert {p["n"] for p in body} == {n}
+    async with runtime.engine.connect() as conn:
+        rows = (
+            await conn.execute(
+                text(
+                    "select r.status, s.status, r.input->'body'->>'n' from runs r join step_runs s"
+                    " on s.run_id = r.id and s.step_id = 'join'"
+                )
+            )
+        ).all()
+    assert sorted(tuple(r) for r in rows) == [
+        ("succeeded", "succeeded", "1"),
+        ("succeeded", "succeeded", "2"),
+        ("succeeded", "succeeded", "3"),
+    ]
+
+
+@pytest.mark.parametrize("x", [1, 2])
+async def test_engine_join_dead_branch(
+    client: httpx.AsyncClient, runtime: Runtime, worker: Any, x: int
+) -> None:
+    wf = await publish(client, join_after_dead_branch())
+    r = await client.post(wf["webhook_path"], json={"x": x})
+    run_id = r.json()["run_id"]
+    assert await wait_for_run(runtime, run_id) == "succeeded"
+    detail = await run_detail(client, run_id)
+    steps = steps_by_id(detail)
+    assert steps["join"]["status"] == "succeeded" and steps["after"]["status"] == "succeeded"
+    joined = detail["output"]["joined"]
+    assert joined["hook"]["body"] == {"x": x}
+    if x == 1:
+        assert joined["set_a"] == {"a": "yes"}
+    else:
+        assert "set_a" not in joined and steps["set_a"]["status"] == "skipped"
+
+
+@pytest.mark.parametrize("a_first", [True, False], ids=["a-on-input-1", "b-on-input-1"])
+async def test_engine_join_wiring_symmetry(
+    client: httpx.AsyncClient, runtime: Runtime, worker: Any, sink: HttpSink, a_first: bool
+) -> None:
+    sink.response = []  # branch A: an action whose output is an empty list
+    join_edges = [edge("a", "join"), edge("b", "join")]
+    wf = await publish(
+        client,
+        diagram(
+            [
+                node("start", "trigger.manual"),
+                node("a", "http.request", url=sink.url),
+                node("wait_b", "control.delay", seconds=0.2),
+                node("b", "control.set", mapping={"b": 1}),
+                node("join", "control.join", mode="all"),
+            ],
+            [
+                edge("start", "a"),
+                edge("start", "wait_b"),
+                edge("wait_b", "b"),
+                *(join_edges if a_first else join_edges[::-1]),
+            ],
+        ),
+    )
+    run_id = await start_manual(client, wf, {})
+    assert await wait_for_run(runtime, run_id) == "succeeded"
+    steps = steps_by_id(await run_detail(client, run_id))
+    assert steps["join"]["started_at"] >= steps["b"]["finished_at"]
+    assert steps["join"]["output"] == {"a": steps["a"]["output"], "b": {"b": 1}}
+    assert steps["a"]["output"]["body"] == []

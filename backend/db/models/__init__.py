@@ -76,6 +76,11 @@ class Workflow(Base):
     draft: Mapped[dict[str, Any]] = mapped_column(JSONB)
     active_version: Mapped[int | None] = mapped_column(Integer, nullable=True)
     webhook_token: Mapped[str] = mapped_column(String(64), unique=True)
+    # run control settings (backend.services.workflows.WORKFLOW_SETTINGS): error_workflow_id,
+    # run_timeout_seconds, max_concurrent_runs; absent keys mean "no limit / none"
+    settings: Mapped[dict[str, Any]] = mapped_column(
+        JSONB, default=dict, server_default=text("'{}'::jsonb")
+    )
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
     updated_at: Mapped[datetime] = mapped_column(
         DateTime(timezone=True), server_default=func.now(), onupdate=func.now()
@@ -116,6 +121,11 @@ class Run(Base):
             "status",
             postgresql_where=text("status in ('queued','running','waiting')"),
         ),
+        Index(
+            "ix_runs_deadline",
+            "deadline_at",
+            postgresql_where=text("status in ('running','waiting','paused')"),
+        ),
     )
 
     id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True, default=_uuid)
@@ -141,6 +151,12 @@ class Run(Base):
     )
     parent_step_id: Mapped[str | None] = mapped_column(String(200), nullable=True)
     parent_index: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    # run timeout: the due time (started_at + the workflow's run_timeout_seconds)
+    deadline_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    # a re-run links the run it repeats
+    rerun_of: Mapped[uuid.UUID | None] = mapped_column(
+        ForeignKey("runs.id", ondelete="SET NULL"), nullable=True, index=True
+    )
 
 
 class StepRun(Base):
@@ -208,3 +224,6 @@ class Event(Base):
     data: Mapped[Any] = mapped_column(JSONB, default=dict)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
     published_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+
+from backend.db.models.credentials import AuditLog, Credential, OAuthState  # noqa: E402,F401

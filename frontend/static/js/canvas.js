@@ -160,8 +160,10 @@ export class Canvas {
     this.render();
   }
 
-  setStatuses(map) {
+  // statuses: {nodeId: step status}; edgeStates: {edgeId: "taken" | "dead"} (run view).
+  setStatuses(map, edgeStates = {}) {
     this.statuses = new Map(Object.entries(map || {}));
+    this.edgeStates = new Map(Object.entries(edgeStates || {}));
     this.render();
   }
 
@@ -193,8 +195,8 @@ export class Canvas {
       if (this.selection?.kind === "edge" && this.selection.id === e.id) classes.push("selected");
       if (a.missing || b.missing) classes.push("edge-dangling");
       if (this.edgeDiagnostics.has(e.id)) classes.push("has-error");
-      const status = this.statuses.get(e.source);
-      if (status === "succeeded" && this.statuses.has(e.target) && this.statuses.get(e.target) !== "skipped") classes.push("edge-taken");
+      const edgeState = this.edgeStates?.get(e.id);
+      if (edgeState) classes.push(`edge-${edgeState}`);
       const path = el("path", { d, class: classes.join(" "), "data-edge-id": e.id, "marker-end": `url(#${this.prefix}-arrow)` }, g);
       const diags = this.edgeDiagnostics.get(e.id);
       if (diags) el("title", {}, path).textContent = diags.map((x) => x.message).join("\n");

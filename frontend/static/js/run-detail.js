@@ -3,7 +3,7 @@
 // terminal status the page reloads once to show final outputs.
 
 import { request } from "./api.js";
-import { renderGraph } from "./graph-view.js";
+import { edgeStates, renderGraph } from "./graph-view.js";
 
 const TERMINAL = new Set(["succeeded", "failed", "cancelled", "timed_out"]);
 
@@ -26,9 +26,18 @@ function statusesFromDom() {
   return map;
 }
 
+function portsFromDom() {
+  const map = {};
+  for (const s of document.querySelectorAll("section.step[data-step-id]")) {
+    map[s.dataset.stepId] = (s.dataset.ports || "").split(" ").filter(Boolean);
+  }
+  return map;
+}
+
 const canvas = renderGraph(document.getElementById("run-graph"), diagram, {
   catalog,
   statuses: statusesFromDom(),
+  ports: portsFromDom(),
   onNodeClick(nodeId) {
     const section = document.querySelector(`section.step[data-step-id="${CSS.escape(nodeId)}"]`);
     if (!section) return;
@@ -62,6 +71,22 @@ for (const button of document.querySelectorAll("[data-run-action]")) {
       button.disabled = false;
     }
     if (!window.EventSource || TERMINAL.has(view.dataset.status)) window.location.reload();
+  });
+}
+
+// Re-run: POST /api/runs/{id}/rerun {"from": "failed_step" | "start"}, then open the new run.
+for (const button of document.querySelectorAll("[data-rerun]")) {
+  button.addEventListener("click", async () => {
+    button.disabled = true;
+    try {
+      const result = await request("POST", `/api/runs/${view.dataset.runId}/rerun`, { from: button.dataset.rerun });
+      if (result.ok && result.data) window.location.assign(`/runs/${result.data.run_id}`);
+      else window.alert((result.data && result.data.detail) || "Could not re-run.");
+    } catch (err) {
+      window.alert(err.message);
+    } finally {
+      button.disabled = false;
+    }
   });
 }
 
@@ -102,6 +127,8 @@ function stepSection(step) {
   return section;
 }
 
+const ports = portsFromDom();
+
 function applyUpdate(run) {
   view.dataset.status = run.status;
   showControls(run.status);
@@ -111,13 +138,15 @@ function applyUpdate(run) {
   const statuses = {};
   for (const step of run.steps || []) {
     statuses[step.step_id] = step.status;
+    ports[step.step_id] = step.ports || [];
     const section =
       document.querySelector(`section.step[data-step-id="${CSS.escape(step.step_id)}"]`) || stepSection(step);
     section.dataset.status = step.status;
     setBadge(section.querySelector(".badge"), step.status);
     section.querySelector(".step-duration").textContent = formatDuration(step.duration_ms);
   }
-  canvas.setStatuses({ ...statusesFromDom(), ...statuses });
+  const all = { ...statusesFromDom(), ...statuses };
+  canvas.setStatuses(all, edgeStates(diagram, all, ports));
 }
 
 if (!TERMINAL.has(initialStatus) && window.EventSource) {

@@ -44,6 +44,30 @@ class _Handler(BaseHTTPRequestHandler):
                 "body": json.loads(raw) if raw else None,
             }
             self._send(200, json.dumps(payload).encode(), "application/json", X_Extra="yes")
+        elif parts.path == "/raw":
+            payload = {
+                "method": self.command,
+                "content_type": self.headers.get("Content-Type", ""),
+                "authorization": self.headers.get("Authorization", ""),
+                "raw": raw.decode("utf-8", "replace"),
+            }
+            self._send(200, json.dumps(payload).encode(), "application/json")
+        elif parts.path == "/redirect":
+            query = parse_qs(parts.query)
+            hops = int(query.get("n", ["1"])[0])
+            status = int(query.get("status", ["302"])[0])
+            target = (
+                query["to"][0]
+                if "to" in query
+                else (f"/redirect?n={hops - 1}&status={status}" if hops > 1 else "/raw")
+            )
+            self._send(status, b"", "text/plain", Location=target)
+        elif parts.path == "/pages":
+            page = int(parse_qs(parts.query).get("page", ["1"])[0])
+            body = {"page": page, "next": f"/pages?page={page + 1}" if page < 3 else None}
+            link = f'</pages?page={page + 1}>; rel="next"' if page < 3 else ""
+            extra = {"Link": link} if link else {}
+            self._send(200, json.dumps(body).encode(), "application/json", **extra)
         elif parts.path == "/text":
             self._send(200, b"hello", "text/plain; charset=utf-8")
         elif parts.path == "/missing":

@@ -66,6 +66,7 @@ async def test_text_body(local_server: str) -> None:
         "status": 200,
         "headers": out["headers"],
         "body": "hello",
+        "url": f"{local_server}/text",
     }
 
 

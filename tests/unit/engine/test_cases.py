@@ -11,28 +11,12 @@ from typing import Any
 import pytest
 
 from backend.engine.states import RunStatus, StepStatus
-from tests.diagrams import diagram, edge, node
+from tests.diagrams import diagram, edge, join_after_dead_branch, join_fan_out, node
 from tests.unit.engine.driver import ActionFailed, Sim, compile_dict, run_graph
 
 
 def test_engine_join_dead_branch() -> None:
-    d = diagram(
-        [
-            node("hook", "trigger.webhook"),
-            node("if_1", "control.if", condition="=body.x = 1"),
-            node("set_a", "control.set", mapping={"a": "yes"}),
-            node("join", "control.join", mode="all"),
-            node("after", "control.set", mapping={"joined": "=$"}),
-        ],
-        [
-            edge("hook", "if_1"),
-            edge("if_1", "set_a", "true"),
-            edge("set_a", "join"),
-            edge("hook", "join"),
-            edge("join", "after"),
-        ],
-    )
-    graph = compile_dict(d)
+    graph = compile_dict(join_after_dead_branch())
     state, order = run_graph(graph, {"body": {"x": 1}})
     assert state.status == RunStatus.SUCCEEDED
     assert order.count("join") == 1 and order[-1] == "after"
@@ -81,25 +65,7 @@ def test_engine_join_wiring_symmetry() -> None:
 
 
 def test_engine_join_concurrent_runs() -> None:
-    delays = [2.0, 0.0, 1.0, 0.0]
-    nodes = [node("hook", "trigger.webhook")]
-    edges = []
-    for k, seconds in enumerate(delays, start=1):
-        nodes += [
-            node(f"wait_{k}", "control.delay", seconds=seconds),
-            node(f"part_{k}", "control.set", mapping={"part": k, "n": "=$trigger.body.n"}),
-        ]
-        edges += [
-            edge("hook", f"wait_{k}"),
-            edge(f"wait_{k}", f"part_{k}"),
-            edge(f"part_{k}", "join"),
-        ]
-    nodes += [
-        node("join", "control.join", mode="all"),
-        node("respond", "control.respond", body="=[$.*]"),
-    ]
-    edges.append(edge("join", "respond"))
-    graph = compile_dict(diagram(nodes, edges))
+    graph = compile_dict(join_fan_out([2.0, 0.0, 1.0, 0.0]))
     sim = Sim()
     runs = [sim.start(graph, {"body": {"n": n}}, run_id=f"run-{n}") for n in (1, 2, 3)]
     sim.run_all()

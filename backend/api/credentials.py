@@ -1,0 +1,212 @@
+"""``/api/credentials``: create, list (masked), update, delete credentials; OAuth2 connect.
+
+Secrets go in (``data`` of POST/PATCH) and never come out: responses carry ``public``
+(non-secret fields and masked hints). Errors: 400 ``{"detail", "field"}`` for invalid
+input, 404 for an unknown id or OAuth2 state, 503 when no encryption key is configured.
+
+OAuth2: ``GET /api/credentials/{id}/connect`` redirects the browser to the provider;
+the provider redirects back to ``GET /api/credentials/oauth2/callback?state=&code=``,
+which stores the tokens and redirects to ``/credentials?connected=<id>`` (or
+``/credentials?error=<message>``).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+from urllib.parse import quote
+
+import msgspec
+from litestar import Controller, MediaType, Request, Response, delete, get, patch, post
+from litestar.di import Provide
+from litestar.params import QueryParameter
+from litestar.response import Redirect
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from backend import crypto
+from backend.auth.web import login_required, provide_db, provide_runtime, provide_user
+from backend.db.models import User
+from backend.runtime import Runtime, ssrf_policy
+from backend.services import credentials as svc
+from connectors import sdk
+
+
+class CredentialIn(msgspec.Struct, forbid_unknown_fields=True):
+    """POST body: a name, a credential type name and the type's fields."""
+
+    name: str
+    type: str
+    data: dict[str, Any] = {}
+
+
+class CredentialPatch(msgspec.Struct, forbid_unknown_fields=True):
+    """PATCH body: omitted keys keep their value; empty secret fields keep the secret."""
+
+    name: str | msgspec.UnsetType = msgspec.UNSET
+    data: dict[str, Any] | msgspec.UnsetType = msgspec.UNSET
+
+
+class CredentialTypeOut(msgspec.Struct):
+    """A declared credential type and the JSON Schema of its form."""
+
+    name: str
+    label: str
+    kind: str
+    description: str
+    schema: dict[str, Any]
+    secret_fields: list[str]
+
+
+def _error(status: int, detail: str, field: str | None = None) -> Response[bytes]:
+    body = msgspec.json.encode({"status_code": status, "detail": detail, "field": field})
+    return Response(body, status_code=status, media_type=MediaType.JSON)
+
+
+def _invalid(_: Request[Any, Any, Any], exc: svc.CredentialError) -> Response[bytes]:
+    return _error(400, exc.message, exc.field)
+
+
+def _not_found(_: Request[Any, Any, Any], exc: svc.CredentialNotFound) -> Response[bytes]:
+    return _error(404, f"credential not found: {str(exc).strip(chr(39))}")
+
+
+def _no_key(_: Request[Any, Any, Any], exc: crypto.CryptoError) -> Response[bytes]:
+    return _error(503, f"credentials are unavailable: {exc}")
+
+
+def callback_url(runtime: Runtime) -> str:
+    """The OAuth2 redirect URI to register with providers."""
+    return f"{runtime.settings.base_url.rstrip('/')}/api/credentials/oauth2/callback"
+
+
+class CredentialController(Controller):
+    """Credentials of the installation, shared by its users (see docs/credentials.md)."""
+
+    path = "/api/credentials"
+    tags = ["credentials"]
+    guards = [login_required]
+    dependencies = {
+        "db": Provide(provide_db),
+        "runtime": Provide(provide_runtime, sync_to_thread=False),
+        "user": Provide(provide_user),
+    }
+    exception_handlers = {
+        svc.CredentialError: _invalid,
+        svc.CredentialNotFound: _not_found,
+        crypto.CryptoError: _no_key,
+    }
+
+    @get("/", operation_id="list_credentials")
+    async def list_credentials(
+        self, db: AsyncSession, runtime: Runtime, type: str | None = None
+    ) -> list[svc.CredentialView]:
+        """Every credential, masked; ``?type=a,b`` filters by credential type."""
+        types = tuple(t for t in (type or "").split(",") if t) or None
+        return await svc.list_credentials(db, runtime.catalog, types)
+
+    @get("/types", operation_id="list_credential_types")
+    async def list_types(self, runtime: Runtime) -> list[CredentialTypeOut]:
+        """Credential types declared by the installed connectors."""
+        return [
+            CredentialTypeOut(
+                name=t.name,
+                label=t.label,
+                kind=t.kind,
+                description=t.description,
+                schema=t.json_schema(),
+                secret_fields=list(t.secret_fields),
+            )
+            for t in runtime.catalog.credential_types.values()
+        ]
+
+    @post("/", operation_id="create_credential")
+    async def create_credential(
+        self, db: AsyncSession, runtime: Runtime, user: User, data: CredentialIn
+    ) -> svc.CredentialView:
+        """Store a new credential (its secrets encrypted); 201 with the masked view."""
+        view = await svc.create_credential(
+            db,
+            runtime.catalog,
+            crypto.keyring_from_settings(runtime.settings),
+            name=data.name,
+            type_name=data.type,
+            data=data.data,
+            user_id=user.id,
+        )
+        return view
+
+    @get("/{credential_id:str}", operation_id="get_credential")
+    async def get_credential(
+        self, db: AsyncSession, runtime: Runtime, credential_id: str
+    ) -> svc.CredentialView:
+        """One credential, masked."""
+        return await svc.get_credential(db, runtime.catalog, credential_id)
+
+    @patch("/{credential_id:str}", operation_id="update_credential")
+    async def update_credential(
+        self,
+        db: AsyncSession,
+        runtime: Runtime,
+        user: User,
+        credential_id: str,
+        data: CredentialPatch,
+    ) -> svc.CredentialView:
+        """Rename or change fields; write-only secrets left empty are kept."""
+        view = await svc.update_credential(
+            db,
+            runtime.catalog,
+            crypto.keyring_from_settings(runtime.settings),
+            credential_id,
+            name=None if data.name is msgspec.UNSET else data.name,
+            data=None if data.data is msgspec.UNSET else data.data,
+            user_id=user.id,
+        )
+        return view
+
+    @delete("/{credential_id:str}", operation_id="delete_credential")
+    async def delete_credential(self, db: AsyncSession, user: User, credential_id: str) -> None:
+        """Delete a credential (204)."""
+        await svc.delete_credential(db, credential_id, user_id=user.id)
+
+    @get("/{credential_id:str}/connect", operation_id="connect_credential")
+    async def connect(
+        self, db: AsyncSession, runtime: Runtime, user: User, credential_id: str
+    ) -> Redirect:
+        """Start the OAuth2 authorization-code flow: 302 to the provider."""
+        url = await svc.start_oauth(
+            db,
+            runtime.catalog,
+            crypto.keyring_from_settings(runtime.settings),
+            credential_id,
+            redirect_uri=callback_url(runtime),
+            user_id=user.id,
+        )
+        return Redirect(url)
+
+    @get("/oauth2/callback", operation_id="oauth2_callback")
+    async def callback(
+        self,
+        runtime: Runtime,
+        user: User,
+        oauth_state: Annotated[str, QueryParameter(name="state")] = "",
+        code: str = "",
+        error: str = "",
+        error_description: str = "",
+    ) -> Redirect:
+        """Finish the flow (the provider redirects the browser here)."""
+        if error or not code or not oauth_state:
+            message = error_description or error or "the provider returned no code"
+            return Redirect(f"/credentials?error={quote(message)}")
+        try:
+            async with runtime.sessionmaker() as session, session.begin():
+                view = await svc.finish_oauth(
+                    session,
+                    runtime.catalog,
+                    crypto.keyring_from_settings(runtime.settings),
+                    state=oauth_state,
+                    code=code,
+                    user_id=user.id,
+                    transport=sdk.SsrfGuardTransport(ssrf_policy(runtime.settings)),
+                )
+        except (svc.CredentialError, svc.CredentialNotFound) as err:
+            return Redirect(f"/credentials?error={quote(str(err))}")
+        return Redirect(f"/credentials?connected={view.id}")

@@ -1,0 +1,389 @@
+"""Built-in core data nodes: filter, sort, aggregate, date/time formatting, text template.
+
+Decision: these are *actions* (run on workers like any connector), not inline control
+nodes. They are pure and cheap, but running them as actions keeps the engine's inline
+set small (if/switch/set/merge/join), gives each one attempts, timing and errors in the
+run view like every other step, and lets them be written against the public SDK only.
+Their list inputs are expression fields: ``items`` defaults to the step input, or point
+it at any earlier output (``=$steps.fetch.body.results``).
+
+Paths (``field``) are dotted: ``address.city``, ``tags.0``. A missing path is ``None``.
+
+- ``data.filter`` -> ``{"items": [...kept], "count": n, "dropped": m}``.
+- ``data.sort`` -> ``{"items": [...]}``; stable; ``None`` sorts last in both directions;
+  numbers before strings when types are mixed.
+- ``data.aggregate`` -> ``{"groups": [{"key": k, "<as>": value, ...}]}`` with
+  ``group_by``, else ``{"result": {"<as>": value, ...}}``. Operations: ``count``,
+  ``sum``, ``avg``, ``min``, ``max`` (numbers; non-numbers ignored; empty -> ``None``,
+  ``sum`` -> 0), ``collect``, ``count_distinct``, ``first``, ``last``.
+- ``data.datetime`` -> ``{"iso", "formatted", "epoch", "timezone", "weekday"}``: parses
+  ISO 8601 or epoch seconds (``"now"`` for the current time), interprets naive times in
+  ``input_timezone``, shifts by ``add_*``, converts to ``timezone`` (IANA names via
+  ``zoneinfo``), formats with ``strftime`` (``format``; ``"iso"`` gives ISO 8601).
+- ``data.template`` -> ``{"text": ...}``: a Jinja2 template rendered in a
+  ``SandboxedEnvironment`` with ``input`` and ``data`` (``autoescape`` for HTML output);
+  undefined variables are errors.
+"""
+
+from __future__ import annotations
+
+import numbers
+import time
+from datetime import UTC, datetime, timedelta
+from typing import Annotated, Any, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+import jinja2
+import msgspec
+from jinja2.sandbox import SandboxedEnvironment
+
+from connectors import sdk
+
+__all__ = ["connector", "get_path"]
+
+Items = Annotated[
+    Any,
+    msgspec.Meta(title="Items", description="A list; defaults to the step input"),
+]
+
+
+def get_path(value: Any, path: str) -> Any:
+    """The value at dotted ``path`` in ``value`` (``None`` when missing)."""
+    if not path:
+        return value
+    for part in path.split("."):
+        if isinstance(value, dict):
+            value = value.get(part)
+        elif isinstance(value, list) and part.lstrip("-").isdigit():
+            index = int(part)
+            value = value[index] if -len(value) <= index < len(value) else None
+        else:
+            return None
+    return value
+
+
+def _items(items: Any, input: Any) -> list[Any]:
+    source = input if items is None else items
+    if isinstance(source, dict) and isinstance(source.get("items"), list) and items is None:
+        source = source["items"]
+    if not isinstance(source, list):
+        raise sdk.ConfigError(f"items must be a list, got {type(source).__name__}")
+    return source
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+# -- filter ----------------------------------------------------------------------------
+
+Operator = Literal[
+    "eq", "ne", "gt", "gte", "lt", "lte", "contains", "starts_with", "in", "exists", "not_exists"
+]
+
+
+class FilterConfig(msgspec.Struct, kw_only=True):
+    """Keep the items whose ``field`` matches ``operator`` ``value``."""
+
+    items: Items = None
+    field: Annotated[str, msgspec.Meta(title="Field", description="Dotted path")]
+    operator: Annotated[Operator, msgspec.Meta(title="Operator")] = "eq"
+    value: Annotated[Any, msgspec.Meta(title="Value")] = None
+
+
+def _compare(actual: Any, op: str, expected: Any) -> bool:
+    if op == "exists":
+        return actual is not None
+    if op == "not_exists":
+        return actual is None
+    if op == "eq":
+        return bool(actual == expected)
+    if op == "ne":
+        return bool(actual != expected)
+    if op == "contains":
+        return isinstance(actual, str | list) and expected in actual
+    if op == "starts_with":
+        return isinstance(actual, str) and isinstance(expected, str) and actual.startswith(expected)
+    if op == "in":
+        return isinstance(expected, list) and actual in expected
+    both_numbers = _is_number(actual) and _is_number(expected)
+    both_strings = isinstance(actual, str) and isinstance(expected, str)
+    if not (both_numbers or both_strings):
+        return False
+    return {
+        "gt": actual > expected,
+        "gte": actual >= expected,
+        "lt": actual < expected,
+        "lte": actual <= expected,
+    }[op]
+
+
+@sdk.action(
+    "data.filter",
+    label="Filter",
+    config=FilterConfig,
+    category="Data",
+    icon="filter",
+    expression_fields=("items", "value"),
+)
+async def filter_items(config: FilterConfig, input: Any) -> dict[str, Any]:
+    """Keep matching items."""
+    items = _items(config.items, input)
+    kept = [i for i in items if _compare(get_path(i, config.field), config.operator, config.value)]
+    return {"items": kept, "count": len(kept), "dropped": len(items) - len(kept)}
+
+
+# -- sort ------------------------------------------------------------------------------
+
+
+class SortKey(msgspec.Struct, kw_only=True):
+    """One sort key."""
+
+    field: str
+    direction: Literal["asc", "desc"] = "asc"
+
+
+class SortConfig(msgspec.Struct, kw_only=True):
+    """Sort items by one or more keys."""
+
+    items: Items = None
+    keys: Annotated[list[SortKey], msgspec.Meta(title="Sort keys", min_length=1)]
+
+
+def _rank(value: Any) -> tuple[int, Any]:
+    if _is_number(value):
+        return (0, value)
+    if isinstance(value, str):
+        return (1, value)
+    if isinstance(value, bool):
+        return (2, value)
+    return (3, msgspec.json.encode(value))
+
+
+@sdk.action(
+    "data.sort",
+    label="Sort",
+    config=SortConfig,
+    category="Data",
+    icon="sort",
+    expression_fields=("items",),
+)
+async def sort_items(config: SortConfig, input: Any) -> dict[str, Any]:
+    """Stable multi-key sort; ``None`` last."""
+    items = list(_items(config.items, input))
+    for key in reversed(config.keys):
+        present = [i for i in items if get_path(i, key.field) is not None]
+        missing = [i for i in items if get_path(i, key.field) is None]
+        field_path = key.field
+
+        def rank(item: Any, path: str = field_path) -> tuple[int, Any]:
+            return _rank(get_path(item, path))
+
+        present.sort(key=rank, reverse=key.direction == "desc")
+        items = present + missing
+    return {"items": items}
+
+
+# -- aggregate -------------------------------------------------------------------------
+
+AggregateOp = Literal[
+    "count", "sum", "avg", "min", "max", "collect", "count_distinct", "first", "last"
+]
+
+
+class Aggregation(msgspec.Struct, kw_only=True):
+    """One aggregate: ``op`` over ``field``, named ``as_`` (``as`` in JSON)."""
+
+    op: AggregateOp
+    field: str = ""
+    as_: str = msgspec.field(default="", name="as")
+
+
+class AggregateConfig(msgspec.Struct, kw_only=True):
+    """Group items (optional) and compute aggregates."""
+
+    items: Items = None
+    group_by: Annotated[str, msgspec.Meta(title="Group by", description="Dotted path")] = ""
+    aggregations: Annotated[list[Aggregation], msgspec.Meta(title="Aggregations", min_length=1)]
+
+
+def _aggregate(op: str, values: list[Any]) -> Any:
+    if op == "count":
+        return len(values)
+    if op == "collect":
+        return values
+    if op == "count_distinct":
+        return len({msgspec.json.encode(v) for v in values})
+    if op == "first":
+        return values[0] if values else None
+    if op == "last":
+        return values[-1] if values else None
+    nums = [v for v in values if _is_number(v)]
+    if op == "sum":
+        return sum(nums)
+    if not nums:
+        return None
+    if op == "avg":
+        return sum(nums) / len(nums)
+    return min(nums) if op == "min" else max(nums)
+
+
+def _apply(aggs: list[Aggregation], items: list[Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for agg in aggs:
+        if agg.op == "count" and not agg.field:
+            values = list(items)
+        else:
+            values = [get_path(i, agg.field) for i in items]
+            values = [v for v in values if v is not None]
+        out[agg.as_ or (f"{agg.op}_{agg.field}" if agg.field else agg.op)] = _aggregate(
+            agg.op, values
+        )
+    return out
+
+
+@sdk.action(
+    "data.aggregate",
+    label="Aggregate",
+    config=AggregateConfig,
+    category="Data",
+    icon="sigma",
+    expression_fields=("items",),
+)
+async def aggregate(config: AggregateConfig, input: Any) -> dict[str, Any]:
+    """Count, sum, average, ... optionally per group (groups in first-seen order)."""
+    items = _items(config.items, input)
+    if not config.group_by:
+        return {"result": _apply(config.aggregations, items)}
+    groups: dict[bytes, tuple[Any, list[Any]]] = {}
+    for item in items:
+        key = get_path(item, config.group_by)
+        groups.setdefault(msgspec.json.encode(key), (key, []))[1].append(item)
+    return {
+        "groups": [
+            {"key": key, **_apply(config.aggregations, members)} for key, members in groups.values()
+        ]
+    }
+
+
+# -- date / time -----------------------------------------------------------------------
+
+
+class DateTimeConfig(msgspec.Struct, kw_only=True):
+    """Parse, shift, convert and format a date/time."""
+
+    value: Annotated[
+        Any, msgspec.Meta(title="Value", description="ISO 8601, epoch seconds, or now")
+    ] = "now"
+    input_timezone: Annotated[
+        str, msgspec.Meta(title="Timezone of naive values", description="IANA name")
+    ] = "UTC"
+    timezone: Annotated[str, msgspec.Meta(title="Output timezone", description="IANA name")] = "UTC"
+    format: Annotated[str, msgspec.Meta(title="Format", description="strftime pattern, or iso")] = (
+        "iso"
+    )
+    add_days: Annotated[float, msgspec.Meta(title="Add days")] = 0
+    add_hours: Annotated[float, msgspec.Meta(title="Add hours")] = 0
+    add_minutes: Annotated[float, msgspec.Meta(title="Add minutes")] = 0
+
+
+def _zone(name: str) -> ZoneInfo:
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise sdk.ConfigError(f"unknown timezone {name!r} (use an IANA name)") from None
+
+
+def _parse_moment(value: Any, zone: ZoneInfo) -> datetime:
+    if value in (None, "", "now"):
+        return datetime.now(UTC)
+    if _is_number(value):
+        return datetime.fromtimestamp(float(value), UTC)
+    if isinstance(value, str):
+        text = value.strip()
+        if text.endswith("Z"):
+            text = text[:-1] + "+00:00"
+        try:
+            moment = datetime.fromisoformat(text)
+        except ValueError:
+            raise sdk.NonRetryableError(
+                f"cannot parse {value!r} as an ISO 8601 date/time", kind="invalid_datetime"
+            ) from None
+        return moment if moment.tzinfo else moment.replace(tzinfo=zone)
+    raise sdk.NonRetryableError(f"cannot parse {value!r} as a date/time", kind="invalid_datetime")
+
+
+@sdk.action(
+    "data.datetime",
+    label="Date & time",
+    config=DateTimeConfig,
+    category="Data",
+    icon="clock",
+    expression_fields=("value",),
+)
+async def format_datetime(config: DateTimeConfig, input: Any) -> dict[str, Any]:
+    """Convert a moment between timezones and format it."""
+    moment = _parse_moment(config.value, _zone(config.input_timezone))
+    moment += timedelta(days=config.add_days, hours=config.add_hours, minutes=config.add_minutes)
+    local = moment.astimezone(_zone(config.timezone))
+    formatted = local.isoformat() if config.format == "iso" else local.strftime(config.format)
+    return {
+        "iso": local.isoformat(),
+        "formatted": formatted,
+        "epoch": local.timestamp(),
+        "timezone": config.timezone,
+        "weekday": local.strftime("%A"),
+    }
+
+
+# -- text template ---------------------------------------------------------------------
+
+_TEXT = SandboxedEnvironment(autoescape=False, undefined=jinja2.StrictUndefined)
+_HTML = SandboxedEnvironment(autoescape=True, undefined=jinja2.StrictUndefined)
+
+
+class TemplateConfig(msgspec.Struct, kw_only=True):
+    """Render a Jinja2 template."""
+
+    template: Annotated[
+        str,
+        msgspec.Meta(
+            title="Template",
+            description="Jinja2; variables input and data",
+            extra_json_schema={"x-multiline": True},
+        ),
+    ]
+    data: Annotated[Any, msgspec.Meta(title="Data", description="Available as data")] = None
+    html: Annotated[bool, msgspec.Meta(title="HTML output (autoescape)")] = False
+
+
+@sdk.action(
+    "data.template",
+    label="Text template",
+    config=TemplateConfig,
+    category="Data",
+    icon="type",
+    expression_fields=("data",),
+)
+async def render_text(config: TemplateConfig, input: Any) -> dict[str, Any]:
+    """Render the template in the sandbox; undefined variables fail the step."""
+    started = time.perf_counter()
+    env = _HTML if config.html else _TEXT
+    try:
+        text = env.from_string(config.template).render(input=input, data=config.data)
+    except jinja2.TemplateError as err:
+        raise sdk.NonRetryableError(
+            f"template error: {type(err).__name__}: {err}", kind="template_error"
+        ) from None
+    sdk.logger().debug("rendered in %.2f ms", (time.perf_counter() - started) * 1000)
+    return {"text": text}
+
+
+connector = sdk.Connector(
+    name="data",
+    label="Data",
+    version="1.0.0",
+    description="Filter, sort, aggregate, date/time and text templates",
+    actions=[filter_items, sort_items, aggregate, format_datetime, render_text],
+    icon="table",
+)

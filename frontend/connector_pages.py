@@ -1,0 +1,204 @@
+"""Pages for connectors: the catalog (``/catalog``) and credentials (``/credentials``).
+
+``/catalog`` lists every installed connector (version, source distribution, node types
+with their descriptions and config fields, credential types) and the plugins that failed
+to load. ``/credentials`` lists credentials (masked), creates one from a form generated
+from the credential type's JSON Schema (secret inputs are ``type=password`` and never
+pre-filled), deletes, and links OAuth2 credentials to *Connect*. Secrets are never
+rendered: templates only receive :class:`backend.services.credentials.CredentialView`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlencode
+
+from litestar import Controller, Request, Response, get, post
+from litestar.di import Provide
+from litestar.enums import RequestEncodingType
+from litestar.exceptions import NotAuthorizedException
+from litestar.params import Body
+from litestar.response import Redirect
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from backend import crypto
+from backend.auth.web import login_required, provide_db, provide_runtime
+from backend.db.models import User
+from backend.runtime import Runtime
+from backend.services import credentials as creds
+from frontend.pages import redirect_to_login, render
+
+
+def _return_path(value: str) -> str:
+    """A same-site path to go back to after creating a credential, or ``""``."""
+    if not value.startswith("/") or value.startswith("//") or "\\" in value:
+        return ""
+    return value
+
+
+def _with_param(path: str, name: str, value: str) -> str:
+    return f"{path}{'&' if '?' in path else '?'}{urlencode({name: value})}"
+
+
+def _type_forms(runtime: Runtime) -> list[dict[str, Any]]:
+    forms = []
+    for ctype in runtime.catalog.credential_types.values():
+        schema = ctype.json_schema()
+        required = set(schema.get("required") or ())
+        fields = []
+        for name, prop in schema["properties"].items():
+            fields.append(
+                {
+                    "name": name,
+                    "title": prop.get("title") or name.replace("_", " ").capitalize(),
+                    "description": prop.get("description", ""),
+                    "secret": bool(prop.get("writeOnly")),
+                    "required": name in required,
+                    "enum": prop.get("enum"),
+                    "boolean": prop.get("type") == "boolean",
+                    "integer": prop.get("type") == "integer",
+                    "default": prop.get("default"),
+                }
+            )
+        forms.append(
+            {
+                "name": ctype.name,
+                "label": ctype.label,
+                "kind": ctype.kind,
+                "description": ctype.description,
+                "fields": fields,
+            }
+        )
+    return sorted(forms, key=lambda f: f["label"].lower())
+
+
+def _form_data(ctype: Any, form: dict[str, str]) -> dict[str, Any]:
+    """Typed field values from an url-encoded form (empty inputs are left out)."""
+    props = ctype.json_schema()["properties"]
+    data: dict[str, Any] = {}
+    for name, prop in props.items():
+        key = f"field.{name}"
+        if prop.get("type") == "boolean":
+            data[name] = form.get(key) == "on"
+            continue
+        value = form.get(key, "")
+        if value == "":
+            continue
+        if prop.get("type") == "integer":
+            try:
+                data[name] = int(value)
+            except ValueError:
+                raise creds.CredentialError(f"{name} must be a whole number", field=name) from None
+        else:
+            data[name] = value
+    return data
+
+
+class ConnectorPages(Controller):
+    """Catalog and credentials pages (login required)."""
+
+    path = "/"
+    include_in_schema = False
+    guards = [login_required]
+    exception_handlers = {NotAuthorizedException: redirect_to_login}
+    dependencies = {
+        "db": Provide(provide_db),
+        "runtime": Provide(provide_runtime, sync_to_thread=False),
+    }
+
+    @get("/catalog", operation_id="page_catalog")
+    async def catalog_page(
+        self, request: Request[Any, Any, Any], runtime: Runtime
+    ) -> Response[str]:
+        """Installed connectors, their node types and docs, and plugin load errors."""
+        catalog = runtime.catalog
+        connectors = []
+        for info in sorted(catalog.connectors, key=lambda c: c.label.lower()):
+            specs = [catalog.specs[t] for t in info.node_types if t in catalog.specs]
+            connectors.append({"info": info, "specs": specs})
+        core = [s for s in catalog.all() if s.connector == "core"]
+        return render(
+            request, "catalog.html", connectors=connectors, core=core, errors=catalog.errors
+        )
+
+    @get("/credentials", operation_id="page_credentials")
+    async def credentials_page(
+        self,
+        request: Request[Any, Any, Any],
+        db: AsyncSession,
+        runtime: Runtime,
+        type: str = "",
+        connected: str = "",
+        error: str = "",
+        next: str = "",
+    ) -> Response[str]:
+        """List (masked) and the create form (``?type=`` preselects a credential type;
+        ``?next=<same-site path>`` returns there after saving, with ``credential=<id>``)."""
+        items = await creds.list_credentials(db, runtime.catalog)
+        return render(
+            request,
+            "credentials.html",
+            credentials=items,
+            types=_type_forms(runtime),
+            selected_type=type,
+            connected=connected,
+            error=error,
+            form_error=None,
+            next_path=_return_path(next),
+        )
+
+    @post("/credentials", operation_id="page_create_credential")
+    async def create_credential(
+        self,
+        request: Request[Any, Any, Any],
+        db: AsyncSession,
+        runtime: Runtime,
+        data: dict[str, str] = Body(media_type=RequestEncodingType.URL_ENCODED),
+    ) -> Response[Any]:
+        """Create from the form; on error re-render with the message (secrets not echoed)."""
+        user: User = request.scope["state"]["user"]
+        type_name = data.get("type", "")
+        try:
+            ctype = runtime.catalog.credential_type(type_name)
+            if ctype is None:
+                raise creds.CredentialError(f"unknown credential type {type_name!r}", field="type")
+            view = await creds.create_credential(
+                db,
+                runtime.catalog,
+                crypto.keyring_from_settings(runtime.settings),
+                name=data.get("name", ""),
+                type_name=type_name,
+                data=_form_data(ctype, data),
+                user_id=user.id,
+            )
+        except (creds.CredentialError, crypto.CryptoError) as exc:
+            items = await creds.list_credentials(db, runtime.catalog)
+            return render(
+                request,
+                "credentials.html",
+                status_code=400,
+                credentials=items,
+                types=_type_forms(runtime),
+                selected_type=type_name,
+                connected="",
+                error="",
+                form_error=getattr(exc, "message", str(exc)),
+                form_name=data.get("name", ""),
+                next_path=_return_path(data.get("next", "")),
+            )
+        back = _return_path(data.get("next", ""))
+        if back and view.kind != "oauth2":  # an OAuth2 credential still needs Connect here
+            return Redirect(_with_param(back, "credential", view.id))
+        return Redirect(f"/credentials#credential-{view.id}")
+
+    @post("/credentials/{credential_id:str}/delete", operation_id="page_delete_credential")
+    async def delete_credential(
+        self, request: Request[Any, Any, Any], db: AsyncSession, credential_id: str
+    ) -> Redirect:
+        """Delete and go back to the list."""
+        user: User = request.scope["state"]["user"]
+        try:
+            await creds.delete_credential(db, credential_id, user_id=user.id)
+        except creds.CredentialNotFound:
+            return Redirect("/credentials?error=credential%20not%20found")
+        return Redirect("/credentials")

@@ -1,0 +1,319 @@
+"""A local OAuth2 provider built with authlib's ``AuthorizationServer`` on http.server.
+
+Implements RFC 6749 authorization code (with PKCE, RFC 7636) and refresh token grants:
+
+- ``GET /authorize?response_type=code&client_id&redirect_uri&state&code_challenge...``:
+  auto-approves for the single user and answers ``302 redirect_uri?code=&state=``
+  (a test fetches it without following, then calls the app's callback itself);
+- ``POST /token`` (client_secret_basic or client_secret_post): issues bearer tokens
+  that expire after ``expires_in`` seconds, with refresh tokens (rotated on refresh);
+- ``GET /me`` with ``Authorization: Bearer <access token>``: ``{"user": ...}`` or 401.
+
+Listens on 127.0.0.1 (free port) in a thread; ``AUTHLIB_INSECURE_TRANSPORT`` is set
+because the tests speak plain HTTP to it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+from authlib.oauth2 import AuthorizationServer
+from authlib.oauth2.rfc6749 import OAuth2Request
+from authlib.oauth2.rfc6749.grants import AuthorizationCodeGrant, RefreshTokenGrant
+from authlib.oauth2.rfc6749.requests import BasicOAuth2Payload
+from authlib.oauth2.rfc6750 import BearerTokenGenerator
+from authlib.oauth2.rfc7636 import CodeChallenge
+
+os.environ.setdefault("AUTHLIB_INSECURE_TRANSPORT", "1")
+
+
+@dataclass
+class Client:
+    client_id: str
+    client_secret: str
+    redirect_uris: list[str]
+    scope: str = "read write"
+
+    def get_client_id(self) -> str:
+        return self.client_id
+
+    def get_default_redirect_uri(self) -> str:
+        return self.redirect_uris[0]
+
+    def get_allowed_scope(self, scope: str) -> str:
+        if not scope:
+            return ""
+        allowed = set(self.scope.split())
+        return " ".join(s for s in scope.split() if s in allowed)
+
+    def check_redirect_uri(self, redirect_uri: str) -> bool:
+        return redirect_uri in self.redirect_uris
+
+    def check_client_secret(self, client_secret: str) -> bool:
+        return secrets.compare_digest(client_secret, self.client_secret)
+
+    def check_endpoint_auth_method(self, method: str, endpoint: str) -> bool:
+        return method in ("client_secret_basic", "client_secret_post")
+
+    def check_response_type(self, response_type: str) -> bool:
+        return response_type == "code"
+
+    def check_grant_type(self, grant_type: str) -> bool:
+        return grant_type in ("authorization_code", "refresh_token")
+
+
+@dataclass
+class Code:
+    code: str
+    client_id: str
+    redirect_uri: str
+    scope: str
+    code_challenge: str | None
+    code_challenge_method: str | None
+
+    def get_redirect_uri(self) -> str:
+        return self.redirect_uri
+
+    def get_scope(self) -> str:
+        return self.scope
+
+
+@dataclass
+class Token:
+    client_id: str
+    access_token: str
+    refresh_token: str | None
+    scope: str
+    expires_at: float
+    revoked: bool = False
+
+    def check_client(self, client: Client) -> bool:
+        return client.client_id == self.client_id
+
+    def get_scope(self) -> str:
+        return self.scope
+
+
+@dataclass
+class Provider:
+    """State of the provider; ``token_requests`` counts calls per grant type."""
+
+    expires_in: int = 3600
+    clients: dict[str, Client] = field(default_factory=dict)
+    codes: dict[str, Code] = field(default_factory=dict)
+    tokens: list[Token] = field(default_factory=list)
+    token_requests: list[str] = field(default_factory=list)
+    user: str = "ada"
+
+
+class _Request(OAuth2Request):
+    def __init__(
+        self,
+        method: str,
+        url: str,
+        headers: dict[str, str],
+        values: dict[str, str],
+        args: dict[str, str],
+        form: dict[str, str],
+    ) -> None:
+        super().__init__(method, url, headers=headers)
+        self.payload = BasicOAuth2Payload(values)
+        self._args = args
+        self._form = form
+
+    @property
+    def args(self) -> dict[str, str]:
+        return self._args
+
+    @property
+    def form(self) -> dict[str, str]:
+        return self._form
+
+
+class _Server(AuthorizationServer):  # type: ignore[misc]
+    def __init__(self, provider: Provider) -> None:
+        super().__init__(scopes_supported=["read", "write"])
+        self.provider = provider
+
+    def query_client(self, client_id: str) -> Client | None:
+        return self.provider.clients.get(client_id)
+
+    def save_token(self, token: dict[str, Any], request: Any) -> None:
+        self.provider.tokens.append(
+            Token(
+                client_id=request.client.client_id,
+                access_token=token["access_token"],
+                refresh_token=token.get("refresh_token"),
+                scope=token.get("scope", ""),
+                expires_at=time.time() + token["expires_in"],
+            )
+        )
+
+    def create_oauth2_request(self, request: Any) -> Any:
+        return request
+
+    def create_json_request(self, request: Any) -> Any:
+        return request
+
+    def handle_response(self, status: int, body: Any, headers: Any) -> Any:
+        return status, body, headers
+
+    def send_signal(self, name: str, *args: Any, **kwargs: Any) -> None:
+        pass
+
+
+def _build(provider: Provider) -> _Server:
+    server = _Server(provider)
+
+    class CodeGrant(AuthorizationCodeGrant):  # type: ignore[misc]
+        TOKEN_ENDPOINT_AUTH_METHODS = ["client_secret_basic", "client_secret_post"]
+
+        def save_authorization_code(self, code: str, request: Any) -> None:
+            data = request.payload.data
+            provider.codes[code] = Code(
+                code=code,
+                client_id=request.client.client_id,
+                redirect_uri=data.get("redirect_uri", ""),
+                scope=request.payload.scope or "",
+                code_challenge=data.get("code_challenge"),
+                code_challenge_method=data.get("code_challenge_method"),
+            )
+
+        def query_authorization_code(self, code: str, client: Client) -> Code | None:
+            found = provider.codes.get(code)
+            return found if found and found.client_id == client.client_id else None
+
+        def delete_authorization_code(self, authorization_code: Code) -> None:
+            provider.codes.pop(authorization_code.code, None)
+
+        def authenticate_user(self, authorization_code: Code) -> str:
+            return provider.user
+
+    class Refresh(RefreshTokenGrant):  # type: ignore[misc]
+        TOKEN_ENDPOINT_AUTH_METHODS = ["client_secret_basic", "client_secret_post"]
+        INCLUDE_NEW_REFRESH_TOKEN = True
+
+        def authenticate_refresh_token(self, refresh_token: str) -> Token | None:
+            return next(
+                (t for t in provider.tokens if t.refresh_token == refresh_token and not t.revoked),
+                None,
+            )
+
+        def authenticate_user(self, credential: Token) -> str:
+            return provider.user
+
+        def revoke_old_credential(self, credential: Token) -> None:
+            credential.revoked = True
+
+    server.register_grant(CodeGrant, [CodeChallenge(required=True)])
+    server.register_grant(Refresh)
+    server.register_token_generator(
+        "default",
+        BearerTokenGenerator(
+            access_token_generator=lambda **_: "at-" + secrets.token_urlsafe(16),
+            refresh_token_generator=lambda **_: "rt-" + secrets.token_urlsafe(16),
+            expires_generator=lambda client, grant_type: provider.expires_in,
+        ),
+    )
+    return server
+
+
+class OAuth2Provider:
+    """The provider over HTTP. ``url`` is its base URL; ``state`` its :class:`Provider`."""
+
+    def __init__(self, expires_in: int = 3600) -> None:
+        self.state = Provider(expires_in=expires_in)
+        self.auth = _build(self.state)
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: object) -> None:
+                pass
+
+            def _reply(self, status: int, body: Any, headers: Any) -> None:
+                payload = (
+                    body
+                    if isinstance(body, bytes)
+                    else (json.dumps(body).encode() if not isinstance(body, str) else body.encode())
+                )
+                self.send_response(status)
+                names = set()
+                for name, value in headers or []:
+                    names.add(name.lower())
+                    self.send_header(name, value)
+                if "content-type" not in names:
+                    self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def _request(self) -> _Request:
+                parts = urlsplit(self.path)
+                args = dict(parse_qsl(parts.query))
+                length = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(length).decode() if length else ""
+                form = dict(parse_qsl(raw))
+                url = f"{outer.url}{self.path}"
+                headers = {k: v for k, v in self.headers.items()}
+                return _Request(self.command, url, headers, {**args, **form}, args, form)
+
+            def do_GET(self) -> None:
+                req = self._request()
+                path = urlsplit(self.path).path
+                if path == "/authorize":
+                    self._reply(*outer.auth.create_authorization_response(req, grant_user="ada"))
+                elif path == "/me":
+                    auth = self.headers.get("Authorization", "")
+                    token = next(
+                        (
+                            t
+                            for t in outer.state.tokens
+                            if f"Bearer {t.access_token}" == auth
+                            and not t.revoked
+                            and t.expires_at > time.time()
+                        ),
+                        None,
+                    )
+                    if token is None:
+                        self._reply(401, {"error": "invalid_token"}, [])
+                    else:
+                        self._reply(200, {"user": outer.state.user}, [])
+                else:
+                    self._reply(404, {"error": "not_found"}, [])
+
+            def do_POST(self) -> None:
+                req = self._request()
+                if urlsplit(self.path).path == "/token":
+                    outer.state.token_requests.append(req.form.get("grant_type", ""))
+                    self._reply(*outer.auth.create_token_response(req))
+                else:
+                    self._reply(404, {"error": "not_found"}, [])
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def add_client(self, client_id: str, client_secret: str, redirect_uri: str) -> None:
+        self.state.clients[client_id] = Client(client_id, client_secret, [redirect_uri])
+
+    def start(self) -> OAuth2Provider:
+        self.thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()

@@ -1,0 +1,166 @@
+"""OAuth2 authorization-code flow (authlib) against a local authlib provider."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import httpx
+import pytest
+from sqlalchemy import select, update
+
+from backend import crypto
+from backend.db.models.credentials import AuditLog, Credential
+from backend.runtime import Runtime
+from backend.services import credentials as svc
+from tests.fakes.oauth2_provider import OAuth2Provider
+from tests.integration.test_credentials import settings  # noqa: F401  (encryption key)
+
+pytestmark = pytest.mark.integration
+
+CALLBACK = "http://testserver.local/api/credentials/oauth2/callback"
+CLIENT_SECRET = "cs-0123456789abcdef-secret"
+
+
+@pytest.fixture
+def provider() -> Iterator[OAuth2Provider]:
+    p = OAuth2Provider(expires_in=3600).start()
+    p.add_client("railyard", CLIENT_SECRET, CALLBACK)
+    yield p
+    p.stop()
+
+
+async def _connect(client: httpx.AsyncClient, provider: OAuth2Provider) -> dict[str, Any]:
+    r = await client.post(
+        "/api/credentials",
+        json={
+            "name": "Provider",
+            "type": "oauth2",
+            "data": {
+                "authorize_url": provider.url + "/authorize",
+                "token_url": provider.url + "/token",
+                "client_id": "railyard",
+                "client_secret": CLIENT_SECRET,
+                "scope": "read",
+            },
+        },
+    )
+    assert r.status_code == 201, r.text
+    cred = r.json()
+    assert cred["connected"] is False
+    start = await client.get(f"/api/credentials/{cred['id']}/connect")
+    assert start.status_code in (302, 303), start.text
+    authorize = start.headers["location"]
+    assert authorize.startswith(provider.url + "/authorize?")
+    query = parse_qs(urlsplit(authorize).query)
+    assert query["code_challenge_method"] == ["S256"] and query["redirect_uri"] == [CALLBACK]
+    # The browser follows to the provider, which redirects back with a code.
+    async with httpx.AsyncClient() as browser:
+        consent = await browser.get(authorize)
+    assert consent.status_code == 302, consent.text
+    back = consent.headers["location"]
+    assert back.startswith(CALLBACK)
+    done = await client.get(back.replace("http://testserver.local", ""))
+    assert done.status_code in (302, 303)
+    assert done.headers["location"] == f"/credentials?connected={cred['id']}"
+    return (await client.get(f"/api/credentials/{cred['id']}")).json()
+
+
+async def test_connect_stores_tokens_encrypted_and_refreshes_before_expiry(
+    client: httpx.AsyncClient, runtime: Runtime, provider: OAuth2Provider
+) -> None:
+    cred = await _connect(client, provider)
+    assert cred["connected"] is True and cred["token_expires_at"]
+    [token] = provider.state.tokens
+    body = (await client.get("/api/credentials")).text
+    assert token.access_token not in body and CLIENT_SECRET not in body
+    async with runtime.sessionmaker() as session:
+        row = (await session.execute(select(Credential))).scalar_one()
+        assert token.access_token.encode() not in row.ciphertext
+
+    keyring = crypto.keyring_from_settings(runtime.settings)
+    info = {"run_id": "r1", "step_id": "s1"}
+    fresh = await svc.resolve_for_action(
+        runtime.sessionmaker, runtime.catalog, keyring, cred["id"], ("oauth2",), info=info
+    )
+    assert fresh["access_token"] == token.access_token
+    assert provider.state.token_requests == ["authorization_code"]
+    async with httpx.AsyncClient() as api:
+        me = await api.get(
+            provider.url + "/me", headers={"Authorization": f"Bearer {fresh['access_token']}"}
+        )
+    assert me.json() == {"user": "ada"}
+
+    # The token is about to expire: the next use refreshes it first (once).
+    async with runtime.sessionmaker() as session, session.begin():
+        row = (await session.execute(select(Credential))).scalar_one()
+        payload = svc._open(keyring, row)
+        payload["token"]["expires_at"] = time.time() + 5
+        row.ciphertext = svc._seal(keyring, row.id, payload)
+    refreshed = await svc.resolve_for_action(
+        runtime.sessionmaker,
+        runtime.catalog,
+        keyring,
+        cred["id"],
+        ("oauth2",),
+        info=info,
+        refresh_margin=60,
+    )
+    assert provider.state.token_requests == ["authorization_code", "refresh_token"]
+    assert refreshed["access_token"] != token.access_token
+    assert refreshed["expires_at"] > time.time() + 3000
+    again = await svc.resolve_for_action(
+        runtime.sessionmaker, runtime.catalog, keyring, cred["id"], ("oauth2",), info=info
+    )
+    assert again["access_token"] == refreshed["access_token"]
+    assert provider.state.token_requests == ["authorization_code", "refresh_token"]
+    async with runtime.sessionmaker() as session:
+        actions = list(
+            (await session.execute(select(AuditLog.action).order_by(AuditLog.id))).scalars()
+        )
+    assert actions == [
+        "credential.create",
+        "credential.oauth_start",
+        "credential.connect",
+        "credential.use",
+        "credential.use",
+        "credential.use",
+    ]
+
+
+async def test_revoked_refresh_token_needs_reconnect(
+    client: httpx.AsyncClient, runtime: Runtime, provider: OAuth2Provider
+) -> None:
+    cred = await _connect(client, provider)
+    for t in provider.state.tokens:
+        t.revoked = True
+    async with runtime.sessionmaker() as session, session.begin():
+        await session.execute(update(Credential).values(token_expires_at=None))
+        row = (await session.execute(select(Credential))).scalar_one()
+        keyring = crypto.keyring_from_settings(runtime.settings)
+        payload = svc._open(keyring, row)
+        payload["token"]["expires_at"] = time.time() - 1
+        row.ciphertext = svc._seal(keyring, row.id, payload)
+    from connectors import sdk
+
+    with pytest.raises(sdk.NonRetryableError) as err:
+        await svc.resolve_for_action(
+            runtime.sessionmaker,
+            runtime.catalog,
+            keyring,
+            cred["id"],
+            ("oauth2",),
+            info={"run_id": "r"},
+        )
+    assert err.value.kind == "credential_refresh_failed"
+    assert "invalid_grant" in err.value.message
+
+
+async def test_callback_rejects_unknown_state(client: httpx.AsyncClient, runtime: Runtime) -> None:
+    r = await client.get("/api/credentials/oauth2/callback", params={"state": "x", "code": "y"})
+    assert r.status_code in (302, 303)
+    assert r.headers["location"].startswith("/credentials?error=")
+    r = await client.get("/api/credentials/oauth2/callback", params={"error": "access_denied"})
+    assert r.headers["location"] == "/credentials?error=access_denied"

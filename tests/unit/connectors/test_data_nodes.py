@@ -1,0 +1,101 @@
+"""Core data nodes: filter, sort, aggregate, date/time, text template."""
+
+from __future__ import annotations
+
+import pytest
+
+from connectors import sdk
+from connectors.builtin import data
+from connectors.testing import ActionTestEnvironment
+
+ROWS = [
+    {"name": "b", "team": "x", "score": 3, "meta": {"city": "Oslo"}},
+    {"name": "a", "team": "y", "score": 10},
+    {"name": "c", "team": "x", "score": None},
+    {"name": "d", "team": "x", "score": 7, "meta": {"city": "Rome"}},
+]
+
+
+async def test_filter() -> None:
+    env = ActionTestEnvironment()
+    out = await env.run(data.filter_items, {"field": "score", "operator": "gte", "value": 7}, ROWS)
+    assert [r["name"] for r in out["items"]] == ["a", "d"]
+    assert out["count"] == 2 and out["dropped"] == 2
+    out = await env.run(data.filter_items, {"field": "meta.city", "operator": "exists"}, ROWS)
+    assert [r["name"] for r in out["items"]] == ["b", "d"]
+    out = await env.run(
+        data.filter_items, {"items": ROWS, "field": "team", "operator": "in", "value": ["y"]}, None
+    )
+    assert [r["name"] for r in out["items"]] == ["a"]
+    with pytest.raises(sdk.ConfigError):
+        await env.run(data.filter_items, {"field": "x"}, {"not": "a list"})
+
+
+async def test_sort_multi_key_none_last() -> None:
+    env = ActionTestEnvironment()
+    out = await env.run(
+        data.sort_items,
+        {"keys": [{"field": "team"}, {"field": "score", "direction": "desc"}]},
+        ROWS,
+    )
+    assert [r["name"] for r in out["items"]] == ["d", "b", "c", "a"]
+
+
+async def test_aggregate_grouped_and_total() -> None:
+    env = ActionTestEnvironment()
+    aggs = [
+        {"op": "count", "as": "n"},
+        {"op": "sum", "field": "score", "as": "total"},
+        {"op": "avg", "field": "score"},
+        {"op": "collect", "field": "name", "as": "names"},
+    ]
+    out = await env.run(data.aggregate, {"group_by": "team", "aggregations": aggs}, ROWS)
+    assert out["groups"] == [
+        {"key": "x", "n": 3, "total": 10, "avg_score": 5.0, "names": ["b", "c", "d"]},
+        {"key": "y", "n": 1, "total": 10, "avg_score": 10.0, "names": ["a"]},
+    ]
+    out = await env.run(data.aggregate, {"aggregations": [{"op": "max", "field": "score"}]}, ROWS)
+    assert out == {"result": {"max_score": 10}}
+
+
+async def test_datetime_zones_and_format() -> None:
+    env = ActionTestEnvironment()
+    out = await env.run(
+        data.format_datetime,
+        {
+            "value": "2026-03-29T00:30:00Z",
+            "timezone": "Europe/Berlin",
+            "format": "%Y-%m-%d %H:%M %Z",
+            "add_hours": 2,
+        },
+        None,
+    )
+    assert out["formatted"] == "2026-03-29 04:30 CEST"  # DST starts at 01:00 UTC
+    assert out["weekday"] == "Sunday"
+    out = await env.run(
+        data.format_datetime,
+        {"value": "2026-01-01T09:00:00", "input_timezone": "America/New_York"},
+        None,
+    )
+    assert out["iso"] == "2026-01-01T14:00:00+00:00"
+    with pytest.raises(sdk.ConfigError):
+        await env.run(data.format_datetime, {"timezone": "Mars/Base"}, None)
+    with pytest.raises(sdk.NonRetryableError):
+        await env.run(data.format_datetime, {"value": "yesterday-ish"}, None)
+
+
+async def test_text_template_sandboxed_and_escaped() -> None:
+    env = ActionTestEnvironment()
+    out = await env.run(
+        data.render_text,
+        {"template": "Hi {{ input.name }}, {{ data | length }}", "data": [1, 2]},
+        {"name": "<b>"},
+    )
+    assert out == {"text": "Hi <b>, 2"}
+    out = await env.run(
+        data.render_text, {"template": "{{ input.name }}", "html": True}, {"name": "<b>"}
+    )
+    assert out == {"text": "&lt;b&gt;"}
+    with pytest.raises(sdk.NonRetryableError) as err:
+        await env.run(data.render_text, {"template": "{{ input.__class__.__subclasses__() }}"}, {})
+    assert err.value.kind == "template_error"

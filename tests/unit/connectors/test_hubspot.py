@@ -1,0 +1,141 @@
+"""HubSpot connector against a local HubSpot-like server (tests/fakes/apis.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from connectors import sdk
+from connectors.builtin import hubspot
+from connectors.testing import ActionTestEnvironment
+from tests.fakes.apis import HubSpotLike
+
+
+@pytest.fixture
+def crm() -> Iterator[HubSpotLike]:
+    server = HubSpotLike().start()
+    assert isinstance(server, HubSpotLike)
+    yield server
+    server.stop()
+
+
+def _env(crm: HubSpotLike, token: str = "pat-valid") -> ActionTestEnvironment:
+    return ActionTestEnvironment(
+        settings={"hubspot.api_url": crm.url},
+        credentials={"hs": {"type": "hubspot.private_app", "kind": "bearer", "token": token}},
+        credential_types=[hubspot.PRIVATE_APP],
+    )
+
+
+async def test_contact_lifecycle_and_deal_association(crm: HubSpotLike) -> None:
+    env = _env(crm)
+    created = await env.run(
+        hubspot.create_contact,
+        {"credential": "hs", "properties": {"email": "Ada@Example.com", "firstname": "Ada"}},
+        None,
+    )
+    assert created["id"] and created["properties"]["email"] == "ada@example.com"
+    assert crm.requests[0].body == {"properties": {"email": "Ada@Example.com", "firstname": "Ada"}}
+    updated = await env.run(
+        hubspot.update_contact,
+        {"credential": "hs", "contact_id": created["id"], "properties": {"lastname": "L"}},
+        None,
+    )
+    assert updated["properties"]["lastname"] == "L"
+    upserted = await env.run(
+        hubspot.upsert_contact,
+        {"credential": "hs", "email": "ada@example.com", "properties": {"phone": "1"}},
+        None,
+    )
+    assert upserted["id"] == created["id"] and upserted["new"] is False
+    fresh = await env.run(
+        hubspot.upsert_contact, {"credential": "hs", "email": "bob@example.com"}, None
+    )
+    assert fresh["new"] is True
+    assert crm.requests[-1].body == {
+        "inputs": [
+            {
+                "idProperty": "email",
+                "id": "bob@example.com",
+                "properties": {"email": "bob@example.com"},
+            }
+        ]
+    }
+    found = await env.run(
+        hubspot.search_contacts, {"credential": "hs", "value": "ada@example.com"}, None
+    )
+    assert found["total"] == 1 and found["results"][0]["id"] == created["id"]
+    assert crm.requests[-1].body["filterGroups"] == [
+        {"filters": [{"propertyName": "email", "operator": "EQ", "value": "ada@example.com"}]}
+    ]
+    deal = await env.run(
+        hubspot.create_deal,
+        {"credential": "hs", "properties": {"dealname": "Big", "amount": "1000"}},
+        None,
+    )
+    assoc = await env.run(
+        hubspot.associate_deal_contact,
+        {"credential": "hs", "deal_id": deal["id"], "contact_id": created["id"]},
+        None,
+    )
+    assert assoc["status"] == "COMPLETE"
+    assert crm.associations == [(deal["id"], created["id"])]
+    assert crm.requests[-1].method == "PUT"
+    assert crm.requests[-1].path == (
+        f"/crm/v4/objects/deals/{deal['id']}/associations/default/contacts/{created['id']}"
+    )
+
+
+async def test_conflict_error_body_is_mapped(crm: HubSpotLike) -> None:
+    env = _env(crm)
+    await env.run(
+        hubspot.create_contact, {"credential": "hs", "properties": {"email": "a@b.c"}}, None
+    )
+    with pytest.raises(sdk.NonRetryableError) as err:
+        await env.run(
+            hubspot.create_contact, {"credential": "hs", "properties": {"email": "a@b.c"}}, None
+        )
+    assert err.value.kind == "hubspot_conflict"
+    assert "Contact already exists" in err.value.message
+    assert "correlationId" in err.value.message
+    assert err.value.details["status"] == 409
+
+
+async def test_validation_and_not_found(crm: HubSpotLike) -> None:
+    env = _env(crm)
+    with pytest.raises(sdk.NonRetryableError) as err:
+        await env.run(hubspot.create_deal, {"credential": "hs", "properties": {"amount": 1}}, None)
+    assert err.value.kind == "hubspot_validation_error"
+    with pytest.raises(sdk.NonRetryableError) as err:
+        await env.run(
+            hubspot.update_contact,
+            {"credential": "hs", "contact_id": "999", "properties": {"a": 1}},
+            None,
+        )
+    assert err.value.kind == "hubspot_object_not_found"
+    with pytest.raises(sdk.ConfigError):
+        await env.run(
+            hubspot.update_contact,
+            {"credential": "hs", "contact_id": "../x", "properties": {}},
+            None,
+        )
+
+
+async def test_rate_limit_429_is_retried_after_the_interval(crm: HubSpotLike) -> None:
+    crm.rate_limit_next = 1
+    env = _env(crm)
+    with pytest.raises(sdk.ActionError) as err:
+        await env.run(hubspot.search_contacts, {"credential": "hs", "value": "x"}, None)
+    assert err.value.retryable and err.value.kind == "hubspot_rate_limits"
+    assert err.value.retry_after == 10.0  # X-HubSpot-RateLimit-Interval-Milliseconds
+    out = await env.run(hubspot.search_contacts, {"credential": "hs", "value": "x"}, None)
+    assert out["total"] == 0
+
+
+async def test_bad_token(crm: HubSpotLike) -> None:
+    with pytest.raises(sdk.NonRetryableError) as err:
+        await _env(crm, token="pat-wrong").run(
+            hubspot.search_contacts, {"credential": "hs", "value": "x"}, None
+        )
+    assert err.value.kind == "hubspot_invalid_authentication"

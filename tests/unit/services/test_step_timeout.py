@@ -1,0 +1,71 @@
+"""Step timeout of an action: cooperative (is_cancelled) and then the task is cancelled."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from backend.services.execution import Execution
+
+
+class SlowAction:
+    """Sleeps in small steps; records what it saw when it was stopped."""
+
+    def __init__(self) -> None:
+        self.saw_cancel_flag = False
+        self.task_cancelled = False
+
+    async def run(self, config: dict[str, Any], input: Any, context: Any) -> Any:
+        try:
+            await asyncio.Event().wait()  # never set: only cancellation ends it
+        except asyncio.CancelledError:
+            self.task_cancelled = True
+            self.saw_cancel_flag = context.is_cancelled()
+            raise
+
+
+class Registry:
+    def __init__(self, action: Any) -> None:
+        self._action = action
+
+    def action(self, node_type: str) -> Any:
+        return self._action
+
+
+class Context:
+    def __init__(self, is_cancelled: Any) -> None:
+        self.is_cancelled = is_cancelled
+
+
+def execution(action: Any) -> Execution:
+    return Execution(
+        None,  # type: ignore[arg-type]  # no heartbeat within the test's lease
+        None,  # type: ignore[arg-type]
+        Registry(action),
+        lambda info, heartbeat, is_cancelled: Context(is_cancelled),
+        lease_seconds=3600,
+    )
+
+
+async def test_timeout_sets_is_cancelled_then_cancels_the_task() -> None:
+    action = SlowAction()
+    outcome = await execution(action)._run_action(
+        "test.slow", {}, None, {}, attempt_id=1, token="t", timeout=0.05
+    )
+    assert outcome == {
+        "ok": False,
+        "error": {"message": "step timed out after 0.05 s", "kind": "timeout"},
+        "retryable": True,
+    }
+    assert action.task_cancelled and action.saw_cancel_flag
+
+
+async def test_no_timeout_returns_the_output() -> None:
+    class Quick:
+        async def run(self, config: dict[str, Any], input: Any, context: Any) -> Any:
+            return {"echo": input}
+
+    outcome = await execution(Quick())._run_action(
+        "test.quick", {}, 5, {}, attempt_id=1, token="t", timeout=None
+    )
+    assert outcome == {"ok": True, "output": {"echo": 5}}
