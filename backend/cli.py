@@ -144,7 +144,7 @@ def cmd_api(args: argparse.Namespace) -> int:
 
 def cmd_worker(args: argparse.Namespace) -> int:
     """Production worker process (arq) with the sweeper."""
-    from backend.workers.worker import make_worker
+    from backend.workers.worker import loop_factory, make_worker
 
     settings = load_settings()
     settings.require_services()
@@ -162,7 +162,8 @@ def cmd_worker(args: argparse.Namespace) -> int:
         await worker.close()
         task.cancel()
 
-    asyncio.run(main())
+    with asyncio.Runner(loop_factory=loop_factory()) as runner:
+        runner.run(main())
     return 0
 
 
