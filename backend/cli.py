@@ -150,27 +150,20 @@ def cmd_dev(args: argparse.Namespace) -> int:
     return 0
 
 
-def _fast_event_loop() -> None:
-    """Use uvloop when installed (production processes; uvicorn uses httptools itself)."""
-    try:
-        import uvloop
-    except ImportError:
-        return
-    asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
-
-
 def cmd_api(args: argparse.Namespace) -> int:
-    """Production API process."""
+    """Production API process (uvloop when installed; uvicorn uses httptools itself)."""
+    from backend.workers.worker import loop_factory
+
     settings = load_settings()
     settings.require_services()
-    _fast_event_loop()
-    asyncio.run(serve(settings, args.host, args.port, with_worker=False))
+    with asyncio.Runner(loop_factory=loop_factory()) as runner:
+        runner.run(serve(settings, args.host, args.port, with_worker=False))
     return 0
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
     """Production worker process (arq) with the sweeper."""
-    from backend.workers.worker import make_worker
+    from backend.workers.worker import loop_factory, make_worker
 
     settings = load_settings()
     settings.require_services()
@@ -188,7 +181,8 @@ def cmd_worker(args: argparse.Namespace) -> int:
         await worker.close()
         task.cancel()
 
-    asyncio.run(main())
+    with asyncio.Runner(loop_factory=loop_factory()) as runner:
+        runner.run(main())
     return 0
 
 

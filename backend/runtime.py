@@ -81,6 +81,7 @@ def make_context_factory(
             heartbeat=heartbeat,
             cancelled=is_cancelled,
             http_client=lambda: sdk.make_http_client(policy),
+            ssrf=policy,  # connectors dialling other protocols (SMTP) check the same policy
             logger=logging.getLogger(f"railyard.connector.{info['node_type']}"),
             settings=connector_settings,
             credential_resolver=resolver,

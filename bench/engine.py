@@ -8,13 +8,21 @@ endpoint (127.0.0.1) and ``railyard worker`` subprocesses, and prints one
 - (a) ``seq40_wall``: one run of 40 sequential HTTP Request steps against an endpoint that
   sleeps 10 ms: wall time from start_run to the run's end (target <= 0.6 s).
 - (b) ``dispatch_p50`` / ``dispatch_p99``: per action step, the time from its ``step.ready``
-  event to its ``step.started`` event (both stamped by PostgreSQL), over the runs of (a)
-  (targets 5 ms / 25 ms).
+  event to its ``step.started`` event (both stamped by PostgreSQL with ``clock_timestamp()``
+  when written), over the runs of (a) (targets 5 ms / 25 ms). A step claimed in the
+  transaction that made it ready (inline continuation) scores the time between the two
+  writes, so (b) also prints the stricter ``step_gap_p50`` / ``step_gap_p99``: measured at
+  the endpoint, from the moment it answered step k to the moment step k+1's request
+  arrived: completing step k, its commit, claiming k+1 and the HTTP client's own work.
+  ``dispatch_queued_median`` / ``_max``: the same ready -> started time for the first step of
+  each run, the one that goes through the arq queue.
+- ``fsync_floor``: ``pg_test_fsync``'s fdatasync time for one 8 kB write in the same
+  directory: the floor of one durable commit.
 - (c) ``throughput``: 200 runs of a 3-step workflow (three HTTP calls, no sleep) on 2 workers:
   runs/s and PostgreSQL transactions per run (``pg_stat_database.xact_commit`` delta), beside
   ``pgbench -N`` (4 clients, 5 s) on the same server for the ceiling.
 
-Bounded: at most 200 + 11 runs, every wait has a timeout.
+Bounded: at most 200 + 16 runs, every wait has a timeout.
 """
 
 from __future__ import annotations
@@ -35,6 +43,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import itertools
+
 import msgspec
 from sqlalchemy import text
 
@@ -53,9 +63,16 @@ def figure(name: str, value: float, unit: str) -> None:
     print(f"figure: {name} = {value:.4g} {unit}", flush=True)
 
 
-def endpoint(sleep_s: float) -> ThreadingHTTPServer:
+class Endpoint(ThreadingHTTPServer):
+    """Local HTTP endpoint; ``marks`` holds ``(arrived, answered)`` perf_counter pairs."""
+
+    marks: list[tuple[float, float]]
+
+
+def endpoint(sleep_s: float) -> Endpoint:
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
+            arrived = time.perf_counter()
             length = int(self.headers.get("content-length") or 0)
             self.rfile.read(length)
             if sleep_s:
@@ -66,11 +83,14 @@ def endpoint(sleep_s: float) -> ThreadingHTTPServer:
             self.send_header("content-length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)
+            self.wfile.flush()
+            server.marks.append((arrived, time.perf_counter()))
 
         def log_message(self, *args: Any) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server = Endpoint(("127.0.0.1", 0), Handler)
+    server.marks = []
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server
 
@@ -142,17 +162,61 @@ async def xact_commit(rt: Runtime) -> int:
         )
 
 
-async def dispatch_latencies(rt: Runtime) -> list[float]:
+async def settled_xact_commit(rt: Runtime, *, timeout: float = 15.0) -> int:
+    """``xact_commit`` once it stopped changing for 2 s (at most ``timeout`` seconds)."""
+    deadline = time.monotonic() + timeout
+    last = await xact_commit(rt)
+    while time.monotonic() < deadline:
+        await asyncio.sleep(2.0)
+        now = await xact_commit(rt)
+        if now == last:
+            break
+        last = now
+    return last
+
+
+async def dispatch_latencies(rt: Runtime, run_ids: list[uuid.UUID]) -> list[tuple[str, float]]:
+    """``(step id, ms from step.ready to step.started)`` for the action steps of ``run_ids``."""
     async with rt.engine.connect() as conn:
         rows = await conn.execute(
             text(
-                "select extract(epoch from s.created_at - r.created_at) from events r"
+                "select r.step_id, extract(epoch from s.created_at - r.created_at) from events r"
                 " join events s on s.run_id = r.run_id and s.step_id = r.step_id"
                 " and s.kind = 'step.started'"
-                " where r.kind = 'step.ready'"
-            )
+                " where r.kind = 'step.ready' and r.run_id = any(:ids)"
+            ),
+            {"ids": run_ids},
         )
-        return [float(v) * 1000 for (v,) in rows]
+        return [(str(step), float(v) * 1000) for step, v in rows]
+
+
+def step_gaps(marks: list[tuple[float, float]], steps: int) -> list[float]:
+    """Milliseconds from answering step k to step k+1 arriving, within each sequential run
+    (``marks`` in arrival order, ``steps`` requests per run)."""
+    gaps = []
+    for start in range(0, len(marks) - steps + 1, steps):
+        run = marks[start : start + steps]
+        gaps += [(b[0] - a[1]) * 1000 for a, b in itertools.pairwise(run)]
+    return gaps
+
+
+def fsync_floor(directory: Path) -> float:
+    """``pg_test_fsync`` fdatasync time for one 8 kB write in ``directory``, in ms."""
+    done = subprocess.run(
+        [str(pg_bin_dir() / "pg_test_fsync"), "-s", "2", "-f", str(directory / "fsync.test")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    found = re.search(r"fdatasync\s+[\d.]+ ops/sec\s+(\d+) usecs/op", done.stdout)
+    return int(found.group(1)) / 1000 if found else float("nan")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 async def main() -> None:
@@ -193,22 +257,43 @@ async def main() -> None:
             )
             await asyncio.sleep(2.0)  # workers up
 
-            # warm-up run (connections, imports), then (a)
-            warm = await rt.execution.start_run(three, {}, trigger="manual")
-            await wait_all(rt, [warm.run_id], 30)
+            # warm-up runs (both workers: connections, prepared statements), then (a)
+            warm = [await rt.execution.start_run(three, {}, trigger="manual") for _ in range(6)]
+            await wait_all(rt, [w.run_id for w in warm], 60)
+            slow.marks.clear()
+            cpu0 = sum(cpu_seconds(w.pid) for w in workers)
             walls = []
+            seq_runs = []
             for _ in range(5):
                 t0 = time.perf_counter()
                 started = await rt.execution.start_run(seq, {}, trigger="manual")
                 await wait_all(rt, [started.run_id], 60)
                 walls.append(time.perf_counter() - t0)
+                seq_runs.append(started.run_id)
             figure("seq40_wall_median", statistics.median(walls), "s")
             figure("seq40_wall_best", min(walls), "s")
+            cpu = sum(cpu_seconds(w.pid) for w in workers) - cpu0
+            figure("seq40_worker_cpu_per_step", cpu / (5 * 40) * 1000, "ms")
 
             # (b) dispatch latency over the action steps of (a), before the throughput flood
-            lat = sorted(await dispatch_latencies(rt))
+            found = await dispatch_latencies(rt, seq_runs)
+            lat = sorted(ms for _, ms in found)
+            # the first step of each run goes through the queue (start_run commits, then
+            # enqueues; a worker polls); the others are claimed inline
+            queued = sorted(ms for step, ms in found if step == "s0")
+            figure("dispatch_queued_median", statistics.median(queued), "ms")
+            figure("dispatch_queued_max", max(queued), "ms")
             figure("dispatch_p50", lat[len(lat) // 2], "ms")
             figure("dispatch_p99", lat[min(len(lat) - 1, int(len(lat) * 0.99))], "ms")
+            gaps = sorted(step_gaps(slow.marks, 40))
+            figure("step_gap_p50", gaps[len(gaps) // 2], "ms")
+            figure("step_gap_p99", gaps[min(len(gaps) - 1, int(len(gaps) * 0.99))], "ms")
+
+            # idle cost of the poll delay: both workers' CPU over 2 s with nothing to do
+            cpu0 = sum(cpu_seconds(w.pid) for w in workers)
+            await asyncio.sleep(2.0)
+            idle = sum(cpu_seconds(w.pid) for w in workers) - cpu0
+            figure("idle_worker_cpu", idle / 2.0 / len(workers) * 100, "% of a core")
 
             # (c) throughput with 2 workers
             before = await xact_commit(rt)
@@ -218,7 +303,10 @@ async def main() -> None:
                 ids.append((await rt.execution.start_run(three, {}, trigger="manual")).run_id)
             await wait_all(rt, ids, 300)
             elapsed = time.perf_counter() - t0
-            after = await xact_commit(rt)
+            # backends report their counters to pg_stat_database at most once a second,
+            # idle ones within 10 s: wait until the count settles (the polls above end in
+            # a rollback, so only the engine's transactions are counted)
+            after = await settled_xact_commit(rt)
             figure("throughput_3step_2workers", THROUGHPUT_RUNS / elapsed, "runs/s")
             figure("pg_transactions_per_run", (after - before) / THROUGHPUT_RUNS, "xact")
 
@@ -245,6 +333,7 @@ async def main() -> None:
             out = done.stdout
             tps = re.search(r"tps = ([\d.]+)", out)
             figure("pgbench_N_tps", float(tps.group(1)) if tps else float("nan"), "tps")
+            figure("fsync_floor", await asyncio.to_thread(fsync_floor, Path(tmp)), "ms")
         finally:
             for w in workers:
                 w.terminate()

@@ -11,6 +11,7 @@ rendered: templates only receive :class:`backend.services.credentials.Credential
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlencode
 
 from litestar import Controller, Request, Response, get, post
 from litestar.di import Provide
@@ -26,6 +27,17 @@ from backend.db.models import User
 from backend.runtime import Runtime
 from backend.services import credentials as creds
 from frontend.pages import redirect_to_login, render
+
+
+def _return_path(value: str) -> str:
+    """A same-site path to go back to after creating a credential, or ``""``."""
+    if not value.startswith("/") or value.startswith("//") or "\\" in value:
+        return ""
+    return value
+
+
+def _with_param(path: str, name: str, value: str) -> str:
+    return f"{path}{'&' if '?' in path else '?'}{urlencode({name: value})}"
 
 
 def _type_forms(runtime: Runtime) -> list[dict[str, Any]]:
@@ -118,8 +130,10 @@ class ConnectorPages(Controller):
         type: str = "",
         connected: str = "",
         error: str = "",
+        next: str = "",
     ) -> Response[str]:
-        """List (masked) and the create form (``?type=`` preselects a credential type)."""
+        """List (masked) and the create form (``?type=`` preselects a credential type;
+        ``?next=<same-site path>`` returns there after saving, with ``credential=<id>``)."""
         items = await creds.list_credentials(db, runtime.catalog)
         return render(
             request,
@@ -130,6 +144,7 @@ class ConnectorPages(Controller):
             connected=connected,
             error=error,
             form_error=None,
+            next_path=_return_path(next),
         )
 
     @post("/credentials", operation_id="page_create_credential")
@@ -169,7 +184,11 @@ class ConnectorPages(Controller):
                 error="",
                 form_error=getattr(exc, "message", str(exc)),
                 form_name=data.get("name", ""),
+                next_path=_return_path(data.get("next", "")),
             )
+        back = _return_path(data.get("next", ""))
+        if back and view.kind != "oauth2":  # an OAuth2 credential still needs Connect here
+            return Redirect(_with_param(back, "credential", view.id))
         return Redirect(f"/credentials#credential-{view.id}")
 
     @post("/credentials/{credential_id:str}/delete", operation_id="page_delete_credential")

@@ -18,18 +18,35 @@ kind          control                                value read back
                                                      ``data-json`` is set; omitted when empty)
 ``kv``        rows of key/value inputs               an object (values per ``data-value-kind``)
 ``json``      ``textarea``                           parsed JSON (omitted when empty)
+credential    ``select`` of saved credentials        the credential id (omitted when empty)
+expression    ``input[type=text]`` or ``textarea``   the text, ``=``-prefixed (omitted when
+                                                     empty)
 ============  =====================================  ==========================================
 
 Controls of fields listed in ``spec.expression_fields`` carry ``data-expression``: a value
 starting with ``=`` is kept as a string (a JSONata expression) whatever the kind.
+
+Expression toggles: every expression field is drawn twice, as its literal widget and as an
+expression input (kind ``expression``), with an ``fx`` button between them. Exactly one of
+the two carries ``data-field`` (the other ``data-field-off`` and sits in a hidden wrapper);
+``panel.js`` swaps them and carries the value over (literal ``x`` <-> expression ``=x``).
+A field whose current value starts with ``=`` opens in expression mode.
+
+Credential pickers: a field whose schema has ``"x-credential-type"`` (a type name or a
+list) is a select of the saved credentials of those types (:class:`CredentialChoice`:
+name and a masked hint, never a secret) plus a "New ..." link per type to
+``/credentials?type=<type>&next=<designer URL>?node=<id>&field=<name>``, which returns to
+the designer with the new credential filled in.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote, urlencode
 
 import jinja2
 from jinja2.sandbox import SandboxedEnvironment
@@ -47,6 +64,20 @@ ON_ERROR_CHOICES = (
     ("fail", "Fail the run"),
     ("error_port", "Continue on the error port"),
 )
+
+
+CREDENTIAL_SCHEMA_KEY = "x-credential-type"
+
+
+@dataclass(frozen=True)
+class CredentialChoice:
+    """A saved credential as the picker shows it: id, name, type and a masked ``hint``
+    (``"••••1234"``, ``"connected"``); never secret material."""
+
+    id: str
+    name: str
+    type: str
+    hint: str = ""
 
 
 @dataclass
@@ -69,6 +100,10 @@ class FieldView:
     rows: list[tuple[str, str]] = field(default_factory=list)  # kv rows (key, value text)
     value_kind: str = "auto"  # how kv values are read back
     errors: list[str] = field(default_factory=list)
+    expr_active: bool = False  # the field holds an expression: its expression input is live
+    expr_value: str = ""  # text of the expression input ("=..." or "")
+    credential_types: list[str] = field(default_factory=list)
+    new_links: list[tuple[str, str]] = field(default_factory=list)  # (href, text)
 
     @property
     def is_expression_value(self) -> bool:
@@ -96,24 +131,44 @@ def render_config_panel(
     label: str,
     config: dict[str, Any],
     diagnostics: list[Diagnostic],
+    *,
+    credentials: Sequence[CredentialChoice] = (),
+    credential_type_labels: Mapping[str, str] | None = None,
+    return_to: str = "",
 ) -> str:
-    """Render the side-panel form editing one node of type ``spec``."""
+    """Render the side-panel form editing one node of type ``spec``.
+
+    ``credentials`` are the saved credentials the pickers may offer (each picker keeps
+    those of its field's types); ``credential_type_labels`` maps a credential type name to
+    its label for the "New ..." links; ``return_to`` is the designer's path (same-site,
+    starting with ``/``) the credentials page sends the user back to.
+    """
     schema = spec.config_schema or {}
     properties: dict[str, Any] = schema.get("properties") or {}
     required = set(schema.get("required") or ())
     expression_fields = set(spec.expression_fields)
 
-    fields = [
-        _field_view(
-            name,
-            prop if isinstance(prop, dict) else {},
-            config.get(name),
-            required=name in required,
-            expression=name in expression_fields,
-        )
-        for name, prop in properties.items()
-        if name not in RESERVED_FIELDS
-    ]
+    fields = []
+    for name, raw in properties.items():
+        if name in RESERVED_FIELDS:
+            continue
+        prop = raw if isinstance(raw, dict) else {}
+        if CREDENTIAL_SCHEMA_KEY in prop:
+            view = _credential_view(
+                name, prop, config.get(name), required=name in required, credentials=credentials
+            )
+            view.new_links = _new_credential_links(
+                view.credential_types, credential_type_labels or {}, return_to, node_id, name
+            )
+        else:
+            view = _field_view(
+                name,
+                prop,
+                config.get(name),
+                required=name in required,
+                expression=name in expression_fields,
+            )
+        fields.append(view)
     by_name = {f.name: f for f in fields}
 
     node_errors: list[Diagnostic] = []
@@ -148,27 +203,72 @@ def _humanize(name: str) -> str:
     return name.replace("_", " ").strip().capitalize() or name
 
 
-def _field_view(
-    name: str, prop: dict[str, Any], value: Any, *, required: bool, expression: bool
-) -> FieldView:
-    view = FieldView(
+def _base_view(name: str, prop: dict[str, Any], kind: str, *, required: bool) -> FieldView:
+    return FieldView(
         name=name,
-        kind="json",
+        kind=kind,
         title=str(prop.get("title") or _humanize(name)),
         description=str(prop.get("description") or ""),
         required=required,
-        expression=expression,
     )
+
+
+def _credential_view(
+    name: str,
+    prop: dict[str, Any],
+    value: Any,
+    *,
+    required: bool,
+    credentials: Sequence[CredentialChoice],
+) -> FieldView:
+    accepted = prop[CREDENTIAL_SCHEMA_KEY]
+    types = [accepted] if isinstance(accepted, str) else [str(t) for t in accepted or ()]
+    view = _base_view(name, prop, "credential", required=required)
+    view.credential_types = types
+    current = value if isinstance(value, str) else ""
+    view.value = current
+    for choice in credentials:
+        if choice.type in types:
+            text = f"{choice.name} · {choice.hint}" if choice.hint else choice.name
+            view.options.append((choice.id, text))
+    if current and all(option != current for option, _ in view.options):
+        # Deleted, or of another type: keep the reference visible instead of dropping it.
+        view.options.insert(0, (current, f"Missing credential ({current})"))
+    return view
+
+
+def _new_credential_links(
+    types: list[str], labels: Mapping[str, str], return_to: str, node_id: str, field_name: str
+) -> list[tuple[str, str]]:
+    """``(href, text)`` of a "New <type label>" link per credential type."""
+    links = []
+    for type_name in types:
+        query = {"type": type_name}
+        if return_to.startswith("/") and not return_to.startswith("//"):
+            query["next"] = f"{return_to}?{urlencode({'node': node_id, 'field': field_name})}"
+        label = labels.get(type_name, type_name)
+        links.append((f"/credentials?{urlencode(query, quote_via=quote)}", f"New {label}"))
+    return links
+
+
+def _field_view(
+    name: str, prop: dict[str, Any], value: Any, *, required: bool, expression: bool
+) -> FieldView:
+    if expression and isinstance(value, str) and value.startswith("="):
+        # Expression mode: the expression input holds the value, the literal widget waits
+        # (empty) behind the fx toggle.
+        view = _field_view(name, prop, None, required=required, expression=True)
+        view.expr_active = True
+        view.expr_value = value
+        return view
+    view = _base_view(name, prop, "json", required=required)
+    view.expression = expression
     default = prop.get("default")
     type_ = prop.get("type")
 
     if "enum" in prop and isinstance(prop["enum"], list):
         _enum_view(view, prop["enum"], value if value is not None else default)
-        if not (expression and isinstance(value, str) and value.startswith("=")):
-            return view
-        # An enum field holding an expression is edited as text.
-        view.options = []
-        type_ = "string"
+        return view
 
     if type_ == "string":
         view.kind = "string"
@@ -183,11 +283,7 @@ def _field_view(
         view.maximum = prop.get("maximum")
     elif type_ == "boolean":
         view.kind = "boolean"
-        if expression and isinstance(value, str):
-            # An expression in a boolean field: a text box keeps it editable.
-            view.value = value
-        else:
-            view.value = bool(default if value is None else value)
+        view.value = bool(default if value is None else value)
     elif type_ == "object" and prop.get("additionalProperties") and not prop.get("properties"):
         view.kind = "kv"
         extra = prop["additionalProperties"]
@@ -199,8 +295,6 @@ def _field_view(
         view.multiline = True
         if value is None:
             view.value = ""
-        elif expression and isinstance(value, str) and value.startswith("="):
-            view.value = value
         else:
             view.value = json.dumps(value, indent=2, ensure_ascii=False)
         view.placeholder = "" if default is None else json.dumps(default)

@@ -38,8 +38,9 @@ from backend.db.models import User, Workflow
 from backend.engine.states import RunStatus
 from backend.runtime import Runtime
 from backend.services import accounts, runs, workflows
+from backend.services import credentials as creds
 from backend.services.channels import run_channel
-from frontend.forms import render_config_panel
+from frontend.forms import CREDENTIAL_SCHEMA_KEY, CredentialChoice, render_config_panel
 
 TEMPLATES = Path(__file__).parent / "templates"
 STATIC = Path(__file__).parent / "static"
@@ -61,6 +62,7 @@ class ConfigPanelIn(msgspec.Struct):
     node_id: str
     label: str = ""
     config: dict[str, Any] = msgspec.field(default_factory=dict)
+    return_to: str = ""  # the designer's path, for "New credential" links to come back to
 
 
 def _csrf(request: Request) -> str:
@@ -224,17 +226,41 @@ class AppPages(Controller):
             },
             diagram_json=msgspec.json.encode(wf.draft).decode(),
             catalog_json=msgspec.json.encode(runtime.catalog.all()).decode(),
+            connectors_json=msgspec.json.encode(
+                [
+                    {"name": c.name, "label": c.label, "icon": c.icon, "version": c.version}
+                    for c in runtime.catalog.connectors
+                ]
+            ).decode(),
         )
 
     @post("/designer/config-panel", operation_id="fragment_config_panel")
     async def config_panel(
-        self, request: Request, data: ConfigPanelIn, runtime: Runtime
+        self, request: Request, data: ConfigPanelIn, runtime: Runtime, db: AsyncSession
     ) -> Response[str]:
-        """The config side panel of one node, rendered from its node type's schema."""
+        """The config side panel of one node, rendered from its node type's schema.
+
+        Credential fields (``"x-credential-type"``) become pickers of the saved
+        credentials of their types (masked views only).
+        """
         spec = runtime.catalog.get(data.node_type)
         if spec is None:
             raise HTTPException(status_code=400, detail=f"unknown node type {data.node_type}")
-        html = render_config_panel(ENV, spec, data.node_id, data.label, data.config, [])
+        types = _credential_types(spec.config_schema)
+        views = await creds.list_credentials(db, runtime.catalog, types) if types else []
+        html = render_config_panel(
+            ENV,
+            spec,
+            data.node_id,
+            data.label,
+            data.config,
+            [],
+            credentials=[_credential_choice(v) for v in views],
+            credential_type_labels={
+                name: ctype.label for name, ctype in runtime.catalog.credential_types.items()
+            },
+            return_to=urlparse(data.return_to).path if data.return_to.startswith("/") else "",
+        )
         return Response(html, media_type=MediaType.HTML)
 
     @get("/runs", operation_id="page_runs")
@@ -279,6 +305,25 @@ class AppPages(Controller):
         """Server-Sent Events: an ``update`` event with the run JSON on every change."""
         runtime: Runtime = state.runtime
         return ServerSentEvent(_run_updates(runtime, run_id))
+
+
+def _credential_types(schema: dict[str, Any]) -> tuple[str, ...]:
+    """Every credential type a config schema's fields accept (``x-credential-type``)."""
+    found: list[str] = []
+    for prop in (schema.get("properties") or {}).values():
+        accepted = prop.get(CREDENTIAL_SCHEMA_KEY) if isinstance(prop, dict) else None
+        for name in [accepted] if isinstance(accepted, str) else list(accepted or ()):
+            if name not in found:
+                found.append(str(name))
+    return tuple(found)
+
+
+def _credential_choice(view: creds.CredentialView) -> CredentialChoice:
+    """Name plus a masked hint (the masked secret fields, OAuth2 connection state)."""
+    hints = [f"{k} {view.public[k]}" for k in view.secret_fields if view.public.get(k)]
+    if view.kind == "oauth2":
+        hints.append("connected" if view.connected else "not connected")
+    return CredentialChoice(view.id, view.name, view.type, ", ".join(hints))
 
 
 async def _run_updates(runtime: Runtime, run_id: uuid.UUID) -> AsyncGenerator[Any, None]:

@@ -18,7 +18,7 @@ from urllib.parse import quote
 import msgspec
 from litestar import Controller, MediaType, Request, Response, delete, get, patch, post
 from litestar.di import Provide
-from litestar.params import Parameter
+from litestar.params import QueryParameter
 from litestar.response import Redirect
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -187,7 +187,7 @@ class CredentialController(Controller):
         self,
         runtime: Runtime,
         user: User,
-        oauth_state: Annotated[str, Parameter(query="state")] = "",
+        oauth_state: Annotated[str, QueryParameter(name="state")] = "",
         code: str = "",
         error: str = "",
         error_description: str = "",

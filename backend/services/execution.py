@@ -52,6 +52,7 @@ from backend.db.run_store import (
 from backend.engine import orchestrator
 from backend.engine.expressions import ExpressionError, resolve_config
 from backend.engine.model import RunState
+from backend.engine.nodes.calls import CALL_TYPES
 from backend.engine.nodes.waits import TIMER_TYPES
 from backend.engine.ports import Clock, ConnectorRegistry, Dispatcher, SystemClock
 from backend.engine.states import RunStatus, StepStatus
@@ -93,12 +94,18 @@ class Followup:
 
 @dataclass
 class _Claimed:
+    """An attempt this worker claimed and is about to run."""
+
     attempt_id: int
     token: str
     number: int
     idempotency_key: str
     input: Any
     config: dict[str, Any]
+    step_id: str
+    node_type: str
+    timeout: float | None
+    workflow_id: str
 
 
 class RunNotActive(ValueError):
@@ -764,21 +771,42 @@ class Execution:
         """Claim, run and complete one attempt of ``step_id`` (an arq job body).
 
         Safe to call twice for the same step: only a ``ready`` step can be claimed. When
-        completing the step makes exactly one next action step ready now, this worker runs
-        it directly (no queue round trip; measured in bench/engine.py); other ready steps
-        go through the dispatcher. A job also enqueued for it finds it claimed and stops.
+        completing the step makes exactly one next action step ready now, the same
+        transaction claims it and this worker runs it directly (no queue round trip, one
+        commit per step transition; measured in bench/engine.py); other ready steps go
+        through the dispatcher. A job also enqueued for a claimed step finds it claimed
+        and stops.
         """
-        next_step: str | None = step_id
-        while next_step is not None:
-            next_step = await self._execute_one(run_id, next_step)
+        claimed = await self._start_step(run_id, step_id)
+        while claimed is not None:
+            info = {
+                "run_id": str(run_id),
+                "workflow_id": claimed.workflow_id,
+                "step_id": claimed.step_id,
+                "attempt": claimed.number,
+                "idempotency_key": claimed.idempotency_key,
+                "node_type": claimed.node_type,
+            }
+            outcome = await self._run_action(
+                claimed.node_type,
+                claimed.config,
+                claimed.input,
+                info,
+                claimed.attempt_id,
+                claimed.token,
+                claimed.timeout,
+            )
+            claimed = await self._complete(run_id, claimed, outcome)
 
-    async def _execute_one(self, run_id: uuid.UUID, step_id: str) -> str | None:
+    async def _start_step(self, run_id: uuid.UUID, step_id: str) -> _Claimed | None:
+        """Claim ready action ``step_id`` (or fire it when it is a due timer)."""
         now = self.clock.now()
         async with self.sessionmaker() as session, session.begin():
             run = await lock_run(session, run_id)
             if run is None or RunStatus(run.status).terminal or run.status == "paused":
                 return None
-            state = await load_state(session, run)
+            graph = await graph_for_version(session, run.version_id)
+            state = await load_state(session, run, children=has_calls(graph))
             rec = state.steps.get(step_id)
             if rec is None or rec.status != StepStatus.READY:
                 return None
@@ -786,7 +814,6 @@ class Execution:
                 delay = (rec.not_before - now).total_seconds()
                 await self.dispatcher.dispatch_step(str(run_id), step_id, delay=delay)
                 return None
-            graph = await graph_for_version(session, run.version_id)
             step = graph.step(step_id)
             claimed: _Claimed | None = None
             if step.type in TIMER_TYPES:
@@ -794,28 +821,8 @@ class Execution:
                 followup = await self._persist(session, run, state, graph, dispatch, now)
             else:
                 claimed, followup = await self._claim(session, run, state, graph, step_id, now)
-        if claimed is None:
-            await self._after_commit(run_id, followup)
-            return None
-        await self.dispatcher.notify(str(run_id))
-        info = {
-            "run_id": str(run_id),
-            "workflow_id": str(run.workflow_id),
-            "step_id": step_id,
-            "attempt": claimed.number,
-            "idempotency_key": claimed.idempotency_key,
-            "node_type": step.type,
-        }
-        outcome = await self._run_action(
-            step.type,
-            claimed.config,
-            claimed.input,
-            info,
-            claimed.attempt_id,
-            claimed.token,
-            step.timeout,
-        )
-        return await self._complete(run_id, step_id, claimed.attempt_id, claimed.token, outcome)
+        await self._after_commit(run_id, followup)
+        return claimed
 
     async def _claim(
         self,
@@ -825,9 +832,12 @@ class Execution:
         graph: WorkflowGraph,
         step_id: str,
         now: Any,
+        *,
+        save: bool = True,
     ) -> tuple[_Claimed | None, Followup]:
         """Resolve the config and claim an attempt, or fail the step on an expression
-        error (then ``None`` and what follows the failure)."""
+        error (then ``None`` and what follows the failure, already saved). With
+        ``save=False`` a successful claim is left for the caller to save."""
         step = graph.step(step_id)
         rec = state.steps[step_id]
         try:
@@ -852,6 +862,7 @@ class Execution:
                 config=config,
                 now=now,
                 lease_until=now + timedelta(seconds=self.lease_seconds),
+                save=save,
             )
             claimed = _Claimed(
                 attempt.id,
@@ -860,6 +871,10 @@ class Execution:
                 attempt.idempotency_key,
                 rec.input,
                 config,
+                step_id=step_id,
+                node_type=step.type,
+                timeout=step.timeout,
+                workflow_id=str(run.workflow_id),
             )
             return claimed, Followup()
 
@@ -912,14 +927,14 @@ class Execution:
                 task.cancel()
 
     async def _complete(
-        self,
-        run_id: uuid.UUID,
-        step_id: str,
-        attempt_id: int,
-        token: str,
-        outcome: dict[str, Any],
-    ) -> str | None:
-        """Record the outcome; returns the one next step to run inline, if any."""
+        self, run_id: uuid.UUID, done: _Claimed, outcome: dict[str, Any]
+    ) -> _Claimed | None:
+        """Record the outcome of attempt ``done`` and advance the run, in one transaction.
+
+        When that makes exactly one action step ready now, the same transaction claims it
+        (the run row stays locked throughout, so no other worker can claim it) and it is
+        returned for this worker to run; everything else is dispatched after commit.
+        """
         now = self.clock.now()
         async with self.sessionmaker() as session, session.begin():
             run = await lock_run(session, run_id)
@@ -927,45 +942,49 @@ class Execution:
                 return None
             ok = await finish_attempt(
                 session,
-                attempt_id,
-                token,
+                done.attempt_id,
+                done.token,
                 status="succeeded" if outcome["ok"] else "failed",
                 output=outcome.get("output"),
                 error=outcome.get("error"),
                 now=now,
             )
             if not ok:
-                log.info("discarded late completion of %s/%s", run_id, step_id)
-                return None
-            state = await load_state(session, run)
-            rec = state.steps.get(step_id)
-            if state.status.terminal or rec is None or rec.status != StepStatus.RUNNING:
+                log.info("discarded late completion of %s/%s", run_id, done.step_id)
                 return None
             graph = await graph_for_version(session, run.version_id)
+            state = await load_state(session, run, children=has_calls(graph))
+            rec = state.steps.get(done.step_id)
+            if state.status.terminal or rec is None or rec.status != StepStatus.RUNNING:
+                return None
             if outcome["ok"]:
                 dispatch = orchestrator.complete_action(
-                    graph, state, step_id, outcome["output"], now
+                    graph, state, done.step_id, outcome["output"], now
                 )
             else:
                 dispatch, delay = orchestrator.fail_action(
                     graph,
                     state,
-                    step_id,
+                    done.step_id,
                     outcome["error"],
                     now,
                     retryable=outcome["retryable"],
                     retry_after=outcome.get("retry_after"),
                 )
                 if delay is not None:
-                    dispatch = [step_id]
-            followup = await self._persist(session, run, state, graph, dispatch, now)
-        inline = None
-        if len(followup.dispatch) == 1 and followup.dispatch[0][1] is None:
-            step = graph.step(followup.dispatch[0][0])
-            if step.kind == "action":
-                inline = followup.dispatch.pop()[0]
+                    dispatch = [done.step_id]
+            claimed: _Claimed | None = None
+            inline = _inline_candidate(graph, state, dispatch, now)
+            if inline is None:
+                followup = await self._persist(session, run, state, graph, dispatch, now)
+            else:  # claim first, then write both changes with one save
+                claimed, followup = await self._claim(
+                    session, run, state, graph, inline, now, save=False
+                )
+                if claimed is not None:
+                    followup = await self._persist(session, run, state, graph, [], now)
         await self._after_commit(run_id, followup)
-        return inline
+        return claimed
 
     # -- recovery --------------------------------------------------------------------
 
@@ -1106,6 +1125,28 @@ class Execution:
             if run is None:
                 raise RunNotFound(str(run_id))
             return await load_state(session, run)
+
+
+def has_calls(graph: WorkflowGraph) -> bool:
+    """True when ``graph`` has a Sub-workflow or For-each step (its runs may have children)."""
+    return any(step.type in CALL_TYPES for step in graph.steps)
+
+
+def _inline_candidate(
+    graph: WorkflowGraph, state: RunState, dispatch: list[str], now: Any
+) -> str | None:
+    """The step to claim in the completing transaction: the only step to dispatch, when it
+    is an action step due now and no child runs are being created (they may make more
+    steps ready)."""
+    if len(set(dispatch)) != 1 or state.child_requests:
+        return None
+    step_id = dispatch[0]
+    rec = state.steps.get(step_id)
+    if graph.step(step_id).kind != "action" or rec is None or rec.status != StepStatus.READY:
+        return None
+    if rec.not_before is not None and rec.not_before > now:
+        return None
+    return step_id
 
 
 def _stop(task: asyncio.Task[Any] | None, cancelled: asyncio.Event) -> None:

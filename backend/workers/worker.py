@@ -10,21 +10,45 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
+from collections.abc import Callable
 from typing import Any
 
+import httpx
 from arq.connections import RedisSettings
+from arq.constants import default_queue_name
 from arq.worker import Worker, func
+from redis.exceptions import RedisError
 
 from backend.runtime import Runtime, build_runtime
 from backend.settings import Settings
 
 log = logging.getLogger(__name__)
 
+# How often an idle worker asks Redis for due jobs: the queue's share of dispatch latency
+# (half of it on average). One ZRANGEBYSCORE per poll; at 5 ms an idle worker spends about
+# 2 % of a core on it (bench/engine.py, docs/engine.md "Performance").
+POLL_DELAY_SECONDS = 0.005
+
 
 async def execute_step(ctx: dict[str, Any], run_id: str, step_id: str) -> None:
-    """arq job: run one attempt of a ready step."""
+    """arq job: run one attempt of a ready step (and the steps it continues inline).
+
+    The job first leaves arq's queue: arq keeps a running job in the queue until it ends,
+    and every poll of every worker re-checks each such job with four Redis round trips
+    (WATCH, EXISTS, ZSCORE, reset), so a long inline chain or many running steps cost
+    hundreds of round trips a second. The step's claim in PostgreSQL is what makes it
+    exclusive, and a job lost before its claim is re-dispatched by the sweeper.
+    """
     runtime: Runtime = ctx["runtime"]
+    await _leave_queue(ctx)
     await runtime.execution.execute_step(uuid.UUID(run_id), step_id)
+
+
+async def _leave_queue(ctx: dict[str, Any]) -> None:
+    try:
+        await ctx["redis"].zrem(default_queue_name, ctx["job_id"])
+    except (RedisError, OSError) as exc:  # transport only: the job runs anyway
+        log.debug("could not take job %s off the queue: %s", ctx.get("job_id"), exc)
 
 
 async def advance_run(ctx: dict[str, Any], run_id: str) -> None:
@@ -44,6 +68,16 @@ async def _sweeper(runtime: Runtime) -> None:
         await asyncio.sleep(runtime.settings.sweep_interval)
 
 
+def loop_factory() -> Callable[[], asyncio.AbstractEventLoop]:
+    """Event loop for worker and API processes: uvloop when installed (less CPU per step
+    for asyncpg, Redis and HTTP I/O; bench/engine.py), else asyncio's default loop."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.new_event_loop
+    return uvloop.new_event_loop
+
+
 def make_worker(
     settings: Settings, *, burst: bool = False, max_jobs: int = 20, sweep: bool = True
 ) -> Worker:
@@ -51,6 +85,9 @@ def make_worker(
 
     async def startup(ctx: dict[str, Any]) -> None:
         ctx["runtime"] = await build_runtime(settings)
+        # httpx imports its transport stack on the first client (about 0.5 s on a 2-core
+        # machine): pay that here, not in the first step this worker runs
+        await httpx.AsyncHTTPTransport().aclose()
         if sweep and not burst:
             ctx["sweeper"] = asyncio.create_task(_sweeper(ctx["runtime"]))
 
@@ -68,7 +105,7 @@ def make_worker(
         on_shutdown=shutdown,
         burst=burst,
         max_jobs=max_jobs,
-        poll_delay=0.05,
+        poll_delay=POLL_DELAY_SECONDS,
         keep_result=0,
         handle_signals=False,
         job_timeout=3600,

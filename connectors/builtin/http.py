@@ -301,35 +301,19 @@ async def _send(
         extra_headers = body.get("headers", {})
         kwargs = {k: v for k, v in body.items() if k != "headers"}
         try:
-            response = await client.request(
-                method,
-                url,
-                headers={**headers, **extra_headers},
-                params=params,  # type: ignore[arg-type]
-                timeout=config.request_timeout,
-                follow_redirects=False,
-                **kwargs,
-            )
-        except httpx.TimeoutException as err:
-            raise sdk.ActionError(
-                f"{method} {url} timed out after {config.request_timeout:g} s"
-                f" ({type(err).__name__})",
-                kind="http_timeout",
-                details={"url": url},
-            ) from None
+            with sdk.http_errors(url, method=method, timeout=config.request_timeout):
+                response = await client.request(
+                    method,
+                    url,
+                    headers={**headers, **extra_headers},
+                    params=params,  # type: ignore[arg-type]
+                    timeout=config.request_timeout,
+                    follow_redirects=False,
+                    **kwargs,
+                )
         except httpx.InvalidURL as err:
             raise sdk.NonRetryableError(
                 f"invalid URL {url!r}: {err}", kind="http_invalid_url"
-            ) from None
-        except httpx.UnsupportedProtocol as err:
-            raise sdk.NonRetryableError(
-                f"invalid URL {url!r}: {err}", kind="ssrf_blocked"
-            ) from None
-        except httpx.TransportError as err:
-            raise sdk.ActionError(
-                f"{method} {url} failed: {type(err).__name__}: {err}".rstrip(": "),
-                kind="http_transport",
-                details={"url": url},
             ) from None
         location = response.headers.get("location")
         if not (config.follow_redirects and response.status_code in _REDIRECTS and location):

@@ -167,19 +167,13 @@ async def _call(method: str, path: str, what: str, body: Any = None) -> Any:
     cred = sdk.credential("credential")
     token = cred.get("access_token") or cred.get("token")
     base = str(sdk.setting("hubspot.api_url", DEFAULT_API_URL)).rstrip("/")
-    try:
+    with sdk.http_errors(base + path, method=method, service=f"HubSpot {what}:"):
         response = await sdk.http_client().request(
             method,
             base + path,
             json=body,
             headers={"Authorization": f"Bearer {token}", "Accept": "application/json"},
         )
-    except httpx.TimeoutException:
-        raise sdk.ActionError(f"HubSpot {what} timed out", kind="http_timeout") from None
-    except httpx.TransportError as err:
-        raise sdk.ActionError(
-            f"cannot reach HubSpot: {type(err).__name__}: {err}", kind="http_transport"
-        ) from None
     if response.status_code >= 400:
         _raise_hubspot_error(response, what)
     return response.json() if response.content else None

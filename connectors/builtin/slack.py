@@ -120,15 +120,10 @@ def _slack_error(code: str, where: str, response: httpx.Response) -> sdk.ActionE
     return sdk.NonRetryableError(message, kind=f"slack_{code}", details=details)
 
 
-async def _post(url: str, **kwargs: Any) -> httpx.Response:
-    try:
+async def _post(url: str, shown_url: str, **kwargs: Any) -> httpx.Response:
+    """POST with network errors mapped to step errors; ``shown_url`` is what messages show."""
+    with sdk.http_errors(shown_url, method="POST", service="Slack"):
         return await sdk.http_client().post(url, **kwargs)
-    except httpx.TimeoutException:
-        raise sdk.ActionError("Slack did not answer in time", kind="http_timeout") from None
-    except httpx.TransportError as err:
-        raise sdk.ActionError(
-            f"cannot reach Slack: {type(err).__name__}: {err}", kind="http_transport"
-        ) from None
 
 
 @sdk.action(
@@ -154,8 +149,10 @@ async def post_message(config: PostMessageConfig, input: Any) -> dict[str, Any]:
         body["thread_ts"] = config.thread_ts
         body["reply_broadcast"] = config.reply_broadcast
     base = str(sdk.setting("slack.api_url", DEFAULT_API_URL)).rstrip("/")
+    url = f"{base}/chat.postMessage"
     response = await _post(
-        f"{base}/chat.postMessage",
+        url,
+        url,
         json=body,
         headers={"Authorization": f"Bearer {token}"},
     )
@@ -195,9 +192,11 @@ async def webhook_message(config: WebhookMessageConfig, input: Any) -> dict[str,
         body["text"] = config.text
     if config.blocks:
         body["blocks"] = config.blocks
-    response = await _post(sdk.credential("credential")["url"], json=body)
+    url = sdk.credential("credential")["url"]
+    shown = sdk.redact_url(url)  # the incoming-webhook URL is the secret
+    response = await _post(url, shown, json=body)
     if response.status_code == 429 or response.status_code >= 500:
-        sdk.raise_for_status(response)
+        sdk.raise_for_status(response, url=shown)
     if response.status_code >= 400:
         code = response.text.strip() or f"http_{response.status_code}"
         raise _slack_error(code, "incoming webhook", response)

@@ -22,7 +22,6 @@ import hmac
 import time
 from typing import Annotated, Any
 
-import httpx
 import msgspec
 
 from connectors import sdk
@@ -89,16 +88,10 @@ async def webhook_send(config: WebhookSendConfig, input: Any) -> dict[str, Any]:
         timestamp = int(time.time())
         headers[TIMESTAMP_HEADER] = str(timestamp)
         headers[SIGNATURE_HEADER] = sign(sdk.credential("credential")["secret"], timestamp, body)
-    try:
+    with sdk.http_errors(config.url, method="POST", timeout=config.request_timeout):
         response = await sdk.http_client().post(
             config.url, content=body, headers=headers, timeout=config.request_timeout
         )
-    except httpx.TimeoutException:
-        raise sdk.ActionError(f"POST {config.url} timed out", kind="http_timeout") from None
-    except httpx.TransportError as err:
-        raise sdk.ActionError(
-            f"POST {config.url} failed: {type(err).__name__}: {err}", kind="http_transport"
-        ) from None
     sdk.raise_for_status(response)
     return {"status": response.status_code, "body": decode_body(response, "POST")}
 

@@ -64,8 +64,10 @@ from .errors import (
     ActionError,
     ConfigError,
     NonRetryableError,
+    http_errors,
     parse_retry_after,
     raise_for_status,
+    redact_url,
 )
 from .schema import config_json_schema
 from .ssrf import SsrfGuardTransport, SsrfPolicy, make_http_client, user_agent
@@ -98,12 +100,14 @@ __all__ = [
     "current_context",
     "heartbeat",
     "http_client",
+    "http_errors",
     "info",
     "is_cancelled",
     "logger",
     "make_http_client",
     "parse_retry_after",
     "raise_for_status",
+    "redact_url",
     "secret",
     "setting",
     "trigger",

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import email.utils
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import httpx
@@ -19,8 +21,10 @@ __all__ = [
     "ActionError",
     "ConfigError",
     "NonRetryableError",
+    "http_errors",
     "parse_retry_after",
     "raise_for_status",
+    "redact_url",
 ]
 
 
@@ -126,7 +130,7 @@ def _excerpt(response: httpx.Response) -> str:
     return text
 
 
-def raise_for_status(response: httpx.Response) -> None:
+def raise_for_status(response: httpx.Response, *, url: str | None = None) -> None:
     """Raise an :class:`ActionError` for a response with status >= 400; else return.
 
     - 429 and 503: retryable, ``retry_after`` from the ``Retry-After`` header (seconds or
@@ -135,21 +139,23 @@ def raise_for_status(response: httpx.Response) -> None:
     - other 4xx: :class:`NonRetryableError`.
 
     ``kind`` is ``"http_<status>"``; the message names the status, the method and URL and a
-    short excerpt of the body; ``details`` holds ``status`` and ``url``.
+    short excerpt of the body; ``details`` holds ``status`` and ``url``. ``url`` replaces
+    the request URL in both (pass :func:`redact_url` of a URL that is itself a secret).
     """
     status = response.status_code
     if status < 400:
         return
     request = response._request
-    where = f" from {request.method} {request.url}" if request is not None else ""
+    shown = url if url is not None else (str(request.url) if request is not None else None)
+    where = f" from {request.method} {shown}" if request is not None else ""
     reason = response.reason_phrase or ""
     excerpt = _excerpt(response)
     message = f"HTTP {status} {reason}".rstrip() + where
     if excerpt:
         message += f": {excerpt}"
     details: dict[str, Any] = {"status": status}
-    if request is not None:
-        details["url"] = str(request.url)
+    if shown is not None:
+        details["url"] = shown
     kind = f"http_{status}"
     if status in (429, 503):
         retry_after = parse_retry_after(response.headers.get("retry-after"))
@@ -159,3 +165,60 @@ def raise_for_status(response: httpx.Response) -> None:
     if status >= 500:
         raise ActionError(message, kind=kind, retryable=True, details=details)
     raise NonRetryableError(message, kind=kind, details=details)
+
+
+def redact_url(url: str | httpx.URL) -> str:
+    """``scheme://host[:port]/…``: a URL to show when its path or query is a secret
+    (a Slack incoming-webhook URL, a signed link). Unparsable input gives ``"(URL)"``."""
+    try:
+        parsed = httpx.URL(str(url))
+    except (httpx.InvalidURL, TypeError):
+        return "(URL)"
+    if not parsed.scheme or not parsed.host:
+        return "(URL)"
+    port = f":{parsed.port}" if parsed.port else ""
+    return f"{parsed.scheme}://{parsed.host}{port}/…"
+
+
+@contextmanager
+def http_errors(
+    url: str | httpx.URL,
+    *,
+    method: str = "",
+    service: str = "",
+    timeout: float | None = None,
+) -> Iterator[None]:
+    """Map httpx's network errors raised in the ``with`` block to retryable step errors.
+
+    - ``httpx.TimeoutException`` -> :class:`ActionError` kind ``http_timeout``:
+      ``"<service> <METHOD> <url> timed out after <timeout> s (ReadTimeout)"``;
+    - any other ``httpx.TransportError`` (connection refused, DNS failure, protocol
+      error) -> :class:`ActionError` kind ``http_transport``:
+      ``"<service> <METHOD> <url> failed: ConnectError: ..."``.
+
+    - ``httpx.UnsupportedProtocol`` (no or another scheme) -> :class:`NonRetryableError`
+      kind ``http_invalid_url``.
+
+    The first two are retryable; all carry ``details={"url": <url>}``. ``url`` is what the message
+    shows: pass :func:`redact_url` of a URL that is itself a secret. ``timeout`` (seconds)
+    is only quoted in the message. Anything else (HTTP statuses, the SSRF guard's own
+    errors, ``httpx.InvalidURL``) passes through unchanged; use :func:`raise_for_status`
+    on the response. Use it around the call::
+
+        with sdk.http_errors(url, method="POST", service="Acme"):
+            response = await sdk.http_client().post(url, json=body)
+    """
+    target = " ".join(part for part in (service, method, str(url)) if part)
+    try:
+        yield
+    except httpx.TransportError as err:
+        name = type(err).__name__
+        if isinstance(err, httpx.UnsupportedProtocol):
+            message, kind = f"{target}: not an http:// or https:// URL ({err})", "http_invalid_url"
+        elif isinstance(err, httpx.TimeoutException):
+            after = f" after {timeout:g} s" if timeout is not None else ""
+            message, kind = f"{target} timed out{after} ({name})", "http_timeout"
+        else:
+            message, kind = f"{target} failed: {name}: {err}".rstrip(": "), "http_transport"
+        error_class = NonRetryableError if kind == "http_invalid_url" else ActionError
+        raise error_class(message, kind=kind, details={"url": str(url)}) from None

@@ -69,8 +69,12 @@ _EXTRA_LINK_LOCAL: tuple[IPNetwork, ...] = (
 )
 
 
+@functools.cache
 def user_agent() -> str:
-    """``Railyard/<installed version>`` (``Railyard/dev`` when not installed)."""
+    """``Railyard/<installed version>`` (``Railyard/dev`` when not installed).
+
+    Cached: reading the installed metadata costs about a millisecond, once per client.
+    """
     try:
         version = metadata.version("railyard")
     except metadata.PackageNotFoundError:

@@ -231,3 +231,61 @@ async def test_credentials_page_creates_lists_masked_and_deletes(
     )
     assert r.status_code in (302, 303)
     assert (await client.get("/api/credentials")).json() == []
+
+
+async def test_config_panel_picks_credentials_and_new_ones_return_to_the_designer(
+    client: httpx.AsyncClient,
+) -> None:
+    designer = "/workflows/00000000-0000-0000-0000-000000000001/designer"
+    created = await client.post(
+        "/api/credentials",
+        json={
+            "name": "Relay",
+            "type": "smtp",
+            "data": {"host": "127.0.0.1", "username": "mailer", "password": SECRET},
+        },
+    )
+    assert created.status_code == 201, created.text
+    cred_id = created.json()["id"]
+    await client.post(
+        "/api/credentials",
+        json={"name": "Bot", "type": "slack.bot_token", "data": {"token": SECRET}},
+    )
+    panel = await client.post(
+        "/designer/config-panel",
+        json={
+            "node_type": "email.send",
+            "node_id": "send_1",
+            "config": {"credential": cred_id},
+            "return_to": designer,
+        },
+    )
+    assert panel.status_code == 201, panel.text
+    html = panel.text
+    assert 'data-kind="credential"' in html
+    assert f'<option value="{cred_id}" selected>Relay · password ••••{SECRET[-4:]}</option>' in html
+    assert "Bot" not in html  # a Slack credential is not offered for SMTP
+    assert SECRET not in html
+    next_path = f"{designer}?node=send_1&field=credential"
+    assert 'href="/credentials?type=smtp&amp;next=' in html
+
+    # The credentials page keeps `next` and goes back there with the new id.
+    page = await client.get("/credentials", params={"type": "smtp", "next": next_path})
+    assert f'name="next" value="{next_path.replace("&", "&amp;")}"' in page.text
+    form = {
+        "_csrf_token": client.headers["x-csrftoken"],
+        "type": "smtp",
+        "name": "Second relay",
+        "field.host": "127.0.0.1",
+        "field.password": SECRET,
+        "next": next_path,
+    }
+    r = await client.post("/credentials", data=form)
+    assert r.status_code in (302, 303), r.text
+    location = r.headers["location"]
+    assert location.startswith(f"{next_path}&credential=")
+    new_id = location.rsplit("=", 1)[1]
+    assert new_id in {c["id"] for c in (await client.get("/api/credentials")).json()}
+    # Never back to another site.
+    r = await client.post("/credentials", data={**form, "name": "Third", "next": "//evil.test/"})
+    assert r.headers["location"].startswith("/credentials#credential-")

@@ -15,6 +15,7 @@ const COMPILE_DELAY_MS = 400;
 const root = document.getElementById("designer");
 const workflowId = root.dataset.workflowId;
 const catalog = parseJSON(root.dataset.catalog, []);
+const connectors = parseJSON(root.dataset.connectors, []);
 const model = new DiagramModel(parseJSON(root.dataset.diagram, {}), catalog);
 
 const statusEl = document.getElementById("status");
@@ -43,7 +44,11 @@ function setStatus(text, kind = "") {
 
 // ------------------------------------------------------------------ components
 
-const panel = new ConfigPanel(document.getElementById("config-panel"), model, { onStatus: (m, k) => setStatus(m, k) });
+const panel = new ConfigPanel(document.getElementById("config-panel"), model, {
+  onStatus: (m, k) => setStatus(m, k),
+  // "New credential" leaves the page: keep the drawing first.
+  beforeLeave: async () => !dirty || (await save()),
+});
 attachTriggerPanels(document.getElementById("config-panel"), model, workflowId);
 
 const canvas = new Canvas(document.getElementById("canvas"), model, {
@@ -76,7 +81,7 @@ function addNode(type, clientX, clientY) {
   canvas.select({ kind: "node", id: node.id });
 }
 
-renderPalette(document.getElementById("palette-list"), document.getElementById("palette-search"), catalog, { onAdd: addNode });
+renderPalette(document.getElementById("palette-list"), document.getElementById("palette-search"), catalog, { onAdd: addNode, connectors });
 acceptDrops(canvas.svg, addNode);
 
 // ------------------------------------------------------------------ changes & diagnostics
@@ -285,7 +290,24 @@ window.addEventListener("beforeunload", (e) => {
 
 // ------------------------------------------------------------------ start
 
+/** Back from /credentials (?node=&field=&credential=): fill in the new credential. */
+function applyReturnFromCredentials() {
+  const params = new URLSearchParams(location.search);
+  const nodeId = params.get("node");
+  if (!nodeId) return;
+  history.replaceState(null, "", location.pathname);
+  const node = model.node(nodeId);
+  if (!node) return;
+  const field = params.get("field");
+  const credential = params.get("credential");
+  if (field && credential && !node.config[field]) {
+    model.updateNode(node.id, { config: { ...node.config, [field]: credential } });
+  }
+  canvas.select({ kind: "node", id: node.id });
+}
+
 updateEmptyHint();
 if (model.nodes.length && !root.dataset.diagram.includes('"viewport"')) canvas.fit();
+applyReturnFromCredentials();
 if (model.nodes.length) compile(); // show the draft's diagnostics right away
 window.railyardDesigner = { model, canvas, panel }; // for debugging and e2e tests

@@ -1,24 +1,71 @@
-// The node palette: catalog node types grouped by category, searchable, draggable onto
-// the canvas (HTML5 drag and drop) or added at the canvas centre by click / Enter.
+// The node palette: catalog node types grouped by connector (core nodes by category),
+// each group headed by its connector's icon and label; searchable; draggable onto the
+// canvas (HTML5 drag and drop) or added at the canvas centre by click / Enter.
 
 export const DRAG_MIME = "application/x-railyard-node-type";
 
-export function renderPalette(container, search, catalog, { onAdd }) {
+// Glyphs for the icon names connectors declare (sdk.action(icon=...)); any other name
+// shows the label's initial.
+const ICONS = {
+  briefcase: "💼", branch: "⑂", call: "↪", clock: "⏱", edit: "✎", filter: "⧩",
+  globe: "🌐", link: "🔗", loop: "↻", mail: "✉", merge: "⋈", "message-square": "💬",
+  play: "▶", repeat: "⟳", reply: "↩", search: "🔍", send: "➤", sigma: "Σ", sort: "⇅",
+  stop: "■", switch: "⇄", table: "▦", type: "T", user: "👤", "user-check": "✔",
+  "user-plus": "+", users: "👥", webhook: "⚓", box: "📦",
+};
+
+/** A short glyph for an icon name, else the first letter of ``label``. */
+export function iconGlyph(icon, label) {
+  if (icon && ICONS[icon]) return ICONS[icon];
+  if (icon && [...icon].length <= 2) return icon;
+  return (label || "?").charAt(0).toUpperCase();
+}
+
+/** [{key, label, icon, specs}] in palette order: core categories first, then connectors by label. */
+export function paletteGroups(catalog, connectors = []) {
+  const info = new Map(connectors.map((c) => [c.name, c]));
   const groups = new Map();
   for (const spec of catalog) {
-    const cat = spec.category || "Other";
-    if (!groups.has(cat)) groups.set(cat, []);
-    groups.get(cat).push(spec);
+    const connector = spec.connector && spec.connector !== "core" ? info.get(spec.connector) : null;
+    const key = connector ? `connector:${connector.name}` : `core:${spec.category || "Other"}`;
+    if (!groups.has(key)) {
+      groups.set(key, {
+        key,
+        core: !connector,
+        label: connector ? connector.label : spec.category || "Other",
+        icon: connector ? connector.icon : "",
+        version: connector ? connector.version : "",
+        specs: [],
+      });
+    }
+    groups.get(key).specs.push(spec);
   }
+  const all = [...groups.values()];
+  const core = all.filter((g) => g.core);
+  const rest = all.filter((g) => !g.core).sort((a, b) => a.label.localeCompare(b.label));
+  return [...core, ...rest];
+}
 
+export function renderPalette(container, search, catalog, { onAdd, connectors = [] }) {
   container.replaceChildren();
-  for (const [category, specs] of groups) {
+  for (const group of paletteGroups(catalog, connectors)) {
     const section = document.createElement("section");
     section.className = "palette-group";
+    section.dataset.group = group.key;
     const h = document.createElement("h3");
-    h.textContent = category;
+    h.className = "palette-group-title";
+    if (!group.core) {
+      const icon = document.createElement("span");
+      icon.className = "palette-group-icon";
+      icon.setAttribute("aria-hidden", "true");
+      icon.textContent = iconGlyph(group.icon, group.label);
+      h.appendChild(icon);
+      h.title = `${group.label} connector ${group.version}`;
+    }
+    h.append(group.label);
     section.appendChild(h);
-    for (const spec of specs) section.appendChild(paletteItem(spec, onAdd));
+    const groupWords = group.core ? "" : group.label;
+    for (const spec of group.specs) section.appendChild(paletteItem(spec, groupWords, onAdd));
     container.appendChild(section);
   }
 
@@ -36,11 +83,11 @@ export function renderPalette(container, search, catalog, { onAdd }) {
   });
 }
 
-function paletteItem(spec, onAdd) {
+function paletteItem(spec, groupWords, onAdd) {
   const item = document.createElement("div");
   item.className = `palette-item kind-${spec.kind}`;
   item.dataset.type = spec.type;
-  item.dataset.search = [spec.label, spec.type, spec.category, spec.description].join(" ").toLowerCase();
+  item.dataset.search = [spec.label, spec.type, spec.category, spec.description, groupWords].join(" ").toLowerCase();
   item.draggable = true;
   item.tabIndex = 0;
   item.setAttribute("role", "button");
@@ -48,7 +95,7 @@ function paletteItem(spec, onAdd) {
 
   const icon = document.createElement("span");
   icon.className = "palette-icon";
-  icon.textContent = spec.icon && [...spec.icon].length <= 2 ? spec.icon : (spec.label || "?").charAt(0).toUpperCase();
+  icon.textContent = iconGlyph(spec.icon, spec.label);
   const text = document.createElement("span");
   text.className = "palette-text";
   const label = document.createElement("span");

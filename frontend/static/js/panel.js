@@ -1,14 +1,19 @@
 // The config panel (#config-panel): server-rendered HTML for the selected node
 // (POST /designer/config-panel), read back into the node on every input/change.
 // How each data-kind is read is documented in frontend/forms.py.
+// Expression fields have an "fx" toggle: the literal widget and an expression input are
+// both in the page, only the live one carries data-field (the other data-field-off).
+// Credential pickers link to /credentials; beforeLeave() (the designer saves its draft)
+// runs before the page is left.
 
 import { errorMessage, postJSON } from "./api.js";
 
 export class ConfigPanel {
-  constructor(container, model, { onStatus }) {
+  constructor(container, model, { onStatus, beforeLeave = async () => true }) {
     this.container = container;
     this.model = model;
     this.onStatus = onStatus;
+    this.beforeLeave = beforeLeave;
     this.nodeId = null;
     this.seq = 0; // drops responses of panels that are no longer wanted
     this.diagnostics = [];
@@ -31,6 +36,7 @@ export class ConfigPanel {
         node_id: node.id,
         label: node.label,
         config: node.config,
+        return_to: location.pathname,
       });
     } catch (err) {
       if (seq === this.seq) this.showError(err.message);
@@ -64,7 +70,14 @@ export class ConfigPanel {
   onClick(e) {
     const add = e.target.closest(".kv-add");
     const remove = e.target.closest(".kv-remove");
-    if (add) {
+    const fx = e.target.closest(".fx-toggle");
+    const newCredential = e.target.closest("a.credential-new");
+    if (fx) {
+      this.toggleExpression(fx);
+    } else if (newCredential) {
+      e.preventDefault();
+      this.leaveTo(newCredential.href);
+    } else if (add) {
       const rows = add.closest(".kv-editor").querySelector(".kv-rows");
       const row = kvRow();
       rows.appendChild(row);
@@ -74,6 +87,40 @@ export class ConfigPanel {
       remove.closest(".kv-row").remove();
       this.apply(editor);
     }
+  }
+
+  async leaveTo(href) {
+    if (await this.beforeLeave()) location.assign(href);
+    else this.onStatus("Save the workflow before creating a credential", "error");
+  }
+
+  /** Switch a field between its literal widget and its expression input. */
+  toggleExpression(button) {
+    const wrap = button.closest(".field");
+    const literalBox = wrap.querySelector(".literal-control");
+    const exprBox = wrap.querySelector(".expression-control");
+    const literal = wrap.querySelector(".literal-control [data-field], .literal-control [data-field-off]")
+      || wrap.querySelector('input[type=checkbox][data-kind="boolean"]');
+    const expr = exprBox.querySelector(".expr-input");
+    const toExpression = button.getAttribute("aria-pressed") !== "true";
+    const name = button.dataset.fxFor;
+    if (toExpression) {
+      const text = literalText(literal);
+      expr.value = text.startsWith("=") ? text : `=${text}`;
+    } else {
+      setLiteral(literal, expr.value.replace(/^=/, ""));
+    }
+    setLive(expr, toExpression, name);
+    setLive(literal, !toExpression, name);
+    exprBox.hidden = !toExpression;
+    if (literalBox) literalBox.hidden = toExpression;
+    if (literal.type === "checkbox") literal.disabled = toExpression;
+    wrap.classList.toggle("expr-mode", toExpression);
+    button.classList.toggle("active", toExpression);
+    button.setAttribute("aria-pressed", String(toExpression));
+    markInvalid(literal, null);
+    this.apply(wrap);
+    (toExpression ? expr : literal).focus();
   }
 
   onEdit(e) {
@@ -144,6 +191,61 @@ function kvRow() {
   return row;
 }
 
+function setLive(control, live, name) {
+  control.removeAttribute(live ? "data-field-off" : "data-field");
+  control.setAttribute(live ? "data-field" : "data-field-off", name);
+}
+
+/** The literal widget's value as text (what "fx" starts the expression from). */
+function literalText(control) {
+  const kind = control.dataset.kind;
+  if (kind === "boolean" && control.type === "checkbox") return String(control.checked);
+  if (kind === "kv") {
+    const result = readKv(control);
+    return Object.keys(result.value).length ? JSON.stringify(result.value) : "";
+  }
+  if (kind === "json") {
+    try {
+      return control.value.trim() ? JSON.stringify(JSON.parse(control.value)) : "";
+    } catch {
+      return control.value;
+    }
+  }
+  return control.value;
+}
+
+/** Put text back into a literal widget (leaving expression mode); what does not fit is dropped. */
+function setLiteral(control, text) {
+  const kind = control.dataset.kind;
+  if (kind === "boolean" && control.type === "checkbox") {
+    control.checked = text.trim() === "true";
+  } else if (kind === "kv") {
+    const rows = control.querySelector(".kv-rows");
+    rows.replaceChildren();
+    let obj = null;
+    try {
+      obj = JSON.parse(text);
+    } catch {
+      obj = null;
+    }
+    if (obj && typeof obj === "object" && !Array.isArray(obj)) {
+      for (const [k, v] of Object.entries(obj)) {
+        const row = kvRow();
+        row.querySelector(".kv-key").value = k;
+        row.querySelector(".kv-value").value = typeof v === "string" ? v : JSON.stringify(v);
+        rows.appendChild(row);
+      }
+    }
+  } else if (kind === "enum") {
+    const match = [...control.options].find((o) => o.value === text);
+    control.value = match ? text : "";
+  } else if (kind === "number" || kind === "integer") {
+    control.value = Number.isFinite(Number(text)) && text.trim() !== "" ? text : "";
+  } else {
+    control.value = text;
+  }
+}
+
 const isExpr = (control, text) => control.hasAttribute("data-expression") && text.startsWith("=");
 
 /** -> {value} | {omit: true} | {error: "..."} */
@@ -153,6 +255,10 @@ function readControl(control) {
   if (kind === "boolean" && control.type === "checkbox") return { value: control.checked };
   const text = control.value;
   if (text.trim() === "") return { omit: true };
+  if (kind === "expression") {
+    if (text.trim() === "=") return { omit: true };
+    return { value: text.startsWith("=") ? text : `=${text}` };
+  }
   if (isExpr(control, text)) return { value: text };
   switch (kind) {
     case "number":

@@ -284,3 +284,70 @@ def test_error_types() -> None:
     assert isinstance(nre, sdk.ActionError)
     assert nre.retryable is False and nre.kind == "bad"
     assert isinstance(sdk.ConfigError("c"), sdk.NonRetryableError)
+
+
+# -- sdk.http_errors / sdk.redact_url ---------------------------------------------------
+
+
+def _raising(exc: Exception) -> httpx.MockTransport:
+    def handler(request: httpx.Request) -> httpx.Response:
+        raise exc
+
+    return httpx.MockTransport(handler)
+
+
+async def test_http_errors_maps_timeout_to_retryable_http_timeout() -> None:
+    url = "https://api.example.test/items"
+    client = httpx.AsyncClient(transport=_raising(httpx.ReadTimeout("slow")))
+    with pytest.raises(sdk.ActionError) as info:
+        with sdk.http_errors(url, method="GET", service="Acme", timeout=2.5):
+            await client.get(url)
+    err = info.value
+    assert (err.kind, err.retryable) == ("http_timeout", True)
+    assert err.message == f"Acme GET {url} timed out after 2.5 s (ReadTimeout)"
+    assert err.details == {"url": url}
+
+
+async def test_http_errors_maps_transport_errors_to_retryable_http_transport() -> None:
+    url = "http://127.0.0.1:9/x"
+    client = httpx.AsyncClient(transport=_raising(httpx.ConnectError("refused")))
+    with pytest.raises(sdk.ActionError) as info:
+        with sdk.http_errors(url, method="POST"):
+            await client.post(url)
+    err = info.value
+    assert (err.kind, err.retryable) == ("http_transport", True)
+    assert err.message == f"POST {url} failed: ConnectError: refused"
+
+
+async def test_http_errors_refuses_urls_without_http_scheme() -> None:
+    async with httpx.AsyncClient() as client:
+        with pytest.raises(sdk.NonRetryableError) as info:
+            with sdk.http_errors("example.test/x"):
+                await client.get("example.test/x")
+    assert info.value.kind == "http_invalid_url"
+
+
+async def test_http_errors_lets_other_errors_through() -> None:
+    with pytest.raises(sdk.NonRetryableError) as info:
+        with sdk.http_errors("https://a.test"):
+            raise sdk.NonRetryableError("blocked", kind="ssrf_blocked")
+    assert info.value.kind == "ssrf_blocked"
+    with sdk.http_errors("https://a.test"):
+        pass  # nothing raised, nothing mapped
+
+
+def test_redact_url_keeps_only_scheme_host_and_port() -> None:
+    assert sdk.redact_url("https://hooks.slack.com/services/T1/B2/s3cr3t?x=1") == (
+        "https://hooks.slack.com/…"
+    )
+    assert sdk.redact_url("http://127.0.0.1:8025/hooks/abc") == "http://127.0.0.1:8025/…"
+    assert sdk.redact_url("not a url") == "(URL)"
+
+
+def test_raise_for_status_can_show_a_redacted_url() -> None:
+    request = httpx.Request("POST", "https://hooks.example.test/services/secret-path")
+    response = httpx.Response(503, request=request, text="down")
+    with pytest.raises(sdk.ActionError) as info:
+        sdk.raise_for_status(response, url=sdk.redact_url(request.url))
+    assert "secret-path" not in info.value.message
+    assert info.value.details["url"] == "https://hooks.example.test/…"

@@ -108,3 +108,16 @@ async def test_wrong_credential_type_is_refused(slack: SlackLike) -> None:
             post_message, {"credential": "hook", "channel": "C123", "text": "x"}, None
         )
     assert err.value.kind == "credential_type_mismatch"
+
+
+async def test_incoming_webhook_errors_never_show_the_webhook_url() -> None:
+    env = ActionTestEnvironment(
+        credentials={
+            "hook": {"type": "slack.incoming_webhook", "url": "http://127.0.0.1:9/T1/B1/s3cret"}
+        },
+    )
+    with pytest.raises(sdk.ActionError) as err:
+        await env.run(webhook_message, {"credential": "hook", "text": "x"}, None)
+    assert err.value.kind == "http_transport" and err.value.retryable
+    assert "s3cret" not in err.value.message and "s3cret" not in str(err.value.details)
+    assert "http://127.0.0.1:9/…" in err.value.message

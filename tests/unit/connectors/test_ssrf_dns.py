@@ -74,3 +74,15 @@ async def test_allowlist_from_settings_reaches_local_server(local_server: str) -
     again = _context({"RAILYARD_HTTP_ALLOWLIST": "127.0.0.1"})
     with pytest.raises(sdk.NonRetryableError):
         await http_request.run({"url": "http://169.254.169.254/latest/"}, None, again)
+
+
+async def test_non_http_connectors_check_the_settings_policy_too() -> None:
+    """email.send dials SMTP itself through ``current_context().ssrf``: the same policy."""
+    strict = _context({})
+    with pytest.raises(sdk.NonRetryableError) as err:
+        await strict.ssrf.resolve_and_check("127.0.0.1", 25)
+    assert err.value.kind == "ssrf_blocked"
+    allowed = _context({"RAILYARD_HTTP_ALLOWLIST": "127.0.0.1"})
+    assert [str(a) for a in await allowed.ssrf.resolve_and_check("127.0.0.1", 25)] == ["127.0.0.1"]
+    private = _context({"RAILYARD_HTTP_ALLOW_PRIVATE": "1"})
+    assert await private.ssrf.resolve_and_check("10.1.2.3", 25)

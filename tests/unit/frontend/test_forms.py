@@ -9,7 +9,7 @@ from jinja2.sandbox import SandboxedEnvironment
 
 from designer_schema.catalog import NodeTypeSpec
 from designer_schema.diagnostics import Diagnostic
-from frontend.forms import create_environment, render_config_panel
+from frontend.forms import CredentialChoice, create_environment, render_config_panel
 
 SPEC = NodeTypeSpec(
     type="test.everything",
@@ -217,5 +217,112 @@ def test_expression_in_a_number_field_stays_editable(env: SandboxedEnvironment) 
     out = render_config_panel(env, spec, "wait_1", "", {"seconds": "=body.delay"}, [])
     tag = control(out, "seconds")
     assert 'type="text"' in tag
-    assert 'data-kind="integer"' in tag
+    assert 'data-kind="expression"' in tag
     assert 'value="=body.delay"' in tag
+    # The literal number input waits behind the fx toggle, out of the model.
+    assert re.search(r'<input type="number"[^>]*data-field-off="seconds"', out)
+    assert 'aria-pressed="true"' in out
+
+
+def test_every_expression_field_has_an_fx_toggle_and_a_parked_expression_input(
+    env: SandboxedEnvironment,
+) -> None:
+    out = render(env, {})
+    toggles = re.findall(r'data-fx-for="([^"]+)"', out)
+    assert toggles == ["body", "mapping", "payload"]
+    assert 'aria-pressed="true"' not in out
+    for name in toggles:
+        # literal widget live, expression input parked (data-field-off) in a hidden wrapper
+        assert 'data-kind="expression"' not in control(out, name)
+        assert re.search(rf'data-field-off="{name}"\s+data-kind="expression"', out)
+    assert out.count('<div class="expression-control" hidden>') == 3
+
+
+@pytest.mark.parametrize(
+    ("name", "prop", "literal_tag"),
+    [
+        ("method", {"type": "string", "enum": ["GET", "POST"]}, "select"),
+        ("enabled", {"type": "boolean"}, "input"),
+        ("payload", {}, "textarea"),
+    ],
+)
+def test_an_expression_value_opens_in_expression_mode(
+    env: SandboxedEnvironment, name: str, prop: dict, literal_tag: str
+) -> None:
+    spec = NodeTypeSpec(
+        type="t.x",
+        label="X",
+        kind="action",
+        config_schema={"type": "object", "properties": {name: prop}},
+        expression_fields=(name,),
+    )
+    out = render_config_panel(env, spec, "x_1", "", {name: "=body.v"}, [])
+    live = control(out, name)
+    assert 'data-kind="expression"' in live and "=body.v" in out
+    assert re.search(rf'<{literal_tag}\b[^>]*data-field-off="{name}"', out)
+    assert "expr-mode" in out and "fx-toggle active" in out
+
+
+CRED_SPEC = NodeTypeSpec(
+    type="email.send",
+    label="Send email",
+    kind="action",
+    config_schema={
+        "type": "object",
+        "properties": {
+            "credential": {"type": "string", "title": "SMTP server", "x-credential-type": "smtp"},
+            "alt": {"type": "string", "x-credential-type": ["slack.bot_token", "slack.oauth2"]},
+        },
+        "required": ["credential"],
+    },
+)
+CHOICES = [
+    CredentialChoice("c1", "Office relay", "smtp", "password ••••"),
+    CredentialChoice("c2", "Bot", "slack.bot_token", "token ••••abcd"),
+    CredentialChoice("c3", "Other SMTP", "smtp"),
+]
+
+
+def test_credential_fields_are_pickers_of_saved_credentials_of_their_types(
+    env: SandboxedEnvironment,
+) -> None:
+    out = render_config_panel(
+        env,
+        CRED_SPEC,
+        "email_1",
+        "",
+        {"credential": "c3"},
+        [],
+        credentials=CHOICES,
+        credential_type_labels={"smtp": "SMTP server", "slack.bot_token": "Slack bot token"},
+        return_to="/workflows/w1/designer",
+    )
+    tag = control(out, "credential")
+    assert tag.startswith("<select") and 'data-kind="credential"' in tag
+    assert 'data-credential-types="smtp"' in tag
+    picker = out[out.index(tag) : out.index("</select>", out.index(tag))]
+    assert '<option value="c1">Office relay · password ••••</option>' in picker
+    assert '<option value="c3" selected>Other SMTP</option>' in picker
+    assert "c2" not in picker  # another type
+    assert (
+        'href="/credentials?type=smtp&amp;next=%2Fworkflows%2Fw1%2Fdesigner%3Fnode%3Demail_1'
+        '%26field%3Dcredential"' in out
+    )
+    assert "+ New SMTP server" in out
+    # A list of types: both types are offered, each with its own "New" link.
+    alt = out[out.index(control(out, "alt")) :]
+    assert '<option value="c2">Bot · token ••••abcd</option>' in alt
+    assert "+ New Slack bot token" in alt and "+ New slack.oauth2" in alt
+
+
+def test_a_missing_credential_stays_selected_and_visible(env: SandboxedEnvironment) -> None:
+    out = render_config_panel(env, CRED_SPEC, "email_1", "", {"credential": "gone"}, [])
+    assert '<option value="gone" selected>Missing credential (gone)</option>' in out
+    assert "No saved credential of this type yet." not in out.split('data-field="alt"')[0]
+    # Without a return path the link still opens the right form.
+    assert 'href="/credentials?type=smtp"' in out
+
+
+def test_new_credential_link_never_returns_off_site(env: SandboxedEnvironment) -> None:
+    out = render_config_panel(env, CRED_SPEC, "e", "", {}, [], return_to="//evil.test/x")
+    assert "next=" not in out
