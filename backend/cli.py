@@ -62,7 +62,7 @@ async def ensure_admin(settings: Settings, data_dir: Path | None) -> tuple[str, 
 async def serve(settings: Settings, host: str, port: int, *, with_worker: bool) -> None:
     """Run the API (and, for dev, a worker with its sweeper) until SIGINT/SIGTERM."""
     from backend.app import create_app
-    from backend.workers.worker import make_worker
+    from backend.workers.worker import make_worker, stop_worker
 
     app = create_app(settings)
     server = uvicorn.Server(
@@ -95,7 +95,7 @@ async def serve(settings: Settings, host: str, port: int, *, with_worker: bool) 
     done, _ = await asyncio.wait([*tasks, waiter], return_when=asyncio.FIRST_COMPLETED)
     server.should_exit = True
     if worker is not None:
-        await worker.close()
+        await stop_worker(worker)
     # Let uvicorn finish its shutdown (lifespan included) before cancelling anything.
     await asyncio.wait(tasks, timeout=10)
     for task in tasks:
@@ -163,7 +163,7 @@ def cmd_api(args: argparse.Namespace) -> int:
 
 def cmd_worker(args: argparse.Namespace) -> int:
     """Production worker process (arq) with the sweeper."""
-    from backend.workers.worker import loop_factory, make_worker
+    from backend.workers.worker import loop_factory, make_worker, stop_worker
 
     settings = load_settings()
     settings.require_services()
@@ -178,7 +178,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
         await asyncio.wait(
             [task, asyncio.create_task(stop.wait())], return_when=asyncio.FIRST_COMPLETED
         )
-        await worker.close()
+        await stop_worker(worker)
         task.cancel()
 
     with asyncio.Runner(loop_factory=loop_factory()) as runner:

@@ -110,3 +110,31 @@ def make_worker(
         handle_signals=False,
         job_timeout=3600,
     )
+
+
+async def stop_worker(worker: Worker, *, grace_seconds: float = 10.0) -> None:
+    """Stop ``worker``: take no new jobs, let running ones finish, then close it.
+
+    Jobs still running after ``grace_seconds`` are cancelled; their steps are recovered by
+    the sweeper (lease expiry), so nothing is lost. arq 0.28's ``close()`` gathers the job
+    tasks it has just cancelled without ``return_exceptions``, which raises
+    ``CancelledError`` into the caller; that case is absorbed here and the shutdown
+    completed (``on_shutdown`` closes the runtime, the Redis pool is closed).
+    """
+    if worker.main_task is not None:
+        worker.main_task.cancel()
+    running = [t for t in worker.tasks.values() if not t.done()]
+    if running:
+        await asyncio.wait(running, timeout=grace_seconds)
+    try:
+        await worker.close()
+    except asyncio.CancelledError:
+        current = asyncio.current_task()
+        if current is not None and current.cancelling():
+            raise
+        log.warning("jobs cancelled at shutdown; the sweeper will re-dispatch their steps")
+        if worker.on_shutdown is not None:
+            await worker.on_shutdown(worker.ctx)
+        if worker._pool is not None:
+            await worker._pool.aclose()
+            worker._pool = None

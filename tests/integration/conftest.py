@@ -23,7 +23,7 @@ from backend.db.migrate import upgrade
 from backend.runtime import Runtime, build_runtime
 from backend.services import accounts
 from backend.settings import Settings, load_settings
-from backend.workers.worker import make_worker
+from backend.workers.worker import make_worker, stop_worker
 
 pytestmark = pytest.mark.integration
 
@@ -83,7 +83,7 @@ async def running_worker(settings: Settings) -> AsyncIterator[Any]:
     try:
         yield w
     finally:
-        await w.close()
+        await stop_worker(w)
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
 
