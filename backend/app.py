@@ -8,6 +8,7 @@ from contextlib import asynccontextmanager
 from litestar import Litestar, MediaType, Request, Response
 from litestar.config.csrf import CSRFConfig
 from litestar.exceptions import HTTPException
+from litestar.middleware.base import DefineMiddleware
 from litestar.openapi import OpenAPIConfig
 from litestar.static_files import create_static_files_router
 
@@ -17,12 +18,15 @@ from backend.api.credentials import CredentialController
 from backend.api.errors import API_EXCEPTION_HANDLERS
 from backend.api.health import HealthController
 from backend.api.runs import RunController
+from backend.api.triggers import ApiTokenController, FileController, WebhookSettingsController
 from backend.api.webhooks import WebhookController
 from backend.api.workflows import WorkflowController
+from backend.auth.web import BearerAwareCSRFMiddleware
 from backend.runtime import Runtime, build_runtime
 from backend.settings import Settings
 from frontend.connector_pages import ConnectorPages
 from frontend.pages import STATIC, AppPages, AuthPages, html_error, wants_html
+from frontend.trigger_pages import TriggerPages
 
 
 def _http_error(request: Request, exc: HTTPException) -> Response[object]:
@@ -59,6 +63,10 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> Litestar:
             CatalogController,
             CredentialController,
             WebhookController,
+            WebhookSettingsController,
+            ApiTokenController,
+            FileController,
+            TriggerPages,
             HealthController,
             AuthPages,
             AppPages,
@@ -66,11 +74,16 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> Litestar:
             create_static_files_router(path="/static", directories=[STATIC], name="static"),
         ],
         lifespan=[lifespan],
-        csrf_config=CSRFConfig(
-            secret=settings.secret_key,
-            cookie_secure=settings.secure_cookies,
-            exclude=["/hooks", "/health"],
-        ),
+        middleware=[
+            DefineMiddleware(
+                BearerAwareCSRFMiddleware,
+                config=CSRFConfig(
+                    secret=settings.secret_key,
+                    cookie_secure=settings.secure_cookies,
+                    exclude=["/hooks", "/health"],
+                ),
+            )
+        ],
         exception_handlers={
             **API_EXCEPTION_HANDLERS,  # type: ignore[dict-item]
             404: _http_error,

@@ -66,17 +66,31 @@ async def serve(settings: Settings, host: str, port: int, *, with_worker: bool) 
 
     app = create_app(settings)
     server = uvicorn.Server(
-        uvicorn.Config(app, host=host, port=port, log_level="info", lifespan="on")
+        uvicorn.Config(
+            app,
+            host=host,
+            port=port,
+            log_level="info",
+            lifespan="on",
+            access_log=os.environ.get("RAILYARD_ACCESS_LOG", "1") != "0",
+        )
     )
     server.capture_signals = contextlib.nullcontext  # type: ignore[method-assign,assignment]
-    worker = make_worker(settings) if with_worker else None
+    worker = make_worker(settings, sweep=False) if with_worker else None
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     tasks: list[asyncio.Task[Any]] = [asyncio.create_task(server.serve())]
+    scheduler_runtime = None
     if worker is not None:
+        from backend.runtime import build_runtime
+        from backend.workers.scheduler import run_scheduler
+
         tasks.append(asyncio.create_task(worker.async_run()))
+        # dev: the leader-elected scheduler (sweeps and schedules) runs in-process too
+        scheduler_runtime = await build_runtime(settings, pool_size=3)
+        tasks.append(asyncio.create_task(run_scheduler(scheduler_runtime, stop)))
     waiter: asyncio.Task[Any] = asyncio.create_task(stop.wait())
     done, _ = await asyncio.wait([*tasks, waiter], return_when=asyncio.FIRST_COMPLETED)
     server.should_exit = True
@@ -88,6 +102,8 @@ async def serve(settings: Settings, host: str, port: int, *, with_worker: bool) 
         if not task.done():
             task.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
+    if scheduler_runtime is not None:
+        await scheduler_runtime.close()
     for task in done:
         if task is not waiter and task.exception():
             raise task.exception()  # type: ignore[misc]
@@ -135,10 +151,13 @@ def cmd_dev(args: argparse.Namespace) -> int:
 
 
 def cmd_api(args: argparse.Namespace) -> int:
-    """Production API process."""
+    """Production API process (uvloop when installed; uvicorn uses httptools itself)."""
+    from backend.workers.worker import loop_factory
+
     settings = load_settings()
     settings.require_services()
-    asyncio.run(serve(settings, args.host, args.port, with_worker=False))
+    with asyncio.Runner(loop_factory=loop_factory()) as runner:
+        runner.run(serve(settings, args.host, args.port, with_worker=False))
     return 0
 
 
@@ -220,7 +239,8 @@ def cmd_create_user(args: argparse.Namespace) -> int:
 
 
 def cmd_rotate_key(args: argparse.Namespace) -> int:
-    """Re-encrypt every credential under RAILYARD_ENCRYPTION_KEY.
+    """Re-encrypt every credential and webhook secret under RAILYARD_ENCRYPTION_KEY, in one
+    transaction (a blob under a key that is not configured changes nothing).
 
     Rotation: (1) ``railyard rotate-key --generate-key`` prints a new key; (2) deploy with
     RAILYARD_ENCRYPTION_KEY=<new> and RAILYARD_ENCRYPTION_OLD_KEYS=<old>; (3) run
@@ -233,6 +253,7 @@ def cmd_rotate_key(args: argparse.Namespace) -> int:
         return 0
     from backend.db.engine import make_engine, make_sessionmaker
     from backend.services.credentials import rotate_keys
+    from backend.services.webhooks import rotate_secrets
 
     settings = load_settings()
     settings.require_services()
@@ -242,20 +263,23 @@ def cmd_rotate_key(args: argparse.Namespace) -> int:
         print(f"railyard: {exc}", file=sys.stderr)
         return 2
 
-    async def main() -> int:
+    async def main() -> tuple[int, int]:
         engine = make_engine(settings.database_url, pool_size=1)
         try:
             async with make_sessionmaker(engine)() as session, session.begin():
-                return await rotate_keys(session, keyring)
+                return await rotate_keys(session, keyring), await rotate_secrets(session, keyring)
         finally:
             await engine.dispose()
 
     try:
-        count = asyncio.run(main())
+        credentials, hook_secrets = asyncio.run(main())
     except crypto.CryptoError as exc:
         print(f"railyard: nothing changed: {exc}", file=sys.stderr)
         return 1
-    print(f"re-encrypted {count} credential(s) with key {keyring.current_id}")
+    print(
+        f"re-encrypted {credentials} credential(s) and {hook_secrets} webhook secret(s)"
+        f" with key {keyring.current_id}"
+    )
     return 0
 
 
@@ -284,7 +308,9 @@ def main(argv: list[str] | None = None) -> int:
     cu.add_argument("password")
     cu.add_argument("--role", default="editor", choices=["admin", "editor", "operator", "viewer"])
     cu.set_defaults(func=cmd_create_user)
-    rot = sub.add_parser("rotate-key", help="re-encrypt credentials with the current key")
+    rot = sub.add_parser(
+        "rotate-key", help="re-encrypt credentials and webhook secrets with the current key"
+    )
     rot.add_argument("--generate-key", action="store_true", help="print a new random key and exit")
     rot.set_defaults(func=cmd_rotate_key)
     args = parser.parse_args(argv)

@@ -14,11 +14,13 @@
 | ``RAILYARD_SWEEP_INTERVAL`` | seconds between sweeper passes | ``5`` |
 | ``RAILYARD_SESSION_HOURS`` | login session lifetime | ``336`` (14 days) |
 | ``RAILYARD_SECURE_COOKIES`` | ``1`` marks cookies Secure (behind HTTPS) | ``0`` |
-| ``RAILYARD_ENCRYPTION_KEY`` | base64 of 32 random bytes: the AES-256-GCM key credentials are encrypted with (``railyard rotate-key --generate-key`` prints one) | generated into ``<data dir>/encryption.key`` by ``railyard dev``; required for credentials otherwise |
+| ``RAILYARD_ENCRYPTION_KEY`` | base64 of 32 random bytes: the AES-256-GCM key credentials and webhook secrets are encrypted with (``railyard rotate-key --generate-key`` prints one) | generated into ``<data dir>/encryption.key`` by ``railyard dev``; required for credentials and webhook secrets otherwise |
 | ``RAILYARD_ENCRYPTION_OLD_KEYS`` | comma-separated old keys still readable during a rotation (see ``railyard rotate-key``) | empty |
 | ``RAILYARD_SLACK_API_URL`` | base URL of Slack's Web API (``chat.postMessage`` is appended) | ``https://slack.com/api`` |
 | ``RAILYARD_HUBSPOT_API_URL`` | base URL of HubSpot's API | ``https://api.hubapi.com`` |
 | ``RAILYARD_OAUTH2_REFRESH_MARGIN`` | seconds before expiry an OAuth2 access token is refreshed when an action asks for it | ``60`` |
+| ``RAILYARD_WEBHOOK_CACHE_SECONDS`` | how long an API process caches a webhook's workflow, version and settings | ``2`` |
+| ``RAILYARD_SCHEDULE_TICK`` | longest sleep of the schedule loop, seconds (it wakes at the next fire time) | ``1`` |
 
 Environment variables win over the file.
 """
@@ -56,6 +58,8 @@ class Settings(msgspec.Struct, kw_only=True):
     slack_api_url: str = "https://slack.com/api"
     hubspot_api_url: str = "https://api.hubapi.com"
     oauth2_refresh_margin: float = 60.0
+    webhook_cache_seconds: float = 2.0
+    schedule_tick: float = 1.0
 
     def connector_settings(self) -> dict[str, str]:
         """Settings connectors read through ``sdk.setting(name)`` (e.g. ``slack.api_url``)."""
@@ -90,6 +94,8 @@ _ENV = {
     "RAILYARD_SLACK_API_URL": "slack_api_url",
     "RAILYARD_HUBSPOT_API_URL": "hubspot_api_url",
     "RAILYARD_OAUTH2_REFRESH_MARGIN": "oauth2_refresh_margin",
+    "RAILYARD_WEBHOOK_CACHE_SECONDS": "webhook_cache_seconds",
+    "RAILYARD_SCHEDULE_TICK": "schedule_tick",
 }
 
 

@@ -1,103 +1,317 @@
-"""``/hooks/{token}``: start runs from HTTP requests (no login; the token is the secret).
+"""``/hooks/{token}[/{suffix}]``: start runs from HTTP requests (the token is the secret).
 
-The run is stored before the answer: 202 with the run id and links, or, when the trigger
-is configured to respond from a Respond to Webhook step, the status, headers and body that
-step produced. Waiting is bounded by the trigger's ``wait_timeout`` (seconds, default 30);
-after it, the answer is 202 with the status URL.
+Order of checks (each failure is answered before any run exists; rejections other than
+404/429 are audited in ``webhook_deliveries`` and ``events``):
+
+1. unknown token or never published -> 404; disabled -> 404; wrong path suffix -> 404;
+   method not in the trigger's ``methods`` -> 405 with ``Allow``;
+2. rate limit (requests per minute) -> 429 with ``Retry-After``;
+3. body over ``max_body`` (declared or streamed) -> 413;
+4. authentication (header token, basic, HMAC presets) -> 401;
+5. body parsing -> 400 naming what is malformed and where;
+6. the run is stored (files first, by reference), then the answer: 202 with the run id and
+   links, the Respond step's answer (``respond_node``), or the run's output
+   (``last_step``), waiting at most ``wait_timeout`` seconds before falling back to 202.
+
+``Idempotency-Key`` or the configured delivery-id header returns the original run for
+``idempotency_hours`` (default 24). ``/hooks/test/{token}`` is the designer's test URL: while
+the designer listens, the next request is parsed with the draft's settings and kept for
+field mapping; no run starts.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 import msgspec
 from litestar import Controller, MediaType, Request, Response, route
+from litestar.enums import HttpMethod
 from litestar.exceptions import HTTPException
 from sqlalchemy import select
 
 from backend.api.workflows import run_started
 from backend.db.models import Run
+from backend.engine.triggers import DEFAULT_IDEMPOTENCY_HOURS
 from backend.runtime import Runtime
-from backend.services import workflows as svc
+from backend.services import webhooks as hooks
 from backend.services.channels import run_channel
-from backend.triggers.webhook_input import BodyError, parse_body, parse_query
+from backend.triggers import rate_limit
+from backend.triggers.webhook_auth import AuthFailure, verify
+from backend.triggers.webhook_input import BodyError, parse_query, parse_request_body
 
 DEFAULT_WAIT_TIMEOUT = 30.0
+LISTEN_SECONDS = 120
+_METHODS: list[HttpMethod] = [
+    HttpMethod.GET,
+    HttpMethod.POST,
+    HttpMethod.PUT,
+    HttpMethod.PATCH,
+    HttpMethod.DELETE,
+]
+
+
+def listen_key(workflow_id: uuid.UUID | str) -> str:
+    """Redis key set while the designer listens for a test call."""
+    return f"railyard:webhook-listen:{workflow_id}"
+
+
+@dataclass
+class Rejection(Exception):
+    """A request refused before any run exists."""
+
+    status: int
+    reason: str
+    headers: dict[str, str] | None = None
+    audit: bool = True
+
+
+async def _endpoint(runtime: Runtime, token: str) -> hooks.Endpoint | None:
+    return await hooks.cached_endpoint(
+        runtime.sessionmaker, token, runtime.settings.webhook_cache_seconds
+    )
+
+
+def _methods(config: dict[str, Any]) -> list[str]:
+    text = str(config.get("methods") or "POST")
+    return [m.strip().upper() for m in text.split(",") if m.strip()] or ["POST"]
+
+
+def _check_route(config: dict[str, Any], method: str, suffix: str) -> None:
+    if config.get("enabled", True) is False:
+        raise Rejection(404, "the webhook is disabled")
+    wanted = str(config.get("path_suffix") or "").strip("/")
+    if suffix.strip("/") != wanted:
+        raise Rejection(404, f"unknown path suffix {suffix!r}")
+    allowed = _methods(config)
+    if method not in allowed:
+        raise Rejection(405, f"method {method} not allowed", {"Allow": ", ".join(allowed)})
+
+
+async def _read_body(request: Request[Any, Any, Any], limit: int) -> bytes:
+    declared = request.headers.get("content-length")
+    if declared and declared.isdigit() and int(declared) > limit:
+        raise Rejection(413, f"body larger than {limit} bytes")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise Rejection(413, f"body larger than {limit} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+async def _prepare(
+    runtime: Runtime,
+    endpoint: hooks.Endpoint,
+    request: Request[Any, Any, Any],
+    headers: dict[str, str],
+) -> tuple[dict[str, Any], Any]:
+    """Limit, authenticate and parse; returns (run input without files, parsed body)."""
+    config = endpoint.config
+    max_body = config.get("max_body")
+    limit = int(max_body) if isinstance(max_body, int) else runtime.settings.webhook_max_body
+    raw = await _read_body(request, limit)
+    try:
+        verify(config, endpoint.secret, headers, raw, time.time())
+    except AuthFailure as exc:
+        raise Rejection(401, str(exc)) from exc
+    try:
+        parsed = parse_request_body(headers.get("content-type", ""), raw)
+    except BodyError as exc:
+        raise Rejection(400, str(exc)) from exc
+    run_input = {
+        "method": request.method,
+        "path": request.url.path,
+        "query": parse_query(request.query_params.multi_items()),
+        "headers": headers,
+        "body": parsed.body,
+        "files": [],
+    }
+    return run_input, parsed
+
+
+async def _audit(
+    runtime: Runtime, workflow_id: uuid.UUID, method: str, rej: Rejection, *, test: bool = False
+) -> None:
+    async with runtime.sessionmaker() as session, session.begin():
+        await hooks.record_rejection(
+            session,
+            workflow_id,
+            method=method,
+            status_code=rej.status,
+            reason=rej.reason,
+            now=runtime.execution.clock.now(),
+            test=test,
+        )
+
+
+def _error(rej: Rejection) -> Response[Any]:
+    return Response(
+        {"status_code": rej.status, "detail": rej.reason},
+        status_code=rej.status,
+        headers=rej.headers or {},
+        media_type=MediaType.JSON,
+    )
 
 
 class WebhookController(Controller):
-    """Webhook endpoints of published workflows."""
+    """Webhook endpoints of published workflows, and the designer's test URL."""
 
     path = "/hooks"
     tags = ["webhooks"]
 
     @route(
-        "/{token:str}",
-        http_method=["POST", "PUT", "PATCH", "GET"],
-        operation_id=lambda _handler, method, _path: f"receive_webhook_{method.lower()}",
+        "/test/{token:str}",
+        http_method=_METHODS,
+        operation_id=lambda _h, method, _p: f"test_webhook_{method.lower()}",
         request_max_body_size=None,
     )
-    async def receive(self, token: str, request: Request) -> Response[Any]:
-        """Accept a request for the workflow with webhook ``token``.
+    async def test_call(self, token: str, request: Request[Any, Any, Any]) -> Response[Any]:
+        """Capture one request for the designer (no run): 200, or 404 when not listening."""
+        return await self._test(token, "", request)
 
-        404 unknown token or never published; 413 body over the limit; 400 malformed body.
-        """
+    @route(
+        "/test/{token:str}/{suffix:path}",
+        http_method=_METHODS,
+        operation_id=lambda _h, method, _p: f"test_webhook_suffix_{method.lower()}",
+        request_max_body_size=None,
+    )
+    async def test_call_suffix(
+        self, token: str, suffix: str, request: Request[Any, Any, Any]
+    ) -> Response[Any]:
+        """The test URL with a path suffix."""
+        return await self._test(token, suffix, request)
+
+    @route(
+        "/{token:str}",
+        http_method=_METHODS,
+        operation_id=lambda _h, method, _p: f"receive_webhook_{method.lower()}",
+        request_max_body_size=None,
+    )
+    async def receive(self, token: str, request: Request[Any, Any, Any]) -> Response[Any]:
+        """Accept a request for the workflow with webhook ``token`` (see the module doc)."""
+        return await self._receive(token, "", request)
+
+    @route(
+        "/{token:str}/{suffix:path}",
+        http_method=_METHODS,
+        operation_id=lambda _h, method, _p: f"receive_webhook_suffix_{method.lower()}",
+        request_max_body_size=None,
+    )
+    async def receive_suffix(
+        self, token: str, suffix: str, request: Request[Any, Any, Any]
+    ) -> Response[Any]:
+        """The webhook URL with the trigger's readable path suffix."""
+        return await self._receive(token, suffix, request)
+
+    async def _receive(
+        self, token: str, suffix: str, request: Request[Any, Any, Any]
+    ) -> Response[Any]:
         runtime: Runtime = request.app.state.runtime
-        limit = runtime.settings.webhook_max_body
-        declared = request.headers.get("content-length")
-        if declared and declared.isdigit() and int(declared) > limit:
-            raise HTTPException(status_code=413, detail=f"body larger than {limit} bytes")
-        raw = await request.body()
-        if len(raw) > limit:
-            raise HTTPException(status_code=413, detail=f"body larger than {limit} bytes")
-        try:
-            body = parse_body(request.headers.get("content-type", ""), raw)
-        except BodyError as exc:
-            raise HTTPException(status_code=400, detail=str(exc)) from exc
-        async with runtime.sessionmaker() as session:
-            wf = await svc.workflow_by_webhook_token(session, token)
-            version = await svc.active_version(session, wf) if wf is not None else None
-        if wf is None or version is None:
+        endpoint = await _endpoint(runtime, token)
+        if endpoint is None or endpoint.version is None or not endpoint.is_webhook:
             raise HTTPException(status_code=404, detail="no published workflow at this webhook")
-        run_input = {
-            "method": request.method,
-            "path": request.url.path,
-            "query": parse_query(request.query_params.multi_items()),
-            "headers": {k.lower(): v for k, v in request.headers.items()},
-            "body": body,
-        }
-        trigger = _trigger_config(version.graph)
+        config = endpoint.config
+        headers = {k.lower(): v for k, v in request.headers.items()}
+        try:
+            _check_route(config, request.method, suffix)
+            limit = int(config.get("rate_limit") or 0)
+            if limit > 0:
+                retry = await rate_limit.check(
+                    runtime.redis, str(endpoint.workflow_id), limit, time.time()
+                )
+                if retry is not None:
+                    raise Rejection(
+                        429,
+                        f"rate limit of {limit} requests per minute reached",
+                        {"Retry-After": str(int(retry))},
+                        audit=False,
+                    )
+            run_input, parsed = await _prepare(runtime, endpoint, request, headers)
+        except Rejection as rej:
+            if rej.audit and rej.status != 404:
+                await _audit(runtime, endpoint.workflow_id, request.method, rej)
+            return _error(rej)
+        if parsed.files:
+            async with runtime.sessionmaker() as session, session.begin():
+                run_input["files"] = await hooks.store_files(
+                    session, endpoint.workflow_id, parsed.files
+                )
+        key = await self._idempotency_key(runtime, endpoint, headers)
+        assert endpoint.version is not None
         started = await runtime.execution.start_run(
-            version,
-            run_input,
-            trigger="webhook",
-            idempotency_key=_idempotency_key(wf.id, request),
+            endpoint.version, run_input, trigger="webhook", idempotency_key=key
         )
         links = run_started(runtime, started.run_id, started.status)
+        mode = config.get("respond") or "immediately"
         # a run queued behind the workflow's concurrency limit is answered 202 at once
-        if trigger.get("respond") == "respond_node" and started.status != "queued":
-            timeout = float(trigger.get("wait_timeout") or DEFAULT_WAIT_TIMEOUT)
-            answer = await wait_for_response(runtime, started.run_id, timeout)
+        if mode in ("respond_node", "last_step") and started.status != "queued":
+            timeout = float(config.get("wait_timeout") or DEFAULT_WAIT_TIMEOUT)
+            answer = await wait_for_response(
+                runtime, started.run_id, timeout, last_step=mode == "last_step"
+            )
             if answer is not None:
                 return _respond(answer)
         return Response(
             msgspec.to_builtins(links), status_code=202, headers={"Location": links.status_url}
         )
 
+    async def _idempotency_key(
+        self, runtime: Runtime, endpoint: hooks.Endpoint, headers: dict[str, str]
+    ) -> str | None:
+        value = headers.get("idempotency-key")
+        delivery_header = str(endpoint.config.get("delivery_id_header") or "").lower()
+        if not value and delivery_header:
+            value = headers.get(delivery_header)
+        if not value:
+            return None
+        key = f"webhook:{endpoint.workflow_id}:{value[:150]}"
+        hours = endpoint.config.get("idempotency_hours")
+        window = float(hours) if isinstance(hours, int | float) else DEFAULT_IDEMPOTENCY_HOURS
+        async with runtime.sessionmaker() as session, session.begin():
+            cutoff = hooks.idempotency_cutoff(runtime.execution.clock.now(), window)
+            await hooks.release_expired_key(session, key, cutoff)
+        return key
 
-def _trigger_config(graph: dict[str, Any]) -> dict[str, Any]:
-    for step in graph.get("steps", []):
-        if step.get("id") == graph.get("trigger"):
-            config: dict[str, Any] = step.get("config") or {}
-            return config
-    return {}
-
-
-def _idempotency_key(workflow_id: uuid.UUID, request: Request) -> str | None:
-    key = request.headers.get("idempotency-key")
-    return f"webhook:{workflow_id}:{key}" if key else None
+    async def _test(
+        self, token: str, suffix: str, request: Request[Any, Any, Any]
+    ) -> Response[Any]:
+        runtime: Runtime = request.app.state.runtime
+        async with runtime.sessionmaker() as session:
+            endpoint = await hooks.load_endpoint(session, token, draft=True)
+        if endpoint is None or not endpoint.is_webhook:
+            raise HTTPException(status_code=404, detail="no webhook trigger at this test URL")
+        if not await runtime.redis.get(listen_key(endpoint.workflow_id)):
+            raise HTTPException(
+                status_code=404,
+                detail="not listening: click 'Listen for test call' in the designer first",
+            )
+        headers = {k.lower(): v for k, v in request.headers.items()}
+        now = runtime.execution.clock.now()
+        try:
+            _check_route({**endpoint.config, "enabled": True}, request.method, suffix)
+            run_input, parsed = await _prepare(runtime, endpoint, request, headers)
+        except Rejection as rej:
+            async with runtime.sessionmaker() as session, session.begin():
+                await hooks.save_test_call(session, endpoint.workflow_id, now, None, rej.reason)
+            await _audit(runtime, endpoint.workflow_id, request.method, rej, test=True)
+            await runtime.redis.delete(listen_key(endpoint.workflow_id))
+            return _error(rej)
+        async with runtime.sessionmaker() as session, session.begin():
+            if parsed.files:
+                run_input["files"] = await hooks.store_files(
+                    session, endpoint.workflow_id, parsed.files
+                )
+            await hooks.save_test_call(session, endpoint.workflow_id, now, run_input)
+        await runtime.redis.delete(listen_key(endpoint.workflow_id))
+        return Response(
+            {"test": True, "message": "test call received; see the designer"}, status_code=200
+        )
 
 
 def _respond(answer: dict[str, Any]) -> Response[Any]:
@@ -113,12 +327,13 @@ def _respond(answer: dict[str, Any]) -> Response[Any]:
 
 
 async def wait_for_response(
-    runtime: Runtime, run_id: uuid.UUID, timeout: float
+    runtime: Runtime, run_id: uuid.UUID, timeout: float, *, last_step: bool = False
 ) -> dict[str, Any] | None:
-    """Wait up to ``timeout`` seconds for the run's Respond step (or its end).
+    """Wait up to ``timeout`` seconds for the run's answer.
 
-    Returns the response ``{"status", "headers", "body"}``; a run that failed without
-    responding gives a 500 answer naming the failed step; ``None`` on timeout.
+    ``respond_node`` (default): the Respond step's ``{"status", "headers", "body"}``;
+    ``last_step``: 200 with the run's output once it succeeded. A run that failed gives a
+    500 answer naming the error; ``None`` on timeout (or a run that ended without answer).
     """
     pubsub = runtime.redis.pubsub()
     await pubsub.subscribe(run_channel(str(run_id)))
@@ -129,11 +344,13 @@ async def wait_for_response(
             async with runtime.sessionmaker() as session:
                 row = (
                     await session.execute(
-                        select(Run.status, Run.response, Run.error).where(Run.id == run_id)
+                        select(Run.status, Run.response, Run.error, Run.output).where(
+                            Run.id == run_id
+                        )
                     )
                 ).one()
-            status, response, error = row
-            if response is not None:
+            status, response, error, output = row
+            if response is not None and not last_step:
                 return dict(response)
             if status in ("failed", "cancelled", "timed_out"):
                 return {
@@ -142,6 +359,8 @@ async def wait_for_response(
                     "body": {"run_id": str(run_id), "status": status, "error": error},
                 }
             if status == "succeeded":
+                if last_step:
+                    return {"status": 200, "headers": {}, "body": output}
                 return None
             remaining = deadline - loop.time()
             if remaining <= 0:

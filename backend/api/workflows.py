@@ -24,6 +24,7 @@ from backend.api.schemas import (
 from backend.auth.web import login_required, provide_db, provide_runtime, provide_user
 from backend.db.models import User, Workflow, WorkflowVersion
 from backend.runtime import Runtime
+from backend.services import webhooks
 from backend.services import workflows as svc
 
 
@@ -139,6 +140,7 @@ class WorkflowController(Controller):
     ) -> Response[PublishOut]:
         """Publish the draft: 201 with a new version, 200 when unchanged, 422 with diagnostics."""
         result = await svc.publish(db, workflow_id, runtime.catalog, user.id)
+        webhooks.clear_endpoint_cache()
         wf = await svc.get_workflow(db, workflow_id)
         body = PublishOut(version_out(result.version), result.created, webhook_url(runtime, wf))
         return Response(body, status_code=201 if result.created else 200)
@@ -159,7 +161,10 @@ class WorkflowController(Controller):
         user: User,
         request: Request,
     ) -> RunStarted:
-        """Start a run of the active version with ``input`` (manual/API trigger, 201)."""
+        """Start a run of the active version with ``input`` (manual/API trigger, 201).
+
+        Accepts a login session (with CSRF) or ``Authorization: Bearer <API token>``.
+        """
         wf = await svc.get_workflow(db, workflow_id)
         version = await svc.active_version(db, wf)
         if version is None:
@@ -167,7 +172,7 @@ class WorkflowController(Controller):
         started = await runtime.execution.start_run(
             version,
             data.input,
-            trigger="manual",
+            trigger="api" if request.scope.get("state", {}).get("auth") == "token" else "manual",
             idempotency_key=request.headers.get("idempotency-key"),
             user_id=user.id,
         )

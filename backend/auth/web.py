@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator
+from datetime import UTC, datetime
 
 from litestar.connection import ASGIConnection
 from litestar.datastructures import Cookie, State
 from litestar.exceptions import NotAuthorizedException
 from litestar.handlers.base import BaseRouteHandler
+from litestar.middleware.csrf import CSRFMiddleware
+from litestar.types import Receive, Scope, Send
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.db.models import User
 from backend.runtime import Runtime
-from backend.services import accounts
+from backend.services import accounts, api_tokens
 
 SESSION_COOKIE = "railyard_session"
 
@@ -39,14 +42,43 @@ async def load_user(connection: ASGIConnection) -> User | None:
     if "user" in connection.scope.get("state", {}):
         user: User | None = connection.scope["state"]["user"]
         return user
-    token = connection.cookies.get(SESSION_COOKIE)
     user = None
-    if token:
+    bearer = bearer_token(connection)
+    if bearer is not None:
+        # A bearer request is authenticated by its token only, never by cookies (so it
+        # may skip CSRF: see BearerAwareCSRFMiddleware).
+        runtime = runtime_of(connection.app.state)
+        async with runtime.sessionmaker() as session, session.begin():
+            user = await api_tokens.user_for_token(session, bearer, datetime.now(UTC))
+        connection.scope.setdefault("state", {})["auth"] = "token"
+    elif token := connection.cookies.get(SESSION_COOKIE):
         runtime = runtime_of(connection.app.state)
         async with runtime.sessionmaker() as session:
             user = await accounts.user_for_session(session, token)
     connection.scope.setdefault("state", {})["user"] = user
     return user
+
+
+def bearer_token(connection: ASGIConnection) -> str | None:
+    """The token of an ``Authorization: Bearer <token>`` header, if any."""
+    scheme, _, token = connection.headers.get("authorization", "").partition(" ")
+    return token.strip() if scheme.lower() == "bearer" and token.strip() else None
+
+
+class BearerAwareCSRFMiddleware(CSRFMiddleware):
+    """CSRF protection that lets ``Authorization: Bearer`` API requests through.
+
+    Browsers never add that header on their own, and such requests are authenticated by
+    the token alone (cookies are ignored), so they cannot be forged cross-site.
+    """
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            for name, value in scope.get("headers", []):
+                if name == b"authorization" and value[:7].lower() == b"bearer ":
+                    await self.app(scope, receive, send)
+                    return
+        await super().__call__(scope, receive, send)
 
 
 async def login_required(connection: ASGIConnection, _: BaseRouteHandler) -> None:

@@ -18,9 +18,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import Table, bindparam, func, select, update
+import msgspec
+from sqlalchemy import Table, bindparam, func, select, text, update
 from sqlalchemy.dialects.postgresql import insert
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 from sqlalchemy.orm.attributes import set_committed_value
 
 from backend.db.models import Attempt, Event, Run, StepRun, Workflow, WorkflowVersion
@@ -187,6 +188,14 @@ async def create_child(session: AsyncSession, parent: Run, request: ChildRequest
     return entry
 
 
+def step_values(rec: StepRecord) -> dict[str, Any]:
+    """The ``step_runs`` column values of a step record (all but the key columns)."""
+    values = {name: getattr(rec, name) for name in _STEP_FIELDS}
+    values["status"] = rec.status.value
+    values["ports"] = list(rec.ports)
+    return values
+
+
 async def save_state(session: AsyncSession, run: Run, state: RunState) -> None:
     """Write the changed step rows, the run row and the events of ``state``.
 
@@ -195,25 +204,10 @@ async def save_state(session: AsyncSession, run: Run, state: RunState) -> None:
     becoming dirty) and one batched INSERT of the events.
     """
     if state.changed:
-        rows = []
-        for step_id in sorted(state.changed):
-            rec = state.steps[step_id]
-            rows.append(
-                {
-                    "run_id": run.id,
-                    "step_id": step_id,
-                    "status": rec.status.value,
-                    "ports": list(rec.ports),
-                    "input": rec.input,
-                    "output": rec.output,
-                    "error": rec.error,
-                    "attempts": rec.attempts,
-                    "not_before": rec.not_before,
-                    "started_at": rec.started_at,
-                    "finished_at": rec.finished_at,
-                    "data": rec.data,
-                }
-            )
+        rows = [
+            {"run_id": run.id, "step_id": step_id, **step_values(state.steps[step_id])}
+            for step_id in sorted(state.changed)
+        ]
         await session.execute(_UPSERT_STEPS, rows)
     new = {
         "status": state.status.value,
@@ -353,3 +347,98 @@ async def _update_current_attempt(
         {"attempt_id": attempt_id, "token": fencing_token},
     )
     return bool(getattr(result, "rowcount", 0))
+
+
+_INSERT_NEW_RUN = text(
+    """
+    WITH wf AS (
+        SELECT settings FROM workflows
+        WHERE id = CAST(:workflow_id AS uuid)
+          AND coalesce((settings->>'max_concurrent_runs')::numeric, 0) = 0
+    ), new_run AS (
+        INSERT INTO runs (id, workflow_id, version_id, version_number, status, trigger,
+                          idempotency_key, input, output, error, response, created_by,
+                          created_at, started_at, finished_at, deadline_at, rerun_of)
+        SELECT CAST(:id AS uuid), CAST(:workflow_id AS uuid), CAST(:version_id AS uuid),
+               CAST(:version_number AS int), CAST(:status AS text), CAST(:trigger AS text),
+               CAST(:idempotency_key AS text), CAST(:input AS jsonb), CAST(:output AS jsonb),
+               CAST(:error AS jsonb), CAST(:response AS jsonb), CAST(:created_by AS uuid),
+               CAST(:created_at AS timestamptz), CAST(:started_at AS timestamptz),
+               CAST(:finished_at AS timestamptz),
+               CAST(:created_at AS timestamptz)
+                   + (wf.settings->>'run_timeout_seconds')::float8 * interval '1 second',
+               CAST(:rerun_of AS uuid)
+        FROM wf
+        RETURNING id
+    ), new_steps AS (
+        INSERT INTO step_runs (run_id, step_id, status, ports, input, output, error, attempts,
+                               not_before, started_at, finished_at, data)
+        SELECT new_run.id, s.step_id, s.status, s.ports, s.input, s.output, s.error,
+               s.attempts, s.not_before, s.started_at, s.finished_at, s.data
+        FROM new_run, jsonb_to_recordset(CAST(:steps AS jsonb)) AS s(
+            step_id text, status text, ports jsonb, input jsonb, output jsonb, error jsonb,
+            attempts int, not_before timestamptz, started_at timestamptz,
+            finished_at timestamptz, data jsonb)
+    ), new_events AS (
+        INSERT INTO events (run_id, kind, step_id, data, created_at)
+        SELECT new_run.id, e.kind, e.step_id, e.data, clock_timestamp()
+        FROM new_run, jsonb_to_recordset(CAST(:events AS jsonb))
+            AS e(kind text, step_id text, data jsonb, ord int)
+        ORDER BY e.ord
+    )
+    SELECT id FROM new_run
+    """
+).columns()
+
+
+def _json(value: Any) -> str | None:
+    """JSON text for a ``CAST(... AS jsonb)`` parameter; ``None`` stays SQL NULL."""
+    return None if value is None else msgspec.json.encode(value).decode()
+
+
+async def insert_new_run(
+    session: AsyncSession | AsyncConnection, row: dict[str, Any], state: RunState
+) -> bool:
+    """Insert a started run, its changed step records and its events in ONE statement,
+    unless its workflow has a concurrency limit (``max_concurrent_runs``).
+
+    ``row`` holds the run columns that are not in ``state`` (id, workflow_id, version_id,
+    version_number, trigger, idempotency_key, created_by, created_at, rerun_of);
+    ``created_at`` is also the start instant. The statement reads the workflow's settings
+    itself: the run timeout's due time ``deadline_at`` is ``created_at`` plus
+    ``run_timeout_seconds`` (none without it), and with a ``max_concurrent_runs`` nothing
+    is written and the result is False (the caller then queues the run through admission,
+    which locks the workflow row). True when the run was written. Raises
+    ``IntegrityError`` when the idempotency key is taken. Used by the start path, where the
+    state was computed in memory (a new run has no step rows to load or lock).
+    """
+    steps = [
+        {"step_id": step_id, **step_values(state.steps[step_id])}
+        for step_id in sorted(state.changed)
+    ]
+    events = [
+        {"kind": ev.kind, "step_id": ev.step_id, "data": ev.data, "ord": i}
+        for i, ev in enumerate(state.events)
+    ]
+    written = (
+        await session.execute(
+            _INSERT_NEW_RUN,
+            {
+                **row,
+                "status": state.status.value,
+                "input": _json(state.input),
+                "output": _json(state.output),
+                "error": _json(state.error),
+                "response": _json(state.response),
+                "started_at": state.started_at,
+                "finished_at": state.finished_at,
+                "steps": _json(steps),
+                "events": _json(events),
+            },
+        )
+    ).first()
+    if written is None:
+        return False
+    state.changed.clear()
+    state.events.clear()
+    return True

@@ -20,56 +20,9 @@ from __future__ import annotations
 from typing import Any
 
 from backend.engine.expressions import ExpressionError, resolve_config
+from backend.engine.triggers import TRIGGER_NODE_TYPES
 from designer_schema.catalog import NodeTypeSpec
 from designer_schema.graph import Step
-
-_RESPOND_OPTIONS = ["immediately", "respond_node"]
-
-TRIGGER_WEBHOOK = NodeTypeSpec(
-    type="trigger.webhook",
-    label="Webhook",
-    kind="trigger",
-    category="Triggers",
-    icon="webhook",
-    description=(
-        "Starts a run when an HTTP request reaches the workflow's webhook URL. The run input "
-        "is {method, path, query, headers, body}."
-    ),
-    inputs=(),
-    outputs=("out",),
-    config_schema={
-        "type": "object",
-        "properties": {
-            "respond": {
-                "type": "string",
-                "enum": _RESPOND_OPTIONS,
-                "default": "immediately",
-                "title": "Respond",
-                "description": (
-                    "immediately: 202 with the run id; respond_node: wait for a Respond to "
-                    "Webhook step and answer with its status, headers and body."
-                ),
-            },
-            "wait_timeout": {
-                "type": "number",
-                "default": 30,
-                "title": "Wait timeout (seconds)",
-                "description": "With respond_node: after this, answer 202 with the status URL.",
-            },
-        },
-    },
-)
-
-TRIGGER_MANUAL = NodeTypeSpec(
-    type="trigger.manual",
-    label="Manual trigger",
-    kind="trigger",
-    category="Triggers",
-    icon="play",
-    description="Starts a run from the designer's Run button or the API; output is the input.",
-    inputs=(),
-    outputs=("out",),
-)
 
 CONTROL_IF = NodeTypeSpec(
     type="control.if",
@@ -147,8 +100,7 @@ CONTROL_RESPOND = NodeTypeSpec(
 )
 
 CONTROL_NODE_TYPES: list[NodeTypeSpec] = [
-    TRIGGER_WEBHOOK,
-    TRIGGER_MANUAL,
+    *TRIGGER_NODE_TYPES,
     CONTROL_IF,
     CONTROL_SET,
     CONTROL_RESPOND,

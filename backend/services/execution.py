@@ -4,7 +4,10 @@ This is the execution model of DESIGN.md wired to PostgreSQL:
 
 - :meth:`Execution.start_run` inserts the run and starts it in one transaction (trigger
   step completed, control steps evaluated inline, action steps made ready), then
-  dispatches the ready action steps after commit.
+  dispatches the ready action steps after commit. Without a concurrency limit, copied
+  steps, child runs or an immediate failure, that is one ``INSERT ... WITH`` statement in
+  autocommit (the start computed in memory); otherwise the run is inserted ``queued``
+  and admitted under the workflow's concurrency limit.
 - :meth:`Execution.execute_step` claims an attempt with a lease and a fencing token,
   runs the connector outside any transaction, and completes with a conditional update:
   a late or duplicate completion is discarded, so a step completes exactly once.
@@ -41,6 +44,7 @@ from backend.db.run_store import (
     create_child,
     extend_lease,
     finish_attempt,
+    insert_new_run,
     load_state,
     lock_run,
     save_state,
@@ -52,7 +56,7 @@ from backend.engine.nodes.calls import CALL_TYPES
 from backend.engine.nodes.waits import TIMER_TYPES
 from backend.engine.ports import Clock, ConnectorRegistry, Dispatcher, SystemClock
 from backend.engine.states import RunStatus, StepStatus
-from backend.services.graphs import graph_for_version
+from backend.services.graphs import cached_graph, graph_for_version
 from designer_schema.graph import WorkflowGraph
 
 log = logging.getLogger(__name__)
@@ -145,6 +149,21 @@ async def workflow_settings(session: AsyncSession, workflow_id: uuid.UUID) -> di
     return dict(found or {})
 
 
+def _dispatch_entries(
+    state: RunState, dispatch: list[str], now: Any
+) -> list[tuple[str, float | None]]:
+    """``(step id, delay seconds or None)`` for each step to dispatch, once each (a
+    timer's delay runs to its ``not_before``)."""
+    entries = []
+    for step_id in dict.fromkeys(dispatch):
+        rec = state.steps.get(step_id)
+        delay = None
+        if rec is not None and rec.not_before is not None and rec.not_before > now:
+            delay = (rec.not_before - now).total_seconds()
+        entries.append((step_id, delay))
+    return entries
+
+
 def worker_name() -> str:
     """``host:pid`` of this process, recorded on attempts."""
     return f"{socket.gethostname()}:{os.getpid()}"
@@ -202,29 +221,38 @@ class Execution:
         records not downstream of a failure, so execution resumes at the failed step(s).
         """
         now = self.clock.now()
-        run_id = uuid.uuid4()
         try:
-            async with self.sessionmaker() as session, session.begin():
-                run = Run(
-                    id=run_id,
-                    workflow_id=version.workflow_id,
-                    version_id=version.id,
-                    version_number=version.number,
-                    status=RunStatus.QUEUED.value,
-                    trigger=trigger,
-                    idempotency_key=idempotency_key,
-                    input=input,
-                    created_by=user_id,
-                    created_at=now,
-                    rerun_of=rerun_of,
+            fast = None
+            if copy_steps_from is None:
+                fast = await self._start_in_one_statement(
+                    version, input, trigger, idempotency_key, user_id, rerun_of, now
                 )
-                session.add(run)
-                await session.flush()
-                session.add(Event(run_id=run_id, kind="run.created", data={"trigger": trigger}))
-                if copy_steps_from is not None:
-                    await self._copy_steps(session, run, copy_steps_from)
-                followups = await self._start_or_queue(session, run, now)
-                status = run.status
+            if fast is not None:
+                run_id, followup, status = fast
+                followups = [(run_id, followup)]
+            else:
+                run_id = uuid.uuid4()
+                async with self.sessionmaker() as session, session.begin():
+                    run = Run(
+                        id=run_id,
+                        workflow_id=version.workflow_id,
+                        version_id=version.id,
+                        version_number=version.number,
+                        status=RunStatus.QUEUED.value,
+                        trigger=trigger,
+                        idempotency_key=idempotency_key,
+                        input=input,
+                        created_by=user_id,
+                        created_at=now,
+                        rerun_of=rerun_of,
+                    )
+                    session.add(run)
+                    await session.flush()
+                    session.add(Event(run_id=run_id, kind="run.created", data={"trigger": trigger}))
+                    if copy_steps_from is not None:
+                        await self._copy_steps(session, run, copy_steps_from)
+                    followups = await self._start_or_queue(session, run, now)
+                    status = run.status
         except IntegrityError:
             if idempotency_key is None:
                 raise
@@ -236,6 +264,73 @@ class Execution:
         for started_id, followup in followups:
             await self._after_commit(started_id, followup)
         return StartedRun(run_id, status, True)
+
+    async def _start_in_one_statement(
+        self,
+        version: WorkflowVersion,
+        input: Any,
+        trigger: str,
+        idempotency_key: str | None,
+        user_id: uuid.UUID | None,
+        rerun_of: uuid.UUID | None,
+        now: Any,
+    ) -> tuple[uuid.UUID, Followup, str] | None:
+        """The fast start: ``(run id, what follows, status)``, or ``None`` with nothing
+        written when the run needs the transactional path.
+
+        A new run has no rows to load or lock, so its start is computed in memory and
+        stored with ONE statement in autocommit (atomic by itself, no BEGIN/COMMIT round
+        trips; :func:`~backend.db.run_store.insert_new_run`): run (with the run timeout's
+        ``deadline_at``), step records and events, the same rows the transactional path
+        writes. That path is taken instead (``None``) when the workflow has
+        ``max_concurrent_runs`` (the run is queued and admitted under the workflow row
+        lock), when the start asks for child runs (a Sub-workflow or For-each right after
+        the trigger), or when the run failed at once (the error workflow's run is inserted
+        in the failing transaction).
+        """
+        graph = await self._graph(version.id)
+        run_id = uuid.uuid4()
+        state = RunState(
+            run_id=str(run_id),
+            workflow_id=str(version.workflow_id),
+            version_number=version.number,
+            status=RunStatus.QUEUED,
+            input=input,
+            steps={},
+        )
+        state.emit("run.created", trigger=trigger)
+        dispatch = orchestrator.start(graph, state, now)
+        if (
+            state.child_requests
+            or state.child_cancels
+            or state.status in (RunStatus.FAILED, RunStatus.TIMED_OUT)
+        ):
+            return None
+        row = {
+            "id": run_id,
+            "workflow_id": version.workflow_id,
+            "version_id": version.id,
+            "version_number": version.number,
+            "trigger": trigger,
+            "idempotency_key": idempotency_key,
+            "created_by": user_id,
+            "created_at": now,
+            "rerun_of": rerun_of,
+        }
+        async with self.sessionmaker() as session:
+            conn = await session.connection(execution_options={"isolation_level": "AUTOCOMMIT"})
+            if not await insert_new_run(conn, row, state):
+                return None
+        followup = Followup(dispatch=_dispatch_entries(state, dispatch, now))
+        return run_id, followup, state.status.value
+
+    async def _graph(self, version_id: uuid.UUID) -> WorkflowGraph:
+        """The graph of a version, from the process cache without I/O when it is there."""
+        graph = cached_graph(version_id)
+        if graph is None:
+            async with self.sessionmaker() as session:
+                graph = await graph_for_version(session, version_id)
+        return graph
 
     async def _copy_steps(self, session: AsyncSession, run: Run, source_id: uuid.UUID) -> None:
         """Copy the succeeded step records of run ``source_id`` into new run ``run``.
@@ -406,12 +501,7 @@ class Execution:
         await save_state(session, run, state)
         if ended_now:
             await self._on_run_ended(session, run, state, followup)
-        for step_id in dict.fromkeys(dispatch):
-            rec = state.steps.get(step_id)
-            delay = None
-            if rec is not None and rec.not_before is not None and rec.not_before > now:
-                delay = (rec.not_before - now).total_seconds()
-            followup.dispatch.append((step_id, delay))
+        followup.dispatch = _dispatch_entries(state, dispatch, now)
         if run.parent_run_id is not None and state.status.terminal:
             followup.wake_parent = str(run.parent_run_id)
         return followup

@@ -16,6 +16,11 @@ _CACHE: OrderedDict[uuid.UUID, WorkflowGraph] = OrderedDict()
 _MAX = 512
 
 
+def cached_graph(version_id: uuid.UUID) -> WorkflowGraph | None:
+    """The graph of ``version_id`` when it is already cached (no I/O)."""
+    return _CACHE.get(version_id)
+
+
 async def graph_for_version(session: AsyncSession, version_id: uuid.UUID) -> WorkflowGraph:
     """Return the graph of ``version_id``; raises ``LookupError`` when the version is gone."""
     graph = _CACHE.get(version_id)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import secrets
 import uuid
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 import msgspec
@@ -13,6 +14,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.db.models import Workflow, WorkflowVersion
 from backend.engine.expressions import JsonataChecker
+from backend.services import schedules
+from backend.triggers.schedule_rules import ScheduleError
 from designer_schema.catalog import Catalog
 from designer_schema.compiler import compile_diagram
 from designer_schema.diagnostics import Diagnostic
@@ -218,6 +221,7 @@ async def publish(
     if existing is not None:
         wf.active_version = existing.number
         await session.flush()
+        await _sync_triggers(session, wf.id, existing)
         return PublishResult(existing, False)
     latest = (
         await session.execute(
@@ -237,7 +241,19 @@ async def publish(
     session.add(version)
     wf.active_version = version.number
     await session.flush()
+    await _sync_triggers(session, wf.id, version)
     return PublishResult(version, True)
+
+
+async def _sync_triggers(session: AsyncSession, workflow_id: uuid.UUID, v: WorkflowVersion) -> None:
+    """Make the schedule row follow the now active version (PublishRejected if invalid)."""
+    try:
+        await schedules.sync_schedule(session, workflow_id, v.number, v.graph, datetime.now(UTC))
+    except ScheduleError as exc:
+        _, node_id, _ = schedules.trigger_config(v.graph)
+        raise PublishRejected(
+            [Diagnostic("error", "invalid_config", str(exc), node_id, None, exc.field)]
+        ) from exc
 
 
 async def list_versions(session: AsyncSession, workflow_id: uuid.UUID) -> list[WorkflowVersion]:

@@ -1,7 +1,8 @@
-"""The scheduler process: durable timers and recovery, one leader at a time.
+"""The scheduler process: durable timers, recovery and schedule firing, one leader at a time.
 
 Leadership is a PostgreSQL session-level advisory lock held on a dedicated connection:
-the first ``railyard scheduler`` to take it sweeps; others stand by and retry every
+the first ``railyard scheduler`` to take it sweeps and fires schedules
+(:mod:`backend.triggers.scheduling`); others stand by and retry every
 ``sweep_interval`` seconds, so a standby takes over within one interval of the leader's
 connection closing (process exit or crash).
 """
@@ -15,6 +16,7 @@ import logging
 from sqlalchemy import text
 
 from backend.runtime import Runtime
+from backend.triggers.scheduling import run_schedules
 
 log = logging.getLogger(__name__)
 
@@ -23,11 +25,12 @@ SCHEDULER_LOCK_KEY = 0x52595343484544
 
 
 async def run_scheduler(runtime: Runtime, stop: asyncio.Event) -> None:
-    """Sweep while leader until ``stop`` is set.
+    """Sweep and fire schedules while leader until ``stop`` is set.
 
     A lost database (PostgreSQL restarted or unreachable) ends leadership (the advisory
-    lock went with the connection): the error is logged and the scheduler tries to take
-    the lock again every ``sweep_interval`` seconds, so it survives an outage.
+    lock went with the connection): schedule firing stops, the error is logged and the
+    scheduler tries to take the lock again every ``sweep_interval`` seconds, so it survives
+    an outage.
     """
     interval = runtime.settings.sweep_interval
     while not stop.is_set():
@@ -51,6 +54,15 @@ async def _lead(runtime: Runtime, stop: asyncio.Event, interval: float) -> None:
             await _wait(stop, interval)
             return
         log.info("scheduler is leader")
+        firing = asyncio.create_task(
+            run_schedules(
+                runtime.sessionmaker,
+                runtime.execution,
+                runtime.execution.clock,
+                stop,
+                tick=runtime.settings.schedule_tick,
+            )
+        )
         try:
             while not stop.is_set():
                 try:
@@ -63,6 +75,8 @@ async def _lead(runtime: Runtime, stop: asyncio.Event, interval: float) -> None:
                 await conn.execute(text("select 1"))  # still leader: the lock's session lives
                 await conn.commit()
         finally:
+            firing.cancel()
+            await asyncio.gather(firing, return_exceptions=True)
             with contextlib.suppress(Exception):  # a dead connection released it already
                 await conn.execute(text("select pg_advisory_unlock(:k)"), {"k": SCHEDULER_LOCK_KEY})
                 await conn.commit()

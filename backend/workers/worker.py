@@ -69,8 +69,8 @@ async def _sweeper(runtime: Runtime) -> None:
 
 
 def loop_factory() -> Callable[[], asyncio.AbstractEventLoop]:
-    """Event loop for worker processes: uvloop when installed (less CPU per step for
-    asyncpg, Redis and HTTP I/O; bench/engine.py), else asyncio's default loop."""
+    """Event loop for worker and API processes: uvloop when installed (less CPU per step
+    for asyncpg, Redis and HTTP I/O; bench/engine.py), else asyncio's default loop."""
     try:
         import uvloop
     except ImportError:

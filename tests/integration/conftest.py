@@ -29,6 +29,7 @@ pytestmark = pytest.mark.integration
 
 ADMIN_EMAIL = "admin@example.com"
 ADMIN_PASSWORD = "correct horse battery staple"
+TEST_ENCRYPTION_KEY = "x/Xh3c3lW1jlcHnM3UYm8ZZpNfBCbZnVEDcoe3JEyh0="
 TERMINAL = {"succeeded", "failed", "cancelled", "timed_out"}
 
 
@@ -50,6 +51,7 @@ def settings(migrated_url: str, redis_url: str) -> Settings:
         http_allow_private=True,
         lease_seconds=10.0,
         sweep_interval=1.0,
+        encryption_key=TEST_ENCRYPTION_KEY,
     )
 
 

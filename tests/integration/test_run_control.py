@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import uuid
+from datetime import UTC, datetime
 from typing import Any
 
 import httpx
@@ -13,11 +15,13 @@ import pytest
 from sqlalchemy import text
 
 from backend.runtime import Runtime
+from backend.services.execution import active_version_of
 from tests.diagrams import diagram, edge, node
 from tests.http_sink import HttpSink, Recorded
 from tests.integration.conftest import wait_for_run
 from tests.integration.test_engine_cases import start_manual
 from tests.integration.test_runs import publish, run_detail, sink, steps_by_id
+from tests.integration.test_schedules import FakeClock
 
 pytestmark = pytest.mark.integration
 __all__ = ["sink"]  # the fixture, shared with test_runs
@@ -358,3 +362,86 @@ async def test_error_workflow_gets_the_failed_run_context_and_never_recurses(
             ).all()
         )
     assert by_workflow == {main["id"]: 1, handler["id"]: 1}  # the fallback never ran
+
+
+async def _start_rows(runtime: Runtime, run_id: Any) -> dict[str, Any]:
+    """What a start wrote, with instants relative to the run's creation (seconds)."""
+    async with runtime.engine.connect() as conn:
+        run = (
+            (
+                await conn.execute(
+                    text(
+                        "select status, trigger, input, rerun_of::text,"
+                        " extract(epoch from started_at - created_at) as started,"
+                        " extract(epoch from deadline_at - created_at) as deadline"
+                        " from runs where id = :id"
+                    ),
+                    {"id": run_id},
+                )
+            )
+            .mappings()
+            .one()
+        )
+        steps = (
+            await conn.execute(
+                text(
+                    "select step_id, status, ports, input, output, error, attempts, data,"
+                    " extract(epoch from not_before - (select created_at from runs r"
+                    " where r.id = run_id)) from step_runs where run_id = :id order by step_id"
+                ),
+                {"id": run_id},
+            )
+        ).all()
+        events = (
+            await conn.execute(
+                text("select kind, step_id, data from events where run_id = :id order by id"),
+                {"id": run_id},
+            )
+        ).all()
+    return {"run": dict(run), "steps": [tuple(s) for s in steps], "events": events}
+
+
+async def test_fast_start_writes_what_the_transactional_start_writes(
+    client: httpx.AsyncClient, runtime: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A start without a concurrency limit is one statement; it must store the same run,
+    step records (a timer's due time included), run deadline and events as the
+    transactional start that admission takes under a limit."""
+    wf = await publish(
+        client,
+        diagram(
+            [
+                node("start", "trigger.manual"),
+                node("shape", "control.set", mapping={"n": "=$.n"}),
+                node("nap", "control.delay", seconds=60),
+                node("after", "control.set", mapping={"done": True}),
+            ],
+            [edge("start", "shape"), edge("shape", "nap"), edge("nap", "after")],
+        ),
+    )
+    await set_settings(client, wf, run_timeout_seconds=30)
+    execution = runtime.execution
+    fast_results: list[bool] = []
+    one_statement = execution._start_in_one_statement
+
+    async def spy(*args: Any) -> Any:
+        result = await one_statement(*args)
+        fast_results.append(result is not None)
+        return result
+
+    monkeypatch.setattr(execution, "_start_in_one_statement", spy)
+    # one instant for both starts, so the timer's due time in step data and events agrees
+    monkeypatch.setattr(execution, "clock", FakeClock(datetime.now(UTC)))
+    async with runtime.sessionmaker() as session:
+        version = await active_version_of(session, uuid.UUID(wf["id"]))
+    assert version is not None
+    fast = await execution.start_run(version, {"n": 1}, trigger="manual")
+    await set_settings(client, wf, max_concurrent_runs=100)
+    slow = await execution.start_run(version, {"n": 1}, trigger="manual")
+    assert fast_results == [True, False]
+    assert fast.status == slow.status == "waiting"
+    rows = await _start_rows(runtime, fast.run_id)
+    assert rows == await _start_rows(runtime, slow.run_id)
+    assert rows["run"]["deadline"] == 30 and rows["run"]["started"] == 0
+    assert [s[0] for s in rows["steps"] if s[1] == "ready"] == ["nap"]
+    assert [e[0] for e in rows["events"]][:2] == ["run.created", "run.started"]

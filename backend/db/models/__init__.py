@@ -227,3 +227,4 @@ class Event(Base):
 
 
 from backend.db.models.credentials import AuditLog, Credential, OAuthState  # noqa: E402,F401
+from backend.db.models.triggers import *  # noqa: E402, F403  (trigger tables)

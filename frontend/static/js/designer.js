@@ -7,6 +7,7 @@ import { DiagnosticsList, problems } from "./diagnostics.js";
 import { DiagramModel, NODE_WIDTH } from "./model.js";
 import { acceptDrops, renderPalette } from "./palette.js";
 import { ConfigPanel } from "./panel.js";
+import { attachTriggerPanels } from "./trigger-panels.js";
 import { mountSettings } from "./workflow-settings.js";
 
 const COMPILE_DELAY_MS = 400;
@@ -48,6 +49,7 @@ const panel = new ConfigPanel(document.getElementById("config-panel"), model, {
   // "New credential" leaves the page: keep the drawing first.
   beforeLeave: async () => !dirty || (await save()),
 });
+attachTriggerPanels(document.getElementById("config-panel"), model, workflowId);
 
 const canvas = new Canvas(document.getElementById("canvas"), model, {
   onSelect(sel) {

@@ -1,0 +1,217 @@
+"""Trigger administration API: webhook settings and test calls, API tokens, stored files.
+
+- ``/api/workflows/{id}/webhook``: URLs and whether a secret is set (GET); the write-only
+  secret (PUT/DELETE ``/secret``); listen for a test call (POST ``/listen``); the last test
+  call (GET ``/test-call``); recent deliveries, accepted and rejected (GET ``/deliveries``).
+- ``/api/tokens``: create (the token text is returned once), list, revoke.
+- ``/api/files/{id}``: download a file uploaded to a webhook.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any
+
+import msgspec
+from litestar import Controller, Response, delete, get, post, put
+from litestar.di import Provide
+from litestar.exceptions import HTTPException, NotFoundException
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from backend.api.webhooks import LISTEN_SECONDS, listen_key
+from backend.auth.web import login_required, provide_db, provide_runtime, provide_user
+from backend.db.models import User
+from backend.runtime import Runtime
+from backend.services import api_tokens
+from backend.services import webhooks as hooks
+from backend.services import workflows as svc
+
+_DEPS = {
+    "db": Provide(provide_db),
+    "runtime": Provide(provide_runtime, sync_to_thread=False),
+    "user": Provide(provide_user),
+}
+
+
+class WebhookInfo(msgspec.Struct):
+    """The webhook URLs of a workflow and whether a secret is set (never the secret)."""
+
+    url: str
+    test_url: str
+    secret_set: bool
+    listening: bool
+
+
+class SecretIn(msgspec.Struct):
+    """Body of PUT .../webhook/secret: the token, basic password or HMAC key."""
+
+    secret: str
+
+
+class TestCallOut(msgspec.Struct):
+    """The last request to the test URL: its parsed run input, or why it was refused."""
+
+    received_at: datetime | None
+    input: Any = None
+    error: str | None = None
+
+
+class DeliveryOut(msgspec.Struct):
+    """An accepted (a run) or rejected webhook delivery."""
+
+    received_at: datetime
+    outcome: str
+    status: str
+    reason: str
+    run_id: str | None
+
+
+class TokenIn(msgspec.Struct):
+    """Body of POST /api/tokens."""
+
+    name: str
+
+
+class TokenOut(msgspec.Struct):
+    """An API token; ``token`` is only present in the creation answer."""
+
+    id: str
+    name: str
+    created_at: datetime
+    last_used_at: datetime | None
+    token: str | None = None
+
+
+def hook_urls(runtime: Runtime, token: str, suffix: str = "") -> tuple[str, str]:
+    """``(webhook URL, test URL)`` of a token and optional path suffix."""
+    base = runtime.settings.base_url.rstrip("/")
+    tail = f"/{suffix.strip('/')}" if suffix.strip("/") else ""
+    return f"{base}/hooks/{token}{tail}", f"{base}/hooks/test/{token}{tail}"
+
+
+async def _info(workflow_id: uuid.UUID, db: AsyncSession, runtime: Runtime) -> WebhookInfo:
+    wf = await svc.get_workflow(db, workflow_id)
+    endpoint = await hooks.load_endpoint(db, wf.webhook_token, draft=True)
+    suffix = str((endpoint.config if endpoint else {}).get("path_suffix") or "")
+    url, test_url = hook_urls(runtime, wf.webhook_token, suffix)
+    return WebhookInfo(
+        url=url,
+        test_url=test_url,
+        secret_set=await hooks.secret_is_set(db, workflow_id),
+        listening=bool(await runtime.redis.get(listen_key(workflow_id))),
+    )
+
+
+class WebhookSettingsController(Controller):
+    """A workflow's webhook: secret, test calls and deliveries (login required)."""
+
+    path = "/api/workflows/{workflow_id:uuid}/webhook"
+    tags = ["webhooks"]
+    guards = [login_required]
+    dependencies = _DEPS
+
+    @get("/", operation_id="get_webhook")
+    async def info(self, workflow_id: uuid.UUID, db: AsyncSession, runtime: Runtime) -> WebhookInfo:
+        """URLs (with the draft's path suffix), whether a secret is set, whether listening."""
+        return await _info(workflow_id, db, runtime)
+
+    @put("/secret", operation_id="set_webhook_secret", status_code=204)
+    async def set_secret(self, workflow_id: uuid.UUID, data: SecretIn, db: AsyncSession) -> None:
+        """Store the write-only secret (encrypted); it is never shown again."""
+        await svc.get_workflow(db, workflow_id)
+        if not data.secret.strip():
+            raise HTTPException(status_code=400, detail="the secret must not be empty")
+        await hooks.set_secret(db, workflow_id, data.secret)
+        hooks.clear_endpoint_cache()
+
+    @delete("/secret", operation_id="delete_webhook_secret", status_code=204)
+    async def delete_secret(self, workflow_id: uuid.UUID, db: AsyncSession) -> None:
+        """Remove the secret (authenticated webhooks then refuse every request)."""
+        await svc.get_workflow(db, workflow_id)
+        await hooks.set_secret(db, workflow_id, None)
+        hooks.clear_endpoint_cache()
+
+    @post("/listen", operation_id="listen_webhook_test", status_code=200)
+    async def listen(
+        self, workflow_id: uuid.UUID, db: AsyncSession, runtime: Runtime
+    ) -> WebhookInfo:
+        """Accept one request on the test URL during the next 120 seconds."""
+        await svc.get_workflow(db, workflow_id)
+        await runtime.redis.set(listen_key(workflow_id), "1", ex=LISTEN_SECONDS)
+        return await _info(workflow_id, db, runtime)
+
+    @get("/test-call", operation_id="get_webhook_test_call")
+    async def test_call(self, workflow_id: uuid.UUID, db: AsyncSession) -> TestCallOut:
+        """The last test call (``received_at`` null when none was received yet)."""
+        await svc.get_workflow(db, workflow_id)
+        row = await hooks.last_test_call(db, workflow_id)
+        if row is None:
+            return TestCallOut(received_at=None)
+        return TestCallOut(received_at=row.received_at, input=row.input, error=row.error)
+
+    @get("/deliveries", operation_id="list_webhook_deliveries")
+    async def deliveries(self, workflow_id: uuid.UUID, db: AsyncSession) -> list[DeliveryOut]:
+        """The last 50 deliveries, newest first: runs started and requests rejected."""
+        await svc.get_workflow(db, workflow_id)
+        return [
+            DeliveryOut(r.received_at, r.outcome, r.status, r.reason, r.run_id)
+            for r in await hooks.list_deliveries(db, workflow_id)
+        ]
+
+
+def token_out(row: Any, token: str | None = None) -> TokenOut:
+    """Wire form of an API token row."""
+    return TokenOut(str(row.id), row.name, row.created_at, row.last_used_at, token)
+
+
+class ApiTokenController(Controller):
+    """The logged-in user's API tokens."""
+
+    path = "/api/tokens"
+    tags = ["tokens"]
+    guards = [login_required]
+    dependencies = _DEPS
+
+    @get("/", operation_id="list_api_tokens")
+    async def list_tokens(self, db: AsyncSession, user: User) -> list[TokenOut]:
+        """The user's tokens (never their text)."""
+        return [token_out(t) for t in await api_tokens.list_tokens(db, user.id)]
+
+    @post("/", operation_id="create_api_token")
+    async def create(self, data: TokenIn, db: AsyncSession, user: User) -> TokenOut:
+        """Create a token (201); the answer holds its text, shown only this once."""
+        try:
+            row, token = await api_tokens.create_token(db, user.id, data.name)
+        except ValueError as exc:
+            raise HTTPException(status_code=400, detail=str(exc)) from exc
+        await db.refresh(row)
+        return token_out(row, token)
+
+    @delete("/{token_id:uuid}", operation_id="revoke_api_token", status_code=204)
+    async def revoke(self, token_id: uuid.UUID, db: AsyncSession, user: User) -> None:
+        """Revoke one of the user's tokens; 404 when it does not exist."""
+        if not await api_tokens.revoke_token(db, user.id, token_id):
+            raise NotFoundException("no such token")
+
+
+class FileController(Controller):
+    """Files uploaded to webhooks (referenced from run inputs as ``file:<id>``)."""
+
+    path = "/api/files"
+    tags = ["files"]
+    guards = [login_required]
+    dependencies = _DEPS
+
+    @get("/{file_id:uuid}", operation_id="download_file")
+    async def download(self, file_id: uuid.UUID, db: AsyncSession) -> Response[bytes]:
+        """The file's bytes with its content type, as an attachment."""
+        row = await hooks.get_file(db, file_id)
+        if row is None:
+            raise NotFoundException("no such file")
+        name = row.filename.replace('"', "")
+        return Response(
+            row.content,
+            media_type=row.content_type,
+            headers={"Content-Disposition": f'attachment; filename="{name}"'},
+        )

@@ -1,0 +1,249 @@
+"""Trigger node types: how runs start (webhook, schedule, manual/API).
+
+A trigger node has no input port; its step completes with the run input as its output
+(``orchestrator.start``). The config lives in the published version's graph, so the
+webhook endpoint and the scheduler always follow the workflow's active version.
+
+- ``trigger.webhook``: an HTTP request to ``/hooks/<token>[/<path_suffix>]``. Config: accepted
+  ``methods``, ``path_suffix``, ``enabled``, ``max_body`` (bytes), ``auth`` (none, header
+  token, basic, HMAC with presets), ``respond`` mode, ``delivery_id_header`` and
+  ``idempotency_hours``, ``rate_limit`` (requests per minute). The secret (token, password or
+  HMAC key) is write-only and stored encrypted outside the config (see docs/webhooks.md).
+  The run input shape is documented in ``backend.triggers.webhook_input``.
+- ``trigger.schedule``: cron (5 or 6 fields, seconds first), fixed interval or one-off time in
+  an IANA time zone, with a catch-up policy (see docs/schedules.md). The run input is
+  ``{"schedule_id", "scheduled_at", "fired_at", "timezone", "local_time"}``.
+- ``trigger.manual``: the designer's Run button and ``POST /api/workflows/{id}/runs``.
+"""
+
+from __future__ import annotations
+
+from designer_schema.catalog import NodeTypeSpec
+
+RESPOND_MODES = ["immediately", "respond_node", "last_step"]
+AUTH_KINDS = ["none", "header", "basic", "hmac"]
+HMAC_PRESETS = ["github", "slack", "stripe", "shopify", "generic"]
+DEFAULT_MAX_BODY = 1024 * 1024
+DEFAULT_IDEMPOTENCY_HOURS = 24.0
+
+TRIGGER_WEBHOOK = NodeTypeSpec(
+    type="trigger.webhook",
+    label="Webhook",
+    kind="trigger",
+    category="Triggers",
+    icon="webhook",
+    description=(
+        "Starts a run when an HTTP request reaches the workflow's webhook URL. The run input "
+        "is {method, path, query, headers, body, files}."
+    ),
+    inputs=(),
+    outputs=("out",),
+    config_schema={
+        "type": "object",
+        "properties": {
+            "enabled": {"type": "boolean", "default": True, "title": "Enabled"},
+            "methods": {
+                "type": "string",
+                "default": "POST",
+                "title": "HTTP methods",
+                "description": "Comma-separated, e.g. POST, PUT. Others get 405.",
+            },
+            "path_suffix": {
+                "type": "string",
+                "title": "Path suffix",
+                "description": "Optional readable part after the token, e.g. github/push.",
+            },
+            "max_body": {
+                "type": "integer",
+                "minimum": 0,
+                "title": "Body size limit (bytes)",
+                "description": "Over it: 413 and no run. Empty: the server default (1 MiB).",
+            },
+            "auth": {
+                "type": "string",
+                "enum": AUTH_KINDS,
+                "default": "none",
+                "title": "Authentication",
+                "description": (
+                    "header: a header must carry the secret; basic: user + secret as "
+                    "password; hmac: a signature of the body made with the secret."
+                ),
+            },
+            "auth_header": {
+                "type": "string",
+                "title": "Token header",
+                "description": "With header authentication, e.g. X-Api-Key.",
+            },
+            "basic_user": {"type": "string", "title": "Basic auth user"},
+            "hmac_preset": {
+                "type": "string",
+                "enum": HMAC_PRESETS,
+                "default": "github",
+                "title": "Signature scheme",
+            },
+            "hmac_header": {
+                "type": "string",
+                "title": "Signature header (generic)",
+                "description": "e.g. X-Signature",
+            },
+            "hmac_algorithm": {
+                "type": "string",
+                "enum": ["sha256", "sha1", "sha512"],
+                "default": "sha256",
+                "title": "Algorithm (generic)",
+            },
+            "hmac_encoding": {
+                "type": "string",
+                "enum": ["hex", "base64"],
+                "default": "hex",
+                "title": "Encoding (generic)",
+            },
+            "hmac_prefix": {
+                "type": "string",
+                "title": "Signature prefix (generic)",
+                "description": "e.g. sha256=",
+            },
+            "hmac_signed": {
+                "type": "string",
+                "enum": ["body", "timestamp_body"],
+                "default": "body",
+                "title": "Signed content (generic)",
+                "description": "timestamp_body signs '<timestamp>.<body>'.",
+            },
+            "hmac_timestamp_header": {
+                "type": "string",
+                "title": "Timestamp header (generic)",
+            },
+            "tolerance": {
+                "type": "integer",
+                "minimum": 1,
+                "default": 300,
+                "title": "Timestamp tolerance (seconds)",
+                "description": "Slack, Stripe and timestamped generic signatures.",
+            },
+            "respond": {
+                "type": "string",
+                "enum": RESPOND_MODES,
+                "default": "immediately",
+                "title": "Respond",
+                "description": (
+                    "immediately: 202 with the run id; respond_node: wait for a Respond to "
+                    "Webhook step; last_step: wait for the run and answer with its output."
+                ),
+            },
+            "wait_timeout": {
+                "type": "number",
+                "default": 30,
+                "title": "Wait timeout (seconds)",
+                "description": "When waiting: after this, answer 202 with the status URL.",
+            },
+            "delivery_id_header": {
+                "type": "string",
+                "title": "Delivery id header",
+                "description": (
+                    "e.g. X-GitHub-Delivery: a repeated delivery returns the original run "
+                    "(as the Idempotency-Key header does)."
+                ),
+            },
+            "idempotency_hours": {
+                "type": "number",
+                "minimum": 0,
+                "default": DEFAULT_IDEMPOTENCY_HOURS,
+                "title": "Idempotency window (hours)",
+            },
+            "rate_limit": {
+                "type": "integer",
+                "minimum": 0,
+                "default": 0,
+                "title": "Rate limit (requests per minute)",
+                "description": "0: unlimited. Over it: 429 with Retry-After.",
+            },
+        },
+    },
+)
+
+TRIGGER_SCHEDULE = NodeTypeSpec(
+    type="trigger.schedule",
+    label="Schedule",
+    kind="trigger",
+    category="Triggers",
+    icon="clock",
+    description=(
+        "Starts a run at times given by a cron expression, a fixed interval or one date, in "
+        "a time zone. The run input is {schedule_id, scheduled_at, fired_at, timezone, "
+        "local_time}."
+    ),
+    inputs=(),
+    outputs=("out",),
+    config_schema={
+        "type": "object",
+        "properties": {
+            "enabled": {"type": "boolean", "default": True, "title": "Enabled"},
+            "mode": {
+                "type": "string",
+                "enum": ["cron", "interval", "once"],
+                "default": "cron",
+                "title": "Repeat",
+            },
+            "cron": {
+                "type": "string",
+                "title": "Cron expression",
+                "description": (
+                    "5 fields (minute hour day month weekday) or 6 with seconds first, "
+                    "e.g. 0 */2 * * *"
+                ),
+            },
+            "interval_seconds": {
+                "type": "integer",
+                "minimum": 1,
+                "title": "Every (seconds)",
+            },
+            "at": {
+                "type": "string",
+                "title": "At (local time)",
+                "description": "For a one-off run: YYYY-MM-DDTHH:MM[:SS] in the time zone.",
+            },
+            "timezone": {
+                "type": "string",
+                "default": "UTC",
+                "title": "Time zone",
+                "description": "IANA name, e.g. Europe/Berlin",
+            },
+            "catch_up": {
+                "type": "string",
+                "enum": ["skip", "once", "all"],
+                "default": "skip",
+                "title": "Missed fire times",
+                "description": (
+                    "After downtime: skip them, run once, or run each within the catch-up window."
+                ),
+            },
+            "misfire_grace": {
+                "type": "number",
+                "minimum": 0,
+                "default": 60,
+                "title": "On-time tolerance (seconds)",
+                "description": "A fire time later than this counts as missed.",
+            },
+            "catch_up_window": {
+                "type": "number",
+                "minimum": 0,
+                "default": 3600,
+                "title": "Catch-up window (seconds)",
+            },
+        },
+    },
+)
+
+TRIGGER_MANUAL = NodeTypeSpec(
+    type="trigger.manual",
+    label="Manual trigger",
+    kind="trigger",
+    category="Triggers",
+    icon="play",
+    description="Starts a run from the designer's Run button or the API; output is the input.",
+    inputs=(),
+    outputs=("out",),
+)
+
+TRIGGER_NODE_TYPES: list[NodeTypeSpec] = [TRIGGER_WEBHOOK, TRIGGER_SCHEDULE, TRIGGER_MANUAL]

@@ -1,0 +1,318 @@
+"""Webhook use cases: endpoint lookup, the write-only secret, files, audit, test calls.
+
+- :func:`load_endpoint` resolves a token to the workflow, its active version, the trigger
+  config and the decrypted secret in one session; the API caches the result briefly.
+- Secrets are AES-GCM encrypted (``backend.crypto``, associated data
+  ``b"webhook-secret:" + workflow id bytes``) in ``webhook_secrets`` and never returned by
+  any API; only whether one is set. :func:`rotate_secrets` re-encrypts them under a new key.
+- Rejected requests are audited in ``webhook_deliveries`` plus an ``events`` row of kind
+  ``webhook.rejected``; accepted ones are the runs themselves.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+import msgspec
+from sqlalchemy import delete, select, update
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from backend import crypto
+from backend.db.models import (
+    Event,
+    Run,
+    StoredFile,
+    WebhookDelivery,
+    WebhookSecret,
+    WebhookTestCall,
+    Workflow,
+    WorkflowVersion,
+)
+from backend.services.schedules import trigger_config
+from backend.services.workflows import active_version
+from backend.triggers.webhook_input import UploadedFile
+from designer_schema.diagram import Diagram
+
+WEBHOOK_TRIGGER = "trigger.webhook"
+
+
+@dataclass
+class Endpoint:
+    """What a webhook request needs: workflow, active version, trigger config, secret."""
+
+    workflow_id: uuid.UUID
+    version: WorkflowVersion | None
+    config: dict[str, Any]
+    secret: bytes | None
+    is_webhook: bool = True
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def secret_aad(workflow_id: uuid.UUID) -> bytes:
+    """Associated data binding a webhook secret's blob to its workflow (a blob copied to
+    another workflow's row fails to decrypt)."""
+    return b"webhook-secret:" + workflow_id.bytes
+
+
+async def get_secret(session: AsyncSession, workflow_id: uuid.UUID) -> bytes | None:
+    """The decrypted webhook secret, or ``None`` when none is set.
+
+    Raises :class:`~backend.crypto.CryptoError` when no key is configured or the blob's
+    key is neither the current nor an old one.
+    """
+    row = await session.get(WebhookSecret, workflow_id)
+    if row is None:
+        return None
+    return crypto.decrypt(row.ciphertext, aad=secret_aad(workflow_id))
+
+
+async def secret_is_set(session: AsyncSession, workflow_id: uuid.UUID) -> bool:
+    """Whether the workflow has a webhook secret (the secret itself is never shown)."""
+    return await session.get(WebhookSecret, workflow_id) is not None
+
+
+async def set_secret(session: AsyncSession, workflow_id: uuid.UUID, secret: str | None) -> None:
+    """Store (encrypted) or, with ``None``/empty, remove the workflow's webhook secret."""
+    if not secret:
+        await session.execute(delete(WebhookSecret).where(WebhookSecret.workflow_id == workflow_id))
+        return
+    ciphertext = crypto.encrypt(secret.encode(), aad=secret_aad(workflow_id))
+    await session.execute(
+        insert(WebhookSecret)
+        .values(workflow_id=workflow_id, ciphertext=ciphertext)
+        .on_conflict_do_update(index_elements=["workflow_id"], set_={"ciphertext": ciphertext})
+    )
+
+
+async def rotate_secrets(session: AsyncSession, keyring: crypto.Keyring) -> int:
+    """Re-encrypt every webhook secret not under ``keyring``'s current key; returns the count.
+
+    Rows are locked (``FOR UPDATE``). Raises :class:`~backend.crypto.CryptoError` when a
+    blob's key is not in the keyring (nothing is changed then: run it inside one
+    transaction, as ``railyard rotate-key`` does together with the credentials).
+    """
+    rows = (await session.execute(select(WebhookSecret).with_for_update())).scalars().all()
+    count = 0
+    for row in rows:
+        if crypto.key_id_of(row.ciphertext) == keyring.current_id:
+            continue
+        row.ciphertext = keyring.reencrypt(row.ciphertext, aad=secret_aad(row.workflow_id))
+        count += 1
+    await session.flush()
+    clear_endpoint_cache()
+    return count
+
+
+async def load_endpoint(
+    session: AsyncSession, token: str, *, draft: bool = False
+) -> Endpoint | None:
+    """The endpoint of webhook ``token`` (active version; ``draft`` uses the draft diagram).
+
+    ``None`` when no workflow has the token. ``version`` is ``None`` when never published.
+    """
+    wf = (
+        await session.execute(select(Workflow).where(Workflow.webhook_token == token))
+    ).scalar_one_or_none()
+    if wf is None:
+        return None
+    secret = await get_secret(session, wf.id)
+    if draft:
+        diagram = msgspec.convert(wf.draft, Diagram)
+        nodes = [n for n in diagram.nodes if n.type == WEBHOOK_TRIGGER]
+        config = dict(nodes[0].config) if nodes else {}
+        return Endpoint(wf.id, None, config, secret, bool(nodes))
+    version = await active_version(session, wf)
+    if version is None:
+        return Endpoint(wf.id, None, {}, secret, False)
+    node_type, _, config = trigger_config(version.graph)
+    session.expunge(version)
+    return Endpoint(wf.id, version, config, secret, node_type == WEBHOOK_TRIGGER)
+
+
+_CACHE: dict[str, tuple[float, Endpoint | None]] = {}
+_CACHE_MAX = 10_000
+
+
+def clear_endpoint_cache() -> None:
+    """Forget cached endpoints (after publishing or changing a secret in this process)."""
+    _CACHE.clear()
+
+
+async def cached_endpoint(
+    sessionmaker: async_sessionmaker[AsyncSession], token: str, ttl: float
+) -> Endpoint | None:
+    """:func:`load_endpoint`, cached in this process for ``ttl`` seconds (0: no cache).
+
+    Another process's publish or secret change is seen after at most ``ttl`` seconds.
+    """
+    now = time.monotonic()
+    hit = _CACHE.get(token)
+    if hit is not None and now - hit[0] < ttl:
+        return hit[1]
+    async with sessionmaker() as session:
+        endpoint = await load_endpoint(session, token)
+    if ttl > 0:
+        if len(_CACHE) >= _CACHE_MAX:
+            _CACHE.clear()
+        _CACHE[token] = (now, endpoint)
+    return endpoint
+
+
+async def store_files(
+    session: AsyncSession, workflow_id: uuid.UUID, files: list[UploadedFile]
+) -> list[dict[str, Any]]:
+    """Store uploaded files; returns the run input's descriptors (no bytes)."""
+    out = []
+    for f in files:
+        row = StoredFile(
+            workflow_id=workflow_id,
+            filename=f.filename[:500],
+            content_type=f.content_type[:200],
+            size=f.size,
+            sha256=f.sha256,
+            content=f.content,
+        )
+        session.add(row)
+        await session.flush()
+        out.append(
+            {
+                "field": f.field,
+                "filename": f.filename,
+                "content_type": f.content_type,
+                "size": f.size,
+                "sha256": f.sha256,
+                "ref": f"file:{row.id}",
+            }
+        )
+    return out
+
+
+async def get_file(session: AsyncSession, file_id: uuid.UUID) -> StoredFile | None:
+    """A stored file by id."""
+    return await session.get(StoredFile, file_id)
+
+
+async def record_rejection(
+    session: AsyncSession,
+    workflow_id: uuid.UUID,
+    *,
+    method: str,
+    status_code: int,
+    reason: str,
+    now: datetime,
+    test: bool = False,
+) -> None:
+    """Audit a rejected request (no run was created)."""
+    session.add(
+        WebhookDelivery(
+            workflow_id=workflow_id,
+            received_at=now,
+            method=method[:10],
+            status_code=status_code,
+            outcome="rejected",
+            reason=reason[:2000],
+            test=test,
+        )
+    )
+    session.add(
+        Event(
+            run_id=None,
+            kind="webhook.rejected",
+            data={
+                "workflow_id": str(workflow_id),
+                "status": status_code,
+                "reason": reason[:2000],
+                "method": method,
+                "test": test,
+            },
+            created_at=now,
+        )
+    )
+
+
+async def release_expired_key(session: AsyncSession, key: str, older_than: datetime) -> None:
+    """Free an idempotency key whose run is older than the window, so it can start anew."""
+    await session.execute(
+        update(Run)
+        .where(Run.idempotency_key == key, Run.created_at < older_than)
+        .values(idempotency_key=None)
+    )
+
+
+async def save_test_call(
+    session: AsyncSession,
+    workflow_id: uuid.UUID,
+    now: datetime,
+    input: Any,
+    error: str | None = None,
+) -> None:
+    """Keep the last request to the test URL (its parsed input, or why it was refused)."""
+    values = {"received_at": now, "input": input, "error": error}
+    await session.execute(
+        insert(WebhookTestCall)
+        .values(workflow_id=workflow_id, **values)
+        .on_conflict_do_update(index_elements=["workflow_id"], set_=values)
+    )
+
+
+async def last_test_call(session: AsyncSession, workflow_id: uuid.UUID) -> WebhookTestCall | None:
+    """The last test call of the workflow, if any."""
+    return await session.get(WebhookTestCall, workflow_id)
+
+
+@dataclass
+class DeliveryRow:
+    """One line of the deliveries list: an accepted run or an audited rejection."""
+
+    received_at: datetime
+    outcome: str  # accepted | rejected
+    status: str  # run status, or the HTTP status code of the rejection
+    reason: str
+    run_id: str | None
+    method: str = ""
+
+
+async def list_deliveries(
+    session: AsyncSession, workflow_id: uuid.UUID, limit: int = 50
+) -> list[DeliveryRow]:
+    """Recent webhook deliveries, newest first: accepted runs and rejections merged."""
+    runs = (
+        await session.execute(
+            select(Run.id, Run.created_at, Run.status)
+            .where(Run.workflow_id == workflow_id, Run.trigger == "webhook")
+            .order_by(Run.created_at.desc())
+            .limit(limit)
+        )
+    ).all()
+    rejected = (
+        await session.execute(
+            select(WebhookDelivery)
+            .where(WebhookDelivery.workflow_id == workflow_id)
+            .order_by(WebhookDelivery.id.desc())
+            .limit(limit)
+        )
+    ).scalars()
+    rows = [DeliveryRow(at, "accepted", status, "", str(rid)) for rid, at, status in runs]
+    rows += [
+        DeliveryRow(
+            d.received_at,
+            "rejected",
+            str(d.status_code),
+            ("test call: " if d.test else "") + d.reason,
+            None,
+            d.method,
+        )
+        for d in rejected
+    ]
+    rows.sort(key=lambda r: r.received_at, reverse=True)
+    return rows[:limit]
+
+
+def idempotency_cutoff(now: datetime, hours: float) -> datetime:
+    """Runs created before this no longer hold their idempotency key."""
+    return now - timedelta(hours=hours)

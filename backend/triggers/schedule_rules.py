@@ -1,0 +1,206 @@
+"""Fire times of schedules: cron, fixed interval and one-off, in an IANA time zone.
+
+Pure functions over timezone-aware UTC datetimes (no I/O); the scheduler
+(``backend.triggers.scheduling``) and the designer's preview use them.
+
+Cron expressions have 5 fields (minute hour day-of-month month day-of-week) or 6 with
+**seconds first** (``*/10 * * * * *`` is every ten seconds), evaluated by croniter against
+the schedule's local wall-clock time.
+
+The daylight-saving rule (documented in docs/schedules.md):
+
+- A local time that does not exist (clocks jump forward, e.g. 02:30 on a spring-forward
+  night in America/Toronto) fires **once at the first valid instant after the gap** (03:00
+  local); several nonexistent times in one gap collapse into that one fire.
+- A local time that occurs twice (clocks fall back) fires **once, at its first
+  occurrence** (the earlier UTC instant).
+- Fixed intervals count elapsed time (every N seconds from the schedule's anchor), so they
+  are unaffected by DST.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from croniter import croniter
+
+_MAX_CRON_STEPS = 100_000
+#: Most instants one scheduling pass enumerates for a schedule before jumping ahead.
+MAX_ENUMERATED = 5000
+
+
+class ScheduleError(ValueError):
+    """An invalid schedule definition; ``field`` names the config field."""
+
+    def __init__(self, message: str, field: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+@dataclass(frozen=True)
+class ScheduleSpec:
+    """A validated schedule (seconds for ``interval``, ``misfire_grace``, ``catch_up_window``)."""
+
+    mode: str
+    tz: ZoneInfo
+    cron: str = ""
+    seconds_first: bool = False
+    interval: float = 0.0
+    at: datetime | None = None  # naive local time (mode "once")
+    catch_up: str = "skip"
+    misfire_grace: float = 60.0
+    catch_up_window: float = 3600.0
+    enabled: bool = True
+
+
+def parse_spec(config: dict[str, object]) -> ScheduleSpec:
+    """Validate a ``trigger.schedule`` config; raises :class:`ScheduleError`."""
+    mode = str(config.get("mode") or "cron")
+    tz_name = str(config.get("timezone") or "UTC")
+    try:
+        tz = ZoneInfo(tz_name)
+    except (ZoneInfoNotFoundError, ValueError) as exc:
+        raise ScheduleError(f"unknown time zone {tz_name!r}", "timezone") from exc
+    catch_up = str(config.get("catch_up") or "skip")
+    if catch_up not in ("skip", "once", "all"):
+        raise ScheduleError("catch_up must be skip, once or all", "catch_up")
+    common = {
+        "tz": tz,
+        "catch_up": catch_up,
+        "misfire_grace": _number(config, "misfire_grace", 60.0),
+        "catch_up_window": _number(config, "catch_up_window", 3600.0),
+        "enabled": config.get("enabled", True) is not False,
+    }
+    if mode == "cron":
+        expr = " ".join(str(config.get("cron") or "").split())
+        fields = expr.split(" ") if expr else []
+        if len(fields) not in (5, 6):
+            raise ScheduleError("a cron expression has 5 fields, or 6 with seconds first", "cron")
+        seconds_first = len(fields) == 6
+        if not croniter.is_valid(expr, second_at_beginning=seconds_first):
+            raise ScheduleError(f"invalid cron expression {expr!r}", "cron")
+        return ScheduleSpec(mode="cron", cron=expr, seconds_first=seconds_first, **common)  # type: ignore[arg-type]
+    if mode == "interval":
+        interval = _number(config, "interval_seconds", 0.0)
+        if interval < 1:
+            raise ScheduleError("the interval must be at least 1 second", "interval_seconds")
+        return ScheduleSpec(mode="interval", interval=interval, **common)  # type: ignore[arg-type]
+    if mode == "once":
+        text = str(config.get("at") or "").strip()
+        try:
+            at = datetime.fromisoformat(text)
+        except ValueError as exc:
+            raise ScheduleError("at must be a local date and time, YYYY-MM-DDTHH:MM", "at") from exc
+        if at.tzinfo is not None:
+            at = at.astimezone(tz).replace(tzinfo=None)
+        return ScheduleSpec(mode="once", at=at, **common)  # type: ignore[arg-type]
+    raise ScheduleError("mode must be cron, interval or once", "mode")
+
+
+def _number(config: dict[str, object], name: str, default: float) -> float:
+    value = config.get(name)
+    if value is None or value == "":
+        return default
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ScheduleError(f"{name} must be a number", name)
+    if value < 0:
+        raise ScheduleError(f"{name} must not be negative", name)
+    return float(value)
+
+
+def local_to_utc(naive: datetime, tz: ZoneInfo) -> datetime:
+    """The UTC instant of local wall time ``naive`` in ``tz``, by the DST rule above."""
+    first = naive.replace(tzinfo=tz, fold=0).astimezone(UTC)
+    if first.astimezone(tz).replace(tzinfo=None) == naive:
+        return first  # exists; for a repeated time fold=0 is the first occurrence
+    # Nonexistent: the transition lies between the two readings; find its first instant.
+    second = naive.replace(tzinfo=tz, fold=1).astimezone(UTC)
+    lo, hi = sorted((first, second))
+    after_offset = hi.astimezone(tz).utcoffset()
+    lo_s, hi_s = int(lo.timestamp()), int(hi.timestamp())
+    while lo_s < hi_s:
+        mid = (lo_s + hi_s) // 2
+        if datetime.fromtimestamp(mid, UTC).astimezone(tz).utcoffset() == after_offset:
+            hi_s = mid
+        else:
+            lo_s = mid + 1
+    return datetime.fromtimestamp(hi_s, UTC)
+
+
+def next_fire(spec: ScheduleSpec, after: datetime, anchor: datetime) -> datetime | None:
+    """The first fire instant strictly after ``after`` (UTC), or ``None`` when there is none.
+
+    ``anchor`` (UTC) is where fixed intervals count from.
+    """
+    if spec.mode == "interval":
+        step = timedelta(seconds=spec.interval)
+        if after < anchor:
+            return anchor
+        k = (after - anchor) // step + 1
+        return anchor + k * step
+    if spec.mode == "once":
+        assert spec.at is not None
+        at = local_to_utc(spec.at, spec.tz)
+        return at if at > after else None
+    local_after = after.astimezone(spec.tz).replace(tzinfo=None, microsecond=0)
+    it = croniter(spec.cron, local_after, second_at_beginning=spec.seconds_first)
+    for _ in range(_MAX_CRON_STEPS):
+        candidate = local_to_utc(it.get_next(datetime), spec.tz)
+        if candidate > after:
+            return candidate
+    return None
+
+
+def upcoming(
+    spec: ScheduleSpec, now: datetime, anchor: datetime, count: int = 10
+) -> list[datetime]:
+    """The next ``count`` fire instants after ``now`` (UTC)."""
+    out: list[datetime] = []
+    t: datetime | None = now
+    while len(out) < count and t is not None:
+        t = next_fire(spec, t, anchor)
+        if t is not None:
+            out.append(t)
+    return out
+
+
+@dataclass(frozen=True)
+class FirePlan:
+    """Instants to fire now (``(instant, catch_up)`` pairs) and the next instant after now."""
+
+    fires: list[tuple[datetime, bool]]
+    next_fire_at: datetime | None
+
+
+def plan_fires(
+    spec: ScheduleSpec, next_fire_at: datetime, now: datetime, anchor: datetime
+) -> FirePlan:
+    """Which due instants to fire at ``now``, by the schedule's catch-up policy.
+
+    An instant at most ``misfire_grace`` seconds late fires under every policy. Later ones
+    are missed: ``skip`` drops them, ``once`` fires the latest of them, ``all`` fires each
+    one at most ``catch_up_window`` seconds late.
+    """
+    due: list[datetime] = []
+    t: datetime | None = next_fire_at
+    horizon = now - timedelta(seconds=max(spec.misfire_grace, spec.catch_up_window) + 1)
+    while t is not None and t <= now:
+        if len(due) >= MAX_ENUMERATED:
+            # A long outage of a frequent schedule: only instants within the horizon matter.
+            due = []
+            t = next_fire(spec, max(horizon, next_fire_at), anchor)
+            continue
+        due.append(t)
+        t = next_fire(spec, t, anchor)
+    grace = timedelta(seconds=spec.misfire_grace)
+    window = timedelta(seconds=spec.catch_up_window)
+    on_time = [(d, False) for d in due if now - d <= grace]
+    missed = [d for d in due if now - d > grace]
+    chosen: list[tuple[datetime, bool]] = []
+    if spec.catch_up == "once" and missed:
+        chosen = [(missed[-1], True)]
+    elif spec.catch_up == "all":
+        chosen = [(d, True) for d in missed if now - d <= window]
+    return FirePlan([*chosen, *on_time], t)

@@ -1,0 +1,311 @@
+"""Webhook ingestion and scheduler fire lag, measured the production way.
+
+Starts embedded PostgreSQL and Redis, migrates, publishes Webhook -> Set -> If, then runs
+``railyard api`` (``--api-procs`` processes on their own ports) and ``railyard worker`` as
+subprocesses, and drives the webhook from a loopback httpx load generator: ``--connections``
+(16) concurrent keep-alive connections for ``--seconds`` (60), each request a distinct JSON
+body. Then ``railyard scheduler`` fires an every-second schedule for ``--lag-seconds``
+(600) and the fire lag (``schedule_fires.lag_ms``: start of the run minus the fire instant)
+is read back.
+
+Figures (``figure: <name> = <value> <unit>``): accepted requests/s (202 answers), errors
+(anything else, or a failed request), p50/p99 latency (ms), runs stored and runs completed,
+scheduler fire lag p50/p99 (ms) and fires. ``--quick`` shortens both phases for a smoke run.
+Bounded: requests only go to 127.0.0.1 and stop after the given seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from backend.embedded import EmbeddedPostgres, EmbeddedRedis, free_port  # noqa: E402
+
+
+def figure(name: str, value: float, unit: str) -> None:
+    print(f"figure: {name} = {value:.6g} {unit}", flush=True)
+
+
+def percentile(values: list[float], p: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    k = min(len(ordered) - 1, max(0, round(p / 100 * (len(ordered) - 1))))
+    return ordered[k]
+
+
+def railyard() -> str:
+    exe = Path(sys.executable).parent / "railyard"
+    return str(exe) if exe.exists() else shutil.which("railyard") or "railyard"
+
+
+async def setup(env: dict[str, str], diagram: dict[str, Any]) -> str:
+    """Create a user and publish ``diagram``; returns the webhook token."""
+    import msgspec
+
+    from backend.runtime import build_runtime
+    from backend.services import accounts, workflows
+    from backend.settings import load_settings
+    from designer_schema.diagram import Diagram
+
+    settings = load_settings(environ=env)
+    rt = await build_runtime(settings, pool_size=2)
+    try:
+        async with rt.sessionmaker() as session, session.begin():
+            user = await accounts.create_user(
+                session, f"bench{time.time_ns()}@example.com", "bench-password-123", role="admin"
+            )
+            wf = await workflows.create_workflow(session, "bench", user.id)
+            await workflows.save_draft(
+                session, wf.id, msgspec.convert(diagram, Diagram), rt.catalog
+            )
+            await workflows.publish(session, wf.id, rt.catalog, user.id)
+            return wf.webhook_token
+    finally:
+        await rt.close()
+
+
+def pipeline() -> dict[str, Any]:
+    def node(nid: str, ntype: str, x: int, **config: Any) -> dict[str, Any]:
+        return {
+            "id": nid,
+            "type": ntype,
+            "label": nid,
+            "position": {"x": x, "y": 0},
+            "config": config,
+        }
+
+    def edge(s: str, t: str, port: str = "out") -> dict[str, Any]:
+        return {
+            "id": f"{s}-{t}",
+            "source": s,
+            "source_port": port,
+            "target": t,
+            "target_port": "in",
+        }
+
+    return {
+        "nodes": [
+            node("hook", "trigger.webhook", 0),
+            node("set_1", "control.set", 200, mapping={"id": "=body.id", "total": "=body.qty * 2"}),
+            node("if_1", "control.if", 400, condition="=total > 100"),
+        ],
+        "edges": [edge("hook", "set_1"), edge("set_1", "if_1")],
+        "viewport": {"x": 0, "y": 0, "zoom": 1},
+        "schema_version": 1,
+    }
+
+
+def schedule_diagram() -> dict[str, Any]:
+    d = pipeline()
+    d["nodes"][0] = {
+        "id": "tick",
+        "type": "trigger.schedule",
+        "label": "tick",
+        "position": {"x": 0, "y": 0},
+        "config": {"cron": "* * * * * *", "timezone": "UTC"},
+    }
+    d["edges"][0]["source"] = "tick"
+    return d
+
+
+def wait_http(url: str, proc: subprocess.Popen[bytes], timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{proc.args} exited with {proc.returncode}")
+        try:
+            if httpx.get(url, timeout=1).status_code < 500:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    raise RuntimeError(f"{url} not ready")
+
+
+async def load(urls: list[str], connections: int, seconds: float) -> dict[str, Any]:
+    latencies: list[float] = []
+    codes: dict[int, int] = {}
+    errors = 0
+    counter = 0
+    deadline = time.perf_counter() + seconds
+
+    async def one(i: int) -> None:
+        nonlocal errors, counter
+        url = urls[i % len(urls)]
+        limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
+        async with httpx.AsyncClient(limits=limits, timeout=10) as client:
+            while time.perf_counter() < deadline:
+                counter += 1
+                body = b'{"id": %d, "qty": %d}' % (counter, counter % 100)
+                t0 = time.perf_counter()
+                try:
+                    r = await client.post(
+                        url, content=body, headers={"content-type": "application/json"}
+                    )
+                    codes[r.status_code] = codes.get(r.status_code, 0) + 1
+                    if r.status_code == 202:
+                        latencies.append(time.perf_counter() - t0)
+                    else:
+                        errors += 1
+                except httpx.HTTPError:
+                    errors += 1
+
+    start = time.perf_counter()
+    await asyncio.gather(*(one(i) for i in range(connections)))
+    elapsed = time.perf_counter() - start
+    return {"latencies": latencies, "codes": codes, "errors": errors, "elapsed": elapsed}
+
+
+async def count_runs(env: dict[str, str]) -> tuple[int, int]:
+    from sqlalchemy import text
+
+    from backend.db.engine import make_engine
+
+    engine = make_engine(env["DATABASE_URL"], pool_size=1)
+    try:
+        async with engine.connect() as conn:
+            total = (
+                await conn.execute(text("select count(*) from runs where trigger = 'webhook'"))
+            ).scalar_one()
+            done = (
+                await conn.execute(
+                    text(
+                        "select count(*) from runs"
+                        " where trigger = 'webhook' and status = 'succeeded'"
+                    )
+                )
+            ).scalar_one()
+            return int(total), int(done)
+    finally:
+        await engine.dispose()
+
+
+async def fire_lags(env: dict[str, str]) -> list[float]:
+    from sqlalchemy import text
+
+    from backend.db.engine import make_engine
+
+    engine = make_engine(env["DATABASE_URL"], pool_size=1)
+    try:
+        async with engine.connect() as conn:
+            rows = await conn.execute(
+                text("select lag_ms from schedule_fires where lag_ms is not null")
+            )
+            return [float(r[0]) for r in rows]
+    finally:
+        await engine.dispose()
+
+
+def stop_all(procs: list[subprocess.Popen[bytes]]) -> None:
+    for p in procs:
+        if p.poll() is None:
+            p.send_signal(signal.SIGINT)
+    for p in procs:
+        try:
+            p.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            p.kill()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seconds", type=float, default=60.0)
+    parser.add_argument("--connections", type=int, default=16)
+    parser.add_argument("--lag-seconds", type=float, default=600.0)
+    parser.add_argument("--api-procs", type=int, default=2)
+    parser.add_argument("--quick", action="store_true", help="10 s load, 20 s of schedule ticks")
+    parser.add_argument("--skip-lag", action="store_true")
+    args = parser.parse_args()
+    if args.quick:
+        args.seconds, args.lag_seconds = 10.0, 20.0
+
+    from backend import crypto
+    from backend.db.migrate import upgrade
+
+    data = Path(tempfile.mkdtemp(prefix="railyard-bench-", dir="/tmp"))
+    data.chmod(0o755)
+    pg = EmbeddedPostgres(data / "pg")
+    redis = EmbeddedRedis(data / "redis")
+    pg.start()
+    redis.start()
+    procs: list[subprocess.Popen[bytes]] = []
+    logs = data / "logs"
+    logs.mkdir()
+    try:
+        env = {
+            **os.environ,
+            "DATABASE_URL": pg.url,
+            "REDIS_URL": redis.url,
+            "RAILYARD_ENCRYPTION_KEY": crypto.generate_key(),
+            "RAILYARD_ACCESS_LOG": "0",
+        }
+        upgrade(pg.url)
+        token = asyncio.run(setup(env, pipeline()))
+
+        def spawn(name: str, *argv: str) -> subprocess.Popen[bytes]:
+            out = (logs / f"{name}.log").open("wb")
+            p = subprocess.Popen([railyard(), *argv], env=env, stdout=out, stderr=subprocess.STDOUT)
+            procs.append(p)
+            return p
+
+        urls = []
+        for i in range(args.api_procs):
+            port = free_port()
+            p = spawn(f"api{i}", "api", "--host", "127.0.0.1", "--port", str(port))
+            wait_http(f"http://127.0.0.1:{port}/health/live", p)
+            urls.append(f"http://127.0.0.1:{port}/hooks/{token}")
+        spawn("worker", "worker")
+
+        result = asyncio.run(load(urls, args.connections, args.seconds))
+        lat = result["latencies"]
+        figure("webhook_accepted_rps", len(lat) / result["elapsed"], "req/s")
+        figure("webhook_errors", result["errors"], "requests")
+        figure("webhook_latency_p50", percentile(lat, 50) * 1000, "ms")
+        figure("webhook_latency_p99", percentile(lat, 99) * 1000, "ms")
+        figure("webhook_accepted_total", len(lat), "requests")
+        deadline = time.monotonic() + 120
+        total, done = asyncio.run(count_runs(env))
+        while done < total and time.monotonic() < deadline:
+            time.sleep(1)
+            total, done = asyncio.run(count_runs(env))
+        figure("webhook_runs_stored", total, "runs")
+        figure("webhook_runs_completed", done, "runs")
+        if result["codes"].keys() - {202}:
+            print(f"# non-202 answers: {result['codes']}", flush=True)
+
+        if not args.skip_lag:
+            asyncio.run(setup(env, schedule_diagram()))
+            spawn("scheduler", "scheduler")
+            time.sleep(args.lag_seconds)
+            lags = asyncio.run(fire_lags(env))
+            figure("schedule_fires", len(lags), "fires")
+            figure("schedule_fire_lag_p50", percentile(lags, 50), "ms")
+            figure("schedule_fire_lag_p99", percentile(lags, 99), "ms")
+            if lags:
+                figure("schedule_fire_lag_mean", statistics.fmean(lags), "ms")
+    finally:
+        stop_all(procs)
+        redis.stop()
+        pg.stop()
+        shutil.rmtree(data, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,103 @@
+"""Trigger pages and fragments: webhook deliveries, the schedule preview, API tokens.
+
+Rendered through ``backend.services`` (never the JSON API). Login required.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+import msgspec
+from litestar import Controller, MediaType, Request, Response, get, post
+from litestar.enums import RequestEncodingType
+from litestar.params import Body
+from litestar.response import Redirect
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from backend.db.models import User
+from backend.services import api_tokens, schedules, webhooks, workflows
+from backend.triggers.schedule_rules import ScheduleError
+from frontend.pages import ENV, AppPages, render
+
+
+class SchedulePreviewIn(msgspec.Struct):
+    """Body of POST /designer/schedule-preview: the schedule node's (draft) config."""
+
+    config: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+class TriggerPages(Controller):
+    """Deliveries page, schedule preview fragment and the API tokens page."""
+
+    path = "/"
+    include_in_schema = False
+    guards = AppPages.guards
+    exception_handlers = AppPages.exception_handlers
+    dependencies = AppPages.dependencies
+
+    @get("/workflows/{workflow_id:uuid}/deliveries", operation_id="page_webhook_deliveries")
+    async def deliveries(
+        self, request: Request[Any, Any, Any], workflow_id: uuid.UUID, db: AsyncSession
+    ) -> Response[str]:
+        """Recent webhook deliveries of a workflow: runs started and requests rejected."""
+        wf = await workflows.get_workflow(db, workflow_id)
+        rows = await webhooks.list_deliveries(db, workflow_id)
+        return render(
+            request,
+            "webhook_deliveries.html",
+            workflow={"id": str(wf.id), "name": wf.name},
+            deliveries=rows,
+        )
+
+    @post("/designer/schedule-preview", operation_id="fragment_schedule_preview", status_code=200)
+    async def schedule_preview(self, data: SchedulePreviewIn) -> Response[str]:
+        """The next 10 fire times of a schedule config, in its zone and in UTC (HTML)."""
+        try:
+            rows = schedules.preview(data.config, datetime.now(UTC))
+            error = None
+        except ScheduleError as exc:
+            rows, error = [], str(exc)
+        html = ENV.get_template("fragments/schedule_preview.html").render(
+            rows=rows, error=error, timezone=data.config.get("timezone") or "UTC"
+        )
+        return Response(html, media_type=MediaType.HTML)
+
+    @get("/tokens", operation_id="page_api_tokens")
+    async def tokens(self, request: Request[Any, Any, Any], db: AsyncSession) -> Response[str]:
+        """The user's API tokens."""
+        user: User = request.scope["state"]["user"]
+        return render(request, "api_tokens.html", tokens=await api_tokens.list_tokens(db, user.id))
+
+    @post("/tokens", operation_id="page_create_api_token")
+    async def create_token(
+        self,
+        request: Request[Any, Any, Any],
+        db: AsyncSession,
+        data: dict[str, str] = Body(media_type=RequestEncodingType.URL_ENCODED),
+    ) -> Response[str]:
+        """Create a token and show its text once."""
+        user: User = request.scope["state"]["user"]
+        try:
+            _, token = await api_tokens.create_token(db, user.id, data.get("name", ""))
+            error = None
+        except ValueError as exc:
+            token, error = None, str(exc)
+        return render(
+            request,
+            "api_tokens.html",
+            status_code=201 if token else 400,
+            tokens=await api_tokens.list_tokens(db, user.id),
+            new_token=token,
+            error=error,
+        )
+
+    @post("/tokens/{token_id:uuid}/revoke", operation_id="page_revoke_api_token")
+    async def revoke_token(
+        self, request: Request[Any, Any, Any], token_id: uuid.UUID, db: AsyncSession
+    ) -> Redirect:
+        """Revoke a token and go back to the list."""
+        user: User = request.scope["state"]["user"]
+        await api_tokens.revoke_token(db, user.id, token_id)
+        return Redirect("/tokens")
