@@ -140,39 +140,66 @@ def wait_http(url: str, proc: subprocess.Popen[bytes], timeout: float = 60) -> N
     raise RuntimeError(f"{url} not ready")
 
 
+class Tally:
+    """Shared state of one load phase: request bodies, answers, errors, the deadline."""
+
+    def __init__(self, seconds: float) -> None:
+        self.latencies: list[float] = []
+        self.codes: dict[int, int] = {}
+        self.errors = 0
+        self.counter = 0
+        self.deadline = time.perf_counter() + seconds
+
+    def running(self) -> bool:
+        return time.perf_counter() < self.deadline
+
+    def next_body(self) -> bytes:
+        """A distinct JSON body for the next request."""
+        self.counter += 1
+        return b'{"id": %d, "qty": %d}' % (self.counter, self.counter % 100)
+
+    def answer(self, status: int, t0: float) -> None:
+        """Count an answer; a 202 records its latency, anything else is an error."""
+        self.codes[status] = self.codes.get(status, 0) + 1
+        if status == 202:
+            self.latencies.append(time.perf_counter() - t0)
+        else:
+            self.errors += 1
+
+    async def drive(self, connections: int, one: Any) -> dict[str, Any]:
+        """Run ``one(i)`` for each connection until the deadline; the phase's figures."""
+        start = time.perf_counter()
+        await asyncio.gather(*(one(i) for i in range(connections)))
+        elapsed = time.perf_counter() - start
+        return {
+            "latencies": self.latencies,
+            "codes": self.codes,
+            "errors": self.errors,
+            "elapsed": elapsed,
+        }
+
+
 async def load(urls: list[str], connections: int, seconds: float) -> dict[str, Any]:
     """httpx load: one ``AsyncClient`` with one keep-alive connection per worker task."""
-    latencies: list[float] = []
-    codes: dict[int, int] = {}
-    errors = 0
-    counter = 0
-    deadline = time.perf_counter() + seconds
+    tally = Tally(seconds)
 
     async def one(i: int) -> None:
-        nonlocal errors, counter
         url = urls[i % len(urls)]
         limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
         async with httpx.AsyncClient(limits=limits, timeout=10) as client:
-            while time.perf_counter() < deadline:
-                counter += 1
-                body = b'{"id": %d, "qty": %d}' % (counter, counter % 100)
+            while tally.running():
+                body = tally.next_body()
                 t0 = time.perf_counter()
                 try:
                     r = await client.post(
                         url, content=body, headers={"content-type": "application/json"}
                     )
-                    codes[r.status_code] = codes.get(r.status_code, 0) + 1
-                    if r.status_code == 202:
-                        latencies.append(time.perf_counter() - t0)
-                    else:
-                        errors += 1
                 except httpx.HTTPError:
-                    errors += 1
+                    tally.errors += 1
+                    continue
+                tally.answer(r.status_code, t0)
 
-    start = time.perf_counter()
-    await asyncio.gather(*(one(i) for i in range(connections)))
-    elapsed = time.perf_counter() - start
-    return {"latencies": latencies, "codes": codes, "errors": errors, "elapsed": elapsed}
+    return await tally.drive(connections, one)
 
 
 async def _read_response(reader: asyncio.StreamReader) -> tuple[int, bool]:
@@ -214,14 +241,9 @@ async def load_raw(urls: list[str], connections: int, seconds: float) -> dict[st
     the connection is reopened. Uses far less CPU per request than httpx, which matters
     when the generator shares the 2 cores with the server.
     """
-    latencies: list[float] = []
-    codes: dict[int, int] = {}
-    errors = 0
-    counter = 0
-    deadline = time.perf_counter() + seconds
+    tally = Tally(seconds)
 
     async def one(i: int) -> None:
-        nonlocal errors, counter
         url = httpx.URL(urls[i % len(urls)])
         host, port = url.host, url.port or 80
         head = (
@@ -230,9 +252,8 @@ async def load_raw(urls: list[str], connections: int, seconds: float) -> dict[st
         ).encode()
         writer: asyncio.StreamWriter | None = None
         reader: asyncio.StreamReader | None = None
-        while time.perf_counter() < deadline:
-            counter += 1
-            body = b'{"id": %d, "qty": %d}' % (counter, counter % 100)
+        while tally.running():
+            body = tally.next_body()
             t0 = time.perf_counter()
             try:
                 async with asyncio.timeout(10):
@@ -242,26 +263,19 @@ async def load_raw(urls: list[str], connections: int, seconds: float) -> dict[st
                     writer.write(b"%s%d\r\n\r\n%s" % (head, len(body), body))
                     status, keep = await _read_response(reader)
             except (OSError, TimeoutError, ValueError, asyncio.IncompleteReadError):
-                errors += 1
+                tally.errors += 1
                 if writer is not None:
                     writer.close()
                 writer = None
                 continue
-            codes[status] = codes.get(status, 0) + 1
-            if status == 202:
-                latencies.append(time.perf_counter() - t0)
-            else:
-                errors += 1
+            tally.answer(status, t0)
             if not keep:
                 writer.close()
                 writer = None
         if writer is not None:
             writer.close()
 
-    start = time.perf_counter()
-    await asyncio.gather(*(one(i) for i in range(connections)))
-    elapsed = time.perf_counter() - start
-    return {"latencies": latencies, "codes": codes, "errors": errors, "elapsed": elapsed}
+    return await tally.drive(connections, one)
 
 
 async def count_runs(env: dict[str, str]) -> tuple[int, int]:
