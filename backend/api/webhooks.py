@@ -257,8 +257,12 @@ class WebhookController(Controller):
             )
             if answer is not None:
                 return _respond(answer)
+        # encoded here (bytes pass through Litestar's serializer untouched)
         return Response(
-            msgspec.to_builtins(links), status_code=202, headers={"Location": links.status_url}
+            msgspec.json.encode(links),
+            status_code=202,
+            headers={"Location": links.status_url},
+            media_type=MediaType.JSON,
         )
 
     async def _idempotency_key(

@@ -84,12 +84,17 @@ class Followup:
     ``wake_parent``: the parent run to advance because this child run ended.
     ``start_children`` also carries queued runs to advance for other reasons: the error
     workflow's run, or the oldest queued run of a workflow whose run just ended.
+    ``notify``: announce the change on the run's channel. A run created by the one-statement
+    start needs no announcement: its id is unknown until the insert committed, and every
+    listener (run page SSE, waiting webhook) subscribes first and then reads PostgreSQL,
+    so it sees the committed state anyway (and later changes are announced by the worker).
     """
 
     dispatch: list[tuple[str, float | None]] = field(default_factory=list)
     start_children: list[str] = field(default_factory=list)
     cancel_children: list[str] = field(default_factory=list)
     wake_parent: str | None = None
+    notify: bool = True
 
 
 @dataclass
@@ -321,7 +326,7 @@ class Execution:
             conn = await session.connection(execution_options={"isolation_level": "AUTOCOMMIT"})
             if not await insert_new_run(conn, row, state):
                 return None
-        followup = Followup(dispatch=_dispatch_entries(state, dispatch, now))
+        followup = Followup(dispatch=_dispatch_entries(state, dispatch, now), notify=False)
         return run_id, followup, state.status.value
 
     async def _graph(self, version_id: uuid.UUID) -> WorkflowGraph:
@@ -596,7 +601,8 @@ class Execution:
                 pass
         if followup.wake_parent is not None:
             await self.dispatcher.dispatch_advance(followup.wake_parent)
-        await self.dispatcher.notify(str(run_id))
+        if followup.notify:
+            await self.dispatcher.notify(str(run_id))
 
     # -- advance ---------------------------------------------------------------------
 
