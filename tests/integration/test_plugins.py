@@ -28,7 +28,7 @@ EXAMPLE = Path(__file__).parents[2] / "connectors" / "examples" / "railyard-exam
 
 @pytest.fixture(scope="session")
 def example_plugin() -> str:
-    """Make sure the example plugin is installed (``make install`` does it; else pip here)."""
+    """Make sure the example plugin is installed (``make test`` does it; else pip here)."""
     try:
         return version("railyard-example-plugin")
     except PackageNotFoundError:
