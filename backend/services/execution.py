@@ -41,6 +41,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from backend.db.models import Attempt, Event, Run, StepRun, Workflow, WorkflowVersion
 from backend.db.run_store import (
     claim_attempt,
+    copy_steps,
     create_child,
     extend_lease,
     finish_attempt,
@@ -365,27 +366,14 @@ class Execution:
                 continue
             dirty.add(sid)
             todo.extend(t.target for t in graph.outgoing(sid))
-        copied = []
-        for s in graph.steps:
-            row = rows.get(s.id)
-            if row is None or s.id in dirty or row.status != StepStatus.SUCCEEDED.value:
-                continue
-            copied.append(s.id)
-            session.add(
-                StepRun(
-                    run_id=run.id,
-                    step_id=s.id,
-                    status=row.status,
-                    ports=row.ports,
-                    input=row.input,
-                    output=row.output,
-                    error=row.error,
-                    attempts=row.attempts,
-                    started_at=row.started_at,
-                    finished_at=row.finished_at,
-                    data=row.data,
-                )
-            )
+        copied = [
+            s.id
+            for s in graph.steps
+            if (row := rows.get(s.id)) is not None
+            and s.id not in dirty
+            and row.status == StepStatus.SUCCEEDED.value
+        ]
+        await copy_steps(session, source_id, run.id, copied)
         session.add(
             Event(
                 run_id=run.id,
