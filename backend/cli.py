@@ -31,6 +31,9 @@ def _setup_logging() -> None:
         level=os.environ.get("RAILYARD_LOG_LEVEL", "INFO"),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    # httpx logs every request at INFO, URL and query string included (a connector's
+    # API key can sit there): the engine records each step's outcome instead
+    logging.getLogger("httpx").setLevel(logging.WARNING)
 
 
 async def ensure_admin(settings: Settings, data_dir: Path | None) -> tuple[str, str] | None:

@@ -10,6 +10,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
+import httpx
 from arq.connections import ArqRedis, RedisSettings, create_pool
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
@@ -35,9 +36,14 @@ class Runtime:
     redis: ArqRedis
     catalog: AppCatalog
     execution: Execution
+    http_pool: httpx.AsyncHTTPTransport | None = None
 
     async def close(self) -> None:
-        """Dispose the connection pool and close Redis."""
+        """Finish pending run announcements, close the outbound HTTP pool and Redis,
+        dispose the database pool."""
+        await self.execution.drain()
+        if self.http_pool is not None:
+            await self.http_pool.aclose()
         await self.redis.aclose()
         await self.engine.dispose()
 
@@ -53,8 +59,15 @@ def make_context_factory(
     settings: Settings,
     sessionmaker: async_sessionmaker[AsyncSession] | None = None,
     catalog: AppCatalog | None = None,
+    *,
+    http_pool: httpx.AsyncHTTPTransport | None = None,
 ) -> Any:
     """Build ``factory(info, heartbeat, is_cancelled) -> sdk.ActionContext``.
+
+    ``http_pool`` (from ``sdk.guarded_connection_pool`` for this settings' SSRF policy) is
+    shared by every attempt's HTTP client and OAuth2 token refresh, so connections are
+    kept alive across steps; the caller closes it. Without it each attempt opens its own
+    connections.
 
     With ``sessionmaker`` and ``catalog`` the context resolves credential fields of the
     node config through :func:`backend.services.credentials.resolve_for_action` (decrypt,
@@ -74,13 +87,15 @@ def make_context_factory(
                 keyring,
                 info=info,
                 refresh_margin=settings.oauth2_refresh_margin,
-                transport=sdk.SsrfGuardTransport(policy),
+                transport=sdk.SsrfGuardTransport(
+                    policy, inner=http_pool, close_inner=http_pool is None
+                ),
             )
         return sdk.ActionContext(
             info=sdk.ActionInfo(**info),
             heartbeat=heartbeat,
             cancelled=is_cancelled,
-            http_client=lambda: sdk.make_http_client(policy),
+            http_client=lambda: sdk.make_http_client(policy, pool=http_pool),
             ssrf=policy,  # connectors dialling other protocols (SMTP) check the same policy
             logger=logging.getLogger(f"railyard.connector.{info['node_type']}"),
             settings=connector_settings,
@@ -99,12 +114,13 @@ async def build_runtime(settings: Settings, *, pool_size: int = 10) -> Runtime:
     catalog = load_catalog()
     if settings.encryption_key:
         crypto.configure(crypto.keyring_from_settings(settings))
+    http_pool = sdk.guarded_connection_pool(ssrf_policy(settings))
     execution = Execution(
         sessionmaker,
         ArqDispatcher(redis),
         catalog,
-        make_context_factory(settings, sessionmaker, catalog),
+        make_context_factory(settings, sessionmaker, catalog, http_pool=http_pool),
         lease_seconds=settings.lease_seconds,
         base_url=settings.base_url,
     )
-    return Runtime(settings, engine, sessionmaker, redis, catalog, execution)
+    return Runtime(settings, engine, sessionmaker, redis, catalog, execution, http_pool)

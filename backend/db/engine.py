@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
 from sqlalchemy import event, exc
 from sqlalchemy.ext.asyncio import (
     AsyncEngine,
@@ -26,7 +27,9 @@ def make_engine(database_url: str, *, pool_size: int = 10) -> AsyncEngine:
     are recycled every :data:`POOL_RECYCLE_SECONDS`. A connection that dies silently fails
     its statement; SQLAlchemy then invalidates the pool, and the sweeper redoes the work.
     asyncpg prepares every statement once per connection (SQLAlchemy's prepared statement
-    cache, 100 statements by default).
+    cache, 100 statements by default). JSON and JSONB values are encoded and decoded with
+    msgspec (several times faster than the standard library's json on step inputs and
+    outputs, which every engine transaction reads and writes).
     """
     engine = create_async_engine(
         database_url,
@@ -34,9 +37,17 @@ def make_engine(database_url: str, *, pool_size: int = 10) -> AsyncEngine:
         max_overflow=20,
         pool_pre_ping=False,
         pool_recycle=POOL_RECYCLE_SECONDS,
+        json_serializer=_json_encode,
+        json_deserializer=msgspec.json.decode,
     )
     event.listen(engine.sync_engine, "checkout", _reject_closed)
     return engine
+
+
+def _json_encode(value: Any) -> str:
+    """JSON text of ``value`` for a JSON/JSONB column (msgspec; same output as ``json``
+    for JSON-able builtins, and ISO 8601 strings for dates and times)."""
+    return msgspec.json.encode(value).decode()
 
 
 def _reject_closed(dbapi_connection: Any, _record: Any, _proxy: Any) -> None:

@@ -5,10 +5,12 @@ Every write path here follows the execution model: a transaction locks the run r
 engine change it, then writes the changed rows and the outbox events before commit.
 
 Hot path (docs/engine.md, "Performance"): step rows are read with a column select (no ORM
-objects), changed step rows are written with one batched UPSERT, events with one batched
-INSERT, the run row with one UPDATE only when it changed, and attempts are inserted with
-``INSERT ... RETURNING id``. Statements are built once at import so SQLAlchemy's compiled
-cache and asyncpg's prepared statements are hit every time.
+objects); everything a transaction writes (changed step records, the run row when it
+changed, events, the attempt it closes and the one it claims) goes in ONE statement of
+data-modifying CTEs, :func:`save_state`. Events are stamped with ``clock_timestamp()``
+(when written, not when the transaction began), so the event log's timings are real.
+Statements are built once at import so SQLAlchemy's compiled cache and asyncpg's
+prepared statements are hit every time.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from datetime import datetime
 from typing import Any, cast
 
 import msgspec
-from sqlalchemy import Table, bindparam, func, literal, select, text, update
+from sqlalchemy import Table, bindparam, literal, select, text, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 from sqlalchemy.orm.attributes import set_committed_value
@@ -70,15 +72,6 @@ _SELECT_CHILDREN = (
     .where(_RUNS.c.parent_run_id == bindparam("run_id"))
     .order_by(_RUNS.c.parent_index)
 )
-_upsert = insert(_STEP_RUNS)
-_UPSERT_STEPS = _upsert.on_conflict_do_update(
-    index_elements=["run_id", "step_id"],
-    set_={name: getattr(_upsert.excluded, name) for name in _STEP_FIELDS},
-)
-# clock_timestamp(): each event is stamped when it is written, not when its transaction
-# began (now()), so the event log's timings are real (bench/engine.py reads them).
-_INSERT_EVENTS = insert(_EVENTS).values(created_at=func.clock_timestamp())
-_INSERT_ATTEMPT = insert(_ATTEMPTS).returning(_ATTEMPTS.c.id)
 _CURRENT_ATTEMPT = (
     (_ATTEMPTS.c.id == bindparam("attempt_id"))
     & (_ATTEMPTS.c.fencing_token == bindparam("token"))
@@ -215,76 +208,196 @@ async def copy_steps(
     )
 
 
-async def save_state(session: AsyncSession, run: Run, state: RunState) -> None:
-    """Write the changed step rows, the run row and the events of ``state``.
+class StaleAttempt(LookupError):
+    """The attempt being completed is no longer the step's current one (its lease was
+    taken over, or the run was cancelled or timed out): :func:`save_state` wrote nothing
+    and the outcome must be discarded."""
 
-    At most three statements: one batched UPSERT of the changed step rows, one UPDATE of
-    the run row (only when a run field changed; ``run`` is updated in memory without
-    becoming dirty) and one batched INSERT of the events.
+
+@dataclass
+class FinishedAttempt:
+    """The outcome of an attempt, closed by :func:`save_state` if its fencing token still
+    holds. ``status`` is ``succeeded`` or ``failed``; ``output``/``error`` JSON-able."""
+
+    id: int
+    fencing_token: str
+    status: str
+    output: Any
+    error: Any
+    finished_at: datetime
+
+
+@dataclass
+class NewAttempt:
+    """An attempt claimed by :func:`claim_attempt`; ``id`` is set once it is written."""
+
+    step_id: str
+    number: int
+    fencing_token: str
+    idempotency_key: str
+    worker: str
+    input: Any
+    config: Any
+    lease_expires_at: datetime
+    started_at: datetime
+    id: int | None = None
+
+
+# One statement for every write of an engine transaction (docs/engine.md, "Performance"):
+# close the finished attempt (fenced), insert the claimed attempt, upsert the changed step
+# records, update the run row, append the events. Everything but the attempt close is
+# conditional on ``go``: when the fencing token no longer matches, nothing is written.
+_SAVE = text(
     """
-    if state.changed:
-        rows = [
-            {"run_id": run.id, "step_id": step_id, **step_values(state.steps[step_id])}
-            for step_id in sorted(state.changed)
-        ]
-        await session.execute(_UPSERT_STEPS, rows)
-    new = {
-        "status": state.status.value,
-        "output": state.output,
-        "error": state.error,
-        "response": state.response,
-        "started_at": state.started_at,
-        "finished_at": state.finished_at,
-    }
+    WITH fin AS (
+        UPDATE attempts
+        SET status = CAST(:fin_status AS text), output = CAST(:fin_output AS jsonb),
+            error = CAST(:fin_error AS jsonb), finished_at = CAST(:fin_at AS timestamptz)
+        WHERE id = CAST(:fin_id AS bigint) AND fencing_token = CAST(:fin_token AS text)
+          AND status = 'running'
+        RETURNING id
+    ), go AS (
+        SELECT WHERE CAST(:fin_id AS bigint) IS NULL OR EXISTS (SELECT FROM fin)
+    ), new_attempt AS (
+        INSERT INTO attempts (run_id, step_id, number, fencing_token, status, worker,
+                              idempotency_key, input, config, lease_expires_at, started_at)
+        SELECT CAST(:run_id AS uuid), a.step_id, a.number, a.fencing_token, 'running',
+               a.worker, a.idempotency_key, a.input, a.config, a.lease_expires_at,
+               a.started_at
+        FROM go, jsonb_to_recordset(CAST(:attempts AS jsonb)) AS a(
+            step_id text, number int, fencing_token text, worker text,
+            idempotency_key text, input jsonb, config jsonb, lease_expires_at timestamptz,
+            started_at timestamptz)
+        RETURNING id
+    ), changed_steps AS (
+        INSERT INTO step_runs (run_id, step_id, status, ports, input, output, error, attempts,
+                               not_before, started_at, finished_at, data)
+        SELECT CAST(:run_id AS uuid), s.step_id, s.status, s.ports, s.input, s.output,
+               s.error, s.attempts, s.not_before, s.started_at, s.finished_at, s.data
+        FROM go, jsonb_to_recordset(CAST(:steps AS jsonb)) AS s(
+            step_id text, status text, ports jsonb, input jsonb, output jsonb, error jsonb,
+            attempts int, not_before timestamptz, started_at timestamptz,
+            finished_at timestamptz, data jsonb)
+        ON CONFLICT (run_id, step_id) DO UPDATE SET
+            status = EXCLUDED.status, ports = EXCLUDED.ports, input = EXCLUDED.input,
+            output = EXCLUDED.output, error = EXCLUDED.error, attempts = EXCLUDED.attempts,
+            not_before = EXCLUDED.not_before, started_at = EXCLUDED.started_at,
+            finished_at = EXCLUDED.finished_at, data = EXCLUDED.data
+    ), run_row AS (
+        UPDATE runs
+        SET status = CAST(:status AS text), output = CAST(:output AS jsonb),
+            error = CAST(:error AS jsonb), response = CAST(:response AS jsonb),
+            started_at = CAST(:started_at AS timestamptz),
+            finished_at = CAST(:finished_at AS timestamptz)
+        FROM go
+        WHERE runs.id = CAST(:run_id AS uuid) AND CAST(:run_changed AS boolean)
+    ), new_events AS (
+        INSERT INTO events (run_id, kind, step_id, data, created_at)
+        SELECT CAST(:run_id AS uuid), e.kind, e.step_id, e.data, clock_timestamp()
+        FROM go, jsonb_to_recordset(CAST(:events AS jsonb))
+            AS e(kind text, step_id text, data jsonb, ord int)
+        ORDER BY e.ord
+    )
+    SELECT (SELECT count(*) FROM go) AS written, (SELECT id FROM new_attempt) AS attempt_id
+    """
+).columns()
+_RUN_FIELDS = ("status", "output", "error", "response", "started_at", "finished_at")
+
+
+async def save_state(
+    session: AsyncSession,
+    run: Run,
+    state: RunState,
+    *,
+    finish: FinishedAttempt | None = None,
+    start: NewAttempt | None = None,
+) -> None:
+    """Write what changed in ``state`` (step records, run fields, events) in ONE statement,
+    together with closing attempt ``finish`` and inserting attempt ``start`` when given.
+
+    ``finish`` is fenced: when its token no longer matches a running attempt, nothing is
+    written and :class:`StaleAttempt` is raised (the caller's transaction then rolls back
+    whatever else it did). ``start.id`` is set from the database. The run row is updated
+    only when a run field changed; ``run`` is updated in memory without becoming dirty.
+    Pending ORM changes of the session are flushed first (a run added in this transaction
+    must exist before its step rows).
+    """
+    new = {name: getattr(state, name) for name in _RUN_FIELDS}
+    new["status"] = state.status.value
     changed = {name: value for name, value in new.items() if getattr(run, name) != value}
-    if changed:
-        if run in session.dirty or run in session.new:
-            for name, value in changed.items():  # written by the session's own flush
-                setattr(run, name, value)
-        else:
-            await session.execute(update(_RUNS).where(_RUNS.c.id == run.id).values(**changed))
-            for name, value in changed.items():
-                set_committed_value(run, name, value)
-    if state.events:
-        await session.execute(
-            _INSERT_EVENTS,
-            [
-                {"run_id": run.id, "kind": ev.kind, "step_id": ev.step_id, "data": ev.data}
-                for ev in state.events
-            ],
+    if not (state.changed or changed or state.events or finish or start):
+        return
+    if session.new or session.dirty:
+        await session.flush()
+    steps = [
+        {"step_id": step_id, **step_values(state.steps[step_id])}
+        for step_id in sorted(state.changed)
+    ]
+    events = [
+        {"kind": ev.kind, "step_id": ev.step_id, "data": ev.data, "ord": i}
+        for i, ev in enumerate(state.events)
+    ]
+    attempts = []
+    if start is not None:
+        attempts.append(
+            {
+                "step_id": start.step_id,
+                "number": start.number,
+                "fencing_token": start.fencing_token,
+                "worker": start.worker,
+                "idempotency_key": start.idempotency_key,
+                "input": start.input,
+                "config": start.config,
+                "lease_expires_at": start.lease_expires_at,
+                "started_at": start.started_at,
+            }
         )
+    params: dict[str, Any] = {
+        "run_id": run.id,
+        "fin_id": finish.id if finish else None,
+        "fin_token": finish.fencing_token if finish else None,
+        "fin_status": finish.status if finish else None,
+        "fin_output": _json(finish.output) if finish else None,
+        "fin_error": _json(finish.error) if finish else None,
+        "fin_at": finish.finished_at if finish else None,
+        "attempts": _json(attempts),
+        "steps": _json(steps),
+        "events": _json(events),
+        "run_changed": bool(changed),
+        "status": new["status"],
+        "output": _json(new["output"]),
+        "error": _json(new["error"]),
+        "response": _json(new["response"]),
+        "started_at": new["started_at"],
+        "finished_at": new["finished_at"],
+    }
+    written, attempt_id = (await session.execute(_SAVE, params)).one()
+    if not written:
+        raise StaleAttempt(f"attempt {finish.id if finish else '?'} is no longer current")
+    for name, value in changed.items():
+        set_committed_value(run, name, value)
+    if start is not None:
+        start.id = int(attempt_id)
     state.changed.clear()
     state.events.clear()
 
 
-@dataclass
-class ClaimedAttempt:
-    """An attempt row just inserted by :func:`claim_attempt` (``id`` from the database)."""
-
-    id: int
-    fencing_token: str
-    number: int
-    idempotency_key: str
-
-
-async def claim_attempt(
-    session: AsyncSession,
-    run: Run,
+def claim_attempt(
     state: RunState,
     step_id: str,
     *,
+    run_id: uuid.UUID,
     worker: str,
     input: Any,
     config: Any,
     now: datetime,
     lease_until: datetime,
-    save: bool = True,
-) -> ClaimedAttempt:
-    """Start a new attempt of ready step ``step_id`` (caller holds the run lock).
+) -> NewAttempt:
+    """Start a new attempt of ready step ``step_id`` in ``state`` (caller holds the run
+    lock) and return it, to be written by :func:`save_state` (``start=``).
 
-    The fencing token is random per attempt; completion must present it. The step record
-    changes in ``state``; with ``save=False`` the caller writes it with :func:`save_state`
-    later in the same transaction (one write for several changes).
+    The fencing token is random per attempt; completion must present it. The idempotency
+    key ``<run id>:<step id>`` is the same for every attempt of the step.
     """
     rec = state.steps[step_id]
     rec.move(StepStatus.RUNNING)
@@ -294,29 +407,17 @@ async def claim_attempt(
         rec.started_at = now
     state.touch(step_id)
     state.emit("step.started", step_id, attempt=rec.attempts, worker=worker)
-    token = uuid.uuid4().hex
-    key = f"{run.id}:{step_id}"
-    attempt_id = (
-        await session.execute(
-            _INSERT_ATTEMPT,
-            {
-                "run_id": run.id,
-                "step_id": step_id,
-                "number": rec.attempts,
-                "fencing_token": token,
-                "status": "running",
-                "worker": worker,
-                "idempotency_key": key,
-                "input": input,
-                "config": config,
-                "lease_expires_at": lease_until,
-                "started_at": now,
-            },
-        )
-    ).scalar_one()
-    if save:
-        await save_state(session, run, state)
-    return ClaimedAttempt(int(attempt_id), token, rec.attempts, key)
+    return NewAttempt(
+        step_id=step_id,
+        number=rec.attempts,
+        fencing_token=uuid.uuid4().hex,
+        idempotency_key=f"{run_id}:{step_id}",
+        worker=worker,
+        input=input,
+        config=config,
+        lease_expires_at=lease_until,
+        started_at=now,
+    )
 
 
 async def finish_attempt(

@@ -40,6 +40,9 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from backend.db.models import Attempt, Event, Run, StepRun, Workflow, WorkflowVersion
 from backend.db.run_store import (
+    FinishedAttempt,
+    NewAttempt,
+    StaleAttempt,
     claim_attempt,
     copy_steps,
     create_child,
@@ -203,6 +206,7 @@ class Execution:
         self.lease_seconds = lease_seconds
         self.worker = worker_name()
         self.base_url = base_url.rstrip("/")
+        self._announcing: set[asyncio.Task[None]] = set()
 
     # -- start -----------------------------------------------------------------------
 
@@ -470,11 +474,17 @@ class Execution:
         graph: WorkflowGraph,
         dispatch: list[str],
         now: Any,
+        *,
+        finish: FinishedAttempt | None = None,
+        start: NewAttempt | None = None,
     ) -> Followup:
         """Create the child runs the engine asked for, save the state, say what follows.
 
         Child runs are inserted in the caller's transaction (with the parent's step
         change), so a crash never leaves a waiting step without its child or vice versa.
+        ``finish`` and ``start`` are written with the state (see
+        :func:`~backend.db.run_store.save_state`; a stale ``finish`` raises
+        :class:`~backend.db.run_store.StaleAttempt`).
         """
         followup = Followup()
         dispatch = list(dispatch)
@@ -491,7 +501,7 @@ class Execution:
             dispatch += orchestrator.advance(graph, state, now)
         followup.cancel_children, state.child_cancels = state.child_cancels, []
         ended_now = state.status.terminal and not RunStatus(run.status).terminal
-        await save_state(session, run, state)
+        await save_state(session, run, state, finish=finish, start=start)
         if ended_now:
             await self._on_run_ended(session, run, state, followup)
         followup.dispatch = _dispatch_entries(state, dispatch, now)
@@ -590,7 +600,15 @@ class Execution:
         if followup.wake_parent is not None:
             await self.dispatcher.dispatch_advance(followup.wake_parent)
         if followup.notify:
-            await self.dispatcher.notify(str(run_id))
+            # off the critical path: the next step need not wait for the announcement
+            task = asyncio.create_task(self.dispatcher.notify(str(run_id)))
+            self._announcing.add(task)
+            task.add_done_callback(self._announcing.discard)
+
+    async def drain(self) -> None:
+        """Wait for run-change announcements still being published (before closing Redis)."""
+        while self._announcing:
+            await asyncio.gather(*self._announcing, return_exceptions=True)
 
     # -- advance ---------------------------------------------------------------------
 
@@ -827,11 +845,12 @@ class Execution:
         step_id: str,
         now: Any,
         *,
-        save: bool = True,
+        finish: FinishedAttempt | None = None,
     ) -> tuple[_Claimed | None, Followup]:
-        """Resolve the config and claim an attempt, or fail the step on an expression
-        error (then ``None`` and what follows the failure, already saved). With
-        ``save=False`` a successful claim is left for the caller to save."""
+        """Resolve the config and claim an attempt of ``step_id``, saving it with ``state``
+        (and ``finish``, the attempt just completed, when given) in one write; or fail the
+        step on an expression error (then ``None``, with the failure saved the same way).
+        Returns what follows the save."""
         step = graph.step(step_id)
         rec = state.steps[step_id]
         try:
@@ -844,33 +863,35 @@ class Execution:
             dispatch, _ = orchestrator.fail_action(
                 graph, state, step_id, error, now, retryable=False
             )
-            return None, await self._persist(session, run, state, graph, dispatch, now)
-        else:
-            attempt = await claim_attempt(
-                session,
-                run,
-                state,
-                step_id,
-                worker=self.worker,
-                input=rec.input,
-                config=config,
-                now=now,
-                lease_until=now + timedelta(seconds=self.lease_seconds),
-                save=save,
-            )
-            claimed = _Claimed(
-                attempt.id,
-                attempt.fencing_token,
-                attempt.number,
-                attempt.idempotency_key,
-                rec.input,
-                config,
-                step_id=step_id,
-                node_type=step.type,
-                timeout=step.timeout,
-                workflow_id=str(run.workflow_id),
-            )
-            return claimed, Followup()
+            followup = await self._persist(session, run, state, graph, dispatch, now, finish=finish)
+            return None, followup
+        attempt = claim_attempt(
+            state,
+            step_id,
+            run_id=run.id,
+            worker=self.worker,
+            input=rec.input,
+            config=config,
+            now=now,
+            lease_until=now + timedelta(seconds=self.lease_seconds),
+        )
+        followup = await self._persist(
+            session, run, state, graph, [], now, finish=finish, start=attempt
+        )
+        assert attempt.id is not None  # set by the save
+        claimed = _Claimed(
+            attempt.id,
+            attempt.fencing_token,
+            attempt.number,
+            attempt.idempotency_key,
+            rec.input,
+            config,
+            step_id=step_id,
+            node_type=step.type,
+            timeout=step.timeout,
+            workflow_id=str(run.workflow_id),
+        )
+        return claimed, followup
 
     async def _run_action(
         self,
@@ -927,56 +948,73 @@ class Execution:
 
         When that makes exactly one action step ready now, the same transaction claims it
         (the run row stays locked throughout, so no other worker can claim it) and it is
-        returned for this worker to run; everything else is dispatched after commit.
+        returned for this worker to run; everything else is dispatched after commit. The
+        attempt is closed, the state saved and the next attempt claimed by ONE write,
+        fenced by ``done``'s token: a completion that lost its lease writes nothing.
         """
         now = self.clock.now()
-        async with self.sessionmaker() as session, session.begin():
-            run = await lock_run(session, run_id)
-            if run is None:
-                return None
-            ok = await finish_attempt(
-                session,
-                done.attempt_id,
-                done.token,
-                status="succeeded" if outcome["ok"] else "failed",
-                output=outcome.get("output"),
-                error=outcome.get("error"),
-                now=now,
-            )
-            if not ok:
-                log.info("discarded late completion of %s/%s", run_id, done.step_id)
-                return None
-            graph = await graph_for_version(session, run.version_id)
-            state = await load_state(session, run, children=has_calls(graph))
-            rec = state.steps.get(done.step_id)
-            if state.status.terminal or rec is None or rec.status != StepStatus.RUNNING:
-                return None
-            if outcome["ok"]:
-                dispatch = orchestrator.complete_action(
-                    graph, state, done.step_id, outcome["output"], now
-                )
-            else:
-                dispatch, delay = orchestrator.fail_action(
-                    graph,
-                    state,
-                    done.step_id,
-                    outcome["error"],
-                    now,
-                    retryable=outcome["retryable"],
-                    retry_after=outcome.get("retry_after"),
-                )
-                if delay is not None:
-                    dispatch = [done.step_id]
-            claimed: _Claimed | None = None
-            inline = _inline_candidate(graph, state, dispatch, now)
-            if inline is None:
-                followup = await self._persist(session, run, state, graph, dispatch, now)
-            else:  # claim first, then write both changes with one save
-                claimed, followup = await self._claim(
-                    session, run, state, graph, inline, now, save=False
-                )
-                if claimed is not None:
-                    followup = await self._persist(session, run, state, graph, [], now)
+        finish = FinishedAttempt(
+            done.attempt_id,
+            done.token,
+            status="succeeded" if outcome["ok"] else "failed",
+            output=outcome.get("output"),
+            error=outcome.get("error"),
+            finished_at=now,
+        )
+        try:
+            async with self.sessionmaker() as session, session.begin():
+                run = await lock_run(session, run_id)
+                if run is None:
+                    return None
+                graph = await graph_for_version(session, run.version_id)
+                state = await load_state(session, run, children=has_calls(graph))
+                rec = state.steps.get(done.step_id)
+                if (
+                    state.status.terminal
+                    or rec is None
+                    or rec.status != StepStatus.RUNNING
+                    or rec.attempts != done.number
+                ):  # no longer the step's current attempt: close it if still open, discard
+                    if not await finish_attempt(
+                        session,
+                        finish.id,
+                        finish.fencing_token,
+                        status=finish.status,
+                        output=finish.output,
+                        error=finish.error,
+                        now=now,
+                    ):
+                        log.info("discarded late completion of %s/%s", run_id, done.step_id)
+                    return None
+                if outcome["ok"]:
+                    dispatch = orchestrator.complete_action(
+                        graph, state, done.step_id, outcome["output"], now
+                    )
+                else:
+                    dispatch, delay = orchestrator.fail_action(
+                        graph,
+                        state,
+                        done.step_id,
+                        outcome["error"],
+                        now,
+                        retryable=outcome["retryable"],
+                        retry_after=outcome.get("retry_after"),
+                    )
+                    if delay is not None:
+                        dispatch = [done.step_id]
+                claimed: _Claimed | None = None
+                inline = _inline_candidate(graph, state, dispatch, now)
+                if inline is None:
+                    followup = await self._persist(
+                        session, run, state, graph, dispatch, now, finish=finish
+                    )
+                else:  # claim it: closing, saving and claiming are one write
+                    claimed, followup = await self._claim(
+                        session, run, state, graph, inline, now, finish=finish
+                    )
+        except StaleAttempt:
+            log.info("discarded late completion of %s/%s", run_id, done.step_id)
+            return None
         await self._after_commit(run_id, followup)
         return claimed
 

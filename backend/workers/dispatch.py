@@ -8,12 +8,16 @@ from arq.connections import ArqRedis
 from redis.exceptions import RedisError
 
 from backend.services.channels import run_channel
+from backend.workers.wake import WAKE_CHANNEL
 
 log = logging.getLogger(__name__)
 
 
 class ArqDispatcher:
     """Enqueue ``execute_step`` / ``advance_run`` jobs and publish run-change notices.
+
+    Each enqueue is followed by a message on
+    :data:`~backend.workers.wake.WAKE_CHANNEL` that wakes idle workers (backend/workers/wake.py).
 
     A Redis failure is logged, not raised: the work is durable in PostgreSQL and the
     sweeper dispatches it again.
@@ -24,17 +28,21 @@ class ArqDispatcher:
 
     async def dispatch_step(self, run_id: str, step_id: str, *, delay: float | None = None) -> None:
         try:
-            await self.pool.enqueue_job(
-                "execute_step", run_id, step_id, _defer_by=delay if delay and delay > 0 else None
-            )
+            await self._enqueue("execute_step", run_id, step_id, delay=delay)
         except (RedisError, OSError) as exc:
             log.warning("could not enqueue step %s/%s: %s (the sweeper will)", run_id, step_id, exc)
 
     async def dispatch_advance(self, run_id: str) -> None:
         try:
-            await self.pool.enqueue_job("advance_run", run_id)
+            await self._enqueue("advance_run", run_id)
         except (RedisError, OSError) as exc:
             log.warning("could not enqueue advance of %s: %s (the sweeper will)", run_id, exc)
+
+    async def _enqueue(self, function: str, *args: str, delay: float | None = None) -> None:
+        """Enqueue an arq job (after ``delay`` seconds) and wake the idle workers."""
+        defer = delay if delay and delay > 0 else None
+        await self.pool.enqueue_job(function, *args, _defer_by=defer)
+        await self.pool.publish(WAKE_CHANNEL, b"")
 
     async def notify(self, run_id: str) -> None:
         try:

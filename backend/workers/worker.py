@@ -1,8 +1,8 @@
 """The arq worker: ``execute_step`` and ``advance_run`` jobs plus the periodic sweeper.
 
-Tuning (DESIGN.md: keep arq behind the Dispatcher port and tune it): a short poll delay
-for low dispatch latency, results not kept (the truth is in PostgreSQL), ``max_jobs``
-bounded so one worker does not hoard work.
+Tuning (DESIGN.md: keep arq behind the Dispatcher port and tune it): idle workers sleep
+until the dispatcher wakes them (no idle polling, low dispatch latency), results not kept
+(the truth is in PostgreSQL), ``max_jobs`` bounded so one worker does not hoard work.
 """
 
 from __future__ import annotations
@@ -21,12 +21,12 @@ from redis.exceptions import RedisError
 
 from backend.runtime import Runtime, build_runtime
 from backend.settings import Settings
+from backend.workers.wake import WakeableWorker
 
 log = logging.getLogger(__name__)
 
-# How often an idle worker asks Redis for due jobs: the queue's share of dispatch latency
-# (half of it on average). One ZRANGEBYSCORE per poll; at 5 ms an idle worker spends about
-# 2 % of a core on it (bench/engine.py, docs/engine.md "Performance").
+# How often a worker whose job slots are all busy looks at the queue again. An idle worker
+# does not poll: it sleeps until the dispatcher wakes it (backend/workers/wake.py).
 POLL_DELAY_SECONDS = 0.005
 
 
@@ -98,7 +98,7 @@ def make_worker(
         if "runtime" in ctx:
             await ctx["runtime"].close()
 
-    return Worker(
+    return WakeableWorker(
         functions=[func(execute_step, max_tries=1), func(advance_run, max_tries=1)],
         redis_settings=RedisSettings.from_dsn(settings.redis_url),
         on_startup=startup,

@@ -70,7 +70,13 @@ from .errors import (
     redact_url,
 )
 from .schema import config_json_schema
-from .ssrf import SsrfGuardTransport, SsrfPolicy, make_http_client, user_agent
+from .ssrf import (
+    SsrfGuardTransport,
+    SsrfPolicy,
+    guarded_connection_pool,
+    make_http_client,
+    user_agent,
+)
 
 __all__ = [
     "ActionContext",
@@ -98,6 +104,7 @@ __all__ = [
     "credential_meta",
     "credential_type",
     "current_context",
+    "guarded_connection_pool",
     "heartbeat",
     "http_client",
     "http_errors",

@@ -11,6 +11,7 @@ entry point.
 from __future__ import annotations
 
 import builtins
+import functools
 import inspect
 import typing
 from collections.abc import Awaitable, Callable, Sequence
@@ -71,7 +72,13 @@ class ActionDefinition:
         return msgspec.json.decode(msgspec.json.encode(self._schema))  # type: ignore[no-any-return]
 
     def credential_fields(self) -> dict[str, tuple[str, ...]]:
-        """``{config field: accepted credential types}`` (fields with ``x-credential-type``)."""
+        """``{config field: accepted credential types}`` (fields with ``x-credential-type``).
+
+        Derived from the schema once (it is asked for on every attempt)."""
+        return dict(self._credential_fields)
+
+    @functools.cached_property
+    def _credential_fields(self) -> dict[str, tuple[str, ...]]:
         return credential_types_of_schema(self.config_json_schema())
 
     def credential_refs(self, config: dict[str, Any]) -> dict[str, tuple[str, tuple[str, ...]]]:

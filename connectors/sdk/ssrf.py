@@ -46,6 +46,7 @@ __all__ = [
     "DEFAULT_TIMEOUT",
     "SsrfGuardTransport",
     "SsrfPolicy",
+    "guarded_connection_pool",
     "make_http_client",
     "user_agent",
 ]
@@ -270,6 +271,9 @@ class SsrfGuardTransport(httpx.AsyncBaseTransport):
     Each request is checked up front (scheme, resolved addresses) for a clear error, and
     again at connect time against the address actually dialled.
     ``max_response_bytes`` (``None`` = no cap) limits the decoded-on-the-wire body size.
+    ``inner`` is the connection pool requests go through (default: a new
+    :func:`guarded_connection_pool`; one passed in must do the connect-time check
+    itself); ``close_inner=False`` leaves a shared pool open when this transport closes.
     """
 
     def __init__(
@@ -278,16 +282,12 @@ class SsrfGuardTransport(httpx.AsyncBaseTransport):
         *,
         max_response_bytes: int | None = DEFAULT_MAX_RESPONSE_BYTES,
         inner: httpx.AsyncBaseTransport | None = None,
+        close_inner: bool = True,
     ) -> None:
         self.policy = policy
         self.max_response_bytes = max_response_bytes
-        if inner is None:
-            inner = httpx.AsyncHTTPTransport(verify=default_ssl_context(), trust_env=False)
-            pool = getattr(inner, "_pool", None)
-            backend = getattr(pool, "_network_backend", None)
-            if backend is not None:
-                pool._network_backend = _GuardedNetworkBackend(policy, backend)  # type: ignore[union-attr]
-        self._inner = inner
+        self._inner = inner if inner is not None else guarded_connection_pool(policy)
+        self._close_inner = close_inner
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         _check_scheme(request.url)
@@ -301,7 +301,42 @@ class SsrfGuardTransport(httpx.AsyncBaseTransport):
         return response
 
     async def aclose(self) -> None:
-        await self._inner.aclose()
+        """Close the inner transport unless it is shared (``close_inner=False``)."""
+        if self._close_inner:
+            await self._inner.aclose()
+
+
+def guarded_connection_pool(
+    policy: SsrfPolicy,
+    *,
+    max_connections: int = 100,
+    max_keepalive_connections: int = 20,
+    keepalive_expiry: float = 5.0,
+) -> httpx.AsyncHTTPTransport:
+    """An ``httpx`` connection pool that dials only addresses ``policy`` allows.
+
+    Every new connection is checked at connect time against the address actually dialled
+    (see the module docstring); idle connections are kept alive for ``keepalive_expiry``
+    seconds (at most ``max_keepalive_connections`` of them, ``max_connections`` in all;
+    httpx's defaults) and reused by later requests to the same origin. One pool can serve
+    many :class:`SsrfGuardTransport` instances of the same policy (``inner=``,
+    ``close_inner=False``) within one event loop; its owner closes it with ``aclose()``.
+    """
+    pool = httpx.AsyncHTTPTransport(
+        verify=default_ssl_context(),
+        trust_env=False,
+        limits=httpx.Limits(
+            max_connections=max_connections,
+            max_keepalive_connections=max_keepalive_connections,
+            keepalive_expiry=keepalive_expiry,
+        ),
+    )
+    inner_pool = getattr(pool, "_pool", None)
+    backend = getattr(inner_pool, "_network_backend", None)
+    if backend is None:  # an httpx/httpcore that moved its internals: refuse to run unguarded
+        raise RuntimeError("cannot install the SSRF connect-time check on this httpx version")
+    inner_pool._network_backend = _GuardedNetworkBackend(policy, backend)  # type: ignore[union-attr]
+    return pool
 
 
 @functools.lru_cache(maxsize=1)
@@ -316,11 +351,15 @@ def make_http_client(
     max_response_bytes: int | None = DEFAULT_MAX_RESPONSE_BYTES,
     *,
     headers: dict[str, str] | None = None,
+    pool: httpx.AsyncBaseTransport | None = None,
 ) -> httpx.AsyncClient:
     """Build the guarded ``httpx.AsyncClient`` actions use.
 
     ``policy`` defaults to ``SsrfPolicy()`` (public addresses only); ``timeout`` is in
-    seconds; ``max_response_bytes`` caps each response body. The client sends
+    seconds; ``max_response_bytes`` caps each response body. ``pool`` is a shared
+    connection pool from :func:`guarded_connection_pool` built for the same policy (kept
+    open when the client closes, so connections are reused across clients); without it
+    the client gets a pool of its own. The client sends
     ``User-Agent: Railyard/<version>``, ignores proxy environment variables and does not
     follow redirects unless a request asks for it (``follow_redirects=True``), in which
     case every hop is checked. The caller closes it (``await client.aclose()``).
@@ -329,7 +368,12 @@ def make_http_client(
     if headers:
         all_headers.update(headers)
     return httpx.AsyncClient(
-        transport=SsrfGuardTransport(policy or SsrfPolicy(), max_response_bytes=max_response_bytes),
+        transport=SsrfGuardTransport(
+            policy or SsrfPolicy(),
+            max_response_bytes=max_response_bytes,
+            inner=pool,
+            close_inner=pool is None,
+        ),
         timeout=httpx.Timeout(timeout),
         headers=all_headers,
         trust_env=False,

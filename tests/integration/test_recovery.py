@@ -61,24 +61,24 @@ async def test_expired_lease_of_a_dead_worker_is_retried_once(
     # A worker claims the attempt and dies before completing: simulate the claim.
     from sqlalchemy import select
 
-    from backend.db.run_store import claim_attempt, load_state, lock_run
+    from backend.db.run_store import claim_attempt, load_state, lock_run, save_state
 
     now = runtime.execution.clock.now()
     async with runtime.sessionmaker() as session, session.begin():
         run = await lock_run(session, run_id)
         assert run is not None
         state = await load_state(session, run)
-        attempt = await claim_attempt(
-            session,
-            run,
+        attempt = claim_attempt(
             state,
             "call",
+            run_id=run.id,
             worker="dead:1",
             input={},
             config={},
             now=now,
             lease_until=now + timedelta(seconds=30),
         )
+        await save_state(session, run, state, start=attempt)
         dead_token = attempt.fencing_token
         dead_id = attempt.id
     async with runtime.sessionmaker() as session, session.begin():
