@@ -89,19 +89,40 @@ _FINISH_ATTEMPT = (
 )
 
 
-async def load_state(session: AsyncSession, run: Run, *, children: bool = True) -> RunState:
+@dataclass
+class Steps:
+    """The step records of a run as of ``revision`` (``runs.revision`` after the write
+    that produced them). Only the process that made that write may hold them: any other
+    write bumps the revision and so invalidates them."""
+
+    revision: int
+    records: dict[str, StepRecord]
+
+
+async def load_state(
+    session: AsyncSession,
+    run: Run,
+    *,
+    children: bool = True,
+    steps: Steps | None = None,
+) -> RunState:
     """Build the engine's view of ``run`` from its step rows.
 
     ``children=False`` skips the child-run query; only pass it when the run's graph has no
-    Sub-workflow or For-each step (then the run has no children).
+    Sub-workflow or For-each step (then the run has no children). ``steps`` are step
+    records the caller holds from its own write of this run (a :class:`Steps` of the
+    run's current ``revision``, checked under the run lock): they replace the step query.
     """
-    rows = await session.execute(_SELECT_STEPS, {"run_id": run.id})
-    steps: dict[str, StepRecord] = {}
-    for row in rows:  # columns are StepRecord's fields
-        fields = row._asdict()
-        fields["status"] = StepStatus(fields["status"])
-        fields["ports"] = tuple(fields["ports"] or ())
-        steps[row.step_id] = StepRecord(**fields)
+    records: dict[str, StepRecord]
+    if steps is not None and steps.revision == run.revision:
+        records = steps.records
+    else:
+        records = {}
+        for row in await session.execute(_SELECT_STEPS, {"run_id": run.id}):
+            fields = row._asdict()  # columns are StepRecord's fields
+            fields["status"] = StepStatus(fields["status"])
+            fields["ports"] = tuple(fields["ports"] or ())
+            records[row.step_id] = StepRecord(**fields)
     by_step: dict[str, list[ChildRun]] = {}
     if children:
         for cid, step_id, index, status, output, error in await session.execute(
@@ -116,7 +137,7 @@ async def load_state(session: AsyncSession, run: Run, *, children: bool = True) 
         version_number=run.version_number,
         status=RunStatus(run.status),
         input=run.input,
-        steps=steps,
+        steps=records,
         output=run.output,
         error=run.error,
         response=run.response,
@@ -288,9 +309,10 @@ _SAVE = text(
         SET status = CAST(:status AS text), output = CAST(:output AS jsonb),
             error = CAST(:error AS jsonb), response = CAST(:response AS jsonb),
             started_at = CAST(:started_at AS timestamptz),
-            finished_at = CAST(:finished_at AS timestamptz)
+            finished_at = CAST(:finished_at AS timestamptz), revision = runs.revision + 1
         FROM go
-        WHERE runs.id = CAST(:run_id AS uuid) AND CAST(:run_changed AS boolean)
+        WHERE runs.id = CAST(:run_id AS uuid)
+        RETURNING runs.revision
     ), new_events AS (
         INSERT INTO events (run_id, kind, step_id, data, created_at)
         SELECT CAST(:run_id AS uuid), e.kind, e.step_id, e.data, clock_timestamp()
@@ -298,7 +320,8 @@ _SAVE = text(
             AS e(kind text, step_id text, data jsonb, ord int)
         ORDER BY e.ord
     )
-    SELECT (SELECT count(*) FROM go) AS written, (SELECT id FROM new_attempt) AS attempt_id
+    SELECT (SELECT count(*) FROM go) AS written, (SELECT id FROM new_attempt) AS attempt_id,
+           (SELECT revision FROM run_row) AS revision
     """
 ).columns()
 _RUN_FIELDS = ("status", "output", "error", "response", "started_at", "finished_at")
@@ -317,8 +340,9 @@ async def save_state(
 
     ``finish`` is fenced: when its token no longer matches a running attempt, nothing is
     written and :class:`StaleAttempt` is raised (the caller's transaction then rolls back
-    whatever else it did). ``start.id`` is set from the database. The run row is updated
-    only when a run field changed; ``run`` is updated in memory without becoming dirty.
+    whatever else it did). ``start.id`` is set from the database. The run row's fields
+    are written from ``state`` and its ``revision`` is bumped; ``run`` is updated in
+    memory (fields and revision) without becoming dirty.
     Pending ORM changes of the session are flushed first (a run added in this transaction
     must exist before its step rows).
     """
@@ -363,7 +387,6 @@ async def save_state(
         "attempts": _json(attempts),
         "steps": _json(steps),
         "events": _json(events),
-        "run_changed": bool(changed),
         "status": new["status"],
         "output": _json(new["output"]),
         "error": _json(new["error"]),
@@ -371,11 +394,12 @@ async def save_state(
         "started_at": new["started_at"],
         "finished_at": new["finished_at"],
     }
-    written, attempt_id = (await session.execute(_SAVE, params)).one()
+    written, attempt_id, revision = (await session.execute(_SAVE, params)).one()
     if not written:
         raise StaleAttempt(f"attempt {finish.id if finish else '?'} is no longer current")
     for name, value in changed.items():
         set_committed_value(run, name, value)
+    set_committed_value(run, "revision", int(revision))
     if start is not None:
         start.id = int(attempt_id)
     state.changed.clear()

@@ -43,6 +43,7 @@ from backend.db.run_store import (
     FinishedAttempt,
     NewAttempt,
     StaleAttempt,
+    Steps,
     claim_attempt,
     copy_steps,
     create_child,
@@ -115,6 +116,9 @@ class _Claimed:
     node_type: str
     timeout: float | None
     workflow_id: str
+    # the run's step records as this worker wrote them with the claim: completing the
+    # attempt reuses them when the run's revision has not moved since (no step query)
+    steps: Steps | None = None
 
 
 class RunNotActive(ValueError):
@@ -890,6 +894,7 @@ class Execution:
             node_type=step.type,
             timeout=step.timeout,
             workflow_id=str(run.workflow_id),
+            steps=Steps(run.revision, state.steps),
         )
         return claimed, followup
 
@@ -967,7 +972,7 @@ class Execution:
                 if run is None:
                     return None
                 graph = await graph_for_version(session, run.version_id)
-                state = await load_state(session, run, children=has_calls(graph))
+                state = await load_state(session, run, children=has_calls(graph), steps=done.steps)
                 rec = state.steps.get(done.step_id)
                 if (
                     state.status.terminal

@@ -157,6 +157,9 @@ class Run(Base):
     rerun_of: Mapped[uuid.UUID | None] = mapped_column(
         ForeignKey("runs.id", ondelete="SET NULL"), nullable=True, index=True
     )
+    # bumped by every engine write of the run (run_store.save_state): a worker that wrote
+    # revision N and finds N again under the run lock may reuse the step records it holds
+    revision: Mapped[int] = mapped_column(BigInteger, default=0, server_default=text("0"))
 
 
 class StepRun(Base):
