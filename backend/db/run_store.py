@@ -266,19 +266,26 @@ class NewAttempt:
 
 # One statement for every write of an engine transaction (docs/engine.md, "Performance"):
 # close the finished attempt (fenced), insert the claimed attempt, upsert the changed step
-# records, update the run row, append the events. Everything but the attempt close is
-# conditional on ``go``: when the fencing token no longer matches, nothing is written.
+# records, update the run row (bumping its revision), append the events. Nothing is
+# written unless the run row is at the expected revision (when one is given; the row is
+# locked by the check) and the finished attempt's fencing token still holds.
 _SAVE = text(
     """
-    WITH fin AS (
+    WITH at_revision AS (
+        SELECT FROM runs
+        WHERE id = CAST(:run_id AS uuid)
+          AND (CAST(:expected AS bigint) IS NULL OR revision = CAST(:expected AS bigint))
+        FOR UPDATE
+    ), fin AS (
         UPDATE attempts
         SET status = CAST(:fin_status AS text), output = CAST(:fin_output AS jsonb),
             error = CAST(:fin_error AS jsonb), finished_at = CAST(:fin_at AS timestamptz)
         WHERE id = CAST(:fin_id AS bigint) AND fencing_token = CAST(:fin_token AS text)
-          AND status = 'running'
+          AND status = 'running' AND EXISTS (SELECT FROM at_revision)
         RETURNING id
     ), go AS (
-        SELECT WHERE CAST(:fin_id AS bigint) IS NULL OR EXISTS (SELECT FROM fin)
+        SELECT WHERE EXISTS (SELECT FROM at_revision)
+                 AND (CAST(:fin_id AS bigint) IS NULL OR EXISTS (SELECT FROM fin))
     ), new_attempt AS (
         INSERT INTO attempts (run_id, step_id, number, fencing_token, status, worker,
                               idempotency_key, input, config, lease_expires_at, started_at)
@@ -320,39 +327,43 @@ _SAVE = text(
             AS e(kind text, step_id text, data jsonb, ord int)
         ORDER BY e.ord
     )
-    SELECT (SELECT count(*) FROM go) AS written, (SELECT id FROM new_attempt) AS attempt_id,
+    SELECT (SELECT count(*) FROM at_revision) AS at_revision,
+           (SELECT count(*) FROM go) AS written,
+           (SELECT id FROM new_attempt) AS attempt_id,
            (SELECT revision FROM run_row) AS revision
     """
 ).columns()
 _RUN_FIELDS = ("status", "output", "error", "response", "started_at", "finished_at")
 
 
-async def save_state(
-    session: AsyncSession,
-    run: Run,
+@dataclass
+class Written:
+    """What :func:`write_state` did: ``revision`` is the run's new revision, ``None``
+    when nothing was written because the run was not at the expected revision
+    (``moved``) or the finished attempt's token no longer held (not ``moved``)."""
+
+    revision: int | None
+    moved: bool = False
+
+
+async def write_state(
+    db: AsyncSession | AsyncConnection,
+    run_id: uuid.UUID,
     state: RunState,
     *,
     finish: FinishedAttempt | None = None,
     start: NewAttempt | None = None,
-) -> None:
-    """Write what changed in ``state`` (step records, run fields, events) in ONE statement,
-    together with closing attempt ``finish`` and inserting attempt ``start`` when given.
+    expected_revision: int | None = None,
+) -> Written:
+    """Write the changed step records, the run fields and the events of ``state``,
+    closing ``finish`` and inserting ``start`` (its ``id`` is set), in ONE statement.
 
-    ``finish`` is fenced: when its token no longer matches a running attempt, nothing is
-    written and :class:`StaleAttempt` is raised (the caller's transaction then rolls back
-    whatever else it did). ``start.id`` is set from the database. The run row's fields
-    are written from ``state`` and its ``revision`` is bumped; ``run`` is updated in
-    memory (fields and revision) without becoming dirty.
-    Pending ORM changes of the session are flushed first (a run added in this transaction
-    must exist before its step rows).
+    With ``expected_revision`` the write happens only if the run row is still at that
+    revision (optimistic: used in autocommit, where the statement is the transaction);
+    without it the caller holds the run lock. On success the run's revision is bumped and
+    ``state.changed`` / ``state.events`` are cleared; otherwise nothing is written and
+    ``state`` is left as it was.
     """
-    new = {name: getattr(state, name) for name in _RUN_FIELDS}
-    new["status"] = state.status.value
-    changed = {name: value for name, value in new.items() if getattr(run, name) != value}
-    if not (state.changed or changed or state.events or finish or start):
-        return
-    if session.new or session.dirty:
-        await session.flush()
     steps = [
         {"step_id": step_id, **step_values(state.steps[step_id])}
         for step_id in sorted(state.changed)
@@ -377,7 +388,8 @@ async def save_state(
             }
         )
     params: dict[str, Any] = {
-        "run_id": run.id,
+        "run_id": run_id,
+        "expected": expected_revision,
         "fin_id": finish.id if finish else None,
         "fin_token": finish.fencing_token if finish else None,
         "fin_status": finish.status if finish else None,
@@ -387,23 +399,53 @@ async def save_state(
         "attempts": _json(attempts),
         "steps": _json(steps),
         "events": _json(events),
-        "status": new["status"],
-        "output": _json(new["output"]),
-        "error": _json(new["error"]),
-        "response": _json(new["response"]),
-        "started_at": new["started_at"],
-        "finished_at": new["finished_at"],
+        "status": state.status.value,
+        "output": _json(state.output),
+        "error": _json(state.error),
+        "response": _json(state.response),
+        "started_at": state.started_at,
+        "finished_at": state.finished_at,
     }
-    written, attempt_id, revision = (await session.execute(_SAVE, params)).one()
+    at_revision, written, attempt_id, revision = (await db.execute(_SAVE, params)).one()
     if not written:
-        raise StaleAttempt(f"attempt {finish.id if finish else '?'} is no longer current")
-    for name, value in changed.items():
-        set_committed_value(run, name, value)
-    set_committed_value(run, "revision", int(revision))
+        return Written(None, moved=not at_revision)
     if start is not None:
         start.id = int(attempt_id)
     state.changed.clear()
     state.events.clear()
+    return Written(int(revision))
+
+
+async def save_state(
+    session: AsyncSession,
+    run: Run,
+    state: RunState,
+    *,
+    finish: FinishedAttempt | None = None,
+    start: NewAttempt | None = None,
+) -> None:
+    """:func:`write_state` under the run lock the caller holds (``run`` locked by
+    :func:`lock_run` in ``session``'s transaction).
+
+    Raises :class:`StaleAttempt` when ``finish``'s fencing token no longer holds (nothing
+    was written; the caller's transaction then rolls back whatever else it did). ``run``
+    is updated in memory (fields and revision) without becoming dirty. Pending ORM changes
+    of the session are flushed first (a run added in this transaction must exist before
+    its step rows). Nothing is written when nothing changed.
+    """
+    new = {name: getattr(state, name) for name in _RUN_FIELDS}
+    new["status"] = state.status.value
+    changed = {name: value for name, value in new.items() if getattr(run, name) != value}
+    if not (state.changed or changed or state.events or finish or start):
+        return
+    if session.new or session.dirty:
+        await session.flush()
+    written = await write_state(session, run.id, state, finish=finish, start=start)
+    if written.revision is None:
+        raise StaleAttempt(f"attempt {finish.id if finish else '?'} is no longer current")
+    for name, value in changed.items():
+        set_committed_value(run, name, value)
+    set_committed_value(run, "revision", written.revision)
 
 
 def claim_attempt(

@@ -53,6 +53,7 @@ from backend.db.run_store import (
     load_state,
     lock_run,
     save_state,
+    write_state,
 )
 from backend.engine import orchestrator
 from backend.engine.expressions import ExpressionError, resolve_config
@@ -116,9 +117,11 @@ class _Claimed:
     node_type: str
     timeout: float | None
     workflow_id: str
-    # the run's step records as this worker wrote them with the claim: completing the
-    # attempt reuses them when the run's revision has not moved since (no step query)
-    steps: Steps | None = None
+    version_id: uuid.UUID
+    # the run as this worker wrote it with the claim, and the revision that write gave
+    # it: completing the attempt starts from this state while the revision has not moved
+    revision: int | None = None
+    state: RunState | None = None
 
 
 class RunNotActive(ValueError):
@@ -855,48 +858,37 @@ class Execution:
         (and ``finish``, the attempt just completed, when given) in one write; or fail the
         step on an expression error (then ``None``, with the failure saved the same way).
         Returns what follows the save."""
-        step = graph.step(step_id)
-        rec = state.steps[step_id]
         try:
-            config = resolve_config(
-                step.config, step.expressions, rec.input, orchestrator.bindings(graph, state)
-            )
+            config = _resolve(graph, state, step_id)
         except ExpressionError as exc:
-            rec.attempts += 1
+            state.steps[step_id].attempts += 1
             error = {"message": str(exc), "kind": "expression_error"}
             dispatch, _ = orchestrator.fail_action(
                 graph, state, step_id, error, now, retryable=False
             )
             followup = await self._persist(session, run, state, graph, dispatch, now, finish=finish)
             return None, followup
-        attempt = claim_attempt(
+        attempt = self._new_attempt(state, step_id, config, run.id, now)
+        followup = await self._persist(
+            session, run, state, graph, [], now, finish=finish, start=attempt
+        )
+        claimed = _claimed(graph, state, attempt, run.workflow_id, run.version_id, run.revision)
+        return claimed, followup
+
+    def _new_attempt(
+        self, state: RunState, step_id: str, config: dict[str, Any], run_id: uuid.UUID, now: Any
+    ) -> NewAttempt:
+        """Claim an attempt of ready ``step_id`` in ``state`` (written by the caller)."""
+        return claim_attempt(
             state,
             step_id,
-            run_id=run.id,
+            run_id=run_id,
             worker=self.worker,
-            input=rec.input,
+            input=state.steps[step_id].input,
             config=config,
             now=now,
             lease_until=now + timedelta(seconds=self.lease_seconds),
         )
-        followup = await self._persist(
-            session, run, state, graph, [], now, finish=finish, start=attempt
-        )
-        assert attempt.id is not None  # set by the save
-        claimed = _Claimed(
-            attempt.id,
-            attempt.fencing_token,
-            attempt.number,
-            attempt.idempotency_key,
-            rec.input,
-            config,
-            step_id=step_id,
-            node_type=step.type,
-            timeout=step.timeout,
-            workflow_id=str(run.workflow_id),
-            steps=Steps(run.revision, state.steps),
-        )
-        return claimed, followup
 
     async def _run_action(
         self,
@@ -949,37 +941,97 @@ class Execution:
     async def _complete(
         self, run_id: uuid.UUID, done: _Claimed, outcome: dict[str, Any]
     ) -> _Claimed | None:
-        """Record the outcome of attempt ``done`` and advance the run, in one transaction.
+        """Record the outcome of attempt ``done`` and advance the run.
 
-        When that makes exactly one action step ready now, the same transaction claims it
-        (the run row stays locked throughout, so no other worker can claim it) and it is
-        returned for this worker to run; everything else is dispatched after commit. The
-        attempt is closed, the state saved and the next attempt claimed by ONE write,
+        When that makes exactly one action step ready now, the same write claims it and it
+        is returned for this worker to run; everything else is dispatched after commit.
+        First without a lock, from the state this worker wrote with the claim
+        (:meth:`_complete_unlocked`); when the run moved since, under the run lock.
+        """
+        if done.state is not None:
+            claimed = await self._complete_unlocked(run_id, done, outcome)
+            if not isinstance(claimed, _Moved):
+                return claimed
+        return await self._complete_locked(run_id, done, outcome)
+
+    async def _complete_unlocked(
+        self, run_id: uuid.UUID, done: _Claimed, outcome: dict[str, Any]
+    ) -> _Claimed | _Moved | None:
+        """Complete ``done`` from the run state this worker wrote with the claim, in ONE
+        autocommit statement that writes only if the run is still at that revision (it
+        locks the row while it checks and writes; docs/engine.md, "Performance").
+
+        Returns ``_MOVED`` (nothing written) when the run changed since, or when the
+        transition needs more than the one statement (child runs, the run ending, an
+        expression error in the next step's config): the locked path then does it.
+        """
+        graph = cached_graph(done.version_id)
+        state = done.state
+        if state is None or graph is None or has_calls(graph) or not _is_current(state, done):
+            return _MOVED
+        done.state = None  # changed below: the locked path must not reuse it
+        now = self.clock.now()
+        dispatch = _apply_outcome(graph, state, done, outcome, now)
+        if state.child_requests or state.child_cancels or state.status.terminal:
+            return _MOVED
+        inline = _inline_candidate(graph, state, dispatch, now)
+        start: NewAttempt | None = None
+        if inline is not None:
+            try:
+                config = _resolve(graph, state, inline)
+            except ExpressionError:
+                return _MOVED
+            start = self._new_attempt(state, inline, config, run_id, now)
+            dispatch = []
+        async with self.sessionmaker() as session:
+            conn = await session.connection(execution_options={"isolation_level": "AUTOCOMMIT"})
+            written = await write_state(
+                conn,
+                run_id,
+                state,
+                finish=_finished(done, outcome, now),
+                start=start,
+                expected_revision=done.revision,
+            )
+        if written.revision is None:
+            if written.moved:
+                return _MOVED
+            log.info("discarded late completion of %s/%s", run_id, done.step_id)
+            return None
+        await self._after_commit(run_id, Followup(dispatch=_dispatch_entries(state, dispatch, now)))
+        if start is None:
+            return None
+        return _claimed(
+            graph,
+            state,
+            start,
+            uuid.UUID(done.workflow_id),
+            done.version_id,
+            written.revision,
+        )
+
+    async def _complete_locked(
+        self, run_id: uuid.UUID, done: _Claimed, outcome: dict[str, Any]
+    ) -> _Claimed | None:
+        """Complete ``done`` in a transaction holding the run lock (the general path).
+
+        The attempt is closed, the state saved and the next attempt claimed by ONE write,
         fenced by ``done``'s token: a completion that lost its lease writes nothing.
         """
         now = self.clock.now()
-        finish = FinishedAttempt(
-            done.attempt_id,
-            done.token,
-            status="succeeded" if outcome["ok"] else "failed",
-            output=outcome.get("output"),
-            error=outcome.get("error"),
-            finished_at=now,
-        )
+        finish = _finished(done, outcome, now)
+        held = None
+        if done.state is not None and done.revision is not None:
+            held = Steps(done.revision, done.state.steps)
         try:
             async with self.sessionmaker() as session, session.begin():
                 run = await lock_run(session, run_id)
                 if run is None:
                     return None
                 graph = await graph_for_version(session, run.version_id)
-                state = await load_state(session, run, children=has_calls(graph), steps=done.steps)
-                rec = state.steps.get(done.step_id)
-                if (
-                    state.status.terminal
-                    or rec is None
-                    or rec.status != StepStatus.RUNNING
-                    or rec.attempts != done.number
-                ):  # no longer the step's current attempt: close it if still open, discard
+                state = await load_state(session, run, children=has_calls(graph), steps=held)
+                if not _is_current(state, done):
+                    # no longer the step's current attempt: close it if still open, discard
                     if not await finish_attempt(
                         session,
                         finish.id,
@@ -991,22 +1043,7 @@ class Execution:
                     ):
                         log.info("discarded late completion of %s/%s", run_id, done.step_id)
                     return None
-                if outcome["ok"]:
-                    dispatch = orchestrator.complete_action(
-                        graph, state, done.step_id, outcome["output"], now
-                    )
-                else:
-                    dispatch, delay = orchestrator.fail_action(
-                        graph,
-                        state,
-                        done.step_id,
-                        outcome["error"],
-                        now,
-                        retryable=outcome["retryable"],
-                        retry_after=outcome.get("retry_after"),
-                    )
-                    if delay is not None:
-                        dispatch = [done.step_id]
+                dispatch = _apply_outcome(graph, state, done, outcome, now)
                 claimed: _Claimed | None = None
                 inline = _inline_candidate(graph, state, dispatch, now)
                 if inline is None:
@@ -1167,6 +1204,93 @@ class Execution:
 def has_calls(graph: WorkflowGraph) -> bool:
     """True when ``graph`` has a Sub-workflow or For-each step (its runs may have children)."""
     return any(step.type in CALL_TYPES for step in graph.steps)
+
+
+class _Moved:
+    """Marker: the run moved since the worker's own write; complete under the lock."""
+
+
+_MOVED = _Moved()
+
+
+def _is_current(state: RunState, done: _Claimed) -> bool:
+    """True while ``done`` is the current attempt of its step in an active run (not
+    expired and re-claimed, not cancelled or timed out with the run)."""
+    rec = state.steps.get(done.step_id)
+    return (
+        not state.status.terminal
+        and rec is not None
+        and rec.status == StepStatus.RUNNING
+        and rec.attempts == done.number
+    )
+
+
+def _apply_outcome(
+    graph: WorkflowGraph, state: RunState, done: _Claimed, outcome: dict[str, Any], now: Any
+) -> list[str]:
+    """Let the engine complete or fail ``done``'s step; the steps to dispatch (the step
+    itself when it waits to be retried)."""
+    if outcome["ok"]:
+        return orchestrator.complete_action(graph, state, done.step_id, outcome["output"], now)
+    dispatch, delay = orchestrator.fail_action(
+        graph,
+        state,
+        done.step_id,
+        outcome["error"],
+        now,
+        retryable=outcome["retryable"],
+        retry_after=outcome.get("retry_after"),
+    )
+    return [done.step_id] if delay is not None else dispatch
+
+
+def _resolve(graph: WorkflowGraph, state: RunState, step_id: str) -> dict[str, Any]:
+    """The config of ``step_id`` with its expressions evaluated against the run state.
+
+    Raises :class:`~backend.engine.expressions.ExpressionError`."""
+    step = graph.step(step_id)
+    bindings = orchestrator.bindings(graph, state)
+    return resolve_config(step.config, step.expressions, state.steps[step_id].input, bindings)
+
+
+def _finished(done: _Claimed, outcome: dict[str, Any], now: Any) -> FinishedAttempt:
+    """The attempt row's closing values for ``outcome``."""
+    return FinishedAttempt(
+        done.attempt_id,
+        done.token,
+        status="succeeded" if outcome["ok"] else "failed",
+        output=outcome.get("output"),
+        error=outcome.get("error"),
+        finished_at=now,
+    )
+
+
+def _claimed(
+    graph: WorkflowGraph,
+    state: RunState,
+    attempt: NewAttempt,
+    workflow_id: uuid.UUID,
+    version_id: uuid.UUID,
+    revision: int,
+) -> _Claimed:
+    """The attempt this worker runs next, with the run state as of its write."""
+    assert attempt.id is not None  # set by the write
+    step = graph.step(attempt.step_id)
+    return _Claimed(
+        attempt.id,
+        attempt.fencing_token,
+        attempt.number,
+        attempt.idempotency_key,
+        attempt.input,
+        attempt.config,
+        step_id=attempt.step_id,
+        node_type=step.type,
+        timeout=step.timeout,
+        workflow_id=str(workflow_id),
+        version_id=version_id,
+        revision=revision,
+        state=state,
+    )
 
 
 def _inline_candidate(
