@@ -32,6 +32,13 @@ the two carries ``data-field`` (the other ``data-field-off`` and sits in a hidde
 ``panel.js`` swaps them and carries the value over (literal ``x`` <-> expression ``=x``).
 A field whose current value starts with ``=`` opens in expression mode.
 
+Enum labels: a select shows each option's label from the field schema's
+``"x-enum-labels"`` (an object, option value -> label; non-string values are keyed by their
+JSON text, e.g. ``"1"``, ``"true"``; options follow the labels' order) or, in plain JSON
+Schema, from ``oneOf`` / ``anyOf`` branches of ``{"const": value, "title": label}`` (those
+also stand in for ``enum``). The option value stays the raw id; an option without a label
+shows the id.
+
 Credential pickers: a field whose schema has ``"x-credential-type"`` (a type name or a
 list) is a select of the saved credentials of those types (:class:`CredentialChoice`:
 name and a masked hint, never a secret) plus a "New ..." link per type to
@@ -53,6 +60,7 @@ from jinja2.sandbox import SandboxedEnvironment
 
 from designer_schema.catalog import NodeTypeSpec
 from designer_schema.diagnostics import Diagnostic
+from frontend import display
 
 TEMPLATES_DIR = Path(__file__).parent / "templates"
 STATIC_DIR = Path(__file__).parent / "static"
@@ -67,6 +75,7 @@ ON_ERROR_CHOICES = (
 
 
 CREDENTIAL_SCHEMA_KEY = "x-credential-type"
+ENUM_LABELS_KEY = "x-enum-labels"
 
 
 @dataclass(frozen=True)
@@ -116,12 +125,14 @@ def create_environment(extra_search_paths: list[Path] | None = None) -> Sandboxe
     The page controllers may build their own environment; it must autoescape HTML.
     """
     paths = [TEMPLATES_DIR, *(extra_search_paths or [])]
-    return SandboxedEnvironment(
+    env = SandboxedEnvironment(
         loader=jinja2.FileSystemLoader([str(p) for p in paths]),
         autoescape=jinja2.select_autoescape(["html", "xml"], default=True),
         trim_blocks=True,
         lstrip_blocks=True,
     )
+    display.install(env)
+    return env
 
 
 def render_config_panel(
@@ -266,8 +277,9 @@ def _field_view(
     default = prop.get("default")
     type_ = prop.get("type")
 
-    if "enum" in prop and isinstance(prop["enum"], list):
-        _enum_view(view, prop["enum"], value if value is not None else default)
+    choices = enum_choices(prop)
+    if choices is not None:
+        _enum_view(view, choices, value if value is not None else default)
         return view
 
     if type_ == "string":
@@ -301,11 +313,42 @@ def _field_view(
     return view
 
 
-def _enum_view(view: FieldView, choices: list[Any], current: Any) -> None:
+def enum_choices(prop: Mapping[str, Any]) -> list[tuple[Any, str]] | None:
+    """``[(value, label), ...]`` of an enum field schema, ``None`` when it is no enum.
+
+    Values come from ``"enum"`` (labels from ``"x-enum-labels"``) or, without ``"enum"``,
+    from ``oneOf``/``anyOf`` branches that are all ``{"const": ..., "title": ...}``. A value
+    without a label is labelled with its own text (strings as they are, others as JSON).
+    """
+    enum = prop.get("enum")
+    if isinstance(enum, list):
+        labels = prop.get(ENUM_LABELS_KEY)
+        labels = labels if isinstance(labels, Mapping) else {}
+        # The labels' order is the display order (schema generators may sort ``enum``).
+        order = {key: i for i, key in enumerate(labels)}
+        ordered = sorted(enum, key=lambda v: order.get(_enum_key(v), len(order)))
+        return [(v, str(labels.get(_enum_key(v)) or _enum_key(v))) for v in ordered]
+    for key in ("oneOf", "anyOf"):
+        branches = prop.get(key)
+        if (
+            isinstance(branches, list)
+            and branches
+            and all(isinstance(b, Mapping) and "const" in b for b in branches)
+        ):
+            return [(b["const"], str(b.get("title") or _enum_key(b["const"]))) for b in branches]
+    return None
+
+
+def _enum_key(value: Any) -> str:
+    """The text an enum value is labelled under: a string itself, anything else its JSON."""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def _enum_view(view: FieldView, choices: list[tuple[Any, str]], current: Any) -> None:
     view.kind = "enum"
-    view.enum_json = not all(isinstance(c, str) for c in choices)
+    view.enum_json = not all(isinstance(c, str) for c, _ in choices)
     encode = json.dumps if view.enum_json else str
-    view.options = [(encode(c), str(c)) for c in choices]
+    view.options = [(encode(c), label) for c, label in choices]
     view.value = "" if current is None else encode(current)
 
 

@@ -40,7 +40,9 @@ from backend.runtime import Runtime
 from backend.services import accounts, runs, workflows
 from backend.services import credentials as creds
 from backend.services.channels import run_channel
+from frontend import display
 from frontend.forms import CREDENTIAL_SCHEMA_KEY, CredentialChoice, render_config_panel
+from frontend.webhook_view import active_webhook
 
 TEMPLATES = Path(__file__).parent / "templates"
 STATIC = Path(__file__).parent / "static"
@@ -53,6 +55,7 @@ ENV = SandboxedEnvironment(
 ENV.filters["tojson_pretty"] = lambda v: msgspec.json.format(
     msgspec.json.encode(v), indent=2
 ).decode()
+display.install(ENV)
 
 
 class ConfigPanelIn(msgspec.Struct):
@@ -222,7 +225,7 @@ class AppPages(Controller):
                 "id": str(wf.id),
                 "name": wf.name,
                 "active_version": wf.active_version,
-                "webhook_url": webhook_url(runtime, wf) if wf.active_version else None,
+                "webhook": await active_webhook(db, runtime.settings.base_url, wf),
             },
             diagram_json=msgspec.json.encode(wf.draft).decode(),
             catalog_json=msgspec.json.encode(runtime.catalog.all()).decode(),
@@ -298,6 +301,7 @@ class AppPages(Controller):
             run_json=msgspec.json.encode(detail).decode(),
             diagram_json=msgspec.json.encode(diagram).decode(),
             catalog_json=msgspec.json.encode(runtime.catalog.all()).decode(),
+            type_labels={spec.type: spec.label for spec in runtime.catalog.all()},
         )
 
     @get("/runs/{run_id:uuid}/events", operation_id="page_run_events")

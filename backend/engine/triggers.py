@@ -23,6 +23,25 @@ from designer_schema.catalog import NodeTypeSpec
 RESPOND_MODES = ["immediately", "respond_node", "last_step"]
 AUTH_KINDS = ["none", "header", "basic", "hmac"]
 HMAC_PRESETS = ["github", "slack", "stripe", "shopify", "generic"]
+#: What the designer shows for each enum value (``x-enum-labels``, see frontend/forms.py).
+RESPOND_MODE_LABELS = {
+    "immediately": "Immediately (202 with the run id)",
+    "respond_node": "When a Respond to Webhook step answers",
+    "last_step": "When the run ends, with its output",
+}
+AUTH_KIND_LABELS = {
+    "none": "None",
+    "header": "Header token",
+    "basic": "Basic auth",
+    "hmac": "HMAC signature",
+}
+HMAC_PRESET_LABELS = {
+    "github": "GitHub",
+    "slack": "Slack",
+    "stripe": "Stripe",
+    "shopify": "Shopify",
+    "generic": "Generic (configure below)",
+}
 DEFAULT_MAX_BODY = 1024 * 1024
 DEFAULT_IDEMPOTENCY_HOURS = 24.0
 
@@ -62,11 +81,12 @@ TRIGGER_WEBHOOK = NodeTypeSpec(
             "auth": {
                 "type": "string",
                 "enum": AUTH_KINDS,
+                "x-enum-labels": AUTH_KIND_LABELS,
                 "default": "none",
                 "title": "Authentication",
                 "description": (
-                    "header: a header must carry the secret; basic: user + secret as "
-                    "password; hmac: a signature of the body made with the secret."
+                    "Header token: a header must carry the secret; Basic auth: user + secret "
+                    "as password; HMAC signature: a signature of the body made with the secret."
                 ),
             },
             "auth_header": {
@@ -78,6 +98,7 @@ TRIGGER_WEBHOOK = NodeTypeSpec(
             "hmac_preset": {
                 "type": "string",
                 "enum": HMAC_PRESETS,
+                "x-enum-labels": HMAC_PRESET_LABELS,
                 "default": "github",
                 "title": "Signature scheme",
             },
@@ -89,12 +110,14 @@ TRIGGER_WEBHOOK = NodeTypeSpec(
             "hmac_algorithm": {
                 "type": "string",
                 "enum": ["sha256", "sha1", "sha512"],
+                "x-enum-labels": {"sha256": "SHA-256", "sha1": "SHA-1", "sha512": "SHA-512"},
                 "default": "sha256",
                 "title": "Algorithm (generic)",
             },
             "hmac_encoding": {
                 "type": "string",
                 "enum": ["hex", "base64"],
+                "x-enum-labels": {"hex": "Hex", "base64": "Base64"},
                 "default": "hex",
                 "title": "Encoding (generic)",
             },
@@ -106,9 +129,10 @@ TRIGGER_WEBHOOK = NodeTypeSpec(
             "hmac_signed": {
                 "type": "string",
                 "enum": ["body", "timestamp_body"],
+                "x-enum-labels": {"body": "Body", "timestamp_body": "Timestamp and body"},
                 "default": "body",
                 "title": "Signed content (generic)",
-                "description": "timestamp_body signs '<timestamp>.<body>'.",
+                "description": "Timestamp and body signs '<timestamp>.<body>'.",
             },
             "hmac_timestamp_header": {
                 "type": "string",
@@ -124,11 +148,12 @@ TRIGGER_WEBHOOK = NodeTypeSpec(
             "respond": {
                 "type": "string",
                 "enum": RESPOND_MODES,
+                "x-enum-labels": RESPOND_MODE_LABELS,
                 "default": "immediately",
                 "title": "Respond",
                 "description": (
-                    "immediately: 202 with the run id; respond_node: wait for a Respond to "
-                    "Webhook step; last_step: wait for the run and answer with its output."
+                    "When the caller gets its answer: at once (202 with the run id), when a "
+                    "Respond to Webhook step runs, or when the run ends (with its output)."
                 ),
             },
             "wait_timeout": {
@@ -182,6 +207,11 @@ TRIGGER_SCHEDULE = NodeTypeSpec(
             "mode": {
                 "type": "string",
                 "enum": ["cron", "interval", "once"],
+                "x-enum-labels": {
+                    "cron": "Cron expression",
+                    "interval": "Fixed interval",
+                    "once": "Once",
+                },
                 "default": "cron",
                 "title": "Repeat",
             },
@@ -212,6 +242,7 @@ TRIGGER_SCHEDULE = NodeTypeSpec(
             "catch_up": {
                 "type": "string",
                 "enum": ["skip", "once", "all"],
+                "x-enum-labels": {"skip": "Skip them", "once": "Run once", "all": "Run each"},
                 "default": "skip",
                 "title": "Missed fire times",
                 "description": (

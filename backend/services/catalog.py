@@ -115,6 +115,11 @@ def spec_for_action(action: Any, connector_name: str) -> NodeTypeSpec:
         {
             "type": "string",
             "enum": ["fail", "error_port", "continue"],
+            "x-enum-labels": {
+                "fail": "Fail the run",
+                "error_port": "Continue on the error port",
+                "continue": "Continue",
+            },
             "default": "fail",
             "title": "On error",
         },

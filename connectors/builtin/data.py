@@ -80,6 +80,20 @@ def _is_number(value: Any) -> bool:
 Operator = Literal[
     "eq", "ne", "gt", "gte", "lt", "lte", "contains", "starts_with", "in", "exists", "not_exists"
 ]
+#: What the designer shows for each operator (``x-enum-labels``).
+OPERATOR_LABELS = {
+    "eq": "equals",
+    "ne": "does not equal",
+    "gt": "is greater than",
+    "gte": "is greater than or equal to",
+    "lt": "is less than",
+    "lte": "is less than or equal to",
+    "contains": "contains",
+    "starts_with": "starts with",
+    "in": "is one of (list)",
+    "exists": "exists",
+    "not_exists": "does not exist",
+}
 
 
 class FilterConfig(msgspec.Struct, kw_only=True):
@@ -87,7 +101,10 @@ class FilterConfig(msgspec.Struct, kw_only=True):
 
     items: Items = None
     field: Annotated[str, msgspec.Meta(title="Field", description="Dotted path")]
-    operator: Annotated[Operator, msgspec.Meta(title="Operator")] = "eq"
+    operator: Annotated[
+        Operator,
+        msgspec.Meta(title="Operator", extra_json_schema={"x-enum-labels": OPERATOR_LABELS}),
+    ] = "eq"
     value: Annotated[Any, msgspec.Meta(title="Value")] = None
 
 

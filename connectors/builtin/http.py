@@ -121,7 +121,18 @@ class HttpRequestConfig(msgspec.Struct, kw_only=True):
     ] = {}
     body_type: Annotated[
         Literal["json", "form", "multipart", "raw"],
-        msgspec.Meta(title="Body type", description="How the body is encoded"),
+        msgspec.Meta(
+            title="Body type",
+            description="How the body is encoded",
+            extra_json_schema={
+                "x-enum-labels": {
+                    "json": "JSON",
+                    "form": "Form (URL-encoded)",
+                    "multipart": "Multipart form",
+                    "raw": "Raw",
+                }
+            },
+        ),
     ] = "json"
     body: Annotated[
         Any,
@@ -134,13 +145,34 @@ class HttpRequestConfig(msgspec.Struct, kw_only=True):
         None
     )
     response_format: Annotated[
-        Literal["auto", "json", "text", "bytes"], msgspec.Meta(title="Response format")
+        Literal["auto", "json", "text", "bytes"],
+        msgspec.Meta(
+            title="Response format",
+            extra_json_schema={
+                "x-enum-labels": {
+                    "auto": "Automatic (by Content-Type)",
+                    "json": "JSON",
+                    "text": "Text",
+                    "bytes": "Binary (base64)",
+                }
+            },
+        ),
     ] = "auto"
     follow_redirects: Annotated[bool, msgspec.Meta(title="Follow redirects")] = True
     max_redirects: Annotated[int, msgspec.Meta(title="Max redirects", ge=0, le=20)] = 5
     pagination: Annotated[
         Literal["none", "link_header", "body_field"],
-        msgspec.Meta(title="Pagination", description="How to find the next page"),
+        msgspec.Meta(
+            title="Pagination",
+            description="How to find the next page",
+            extra_json_schema={
+                "x-enum-labels": {
+                    "none": "None",
+                    "link_header": "Link header",
+                    "body_field": "Next-URL field in the body",
+                }
+            },
+        ),
     ] = "none"
     next_field: Annotated[
         str,

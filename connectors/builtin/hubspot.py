@@ -109,7 +109,19 @@ class SearchContactsConfig(msgspec.Struct, kw_only=True):
     property: Annotated[str, msgspec.Meta(title="Property")] = "email"
     operator: Annotated[
         Literal["EQ", "NEQ", "CONTAINS_TOKEN", "GT", "LT", "HAS_PROPERTY"],
-        msgspec.Meta(title="Operator"),
+        msgspec.Meta(
+            title="Operator",
+            extra_json_schema={
+                "x-enum-labels": {
+                    "EQ": "equals",
+                    "NEQ": "does not equal",
+                    "CONTAINS_TOKEN": "contains word",
+                    "GT": "is greater than",
+                    "LT": "is less than",
+                    "HAS_PROPERTY": "has a value",
+                }
+            },
+        ),
     ] = "EQ"
     value: Annotated[str, msgspec.Meta(title="Value")] = ""
     properties: Annotated[list[str], msgspec.Meta(title="Properties to return")] = msgspec.field(

@@ -83,6 +83,7 @@ CONTROL_FOREACH = NodeTypeSpec(
             "on_item_error": {
                 "type": "string",
                 "enum": ["stop", "continue"],
+                "x-enum-labels": {"stop": "Stop", "continue": "Continue with the next items"},
                 "default": "stop",
                 "title": "On item error",
             },

@@ -67,6 +67,7 @@ CONTROL_SWITCH = NodeTypeSpec(
             "mode": {
                 "type": "string",
                 "enum": ["first", "all"],
+                "x-enum-labels": {"first": "First matching case", "all": "All matching cases"},
                 "default": "first",
                 "title": "Match",
             },
@@ -92,6 +93,11 @@ CONTROL_JOIN = NodeTypeSpec(
             "mode": {
                 "type": "string",
                 "enum": ["all", "first", "n_of_m"],
+                "x-enum-labels": {
+                    "all": "All activated branches",
+                    "first": "First arrival",
+                    "n_of_m": "N of the branches",
+                },
                 "default": "all",
                 "title": "Wait for",
             },

@@ -236,10 +236,14 @@ export class Canvas {
       const outputs = m.outputsOf(node);
       const textWidth = outputs.length > 1 ? 17 : 22; // leave room for port names
       el("text", { class: "node-label", x: 44, y: h / 2 - 6, "dominant-baseline": "middle" }, g).textContent = truncate(m.displayLabel(node), textWidth);
-      el("text", { class: "node-sub", x: 44, y: h / 2 + 11, "dominant-baseline": "middle" }, g).textContent = truncate(node.id, textWidth + 2);
+      // Subtitle: the node type's label under a custom label, else the step id (what
+      // expressions refer to); type ids stay in the tooltip.
+      const typeLabel = m.typeLabel(node.type);
+      el("text", { class: node.label ? "node-sub node-sub-type" : "node-sub", x: 44, y: h / 2 + 11, "dominant-baseline": "middle" }, g).textContent = truncate(node.label ? typeLabel : node.id, textWidth + 2);
       el("title", {}, g).textContent = [
-        `${m.displayLabel(node)} (${node.id})`,
-        node.type,
+        m.displayLabel(node),
+        `${typeLabel} (${node.type})`,
+        `Step id: ${node.id}`,
         status ? `status: ${status}` : "",
         ...(diags || []).map((d) => `⚠ ${d.message}`),
       ].filter(Boolean).join("\n");

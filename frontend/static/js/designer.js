@@ -3,6 +3,7 @@
 
 import { errorMessage, postJSON, putJSON } from "./api.js";
 import { Canvas } from "./canvas.js";
+import { attachCopyButton } from "./clipboard.js";
 import { DiagnosticsList, problems } from "./diagnostics.js";
 import { DiagramModel, NODE_WIDTH } from "./model.js";
 import { acceptDrops, renderPalette } from "./palette.js";
@@ -176,16 +177,39 @@ async function publish() {
   badge.textContent = `v${version.number}`;
   badge.hidden = false;
   root.dataset.activeVersion = version.number;
-  if (resp.data?.webhook_url) showWebhook(resp.data.webhook_url);
+  showWebhook(resp.data?.webhook_url);
   const note = resp.data?.created === false ? " (no changes since the last publish)" : "";
   setStatus(`Published version ${version.number}${note}`, "ok");
 }
 
-function showWebhook(url) {
+/**
+ * The toolbar's webhook box after a publish: the URL (with the trigger's path suffix) and
+ * methods of the just-published webhook trigger; hidden when the trigger is no webhook.
+ * On page load the server renders it from the active version (frontend/webhook_view.py).
+ */
+function showWebhook(baseUrl) {
   const box = document.getElementById("webhook-url");
-  box.querySelector("code").textContent = url;
+  const trigger = model.nodes.find((n) => n.type === "trigger.webhook");
+  if (!baseUrl || !trigger) {
+    box.hidden = true;
+    return;
+  }
+  const config = trigger.config || {};
+  const suffix = String(config.path_suffix || "").replace(/^\/+|\/+$/g, "");
+  const methods = String(config.methods || "POST").split(",").map((m) => m.trim().toUpperCase()).filter(Boolean);
+  document.getElementById("webhook-url-text").textContent = suffix ? `${baseUrl}/${suffix}` : baseUrl;
+  document.getElementById("webhook-methods").replaceChildren(
+    ...(methods.length ? methods : ["POST"]).map((m) => Object.assign(document.createElement("span"), { className: "badge badge-method", textContent: m })),
+  );
+  document.getElementById("webhook-disabled").hidden = config.enabled !== false;
   box.hidden = false;
 }
+
+attachCopyButton(
+  document.getElementById("webhook-copy"),
+  document.getElementById("webhook-url-text"),
+  document.getElementById("webhook-copied"),
+);
 
 async function withBusy(button, fn) {
   button.disabled = true;

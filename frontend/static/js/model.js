@@ -48,6 +48,11 @@ export class DiagramModel {
     return this.specs.get(type) || null;
   }
 
+  /** The catalog label of a node type ("HTTP Request"); the type id when unknown. */
+  typeLabel(type) {
+    return this.spec(type)?.label || type;
+  }
+
   node(id) {
     return this.nodes.find((n) => n.id === id) || null;
   }
@@ -57,7 +62,7 @@ export class DiagramModel {
   }
 
   displayLabel(node) {
-    return node.label || this.spec(node.type)?.label || node.type;
+    return node.label || this.typeLabel(node.type);
   }
 
   inputsOf(node) {

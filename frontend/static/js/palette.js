@@ -101,10 +101,10 @@ function paletteItem(spec, groupWords, onAdd) {
   const label = document.createElement("span");
   label.className = "palette-label";
   label.textContent = spec.label;
-  const type = document.createElement("span");
-  type.className = "palette-type";
-  type.textContent = spec.type;
-  text.append(label, type);
+  const sub = document.createElement("span");
+  sub.className = "palette-type";
+  sub.textContent = spec.description || spec.category || "";
+  text.append(label, sub);
   item.append(icon, text);
 
   item.addEventListener("dragstart", (e) => {

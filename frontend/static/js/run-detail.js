@@ -11,6 +11,7 @@ const view = document.getElementById("run-view");
 const initialStatus = view.dataset.status;
 const diagram = parseJSON(view.dataset.diagram) || { nodes: [], edges: [] };
 const catalog = parseJSON(view.dataset.catalog) || [];
+const typeLabels = new Map(catalog.map((spec) => [spec.type, spec.label]));
 
 function parseJSON(text) {
   try {
@@ -115,9 +116,10 @@ function stepSection(step) {
   badge.className = "badge";
   const h3 = document.createElement("h3");
   h3.textContent = step.label || step.step_id;
-  const type = document.createElement("code");
-  type.className = "muted small";
-  type.textContent = step.type || "";
+  const type = document.createElement("span");
+  type.className = "step-type muted small";
+  type.title = step.type || "";
+  type.textContent = typeLabels.get(step.type) || step.type || "";
   const dur = document.createElement("span");
   dur.className = "step-duration muted";
   header.append(badge, h3, type, dur);

@@ -326,3 +326,55 @@ def test_a_missing_credential_stays_selected_and_visible(env: SandboxedEnvironme
 def test_new_credential_link_never_returns_off_site(env: SandboxedEnvironment) -> None:
     out = render_config_panel(env, CRED_SPEC, "e", "", {}, [], return_to="//evil.test/x")
     assert "next=" not in out
+
+
+def _enum_spec(prop: dict) -> NodeTypeSpec:
+    return NodeTypeSpec(
+        type="t.enum",
+        label="Enum",
+        kind="action",
+        config_schema={"type": "object", "properties": {"mode": prop}},
+    )
+
+
+def _options(out: str) -> list[tuple[str, str]]:
+    select = re.search(r'<select[^>]*data-field="mode".*?</select>', out, re.S)
+    assert select, out
+    return re.findall(r'<option value="([^"]*)"[^>]*>([^<]*)</option>', select.group(0))
+
+
+def test_enum_labels_show_labels_in_the_labels_order_and_keep_ids_as_values(
+    env: SandboxedEnvironment,
+) -> None:
+    prop = {
+        "type": "string",
+        "enum": ["body_field", "link_header", "none", "unlabelled"],  # sorted by a generator
+        "x-enum-labels": {
+            "none": "None",
+            "link_header": "Link header",
+            "body_field": "Next-URL field <in the body>",
+        },
+    }
+    out = render_config_panel(env, _enum_spec(prop), "x_1", "", {"mode": "link_header"}, [])
+    assert _options(out) == [
+        ("", "&mdash;"),
+        ("none", "None"),
+        ("link_header", "Link header"),
+        ("body_field", "Next-URL field &lt;in the body&gt;"),
+        ("unlabelled", "unlabelled"),
+    ]
+    assert '<option value="link_header" selected>Link header</option>' in out
+
+
+def test_enum_labels_of_non_string_values_are_keyed_by_json(env: SandboxedEnvironment) -> None:
+    prop = {"enum": [1, 2, True], "x-enum-labels": {"1": "One", "true": "Yes"}}
+    out = render_config_panel(env, _enum_spec(prop), "x_1", "", {"mode": 2}, [])
+    assert _options(out)[1:] == [("1", "One"), ("true", "Yes"), ("2", "2")]
+    assert "data-json" in control(out, "mode")
+
+
+def test_one_of_const_title_is_an_enum_with_labels(env: SandboxedEnvironment) -> None:
+    prop = {"oneOf": [{"const": "asc", "title": "Ascending"}, {"const": "desc"}]}
+    out = render_config_panel(env, _enum_spec(prop), "x_1", "", {}, [])
+    assert 'data-kind="enum"' in control(out, "mode")
+    assert _options(out)[1:] == [("asc", "Ascending"), ("desc", "desc")]

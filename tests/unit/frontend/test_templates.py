@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 from types import SimpleNamespace as NS
 
 import pytest
@@ -69,7 +70,7 @@ def test_designer_embeds_json_safely(env: SandboxedEnvironment) -> None:
     out = render(
         env,
         "designer.html",
-        workflow=NS(id="w-1", name=EVIL, active_version=None, webhook_url=None),
+        workflow=NS(id="w-1", name=EVIL, active_version=None, webhook=None),
         diagram_json=json.dumps(diagram),
         catalog_json="[]",
     )
@@ -80,6 +81,27 @@ def test_designer_embeds_json_safely(env: SandboxedEnvironment) -> None:
         assert f'id="{id_}"' in out
     assert 'id="config-panel"' in out and 'id="diagnostics"' in out and 'id="webhook-url"' in out
     assert '<script type="module" src="/static/js/designer.js">' in out
+    assert re.search(r'id="webhook-url" class="webhook-url" hidden>', out)
+    assert 'id="diagnostics-toggle"' in out and 'aria-expanded="true"' in out
+
+
+def test_designer_webhook_box_shows_methods_full_url_and_copy(env: SandboxedEnvironment) -> None:
+    hook = {"url": "http://h/hooks/tok/" + EVIL, "methods": ["POST", "PUT"], "enabled": False}
+    out = render(
+        env,
+        "designer.html",
+        workflow=NS(id="w-1", name="n", active_version=2, webhook=hook),
+        diagram_json="{}",
+        catalog_json="[]",
+    )
+    assert re.search(r'id="webhook-url" class="webhook-url">', out)
+    assert (
+        '<span class="badge badge-method">POST</span><span class="badge badge-method">PUT</span>'
+        in out
+    )
+    assert ">http://h/hooks/tok/&lt;script&gt;alert(1)&lt;/script&gt;</code>" in out
+    assert 'id="webhook-copy"' in out and 'id="webhook-copied"' in out
+    assert re.search(r'id="webhook-disabled"[^>]*>disabled<', out)  # shown: not hidden
 
 
 def _run() -> NS:
@@ -142,6 +164,19 @@ def test_run_detail(env: SandboxedEnvironment) -> None:
     assert 'data-events-url="/runs/r-1/events"' in out
     assert "1.5 s" in out
     assert EVIL not in out
+    # The node type's id only in a tooltip (no labels passed: the id is the fallback text).
+    assert '<span class="step-type muted small" title="http.request">http.request</span>' in out
+    out = render(
+        env,
+        "run_detail.html",
+        run=_run(),
+        diagram_json="{}",
+        type_labels={"http.request": "HTTP Request"},
+    )
+    assert '<span class="step-type muted small" title="http.request">HTTP Request</span>' in out
+    # Errors are shown readably (message first), the raw JSON behind a disclosure.
+    assert '<span class="error-message">&lt;script&gt;alert(1)&lt;/script&gt;</span>' in out
+    assert out.count("<summary>Raw JSON</summary>") == 2  # the step's and its attempt's
     assert 'data-run-action="pause" >' in out and 'data-run-action="resume" hidden' in out
 
 

@@ -1,0 +1,101 @@
+"""Readable views of run data for the page templates (pure; no I/O).
+
+Errors recorded on runs, steps and attempts are JSON objects shaped
+``{"message": str, "kind": str, ...}`` (engine errors add ``field``, ``child_run_id``,
+``attempts``...; action errors ``retryable``, ``retry_after`` and a ``details`` object such
+as ``{"status": 503, "url": "..."}``, see ``connectors.sdk.errors``). :func:`error_view`
+turns one into what the run page shows: the message prominently, the kind as a label, the
+other facts as a definition list, and the whole object for a "raw JSON" disclosure.
+
+:func:`install` makes the helpers template globals of a Jinja environment.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import jinja2
+
+#: Keys shown elsewhere (message, kind) or not worth a row of their own.
+_HEADLINE_KEYS = ("message", "kind")
+#: Friendlier names of keys errors commonly carry; others are humanised.
+_KEY_LABELS = {
+    "status": "Status code",
+    "status_code": "Status code",
+    "url": "URL",
+    "method": "Method",
+    "retryable": "Retryable",
+    "retry_after": "Retry after (s)",
+    "field": "Field",
+    "child_run_id": "Child run",
+    "attempts": "Attempts",
+}
+
+
+@dataclass(frozen=True)
+class ErrorView:
+    """One error as the run page shows it.
+
+    ``message``: the human-readable text (``"error"`` when the object has none);
+    ``kind``: the short machine class (``"http_503"``), ``""`` when absent;
+    ``details``: ``(label, text)`` rows of every other key (entries of a nested
+    ``details`` object are flattened in; non-scalar values shown as compact JSON);
+    ``raw``: the object as recorded (for the raw JSON disclosure).
+    """
+
+    message: str
+    kind: str = ""
+    details: list[tuple[str, str]] = field(default_factory=list)
+    raw: Any = None
+
+
+def error_view(error: Any) -> ErrorView:
+    """The :class:`ErrorView` of a recorded error.
+
+    ``error`` is normally a dict; a bare string becomes the message; any other value
+    (list, number) is shown as JSON text. ``None`` values and empty ``details`` are left out.
+    """
+    if isinstance(error, str):
+        return ErrorView(message=error or "error", raw=error)
+    if not isinstance(error, dict):
+        return ErrorView(message=_text(error), raw=error)
+    message = error.get("message")
+    kind = error.get("kind")
+    rows: list[tuple[str, str]] = []
+    for key, value in error.items():
+        if key in _HEADLINE_KEYS or value is None:
+            continue
+        if key == "details" and isinstance(value, dict):
+            rows.extend((_label(k), _text(v)) for k, v in value.items() if v is not None)
+        else:
+            rows.append((_label(key), _text(value)))
+    return ErrorView(
+        message=_text(message) if message not in (None, "") else "error",
+        kind=_text(kind) if kind not in (None, "") else "",
+        details=rows,
+        raw=error,
+    )
+
+
+def _label(key: Any) -> str:
+    text = str(key)
+    return _KEY_LABELS.get(text) or text.replace("_", " ").strip().capitalize() or text
+
+
+def _text(value: Any) -> str:
+    """Strings as they are, booleans as yes/no, anything else as compact JSON."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    try:
+        return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def install(env: jinja2.Environment) -> None:
+    """Add the display helpers (``error_view``) to ``env``'s template globals."""
+    env.globals["error_view"] = error_view
