@@ -15,14 +15,12 @@ from urllib.parse import urlencode
 
 from litestar import Controller, Request, Response, get, post
 from litestar.di import Provide
-from litestar.enums import RequestEncodingType
 from litestar.exceptions import NotAuthorizedException
-from litestar.params import Body
+from litestar.params import FromPath, FromQuery, URLEncodedBody
 from litestar.response import Redirect
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend import crypto
-from backend.auth.web import login_required, provide_db, provide_runtime
+from backend.auth.web import AppRuntime, DbSession, login_required, provide_db, provide_runtime
 from backend.db.models import User
 from backend.runtime import Runtime
 from backend.services import credentials as creds
@@ -108,7 +106,7 @@ class ConnectorPages(Controller):
 
     @get("/catalog", operation_id="page_catalog")
     async def catalog_page(
-        self, request: Request[Any, Any, Any], runtime: Runtime
+        self, request: Request[Any, Any, Any], runtime: AppRuntime
     ) -> Response[str]:
         """Installed connectors, their node types and docs, and plugin load errors."""
         catalog = runtime.catalog
@@ -125,12 +123,12 @@ class ConnectorPages(Controller):
     async def credentials_page(
         self,
         request: Request[Any, Any, Any],
-        db: AsyncSession,
-        runtime: Runtime,
-        type: str = "",
-        connected: str = "",
-        error: str = "",
-        next: str = "",
+        db: DbSession,
+        runtime: AppRuntime,
+        type: FromQuery[str] = "",
+        connected: FromQuery[str] = "",
+        error: FromQuery[str] = "",
+        next: FromQuery[str] = "",
     ) -> Response[str]:
         """List (masked) and the create form (``?type=`` preselects a credential type;
         ``?next=<same-site path>`` returns there after saving, with ``credential=<id>``)."""
@@ -151,9 +149,9 @@ class ConnectorPages(Controller):
     async def create_credential(
         self,
         request: Request[Any, Any, Any],
-        db: AsyncSession,
-        runtime: Runtime,
-        data: dict[str, str] = Body(media_type=RequestEncodingType.URL_ENCODED),
+        db: DbSession,
+        runtime: AppRuntime,
+        data: URLEncodedBody[dict[str, str]],
     ) -> Response[Any]:
         """Create from the form; on error re-render with the message (secrets not echoed)."""
         user: User = request.scope["state"]["user"]
@@ -193,7 +191,7 @@ class ConnectorPages(Controller):
 
     @post("/credentials/{credential_id:str}/delete", operation_id="page_delete_credential")
     async def delete_credential(
-        self, request: Request[Any, Any, Any], db: AsyncSession, credential_id: str
+        self, request: Request[Any, Any, Any], db: DbSession, credential_id: FromPath[str]
     ) -> Redirect:
         """Delete and go back to the list."""
         user: User = request.scope["state"]["user"]

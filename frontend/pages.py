@@ -19,15 +19,15 @@ from jinja2.sandbox import SandboxedEnvironment
 from litestar import Controller, MediaType, Request, Response, get, post
 from litestar.datastructures import State
 from litestar.di import Provide
-from litestar.enums import RequestEncodingType
 from litestar.exceptions import HTTPException, NotAuthorizedException
-from litestar.params import Body
+from litestar.params import FromPath, FromQuery, JSONBody, URLEncodedBody
 from litestar.response import Redirect, ServerSentEvent, ServerSentEventMessage
 from litestar.utils.scope.state import ScopeState
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.auth.web import (
     SESSION_COOKIE,
+    AppRuntime,
+    DbSession,
     load_user,
     login_required,
     provide_db,
@@ -121,7 +121,9 @@ class AuthPages(Controller):
         return Redirect("/workflows")
 
     @get("/login", operation_id="page_login")
-    async def login_form(self, request: Request, next: str | None = None) -> Response[str]:
+    async def login_form(
+        self, request: Request, next: FromQuery[str | None] = None
+    ) -> Response[str]:
         """The login form."""
         await load_user(request)
         return render(request, "login.html", error=None, next=_safe_next(next))
@@ -130,9 +132,9 @@ class AuthPages(Controller):
     async def login(
         self,
         request: Request,
-        db: AsyncSession,
-        runtime: Runtime,
-        data: dict[str, str] = Body(media_type=RequestEncodingType.URL_ENCODED),
+        db: DbSession,
+        runtime: AppRuntime,
+        data: URLEncodedBody[dict[str, str]],
     ) -> Response[Any]:
         """Check the form's credentials; on success set the session cookie and redirect."""
         user = await accounts.authenticate(db, data.get("email", ""), data.get("password", ""))
@@ -152,7 +154,7 @@ class AuthPages(Controller):
         return response
 
     @post("/logout", operation_id="page_logout")
-    async def logout(self, request: Request, db: AsyncSession) -> Response[Any]:
+    async def logout(self, request: Request, db: DbSession) -> Response[Any]:
         """End the session and go to the login page."""
         token = request.cookies.get(SESSION_COOKIE)
         if token:
@@ -176,7 +178,7 @@ class AppPages(Controller):
 
     @get("/workflows", operation_id="page_workflows")
     async def workflows_page(
-        self, request: Request, db: AsyncSession, runtime: Runtime
+        self, request: Request, db: DbSession, runtime: AppRuntime
     ) -> Response[str]:
         """All workflows."""
         items = [
@@ -196,8 +198,8 @@ class AppPages(Controller):
     async def create_workflow(
         self,
         request: Request,
-        db: AsyncSession,
-        data: dict[str, str] = Body(media_type=RequestEncodingType.URL_ENCODED),
+        db: DbSession,
+        data: URLEncodedBody[dict[str, str]],
     ) -> Response[Any]:
         """Create a workflow from the form and open it in the designer."""
         user: User = request.scope["state"]["user"]
@@ -209,7 +211,7 @@ class AppPages(Controller):
 
     @get("/workflows/{workflow_id:uuid}/designer", operation_id="page_designer")
     async def designer(
-        self, request: Request, workflow_id: uuid.UUID, db: AsyncSession, runtime: Runtime
+        self, request: Request, workflow_id: FromPath[uuid.UUID], db: DbSession, runtime: AppRuntime
     ) -> Response[str]:
         """The visual editor for one workflow's draft."""
         try:
@@ -239,7 +241,7 @@ class AppPages(Controller):
 
     @post("/designer/config-panel", operation_id="fragment_config_panel")
     async def config_panel(
-        self, request: Request, data: ConfigPanelIn, runtime: Runtime, db: AsyncSession
+        self, request: Request, data: JSONBody[ConfigPanelIn], runtime: AppRuntime, db: DbSession
     ) -> Response[str]:
         """The config side panel of one node, rendered from its node type's schema.
 
@@ -270,9 +272,9 @@ class AppPages(Controller):
     async def runs_page(
         self,
         request: Request,
-        db: AsyncSession,
-        workflow_id: uuid.UUID | None = None,
-        status: str | None = None,
+        db: DbSession,
+        workflow_id: FromQuery[uuid.UUID | None] = None,
+        status: FromQuery[str | None] = None,
     ) -> Response[str]:
         """Newest runs, filterable by workflow and status."""
         items = await runs.list_runs(db, workflow_id=workflow_id, status=status or None)
@@ -287,7 +289,7 @@ class AppPages(Controller):
 
     @get("/runs/{run_id:uuid}", operation_id="page_run")
     async def run_page(
-        self, request: Request, run_id: uuid.UUID, db: AsyncSession, runtime: Runtime
+        self, request: Request, run_id: FromPath[uuid.UUID], db: DbSession, runtime: AppRuntime
     ) -> Response[str]:
         """One run: the graph coloured by step status and every step's data."""
         found = await runs.get_run_detail(db, run_id)
@@ -305,7 +307,7 @@ class AppPages(Controller):
         )
 
     @get("/runs/{run_id:uuid}/events", operation_id="page_run_events")
-    async def run_events(self, run_id: uuid.UUID, state: State) -> ServerSentEvent:
+    async def run_events(self, run_id: FromPath[uuid.UUID], state: State) -> ServerSentEvent:
         """Server-Sent Events: an ``update`` event with the run JSON on every change."""
         runtime: Runtime = state.runtime
         return ServerSentEvent(_run_updates(runtime, run_id))

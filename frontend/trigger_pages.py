@@ -11,11 +11,10 @@ from typing import Any
 
 import msgspec
 from litestar import Controller, MediaType, Request, Response, get, post
-from litestar.enums import RequestEncodingType
-from litestar.params import Body
+from litestar.params import FromPath, JSONBody, URLEncodedBody
 from litestar.response import Redirect
-from sqlalchemy.ext.asyncio import AsyncSession
 
+from backend.auth.web import DbSession
 from backend.db.models import User
 from backend.services import api_tokens, schedules, webhooks, workflows
 from backend.triggers.schedule_rules import ScheduleError
@@ -39,7 +38,7 @@ class TriggerPages(Controller):
 
     @get("/workflows/{workflow_id:uuid}/deliveries", operation_id="page_webhook_deliveries")
     async def deliveries(
-        self, request: Request[Any, Any, Any], workflow_id: uuid.UUID, db: AsyncSession
+        self, request: Request[Any, Any, Any], workflow_id: FromPath[uuid.UUID], db: DbSession
     ) -> Response[str]:
         """Recent webhook deliveries of a workflow: runs started and requests rejected."""
         wf = await workflows.get_workflow(db, workflow_id)
@@ -52,7 +51,7 @@ class TriggerPages(Controller):
         )
 
     @post("/designer/schedule-preview", operation_id="fragment_schedule_preview", status_code=200)
-    async def schedule_preview(self, data: SchedulePreviewIn) -> Response[str]:
+    async def schedule_preview(self, data: JSONBody[SchedulePreviewIn]) -> Response[str]:
         """The next 10 fire times of a schedule config, in its zone and in UTC (HTML)."""
         try:
             rows = schedules.preview(data.config, datetime.now(UTC))
@@ -65,7 +64,7 @@ class TriggerPages(Controller):
         return Response(html, media_type=MediaType.HTML)
 
     @get("/tokens", operation_id="page_api_tokens")
-    async def tokens(self, request: Request[Any, Any, Any], db: AsyncSession) -> Response[str]:
+    async def tokens(self, request: Request[Any, Any, Any], db: DbSession) -> Response[str]:
         """The user's API tokens."""
         user: User = request.scope["state"]["user"]
         return render(request, "api_tokens.html", tokens=await api_tokens.list_tokens(db, user.id))
@@ -74,8 +73,8 @@ class TriggerPages(Controller):
     async def create_token(
         self,
         request: Request[Any, Any, Any],
-        db: AsyncSession,
-        data: dict[str, str] = Body(media_type=RequestEncodingType.URL_ENCODED),
+        db: DbSession,
+        data: URLEncodedBody[dict[str, str]],
     ) -> Response[str]:
         """Create a token and show its text once."""
         user: User = request.scope["state"]["user"]
@@ -95,7 +94,7 @@ class TriggerPages(Controller):
 
     @post("/tokens/{token_id:uuid}/revoke", operation_id="page_revoke_api_token")
     async def revoke_token(
-        self, request: Request[Any, Any, Any], token_id: uuid.UUID, db: AsyncSession
+        self, request: Request[Any, Any, Any], token_id: FromPath[uuid.UUID], db: DbSession
     ) -> Redirect:
         """Revoke a token and go back to the list."""
         user: User = request.scope["state"]["user"]

@@ -5,11 +5,13 @@ from __future__ import annotations
 from litestar import Controller, Request, Response, get, post
 from litestar.di import Provide
 from litestar.exceptions import NotAuthorizedException
-from sqlalchemy.ext.asyncio import AsyncSession
+from litestar.params import JSONBody
 
 from backend.api.schemas import LoginIn, UserOut
 from backend.auth.web import (
     SESSION_COOKIE,
+    CurrentUser,
+    DbSession,
     login_required,
     provide_db,
     provide_user,
@@ -33,7 +35,9 @@ class AuthController(Controller):
     dependencies = {"db": Provide(provide_db)}
 
     @post("/login", operation_id="login")
-    async def login(self, data: LoginIn, db: AsyncSession, request: Request) -> Response[UserOut]:
+    async def login(
+        self, data: JSONBody[LoginIn], db: DbSession, request: Request
+    ) -> Response[UserOut]:
         """Check credentials and set the session cookie; 401 on bad credentials."""
         user = await accounts.authenticate(db, data.email, data.password)
         if user is None:
@@ -45,7 +49,7 @@ class AuthController(Controller):
         return response
 
     @post("/logout", operation_id="logout", guards=[login_required], status_code=204)
-    async def logout(self, db: AsyncSession, request: Request) -> Response[None]:
+    async def logout(self, db: DbSession, request: Request) -> Response[None]:
         """End the session."""
         token = request.cookies.get(SESSION_COOKIE)
         if token:
@@ -60,6 +64,6 @@ class AuthController(Controller):
         guards=[login_required],
         dependencies={"user": Provide(provide_user)},
     )
-    async def me(self, user: User) -> UserOut:
+    async def me(self, user: CurrentUser) -> UserOut:
         """The logged-in user."""
         return user_out(user)

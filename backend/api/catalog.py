@@ -7,8 +7,7 @@ from typing import Any
 from litestar import Controller, get
 from litestar.di import Provide
 
-from backend.auth.web import login_required, provide_runtime
-from backend.runtime import Runtime
+from backend.auth.web import AppRuntime, login_required, provide_runtime
 from designer_schema.catalog import NodeTypeSpec
 
 
@@ -21,7 +20,7 @@ class CatalogController(Controller):
     dependencies = {"runtime": Provide(provide_runtime, sync_to_thread=False)}
 
     @get("/", operation_id="get_catalog")
-    async def catalog(self, runtime: Runtime) -> dict[str, Any]:
+    async def catalog(self, runtime: AppRuntime) -> dict[str, Any]:
         """``{"node_types": [...], "connectors": [...], "errors": [...]}``."""
         node_types: list[NodeTypeSpec] = runtime.catalog.all()
         return {

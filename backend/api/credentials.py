@@ -17,14 +17,11 @@ from urllib.parse import quote
 
 import msgspec
 from litestar import Controller, MediaType, Request, Response, delete, get, patch, post
-from litestar.di import Provide
-from litestar.params import QueryParameter
+from litestar.params import FromPath, FromQuery, JSONBody, QueryParameter
 from litestar.response import Redirect
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend import crypto
-from backend.auth.web import login_required, provide_db, provide_runtime, provide_user
-from backend.db.models import User
+from backend.auth.web import AppRuntime, CurrentUser, DbSession, login_required, user_dependencies
 from backend.runtime import Runtime, ssrf_policy
 from backend.services import credentials as svc
 from connectors import sdk
@@ -84,11 +81,7 @@ class CredentialController(Controller):
     path = "/api/credentials"
     tags = ["credentials"]
     guards = [login_required]
-    dependencies = {
-        "db": Provide(provide_db),
-        "runtime": Provide(provide_runtime, sync_to_thread=False),
-        "user": Provide(provide_user),
-    }
+    dependencies = user_dependencies()
     exception_handlers = {
         svc.CredentialError: _invalid,
         svc.CredentialNotFound: _not_found,
@@ -97,14 +90,14 @@ class CredentialController(Controller):
 
     @get("/", operation_id="list_credentials")
     async def list_credentials(
-        self, db: AsyncSession, runtime: Runtime, type: str | None = None
+        self, db: DbSession, runtime: AppRuntime, type: FromQuery[str | None] = None
     ) -> list[svc.CredentialView]:
         """Every credential, masked; ``?type=a,b`` filters by credential type."""
         types = tuple(t for t in (type or "").split(",") if t) or None
         return await svc.list_credentials(db, runtime.catalog, types)
 
     @get("/types", operation_id="list_credential_types")
-    async def list_types(self, runtime: Runtime) -> list[CredentialTypeOut]:
+    async def list_types(self, runtime: AppRuntime) -> list[CredentialTypeOut]:
         """Credential types declared by the installed connectors."""
         return [
             CredentialTypeOut(
@@ -120,7 +113,7 @@ class CredentialController(Controller):
 
     @post("/", operation_id="create_credential")
     async def create_credential(
-        self, db: AsyncSession, runtime: Runtime, user: User, data: CredentialIn
+        self, db: DbSession, runtime: AppRuntime, user: CurrentUser, data: JSONBody[CredentialIn]
     ) -> svc.CredentialView:
         """Store a new credential (its secrets encrypted); 201 with the masked view."""
         view = await svc.create_credential(
@@ -136,7 +129,7 @@ class CredentialController(Controller):
 
     @get("/{credential_id:str}", operation_id="get_credential")
     async def get_credential(
-        self, db: AsyncSession, runtime: Runtime, credential_id: str
+        self, db: DbSession, runtime: AppRuntime, credential_id: FromPath[str]
     ) -> svc.CredentialView:
         """One credential, masked."""
         return await svc.get_credential(db, runtime.catalog, credential_id)
@@ -144,11 +137,11 @@ class CredentialController(Controller):
     @patch("/{credential_id:str}", operation_id="update_credential")
     async def update_credential(
         self,
-        db: AsyncSession,
-        runtime: Runtime,
-        user: User,
-        credential_id: str,
-        data: CredentialPatch,
+        db: DbSession,
+        runtime: AppRuntime,
+        user: CurrentUser,
+        credential_id: FromPath[str],
+        data: JSONBody[CredentialPatch],
     ) -> svc.CredentialView:
         """Rename or change fields; write-only secrets left empty are kept."""
         view = await svc.update_credential(
@@ -163,13 +156,15 @@ class CredentialController(Controller):
         return view
 
     @delete("/{credential_id:str}", operation_id="delete_credential")
-    async def delete_credential(self, db: AsyncSession, user: User, credential_id: str) -> None:
+    async def delete_credential(
+        self, db: DbSession, user: CurrentUser, credential_id: FromPath[str]
+    ) -> None:
         """Delete a credential (204)."""
         await svc.delete_credential(db, credential_id, user_id=user.id)
 
     @get("/{credential_id:str}/connect", operation_id="connect_credential")
     async def connect(
-        self, db: AsyncSession, runtime: Runtime, user: User, credential_id: str
+        self, db: DbSession, runtime: AppRuntime, user: CurrentUser, credential_id: FromPath[str]
     ) -> Redirect:
         """Start the OAuth2 authorization-code flow: 302 to the provider."""
         url = await svc.start_oauth(
@@ -185,12 +180,12 @@ class CredentialController(Controller):
     @get("/oauth2/callback", operation_id="oauth2_callback")
     async def callback(
         self,
-        runtime: Runtime,
-        user: User,
+        runtime: AppRuntime,
+        user: CurrentUser,
         oauth_state: Annotated[str, QueryParameter(name="state")] = "",
-        code: str = "",
-        error: str = "",
-        error_description: str = "",
+        code: FromQuery[str] = "",
+        error: FromQuery[str] = "",
+        error_description: FromQuery[str] = "",
     ) -> Redirect:
         """Finish the flow (the provider redirects the browser here)."""
         if error or not code or not oauth_state:

@@ -6,14 +6,11 @@ from __future__ import annotations
 import uuid
 
 from litestar import Controller, get, post
-from litestar.di import Provide
-from sqlalchemy.ext.asyncio import AsyncSession
+from litestar.params import FromPath, FromQuery, JSONBody
 
 from backend.api.schemas import RerunIn, RunStarted
 from backend.api.workflows import run_started
-from backend.auth.web import login_required, provide_db, provide_runtime, provide_user
-from backend.db.models import User
-from backend.runtime import Runtime
+from backend.auth.web import AppRuntime, CurrentUser, DbSession, login_required, user_dependencies
 from backend.services import runs as svc
 from backend.services.execution import RunNotFound
 from backend.services.workflows import InvalidInput
@@ -25,25 +22,21 @@ class RunController(Controller):
     path = "/api/runs"
     tags = ["runs"]
     guards = [login_required]
-    dependencies = {
-        "db": Provide(provide_db),
-        "runtime": Provide(provide_runtime, sync_to_thread=False),
-        "user": Provide(provide_user),
-    }
+    dependencies = user_dependencies()
 
     @get("/", operation_id="list_runs")
     async def list_runs(
         self,
-        db: AsyncSession,
-        workflow_id: uuid.UUID | None = None,
-        status: str | None = None,
-        limit: int = 100,
+        db: DbSession,
+        workflow_id: FromQuery[uuid.UUID | None] = None,
+        status: FromQuery[str | None] = None,
+        limit: FromQuery[int] = 100,
     ) -> list[svc.RunSummary]:
         """Newest runs first; filter by ``workflow_id`` and ``status``."""
         return await svc.list_runs(db, workflow_id=workflow_id, status=status, limit=limit)
 
     @get("/{run_id:uuid}", operation_id="get_run")
-    async def get_run(self, run_id: uuid.UUID, db: AsyncSession) -> svc.RunDetail:
+    async def get_run(self, run_id: FromPath[uuid.UUID], db: DbSession) -> svc.RunDetail:
         """The run with every step and its attempts."""
         found = await svc.get_run_detail(db, run_id)
         if found is None:
@@ -51,25 +44,29 @@ class RunController(Controller):
         return found[0]
 
     @post("/{run_id:uuid}/cancel", operation_id="cancel_run", status_code=200)
-    async def cancel(self, run_id: uuid.UUID, runtime: Runtime) -> dict[str, bool]:
+    async def cancel(self, run_id: FromPath[uuid.UUID], runtime: AppRuntime) -> dict[str, bool]:
         """Cancel a run that has not ended; ``cancelled`` is False when it had ended."""
         return {"cancelled": await runtime.execution.cancel_run(run_id, "cancelled by user")}
 
     @post("/{run_id:uuid}/pause", operation_id="pause_run", status_code=200)
-    async def pause(self, run_id: uuid.UUID, runtime: Runtime) -> dict[str, str]:
+    async def pause(self, run_id: FromPath[uuid.UUID], runtime: AppRuntime) -> dict[str, str]:
         """Pause a running or waiting run (409 otherwise): nothing new starts."""
         await runtime.execution.pause_run(run_id)
         return {"status": "paused"}
 
     @post("/{run_id:uuid}/resume", operation_id="resume_run", status_code=200)
-    async def resume(self, run_id: uuid.UUID, runtime: Runtime) -> dict[str, str]:
+    async def resume(self, run_id: FromPath[uuid.UUID], runtime: AppRuntime) -> dict[str, str]:
         """Resume a paused run (409 otherwise)."""
         await runtime.execution.resume_run(run_id)
         return {"status": "running"}
 
     @post("/{run_id:uuid}/rerun", operation_id="rerun_run")
     async def rerun(
-        self, run_id: uuid.UUID, data: RerunIn, runtime: Runtime, user: User
+        self,
+        run_id: FromPath[uuid.UUID],
+        data: JSONBody[RerunIn],
+        runtime: AppRuntime,
+        user: CurrentUser,
     ) -> RunStarted:
         """Re-run an ended run (201): ``{"from": "failed_step"}`` repeats it on the same
         version from its failed step(s), copying the succeeded steps; ``{"from": "start"}``

@@ -15,23 +15,18 @@ from typing import Any
 
 import msgspec
 from litestar import Controller, Response, delete, get, post, put
-from litestar.di import Provide
 from litestar.exceptions import HTTPException, NotFoundException
+from litestar.params import FromPath, JSONBody
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.api.webhooks import LISTEN_SECONDS, listen_key
-from backend.auth.web import login_required, provide_db, provide_runtime, provide_user
-from backend.db.models import User
+from backend.auth.web import AppRuntime, CurrentUser, DbSession, login_required, user_dependencies
 from backend.runtime import Runtime
 from backend.services import api_tokens
 from backend.services import webhooks as hooks
 from backend.services import workflows as svc
 
-_DEPS = {
-    "db": Provide(provide_db),
-    "runtime": Provide(provide_runtime, sync_to_thread=False),
-    "user": Provide(provide_user),
-}
+_DEPS = user_dependencies()
 
 
 class WebhookInfo(msgspec.Struct):
@@ -112,12 +107,16 @@ class WebhookSettingsController(Controller):
     dependencies = _DEPS
 
     @get("/", operation_id="get_webhook")
-    async def info(self, workflow_id: uuid.UUID, db: AsyncSession, runtime: Runtime) -> WebhookInfo:
+    async def info(
+        self, workflow_id: FromPath[uuid.UUID], db: DbSession, runtime: AppRuntime
+    ) -> WebhookInfo:
         """URLs (with the draft's path suffix), whether a secret is set, whether listening."""
         return await _info(workflow_id, db, runtime)
 
     @put("/secret", operation_id="set_webhook_secret", status_code=204)
-    async def set_secret(self, workflow_id: uuid.UUID, data: SecretIn, db: AsyncSession) -> None:
+    async def set_secret(
+        self, workflow_id: FromPath[uuid.UUID], data: JSONBody[SecretIn], db: DbSession
+    ) -> None:
         """Store the write-only secret (encrypted); it is never shown again."""
         await svc.get_workflow(db, workflow_id)
         if not data.secret.strip():
@@ -126,7 +125,7 @@ class WebhookSettingsController(Controller):
         hooks.clear_endpoint_cache()
 
     @delete("/secret", operation_id="delete_webhook_secret", status_code=204)
-    async def delete_secret(self, workflow_id: uuid.UUID, db: AsyncSession) -> None:
+    async def delete_secret(self, workflow_id: FromPath[uuid.UUID], db: DbSession) -> None:
         """Remove the secret (authenticated webhooks then refuse every request)."""
         await svc.get_workflow(db, workflow_id)
         await hooks.set_secret(db, workflow_id, None)
@@ -134,7 +133,7 @@ class WebhookSettingsController(Controller):
 
     @post("/listen", operation_id="listen_webhook_test", status_code=200)
     async def listen(
-        self, workflow_id: uuid.UUID, db: AsyncSession, runtime: Runtime
+        self, workflow_id: FromPath[uuid.UUID], db: DbSession, runtime: AppRuntime
     ) -> WebhookInfo:
         """Accept one request on the test URL during the next 120 seconds."""
         await svc.get_workflow(db, workflow_id)
@@ -142,7 +141,7 @@ class WebhookSettingsController(Controller):
         return await _info(workflow_id, db, runtime)
 
     @get("/test-call", operation_id="get_webhook_test_call")
-    async def test_call(self, workflow_id: uuid.UUID, db: AsyncSession) -> TestCallOut:
+    async def test_call(self, workflow_id: FromPath[uuid.UUID], db: DbSession) -> TestCallOut:
         """The last test call (``received_at`` null when none was received yet)."""
         await svc.get_workflow(db, workflow_id)
         row = await hooks.last_test_call(db, workflow_id)
@@ -151,7 +150,9 @@ class WebhookSettingsController(Controller):
         return TestCallOut(received_at=row.received_at, input=row.input, error=row.error)
 
     @get("/deliveries", operation_id="list_webhook_deliveries")
-    async def deliveries(self, workflow_id: uuid.UUID, db: AsyncSession) -> list[DeliveryOut]:
+    async def deliveries(
+        self, workflow_id: FromPath[uuid.UUID], db: DbSession
+    ) -> list[DeliveryOut]:
         """The last 50 deliveries, newest first: runs started and requests rejected."""
         await svc.get_workflow(db, workflow_id)
         return [
@@ -174,12 +175,12 @@ class ApiTokenController(Controller):
     dependencies = _DEPS
 
     @get("/", operation_id="list_api_tokens")
-    async def list_tokens(self, db: AsyncSession, user: User) -> list[TokenOut]:
+    async def list_tokens(self, db: DbSession, user: CurrentUser) -> list[TokenOut]:
         """The user's tokens (never their text)."""
         return [token_out(t) for t in await api_tokens.list_tokens(db, user.id)]
 
     @post("/", operation_id="create_api_token")
-    async def create(self, data: TokenIn, db: AsyncSession, user: User) -> TokenOut:
+    async def create(self, data: JSONBody[TokenIn], db: DbSession, user: CurrentUser) -> TokenOut:
         """Create a token (201); the answer holds its text, shown only this once."""
         try:
             row, token = await api_tokens.create_token(db, user.id, data.name)
@@ -189,7 +190,7 @@ class ApiTokenController(Controller):
         return token_out(row, token)
 
     @delete("/{token_id:uuid}", operation_id="revoke_api_token", status_code=204)
-    async def revoke(self, token_id: uuid.UUID, db: AsyncSession, user: User) -> None:
+    async def revoke(self, token_id: FromPath[uuid.UUID], db: DbSession, user: CurrentUser) -> None:
         """Revoke one of the user's tokens; 404 when it does not exist."""
         if not await api_tokens.revoke_token(db, user.id, token_id):
             raise NotFoundException("no such token")
@@ -204,7 +205,7 @@ class FileController(Controller):
     dependencies = _DEPS
 
     @get("/{file_id:uuid}", operation_id="download_file")
-    async def download(self, file_id: uuid.UUID, db: AsyncSession) -> Response[bytes]:
+    async def download(self, file_id: FromPath[uuid.UUID], db: DbSession) -> Response[bytes]:
         """The file's bytes with its content type, as an attachment."""
         row = await hooks.get_file(db, file_id)
         if row is None:

@@ -31,6 +31,7 @@ import msgspec
 from litestar import Controller, MediaType, Request, Response, route
 from litestar.enums import HttpMethod
 from litestar.exceptions import HTTPException
+from litestar.params import FromPath
 from sqlalchemy import select
 
 from backend.api.workflows import run_started
@@ -171,7 +172,9 @@ class WebhookController(Controller):
         operation_id=lambda _h, method, _p: f"test_webhook_{method.lower()}",
         request_max_body_size=None,
     )
-    async def test_call(self, token: str, request: Request[Any, Any, Any]) -> Response[Any]:
+    async def test_call(
+        self, token: FromPath[str], request: Request[Any, Any, Any]
+    ) -> Response[Any]:
         """Capture one request for the designer (no run): 200, or 404 when not listening."""
         return await self._test(token, "", request)
 
@@ -182,7 +185,7 @@ class WebhookController(Controller):
         request_max_body_size=None,
     )
     async def test_call_suffix(
-        self, token: str, suffix: str, request: Request[Any, Any, Any]
+        self, token: FromPath[str], suffix: FromPath[str], request: Request[Any, Any, Any]
     ) -> Response[Any]:
         """The test URL with a path suffix."""
         return await self._test(token, suffix, request)
@@ -193,7 +196,7 @@ class WebhookController(Controller):
         operation_id=lambda _h, method, _p: f"receive_webhook_{method.lower()}",
         request_max_body_size=None,
     )
-    async def receive(self, token: str, request: Request[Any, Any, Any]) -> Response[Any]:
+    async def receive(self, token: FromPath[str], request: Request[Any, Any, Any]) -> Response[Any]:
         """Accept a request for the workflow with webhook ``token`` (see the module doc)."""
         return await self._receive(token, "", request)
 
@@ -204,7 +207,7 @@ class WebhookController(Controller):
         request_max_body_size=None,
     )
     async def receive_suffix(
-        self, token: str, suffix: str, request: Request[Any, Any, Any]
+        self, token: FromPath[str], suffix: FromPath[str], request: Request[Any, Any, Any]
     ) -> Response[Any]:
         """The webhook URL with the trigger's readable path suffix."""
         return await self._receive(token, suffix, request)

@@ -6,9 +6,8 @@ import uuid
 
 import msgspec
 from litestar import Controller, Request, Response, get, patch, post, put
-from litestar.di import Provide
 from litestar.exceptions import HTTPException
-from sqlalchemy.ext.asyncio import AsyncSession
+from litestar.params import FromPath, JSONBody
 
 from backend.api.schemas import (
     DiagnosticsOut,
@@ -21,8 +20,8 @@ from backend.api.schemas import (
     WorkflowOut,
     WorkflowPatch,
 )
-from backend.auth.web import login_required, provide_db, provide_runtime, provide_user
-from backend.db.models import User, Workflow, WorkflowVersion
+from backend.auth.web import AppRuntime, CurrentUser, DbSession, login_required, user_dependencies
+from backend.db.models import Workflow, WorkflowVersion
 from backend.runtime import Runtime
 from backend.services import webhooks
 from backend.services import workflows as svc
@@ -72,20 +71,16 @@ class WorkflowController(Controller):
     path = "/api/workflows"
     tags = ["workflows"]
     guards = [login_required]
-    dependencies = {
-        "db": Provide(provide_db),
-        "runtime": Provide(provide_runtime, sync_to_thread=False),
-        "user": Provide(provide_user),
-    }
+    dependencies = user_dependencies()
 
     @get("/", operation_id="list_workflows")
-    async def list_workflows(self, db: AsyncSession, runtime: Runtime) -> list[WorkflowOut]:
+    async def list_workflows(self, db: DbSession, runtime: AppRuntime) -> list[WorkflowOut]:
         """All workflows, most recently updated first."""
         return [workflow_out(runtime, wf) for wf in await svc.list_workflows(db)]
 
     @post("/", operation_id="create_workflow")
     async def create_workflow(
-        self, data: WorkflowCreate, db: AsyncSession, runtime: Runtime, user: User
+        self, data: JSONBody[WorkflowCreate], db: DbSession, runtime: AppRuntime, user: CurrentUser
     ) -> WorkflowOut:
         """Create a workflow with an empty draft (201)."""
         wf = await svc.create_workflow(db, data.name, user.id, data.description)
@@ -94,14 +89,18 @@ class WorkflowController(Controller):
 
     @get("/{workflow_id:uuid}", operation_id="get_workflow")
     async def get_workflow(
-        self, workflow_id: uuid.UUID, db: AsyncSession, runtime: Runtime
+        self, workflow_id: FromPath[uuid.UUID], db: DbSession, runtime: AppRuntime
     ) -> WorkflowOut:
         """One workflow with its draft."""
         return workflow_out(runtime, await svc.get_workflow(db, workflow_id))
 
     @patch("/{workflow_id:uuid}", operation_id="update_workflow")
     async def update_workflow(
-        self, workflow_id: uuid.UUID, data: WorkflowPatch, db: AsyncSession, runtime: Runtime
+        self,
+        workflow_id: FromPath[uuid.UUID],
+        data: JSONBody[WorkflowPatch],
+        db: DbSession,
+        runtime: AppRuntime,
     ) -> WorkflowOut:
         """Change name, description or run-control settings (400 naming the bad field)."""
         if data.settings is not msgspec.UNSET:
@@ -117,7 +116,11 @@ class WorkflowController(Controller):
 
     @put("/{workflow_id:uuid}/draft", operation_id="save_draft")
     async def save_draft(
-        self, workflow_id: uuid.UUID, data: DiagramIn, db: AsyncSession, runtime: Runtime
+        self,
+        workflow_id: FromPath[uuid.UUID],
+        data: JSONBody[DiagramIn],
+        db: DbSession,
+        runtime: AppRuntime,
     ) -> DiagnosticsOut:
         """Store the draft diagram (even with errors) and return its diagnostics."""
         diagnostics = await svc.save_draft(db, workflow_id, data.diagram, runtime.catalog)
@@ -127,7 +130,11 @@ class WorkflowController(Controller):
 
     @post("/{workflow_id:uuid}/compile", operation_id="compile_diagram", status_code=200)
     async def compile(
-        self, workflow_id: uuid.UUID, data: DiagramIn, db: AsyncSession, runtime: Runtime
+        self,
+        workflow_id: FromPath[uuid.UUID],
+        data: JSONBody[DiagramIn],
+        db: DbSession,
+        runtime: AppRuntime,
     ) -> DiagnosticsOut:
         """Compile a diagram without saving it."""
         await svc.get_workflow(db, workflow_id)
@@ -136,7 +143,11 @@ class WorkflowController(Controller):
 
     @post("/{workflow_id:uuid}/publish", operation_id="publish_workflow")
     async def publish(
-        self, workflow_id: uuid.UUID, db: AsyncSession, runtime: Runtime, user: User
+        self,
+        workflow_id: FromPath[uuid.UUID],
+        db: DbSession,
+        runtime: AppRuntime,
+        user: CurrentUser,
     ) -> Response[PublishOut]:
         """Publish the draft: 201 with a new version, 200 when unchanged, 422 with diagnostics."""
         result = await svc.publish(db, workflow_id, runtime.catalog, user.id)
@@ -146,7 +157,7 @@ class WorkflowController(Controller):
         return Response(body, status_code=201 if result.created else 200)
 
     @get("/{workflow_id:uuid}/versions", operation_id="list_versions")
-    async def versions(self, workflow_id: uuid.UUID, db: AsyncSession) -> list[VersionOut]:
+    async def versions(self, workflow_id: FromPath[uuid.UUID], db: DbSession) -> list[VersionOut]:
         """Published versions, newest first."""
         await svc.get_workflow(db, workflow_id)
         return [version_out(v) for v in await svc.list_versions(db, workflow_id)]
@@ -154,11 +165,11 @@ class WorkflowController(Controller):
     @post("/{workflow_id:uuid}/runs", operation_id="start_run")
     async def start_run(
         self,
-        workflow_id: uuid.UUID,
-        data: RunCreate,
-        db: AsyncSession,
-        runtime: Runtime,
-        user: User,
+        workflow_id: FromPath[uuid.UUID],
+        data: JSONBody[RunCreate],
+        db: DbSession,
+        runtime: AppRuntime,
+        user: CurrentUser,
         request: Request,
     ) -> RunStarted:
         """Start a run of the active version with ``input`` (manual/API trigger, 201).

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator
 from datetime import UTC, datetime
+from typing import TypeAlias
 
 from litestar.connection import ASGIConnection
 from litestar.datastructures import Cookie, State
+from litestar.di import NamedDependency, Provide
 from litestar.exceptions import NotAuthorizedException
 from litestar.handlers.base import BaseRouteHandler
 from litestar.middleware.csrf import CSRFMiddleware
@@ -18,6 +20,17 @@ from backend.runtime import Runtime
 from backend.services import accounts, api_tokens
 
 SESSION_COOKIE = "railyard_session"
+
+# Handler parameter types of the dependencies every controller provides under these names
+# (``"db"``, ``"runtime"``, ``"user"``). Litestar injects a dependency into a parameter of
+# the same name only when the parameter is marked with ``NamedDependency``; unmarked
+# parameters would be read as query parameters from Litestar 3 on.
+DbSession: TypeAlias = NamedDependency[AsyncSession]
+"""Parameter ``db``: the request's session in a transaction (:func:`provide_db`)."""
+AppRuntime: TypeAlias = NamedDependency[Runtime]
+"""Parameter ``runtime``: the process's :class:`Runtime` (:func:`provide_runtime`)."""
+CurrentUser: TypeAlias = NamedDependency[User]
+"""Parameter ``user``: the logged-in user (:func:`provide_user`, behind ``login_required``)."""
 
 
 def runtime_of(state: State) -> Runtime:
@@ -93,6 +106,18 @@ async def provide_user(request: ASGIConnection) -> User:
     if user is None:
         raise NotAuthorizedException("log in first")
     return user
+
+
+def user_dependencies() -> dict[str, Provide]:
+    """The ``db``, ``runtime`` and ``user`` providers of controllers behind ``login_required``.
+
+    Handlers take them as ``db: DbSession``, ``runtime: AppRuntime``, ``user: CurrentUser``.
+    """
+    return {
+        "db": Provide(provide_db),
+        "runtime": Provide(provide_runtime, sync_to_thread=False),
+        "user": Provide(provide_user),
+    }
 
 
 def session_cookie(runtime: Runtime, token: str) -> Cookie:

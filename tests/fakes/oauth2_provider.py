@@ -27,6 +27,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 from authlib.oauth2 import AuthorizationServer
 from authlib.oauth2.rfc6749 import OAuth2Request
+from authlib.oauth2.rfc6749.errors import OAuth2Error
 from authlib.oauth2.rfc6749.grants import AuthorizationCodeGrant, RefreshTokenGrant
 from authlib.oauth2.rfc6749.requests import BasicOAuth2Payload
 from authlib.oauth2.rfc6750 import BearerTokenGenerator
@@ -267,11 +268,24 @@ class OAuth2Provider:
                 headers = {k: v for k, v in self.headers.items()}
                 return _Request(self.command, url, headers, {**args, **form}, args, form)
 
+            def _authorize(self, req: _Request, user: str) -> None:
+                # authlib's two steps: the consent grant validates the request (the user
+                # consents at once), then the authorization response issues the code.
+                try:
+                    grant = outer.auth.get_consent_grant(req, end_user=user)
+                except OAuth2Error as error:
+                    oauth_req = outer.auth.create_oauth2_request(req)
+                    self._reply(*outer.auth.handle_error_response(oauth_req, error))
+                    return
+                self._reply(
+                    *outer.auth.create_authorization_response(req, grant_user=user, grant=grant)
+                )
+
             def do_GET(self) -> None:
                 req = self._request()
                 path = urlsplit(self.path).path
                 if path == "/authorize":
-                    self._reply(*outer.auth.create_authorization_response(req, grant_user="ada"))
+                    self._authorize(req, user="ada")
                 elif path == "/me":
                     auth = self.headers.get("Authorization", "")
                     token = next(

@@ -237,3 +237,24 @@ async def test_run_pages_render(
     assert (await client.get("/runs")).status_code == 200
     assert (await client.get(f"/workflows/{wf['id']}/designer")).status_code == 200
     assert (await client.get("/workflows")).status_code == 200
+
+
+async def test_runs_page_filters_by_workflow_and_status_query_parameters(
+    client: httpx.AsyncClient, runtime: Runtime, worker: Any
+) -> None:
+    """``/runs?workflow_id=…&status=…`` are query parameters of the runs page."""
+    first = await publish(client, diagram([node("hook", "trigger.webhook")], []))
+    second = await publish(client, diagram([node("hook", "trigger.webhook")], []))
+    run_a = (await client.post(first["webhook_path"], json={})).json()["run_id"]
+    run_b = (await client.post(second["webhook_path"], json={})).json()["run_id"]
+    assert await wait_for_run(runtime, run_a) == "succeeded"
+    assert await wait_for_run(runtime, run_b) == "succeeded"
+
+    page = await client.get("/runs", params={"workflow_id": first["id"]})
+    assert page.status_code == 200
+    assert f'data-run-id="{run_a}"' in page.text and f'data-run-id="{run_b}"' not in page.text
+    page = await client.get("/runs", params={"workflow_id": second["id"], "status": "succeeded"})
+    assert f'data-run-id="{run_b}"' in page.text and f'data-run-id="{run_a}"' not in page.text
+    page = await client.get("/runs", params={"workflow_id": second["id"], "status": "failed"})
+    assert f'data-run-id="{run_b}"' not in page.text
+    assert (await client.get("/runs", params={"workflow_id": "not-a-uuid"})).status_code == 400
