@@ -8,10 +8,12 @@ waits below (5 s) fail when the mechanism breaks.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
 import pytest
+import pytest_asyncio
 from arq.constants import default_queue_name
 
 from backend.runtime import Runtime
@@ -63,46 +65,56 @@ async def _queued_run(client: httpx.AsyncClient, runtime: Runtime, url: str) -> 
     return run_id
 
 
-async def test_idle_worker_is_woken_by_a_dispatch(
-    client: httpx.AsyncClient, runtime: Runtime, worker_factory: Any, sink: HttpSink
-) -> None:
-    wf = await publish(client, _one_call(sink.url))
-    async with worker_factory(idle_poll=LONG_IDLE_POLL):
+@pytest_asyncio.fixture
+async def queued_run(client: httpx.AsyncClient, runtime: Runtime, sink: HttpSink) -> str:
+    """Id of a run (see :func:`_queued_run`) whose step calls ``sink``."""
+    return await _queued_run(client, runtime, sink.url)
+
+
+@pytest_asyncio.fixture
+async def idle_worker(queued_run: str, worker_factory: Any, runtime: Runtime) -> AsyncIterator[Any]:
+    """A worker with a 30 s idle poll, started after ``queued_run`` and asleep on the
+    wake-up channel."""
+    async with worker_factory(idle_poll=LONG_IDLE_POLL) as w:
         await _until_idle(runtime)
-        # the start path dispatches the step through ArqDispatcher (enqueue + wake-up)
-        run_id = await start_manual(client, wf, {})
-        assert await wait_for_run(runtime, run_id, timeout=BOUND) == "succeeded"
+        yield w
+
+
+async def test_idle_worker_is_woken_by_a_dispatch(
+    runtime: Runtime, queued_run: str, idle_worker: Any, sink: HttpSink
+) -> None:
+    await runtime.execution.dispatcher.dispatch_step(queued_run, "call")  # enqueue + wake-up
+    assert await wait_for_run(runtime, queued_run, timeout=BOUND) == "succeeded"
     assert len(sink.requests) == 1
 
 
 async def test_deferred_job_runs_when_due_without_a_wake_up_then(
-    client: httpx.AsyncClient, runtime: Runtime, worker_factory: Any, sink: HttpSink
+    runtime: Runtime, queued_run: str, idle_worker: Any, sink: HttpSink
 ) -> None:
-    run_id = await _queued_run(client, runtime, sink.url)
-    async with worker_factory(idle_poll=LONG_IDLE_POLL):
-        await _until_idle(runtime)
-        # the only wake-up is published now, at enqueue time, 0.5 s before the job is due
-        await ArqDispatcher(runtime.redis).dispatch_step(run_id, "call", delay=0.5)
-        await asyncio.sleep(0.2)
-        assert sink.requests == []  # not before its due time
-        assert await wait_for_run(runtime, run_id, timeout=BOUND) == "succeeded"
+    # the only wake-up is published now, at enqueue time, 0.5 s before the job is due
+    await ArqDispatcher(runtime.redis).dispatch_step(queued_run, "call", delay=0.5)
+    await asyncio.sleep(0.2)
+    assert sink.requests == []  # not before its due time
+    assert await wait_for_run(runtime, queued_run, timeout=BOUND) == "succeeded"
     assert len(sink.requests) == 1
 
 
 async def test_worker_recovers_from_a_killed_subscription(
-    client: httpx.AsyncClient, runtime: Runtime, worker_factory: Any, sink: HttpSink
+    client: httpx.AsyncClient,
+    runtime: Runtime,
+    queued_run: str,
+    idle_worker: Any,
+    sink: HttpSink,
 ) -> None:
-    first = await _queued_run(client, runtime, sink.url)
-    async with worker_factory(idle_poll=LONG_IDLE_POLL):
-        await _until_idle(runtime)
-        killed = await runtime.redis.execute_command("CLIENT", "KILL", "TYPE", "pubsub")
-        assert int(killed) == 1  # the worker's subscription connection
-        await runtime.execution.dispatcher.dispatch_step(first, "call")
-        assert await wait_for_run(runtime, first, timeout=BOUND) == "succeeded"
-        # it subscribed again (no lasting fallback to polling) and that subscription wakes it
-        await _until_idle(runtime)
-        second = await start_manual(client, await publish(client, _one_call(sink.url)), {})
-        assert await wait_for_run(runtime, second, timeout=BOUND) == "succeeded"
+    killed = await runtime.redis.execute_command("CLIENT", "KILL", "TYPE", "pubsub")
+    assert int(killed) == 1  # the worker's subscription connection
+    await runtime.execution.dispatcher.dispatch_step(queued_run, "call")
+    assert await wait_for_run(runtime, queued_run, timeout=BOUND) == "succeeded"
+    # it subscribed again (no lasting fallback to polling) and that subscription wakes it;
+    # this run's step is dispatched by the start path (ArqDispatcher: enqueue + wake-up)
+    await _until_idle(runtime)
+    second = await start_manual(client, await publish(client, _one_call(sink.url)), {})
+    assert await wait_for_run(runtime, second, timeout=BOUND) == "succeeded"
     assert len(sink.requests) == 2
 
 

@@ -77,16 +77,25 @@ async def pool() -> AsyncIterator[httpx.AsyncHTTPTransport]:
         await p.aclose()
 
 
-async def test_clients_sharing_a_pool_reuse_one_connection(
-    server: _CountingServer, pool: httpx.AsyncHTTPTransport
-) -> None:
+@pytest_asyncio.fixture
+async def two_clients(
+    pool: httpx.AsyncHTTPTransport,
+) -> AsyncIterator[tuple[httpx.AsyncClient, httpx.AsyncClient]]:
+    """Two clients (two attempts) sharing ``pool``."""
     async with (
         sdk.make_http_client(OPEN, pool=pool) as first,
         sdk.make_http_client(OPEN, pool=pool) as second,
     ):
-        assert (await first.get(_url(server))).status_code == 200
-        assert (await second.get(_url(server))).status_code == 200
-        assert (await first.get(_url(server))).status_code == 200
+        yield first, second
+
+
+async def test_clients_sharing_a_pool_reuse_one_connection(
+    server: _CountingServer, two_clients: tuple[httpx.AsyncClient, httpx.AsyncClient]
+) -> None:
+    first, second = two_clients
+    assert (await first.get(_url(server))).status_code == 200
+    assert (await second.get(_url(server))).status_code == 200
+    assert (await first.get(_url(server))).status_code == 200
     assert server.accepted == 1
 
 
@@ -139,17 +148,14 @@ async def test_client_checks_up_front_even_over_a_permissive_pool(
 
 
 async def test_cookies_do_not_leak_between_clients_of_one_pool(
-    server: _CountingServer, pool: httpx.AsyncHTTPTransport
+    server: _CountingServer, two_clients: tuple[httpx.AsyncClient, httpx.AsyncClient]
 ) -> None:
-    async with (
-        sdk.make_http_client(OPEN, pool=pool) as first,
-        sdk.make_http_client(OPEN, pool=pool) as second,
-    ):
-        await first.get(_url(server, "/set-cookie"))
-        # the first client keeps its cookie (so the check below can fail)...
-        assert (await first.get(_url(server))).json() == {"cookie": "attempt=first"}
-        # ...the other attempt's client, on the very same connection, does not send it
-        assert (await second.get(_url(server))).json() == {"cookie": None}
+    first, second = two_clients
+    await first.get(_url(server, "/set-cookie"))
+    # the first client keeps its cookie (so the check below can fail)...
+    assert (await first.get(_url(server))).json() == {"cookie": "attempt=first"}
+    # ...the other attempt's client, on the very same connection, does not send it
+    assert (await second.get(_url(server))).json() == {"cookie": None}
     assert server.accepted == 1
 
 
