@@ -190,14 +190,27 @@ async def test_stale_completion_writes_nothing(
     assert await _snapshot(runtime) == before
 
 
+async def _touch(runtime: Runtime, run_id: uuid.UUID) -> None:
+    """Another committed write to the run (one event), as any other transaction makes."""
+    async with runtime.sessionmaker() as session, session.begin():
+        run = await lock_run(session, run_id)
+        assert run is not None
+        state = await load_state(session, run)
+        state.emit("test.touched")
+        await save_state(session, run, state)
+
+
+@pytest.mark.parametrize("moved", [False, True], ids=["run-as-claimed", "run-moved-since"])
 async def test_execution_discards_a_completion_its_fence_refuses(
-    client: httpx.AsyncClient, runtime: Runtime
+    client: httpx.AsyncClient, runtime: Runtime, moved: bool
 ) -> None:
     run_id = await _run(client, runtime, steps=2)
     claimed = await runtime.execution._start_step(run_id, "s0")
     assert claimed is not None
+    if moved:  # the run changed after the claim: the completion reloads it under the lock
+        await _touch(runtime, run_id)
     # close the attempt behind the worker's back while its step still looks current, so
-    # only the token fence of the one-statement save can refuse the completion
+    # only the token fence of the one-statement write can refuse the completion
     async with runtime.engine.begin() as conn:
         await conn.execute(
             text("update attempts set status = 'expired' where id = :id"),
