@@ -21,7 +21,7 @@ from redis.exceptions import RedisError
 
 from backend.runtime import Runtime, build_runtime
 from backend.settings import Settings
-from backend.workers.wake import WakeableWorker
+from backend.workers.wake import DEFAULT_IDLE_POLL_SECONDS, WakeableWorker
 
 log = logging.getLogger(__name__)
 
@@ -79,9 +79,18 @@ def loop_factory() -> Callable[[], asyncio.AbstractEventLoop]:
 
 
 def make_worker(
-    settings: Settings, *, burst: bool = False, max_jobs: int = 20, sweep: bool = True
+    settings: Settings,
+    *,
+    burst: bool = False,
+    max_jobs: int = 20,
+    sweep: bool = True,
+    idle_poll: float = DEFAULT_IDLE_POLL_SECONDS,
 ) -> Worker:
-    """An arq :class:`Worker` for ``settings``; ``burst`` exits when the queue is empty."""
+    """An arq :class:`Worker` for ``settings``; ``burst`` exits when the queue is empty.
+
+    ``idle_poll`` is the longest sleep, in seconds, of an idle worker that no wake-up
+    reaches (see :class:`~backend.workers.wake.WakeableWorker`).
+    """
 
     async def startup(ctx: dict[str, Any]) -> None:
         ctx["runtime"] = await build_runtime(settings)
@@ -109,6 +118,7 @@ def make_worker(
         keep_result=0,
         handle_signals=False,
         job_timeout=3600,
+        idle_poll=idle_poll,
     )
 
 

@@ -76,9 +76,10 @@ async def runtime(settings: Settings) -> AsyncIterator[Runtime]:
 
 
 @asynccontextmanager
-async def running_worker(settings: Settings) -> AsyncIterator[Any]:
-    """Run a real arq worker (with its own runtime) in the background while inside."""
-    w = make_worker(settings, sweep=False)
+async def running_worker(settings: Settings, **options: Any) -> AsyncIterator[Any]:
+    """Run a real arq worker (with its own runtime) in the background while inside;
+    ``options`` go to :func:`~backend.workers.worker.make_worker` (default: no sweeper)."""
+    w = make_worker(settings, **{"sweep": False, **options})
     task = asyncio.create_task(w.async_run())
     try:
         yield w
@@ -97,8 +98,9 @@ async def worker(settings: Settings, runtime: Runtime) -> AsyncIterator[Any]:
 
 @pytest.fixture
 def worker_factory(settings: Settings, runtime: Runtime) -> Any:
-    """``async with worker_factory(): ...`` runs a worker only inside the block."""
-    return lambda: running_worker(settings)
+    """``async with worker_factory(**make_worker options): ...`` runs a worker only
+    inside the block."""
+    return lambda **options: running_worker(settings, **options)
 
 
 @pytest_asyncio.fixture

@@ -1,0 +1,142 @@
+"""Idle workers sleep on the wake-up channel, not on a poll timer (backend/workers/wake.py).
+
+Every worker here is built with ``idle_poll=30``: without the wake-up (or without the
+deferred-job due time) it would not look at the queue again for 30 s, so the bounded
+waits below (5 s) fail when the mechanism breaks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import pytest
+import pytest_asyncio
+from arq.constants import default_queue_name
+
+from backend.runtime import Runtime
+from backend.settings import Settings
+from backend.workers.dispatch import ArqDispatcher
+from backend.workers.wake import WAKE_CHANNEL
+from backend.workers.worker import make_worker, stop_worker
+from tests.diagrams import diagram, edge, node
+from tests.http_sink import HttpSink
+from tests.integration.conftest import wait_for_run
+from tests.integration.test_engine_cases import start_manual
+from tests.integration.test_runs import publish, sink
+
+pytestmark = pytest.mark.integration
+__all__ = ["sink"]  # the fixture, shared with test_runs
+
+LONG_IDLE_POLL = 30.0  # seconds: far beyond every bound below
+BOUND = 5.0  # seconds a woken worker may take to finish a one-step run (generous)
+
+
+def _one_call(url: str) -> dict[str, Any]:
+    return diagram(
+        [node("start", "trigger.manual"), node("call", "http.request", method="POST", url=url)],
+        [edge("start", "call")],
+    )
+
+
+async def _subscribers(runtime: Runtime) -> int:
+    ((_channel, count),) = await runtime.redis.pubsub_numsub(WAKE_CHANNEL)
+    return int(count)
+
+
+async def _until_idle(runtime: Runtime, subscribers: int = 1) -> None:
+    """Wait until ``subscribers`` workers listen on the wake-up channel, then a little
+    longer, so they have looked at the queue and sleep in the (30 s) wait."""
+    for _ in range(400):
+        if await _subscribers(runtime) == subscribers:
+            await asyncio.sleep(0.3)
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"no worker subscribed to {WAKE_CHANNEL} within 20 s")
+
+
+async def _queued_run(client: httpx.AsyncClient, runtime: Runtime, url: str) -> str:
+    """A started run whose step ``call`` is ready in PostgreSQL but has no job in Redis."""
+    wf = await publish(client, _one_call(url))
+    run_id = await start_manual(client, wf, {})
+    await runtime.redis.flushall()  # its job is gone: only an explicit dispatch runs it
+    return run_id
+
+
+@pytest_asyncio.fixture
+async def queued_run(client: httpx.AsyncClient, runtime: Runtime, sink: HttpSink) -> str:
+    """Id of a run (see :func:`_queued_run`) whose step calls ``sink``."""
+    return await _queued_run(client, runtime, sink.url)
+
+
+@pytest_asyncio.fixture
+async def idle_worker(queued_run: str, worker_factory: Any, runtime: Runtime) -> AsyncIterator[Any]:
+    """A worker with a 30 s idle poll, started after ``queued_run`` and asleep on the
+    wake-up channel."""
+    async with worker_factory(idle_poll=LONG_IDLE_POLL) as w:
+        await _until_idle(runtime)
+        yield w
+
+
+async def test_idle_worker_is_woken_by_a_dispatch(
+    runtime: Runtime, queued_run: str, idle_worker: Any, sink: HttpSink
+) -> None:
+    await runtime.execution.dispatcher.dispatch_step(queued_run, "call")  # enqueue + wake-up
+    assert await wait_for_run(runtime, queued_run, timeout=BOUND) == "succeeded"
+    assert len(sink.requests) == 1
+
+
+async def test_deferred_job_runs_when_due_without_a_wake_up_then(
+    runtime: Runtime, queued_run: str, idle_worker: Any, sink: HttpSink
+) -> None:
+    # the only wake-up is published now, at enqueue time, 0.5 s before the job is due
+    await ArqDispatcher(runtime.redis).dispatch_step(queued_run, "call", delay=0.5)
+    await asyncio.sleep(0.2)
+    assert sink.requests == []  # not before its due time
+    assert await wait_for_run(runtime, queued_run, timeout=BOUND) == "succeeded"
+    assert len(sink.requests) == 1
+
+
+async def test_worker_recovers_from_a_killed_subscription(
+    client: httpx.AsyncClient,
+    runtime: Runtime,
+    queued_run: str,
+    idle_worker: Any,
+    sink: HttpSink,
+) -> None:
+    killed = await runtime.redis.execute_command("CLIENT", "KILL", "TYPE", "pubsub")
+    assert int(killed) == 1  # the worker's subscription connection
+    await runtime.execution.dispatcher.dispatch_step(queued_run, "call")
+    assert await wait_for_run(runtime, queued_run, timeout=BOUND) == "succeeded"
+    # it subscribed again (no lasting fallback to polling) and that subscription wakes it;
+    # this run's step is dispatched by the start path (ArqDispatcher: enqueue + wake-up)
+    await _until_idle(runtime)
+    second = await start_manual(client, await publish(client, _one_call(sink.url)), {})
+    assert await wait_for_run(runtime, second, timeout=BOUND) == "succeeded"
+    assert len(sink.requests) == 2
+
+
+async def test_burst_worker_exits_on_an_empty_queue(settings: Settings, runtime: Runtime) -> None:
+    w = make_worker(settings, burst=True, idle_poll=LONG_IDLE_POLL)
+    try:
+        await asyncio.wait_for(w.async_run(), BOUND)
+    finally:
+        await stop_worker(w)
+    assert w.jobs_complete == 0
+
+
+async def test_burst_worker_runs_the_queue_then_exits(
+    client: httpx.AsyncClient, settings: Settings, runtime: Runtime, sink: HttpSink
+) -> None:
+    run_id = await _queued_run(client, runtime, sink.url)
+    await runtime.execution.dispatcher.dispatch_step(run_id, "call")
+    assert await runtime.redis.zcard(default_queue_name) == 1
+    w = make_worker(settings, burst=True, idle_poll=LONG_IDLE_POLL)
+    try:
+        await asyncio.wait_for(w.async_run(), BOUND)
+    finally:
+        await stop_worker(w)
+    assert await wait_for_run(runtime, run_id, timeout=1) == "succeeded"
+    assert await runtime.redis.zcard(default_queue_name) == 0
