@@ -22,7 +22,7 @@ endpoint (127.0.0.1) and ``railyard worker`` subprocesses, and prints one
   runs/s and PostgreSQL transactions per run (``pg_stat_database.xact_commit`` delta), beside
   ``pgbench -N`` (4 clients, 5 s) on the same server for the ceiling.
 
-Bounded: at most 200 + 16 runs, every wait has a timeout.
+Bounded: at most 200 + 15 runs, every wait has a timeout.
 """
 
 from __future__ import annotations
@@ -34,10 +34,8 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import uuid
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import itertools
 
+import httpx
 import msgspec
 from sqlalchemy import text
 
@@ -57,45 +56,47 @@ from backend.settings import load_settings
 from designer_schema.diagram import Diagram
 
 THROUGHPUT_RUNS = 200
+SEQ_RUNS = 9  # runs of (a); the figure is their median
 
 
 def figure(name: str, value: float, unit: str) -> None:
     print(f"figure: {name} = {value:.4g} {unit}", flush=True)
 
 
-class Endpoint(ThreadingHTTPServer):
-    """Local HTTP endpoint; ``marks`` holds ``(arrived, answered)`` perf_counter pairs."""
+class Endpoint:
+    """``bench/endpoint.py`` in a subprocess: a local HTTP/1.1 keep-alive endpoint on
+    127.0.0.1 that answers after ``sleep_s`` seconds (a remote API taking that long).
+    ``server_port`` is its port; :meth:`marks` fetches its ``(arrived, answered)``
+    ``time.perf_counter()`` pairs in arrival order."""
 
-    marks: list[tuple[float, float]]
+    def __init__(self, sleep_s: float) -> None:
+        script = Path(__file__).with_name("endpoint.py")
+        self._process = subprocess.Popen(
+            [sys.executable, str(script), "--sleep", str(sleep_s)],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert self._process.stdout is not None
+        self.server_port = int(self._process.stdout.readline())
+        self.url = f"http://127.0.0.1:{self.server_port}/"
+
+    def marks(self) -> list[tuple[float, float]]:
+        """The ``(arrived, answered)`` pairs of every request so far."""
+        return [(a, b) for a, b in httpx.get(self.url + "marks", timeout=10).json()]
+
+    def clear(self) -> None:
+        """Forget the marks so far."""
+        httpx.delete(self.url + "marks", timeout=10)
+
+    def shutdown(self) -> None:
+        """Stop the endpoint process."""
+        self._process.terminate()
+        self._process.wait(10)
 
 
 def endpoint(sleep_s: float) -> Endpoint:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"  # keep-alive, like any production HTTP server
-        disable_nagle_algorithm = True  # headers and body leave as separate writes
-
-        def do_POST(self) -> None:
-            arrived = time.perf_counter()
-            length = int(self.headers.get("content-length") or 0)
-            self.rfile.read(length)
-            if sleep_s:
-                time.sleep(sleep_s)
-            body = b'{"ok": true}'
-            self.send_response(200)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-            self.wfile.flush()
-            server.marks.append((arrived, time.perf_counter()))
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = Endpoint(("127.0.0.1", 0), Handler)
-    server.marks = []
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server
+    """A started :class:`Endpoint` answering after ``sleep_s`` seconds."""
+    return Endpoint(sleep_s)
 
 
 def chain(n: int, url: str) -> Diagram:
@@ -280,11 +281,11 @@ async def main() -> None:
             # warm-up runs (both workers: connections, prepared statements), then (a)
             warm = [await rt.execution.start_run(three, {}, trigger="manual") for _ in range(6)]
             await wait_all(rt, [w.run_id for w in warm], 60)
-            slow.marks.clear()
+            slow.clear()
             cpu0 = sum(cpu_seconds(w.pid) for w in workers)
             walls = []
             seq_runs = []
-            for _ in range(5):
+            for _ in range(SEQ_RUNS):
                 t0 = time.time()
                 started = await rt.execution.start_run(seq, {}, trigger="manual")
                 await wait_all(rt, [started.run_id], 60)
@@ -293,7 +294,7 @@ async def main() -> None:
             figure("seq40_wall_median", statistics.median(walls), "s")
             figure("seq40_wall_best", min(walls), "s")
             cpu = sum(cpu_seconds(w.pid) for w in workers) - cpu0
-            figure("seq40_worker_cpu_per_step", cpu / (5 * 40) * 1000, "ms")
+            figure("seq40_worker_cpu_per_step", cpu / (SEQ_RUNS * 40) * 1000, "ms")
 
             # (b) dispatch latency over the action steps of (a), before the throughput flood
             found = await dispatch_latencies(rt, seq_runs)
@@ -305,9 +306,12 @@ async def main() -> None:
             figure("dispatch_queued_max", max(queued), "ms")
             figure("dispatch_p50", lat[len(lat) // 2], "ms")
             figure("dispatch_p99", lat[min(len(lat) - 1, int(len(lat) * 0.99))], "ms")
-            gaps = sorted(step_gaps(slow.marks, 40))
+            marks = slow.marks()
+            gaps = sorted(step_gaps(marks, 40))
             figure("step_gap_p50", gaps[len(gaps) // 2], "ms")
             figure("step_gap_p99", gaps[min(len(gaps) - 1, int(len(gaps) * 0.99))], "ms")
+            service = [(answered - arrived) * 1000 for arrived, answered in marks]
+            figure("endpoint_step_time_mean", statistics.mean(service), "ms")
 
             # idle cost of the poll delay: both workers' CPU over 2 s with nothing to do
             cpu0 = sum(cpu_seconds(w.pid) for w in workers)

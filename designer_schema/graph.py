@@ -7,7 +7,9 @@ workflow version; runs read it and never change it. Run and step *state* lives i
 
 from __future__ import annotations
 
+import functools
 import hashlib
+from collections.abc import Callable
 from typing import Any, Literal
 
 import msgspec
@@ -100,13 +102,17 @@ class Transition(msgspec.Struct, frozen=True):
     target_port: str = "in"
 
 
-class WorkflowGraph(msgspec.Struct, frozen=True):
+class WorkflowGraph(msgspec.Struct, frozen=True, dict=True):
     """A compiled workflow.
 
     ``trigger`` is the id of the trigger step; ``steps`` keeps diagram order.
     ``content_hash`` is the hex SHA-256 of the canonical JSON of the graph without the
     hash itself; two diagrams that compile to the same graph share a hash.
     """
+
+    # Lookups by step id (step, incoming, outgoing) use indexes built on first use:
+    # dict=True lets the frozen struct cache them, and as they are not fields they are
+    # never encoded. A graph is not mutated after it is built.
 
     trigger: str
     steps: list[Step]
@@ -116,18 +122,40 @@ class WorkflowGraph(msgspec.Struct, frozen=True):
 
     def step(self, step_id: str) -> Step:
         """Return the step named ``step_id``; raises ``KeyError`` when absent."""
-        for step in self.steps:
-            if step.id == step_id:
-                return step
-        raise KeyError(step_id)
+        return self._steps_by_id[step_id]
 
     def incoming(self, step_id: str) -> list[Transition]:
-        """Transitions whose target is ``step_id``, in graph order."""
-        return [t for t in self.transitions if t.target == step_id]
+        """Transitions whose target is ``step_id``, in graph order (a new list)."""
+        return list(self._incoming.get(step_id, ()))
 
     def outgoing(self, step_id: str) -> list[Transition]:
-        """Transitions whose source is ``step_id``, in graph order."""
-        return [t for t in self.transitions if t.source == step_id]
+        """Transitions whose source is ``step_id``, in graph order (a new list)."""
+        return list(self._outgoing.get(step_id, ()))
+
+    @functools.cached_property
+    def _steps_by_id(self) -> dict[str, Step]:
+        found: dict[str, Step] = {}
+        for step in self.steps:
+            found.setdefault(step.id, step)  # the first one, as a linear search would
+        return found
+
+    @functools.cached_property
+    def _incoming(self) -> dict[str, tuple[Transition, ...]]:
+        return _group(self.transitions, lambda t: t.target)
+
+    @functools.cached_property
+    def _outgoing(self) -> dict[str, tuple[Transition, ...]]:
+        return _group(self.transitions, lambda t: t.source)
+
+
+def _group(
+    transitions: list[Transition], key: Callable[[Transition], str]
+) -> dict[str, tuple[Transition, ...]]:
+    """``transitions`` grouped by ``key``, each group in graph order."""
+    groups: dict[str, list[Transition]] = {}
+    for t in transitions:
+        groups.setdefault(key(t), []).append(t)
+    return {k: tuple(v) for k, v in groups.items()}
 
 
 class GraphDecodeError(SchemaDecodeError):

@@ -25,10 +25,12 @@ from its failed step or from the start.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import socket
 import uuid
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -36,7 +38,7 @@ from typing import Any
 from sqlalchemy import func, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession, async_sessionmaker
 
 from backend.db.models import Attempt, Event, Run, StepRun, Workflow, WorkflowVersion
 from backend.db.run_store import (
@@ -130,6 +132,9 @@ class RunNotActive(ValueError):
 
 ACTIVE_RUN_STATUSES = (RunStatus.RUNNING.value, RunStatus.WAITING.value, RunStatus.PAUSED.value)
 """Statuses that hold a slot of a workflow's ``max_concurrent_runs``."""
+
+ANNOUNCE_DELAY_SECONDS = 0.002
+"""How long a run-change notice waits behind the work that follows a commit (seconds)."""
 
 ERROR_RUN_NAMESPACE = uuid.UUID("5f0c7a52-3d1e-4f53-9a53-6c1f2b7e0e11")
 
@@ -334,8 +339,7 @@ class Execution:
             "created_at": now,
             "rerun_of": rerun_of,
         }
-        async with self.sessionmaker() as session:
-            conn = await session.connection(execution_options={"isolation_level": "AUTOCOMMIT"})
+        async with self._autocommit() as conn:
             if not await insert_new_run(conn, row, state):
                 return None
         followup = Followup(dispatch=_dispatch_entries(state, dispatch, now), notify=False)
@@ -607,10 +611,24 @@ class Execution:
         if followup.wake_parent is not None:
             await self.dispatcher.dispatch_advance(followup.wake_parent)
         if followup.notify:
-            # off the critical path: the next step need not wait for the announcement
-            task = asyncio.create_task(self.dispatcher.notify(str(run_id)))
+            task = asyncio.create_task(self._announce(str(run_id)))
             self._announcing.add(task)
             task.add_done_callback(self._announcing.discard)
+
+    async def _announce(self, run_id: str) -> None:
+        """Publish a run-change notice a moment later, in the background: a worker that
+        continues the run inline sends the next step's request first (the notice is for
+        live pages and waiting webhooks, which then read PostgreSQL)."""
+        await asyncio.sleep(ANNOUNCE_DELAY_SECONDS)
+        await self.dispatcher.notify(run_id)
+
+    @contextlib.asynccontextmanager
+    async def _autocommit(self) -> AsyncIterator[AsyncConnection]:
+        """A pooled connection whose statements each commit on their own: a single
+        statement is then its own transaction (no BEGIN/COMMIT round trips)."""
+        engine = self.sessionmaker.kw["bind"]
+        async with engine.connect() as conn:
+            yield await conn.execution_options(isolation_level="AUTOCOMMIT")
 
     async def drain(self) -> None:
         """Wait for run-change announcements still being published (before closing Redis)."""
@@ -983,8 +1001,7 @@ class Execution:
                 return _MOVED
             start = self._new_attempt(state, inline, config, run_id, now)
             dispatch = []
-        async with self.sessionmaker() as session:
-            conn = await session.connection(execution_options={"isolation_level": "AUTOCOMMIT"})
+        async with self._autocommit() as conn:
             written = await write_state(
                 conn,
                 run_id,
