@@ -288,7 +288,7 @@ async def main() -> None:
             for _ in range(SEQ_RUNS):
                 t0 = time.time()
                 started = await rt.execution.start_run(seq, {}, trigger="manual")
-                await wait_all(rt, [started.run_id], 60)
+                await wait_all(rt, [started.run_id], 60, every=0.05)
                 walls.append(await run_wall(rt, started.run_id, t0))
                 seq_runs.append(started.run_id)
             figure("seq40_wall_median", statistics.median(walls), "s")
