@@ -59,10 +59,12 @@ def processes(settings: Settings, log_dir: Path) -> Iterator[Any]:
         "RAILYARD_BASE_URL": settings.base_url,
     }
     running: dict[str, subprocess.Popen[bytes]] = {}
+    logs: list[Any] = []
 
     def start(kind: str, name: str | None = None) -> subprocess.Popen[bytes]:
         name = name or kind
         log = (log_dir / f"{name}.log").open("wb")
+        logs.append(log)
         proc = subprocess.Popen(
             [RAILYARD, kind], env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
         )
@@ -81,6 +83,8 @@ def processes(settings: Settings, log_dir: Path) -> Iterator[Any]:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait(5)
+        for log in logs:
+            log.close()
 
 
 def http_flow(url: str) -> dict[str, Any]:
