@@ -62,8 +62,25 @@ async def ensure_admin(settings: Settings, data_dir: Path | None) -> tuple[str, 
     return email, password
 
 
-async def serve(settings: Settings, host: str, port: int, *, with_worker: bool) -> None:
-    """Run the API (and, for dev, a worker with its sweeper) until SIGINT/SIGTERM."""
+async def serve(
+    settings: Settings,
+    host: str,
+    port: int,
+    *,
+    with_worker: bool,
+    banner: str | None = None,
+) -> None:
+    """Run the API (and, for dev, a worker with its sweeper) until SIGINT/SIGTERM.
+
+    The signals are taken over first, so a Ctrl-C while the app is still being built
+    stops it as cleanly as a later one. ``banner`` is printed once the server accepts
+    connections (not before: a user who follows it at once must not be refused).
+    """
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+
     from backend.app import create_app
     from backend.workers.worker import make_worker, stop_worker
 
@@ -80,11 +97,9 @@ async def serve(settings: Settings, host: str, port: int, *, with_worker: bool) 
     )
     server.capture_signals = contextlib.nullcontext  # type: ignore[method-assign,assignment]
     worker = make_worker(settings, sweep=False) if with_worker else None
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
     tasks: list[asyncio.Task[Any]] = [asyncio.create_task(server.serve())]
+    if banner is not None:
+        tasks.append(asyncio.create_task(_announce_when_listening(server, stop, banner)))
     scheduler_runtime = None
     if worker is not None:
         from backend.runtime import build_runtime
@@ -110,6 +125,16 @@ async def serve(settings: Settings, host: str, port: int, *, with_worker: bool) 
     for task in done:
         if task is not waiter and task.exception():
             raise task.exception()  # type: ignore[misc]
+
+
+async def _announce_when_listening(server: uvicorn.Server, stop: asyncio.Event, text: str) -> None:
+    """Print ``text`` once ``server`` listens (or never, when stopped first)."""
+    while not server.started:
+        if stop.is_set() or server.should_exit:
+            return
+        await asyncio.sleep(0.05)
+    print(text, flush=True)
+    await stop.wait()  # keep the task alive: the first task to end stops everything
 
 
 def cmd_dev(args: argparse.Namespace) -> int:
@@ -140,13 +165,12 @@ def cmd_dev(args: argparse.Namespace) -> int:
             stored = data_dir / "admin-password.txt"
             lines = stored.read_text().split() if stored.exists() else ["(existing)", "(unchanged)"]
             email, password = lines[0], lines[1]
-        print(
+        banner = (
             f"\nRailyard is running at http://127.0.0.1:{args.port}\n"
             f"  log in as {email} with password {password}\n"
-            f"  data directory: {data_dir}\n  Ctrl-C stops everything.\n",
-            flush=True,
+            f"  data directory: {data_dir}\n  Ctrl-C stops everything.\n"
         )
-        asyncio.run(serve(settings, "127.0.0.1", args.port, with_worker=True))
+        asyncio.run(serve(settings, "127.0.0.1", args.port, with_worker=True, banner=banner))
     finally:
         redis.stop()
         pg.stop()

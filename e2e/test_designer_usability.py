@@ -43,6 +43,13 @@ def test_problems_webhook_copy_and_readable_run_error(
     page.click("#create-workflow")
     page.wait_for_url(re.compile(r".*/workflows/[0-9a-f-]+/designer$"))
     page.locator(".palette-item").first.wait_for()
+    # the palette fits its column: long descriptions are cut with an ellipsis, no sideways
+    # scrolling that could leave every card looking blank
+    widths = page.evaluate(
+        "(() => { const l = document.querySelector('.palette-list');"
+        " return [l.scrollWidth, l.clientWidth]; })()"
+    )
+    assert widths[0] <= widths[1], widths
     ids = page.evaluate(BUILD)
 
     # ------------------------------------------------------------ canvas names types by label
