@@ -64,6 +64,7 @@ from backend.engine.nodes.calls import CALL_TYPES
 from backend.engine.nodes.waits import TIMER_TYPES
 from backend.engine.ports import Clock, ConnectorRegistry, Dispatcher, SystemClock
 from backend.engine.states import RunStatus, StepStatus
+from backend.services.attempts import failure, run_attempt
 from backend.services.graphs import cached_graph, graph_for_version
 from designer_schema.graph import WorkflowGraph
 
@@ -918,43 +919,26 @@ class Execution:
         token: str,
         timeout: float | None,
     ) -> dict[str, Any]:
+        """Run one attempt (backend/services/attempts.py), renewing its lease in
+        PostgreSQL while it runs; returns the outcome."""
         runner = self.registry.action(node_type)
         if runner is None:
-            return _failure(f"no installed connector provides {node_type}", "unknown_node_type")
-        cancelled = asyncio.Event()
-        task: asyncio.Task[Any] | None = None
+            return failure(f"no installed connector provides {node_type}", "unknown_node_type")
 
-        async def heartbeat(_details: Any = None) -> None:
+        async def renew_lease() -> bool:
             async with self.sessionmaker() as session, session.begin():
                 until = self.clock.now() + timedelta(seconds=self.lease_seconds)
-                if not await extend_lease(session, attempt_id, token, until):
-                    _stop(task, cancelled)  # run cancelled or timed out, lease lost
+                return await extend_lease(session, attempt_id, token, until)
 
-        async def beat_forever() -> None:
-            while True:
-                await asyncio.sleep(self.lease_seconds / 3)
-                await heartbeat()
-
-        context = self.context_factory(info, heartbeat, cancelled.is_set)
-        beater = asyncio.create_task(beat_forever())
-        task = asyncio.ensure_future(runner.run(config, input, context))
-        try:
-            done, _ = await asyncio.wait({task}, timeout=timeout)
-            if not done:  # step timeout: cooperative first (is_cancelled), then the task
-                _stop(task, cancelled)
-                await asyncio.gather(task, return_exceptions=True)
-                return _failure(f"step timed out after {timeout:g} s", "timeout", retryable=True)
-            return {"ok": True, "output": task.result()}
-        except asyncio.CancelledError:
-            if cancelled.is_set():  # stopped by the heartbeat: completion is discarded anyway
-                return _failure("attempt cancelled", "cancelled")
-            raise
-        except Exception as exc:  # connector errors become step errors, never crash the worker
-            return _error_from_exception(exc)
-        finally:
-            beater.cancel()
-            if not task.done():  # this worker job itself was cancelled
-                task.cancel()
+        return await run_attempt(
+            runner,
+            config,
+            input,
+            lambda heartbeat, is_cancelled: self.context_factory(info, heartbeat, is_cancelled),
+            renew_lease=renew_lease,
+            heartbeat_every=self.lease_seconds / 3,
+            timeout=timeout,
+        )
 
     async def _complete(
         self, run_id: uuid.UUID, done: _Claimed, outcome: dict[str, Any]
@@ -1325,30 +1309,3 @@ def _inline_candidate(
     if rec.not_before is not None and rec.not_before > now:
         return None
     return step_id
-
-
-def _stop(task: asyncio.Task[Any] | None, cancelled: asyncio.Event) -> None:
-    """Cancel a running action: the SDK's ``is_cancelled()`` turns true, then the task is
-    cancelled (an action that ignores the flag is interrupted at its next ``await``)."""
-    cancelled.set()
-    if task is not None and not task.done():
-        task.cancel()
-
-
-def _failure(message: str, kind: str, *, retryable: bool = False) -> dict[str, Any]:
-    return {"ok": False, "error": {"message": message, "kind": kind}, "retryable": retryable}
-
-
-def _error_from_exception(exc: BaseException) -> dict[str, Any]:
-    """Map an SDK error (duck-typed: ``kind``, ``retryable``, ``retry_after``) to an outcome."""
-    kind = getattr(exc, "kind", None) or type(exc).__name__
-    retryable = bool(getattr(exc, "retryable", False))
-    error: dict[str, Any] = {"message": str(exc) or type(exc).__name__, "kind": kind}
-    details = getattr(exc, "details", None)
-    if details:
-        error["details"] = details
-    outcome: dict[str, Any] = {"ok": False, "error": error, "retryable": retryable}
-    retry_after = getattr(exc, "retry_after", None)
-    if retry_after is not None:
-        outcome["retry_after"] = float(retry_after)
-    return outcome

@@ -1,0 +1,105 @@
+"""Running one attempt of a connector action: lease heartbeats, step timeout, cancellation.
+
+The worker runs the connector outside any database transaction (DESIGN.md, execution
+model); this module turns whatever happens into an *outcome*, the dict the engine records:
+
+- ``{"ok": True, "output": <JSON-able>}``;
+- ``{"ok": False, "error": {"message", "kind", "details"?}, "retryable": bool,
+  "retry_after"?: seconds}``.
+
+Connector errors never escape: an exception becomes a failed outcome (the SDK's errors
+carry ``kind``, ``retryable``, ``retry_after`` and ``details``, read duck-typed so this
+module does not import the SDK).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+RenewLease = Callable[[], Awaitable[bool]]
+"""Pushes the attempt's lease; ``False`` when the attempt is no longer current."""
+
+
+async def run_attempt(
+    runner: Any,
+    config: dict[str, Any],
+    input: Any,
+    make_context: Callable[[Callable[..., Awaitable[None]], Callable[[], bool]], Any],
+    *,
+    renew_lease: RenewLease,
+    heartbeat_every: float,
+    timeout: float | None,
+) -> dict[str, Any]:
+    """Run ``runner.run(config, input, context)`` and return its outcome (see module doc).
+
+    ``make_context(heartbeat, is_cancelled)`` builds the connector's context. The lease is
+    renewed every ``heartbeat_every`` seconds and whenever the action heartbeats; when a
+    renewal says the attempt is no longer current (run cancelled or timed out, lease taken
+    over), the action is stopped: ``is_cancelled()`` turns true, then its task is
+    cancelled. After ``timeout`` seconds (``None``: none) the action is stopped the same
+    way and the outcome is a retryable ``timeout`` failure. If the caller itself is
+    cancelled, the action is cancelled too and ``CancelledError`` propagates.
+    """
+    cancelled = asyncio.Event()
+    task: asyncio.Task[Any] | None = None
+
+    async def heartbeat(_details: Any = None) -> None:
+        if not await renew_lease():
+            _stop(task, cancelled)  # run cancelled or timed out, lease lost
+
+    async def beat_forever() -> None:
+        while True:
+            await asyncio.sleep(heartbeat_every)
+            await heartbeat()
+
+    context = make_context(heartbeat, cancelled.is_set)
+    beater = asyncio.create_task(beat_forever())
+    task = asyncio.ensure_future(runner.run(config, input, context))
+    try:
+        done, _ = await asyncio.wait({task}, timeout=timeout)
+        if not done:  # step timeout: cooperative first (is_cancelled), then the task
+            _stop(task, cancelled)
+            await asyncio.gather(task, return_exceptions=True)
+            return failure(f"step timed out after {timeout:g} s", "timeout", retryable=True)
+        return {"ok": True, "output": task.result()}
+    except asyncio.CancelledError:
+        if cancelled.is_set():  # stopped by the heartbeat: completion is discarded anyway
+            return failure("attempt cancelled", "cancelled")
+        raise
+    except Exception as exc:  # connector errors become step errors, never crash the worker
+        return outcome_from_exception(exc)
+    finally:
+        beater.cancel()
+        if not task.done():  # the caller was cancelled
+            task.cancel()
+
+
+def _stop(task: asyncio.Task[Any] | None, cancelled: asyncio.Event) -> None:
+    """Cancel a running action: the SDK's ``is_cancelled()`` turns true, then the task is
+    cancelled (an action that ignores the flag is interrupted at its next ``await``)."""
+    cancelled.set()
+    if task is not None and not task.done():
+        task.cancel()
+
+
+def failure(message: str, kind: str, *, retryable: bool = False) -> dict[str, Any]:
+    """A failed outcome with ``message`` and error ``kind``."""
+    return {"ok": False, "error": {"message": message, "kind": kind}, "retryable": retryable}
+
+
+def outcome_from_exception(exc: BaseException) -> dict[str, Any]:
+    """Map an SDK error (duck-typed: ``kind``, ``retryable``, ``retry_after``, ``details``)
+    or any other exception to a failed outcome."""
+    kind = getattr(exc, "kind", None) or type(exc).__name__
+    retryable = bool(getattr(exc, "retryable", False))
+    error: dict[str, Any] = {"message": str(exc) or type(exc).__name__, "kind": kind}
+    details = getattr(exc, "details", None)
+    if details:
+        error["details"] = details
+    outcome: dict[str, Any] = {"ok": False, "error": error, "retryable": retryable}
+    retry_after = getattr(exc, "retry_after", None)
+    if retry_after is not None:
+        outcome["retry_after"] = float(retry_after)
+    return outcome
