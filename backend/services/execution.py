@@ -1,4 +1,4 @@
-"""Run execution use cases: start, advance, execute a step, sweep.
+"""Run execution use cases: start, advance, execute a step, control a run.
 
 This is the execution model of DESIGN.md wired to PostgreSQL:
 
@@ -9,11 +9,12 @@ This is the execution model of DESIGN.md wired to PostgreSQL:
   autocommit (the start computed in memory); otherwise the run is inserted ``queued``
   and admitted under the workflow's concurrency limit.
 - :meth:`Execution.execute_step` claims an attempt with a lease and a fencing token,
-  runs the connector outside any transaction, and completes with a conditional update:
-  a late or duplicate completion is discarded, so a step completes exactly once.
-- :meth:`Execution.sweep` re-dispatches ready steps whose job was lost, expires leases of
-  dead workers, times out overdue runs and starts queued runs; Redis may lose anything,
-  PostgreSQL holds the truth.
+  runs the connector outside any transaction (backend/services/attempts.py), and
+  completes with a conditional write: a late or duplicate completion is discarded, so a
+  step completes exactly once.
+- The recovery pass (backend/services/recovery.py) re-dispatches ready steps whose job
+  was lost, expires leases of dead workers, times out overdue runs and starts queued
+  runs; Redis may lose anything, PostgreSQL holds the truth.
 
 Run control (docs/engine.md): workflow settings ``max_concurrent_runs`` (further runs stay
 ``queued`` and start oldest first when a slot frees), ``run_timeout_seconds`` (a due time
@@ -1062,136 +1063,6 @@ class Execution:
         return claimed
 
     # -- recovery --------------------------------------------------------------------
-
-    async def sweep(self, *, grace_seconds: float = 5.0) -> dict[str, int]:
-        """One recovery pass. Returns counts: ``expired``, ``redispatched``, ``started``,
-        ``woken``, ``timed_out``.
-
-        - running attempts whose lease ran out are expired and their step made ready again
-          (a lost worker is not the step's failure, so it does not use up retries);
-        - ready steps due for longer than ``grace_seconds`` are dispatched again (a lost job);
-        - runs past their run timeout (``deadline_at``) are timed out;
-        - queued runs older than ``grace_seconds`` are advanced (child runs included); for
-          a workflow with ``max_concurrent_runs`` the oldest queued runs that fit start;
-        - parents whose calling step still runs although a child ended more than
-          ``grace_seconds`` ago are advanced (a lost wake-up job).
-        Due durable timers are ready steps, so the second rule fires them.
-        """
-        now = self.clock.now()
-        grace = now - timedelta(seconds=grace_seconds)
-        counts = {"expired": 0, "redispatched": 0, "started": 0, "woken": 0, "timed_out": 0}
-        async with self.sessionmaker() as session:
-            overdue = (
-                (
-                    await session.execute(
-                        select(Run.id)
-                        .where(Run.status.in_(ACTIVE_RUN_STATUSES), Run.deadline_at < now)
-                        .limit(500)
-                    )
-                )
-                .scalars()
-                .all()
-            )
-        for run_id in overdue:
-            try:
-                counts["timed_out"] += int(await self.timeout_run(run_id))
-            except RunNotFound:
-                pass
-        async with self.sessionmaker() as session:
-            expired = (
-                await session.execute(
-                    select(Attempt.id, Attempt.run_id, Attempt.step_id, Attempt.fencing_token)
-                    .where(Attempt.status == "running", Attempt.lease_expires_at < now)
-                    .limit(500)
-                )
-            ).all()
-        for attempt_id, run_id, step_id, token in expired:
-            async with self.sessionmaker() as session, session.begin():
-                run = await lock_run(session, run_id)
-                if run is None:
-                    continue
-                if not await finish_attempt(
-                    session,
-                    attempt_id,
-                    token,
-                    status="expired",
-                    output=None,
-                    error={"message": "lease expired: worker lost", "kind": "lease_expired"},
-                    now=now,
-                ):
-                    continue
-                state = await load_state(session, run)
-                rec = state.steps.get(step_id)
-                if (
-                    rec is not None
-                    and rec.status == StepStatus.RUNNING
-                    and not state.status.terminal
-                ):
-                    rec.move(StepStatus.READY)
-                    rec.not_before = now
-                    state.touch(step_id)
-                    state.emit("step.lease_expired", step_id, attempt_id=attempt_id)
-                    await save_state(session, run, state)
-                counts["expired"] += 1
-            await self.dispatcher.dispatch_step(str(run_id), step_id)
-        async with self.sessionmaker() as session:
-            ready = (
-                await session.execute(
-                    select(StepRun.run_id, StepRun.step_id)
-                    .join(Run, Run.id == StepRun.run_id)
-                    .where(
-                        StepRun.status == StepStatus.READY.value,
-                        StepRun.not_before < grace,
-                        Run.status.in_([RunStatus.RUNNING.value, RunStatus.WAITING.value]),
-                    )
-                    .limit(1000)
-                )
-            ).all()
-            queued = (
-                await session.execute(
-                    select(Run.id, Run.workflow_id, Workflow.settings)
-                    .join(Workflow, Workflow.id == Run.workflow_id)
-                    .where(Run.status == RunStatus.QUEUED.value, Run.created_at < grace)
-                    .limit(1000)
-                )
-            ).all()
-            waiting_parents = (
-                (
-                    await session.execute(
-                        select(Run.parent_run_id)
-                        .join(
-                            StepRun,
-                            (StepRun.run_id == Run.parent_run_id)
-                            & (StepRun.step_id == Run.parent_step_id),
-                        )
-                        .where(
-                            Run.status.in_([s.value for s in RunStatus if s.terminal]),
-                            Run.finished_at < grace,
-                            StepRun.status == StepStatus.RUNNING.value,
-                        )
-                        .distinct()
-                        .limit(1000)
-                    )
-                )
-                .scalars()
-                .all()
-            )
-        for run_id, step_id in ready:
-            await self.dispatcher.dispatch_step(str(run_id), step_id)
-            counts["redispatched"] += 1
-        for parent_id in waiting_parents:
-            await self.dispatcher.dispatch_advance(str(parent_id))
-            counts["woken"] += 1
-        limited: set[uuid.UUID] = set()
-        for run_id, workflow_id, settings in queued:
-            if (settings or {}).get("max_concurrent_runs"):
-                limited.add(workflow_id)
-                continue
-            await self.dispatcher.dispatch_advance(str(run_id))
-            counts["started"] += 1
-        for workflow_id in limited:
-            counts["started"] += await self.admit_queued(workflow_id)
-        return counts
 
     async def load_run_state(self, run_id: uuid.UUID) -> RunState:
         """Read-only snapshot of a run's state (no lock)."""

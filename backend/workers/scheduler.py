@@ -16,6 +16,7 @@ import logging
 from sqlalchemy import text
 
 from backend.runtime import Runtime
+from backend.services.recovery import sweep
 from backend.triggers.scheduling import run_schedules
 
 log = logging.getLogger(__name__)
@@ -66,7 +67,7 @@ async def _lead(runtime: Runtime, stop: asyncio.Event, interval: float) -> None:
         try:
             while not stop.is_set():
                 try:
-                    counts = await runtime.execution.sweep(grace_seconds=interval)
+                    counts = await sweep(runtime.execution, grace_seconds=interval)
                     if any(counts.values()):
                         log.info("sweep: %s", counts)
                 except Exception:  # a failed pass must not end leadership

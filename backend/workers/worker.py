@@ -20,6 +20,7 @@ from arq.worker import Worker, func
 from redis.exceptions import RedisError
 
 from backend.runtime import Runtime, build_runtime
+from backend.services.recovery import sweep
 from backend.settings import Settings
 from backend.workers.wake import DEFAULT_IDLE_POLL_SECONDS, WakeableWorker
 
@@ -60,7 +61,7 @@ async def advance_run(ctx: dict[str, Any], run_id: str) -> None:
 async def _sweeper(runtime: Runtime) -> None:
     while True:
         try:
-            counts = await runtime.execution.sweep(grace_seconds=runtime.settings.sweep_interval)
+            counts = await sweep(runtime.execution, grace_seconds=runtime.settings.sweep_interval)
             if any(counts.values()):
                 log.info("sweeper: %s", counts)
         except Exception:  # keep sweeping whatever one pass hit

@@ -12,6 +12,7 @@ from sqlalchemy import text, update
 
 from backend.db.models import Attempt
 from backend.runtime import Runtime
+from backend.services.recovery import sweep
 from backend.workers.scheduler import run_scheduler
 from tests.diagrams import diagram, edge, node
 from tests.http_sink import HttpSink
@@ -45,7 +46,7 @@ async def test_flushed_redis_loses_nothing(
     run_id = (await client.post(wf["webhook_path"], json={"n": 1})).json()["run_id"]
     await runtime.redis.flushall()  # the job is gone before any worker saw it
     await asyncio.sleep(0.05)
-    counts = await runtime.execution.sweep(grace_seconds=0)
+    counts = await sweep(runtime.execution, grace_seconds=0)
     assert counts["redispatched"] == 1
     async with worker_factory():
         assert await wait_for_run(runtime, run_id) == "succeeded"
@@ -87,7 +88,7 @@ async def test_expired_lease_of_a_dead_worker_is_retried_once(
             .where(Attempt.id == dead_id)
             .values(lease_expires_at=now - timedelta(seconds=1))
         )
-    counts = await runtime.execution.sweep(grace_seconds=0)
+    counts = await sweep(runtime.execution, grace_seconds=0)
     assert counts["expired"] == 1
     async with worker_factory():
         assert await wait_for_run(runtime, run_id) == "succeeded"

@@ -16,6 +16,7 @@ from sqlalchemy import text
 
 from backend.runtime import Runtime
 from backend.services.execution import active_version_of
+from backend.services.recovery import sweep
 from tests.diagrams import diagram, edge, node
 from tests.http_sink import HttpSink, Recorded
 from tests.integration.conftest import wait_for_run
@@ -88,7 +89,7 @@ async def test_run_timeout_cancels_the_running_step_and_starts_nothing_downstrea
         if await attempt_rows(runtime, run_id):
             break
         await asyncio.sleep(0.05)
-    assert await runtime.execution.sweep(grace_seconds=60) == {
+    assert await sweep(runtime.execution, grace_seconds=60) == {
         "expired": 0,
         "redispatched": 0,
         "started": 0,
@@ -96,7 +97,7 @@ async def test_run_timeout_cancels_the_running_step_and_starts_nothing_downstrea
         "timed_out": 0,
     }
     await asyncio.sleep(0.6)
-    counts = await runtime.execution.sweep(grace_seconds=60)
+    counts = await sweep(runtime.execution, grace_seconds=60)
     assert counts["timed_out"] == 1
     assert await wait_for_run(runtime, run_id) == "timed_out"
     await asyncio.sleep(2.5)  # the slow call returns: its completion is discarded
@@ -160,7 +161,7 @@ async def test_sweeper_starts_queued_runs_when_a_slot_is_free(
             ),
             {"wf": wf["id"]},
         )
-    counts = await runtime.execution.sweep(grace_seconds=1)
+    counts = await sweep(runtime.execution, grace_seconds=1)
     assert counts["started"] == 1
     async with runtime.engine.connect() as conn:
         statuses = (await conn.execute(text("select status from runs"))).scalars().all()
