@@ -130,7 +130,7 @@ def wait_http(url: str, proc: subprocess.Popen[bytes], timeout: float = 60) -> N
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise RuntimeError(f"{proc.args} exited with {proc.returncode}")
+            raise RuntimeError(f"{proc.args!r} exited with {proc.returncode}")
         try:
             if httpx.get(url, timeout=1).status_code < 500:
                 return
