@@ -77,6 +77,11 @@ def make_context_factory(
     keyring = crypto.keyring_from_settings(settings) if settings.encryption_key else None
     connector_settings = settings.connector_settings()
 
+    # over a shared pool the guard holds no connections of its own: one serves every attempt
+    shared_guard = (
+        sdk.SsrfGuardTransport(policy, inner=http_pool, close_inner=False) if http_pool else None
+    )
+
     def factory(info: dict[str, Any], heartbeat: Any, is_cancelled: Any) -> Any:
         resolver = None
         if sessionmaker is not None and catalog is not None:
@@ -87,9 +92,7 @@ def make_context_factory(
                 keyring,
                 info=info,
                 refresh_margin=settings.oauth2_refresh_margin,
-                transport=sdk.SsrfGuardTransport(
-                    policy, inner=http_pool, close_inner=http_pool is None
-                ),
+                transport=shared_guard or sdk.SsrfGuardTransport(policy),
             )
         return sdk.ActionContext(
             info=sdk.ActionInfo(**info),

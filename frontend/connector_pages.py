@@ -13,18 +13,16 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlencode
 
-from litestar import Controller, Request, Response, get, post
-from litestar.di import Provide
-from litestar.exceptions import NotAuthorizedException
+from litestar import Request, Response, get, post
 from litestar.params import FromPath, FromQuery, URLEncodedBody
 from litestar.response import Redirect
 
 from backend import crypto
-from backend.auth.web import AppRuntime, DbSession, login_required, provide_db, provide_runtime
+from backend.auth.web import AppRuntime, DbSession
 from backend.db.models import User
 from backend.runtime import Runtime
 from backend.services import credentials as creds
-from frontend.pages import redirect_to_login, render
+from frontend.pages import LoginRequiredPages, render
 
 
 def _return_path(value: str) -> str:
@@ -92,17 +90,8 @@ def _form_data(ctype: Any, form: dict[str, str]) -> dict[str, Any]:
     return data
 
 
-class ConnectorPages(Controller):
+class ConnectorPages(LoginRequiredPages):
     """Catalog and credentials pages (login required)."""
-
-    path = "/"
-    include_in_schema = False
-    guards = [login_required]
-    exception_handlers = {NotAuthorizedException: redirect_to_login}
-    dependencies = {
-        "db": Provide(provide_db),
-        "runtime": Provide(provide_runtime, sync_to_thread=False),
-    }
 
     @get("/catalog", operation_id="page_catalog")
     async def catalog_page(

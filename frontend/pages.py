@@ -164,8 +164,10 @@ class AuthPages(Controller):
         return response
 
 
-class AppPages(Controller):
-    """Workflow list, designer, run list and run detail (login required)."""
+class LoginRequiredPages(Controller):
+    """Base of the HTML page controllers behind the login: not in the OpenAPI schema, a
+    request without a session is redirected to the login page, handlers get ``db`` and
+    ``runtime``. Declares no routes itself."""
 
     path = "/"
     include_in_schema = False
@@ -175,6 +177,10 @@ class AppPages(Controller):
         "db": Provide(provide_db),
         "runtime": Provide(provide_runtime, sync_to_thread=False),
     }
+
+
+class AppPages(LoginRequiredPages):
+    """Workflow list, designer, run list and run detail (login required)."""
 
     @get("/workflows", operation_id="page_workflows")
     async def workflows_page(

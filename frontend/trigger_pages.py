@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import msgspec
-from litestar import Controller, MediaType, Request, Response, get, post
+from litestar import MediaType, Request, Response, get, post
 from litestar.params import FromPath, JSONBody, URLEncodedBody
 from litestar.response import Redirect
 
@@ -18,7 +18,7 @@ from backend.auth.web import DbSession
 from backend.db.models import User
 from backend.services import api_tokens, schedules, webhooks, workflows
 from backend.triggers.schedule_rules import ScheduleError
-from frontend.pages import ENV, AppPages, render
+from frontend.pages import ENV, LoginRequiredPages, render
 
 
 class SchedulePreviewIn(msgspec.Struct):
@@ -27,14 +27,8 @@ class SchedulePreviewIn(msgspec.Struct):
     config: dict[str, Any] = msgspec.field(default_factory=dict)
 
 
-class TriggerPages(Controller):
+class TriggerPages(LoginRequiredPages):
     """Deliveries page, schedule preview fragment and the API tokens page."""
-
-    path = "/"
-    include_in_schema = False
-    guards = AppPages.guards
-    exception_handlers = AppPages.exception_handlers
-    dependencies = AppPages.dependencies
 
     @get("/workflows/{workflow_id:uuid}/deliveries", operation_id="page_webhook_deliveries")
     async def deliveries(

@@ -383,14 +383,7 @@ async def write_state(
     On success the run's revision is bumped and ``state.changed`` / ``state.events`` are
     cleared; otherwise nothing is written and ``state`` is left as it was.
     """
-    steps = [
-        {"step_id": step_id, **step_values(state.steps[step_id])}
-        for step_id in sorted(state.changed)
-    ]
-    events = [
-        {"kind": ev.kind, "step_id": ev.step_id, "data": ev.data, "ord": i}
-        for i, ev in enumerate(state.events)
-    ]
+    steps, events = _changes(state)
     attempts = []
     if start is not None:
         attempts.append(
@@ -602,6 +595,20 @@ _INSERT_NEW_RUN = text(
 ).columns()
 
 
+def _changes(state: RunState) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The changed step records (by step id) and the events (numbered ``ord`` in emit
+    order) of ``state``, as the rows the ``jsonb_to_recordset`` parameters carry."""
+    steps = [
+        {"step_id": step_id, **step_values(state.steps[step_id])}
+        for step_id in sorted(state.changed)
+    ]
+    events = [
+        {"kind": ev.kind, "step_id": ev.step_id, "data": ev.data, "ord": i}
+        for i, ev in enumerate(state.events)
+    ]
+    return steps, events
+
+
 def _json(value: Any) -> str | None:
     """JSON text for a ``CAST(... AS jsonb)`` parameter; ``None`` stays SQL NULL."""
     return None if value is None else msgspec.json.encode(value).decode()
@@ -623,14 +630,7 @@ async def insert_new_run(
     ``IntegrityError`` when the idempotency key is taken. Used by the start path, where the
     state was computed in memory (a new run has no step rows to load or lock).
     """
-    steps = [
-        {"step_id": step_id, **step_values(state.steps[step_id])}
-        for step_id in sorted(state.changed)
-    ]
-    events = [
-        {"kind": ev.kind, "step_id": ev.step_id, "data": ev.data, "ord": i}
-        for i, ev in enumerate(state.events)
-    ]
+    steps, events = _changes(state)
     written = (
         await session.execute(
             _INSERT_NEW_RUN,

@@ -684,10 +684,7 @@ class Execution:
         """
         now = self.clock.now()
         async with self.sessionmaker() as session, session.begin():
-            run = await lock_run(session, run_id)
-            if run is None:
-                raise RunNotFound(str(run_id))
-            state = await load_state(session, run)
+            run, state = await _locked_state(session, run_id)
             if state.status not in (RunStatus.RUNNING, RunStatus.WAITING):
                 raise RunNotActive(f"run is {state.status.value}; only active runs pause")
             state.move(RunStatus.PAUSED)
@@ -702,10 +699,7 @@ class Execution:
         """
         now = self.clock.now()
         async with self.sessionmaker() as session, session.begin():
-            run = await lock_run(session, run_id)
-            if run is None:
-                raise RunNotFound(str(run_id))
-            state = await load_state(session, run)
+            run, state = await _locked_state(session, run_id)
             if state.status != RunStatus.PAUSED:
                 raise RunNotActive(f"run is {state.status.value}; only paused runs resume")
             state.move(RunStatus.RUNNING)
@@ -747,10 +741,7 @@ class Execution:
     async def _end_run(self, run_id: uuid.UUID, apply: Any, *, overdue_only: bool = False) -> bool:
         now = self.clock.now()
         async with self.sessionmaker() as session, session.begin():
-            run = await lock_run(session, run_id)
-            if run is None:
-                raise RunNotFound(str(run_id))
-            state = await load_state(session, run)
+            run, state = await _locked_state(session, run_id)
             if state.status.terminal:
                 return False
             if overdue_only and (run.deadline_at is None or run.deadline_at > now):
@@ -1076,6 +1067,14 @@ class Execution:
 def has_calls(graph: WorkflowGraph) -> bool:
     """True when ``graph`` has a Sub-workflow or For-each step (its runs may have children)."""
     return any(step.type in CALL_TYPES for step in graph.steps)
+
+
+async def _locked_state(session: AsyncSession, run_id: uuid.UUID) -> tuple[Run, RunState]:
+    """The run row locked ``FOR UPDATE`` and its state; raises :class:`RunNotFound`."""
+    run = await lock_run(session, run_id)
+    if run is None:
+        raise RunNotFound(str(run_id))
+    return run, await load_state(session, run)
 
 
 class _Moved:
