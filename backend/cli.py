@@ -189,7 +189,7 @@ def cmd_api(args: argparse.Namespace) -> int:
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
-    """Production worker process (arq) with the sweeper."""
+    """Production worker process (arq); rides out Redis and PostgreSQL outages."""
     from backend.workers.worker import loop_factory, make_worker, stop_worker
 
     settings = load_settings()
@@ -197,24 +197,30 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
     async def main() -> None:
         worker = make_worker(settings, max_jobs=args.max_jobs, sweep=False)
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
+        stop = _stop_on_signals()
+        probes = await _start_probes(args.health_port, lambda: worker.ctx.get("runtime"))
         task = asyncio.create_task(worker.async_run())
-        await asyncio.wait(
-            [task, asyncio.create_task(stop.wait())], return_when=asyncio.FIRST_COMPLETED
-        )
-        await stop_worker(worker)
-        task.cancel()
+        try:
+            await asyncio.wait(
+                [task, asyncio.create_task(stop.wait())], return_when=asyncio.FIRST_COMPLETED
+            )
+            await stop_worker(worker)
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+        finally:
+            if probes is not None:
+                await probes.close()
+        if not stop.is_set() and task.done() and not task.cancelled() and task.exception():
+            raise task.exception()  # type: ignore[misc]
 
     with asyncio.Runner(loop_factory=loop_factory()) as runner:
         runner.run(main())
     return 0
 
 
-def cmd_scheduler(_: argparse.Namespace) -> int:
-    """Production scheduler: durable timers and recovery sweeps, leader-elected."""
+def cmd_scheduler(args: argparse.Namespace) -> int:
+    """Production scheduler: durable timers and recovery sweeps, leader-elected; rides out
+    Redis and PostgreSQL outages."""
     from backend.runtime import build_runtime
     from backend.workers.scheduler import run_scheduler
 
@@ -223,17 +229,51 @@ def cmd_scheduler(_: argparse.Namespace) -> int:
 
     async def main() -> None:
         runtime = await build_runtime(settings, pool_size=2)
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
+        stop = _stop_on_signals()
+        probes = await _start_probes(args.health_port, lambda: runtime)
         try:
             await run_scheduler(runtime, stop)
         finally:
+            if probes is not None:
+                await probes.close()
             await runtime.close()
 
     asyncio.run(main())
     return 0
+
+
+def _stop_on_signals() -> asyncio.Event:
+    """An event set by SIGINT or SIGTERM."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    return stop
+
+
+async def _start_probes(port: int | None, runtime: Any) -> Any:
+    """Serve ``/health/live`` and ``/health/ready`` on ``port`` (None: no probes).
+
+    ``runtime()`` returns the process's Runtime, or None while it is being built; ready
+    means PostgreSQL and Redis both answer (backend/workers/health.py).
+    """
+    if port is None:
+        return None
+    from backend.services.availability import probe_database, probe_redis
+    from backend.workers.health import ProbeServer
+
+    async def ready() -> dict[str, str]:
+        current = runtime()
+        if current is None:
+            return {"database": "down: starting", "redis": "down: starting"}
+        database, redis = await asyncio.gather(
+            probe_database(current.engine), probe_redis(current.redis)
+        )
+        return {"database": database, "redis": redis}
+
+    server = ProbeServer(ready, host=os.environ.get("RAILYARD_HEALTH_HOST", "0.0.0.0"), port=port)
+    await server.start()
+    return server
 
 
 def cmd_migrate(_: argparse.Namespace) -> int:
@@ -310,6 +350,16 @@ def cmd_rotate_key(args: argparse.Namespace) -> int:
     return 0
 
 
+HEALTH_PORT_HELP = (
+    "serve /health/live and /health/ready on this port (default: $RAILYARD_HEALTH_PORT, else off)"
+)
+
+
+def _env_port() -> int | None:
+    value = os.environ.get("RAILYARD_HEALTH_PORT", "")
+    return int(value) if value.isdigit() else None
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``railyard`` console script."""
     _setup_logging()
@@ -325,8 +375,10 @@ def main(argv: list[str] | None = None) -> int:
     api.set_defaults(func=cmd_api)
     worker = sub.add_parser("worker", help="run a worker (scale out by running more)")
     worker.add_argument("--max-jobs", type=int, default=20)
+    worker.add_argument("--health-port", type=int, default=_env_port(), help=HEALTH_PORT_HELP)
     worker.set_defaults(func=cmd_worker)
     sched = sub.add_parser("scheduler", help="run durable timers and recovery (leader-elected)")
+    sched.add_argument("--health-port", type=int, default=_env_port(), help=HEALTH_PORT_HELP)
     sched.set_defaults(func=cmd_scheduler)
     migrate = sub.add_parser("migrate", help="apply database migrations")
     migrate.set_defaults(func=cmd_migrate)
