@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
+from typing import Any
 
+import msgspec
 from litestar import Litestar, MediaType, Request, Response
 from litestar.config.csrf import CSRFConfig
 from litestar.exceptions import HTTPException
@@ -15,7 +17,7 @@ from litestar.static_files import create_static_files_router
 from backend.api.auth import AuthController
 from backend.api.catalog import CatalogController
 from backend.api.credentials import CredentialController
-from backend.api.errors import API_EXCEPTION_HANDLERS
+from backend.api.errors import API_EXCEPTION_HANDLERS, ErrorHandler
 from backend.api.health import HealthController
 from backend.api.runs import RunController
 from backend.api.triggers import ApiTokenController, FileController, WebhookSettingsController
@@ -39,6 +41,23 @@ def _http_error(request: Request, exc: HTTPException) -> Response[object]:
         status_code=exc.status_code,
         media_type=MediaType.JSON,
     )
+
+
+def _pages_get_html(handler: ErrorHandler) -> Any:
+    """Wrap a JSON error handler: a browser page request gets the styled HTML error page
+    instead (same status, same message, ``Retry-After`` kept)."""
+
+    def handle(request: Request, exc: Any) -> Response[Any]:
+        response = handler(request, exc)
+        if not wants_html(request) or not isinstance(response.content, bytes):
+            return response
+        detail = msgspec.json.decode(response.content).get("detail", "")
+        page = html_error(request, response.status_code or 500, str(detail))
+        if "Retry-After" in response.headers:
+            page.headers["Retry-After"] = response.headers["Retry-After"]
+        return page
+
+    return handle
 
 
 def create_app(settings: Settings, runtime: Runtime | None = None) -> Litestar:
@@ -85,7 +104,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> Litestar:
             )
         ],
         exception_handlers={
-            **API_EXCEPTION_HANDLERS,  # type: ignore[dict-item]
+            **{k: _pages_get_html(h) for k, h in API_EXCEPTION_HANDLERS.items()},
             404: _http_error,
             405: _http_error,
         },

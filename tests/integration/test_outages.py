@@ -14,6 +14,7 @@ import os
 import signal
 import socket
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -184,3 +185,62 @@ async def test_worker_postgres_outage(sink: HttpSink, embedded_tmp_dir: Path) ->
     finally:
         redis.stop()
         pg.stop()
+
+
+async def test_api_during_postgres_restart_answers_503_never_500(
+    sink: HttpSink, embedded_tmp_dir: Path
+) -> None:
+    """Requests keep coming while PostgreSQL shuts down, is down, and starts up: each
+    answers 2xx or 503 with ``Retry-After`` (an HTML page for browser pages), never 500."""
+    pg = await own_postgres(embedded_tmp_dir)
+    redis = EmbeddedRedis(embedded_tmp_dir / "redis", persistence_off=True)
+    redis.start()
+    try:
+        settings = own_settings(pg.url, redis.url)
+        async with api(settings) as (_, client):
+            wf = await publish(client, http_flow(sink.url))
+            html = {"accept": "text/html"}
+            requests: list[tuple[str, str, dict[str, str], Any]] = [
+                ("GET", f"/api/workflows/{wf['id']}", {}, None),
+                ("GET", "/api/runs", {}, None),
+                ("POST", wf["webhook_path"], {}, {"order": 1}),
+                ("GET", "/runs", html, None),
+                ("GET", f"/workflows/{wf['id']}/designer", html, None),
+            ]
+            answers: list[tuple[str, int, str, str | None]] = []
+            restarted = asyncio.Event()
+
+            async def keep_asking() -> None:
+                while not restarted.is_set():
+                    for method, url, headers, body in requests:
+                        r = await client.request(method, url, headers=headers, json=body)
+                        kind = r.headers.get("content-type", "").split(";")[0]
+                        answers.append((url, r.status_code, kind, r.headers.get("retry-after")))
+                    await asyncio.sleep(0.02)
+
+            asker = asyncio.create_task(keep_asking())
+            await asyncio.sleep(0.3)
+            await asyncio.to_thread(pg.stop)
+            await asyncio.sleep(1.0)
+            await asyncio.to_thread(pg.start)
+
+            async def ready() -> bool:
+                return (await client.get("/health/ready")).status_code == 200
+
+            await until(ready, 30, "the API to see the database again")
+            await asyncio.sleep(0.5)
+            restarted.set()
+            await asker
+    finally:
+        redis.stop()
+        pg.stop()
+    odd = [a for a in answers if a[1] not in (200, 202, 503)]
+    assert not odd, odd
+    unavailable = [a for a in answers if a[1] == 503]
+    assert {url for url, *_ in unavailable} == {url for _, url, _, _ in requests}
+    for url, _, kind, retry_after in unavailable:
+        assert retry_after == "5", url
+        assert kind == (
+            "text/html" if not url.startswith(("/api/", "/hooks/")) else "application/json"
+        ), (url, kind)
+    assert [a[1] for a in answers[-len(requests) :]] == [200, 200, 202, 200, 200]
