@@ -20,6 +20,7 @@ from backend.api.credentials import CredentialController
 from backend.api.errors import API_EXCEPTION_HANDLERS, ErrorHandler
 from backend.api.health import HealthController
 from backend.api.runs import RunController
+from backend.api.storable_input import DEFAULT_MAX_SCAN_BYTES, StorableInputMiddleware
 from backend.api.triggers import ApiTokenController, FileController, WebhookSettingsController
 from backend.api.webhooks import WebhookController
 from backend.api.workflows import WorkflowController
@@ -94,6 +95,8 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> Litestar:
         ],
         lifespan=[lifespan],
         middleware=[
+            # first: it reads the body before CSRF's form lookup and hands it on
+            StorableInputMiddleware(max(DEFAULT_MAX_SCAN_BYTES, settings.webhook_max_body)),
             DefineMiddleware(
                 BearerAwareCSRFMiddleware,
                 config=CSRFConfig(
@@ -101,7 +104,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> Litestar:
                     cookie_secure=settings.secure_cookies,
                     exclude=["/hooks", "/health"],
                 ),
-            )
+            ),
         ],
         exception_handlers={
             **{k: _pages_get_html(h) for k, h in API_EXCEPTION_HANDLERS.items()},

@@ -14,6 +14,7 @@ from litestar.exceptions.responses import create_exception_response
 from backend.api.schemas import ErrorOut
 from backend.services.availability import unavailable_service
 from backend.services.execution import RunNotActive, RunNotFound
+from backend.services.storable import UnstorableInput, refused_by_database
 from backend.services.workflows import InvalidInput, PublishRejected, WorkflowNotFound
 
 log = logging.getLogger(__name__)
@@ -28,7 +29,7 @@ def not_found(_: Request, exc: LookupError) -> Response[bytes]:
     return _json(404, str(exc).strip("'\""))
 
 
-def invalid_input(_: Request, exc: InvalidInput) -> Response[bytes]:
+def invalid_input(_: Request, exc: InvalidInput | UnstorableInput) -> Response[bytes]:
     return _json(400, str(exc), field=exc.field)
 
 
@@ -52,13 +53,19 @@ UNAVAILABLE_DETAIL = {
 def unexpected_error(request: Request, exc: Exception) -> Response[bytes]:
     """Every error no other handler takes (Litestar's ``500`` handler slot).
 
-    An outage of PostgreSQL or Redis, wherever it sits in the exception's chain
+    Text the database refused as unstorable answers 400. An outage of PostgreSQL or
+    Redis, wherever it sits in the exception's chain
     (:func:`backend.services.availability.unavailable_service`), answers 503 with
     ``Retry-After``; anything else is a bug: logged with its traceback, answered 500
     without one. An ``HTTPException`` raised as 500 keeps Litestar's own answer.
     """
     if isinstance(exc, HTTPException):
         return create_exception_response(request, exc)  # type: ignore[return-value]
+    if refused_by_database(exc):  # missed by StorableInputMiddleware (e.g. a huge body)
+        log.warning("unstorable text on %s %s: %s", request.method, request.url.path, exc)
+        return _json(
+            400, "a value contains U+0000 (NUL) or a lone surrogate, which cannot be stored"
+        )
     service = unavailable_service(exc)
     if service is not None:
         log.warning(
@@ -83,6 +90,7 @@ API_EXCEPTION_HANDLERS: dict[int | type[Exception], ErrorHandler] = {
     RunNotFound: not_found,
     RunNotActive: conflict,
     InvalidInput: invalid_input,
+    UnstorableInput: invalid_input,
     PublishRejected: publish_rejected,
     500: unexpected_error,
 }

@@ -122,6 +122,8 @@ def parse_json_text(text: str) -> Any:
             f"malformed JSON body: {exc.msg} at line {exc.lineno}, column {exc.colno} "
             f"(character {exc.pos})"
         ) from exc
+    except ValueError as exc:  # an integer longer than Python's 4,300-digit conversion limit
+        raise BodyError(f"JSON body not accepted: {exc}") from exc
 
 
 def parse_request_body(content_type: str, raw: bytes) -> ParsedBody:
