@@ -23,7 +23,7 @@ import asyncio
 import contextvars
 import inspect
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -115,7 +115,7 @@ class ActionContext:
     http_client: httpx.AsyncClient | Callable[[], httpx.AsyncClient] | None = None
     logger: logging.Logger | logging.LoggerAdapter[logging.Logger] | None = None
     ssrf: SsrfPolicy = field(default_factory=SsrfPolicy)
-    settings: dict[str, Any] = field(default_factory=dict)
+    settings: Mapping[str, Any] = field(default_factory=dict)
     credential_resolver: CredentialResolver | None = None
     _credentials: dict[str, dict[str, Any]] = field(default_factory=dict, init=False, repr=False)
     _client: httpx.AsyncClient | None = field(default=None, init=False, repr=False)
