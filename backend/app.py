@@ -10,6 +10,7 @@ import msgspec
 from litestar import Litestar, MediaType, Request, Response
 from litestar.config.csrf import CSRFConfig
 from litestar.exceptions import HTTPException
+from litestar.logging.config import LoggingConfig
 from litestar.middleware.base import DefineMiddleware
 from litestar.openapi import OpenAPIConfig
 from litestar.static_files import create_static_files_router
@@ -112,6 +113,8 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> Litestar:
             405: _http_error,
         },
         openapi_config=OpenAPIConfig(title="Railyard", version="0.1.0", path="/schema"),
+        # the process owns the root logger (level RAILYARD_LOG_LEVEL, one format: cli.py)
+        logging_config=LoggingConfig(configure_root_logger=False),
         debug=False,
     )
     if runtime is not None:

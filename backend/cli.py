@@ -16,6 +16,7 @@ import os
 import secrets
 import signal
 import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,11 @@ def _setup_logging() -> None:
     # httpx logs every request at INFO, URL and query string included (a connector's
     # API key can sit there): the engine records each step's outcome instead
     logging.getLogger("httpx").setLevel(logging.WARNING)
+    # authlib warns at import that its httpx integration will move; nothing to act on here
+    # (its module installs an "always" filter on import: ours goes in front of it)
+    import authlib.deprecate  # noqa: F401
+
+    warnings.filterwarnings("ignore", message="The httpx module is deprecated", module="authlib")
 
 
 async def ensure_admin(settings: Settings, data_dir: Path | None) -> tuple[str, str] | None:
@@ -90,7 +96,7 @@ async def serve(
             app,
             host=host,
             port=port,
-            log_level="info",
+            log_level="info" if logging.getLogger().isEnabledFor(logging.INFO) else "warning",
             lifespan="on",
             access_log=os.environ.get("RAILYARD_ACCESS_LOG", "1") != "0",
         )
@@ -137,8 +143,23 @@ async def _announce_when_listening(server: uvicorn.Server, stop: asyncio.Event, 
     await stop.wait()  # keep the task alive: the first task to end stops everything
 
 
+def _step(text: str) -> None:
+    """One line of ``railyard dev``'s progress, on stdout."""
+    print(f"railyard: {text}", flush=True)
+
+
+def _quiet_for_dev() -> None:
+    """``railyard dev`` prints its own progress lines; library logs show warnings and
+    errors only (``RAILYARD_LOG_LEVEL=INFO`` brings them back), and the per-request access
+    log is off unless ``RAILYARD_ACCESS_LOG=1``."""
+    if "RAILYARD_LOG_LEVEL" not in os.environ:
+        logging.getLogger().setLevel(logging.WARNING)
+    os.environ.setdefault("RAILYARD_ACCESS_LOG", "0")
+
+
 def cmd_dev(args: argparse.Namespace) -> int:
     """Embedded PostgreSQL + Redis, migrations, first admin, API + worker."""
+    _quiet_for_dev()
     from backend.crypto import ensure_dev_key
     from backend.db.migrate import upgrade
     from backend.embedded import EmbeddedPostgres, EmbeddedRedis
@@ -147,6 +168,7 @@ def cmd_dev(args: argparse.Namespace) -> int:
     data_dir.mkdir(parents=True, exist_ok=True)
     pg = EmbeddedPostgres(data_dir / "postgres")
     redis = EmbeddedRedis(data_dir / "redis")
+    _step(f"starting PostgreSQL and Redis (data in {data_dir})")
     pg.start()
     redis.start()
     try:
@@ -157,14 +179,17 @@ def cmd_dev(args: argparse.Namespace) -> int:
             http_allow_private=os.environ.get("RAILYARD_HTTP_ALLOW_PRIVATE", "1") == "1",
             encryption_key=os.environ.get("RAILYARD_ENCRYPTION_KEY") or ensure_dev_key(data_dir),
         )
+        _step("applying database migrations")
         upgrade(settings.database_url)
         created = asyncio.run(ensure_admin(settings, data_dir))
         if created:
             email, password = created
+            _step(f"created the first admin, {email}")
         else:
             stored = data_dir / "admin-password.txt"
             lines = stored.read_text().split() if stored.exists() else ["(existing)", "(unchanged)"]
             email, password = lines[0], lines[1]
+        _step("starting the web server, a worker and the scheduler")
         banner = (
             f"\nRailyard is running at http://127.0.0.1:{args.port}\n"
             f"  log in as {email} with password {password}\n"
@@ -172,6 +197,7 @@ def cmd_dev(args: argparse.Namespace) -> int:
         )
         asyncio.run(serve(settings, "127.0.0.1", args.port, with_worker=True, banner=banner))
     finally:
+        _step("stopping PostgreSQL and Redis")
         redis.stop()
         pg.stop()
     return 0
