@@ -10,6 +10,11 @@ model); this module turns whatever happens into an *outcome*, the dict the engin
 Connector errors never escape: an exception becomes a failed outcome (the SDK's errors
 carry ``kind``, ``retryable``, ``retry_after`` and ``details``, read duck-typed so this
 module does not import the SDK).
+
+Outcomes are made storable (:func:`storable_outcome`): an output holding text PostgreSQL
+cannot store (U+0000, a lone surrogate) fails the step with kind ``unstorable_output``
+naming where (never retried: the same call gives the same output), and such characters in
+an error's message or details become U+FFFD (an error is diagnostic text).
 """
 
 from __future__ import annotations
@@ -17,6 +22,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
+
+import msgspec
+
+from backend.services.storable import find_unstorable, replace_unstorable
 
 RenewLease = Callable[[], Awaitable[bool]]
 """Pushes the attempt's lease; ``False`` when the attempt is no longer current."""
@@ -63,13 +72,13 @@ async def run_attempt(
             _stop(task, cancelled)
             await asyncio.gather(task, return_exceptions=True)
             return failure(f"step timed out after {timeout:g} s", "timeout", retryable=True)
-        return {"ok": True, "output": task.result()}
+        return storable_outcome({"ok": True, "output": task.result()})
     except asyncio.CancelledError:
         if cancelled.is_set():  # stopped by the heartbeat: completion is discarded anyway
             return failure("attempt cancelled", "cancelled")
         raise
     except Exception as exc:  # connector errors become step errors, never crash the worker
-        return outcome_from_exception(exc)
+        return storable_outcome(outcome_from_exception(exc))
     finally:
         beater.cancel()
         if not task.done():  # the caller was cancelled
@@ -103,3 +112,33 @@ def outcome_from_exception(exc: BaseException) -> dict[str, Any]:
     if retry_after is not None:
         outcome["retry_after"] = float(retry_after)
     return outcome
+
+
+def storable_outcome(outcome: dict[str, Any]) -> dict[str, Any]:
+    """``outcome`` made storable in PostgreSQL (see the module docstring)."""
+    if not outcome["ok"]:
+        outcome["error"] = _replace_unstorable(outcome["error"])
+        return outcome
+    try:
+        encoded = msgspec.json.encode(outcome["output"])
+    except UnicodeEncodeError:  # a lone surrogate has no UTF-8 encoding
+        found = find_unstorable(msgspec.to_builtins(outcome["output"]), "output")
+    except (TypeError, ValueError):  # not JSON-able: the engine reports it as it always did
+        return outcome
+    else:
+        if b"\\u0000" not in encoded:
+            return outcome
+        found = find_unstorable(msgspec.json.decode(encoded), "output")
+    if found is None:  # pragma: no cover - the checks above only let suspects through
+        return outcome
+    return failure(f"the step's {found.message}", "unstorable_output")
+
+
+def _replace_unstorable(value: Any) -> Any:
+    if isinstance(value, str):
+        return replace_unstorable(value)
+    if isinstance(value, dict):
+        return {_replace_unstorable(k): _replace_unstorable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_replace_unstorable(v) for v in value]
+    return value

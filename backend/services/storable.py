@@ -66,6 +66,12 @@ def unstorable_character(text: str) -> str | None:
     return None if match is None else f"U+{ord(match.group()):04X}"
 
 
+def replace_unstorable(text: str) -> str:
+    """``text`` with every unstorable character replaced by U+FFFD (for diagnostic text,
+    such as error messages, where a lossy rule is fine)."""
+    return _UNSTORABLE.sub("\ufffd", text)
+
+
 def member(path: str, key: str | int) -> str:
     """``path`` extended by an object key (``.name`` or ``["a b"]``) or list index."""
     if isinstance(key, int):

@@ -10,7 +10,11 @@ from sqlalchemy import text
 
 from backend.runtime import Runtime
 from tests.diagrams import diagram, edge, node
-from tests.integration.test_runs import publish
+from tests.http_sink import HttpSink
+from tests.integration.conftest import wait_for_run
+from tests.integration.test_runs import publish, run_detail, sink, steps_by_id
+
+__all__ = ["sink"]
 
 TABLES = ("workflows", "workflow_versions", "runs", "step_runs", "credentials", "audit_log")
 
@@ -117,3 +121,24 @@ async def test_api_unstorable_characters(client: httpx.AsyncClient, runtime: Run
     assert r.status_code == 202, r.text
     r = await client.post("/api/workflows", json={"name": "W"})
     assert r.status_code == 201, r.text
+
+
+async def test_a_step_output_that_cannot_be_stored_fails_the_step_once(
+    client: httpx.AsyncClient, runtime: Runtime, worker: Any, sink: HttpSink
+) -> None:
+    """A third-party API answering a NUL (or a connector erring with one) fails the step
+    with a clear error instead of a completion the database refuses on every retry."""
+    sink.response = {"items": [{"name": "ok"}, {"name": "a\x00b"}]}
+    wf = await publish(
+        client,
+        diagram(
+            [node("hook", "trigger.webhook"), node("call", "http.request", url=sink.url)],
+            [edge("hook", "call")],
+        ),
+    )
+    run_id = (await client.post(wf["webhook_path"], json={})).json()["run_id"]
+    assert await wait_for_run(runtime, run_id) == "failed"
+    step = steps_by_id(await run_detail(client, run_id))["call"]
+    assert step["error"]["kind"] == "unstorable_output", step
+    assert "output.body.items[1].name contains U+0000" in step["error"]["message"]
+    assert len(sink.requests) == 1  # not retried
