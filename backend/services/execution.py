@@ -61,8 +61,6 @@ from backend.db.run_store import (
 from backend.engine import orchestrator
 from backend.engine.expressions import ExpressionError, resolve_config
 from backend.engine.model import RunState
-from backend.engine.nodes.calls import CALL_TYPES
-from backend.engine.nodes.waits import TIMER_TYPES
 from backend.engine.ports import Clock, ConnectorRegistry, Dispatcher, SystemClock
 from backend.engine.states import RunStatus, StepStatus
 from backend.services.attempts import failure, run_attempt
@@ -846,7 +844,7 @@ class Execution:
                 return None
             step = graph.step(step_id)
             claimed: _Claimed | None = None
-            if step.type in TIMER_TYPES:
+            if orchestrator.behaviour_kind(step) == "timer":
                 dispatch = orchestrator.fire_timer(graph, state, step_id, now)
                 followup = await self._persist(session, run, state, graph, dispatch, now)
             else:
@@ -1066,7 +1064,7 @@ class Execution:
 
 def has_calls(graph: WorkflowGraph) -> bool:
     """True when ``graph`` has a Sub-workflow or For-each step (its runs may have children)."""
-    return any(step.type in CALL_TYPES for step in graph.steps)
+    return any(orchestrator.behaviour_kind(step) == "call" for step in graph.steps)
 
 
 async def _locked_state(session: AsyncSession, run_id: uuid.UUID) -> tuple[Run, RunState]:
