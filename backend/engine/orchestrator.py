@@ -37,6 +37,7 @@ from backend.engine.nodes.base import (
 )
 from backend.engine.nodes.children import child_run_id
 from backend.engine.nodes.registry import NodeRegistry
+from backend.engine.outcomes import AttemptOutcome, AttemptSucceeded
 from backend.engine.planner import activated_sources, plan
 from backend.engine.retry import retry_delay, should_retry
 from backend.engine.states import RunStatus, StepStatus
@@ -466,6 +467,32 @@ def fail_action(
         return [], delay
     _finish_failed(step, state, error, now)
     return advance(graph, state, now, nodes=nodes), None
+
+
+def record_outcome(
+    graph: WorkflowGraph,
+    state: RunState,
+    step_id: str,
+    outcome: AttemptOutcome,
+    now: datetime,
+    *,
+    nodes: NodeRegistry = NODE_TYPES,
+) -> tuple[list[str], float | None]:
+    """Record the current attempt of action ``step_id`` as ``outcome`` and advance the run:
+    :func:`complete_action` or :func:`fail_action`. Returns ``(steps to dispatch, retry
+    delay in seconds or None)``."""
+    if isinstance(outcome, AttemptSucceeded):
+        return complete_action(graph, state, step_id, outcome.output, now, nodes=nodes), None
+    return fail_action(
+        graph,
+        state,
+        step_id,
+        outcome.error,
+        now,
+        retryable=outcome.retryable,
+        retry_after=outcome.retry_after,
+        nodes=nodes,
+    )
 
 
 def cancel(state: RunState, now: datetime, reason: str) -> None:

@@ -15,7 +15,7 @@ import msgspec
 import pytest
 
 from backend.engine.nodes import BUILTIN_NODES, control_join, control_set
-from backend.engine.nodes.base import InlineResult, NodeType, TimerBehaviour
+from backend.engine.nodes.base import NodeType, TimerBehaviour
 from backend.engine.nodes.control_set import Set
 from backend.engine.nodes.registry import NodeRegistry
 from backend.engine.states import RunStatus
@@ -28,25 +28,11 @@ from designer_schema.graph import (
     graph_from_json,
     graph_to_json,
 )
-from designer_schema.graph import Step as GraphStep
 from tests.diagrams import diagram, edge, node
+from tests.fakes.node_versions import SET_V2
 from tests.unit.engine.driver import ACTION, compile_dict, run_graph
 
 ROOT = Path(__file__).resolve().parents[3]
-
-
-class SetKeepingInput(Set):
-    """Set, version 2: ``keep_input`` defaults to true (the mapped fields are merged over
-    the input object), the kind of default change n8n ships as a new node version."""
-
-    def evaluate(self, step: GraphStep, config: dict[str, Any], data: Any) -> InlineResult:
-        return super().evaluate(step, {"keep_input": True, **config}, data)
-
-
-SET_V2 = NodeType(
-    msgspec.structs.replace(control_set.SPEC, version=2, description="Set, keeping the input."),
-    SetKeepingInput(),
-)
 
 
 def _set_workflow() -> dict[str, Any]:
