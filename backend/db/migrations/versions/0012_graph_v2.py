@@ -9,7 +9,7 @@ of the graph's JSON with sorted keys and ``content_hash`` blank), so an unchange
 still publishes as the same version.
 
 Revision ID: 0012_graph_v2
-Revises: 0006_run_revision
+Revises: 0007_audit_context
 Create Date: 2026-12-01 08:30:00
 """
 
@@ -22,7 +22,7 @@ from alembic import op
 from sqlalchemy.dialects.postgresql import JSONB
 
 revision = "0012_graph_v2"
-down_revision = "0006_run_revision"
+down_revision = "0007_audit_context"
 branch_labels = None
 depends_on = None
 
