@@ -25,7 +25,7 @@ from backend.api.storable_input import DEFAULT_MAX_SCAN_BYTES, StorableInputMidd
 from backend.api.triggers import ApiTokenController, FileController, WebhookSettingsController
 from backend.api.webhooks import WebhookController
 from backend.api.workflows import WorkflowController
-from backend.auth.web import BearerAwareCSRFMiddleware
+from backend.auth.web import BearerAwareCSRFMiddleware, RequestContextMiddleware
 from backend.runtime import Runtime, build_runtime
 from backend.settings import Settings
 from frontend.connector_pages import ConnectorPages
@@ -96,7 +96,8 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> Litestar:
         ],
         lifespan=[lifespan],
         middleware=[
-            # first: it reads the body before CSRF's form lookup and hands it on
+            RequestContextMiddleware(),
+            # before CSRF: it reads the body before CSRF's form lookup and hands it on
             StorableInputMiddleware(max(DEFAULT_MAX_SCAN_BYTES, settings.webhook_max_body)),
             DefineMiddleware(
                 BearerAwareCSRFMiddleware,
