@@ -92,7 +92,7 @@ class StorableInputMiddleware(ASGIMiddleware):
         content_type = dict(scope.get("headers", ())).get(b"content-type", b"").decode("latin-1")
         try:
             parsed = parse_request_body(content_type, raw)
-        except BodyError:  # malformed: the route's own parser says so
+        except (BodyError, RecursionError):  # malformed or too deep: the route's parser answers
             return
         check_storable(parsed.body, "body")
         for n, upload in enumerate(parsed.files):
