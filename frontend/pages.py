@@ -30,15 +30,17 @@ from backend.auth.web import (
     DbSession,
     load_user,
     login_required,
+    password_sign_in,
     provide_db,
     provide_runtime,
     session_cookie,
+    throttled_message,
 )
 from backend.db.models import User, Workflow
 from backend.engine.states import RunStatus
 from backend.runtime import Runtime
-from backend.services import accounts, runs, workflows
 from backend.services import credentials as creds
+from backend.services import login_sessions, runs, workflows
 from backend.services.channels import run_channel
 from frontend import display
 from frontend.forms import CREDENTIAL_SCHEMA_KEY, CredentialChoice, render_config_panel
@@ -122,11 +124,11 @@ class AuthPages(Controller):
 
     @get("/login", operation_id="page_login")
     async def login_form(
-        self, request: Request, next: FromQuery[str | None] = None
+        self, request: Request, runtime: AppRuntime, next: FromQuery[str | None] = None
     ) -> Response[str]:
-        """The login form."""
+        """The login form (with a "Sign in with <provider>" button when SSO is set up)."""
         await load_user(request)
-        return render(request, "login.html", error=None, next=_safe_next(next))
+        return login_page(request, runtime, next=_safe_next(next))
 
     @post("/login", operation_id="page_login_submit")
     async def login(
@@ -136,19 +138,25 @@ class AuthPages(Controller):
         runtime: AppRuntime,
         data: URLEncodedBody[dict[str, str]],
     ) -> Response[Any]:
-        """Check the form's credentials; on success set the session cookie and redirect."""
-        user = await accounts.authenticate(db, data.get("email", ""), data.get("password", ""))
+        """Check the form's credentials; on success set the session cookie and redirect.
+
+        Wrong credentials answer 401 with one message whatever was wrong; a locked account
+        or address answers 429 with ``Retry-After``.
+        """
         target = _safe_next(data.get("next"))
-        if user is None:
+        outcome, token = await password_sign_in(
+            db, request, data.get("email", ""), data.get("password", "")
+        )
+        if outcome.user is None or token is None:
             request.scope.setdefault("state", {})["user"] = None
-            return render(
-                request,
-                "login.html",
-                status_code=401,
-                error="Wrong email or password.",
-                next=target,
+            if outcome.lock is not None:
+                message, seconds = throttled_message(outcome.lock)
+                page = login_page(request, runtime, next=target, error=message, status_code=429)
+                page.headers["Retry-After"] = str(seconds)
+                return page
+            return login_page(
+                request, runtime, next=target, error="Wrong email or password.", status_code=401
             )
-        token = await accounts.open_session(db, user, runtime.settings.session_hours)
         response: Response[Any] = Redirect(target)
         response.set_cookie(session_cookie(runtime, token))
         return response
@@ -158,10 +166,32 @@ class AuthPages(Controller):
         """End the session and go to the login page."""
         token = request.cookies.get(SESSION_COOKIE)
         if token:
-            await accounts.close_session(db, token)
+            await login_sessions.close(db, token)
         response: Response[Any] = Redirect("/login")
         response.delete_cookie(SESSION_COOKIE)
         return response
+
+
+def login_page(
+    request: Request,
+    runtime: Runtime,
+    *,
+    next: str,
+    error: str | None = None,
+    notice: str | None = None,
+    status_code: int = 200,
+) -> Response[str]:
+    """The login page; shows the single sign-on button when OIDC is configured."""
+    settings = runtime.settings
+    return render(
+        request,
+        "login.html",
+        status_code=status_code,
+        error=error,
+        notice=notice,
+        next=next,
+        sso_name=settings.oidc_provider_name if settings.oidc_enabled else None,
+    )
 
 
 class LoginRequiredPages(Controller):

@@ -12,7 +12,10 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
 from backend.api.schemas import ErrorOut
+from backend.services.accounts import AccountError
 from backend.services.execution import RunNotActive, RunNotFound
+from backend.services.password_links import InvalidLink
+from backend.services.passwords import WeakPassword
 from backend.services.workflows import InvalidInput, PublishRejected, WorkflowNotFound
 
 log = logging.getLogger(__name__)
@@ -33,6 +36,18 @@ def invalid_input(_: Request, exc: InvalidInput) -> Response[bytes]:
 
 def conflict(_: Request, exc: Exception) -> Response[bytes]:
     return _json(409, str(exc))
+
+
+def account_error(_: Request, exc: AccountError) -> Response[bytes]:
+    return _json(exc.status, str(exc), field=exc.field)
+
+
+def weak_password(_: Request, exc: WeakPassword) -> Response[bytes]:
+    return _json(400, f"password: {exc}", field="password")
+
+
+def invalid_link(_: Request, exc: InvalidLink) -> Response[bytes]:
+    return _json(410, str(exc))
 
 
 def publish_rejected(_: Request, exc: PublishRejected) -> Response[bytes]:
@@ -92,6 +107,9 @@ API_EXCEPTION_HANDLERS = {
     RunNotActive: conflict,
     InvalidInput: invalid_input,
     PublishRejected: publish_rejected,
+    AccountError: account_error,
+    WeakPassword: weak_password,
+    InvalidLink: invalid_link,
     **dict.fromkeys(DATABASE_UNAVAILABLE_ERRORS, database_unavailable),
     DBAPIError: database_error,
     OSError: service_unavailable,
