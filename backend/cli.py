@@ -302,9 +302,14 @@ def cmd_create_user(args: argparse.Namespace) -> int:
     """Create a local account; the password comes from a prompt or stdin, never argv."""
     from backend.db.engine import make_engine, make_sessionmaker
     from backend.services import accounts
-    from backend.services.passwords import WeakPassword
+    from backend.services.passwords import WeakPassword, check_password
 
     password = read_new_password(args)
+    try:
+        check_password(password, email=args.email)  # before starting or reaching a database
+    except WeakPassword as exc:
+        print(f"railyard: no account created: password: {exc}", file=sys.stderr)
+        return 1
     settings, pg = settings_for_tool(args.data_dir)
     where = (
         f"the railyard dev data directory {Path(args.data_dir).resolve()}"
