@@ -25,6 +25,7 @@ from backend.auth.web import BearerAwareCSRFMiddleware, RequestContextMiddleware
 from backend.runtime import Runtime, build_runtime
 from backend.settings import Settings
 from frontend.connector_pages import ConnectorPages
+from frontend.identity_pages import AccountPages, SsoPages
 from frontend.pages import STATIC, AppPages, AuthPages, html_error, wants_html
 from frontend.trigger_pages import TriggerPages
 
@@ -71,6 +72,8 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> Litestar:
             AuthPages,
             AppPages,
             ConnectorPages,
+            SsoPages,
+            AccountPages,
             create_static_files_router(path="/static", directories=[STATIC], name="static"),
         ],
         lifespan=[lifespan],

@@ -21,7 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.db.models import User
 from backend.runtime import Runtime
-from backend.services import accounts, api_tokens, audit, login_sessions
+from backend.services import accounts, api_tokens, audit, login_sessions, oidc, sso
 from backend.services.login_throttle import Lock, ThrottlePolicy
 
 SESSION_COOKIE = "railyard_session"
@@ -111,6 +111,41 @@ async def password_sign_in(
         method="password",
     )
     return outcome, token
+
+
+async def oidc_sign_in(
+    db: AsyncSession, connection: ASGIConnection, *, state: str, code: str
+) -> tuple[str, str]:
+    """Complete a single sign-on (:func:`backend.services.oidc.finish`, then
+    :func:`backend.services.sso.user_for_claims`) and open a session; returns the cookie
+    token and the path to go to. On :class:`~backend.services.oidc.OidcError` it audits
+    ``auth.login_failed`` and re-raises: the caller answers without raising, so the
+    consumed state and the audit row are committed."""
+    runtime = runtime_of(connection.app.state)
+    settings = runtime.settings
+    claims: dict[str, object] = {}
+    try:
+        claims, next_path = await oidc.finish(db, settings, state=state, code=code)
+        user = await sso.user_for_claims(db, settings, claims)
+    except oidc.OidcError as exc:
+        attempted = str(claims.get("email") or f"oidc:{settings.oidc_issuer}")
+        await audit.record(
+            db,
+            "auth.login_failed",
+            "user",
+            attempted[:200],
+            details={"method": "oidc", "reason": str(exc)[:500]},
+        )
+        raise
+    token = await login_sessions.open_session(
+        db,
+        user,
+        settings.session_hours,
+        address=client_address(connection),
+        user_agent=user_agent(connection),
+        method="oidc",
+    )
+    return token, next_path
 
 
 def throttled_message(lock: Lock) -> tuple[str, int]:

@@ -29,6 +29,7 @@ __all__ = [
     "AccountError",
     "SignIn",
     "UserRow",
+    "count_active_admins",
     "count_users",
     "create_user",
     "get_user",
@@ -160,7 +161,8 @@ async def list_users(session: AsyncSession) -> list[UserRow]:
     return [UserRow(user, int(n), bool(s)) for user, n, s in rows]
 
 
-async def _active_admins(session: AsyncSession) -> int:
+async def count_active_admins(session: AsyncSession) -> int:
+    """Number of active accounts with the admin role."""
     query = select(func.count(User.id)).where(User.role == "admin", User.is_active.is_(True))
     return int((await session.execute(query)).scalar_one())
 
@@ -172,7 +174,7 @@ async def set_role(session: AsyncSession, user_id: uuid.UUID, role: str) -> User
     user = await _existing(session, user_id, lock=True)
     if user.role == role:
         return user
-    if user.role == "admin" and user.is_active and await _active_admins(session) <= 1:
+    if user.role == "admin" and user.is_active and await count_active_admins(session) <= 1:
         raise AccountError("the last active admin cannot be demoted", field="role", status=409)
     before = snapshot(user)
     user.role = role
@@ -203,7 +205,7 @@ async def set_active(session: AsyncSession, user_id: uuid.UUID, active: bool) ->
     user = await _existing(session, user_id, lock=True)
     if user.is_active == active:
         return user
-    if not active and user.role == "admin" and await _active_admins(session) <= 1:
+    if not active and user.role == "admin" and await count_active_admins(session) <= 1:
         raise AccountError("the last active admin cannot be deactivated", status=409)
     before = snapshot(user)
     user.is_active = active

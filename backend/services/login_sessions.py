@@ -29,6 +29,7 @@ __all__ = [
     "list_sessions",
     "open_session",
     "revoke",
+    "session_id_of",
     "sign_out_everywhere",
     "user_for_session",
 ]
@@ -93,6 +94,12 @@ async def user_for_session(session: AsyncSession, token: str) -> User | None:
         )
         await session.commit()
     return user
+
+
+async def session_id_of(session: AsyncSession, token: str) -> uuid.UUID | None:
+    """The id of the session of cookie ``token`` (to mark "this session" in lists)."""
+    query = select(Session.id).where(Session.token_hash == _token_hash(token))
+    return (await session.execute(query)).scalar_one_or_none()
 
 
 async def close(session: AsyncSession, token: str) -> uuid.UUID | None:
