@@ -7,11 +7,11 @@ sign out everywhere). Admin pages for users and sessions are in
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import Annotated, Any
 
 from litestar import Controller, Request, Response, get, post
 from litestar.di import Provide
-from litestar.params import FromPath, FromQuery, URLEncodedBody
+from litestar.params import FromPath, FromQuery, QueryParameter, URLEncodedBody
 from litestar.response import Redirect
 
 from backend.auth.web import (
@@ -69,13 +69,13 @@ class SsoPages(Controller):
         request: Request,
         db: DbSession,
         runtime: AppRuntime,
-        state: FromQuery[str] = "",
+        oauth_state: Annotated[str, QueryParameter(name="state")] = "",
         code: FromQuery[str] = "",
         error: FromQuery[str] = "",
         error_description: FromQuery[str] = "",
     ) -> Response[Any]:
         """The provider's redirect back: sign in and go on, or show why not."""
-        if error or not code or not state:
+        if error or not code or not oauth_state:
             reason = error_description or error or "the provider sent no authorization code"
             return login_page(
                 request,
@@ -85,7 +85,7 @@ class SsoPages(Controller):
                 status_code=400,
             )
         try:
-            token, target = await oidc_sign_in(db, request, state=state, code=code)
+            token, target = await oidc_sign_in(db, request, state=oauth_state, code=code)
         except oidc.OidcError as exc:
             return login_page(
                 request,
