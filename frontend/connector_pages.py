@@ -18,6 +18,7 @@ from litestar.params import FromPath, FromQuery, URLEncodedBody
 from litestar.response import Redirect
 
 from backend import crypto
+from backend.auth.policy import Permission
 from backend.auth.web import AppRuntime, DbSession
 from backend.db.models import User
 from backend.runtime import Runtime
@@ -93,7 +94,7 @@ def _form_data(ctype: Any, form: dict[str, str]) -> dict[str, Any]:
 class ConnectorPages(LoginRequiredPages):
     """Catalog and credentials pages (login required)."""
 
-    @get("/catalog", operation_id="page_catalog")
+    @get("/catalog", operation_id="page_catalog", opt={"permission": Permission.AUTHENTICATED})
     async def catalog_page(
         self, request: Request[Any, Any, Any], runtime: AppRuntime
     ) -> Response[str]:
@@ -108,7 +109,11 @@ class ConnectorPages(LoginRequiredPages):
             request, "catalog.html", connectors=connectors, core=core, errors=catalog.errors
         )
 
-    @get("/credentials", operation_id="page_credentials")
+    @get(
+        "/credentials",
+        operation_id="page_credentials",
+        opt={"permission": Permission.CREDENTIAL_LIST},
+    )
     async def credentials_page(
         self,
         request: Request[Any, Any, Any],
@@ -134,7 +139,11 @@ class ConnectorPages(LoginRequiredPages):
             next_path=_return_path(next),
         )
 
-    @post("/credentials", operation_id="page_create_credential")
+    @post(
+        "/credentials",
+        operation_id="page_create_credential",
+        opt={"permission": Permission.CREDENTIAL_CREATE},
+    )
     async def create_credential(
         self,
         request: Request[Any, Any, Any],
@@ -178,7 +187,11 @@ class ConnectorPages(LoginRequiredPages):
             return Redirect(_with_param(back, "credential", view.id))
         return Redirect(f"/credentials#credential-{view.id}")
 
-    @post("/credentials/{credential_id:str}/delete", operation_id="page_delete_credential")
+    @post(
+        "/credentials/{credential_id:str}/delete",
+        operation_id="page_delete_credential",
+        opt={"permission": Permission.CREDENTIAL_MANAGE},
+    )
     async def delete_credential(
         self, request: Request[Any, Any, Any], db: DbSession, credential_id: FromPath[str]
     ) -> Redirect:

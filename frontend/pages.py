@@ -24,12 +24,12 @@ from litestar.params import FromPath, FromQuery, JSONBody, URLEncodedBody
 from litestar.response import Redirect, ServerSentEvent, ServerSentEventMessage
 from litestar.utils.scope.state import ScopeState
 
+from backend.auth.policy import Permission
 from backend.auth.web import (
     SESSION_COOKIE,
     AppRuntime,
     DbSession,
     load_user,
-    login_required,
     provide_db,
     provide_runtime,
     session_cookie,
@@ -115,12 +115,12 @@ class AuthPages(Controller):
         "runtime": Provide(provide_runtime, sync_to_thread=False),
     }
 
-    @get("/", operation_id="page_home")
+    @get("/", operation_id="page_home", opt={"permission": Permission.PUBLIC})
     async def home(self) -> Redirect:
         """Start page: the workflow list."""
         return Redirect("/workflows")
 
-    @get("/login", operation_id="page_login")
+    @get("/login", operation_id="page_login", opt={"permission": Permission.PUBLIC})
     async def login_form(
         self, request: Request, next: FromQuery[str | None] = None
     ) -> Response[str]:
@@ -128,7 +128,7 @@ class AuthPages(Controller):
         await load_user(request)
         return render(request, "login.html", error=None, next=_safe_next(next))
 
-    @post("/login", operation_id="page_login_submit")
+    @post("/login", operation_id="page_login_submit", opt={"permission": Permission.PUBLIC})
     async def login(
         self,
         request: Request,
@@ -153,7 +153,7 @@ class AuthPages(Controller):
         response.set_cookie(session_cookie(runtime, token))
         return response
 
-    @post("/logout", operation_id="page_logout")
+    @post("/logout", operation_id="page_logout", opt={"permission": Permission.PUBLIC})
     async def logout(self, request: Request, db: DbSession) -> Response[Any]:
         """End the session and go to the login page."""
         token = request.cookies.get(SESSION_COOKIE)
@@ -171,7 +171,6 @@ class LoginRequiredPages(Controller):
 
     path = "/"
     include_in_schema = False
-    guards = [login_required]
     exception_handlers = {NotAuthorizedException: redirect_to_login}
     dependencies = {
         "db": Provide(provide_db),
@@ -182,7 +181,7 @@ class LoginRequiredPages(Controller):
 class AppPages(LoginRequiredPages):
     """Workflow list, designer, run list and run detail (login required)."""
 
-    @get("/workflows", operation_id="page_workflows")
+    @get("/workflows", operation_id="page_workflows", opt={"permission": Permission.WORKFLOW_LIST})
     async def workflows_page(
         self, request: Request, db: DbSession, runtime: AppRuntime
     ) -> Response[str]:
@@ -200,7 +199,11 @@ class AppPages(LoginRequiredPages):
         ]
         return render(request, "workflows.html", workflows=items)
 
-    @post("/workflows", operation_id="page_create_workflow")
+    @post(
+        "/workflows",
+        operation_id="page_create_workflow",
+        opt={"permission": Permission.WORKFLOW_CREATE},
+    )
     async def create_workflow(
         self,
         request: Request,
@@ -215,7 +218,11 @@ class AppPages(LoginRequiredPages):
             raise HTTPException(status_code=400, detail=str(exc)) from exc
         return Redirect(f"/workflows/{wf.id}/designer")
 
-    @get("/workflows/{workflow_id:uuid}/designer", operation_id="page_designer")
+    @get(
+        "/workflows/{workflow_id:uuid}/designer",
+        operation_id="page_designer",
+        opt={"permission": Permission.WORKFLOW_READ},
+    )
     async def designer(
         self, request: Request, workflow_id: FromPath[uuid.UUID], db: DbSession, runtime: AppRuntime
     ) -> Response[str]:
@@ -245,7 +252,11 @@ class AppPages(LoginRequiredPages):
             ).decode(),
         )
 
-    @post("/designer/config-panel", operation_id="fragment_config_panel")
+    @post(
+        "/designer/config-panel",
+        operation_id="fragment_config_panel",
+        opt={"permission": Permission.AUTHENTICATED},
+    )
     async def config_panel(
         self, request: Request, data: JSONBody[ConfigPanelIn], runtime: AppRuntime, db: DbSession
     ) -> Response[str]:
@@ -274,7 +285,7 @@ class AppPages(LoginRequiredPages):
         )
         return Response(html, media_type=MediaType.HTML)
 
-    @get("/runs", operation_id="page_runs")
+    @get("/runs", operation_id="page_runs", opt={"permission": Permission.WORKFLOW_LIST})
     async def runs_page(
         self,
         request: Request,
@@ -293,7 +304,7 @@ class AppPages(LoginRequiredPages):
             statuses=[s.value for s in RunStatus],
         )
 
-    @get("/runs/{run_id:uuid}", operation_id="page_run")
+    @get("/runs/{run_id:uuid}", operation_id="page_run", opt={"permission": Permission.RUN_READ})
     async def run_page(
         self, request: Request, run_id: FromPath[uuid.UUID], db: DbSession, runtime: AppRuntime
     ) -> Response[str]:
@@ -312,7 +323,11 @@ class AppPages(LoginRequiredPages):
             type_labels={spec.type: spec.label for spec in runtime.catalog.all()},
         )
 
-    @get("/runs/{run_id:uuid}/events", operation_id="page_run_events")
+    @get(
+        "/runs/{run_id:uuid}/events",
+        operation_id="page_run_events",
+        opt={"permission": Permission.RUN_READ},
+    )
     async def run_events(self, run_id: FromPath[uuid.UUID], state: State) -> ServerSentEvent:
         """Server-Sent Events: an ``update`` event with the run JSON on every change."""
         runtime: Runtime = state.runtime
