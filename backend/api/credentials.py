@@ -21,9 +21,11 @@ from litestar.params import FromPath, FromQuery, JSONBody, QueryParameter
 from litestar.response import Redirect
 
 from backend import crypto
+from backend.auth.guards import CurrentPrincipal, access_dependencies
 from backend.auth.policy import Permission
-from backend.auth.web import AppRuntime, CurrentUser, DbSession, user_dependencies
+from backend.auth.web import AppRuntime, CurrentUser, DbSession
 from backend.runtime import Runtime, ssrf_policy
+from backend.services import access
 from backend.services import credentials as svc
 from connectors import sdk
 
@@ -81,7 +83,7 @@ class CredentialController(Controller):
 
     path = "/api/credentials"
     tags = ["credentials"]
-    dependencies = user_dependencies()
+    dependencies = access_dependencies()
     exception_handlers = {
         svc.CredentialError: _invalid,
         svc.CredentialNotFound: _not_found,
@@ -90,11 +92,16 @@ class CredentialController(Controller):
 
     @get("/", operation_id="list_credentials", opt={"permission": Permission.CREDENTIAL_LIST})
     async def list_credentials(
-        self, db: DbSession, runtime: AppRuntime, type: FromQuery[str | None] = None
+        self,
+        db: DbSession,
+        runtime: AppRuntime,
+        principal: CurrentPrincipal,
+        type: FromQuery[str | None] = None,
     ) -> list[svc.CredentialView]:
-        """Every credential, masked; ``?type=a,b`` filters by credential type."""
+        """The credentials the caller may use, masked; ``?type=a,b`` filters by type."""
         types = tuple(t for t in (type or "").split(",") if t) or None
-        return await svc.list_credentials(db, runtime.catalog, types)
+        visible = await access.credential_filter(db, principal)
+        return await svc.list_credentials(db, runtime.catalog, types, visible)
 
     @get(
         "/types", operation_id="list_credential_types", opt={"permission": Permission.AUTHENTICATED}

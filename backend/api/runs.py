@@ -10,8 +10,10 @@ from litestar.params import FromPath, FromQuery, JSONBody
 
 from backend.api.schemas import RerunIn, RunStarted
 from backend.api.workflows import run_started
+from backend.auth.guards import CurrentPrincipal, access_dependencies
 from backend.auth.policy import Permission
-from backend.auth.web import AppRuntime, CurrentUser, DbSession, user_dependencies
+from backend.auth.web import AppRuntime, CurrentUser, DbSession
+from backend.services import access
 from backend.services import runs as svc
 from backend.services.execution import RunNotFound
 from backend.services.workflows import InvalidInput
@@ -22,18 +24,23 @@ class RunController(Controller):
 
     path = "/api/runs"
     tags = ["runs"]
-    dependencies = user_dependencies()
+    dependencies = access_dependencies()
 
     @get("/", operation_id="list_runs", opt={"permission": Permission.WORKFLOW_LIST})
     async def list_runs(
         self,
         db: DbSession,
+        principal: CurrentPrincipal,
         workflow_id: FromQuery[uuid.UUID | None] = None,
         status: FromQuery[str | None] = None,
         limit: FromQuery[int] = 100,
     ) -> list[svc.RunSummary]:
-        """Newest runs first; filter by ``workflow_id`` and ``status``."""
-        return await svc.list_runs(db, workflow_id=workflow_id, status=status, limit=limit)
+        """Newest runs of workflows the caller may read; filter by ``workflow_id`` and
+        ``status``."""
+        visible = await access.workflow_filter(db, principal)
+        return await svc.list_runs(
+            db, workflow_id=workflow_id, status=status, limit=limit, visible=visible
+        )
 
     @get("/{run_id:uuid}", operation_id="get_run", opt={"permission": Permission.RUN_READ})
     async def get_run(self, run_id: FromPath[uuid.UUID], db: DbSession) -> svc.RunDetail:

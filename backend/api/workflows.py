@@ -20,11 +20,12 @@ from backend.api.schemas import (
     WorkflowOut,
     WorkflowPatch,
 )
+from backend.auth.guards import CurrentPrincipal, access_dependencies
 from backend.auth.policy import Permission
-from backend.auth.web import AppRuntime, CurrentUser, DbSession, user_dependencies
+from backend.auth.web import AppRuntime, CurrentUser, DbSession
 from backend.db.models import Workflow, WorkflowVersion
 from backend.runtime import Runtime
-from backend.services import webhooks
+from backend.services import access, webhooks
 from backend.services import workflows as svc
 
 
@@ -71,12 +72,15 @@ class WorkflowController(Controller):
 
     path = "/api/workflows"
     tags = ["workflows"]
-    dependencies = user_dependencies()
+    dependencies = access_dependencies()
 
     @get("/", operation_id="list_workflows", opt={"permission": Permission.WORKFLOW_LIST})
-    async def list_workflows(self, db: DbSession, runtime: AppRuntime) -> list[WorkflowOut]:
-        """All workflows, most recently updated first."""
-        return [workflow_out(runtime, wf) for wf in await svc.list_workflows(db)]
+    async def list_workflows(
+        self, db: DbSession, runtime: AppRuntime, principal: CurrentPrincipal
+    ) -> list[WorkflowOut]:
+        """The workflows the caller may read, most recently updated first."""
+        visible = await access.workflow_filter(db, principal)
+        return [workflow_out(runtime, wf) for wf in await svc.list_workflows(db, visible)]
 
     @post("/", operation_id="create_workflow", opt={"permission": Permission.WORKFLOW_CREATE})
     async def create_workflow(

@@ -17,9 +17,10 @@ The caller's :class:`~backend.auth.policy.Principal` is cached on the request sc
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeAlias
 
 from litestar.connection import ASGIConnection
+from litestar.di import NamedDependency, Provide
 from litestar.exceptions import NotAuthorizedException, NotFoundException, PermissionDeniedException
 from litestar.handlers.base import BaseRouteHandler
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -32,7 +33,7 @@ from backend.auth.policy import (
     Principal,
     decide,
 )
-from backend.auth.web import load_user, runtime_of
+from backend.auth.web import load_user, runtime_of, user_dependencies
 from backend.services import access
 
 PRINCIPAL_KEY = "principal"
@@ -101,3 +102,20 @@ async def authorize(
 def permission_opt(permission: Permission) -> dict[str, Any]:
     """``opt`` of a route needing ``permission`` (``@get(..., opt=permission_opt(P))``)."""
     return {"permission": permission}
+
+
+async def provide_principal(request: ASGIConnection[Any, Any, Any, Any]) -> Principal:
+    """The caller's principal (use behind :func:`authorize` on a non-public route)."""
+    principal = await principal_of(request)
+    if principal is None:
+        raise NotAuthorizedException("log in first")
+    return principal
+
+
+CurrentPrincipal: TypeAlias = NamedDependency[Principal]
+"""Parameter ``principal``: the caller's :class:`Principal` (:func:`provide_principal`)."""
+
+
+def access_dependencies() -> dict[str, Provide]:
+    """``db``, ``runtime``, ``user`` and ``principal`` providers for controllers."""
+    return {**user_dependencies(), "principal": Provide(provide_principal)}
