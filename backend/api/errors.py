@@ -12,6 +12,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
 from backend.api.schemas import ErrorOut
+from backend.services.credential_use import CredentialNotGranted
 from backend.services.execution import RunNotActive, RunNotFound
 from backend.services.workflows import InvalidInput, PublishRejected, WorkflowNotFound
 
@@ -29,6 +30,11 @@ def not_found(_: Request, exc: LookupError) -> Response[bytes]:
 
 def invalid_input(_: Request, exc: InvalidInput) -> Response[bytes]:
     return _json(400, str(exc), field=exc.field)
+
+
+def credential_not_granted(_: Request, exc: CredentialNotGranted) -> Response[bytes]:
+    """403 naming the node and config field (``field`` is ``<node id>.<field>``)."""
+    return _json(403, str(exc), field=f"{exc.node_id}.{exc.field}")
 
 
 def conflict(_: Request, exc: Exception) -> Response[bytes]:
@@ -92,6 +98,7 @@ API_EXCEPTION_HANDLERS = {
     RunNotActive: conflict,
     InvalidInput: invalid_input,
     PublishRejected: publish_rejected,
+    CredentialNotGranted: credential_not_granted,
     **dict.fromkeys(DATABASE_UNAVAILABLE_ERRORS, database_unavailable),
     DBAPIError: database_error,
     OSError: service_unavailable,
