@@ -14,6 +14,8 @@ from litestar.di import Provide
 from litestar.params import FromPath, FromQuery, QueryParameter, URLEncodedBody
 from litestar.response import Redirect
 
+from backend.auth.guards import permission_opt
+from backend.auth.policy import Permission
 from backend.auth.web import (
     SESSION_COOKIE,
     AppRuntime,
@@ -30,6 +32,9 @@ from backend.services import login_sessions, oidc, password_links
 from backend.services.passwords import MIN_LENGTH, WeakPassword
 from frontend.pages import LoginRequiredPages, _safe_next, login_page, render
 
+PUBLIC = permission_opt(Permission.PUBLIC)
+AUTHENTICATED = permission_opt(Permission.AUTHENTICATED)
+
 
 class SsoPages(Controller):
     """Public identity pages: single sign-on and password links (no login needed)."""
@@ -41,7 +46,7 @@ class SsoPages(Controller):
         "runtime": Provide(provide_runtime, sync_to_thread=False),
     }
 
-    @get("/login/oidc", operation_id="page_oidc_start")
+    @get("/login/oidc", operation_id="page_oidc_start", opt=PUBLIC)
     async def oidc_start(
         self,
         request: Request,
@@ -63,7 +68,7 @@ class SsoPages(Controller):
             )
         return Redirect(url)
 
-    @get("/login/oidc/callback", operation_id="page_oidc_callback")
+    @get("/login/oidc/callback", operation_id="page_oidc_callback", opt=PUBLIC)
     async def oidc_callback(
         self,
         request: Request,
@@ -98,7 +103,7 @@ class SsoPages(Controller):
         response.set_cookie(session_cookie(runtime, token))
         return response
 
-    @get("/reset-password/{token:str}", operation_id="page_password_link")
+    @get("/reset-password/{token:str}", operation_id="page_password_link", opt=PUBLIC)
     async def link_form(
         self, request: Request, db: DbSession, token: FromPath[str]
     ) -> Response[str]:
@@ -112,7 +117,7 @@ class SsoPages(Controller):
             request, "password_link.html", email=user.email, token=token, min_length=MIN_LENGTH
         )
 
-    @post("/reset-password/{token:str}", operation_id="page_password_link_submit")
+    @post("/reset-password/{token:str}", operation_id="page_password_link_submit", opt=PUBLIC)
     async def link_submit(
         self,
         request: Request,
@@ -154,7 +159,7 @@ class AccountPages(LoginRequiredPages):
 
     dependencies = {**LoginRequiredPages.dependencies, "user": Provide(provide_user)}
 
-    @get("/account", operation_id="page_account")
+    @get("/account", operation_id="page_account", opt=AUTHENTICATED)
     async def account(self, request: Request, db: DbSession, user: CurrentUser) -> Response[str]:
         """The user's account: profile facts and live sessions."""
         current = request.cookies.get(SESSION_COOKIE, "")
@@ -162,7 +167,11 @@ class AccountPages(LoginRequiredPages):
         this_id = await login_sessions.session_id_of(db, current) if current else None
         return render(request, "account.html", sessions=sessions, this_session=this_id)
 
-    @post("/account/sessions/{session_id:uuid}/revoke", operation_id="page_account_revoke")
+    @post(
+        "/account/sessions/{session_id:uuid}/revoke",
+        operation_id="page_account_revoke",
+        opt=AUTHENTICATED,
+    )
     async def revoke(
         self, db: DbSession, user: CurrentUser, session_id: FromPath[uuid.UUID]
     ) -> Redirect:
@@ -170,7 +179,11 @@ class AccountPages(LoginRequiredPages):
         await login_sessions.revoke(db, session_id, user_id=user.id)
         return Redirect("/account")
 
-    @post("/account/sign-out-everywhere", operation_id="page_account_sign_out_everywhere")
+    @post(
+        "/account/sign-out-everywhere",
+        operation_id="page_account_sign_out_everywhere",
+        opt=AUTHENTICATED,
+    )
     async def sign_out_everywhere(self, db: DbSession, user: CurrentUser) -> Response[Any]:
         """End every session of the user, this one too, and go to the login page."""
         await login_sessions.sign_out_everywhere(db, user.id)

@@ -13,11 +13,11 @@ from litestar.exceptions import NotFoundException
 from litestar.params import FromPath, JSONBody
 
 from backend.api.schemas import ErrorOut, LoginIn, SessionOut, UserOut
+from backend.auth.policy import Permission
 from backend.auth.web import (
     SESSION_COOKIE,
     CurrentUser,
     DbSession,
-    login_required,
     password_sign_in,
     provide_db,
     provide_user,
@@ -61,7 +61,7 @@ class AuthController(Controller):
     tags = ["auth"]
     dependencies = {"db": Provide(provide_db)}
 
-    @post("/login", operation_id="login")
+    @post("/login", operation_id="login", opt={"permission": Permission.PUBLIC})
     async def login(
         self, data: JSONBody[LoginIn], db: DbSession, request: Request
     ) -> Response[Any]:
@@ -82,7 +82,12 @@ class AuthController(Controller):
         response.set_cookie(session_cookie(runtime, token))
         return response
 
-    @post("/logout", operation_id="logout", guards=[login_required], status_code=204)
+    @post(
+        "/logout",
+        operation_id="logout",
+        opt={"permission": Permission.AUTHENTICATED},
+        status_code=204,
+    )
     async def logout(self, db: DbSession, request: Request) -> Response[None]:
         """End the session."""
         token = request.cookies.get(SESSION_COOKIE)
@@ -95,7 +100,7 @@ class AuthController(Controller):
     @get(
         "/me",
         operation_id="me",
-        guards=[login_required],
+        opt={"permission": Permission.AUTHENTICATED},
         dependencies={"user": Provide(provide_user)},
     )
     async def me(self, user: CurrentUser) -> UserOut:
@@ -105,7 +110,7 @@ class AuthController(Controller):
     @get(
         "/sessions",
         operation_id="list_own_sessions",
-        guards=[login_required],
+        opt={"permission": Permission.AUTHENTICATED},
         dependencies={"user": Provide(provide_user)},
     )
     async def own_sessions(self, user: CurrentUser, db: DbSession) -> list[SessionOut]:
@@ -115,7 +120,7 @@ class AuthController(Controller):
     @delete(
         "/sessions/{session_id:uuid}",
         operation_id="revoke_own_session",
-        guards=[login_required],
+        opt={"permission": Permission.AUTHENTICATED},
         dependencies={"user": Provide(provide_user)},
         status_code=204,
     )
@@ -129,7 +134,7 @@ class AuthController(Controller):
     @post(
         "/sign-out-everywhere",
         operation_id="sign_out_everywhere",
-        guards=[login_required],
+        opt={"permission": Permission.AUTHENTICATED},
         dependencies={"user": Provide(provide_user)},
         status_code=200,
     )

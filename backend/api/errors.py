@@ -13,6 +13,7 @@ from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
 from backend.api.schemas import ErrorOut
 from backend.services.accounts import AccountError
+from backend.services.credential_use import CredentialNotGranted
 from backend.services.execution import RunNotActive, RunNotFound
 from backend.services.password_links import InvalidLink
 from backend.services.passwords import WeakPassword
@@ -32,6 +33,11 @@ def not_found(_: Request, exc: LookupError) -> Response[bytes]:
 
 def invalid_input(_: Request, exc: InvalidInput) -> Response[bytes]:
     return _json(400, str(exc), field=exc.field)
+
+
+def credential_not_granted(_: Request, exc: CredentialNotGranted) -> Response[bytes]:
+    """403 naming the node and config field (``field`` is ``<node id>.<field>``)."""
+    return _json(403, str(exc), field=f"{exc.node_id}.{exc.field}")
 
 
 def conflict(_: Request, exc: Exception) -> Response[bytes]:
@@ -110,6 +116,7 @@ API_EXCEPTION_HANDLERS = {
     AccountError: account_error,
     WeakPassword: weak_password,
     InvalidLink: invalid_link,
+    CredentialNotGranted: credential_not_granted,
     **dict.fromkeys(DATABASE_UNAVAILABLE_ERRORS, database_unavailable),
     DBAPIError: database_error,
     OSError: service_unavailable,

@@ -19,6 +19,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from backend.auth.policy import Role
 from backend.db.models import Session, User, UserIdentity
 from backend.services import audit, login_sessions, login_throttle
 from backend.services.login_throttle import Lock, ThrottlePolicy
@@ -41,8 +42,8 @@ __all__ = [
     "update_profile",
 ]
 
-ROLES = ("admin", "editor", "operator", "viewer")
-"""The roles a user may hold (docs/security.md has what each may do)."""
+ROLES = tuple(role.value for role in Role)
+"""The roles a user may hold, most powerful first (docs/security.md has what each may do)."""
 
 _EMAIL = re.compile(r"^[^@\s]{1,64}@[^@\s]+\.[^@\s]+$")
 
@@ -264,7 +265,9 @@ async def sign_in(
         )
         return SignIn(lock=lock)
     user = (await session.execute(select(User).where(User.email == attempted))).scalar_one_or_none()
-    matched = verify_password(user.password_hash if user else None, password)
+    # service accounts act only through API tokens: no password signs them in
+    local = user if user is not None and user.kind != "service" else None
+    matched = verify_password(local.password_hash if local else None, password)
     if user is not None and matched and user.is_active:
         await login_throttle.clear(session, attempted)
         user.last_login_at = now
@@ -281,6 +284,8 @@ async def sign_in(
     reason = (
         "unknown_user"
         if user is None
+        else "service_account"
+        if user.kind == "service"
         else "no_password"
         if user.password_hash is None
         else "inactive"

@@ -54,6 +54,8 @@ async def issue(
         raise AccountError("no such user", status=404)
     if not user.is_active:
         raise AccountError("reactivate the account first", status=409)
+    if user.kind == "service":
+        raise AccountError("service accounts have no password; use API tokens", status=409)
     now = datetime.now(UTC)
     await session.execute(
         delete(PasswordReset).where(

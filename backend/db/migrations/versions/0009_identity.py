@@ -2,7 +2,7 @@
 throttling, password reset links, pending OIDC logins
 
 Revision ID: 0009_identity
-Revises: 0007_audit_context
+Revises: 0008_rbac
 Create Date: 2026-12-01 07:40:00
 """
 
@@ -11,7 +11,7 @@ from alembic import op
 from sqlalchemy.dialects import postgresql
 
 revision = "0009_identity"
-down_revision = "0007_audit_context"
+down_revision = "0008_rbac"
 branch_labels = None
 depends_on = None
 
