@@ -13,10 +13,15 @@ from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
 from backend.api.schemas import ErrorOut
 from backend.services.accounts import AccountError
+from backend.services.api_tokens import TokenError
 from backend.services.credential_use import CredentialNotGranted
 from backend.services.execution import RunNotActive, RunNotFound
+from backend.services.grants import GrantError, GrantNotFound
+from backend.services.groups import GroupNotFound
+from backend.services.naming import InvalidName
 from backend.services.password_links import InvalidLink
 from backend.services.passwords import WeakPassword
+from backend.services.projects import ProjectNotFound
 from backend.services.workflows import InvalidInput, PublishRejected, WorkflowNotFound
 
 log = logging.getLogger(__name__)
@@ -38,6 +43,11 @@ def invalid_input(_: Request, exc: InvalidInput) -> Response[bytes]:
 def credential_not_granted(_: Request, exc: CredentialNotGranted) -> Response[bytes]:
     """403 naming the node and config field (``field`` is ``<node id>.<field>``)."""
     return _json(403, str(exc), field=f"{exc.node_id}.{exc.field}")
+
+
+def bad_field(_: Request, exc: TokenError | GrantError | InvalidName) -> Response[bytes]:
+    """400 naming the field of invalid access-control input (tokens, grants, names)."""
+    return _json(400, str(exc), field=exc.field)
 
 
 def conflict(_: Request, exc: Exception) -> Response[bytes]:
@@ -117,6 +127,12 @@ API_EXCEPTION_HANDLERS = {
     WeakPassword: weak_password,
     InvalidLink: invalid_link,
     CredentialNotGranted: credential_not_granted,
+    TokenError: bad_field,
+    GrantError: bad_field,
+    InvalidName: bad_field,
+    GrantNotFound: not_found,
+    GroupNotFound: not_found,
+    ProjectNotFound: not_found,
     **dict.fromkeys(DATABASE_UNAVAILABLE_ERRORS, database_unavailable),
     DBAPIError: database_error,
     OSError: service_unavailable,

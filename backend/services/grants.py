@@ -189,7 +189,7 @@ async def list_grants(
             subject_id=str(g.user_id or g.group_id),
             subject_label=(email if g.user_id else name) or "?",
         )
-        for g, email, name in rows.tuples()
+        for g, email, name in rows
     ]
 
 
@@ -201,7 +201,35 @@ async def subjects(session: AsyncSession) -> list[Subject]:
     groups = await session.execute(select(Group.id, Group.name).order_by(Group.name))
     found = [
         Subject(f"user:{uid}", email + (" (service account)" if kind == "service" else ""))
-        for uid, email, kind in users.tuples()
+        for uid, email, kind in users
     ]
-    found += [Subject(f"group:{gid}", f"group {name}") for gid, name in groups.tuples()]
+    found += [Subject(f"group:{gid}", f"group {name}") for gid, name in groups]
     return found
+
+
+@dataclass(frozen=True)
+class ObjectSummary:
+    """What an access page shows about its object: name, owner's email, project name."""
+
+    name: str
+    owner: str | None
+    project: str | None
+
+
+async def object_summary(
+    session: AsyncSession, object_type: str, object_id: uuid.UUID
+) -> ObjectSummary:
+    """Name, owner and project of a workflow or credential; raises :class:`GrantNotFound`."""
+    model = Workflow if object_type == "workflow" else Credential
+    owner_column = Workflow.owner_id if object_type == "workflow" else Credential.created_by
+    found = (
+        await session.execute(
+            select(model.name, User.email, Project.name)
+            .outerjoin(User, User.id == owner_column)
+            .outerjoin(Project, Project.id == model.project_id)
+            .where(model.id == object_id)
+        )
+    ).first()
+    if found is None:
+        raise GrantNotFound(f"{object_type} {object_id} not found")
+    return ObjectSummary(found[0], found[1], found[2])

@@ -9,12 +9,11 @@ import uuid
 from dataclasses import dataclass
 
 from sqlalchemy import delete, select
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.db.models import Group, GroupMember, User
 from backend.services import audit
-from backend.services.naming import InvalidName, clean_name
+from backend.services.naming import InvalidName, add_unique, clean_name
 
 __all__ = ["GroupNotFound", "GroupView", "InvalidName", "add_member", "create_group"]
 
@@ -43,12 +42,7 @@ async def _get(session: AsyncSession, group_id: uuid.UUID) -> Group:
 async def create_group(session: AsyncSession, name: str, description: str = "") -> Group:
     """Create a group; raises :class:`InvalidName` for an empty, long or taken name."""
     row = Group(name=clean_name(name), description=description.strip())
-    try:
-        async with session.begin_nested():
-            session.add(row)
-            await session.flush()
-    except IntegrityError:
-        raise InvalidName(f"a group named {row.name!r} exists already") from None
+    await add_unique(session, row, f"a group named {row.name!r} exists already")
     await audit.record(session, "group.create", "group", row.id, after={"name": row.name})
     return row
 
@@ -98,6 +92,6 @@ async def list_groups(session: AsyncSession) -> list[GroupView]:
         .order_by(User.email)
     )
     by_group: dict[uuid.UUID, list[tuple[str, str]]] = {}
-    for gid, uid, email in members.tuples():
+    for gid, uid, email in members:
         by_group.setdefault(gid, []).append((str(uid), email))
     return [GroupView(str(g.id), g.name, g.description, by_group.get(g.id, [])) for g in groups]

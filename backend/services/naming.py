@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
+
 
 class InvalidName(ValueError):
     """An empty, over-long or already taken name (``field`` is ``"name"``)."""
@@ -17,3 +20,14 @@ def clean_name(name: str, limit: int = 200) -> str:
     if len(name) > limit:
         raise InvalidName(f"the name is longer than {limit} characters")
     return name
+
+
+async def add_unique(session: AsyncSession, row: object, taken: str) -> None:
+    """Insert ``row`` in a savepoint; raises :class:`InvalidName` (``taken``) when a unique
+    constraint refuses it, leaving the caller's transaction usable."""
+    try:
+        async with session.begin_nested():
+            session.add(row)
+            await session.flush()
+    except IntegrityError:
+        raise InvalidName(taken) from None

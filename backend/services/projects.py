@@ -10,12 +10,11 @@ import uuid
 from dataclasses import dataclass
 
 from sqlalchemy import func, select
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.db.models import Credential, Project, Workflow
 from backend.services import audit, grants
-from backend.services.naming import InvalidName, clean_name
+from backend.services.naming import add_unique, clean_name
 
 
 class ProjectNotFound(LookupError):
@@ -38,12 +37,7 @@ async def create_project(
 ) -> Project:
     """Create a project; raises :class:`~backend.services.naming.InvalidName`."""
     row = Project(name=clean_name(name), description=description.strip(), created_by=actor_id)
-    try:
-        async with session.begin_nested():
-            session.add(row)
-            await session.flush()
-    except IntegrityError:
-        raise InvalidName(f"a project named {row.name!r} exists already") from None
+    await add_unique(session, row, f"a project named {row.name!r} exists already")
     await audit.record(session, "project.create", "project", row.id, after={"name": row.name})
     return row
 
@@ -105,10 +99,10 @@ async def list_projects(session: AsyncSession) -> list[ProjectView]:
         .order_by(Credential.name)
     )
     wf: dict[uuid.UUID | None, list[tuple[str, str]]] = {}
-    for pid, oid, name in workflows.tuples():
+    for pid, oid, name in workflows:
         wf.setdefault(pid, []).append((str(oid), name))
     cr: dict[uuid.UUID | None, list[tuple[str, str]]] = {}
-    for pid, oid, name in credentials.tuples():
+    for pid, oid, name in credentials:
         cr.setdefault(pid, []).append((str(oid), name))
     return [
         ProjectView(str(p.id), p.name, p.description, wf.get(p.id, []), cr.get(p.id, []))
@@ -126,6 +120,6 @@ async def all_objects(session: AsyncSession) -> tuple[list[tuple[str, str]], lis
     wfs = await session.execute(select(Workflow.id, Workflow.name).order_by(Workflow.name))
     crs = await session.execute(select(Credential.id, Credential.name).order_by(Credential.name))
     return (
-        [(str(i), n) for i, n in wfs.tuples()],
-        [(str(i), n) for i, n in crs.tuples()],
+        [(str(i), n) for i, n in wfs],
+        [(str(i), n) for i, n in crs],
     )

@@ -7,15 +7,15 @@ admins; audited as ``user.create`` with ``details.kind = "service"``.
 from __future__ import annotations
 
 import re
+import uuid
 
 from sqlalchemy import select
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.auth.policy import Role
 from backend.db.models import User
 from backend.services import audit
-from backend.services.naming import InvalidName, clean_name
+from backend.services.naming import InvalidName, add_unique, clean_name
 
 SERVICE_DOMAIN = "service.railyard.invalid"
 _SLUG = re.compile(r"[^a-z0-9]+")
@@ -38,12 +38,7 @@ async def create_service_account(session: AsyncSession, name: str, role: str) ->
         role=role,
         kind="service",
     )
-    try:
-        async with session.begin_nested():
-            session.add(user)
-            await session.flush()
-    except IntegrityError:
-        raise InvalidName(f"a service account named {name!r} exists already") from None
+    await add_unique(session, user, f"a service account named {name!r} exists already")
     await audit.record(
         session,
         "user.create",
@@ -61,3 +56,9 @@ async def list_service_accounts(session: AsyncSession) -> list[User]:
         select(User).where(User.kind == "service").order_by(User.display_name)
     )
     return list(rows.scalars())
+
+
+async def get_service_account(session: AsyncSession, user_id: uuid.UUID) -> User | None:
+    """The service account with that id (None for unknown ids and for people)."""
+    user = await session.get(User, user_id)
+    return user if user is not None and user.kind == "service" else None
