@@ -22,6 +22,7 @@ from backend.api.grants import CredentialGrantController, WorkflowGrantControlle
 from backend.api.health import HealthController
 from backend.api.runs import RunController
 from backend.api.triggers import ApiTokenController, FileController, WebhookSettingsController
+from backend.api.users import SessionAdminController, UserAdminController
 from backend.api.webhooks import WebhookController
 from backend.api.workflows import WorkflowController
 from backend.auth.guards import authorize, permission_opt
@@ -35,6 +36,7 @@ from frontend.connector_pages import ConnectorPages
 from frontend.identity_pages import AccountPages, SsoPages
 from frontend.pages import STATIC, AppPages, AuthPages, html_error, wants_html
 from frontend.trigger_pages import TriggerPages
+from frontend.user_admin_pages import AdminUserPages
 
 
 def _http_error(request: Request, exc: HTTPException) -> Response[object]:
@@ -66,6 +68,8 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> Litestar:
     app = Litestar(
         route_handlers=[
             AuthController,
+            UserAdminController,
+            SessionAdminController,
             WorkflowController,
             RunController,
             CatalogController,
@@ -89,6 +93,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> Litestar:
             AccessPages,
             SsoPages,
             AccountPages,
+            AdminUserPages,
             create_static_files_router(
                 path="/static",
                 directories=[STATIC],

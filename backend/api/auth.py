@@ -13,6 +13,7 @@ from litestar.exceptions import NotFoundException
 from litestar.params import FromPath, JSONBody
 
 from backend.api.schemas import ErrorOut, LoginIn, SessionOut, UserOut
+from backend.api.user_schemas import session_out
 from backend.auth.policy import Permission
 from backend.auth.web import (
     SESSION_COOKIE,
@@ -32,21 +33,6 @@ from backend.services import login_sessions
 def user_out(user: User) -> UserOut:
     """Wire form of a user."""
     return UserOut(str(user.id), user.email, user.display_name, user.role)
-
-
-def session_out(row: login_sessions.SessionRow) -> SessionOut:
-    """Wire form of a login session."""
-    return SessionOut(
-        id=str(row.id),
-        user_id=str(row.user_id),
-        email=row.email,
-        address=row.address,
-        user_agent=row.user_agent,
-        method=row.method,
-        created_at=row.created_at.isoformat(),
-        last_seen_at=row.last_seen_at.isoformat(),
-        expires_at=row.expires_at.isoformat(),
-    )
 
 
 def _error(status: int, detail: str, headers: dict[str, str] | None = None) -> Response[Any]:

@@ -35,11 +35,13 @@ __all__ = [
     "create_user",
     "get_user",
     "list_users",
+    "record_login",
     "set_active",
     "set_role",
     "sign_in",
     "snapshot",
     "update_profile",
+    "user_row",
 ]
 
 ROLES = tuple(role.value for role in Role)
@@ -147,8 +149,9 @@ class UserRow:
     sso: bool
 
 
-async def list_users(session: AsyncSession) -> list[UserRow]:
-    """Every account (active first, then by email) with its live session count."""
+async def list_users(session: AsyncSession, user_id: uuid.UUID | None = None) -> list[UserRow]:
+    """Every account (active first, then by email; only ``user_id`` when given) with its
+    live session count and whether it is linked to the identity provider."""
     now = datetime.now(UTC)
     live = (
         select(func.count(Session.token_hash))
@@ -156,10 +159,18 @@ async def list_users(session: AsyncSession) -> list[UserRow]:
         .scalar_subquery()
     )
     sso = select(func.count(UserIdentity.id)).where(UserIdentity.user_id == User.id)
-    rows = await session.execute(
-        select(User, live, sso.scalar_subquery()).order_by(User.is_active.desc(), User.email)
-    )
-    return [UserRow(user, int(n), bool(s)) for user, n, s in rows]
+    query = select(User, live, sso.scalar_subquery()).order_by(User.is_active.desc(), User.email)
+    if user_id is not None:
+        query = query.where(User.id == user_id)
+    return [UserRow(user, int(n), bool(s)) for user, n, s in await session.execute(query)]
+
+
+async def user_row(session: AsyncSession, user_id: uuid.UUID) -> UserRow:
+    """One account as :func:`list_users` shows it; raises :class:`AccountError` (404)."""
+    rows = await list_users(session, user_id)
+    if not rows:
+        raise AccountError("no such user", status=404)
+    return rows[0]
 
 
 async def count_active_admins(session: AsyncSession) -> int:
@@ -199,10 +210,19 @@ async def update_profile(session: AsyncSession, user_id: uuid.UUID, *, display_n
     return user
 
 
-async def set_active(session: AsyncSession, user_id: uuid.UUID, active: bool) -> User:
+async def set_active(
+    session: AsyncSession,
+    user_id: uuid.UUID,
+    active: bool,
+    *,
+    actor_id: uuid.UUID | None = None,
+) -> User:
     """Deactivate (``active=False``: every session ends; sessions, API tokens and single
     sign-on stop working) or reactivate an account; audit ``user.deactivate`` /
-    ``user.reactivate``. Refuses to deactivate the last active admin (status 409)."""
+    ``user.reactivate``. Refuses (409) to deactivate the last active admin, or the acting
+    admin's own account (``actor_id``)."""
+    if not active and actor_id == user_id:
+        raise AccountError("you cannot deactivate your own account", status=409)
     user = await _existing(session, user_id, lock=True)
     if user.is_active == active:
         return user
@@ -222,6 +242,23 @@ async def set_active(session: AsyncSession, user_id: uuid.UUID, active: bool) ->
         details={} if active else {"sessions_ended": ended},
     )
     return user
+
+
+async def record_login(
+    session: AsyncSession, user: User, now: datetime, details: dict[str, Any]
+) -> None:
+    """Note a successful sign-in: ``last_login_at`` and the ``auth.login`` audit row
+    (acting as the user; ``details.method`` says how)."""
+    user.last_login_at = now
+    await audit.record(
+        session,
+        "auth.login",
+        "user",
+        user.id,
+        actor_user_id=user.id,
+        actor_label=user.email,
+        details=details,
+    )
 
 
 @dataclass(frozen=True)
@@ -270,16 +307,7 @@ async def sign_in(
     matched = verify_password(local.password_hash if local else None, password)
     if user is not None and matched and user.is_active:
         await login_throttle.clear(session, attempted)
-        user.last_login_at = now
-        await audit.record(
-            session,
-            "auth.login",
-            "user",
-            user.id,
-            actor_user_id=user.id,
-            actor_label=user.email,
-            details={"method": "password"},
-        )
+        await record_login(session, user, now, {"method": "password"})
         return SignIn(user=user)
     reason = (
         "unknown_user"

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import secrets
 import uuid
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import delete, select
@@ -23,12 +24,26 @@ from backend.db.models import PasswordReset, User
 from backend.services import audit, login_sessions, login_throttle
 from backend.services.accounts import AccountError
 from backend.services.passwords import check_password, hash_password
+from backend.settings import Settings
 
-__all__ = ["InvalidLink", "issue", "redeem", "user_for_link"]
+__all__ = [
+    "InvalidLink",
+    "IssuedLink",
+    "issue",
+    "issue_link",
+    "link_url",
+    "redeem",
+    "user_for_link",
+]
 
 
 class InvalidLink(Exception):
     """The link is unknown, used, expired, or its account is deactivated."""
+
+
+def link_url(base_url: str, token: str) -> str:
+    """The address of a link: ``<base url>/reset-password/<token>``."""
+    return f"{base_url.rstrip('/')}/reset-password/{token}"
 
 
 def _hash(token: str) -> str:
@@ -87,6 +102,35 @@ async def issue(
         details={**details, "expires_at": expires_at.isoformat()},
     )
     return token, expires_at
+
+
+@dataclass(frozen=True)
+class IssuedLink:
+    """A link to hand to its user (shown once): ``url``, when it ``expires_at`` (UTC) and
+    its ``purpose`` (``reset`` or ``invite``)."""
+
+    url: str
+    expires_at: datetime
+    purpose: str
+
+
+async def issue_link(
+    session: AsyncSession,
+    settings: Settings,
+    user_id: uuid.UUID,
+    *,
+    purpose: str,
+    created_by: uuid.UUID | None,
+) -> IssuedLink:
+    """:func:`issue` with the lifetime ``RAILYARD_PASSWORD_LINK_HOURS``, as a full URL."""
+    token, expires_at = await issue(
+        session,
+        user_id,
+        hours=settings.password_link_hours,
+        purpose=purpose,
+        created_by=created_by,
+    )
+    return IssuedLink(link_url(settings.base_url, token), expires_at, purpose)
 
 
 async def _live(session: AsyncSession, token: str, now: datetime) -> tuple[PasswordReset, User]:

@@ -117,16 +117,9 @@ async def user_for_claims(
                 details={"source": "oidc", "claim": settings.oidc_role_claim},
             )
     user.external_groups = groups
-    user.last_login_at = now
     await session.flush()
-    await audit.record(
-        session,
-        "auth.login",
-        "user",
-        user.id,
-        actor_user_id=user.id,
-        actor_label=user.email,
-        details={"method": "oidc", "issuer": issuer, "groups": groups},
+    await accounts.record_login(
+        session, user, now, {"method": "oidc", "issuer": issuer, "groups": groups}
     )
     return user
 
