@@ -28,7 +28,7 @@ from backend.auth.web import (
     provide_user,
     session_cookie,
 )
-from backend.services import login_sessions, oidc, password_links
+from backend.services import login_sessions, oidc, password_links, sso
 from backend.services.passwords import MIN_LENGTH, WeakPassword
 from frontend.pages import LoginRequiredPages, _safe_next, login_page, render
 
@@ -57,6 +57,7 @@ class SsoPages(Controller):
         """Send the browser to the identity provider (authorization code + PKCE)."""
         target = _safe_next(next)
         try:
+            sso.check_settings(runtime.settings)
             url = await oidc.start(db, runtime.settings, next_path=target)
         except oidc.OidcError as exc:
             return login_page(

@@ -38,3 +38,20 @@ def test_lists_and_flags_parse() -> None:
     assert s.http_allow_private is True
     with pytest.raises(SettingsError, match="invalid setting"):
         load_settings(environ={"RAILYARD_WEBHOOK_MAX_BODY": "lots"})
+
+
+def test_oidc_settings_and_role_map_parse() -> None:
+    s = load_settings(
+        environ={
+            "RAILYARD_OIDC_ISSUER": "https://idp.example.com/realms/rail",
+            "RAILYARD_OIDC_CLIENT_ID": "railyard",
+            "RAILYARD_OIDC_ROLE_MAP": " rail-admins=admin, devs = editor,,",
+            "RAILYARD_LOGIN_MAX_FAILURES": "7",
+        }
+    )
+    assert s.oidc_enabled and s.oidc_scopes == "openid email profile"
+    assert s.oidc_role_map == {"rail-admins": "admin", "devs": "editor"}
+    assert s.login_max_failures == 7 and s.login_address_max_failures == 50
+    assert not load_settings(environ={"RAILYARD_OIDC_ISSUER": "https://idp"}).oidc_enabled
+    with pytest.raises(SettingsError, match="RAILYARD_OIDC_ROLE_MAP"):
+        load_settings(environ={"RAILYARD_OIDC_ROLE_MAP": "admins"})
