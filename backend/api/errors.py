@@ -14,7 +14,6 @@ from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 from backend.api.schemas import ErrorOut
 from backend.services.accounts import AccountError
 from backend.services.api_tokens import TokenError
-from backend.services.credential_use import CredentialNotGranted
 from backend.services.execution import RunNotActive, RunNotFound
 from backend.services.grants import GrantError, GrantNotFound
 from backend.services.groups import GroupNotFound
@@ -22,6 +21,7 @@ from backend.services.naming import InvalidName
 from backend.services.password_links import InvalidLink
 from backend.services.passwords import WeakPassword
 from backend.services.projects import ProjectNotFound
+from backend.services.references import ReferenceNotGranted
 from backend.services.workflows import InvalidInput, PublishRejected, WorkflowNotFound
 
 log = logging.getLogger(__name__)
@@ -40,7 +40,7 @@ def invalid_input(_: Request, exc: InvalidInput) -> Response[bytes]:
     return _json(400, str(exc), field=exc.field)
 
 
-def credential_not_granted(_: Request, exc: CredentialNotGranted) -> Response[bytes]:
+def reference_not_granted(_: Request, exc: ReferenceNotGranted) -> Response[bytes]:
     """403 naming the node and config field (``field`` is ``<node id>.<field>``)."""
     return _json(403, str(exc), field=f"{exc.node_id}.{exc.field}")
 
@@ -126,7 +126,7 @@ API_EXCEPTION_HANDLERS = {
     AccountError: account_error,
     WeakPassword: weak_password,
     InvalidLink: invalid_link,
-    CredentialNotGranted: credential_not_granted,
+    ReferenceNotGranted: reference_not_granted,
     TokenError: bad_field,
     GrantError: bad_field,
     InvalidName: bad_field,

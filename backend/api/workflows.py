@@ -24,8 +24,9 @@ from backend.auth.guards import CurrentPrincipal, access_dependencies
 from backend.auth.policy import Permission
 from backend.auth.web import AppRuntime, CurrentUser, DbSession
 from backend.db.models import Workflow, WorkflowVersion
+from backend.engine.workflow_settings import WorkflowSettings
 from backend.runtime import Runtime
-from backend.services import access, credential_use, webhooks
+from backend.services import access, references, webhooks
 from backend.services import workflows as svc
 
 
@@ -45,7 +46,7 @@ def workflow_out(runtime: Runtime, wf: Workflow) -> WorkflowOut:
         draft=wf.draft,
         created_at=wf.created_at,
         updated_at=wf.updated_at,
-        settings=dict(wf.settings or {}),
+        settings=WorkflowSettings.from_stored(wf.settings),
     )
 
 
@@ -113,9 +114,13 @@ class WorkflowController(Controller):
         data: JSONBody[WorkflowPatch],
         db: DbSession,
         runtime: AppRuntime,
+        principal: CurrentPrincipal,
     ) -> WorkflowOut:
         """Change name, description or run-control settings (400 naming the bad field)."""
         if data.settings is not msgspec.UNSET:
+            await references.check_called_workflow(
+                db, principal, data.settings.get("error_workflow_id"), "error_workflow_id"
+            )
             await svc.update_settings(db, workflow_id, data.settings)
         wf = await svc.update_workflow(
             db,
@@ -142,7 +147,7 @@ class WorkflowController(Controller):
         """Store the draft diagram (even with errors) and return its diagnostics; 403 when
         it adds a reference to a credential the caller may not use."""
         wf = await svc.get_workflow(db, workflow_id)
-        await credential_use.check_diagram(
+        await references.check_diagram(
             db, principal, data.diagram, runtime.catalog, previous=wf.draft
         )
         diagnostics = await svc.save_draft(db, workflow_id, data.diagram, runtime.catalog)
@@ -184,7 +189,7 @@ class WorkflowController(Controller):
         """Publish the draft: 201 with a new version, 200 when unchanged, 422 with
         diagnostics, 403 when it references a credential the caller may not use."""
         draft = (await svc.get_workflow(db, workflow_id)).draft
-        await credential_use.check_diagram(db, principal, draft, runtime.catalog)
+        await references.check_diagram(db, principal, draft, runtime.catalog)
         result = await svc.publish(db, workflow_id, runtime.catalog, user.id)
         webhooks.clear_endpoint_cache()
         wf = await svc.get_workflow(db, workflow_id)

@@ -39,7 +39,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from backend.crypto import CryptoError, Keyring
 from backend.db.models.credentials import Credential, OAuthState
-from backend.services import audit, credential_use, grants
+from backend.services import audit, grants, references
 from connectors import sdk
 
 __all__ = [
@@ -540,7 +540,7 @@ async def resolve_for_action(
     credential_id: str,
     accepted: tuple[str, ...],
     *,
-    info: dict[str, Any],
+    info: sdk.ActionInfo,
     refresh_margin: float = 60.0,
     transport: httpx.AsyncBaseTransport | None = None,
     publisher_check: bool = True,
@@ -548,7 +548,7 @@ async def resolve_for_action(
     """Decrypt a credential for the action described by ``info`` (run/step identifiers).
 
     The publisher of the run's version must still be allowed to use the credential
-    (:mod:`backend.services.credential_use`); ``publisher_check=False`` skips that for
+    (:mod:`backend.services.references`); ``publisher_check=False`` skips that for
     callers outside any run (key rotation checks, tests of the decryption itself).
 
     Returns ``{**fields, "id", "type", "kind"}`` plus, for OAuth2, ``access_token``,
@@ -580,7 +580,7 @@ async def resolve_for_action(
                 kind="credential_type_mismatch",
             )
         refusal = (
-            await credential_use.run_publisher_refusal(session, info.get("run_id"), str(row.id))
+            await references.run_publisher_refusal(session, info.run_id, str(row.id))
             if publisher_check
             else None
         )
@@ -618,11 +618,11 @@ async def resolve_for_action(
             "credential",
             str(row.id),
             details={
-                "run_id": info.get("run_id"),
-                "workflow_id": info.get("workflow_id"),
-                "step_id": info.get("step_id"),
-                "attempt": info.get("attempt"),
-                "node_type": info.get("node_type"),
+                "run_id": info.run_id,
+                "workflow_id": info.workflow_id,
+                "step_id": info.step_id,
+                "attempt": info.attempt,
+                "node_type": info.node_type,
                 "refreshed": refreshed,
             },
         )

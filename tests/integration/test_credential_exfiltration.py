@@ -151,3 +151,56 @@ async def test_credential_exfiltration_refused_at_run(
         assert "ed@example.com" in step["error"]["message"]
     assert sink.requests == []
     assert not _received_secret(sink)
+
+
+async def test_credential_exfiltration_through_a_subworkflow_refused(
+    client: httpx.AsyncClient,
+    settings: Settings,
+    runtime: Runtime,
+    worker: Any,
+    sink: HttpSink,
+) -> None:
+    """An admin's workflow sends its credential to the URL in its input; an editor may not
+    call it as a sub-workflow without a run grant (save), nor once the grant is revoked
+    (run: the call fails, naming the publisher who may not run it)."""
+    cred = await _admin_credential(client)
+    relay = (await client.post("/api/workflows", json={"name": "relay"})).json()
+    d = diagram(
+        [
+            node("start", "trigger.manual"),
+            node("call", "http.request", method="POST", url="=$.url", credential=cred),
+        ],
+        [edge("start", "call")],
+    )
+    assert (await client.put(f"/api/workflows/{relay['id']}/draft", json={"diagram": d})).json()[
+        "ok"
+    ]
+    assert (await client.post(f"/api/workflows/{relay['id']}/publish")).status_code == 201
+    caller = diagram(
+        [
+            node("start", "trigger.manual"),
+            node("sub", "control.subworkflow", workflow_id=relay["id"]),
+        ],
+        [edge("start", "sub")],
+    )
+    editor_id = await make_user(runtime, "ed@example.com", "editor")
+    async with client_as(settings, runtime, "ed@example.com") as editor:
+        wf = (await editor.post("/api/workflows", json={"name": "mine"})).json()
+        r = await editor.put(f"/api/workflows/{wf['id']}/draft", json={"diagram": caller})
+        assert r.status_code == 403 and r.json()["field"] == "sub.workflow_id", r.text
+        run_grant = await grant(runtime, "workflow", relay["id"], f"user:{editor_id}", "run")
+        r = await editor.put(f"/api/workflows/{wf['id']}/draft", json={"diagram": caller})
+        assert r.json()["ok"], r.text
+        assert (await editor.post(f"/api/workflows/{wf['id']}/publish")).status_code == 201
+        await revoke(runtime, "workflow", relay["id"], run_grant)
+        r = await editor.post(f"/api/workflows/{wf['id']}/runs", json={"input": {"url": sink.url}})
+        run_id = r.json()["run_id"]
+        assert await wait_for_run(runtime, run_id) == "failed"
+        step = steps_by_id(await run_detail(editor, run_id))["sub"]
+        assert "may not run workflow" in step["error"]["message"], step["error"]
+        # nor as the error workflow of its own workflow
+        r = await editor.patch(
+            f"/api/workflows/{wf['id']}", json={"settings": {"error_workflow_id": relay["id"]}}
+        )
+        assert r.status_code == 403, r.text
+    assert sink.requests == []
