@@ -7,7 +7,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import msgspec
-from litestar import Litestar, MediaType, Request, Response
+from litestar import Litestar, MediaType, Request, Response, Router
 from litestar.config.csrf import CSRFConfig
 from litestar.exceptions import HTTPException
 from litestar.logging.config import LoggingConfig
@@ -15,22 +15,32 @@ from litestar.middleware.base import DefineMiddleware
 from litestar.openapi import OpenAPIConfig
 from litestar.static_files import create_static_files_router
 
+from backend.api.admin_access import GroupController, ProjectController
+from backend.api.admin_tokens import AdminTokenController, ServiceAccountController
 from backend.api.auth import AuthController
 from backend.api.catalog import CatalogController
 from backend.api.credentials import CredentialController
 from backend.api.errors import API_EXCEPTION_HANDLERS, ErrorHandler
+from backend.api.grants import CredentialGrantController, WorkflowGrantController
 from backend.api.health import HealthController
 from backend.api.runs import RunController
 from backend.api.storable_input import DEFAULT_MAX_SCAN_BYTES, StorableInputMiddleware
 from backend.api.triggers import ApiTokenController, FileController, WebhookSettingsController
+from backend.api.users import SessionAdminController, UserAdminController
 from backend.api.webhooks import WebhookController
 from backend.api.workflows import WorkflowController
+from backend.auth.guards import authorize, permission_opt
+from backend.auth.policy import Permission
 from backend.auth.web import BearerAwareCSRFMiddleware, RequestContextMiddleware
 from backend.runtime import Runtime, build_runtime
 from backend.settings import Settings
+from frontend.access_pages import AccessPages
+from frontend.admin_pages import AdminPages
 from frontend.connector_pages import ConnectorPages
+from frontend.identity_pages import AccountPages, SsoPages
 from frontend.pages import STATIC, AppPages, AuthPages, html_error, wants_html
 from frontend.trigger_pages import TriggerPages
+from frontend.user_admin_pages import AdminUserPages
 
 
 def _http_error(request: Request, exc: HTTPException) -> Response[object]:
@@ -79,6 +89,8 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> Litestar:
     app = Litestar(
         route_handlers=[
             AuthController,
+            UserAdminController,
+            SessionAdminController,
             WorkflowController,
             RunController,
             CatalogController,
@@ -86,14 +98,31 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> Litestar:
             WebhookController,
             WebhookSettingsController,
             ApiTokenController,
+            AdminTokenController,
+            ServiceAccountController,
+            GroupController,
+            ProjectController,
+            WorkflowGrantController,
+            CredentialGrantController,
             FileController,
             TriggerPages,
             HealthController,
             AuthPages,
             AppPages,
             ConnectorPages,
-            create_static_files_router(path="/static", directories=[STATIC], name="static"),
+            AdminPages,
+            AccessPages,
+            SsoPages,
+            AccountPages,
+            AdminUserPages,
+            create_static_files_router(
+                path="/static",
+                directories=[STATIC],
+                name="static",
+                opt=permission_opt(Permission.PUBLIC),
+            ),
         ],
+        guards=[authorize],
         lifespan=[lifespan],
         middleware=[
             RequestContextMiddleware(),
@@ -110,10 +139,17 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> Litestar:
         ],
         exception_handlers={
             **{k: _pages_get_html(h) for k, h in API_EXCEPTION_HANDLERS.items()},
+            403: _http_error,
             404: _http_error,
             405: _http_error,
         },
-        openapi_config=OpenAPIConfig(title="Railyard", version="0.1.0", path="/schema"),
+        openapi_config=OpenAPIConfig(
+            title="Railyard",
+            version="0.1.0",
+            openapi_router=Router(
+                path="/schema", route_handlers=[], opt=permission_opt(Permission.PUBLIC)
+            ),
+        ),
         # the process owns the root logger (level RAILYARD_LOG_LEVEL, one format: cli.py)
         logging_config=LoggingConfig(configure_root_logger=False),
         debug=False,

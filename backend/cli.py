@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import getpass
 import logging
 import os
 import secrets
@@ -50,6 +51,7 @@ async def ensure_admin(settings: Settings, data_dir: Path | None) -> tuple[str, 
     """
     from backend.db.engine import make_engine, make_sessionmaker
     from backend.services import accounts
+    from backend.services.passwords import WeakPassword
 
     engine = make_engine(settings.database_url, pool_size=1)
     try:
@@ -57,8 +59,11 @@ async def ensure_admin(settings: Settings, data_dir: Path | None) -> tuple[str, 
             if await accounts.count_users(session) > 0:
                 return None
             email = os.environ.get("RAILYARD_ADMIN_EMAIL", "admin@example.com")
-            password = os.environ.get("RAILYARD_ADMIN_PASSWORD") or secrets.token_urlsafe(12)
-            await accounts.create_user(session, email, password, role="admin", name="Admin")
+            password = os.environ.get("RAILYARD_ADMIN_PASSWORD") or secrets.token_urlsafe(16)
+            try:
+                await accounts.create_user(session, email, password, role="admin", name="Admin")
+            except (WeakPassword, accounts.AccountError) as exc:
+                raise SettingsError(f"cannot create the first admin {email}: {exc}") from exc
     finally:
         await engine.dispose()
     if data_dir is not None:
@@ -313,21 +318,91 @@ def cmd_migrate(_: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_create_user(args: argparse.Namespace) -> int:
-    """Create a local account."""
-    from backend.db.engine import make_engine, make_sessionmaker
-    from backend.services import accounts
+def read_new_password(args: argparse.Namespace) -> str:
+    """The new account's password: one line of stdin with ``--password-stdin``, else asked
+    twice at a terminal prompt (getpass; never from the command line). Raises
+    :class:`SettingsError` when they differ, stdin is empty or no terminal is attached."""
+    if args.password_stdin:
+        password = sys.stdin.readline().rstrip("\r\n")
+        if not password:
+            raise SettingsError("no password on stdin")
+        return password
+    if not sys.stdin.isatty():
+        raise SettingsError("no terminal to ask for the password: pass --password-stdin")
+    first = getpass.getpass(f"Password for {args.email}: ")
+    if first != getpass.getpass("Repeat the password: "):
+        raise SettingsError("the passwords differ; nothing was created")
+    return first
+
+
+def settings_for_tool(data_dir: str) -> tuple[Settings, Any]:
+    """Settings of a one-off command (``create-user``): ``DATABASE_URL`` when set, else the
+    embedded PostgreSQL of the ``railyard dev`` data directory ``data_dir`` (started when it
+    is not running, reused when it is, migrated). Returns the settings and the embedded
+    server (``None`` with ``DATABASE_URL``) for the caller to ``stop()`` (which leaves a
+    server it did not start running)."""
+    from backend.db.migrate import upgrade
+    from backend.embedded import EmbeddedPostgres
 
     settings = load_settings()
-    settings.require_services()
+    if settings.database_url:
+        return settings, None
+    path = Path(data_dir).resolve()
+    if not (path / "postgres").exists():
+        raise SettingsError(
+            f"no Railyard data directory at {path}: run `railyard dev` first, pass --data-dir,"
+            " or set DATABASE_URL"
+        )
+    pg = EmbeddedPostgres(path / "postgres")
+    pg.start()
+    try:
+        settings = load_settings(database_url=pg.url)
+        upgrade(settings.database_url)
+    except BaseException:
+        pg.stop()
+        raise
+    return settings, pg
 
-    async def main() -> None:
+
+def cmd_create_user(args: argparse.Namespace) -> int:
+    """Create a local account; the password comes from a prompt or stdin, never argv."""
+    from backend.db.engine import make_engine, make_sessionmaker
+    from backend.services import accounts
+    from backend.services.passwords import WeakPassword, check_password
+
+    password = read_new_password(args)
+    try:
+        check_password(password, email=args.email)  # before starting or reaching a database
+    except WeakPassword as exc:
+        print(f"railyard: no account created: password: {exc}", file=sys.stderr)
+        return 1
+    settings, pg = settings_for_tool(args.data_dir)
+    where = (
+        f"the railyard dev data directory {Path(args.data_dir).resolve()}"
+        if pg
+        else ("DATABASE_URL")
+    )
+
+    async def main() -> Any:
         engine = make_engine(settings.database_url, pool_size=1)
-        async with make_sessionmaker(engine)() as session, session.begin():
-            await accounts.create_user(session, args.email, args.password, role=args.role)
-        await engine.dispose()
+        try:
+            async with make_sessionmaker(engine)() as session, session.begin():
+                return await accounts.create_user(
+                    session, args.email, password, role=args.role, name=args.name
+                )
+        finally:
+            await engine.dispose()
 
-    asyncio.run(main())
+    try:
+        user = asyncio.run(main())
+    except (accounts.AccountError, WeakPassword) as exc:
+        print(f"railyard: no account created: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        if pg is not None:
+            pg.stop()
+    print(f"created {user.role} account {user.email} (id {user.id}) in {where}")
+    print(f"  sign in at {settings.base_url.rstrip('/')}/login")
     return 0
 
 
@@ -408,10 +483,22 @@ def main(argv: list[str] | None = None) -> int:
     sched.set_defaults(func=cmd_scheduler)
     migrate = sub.add_parser("migrate", help="apply database migrations")
     migrate.set_defaults(func=cmd_migrate)
-    cu = sub.add_parser("create-user", help="create a local account")
+    cu = sub.add_parser(
+        "create-user",
+        help="create a local account (password asked twice, or read from stdin)",
+        description="Create a local account. The password is asked twice at a prompt, or"
+        " read from the first line of stdin with --password-stdin; never from the command"
+        " line. Uses DATABASE_URL when set, else the `railyard dev` data directory.",
+    )
     cu.add_argument("email")
-    cu.add_argument("password")
     cu.add_argument("--role", default="editor", choices=["admin", "editor", "operator", "viewer"])
+    cu.add_argument("--name", default="", help="display name (default: the email's local part)")
+    cu.add_argument(
+        "--password-stdin", action="store_true", help="read the password from stdin's first line"
+    )
+    cu.add_argument(
+        "--data-dir", default=".railyard", help="the `railyard dev` data directory (.railyard)"
+    )
     cu.set_defaults(func=cmd_create_user)
     rot = sub.add_parser(
         "rotate-key", help="re-encrypt credentials and webhook secrets with the current key"

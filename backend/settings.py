@@ -21,6 +21,19 @@
 | ``RAILYARD_OAUTH2_REFRESH_MARGIN`` | seconds before expiry an OAuth2 access token is refreshed when an action asks for it | ``60`` |
 | ``RAILYARD_WEBHOOK_CACHE_SECONDS`` | how long an API process caches a webhook's workflow, version and settings | ``2`` |
 | ``RAILYARD_SCHEDULE_TICK`` | longest sleep of the schedule loop, seconds (it wakes at the next fire time) | ``1`` |
+| ``RAILYARD_LOGIN_MAX_FAILURES`` | failed sign-ins to one account within the window that lock it | ``5`` |
+| ``RAILYARD_LOGIN_ADDRESS_MAX_FAILURES`` | failed sign-ins from one client address within the window that lock it | ``50`` |
+| ``RAILYARD_LOGIN_WINDOW_MINUTES`` | the failure-counting window | ``15`` |
+| ``RAILYARD_LOGIN_LOCKOUT_MINUTES`` | how long a lock lasts | ``15`` |
+| ``RAILYARD_PASSWORD_LINK_HOURS`` | lifetime of a password reset or invitation link | ``72`` |
+| ``RAILYARD_OIDC_ISSUER`` | OpenID Connect issuer URL (discovery at ``<issuer>/.well-known/openid-configuration``); empty turns single sign-on off | empty |
+| ``RAILYARD_OIDC_CLIENT_ID`` / ``RAILYARD_OIDC_CLIENT_SECRET`` | the client registered at the provider (redirect URI ``<base url>/login/oidc/callback``) | empty |
+| ``RAILYARD_OIDC_SCOPES`` | scopes asked for | ``openid email profile`` |
+| ``RAILYARD_OIDC_PROVIDER_NAME`` | name on the login page's "Sign in with ..." button | ``SSO`` |
+| ``RAILYARD_OIDC_ROLE_CLAIM`` | id_token claim whose value (string or list) picks the role; empty: roles are managed in Railyard | empty |
+| ``RAILYARD_OIDC_ROLE_MAP`` | claim value to role, ``value=role`` pairs separated by commas (``rail-admins=admin,devs=editor``) | empty |
+| ``RAILYARD_OIDC_DEFAULT_ROLE`` | role of a new single sign-on user (and of one whose claim maps to nothing) | ``viewer`` |
+| ``RAILYARD_OIDC_GROUPS_CLAIM`` | id_token claim listing the user's groups, stored on the user | ``groups`` |
 
 Environment variables win over the file.
 
@@ -74,6 +87,26 @@ class Settings(msgspec.Struct, kw_only=True):
     extra: dict[str, Any] = msgspec.field(default_factory=dict)
     """Every other ``RAILYARD_*`` variable and settings-file key, by :func:`setting_key`
     (where connector settings come from)."""
+
+    login_max_failures: int = 5
+    login_address_max_failures: int = 50
+    login_window_minutes: float = 15.0
+    login_lockout_minutes: float = 15.0
+    password_link_hours: float = 72.0
+    oidc_issuer: str = ""
+    oidc_client_id: str = ""
+    oidc_client_secret: str = ""
+    oidc_scopes: str = "openid email profile"
+    oidc_provider_name: str = "SSO"
+    oidc_role_claim: str = ""
+    oidc_role_map: dict[str, str] = msgspec.field(default_factory=dict)
+    oidc_default_role: str = "viewer"
+    oidc_groups_claim: str = "groups"
+
+    @property
+    def oidc_enabled(self) -> bool:
+        """True when single sign-on is configured (issuer and client id set)."""
+        return bool(self.oidc_issuer and self.oidc_client_id)
 
     def connector_settings(self) -> ConnectorSettings:
         """What connectors read through ``sdk.setting(name)``; see the module docstring."""
@@ -145,6 +178,20 @@ _ENV = {
     "RAILYARD_OAUTH2_REFRESH_MARGIN": "oauth2_refresh_margin",
     "RAILYARD_WEBHOOK_CACHE_SECONDS": "webhook_cache_seconds",
     "RAILYARD_SCHEDULE_TICK": "schedule_tick",
+    "RAILYARD_LOGIN_MAX_FAILURES": "login_max_failures",
+    "RAILYARD_LOGIN_ADDRESS_MAX_FAILURES": "login_address_max_failures",
+    "RAILYARD_LOGIN_WINDOW_MINUTES": "login_window_minutes",
+    "RAILYARD_LOGIN_LOCKOUT_MINUTES": "login_lockout_minutes",
+    "RAILYARD_PASSWORD_LINK_HOURS": "password_link_hours",
+    "RAILYARD_OIDC_ISSUER": "oidc_issuer",
+    "RAILYARD_OIDC_CLIENT_ID": "oidc_client_id",
+    "RAILYARD_OIDC_CLIENT_SECRET": "oidc_client_secret",
+    "RAILYARD_OIDC_SCOPES": "oidc_scopes",
+    "RAILYARD_OIDC_PROVIDER_NAME": "oidc_provider_name",
+    "RAILYARD_OIDC_ROLE_CLAIM": "oidc_role_claim",
+    "RAILYARD_OIDC_ROLE_MAP": "oidc_role_map",
+    "RAILYARD_OIDC_DEFAULT_ROLE": "oidc_default_role",
+    "RAILYARD_OIDC_GROUPS_CLAIM": "oidc_groups_claim",
 }
 
 
@@ -168,6 +215,8 @@ def load_settings(environ: dict[str, str] | None = None, **overrides: object) ->
                 value = tuple(p.strip() for p in str(value).split(",") if p.strip())
             elif name in ("http_allow_private", "secure_cookies"):
                 value = str(value).lower() in ("1", "true", "yes", "on")
+            elif name == "oidc_role_map":
+                value = parse_role_map(str(value))
             raw[name] = value
     raw["extra"] = _extra_settings(raw, env)
     raw.update({k: v for k, v in overrides.items() if v is not None})
@@ -199,6 +248,24 @@ def _extra_settings(raw: dict[str, object], env: dict[str, str]) -> dict[str, An
         if var.startswith("RAILYARD_") and var not in _ENV and value != "":
             extra[setting_key(var.removeprefix("RAILYARD_"))] = value
     return extra
+
+
+def parse_role_map(value: str) -> dict[str, str]:
+    """``"rail-admins=admin, devs=editor"`` -> ``{"rail-admins": "admin", "devs": "editor"}``.
+
+    Raises :class:`SettingsError` for a pair without ``=``.
+    """
+    pairs: dict[str, str] = {}
+    for part in value.split(","):
+        if not part.strip():
+            continue
+        claim, sep, role = part.rpartition("=")
+        if not sep or not claim.strip() or not role.strip():
+            raise SettingsError(
+                f"RAILYARD_OIDC_ROLE_MAP: {part.strip()!r} is not a claim_value=role pair"
+            )
+        pairs[claim.strip()] = role.strip()
+    return pairs
 
 
 def normalize_database_url(url: str) -> str:

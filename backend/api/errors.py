@@ -12,8 +12,17 @@ from litestar.exceptions import HTTPException
 from litestar.exceptions.responses import create_exception_response
 
 from backend.api.schemas import ErrorOut
+from backend.services.accounts import AccountError
+from backend.services.api_tokens import TokenError
 from backend.services.availability import unavailable_service
 from backend.services.execution import RunNotActive, RunNotFound
+from backend.services.grants import GrantError, GrantNotFound
+from backend.services.groups import GroupNotFound
+from backend.services.naming import InvalidName
+from backend.services.password_links import InvalidLink
+from backend.services.passwords import WeakPassword
+from backend.services.projects import ProjectNotFound
+from backend.services.references import ReferenceNotGranted
 from backend.services.storable import UnstorableInput, refused_by_database
 from backend.services.workflows import InvalidInput, PublishRejected, WorkflowNotFound
 
@@ -33,8 +42,30 @@ def invalid_input(_: Request, exc: InvalidInput | UnstorableInput) -> Response[b
     return _json(400, str(exc), field=exc.field)
 
 
+def reference_not_granted(_: Request, exc: ReferenceNotGranted) -> Response[bytes]:
+    """403 naming the node and config field (``field`` is ``<node id>.<field>``)."""
+    return _json(403, str(exc), field=f"{exc.node_id}.{exc.field}")
+
+
+def bad_field(_: Request, exc: TokenError | GrantError | InvalidName) -> Response[bytes]:
+    """400 naming the field of invalid access-control input (tokens, grants, names)."""
+    return _json(400, str(exc), field=exc.field)
+
+
 def conflict(_: Request, exc: Exception) -> Response[bytes]:
     return _json(409, str(exc))
+
+
+def account_error(_: Request, exc: AccountError) -> Response[bytes]:
+    return _json(exc.status, str(exc), field=exc.field)
+
+
+def weak_password(_: Request, exc: WeakPassword) -> Response[bytes]:
+    return _json(400, f"password: {exc}", field="password")
+
+
+def invalid_link(_: Request, exc: InvalidLink) -> Response[bytes]:
+    return _json(410, str(exc))
 
 
 def publish_rejected(_: Request, exc: PublishRejected) -> Response[bytes]:
@@ -92,5 +123,15 @@ API_EXCEPTION_HANDLERS: dict[int | type[Exception], ErrorHandler] = {
     InvalidInput: invalid_input,
     UnstorableInput: invalid_input,
     PublishRejected: publish_rejected,
+    AccountError: account_error,
+    WeakPassword: weak_password,
+    InvalidLink: invalid_link,
+    ReferenceNotGranted: reference_not_granted,
+    TokenError: bad_field,
+    GrantError: bad_field,
+    InvalidName: bad_field,
+    GrantNotFound: not_found,
+    GroupNotFound: not_found,
+    ProjectNotFound: not_found,
     500: unexpected_error,
 }

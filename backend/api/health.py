@@ -6,6 +6,7 @@ import asyncio
 
 from litestar import Controller, Request, Response, get
 
+from backend.auth.policy import Permission
 from backend.runtime import Runtime
 from backend.services.availability import probe_database, probe_redis
 
@@ -16,12 +17,12 @@ class HealthController(Controller):
     path = "/health"
     tags = ["health"]
 
-    @get("/live", operation_id="health_live")
+    @get("/live", operation_id="health_live", opt={"permission": Permission.PUBLIC})
     async def live(self) -> dict[str, str]:
         """Always ``{"status": "ok"}``."""
         return {"status": "ok"}
 
-    @get("/ready", operation_id="health_ready")
+    @get("/ready", operation_id="health_ready", opt={"permission": Permission.PUBLIC})
     async def ready(self, request: Request) -> Response[dict[str, str]]:
         """200 when the database and Redis answer (within 2 s each), else 503 naming what
         is down (``{"database": "down: ConnectionRefusedError", "redis": "ok"}``)."""

@@ -28,6 +28,21 @@ class UserOut(msgspec.Struct):
     role: str
 
 
+class SessionOut(msgspec.Struct):
+    """A live login session (never its token): who, from where, since and last seen when
+    (ISO 8601 UTC), how it signed in (``password`` or ``oidc``)."""
+
+    id: str
+    user_id: str
+    email: str
+    address: str | None
+    user_agent: str
+    method: str
+    created_at: str
+    last_seen_at: str
+    expires_at: str
+
+
 class WorkflowCreate(msgspec.Struct):
     """Body of POST /api/workflows."""
 

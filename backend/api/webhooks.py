@@ -35,6 +35,7 @@ from litestar.params import FromPath
 from sqlalchemy import select
 
 from backend.api.workflows import run_started
+from backend.auth.policy import Permission
 from backend.db.models import Run
 from backend.engine.nodes.trigger_webhook import DEFAULT_IDEMPOTENCY_HOURS
 from backend.runtime import Runtime
@@ -171,6 +172,7 @@ class WebhookController(Controller):
         http_method=_METHODS,
         operation_id=lambda _h, method, _p: f"test_webhook_{method.lower()}",
         request_max_body_size=None,
+        opt={"permission": Permission.PUBLIC},
     )
     async def test_call(
         self, token: FromPath[str], request: Request[Any, Any, Any]
@@ -183,6 +185,7 @@ class WebhookController(Controller):
         http_method=_METHODS,
         operation_id=lambda _h, method, _p: f"test_webhook_suffix_{method.lower()}",
         request_max_body_size=None,
+        opt={"permission": Permission.PUBLIC},
     )
     async def test_call_suffix(
         self, token: FromPath[str], suffix: FromPath[str], request: Request[Any, Any, Any]
@@ -195,6 +198,7 @@ class WebhookController(Controller):
         http_method=_METHODS,
         operation_id=lambda _h, method, _p: f"receive_webhook_{method.lower()}",
         request_max_body_size=None,
+        opt={"permission": Permission.PUBLIC},
     )
     async def receive(self, token: FromPath[str], request: Request[Any, Any, Any]) -> Response[Any]:
         """Accept a request for the workflow with webhook ``token`` (see the module doc)."""
@@ -205,6 +209,7 @@ class WebhookController(Controller):
         http_method=_METHODS,
         operation_id=lambda _h, method, _p: f"receive_webhook_suffix_{method.lower()}",
         request_max_body_size=None,
+        opt={"permission": Permission.PUBLIC},
     )
     async def receive_suffix(
         self, token: FromPath[str], suffix: FromPath[str], request: Request[Any, Any, Any]

@@ -61,3 +61,20 @@ def test_any_connector_setting_comes_from_the_environment_or_the_file(tmp_path: 
     env["RAILYARD_EXAMPLE_API_URL"] = "http://env"  # the environment wins over the file
     assert load_settings(env).connector_settings()["example.api_url"] == "http://env"
     assert setting_key("my-crm.base.url") == "my_crm_base_url"
+
+
+def test_oidc_settings_and_role_map_parse() -> None:
+    s = load_settings(
+        environ={
+            "RAILYARD_OIDC_ISSUER": "https://idp.example.com/realms/rail",
+            "RAILYARD_OIDC_CLIENT_ID": "railyard",
+            "RAILYARD_OIDC_ROLE_MAP": " rail-admins=admin, devs = editor,,",
+            "RAILYARD_LOGIN_MAX_FAILURES": "7",
+        }
+    )
+    assert s.oidc_enabled and s.oidc_scopes == "openid email profile"
+    assert s.oidc_role_map == {"rail-admins": "admin", "devs": "editor"}
+    assert s.login_max_failures == 7 and s.login_address_max_failures == 50
+    assert not load_settings(environ={"RAILYARD_OIDC_ISSUER": "https://idp"}).oidc_enabled
+    with pytest.raises(SettingsError, match="RAILYARD_OIDC_ROLE_MAP"):
+        load_settings(environ={"RAILYARD_OIDC_ROLE_MAP": "admins"})

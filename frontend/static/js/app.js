@@ -36,4 +36,14 @@
 
   document.addEventListener("DOMContentLoaded", () => enhance(document));
   document.addEventListener("htmx:afterSettle", (e) => enhance(e.target || document));
+  // Forms inside [data-swap-errors] re-render their page with the error (400/404/409):
+  // show that answer instead of htmx's default of ignoring 4xx responses.
+  document.addEventListener("htmx:beforeSwap", (e) => {
+    const status = e.detail.xhr.status;
+    const source = e.detail.requestConfig && e.detail.requestConfig.elt;
+    if (status >= 400 && status < 500 && source && source.closest("[data-swap-errors]")) {
+      e.detail.shouldSwap = true;
+      e.detail.isError = false;
+    }
+  });
 })();
