@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import socket
@@ -66,6 +67,7 @@ from backend.engine.nodes.waits import TIMER_TYPES
 from backend.engine.ports import Clock, ConnectorRegistry, Dispatcher, SystemClock
 from backend.engine.states import RunStatus, StepStatus
 from backend.services.attempts import failure, run_attempt
+from backend.services.cancellation import CancelWatch
 from backend.services.graphs import cached_graph, graph_for_version
 from designer_schema.graph import WorkflowGraph
 
@@ -221,6 +223,8 @@ class Execution:
         self.worker = worker_name()
         self.base_url = base_url.rstrip("/")
         self._announcing: set[asyncio.Task[None]] = set()
+        #: attempts running in this process, stopped when their run ends
+        self.cancel_watch = CancelWatch()
 
     # -- start -----------------------------------------------------------------------
 
@@ -725,10 +729,11 @@ class Execution:
     async def timeout_run(self, run_id: uuid.UUID) -> bool:
         """End a run whose run timeout (``runs.deadline_at``) has passed: ``timed_out``.
 
-        Running attempts are cancelled (their workers see it at the next heartbeat: the
-        SDK's ``is_cancelled()`` turns true and the action task is cancelled; a late
-        completion is discarded), unfinished children are cancelled, the error workflow
-        starts. Returns False when the run already ended or is not overdue.
+        Running attempts are cancelled and stopped at once (a cancel notice reaches
+        their workers, backend/services/cancellation.py; the next heartbeat is the
+        backstop: the SDK's ``is_cancelled()`` turns true and the action task is
+        cancelled; a late completion is discarded), unfinished children are cancelled,
+        the error workflow starts. Returns False when the run already ended or is not overdue.
         """
 
         def apply(state: RunState, run: Run, now: Any) -> None:
@@ -754,6 +759,8 @@ class Execution:
             )
             graph = await graph_for_version(session, run.version_id)
             followup = await self._persist(session, run, state, graph, [], now)
+        self.cancel_watch.cancel(str(run_id))  # attempts running here stop at once
+        await self.dispatcher.announce_cancel(str(run_id))  # and those of other workers
         await self._after_commit(run_id, followup)
         return True
 
@@ -930,6 +937,7 @@ class Execution:
             renew_lease=renew_lease,
             heartbeat_every=self.lease_seconds / 3,
             timeout=timeout,
+            stop_hook=functools.partial(self.cancel_watch.register, str(info.get("run_id"))),
         )
 
     async def _complete(

@@ -11,6 +11,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.db.models import Attempt, Run, StepRun, Workflow, WorkflowVersion
+from backend.engine.states import RunStatus
 from backend.services.execution import error_run_id
 from designer_schema.graph import WorkflowGraph
 
@@ -74,7 +75,8 @@ class RunSummary(msgspec.Struct):
 
 
 class RunDetail(msgspec.Struct):
-    """A run with every step of its graph (steps not reached yet are ``pending``).
+    """A run with every step of its graph (steps not reached yet are ``pending``; in an
+    ended run, where they never will be, ``cancelled``).
 
     ``deadline_at``: when the run times out (workflow setting ``run_timeout_seconds``);
     ``rerun_of``/``reruns``: the run this one repeats / runs repeating this one (oldest
@@ -182,6 +184,8 @@ async def get_run_detail(
                 wait_ms=_ms(previous[-1].finished_at, a.started_at) if previous else None,
             )
         )
+    # a step never reached in an ended run will never run: cancelled, not pending
+    unreached = "cancelled" if RunStatus(run.status).terminal else "pending"
     steps = []
     for spec in graph.steps:
         s = step_rows.get(spec.id)
@@ -190,7 +194,7 @@ async def get_run_detail(
                 step_id=spec.id,
                 label=spec.label or spec.id,
                 type=spec.type,
-                status=s.status if s else "pending",
+                status=s.status if s else unreached,
                 ports=list(s.ports or []) if s else [],
                 input=s.input if s else None,
                 output=s.output if s else None,
