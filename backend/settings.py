@@ -21,6 +21,7 @@
 | ``RAILYARD_OAUTH2_REFRESH_MARGIN`` | seconds before expiry an OAuth2 access token is refreshed when an action asks for it | ``60`` |
 | ``RAILYARD_WEBHOOK_CACHE_SECONDS`` | how long an API process caches a webhook's workflow, version and settings | ``2`` |
 | ``RAILYARD_SCHEDULE_TICK`` | longest sleep of the schedule loop, seconds (it wakes at the next fire time) | ``1`` |
+| ``RAILYARD_PAYLOAD_INLINE_LIMIT`` | bytes of JSON text above which a part of a run value (input, output, error) is stored once by reference and shown as a preview with a download link (docs/engine.md, "Large values"); at least 1024 | ``262144`` (256 KiB) |
 
 Environment variables win over the file.
 """
@@ -60,6 +61,7 @@ class Settings(msgspec.Struct, kw_only=True):
     oauth2_refresh_margin: float = 60.0
     webhook_cache_seconds: float = 2.0
     schedule_tick: float = 1.0
+    payload_inline_limit: int = 256 * 1024
 
     def connector_settings(self) -> dict[str, str]:
         """Settings connectors read through ``sdk.setting(name)`` (e.g. ``slack.api_url``)."""
@@ -96,6 +98,7 @@ _ENV = {
     "RAILYARD_OAUTH2_REFRESH_MARGIN": "oauth2_refresh_margin",
     "RAILYARD_WEBHOOK_CACHE_SECONDS": "webhook_cache_seconds",
     "RAILYARD_SCHEDULE_TICK": "schedule_tick",
+    "RAILYARD_PAYLOAD_INLINE_LIMIT": "payload_inline_limit",
 }
 
 
@@ -126,6 +129,8 @@ def load_settings(environ: dict[str, str] | None = None, **overrides: object) ->
     except msgspec.ValidationError as exc:
         raise SettingsError(f"invalid setting: {exc}") from exc
     settings.database_url = normalize_database_url(settings.database_url)
+    if settings.payload_inline_limit < 1024:
+        raise SettingsError("RAILYARD_PAYLOAD_INLINE_LIMIT must be at least 1024 (bytes)")
     return settings
 
 

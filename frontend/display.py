@@ -18,6 +18,8 @@ from typing import Any
 
 import jinja2
 
+from frontend.large_values import large_values
+
 #: Keys shown elsewhere (message, kind) or not worth a row of their own.
 _HEADLINE_KEYS = ("message", "kind")
 #: Friendlier names of keys errors commonly carry; others are humanised.
@@ -97,5 +99,7 @@ def _text(value: Any) -> str:
 
 
 def install(env: jinja2.Environment) -> None:
-    """Add the display helpers (``error_view``) to ``env``'s template globals."""
+    """Add the display helpers (``error_view``, ``large_values``) to ``env``'s template
+    globals."""
     env.globals["error_view"] = error_view
+    env.globals["large_values"] = large_values

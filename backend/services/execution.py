@@ -42,6 +42,7 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession, async_sessionmaker
 
+from backend.db import payloads
 from backend.db.models import Attempt, Event, Run, StepRun, Workflow, WorkflowVersion
 from backend.db.run_store import (
     FinishedAttempt,
@@ -269,7 +270,7 @@ class Execution:
                         status=RunStatus.QUEUED.value,
                         trigger=trigger,
                         idempotency_key=idempotency_key,
-                        input=input,
+                        input=await payloads.store_value(session, input),
                         created_by=user_id,
                         created_at=now,
                         rerun_of=rerun_of,
@@ -793,9 +794,10 @@ class Execution:
                 version = await active_version_of(session, run.workflow_id)
             if version is None:
                 raise RunNotActive("the workflow has no active version to re-run")
+            (run_input,) = await payloads.resolve_values(session, [run.input])
         return await self.start_run(
             version,
-            run.input,
+            run_input,
             trigger="rerun",
             user_id=user_id,
             rerun_of=run.id,

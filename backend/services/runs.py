@@ -13,6 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from backend.db.models import Attempt, Run, StepRun, Workflow, WorkflowVersion
 from backend.engine.states import RunStatus
 from backend.services.execution import error_run_id
+from backend.services.run_values import with_previews
 from designer_schema.graph import WorkflowGraph
 
 
@@ -78,6 +79,8 @@ class RunDetail(msgspec.Struct):
     """A run with every step of its graph (steps not reached yet are ``pending``; in an
     ended run, where they never will be, ``cancelled``).
 
+    Large values (over the inline limit) appear as bounded previews with a
+    ``download_url`` (backend/services/run_values.py).
     ``deadline_at``: when the run times out (workflow setting ``run_timeout_seconds``);
     ``rerun_of``/``reruns``: the run this one repeats / runs repeating this one (oldest
     first); ``error_run_id``: the error workflow's run started because this run failed.
@@ -233,7 +236,20 @@ async def get_run_detail(
         ],
         error_run_id=await _error_run(session, run),
     )
+    await _preview_large_values(session, detail)
     return detail, version.diagram
+
+
+async def _preview_large_values(session: AsyncSession, detail: RunDetail) -> None:
+    """Replace the references to large values in ``detail`` by bounded previews with a
+    download link (backend/services/run_values.py)."""
+    values = [detail.input, detail.output, detail.error]
+    for step in detail.steps:
+        values += [step.input, step.output, step.error]
+    shown = iter(await with_previews(session, uuid.UUID(detail.id), values))
+    detail.input, detail.output, detail.error = next(shown), next(shown), next(shown)
+    for step in detail.steps:
+        step.input, step.output, step.error = next(shown), next(shown), next(shown)
 
 
 async def _error_run(session: AsyncSession, run: Run) -> str | None:

@@ -230,4 +230,5 @@ class Event(Base):
 
 
 from backend.db.models.credentials import AuditLog, Credential, OAuthState  # noqa: E402,F401
+from backend.db.models.payloads import Payload  # noqa: E402,F401
 from backend.db.models.triggers import *  # noqa: E402, F403  (trigger tables)
