@@ -43,6 +43,8 @@ _MARKER_BYTES = MARKER.encode()
 DEFAULT_INLINE_LIMIT = 256 * 1024
 #: Characters of a payload's JSON text kept as its preview.
 PREVIEW_CHARS = 1000
+#: Nesting depth below which large parts are not looked for (the part is stored whole).
+_MAX_DEPTH = 32
 
 _inline_limit = DEFAULT_INLINE_LIMIT
 _encode = msgspec.json.encode
@@ -122,17 +124,19 @@ class Externalizer:
                 row[name] = self.value(row.get(name))
         return rows
 
-    def _part(self, value: Any, encoded: bytes) -> Any:
+    def _part(self, value: Any, encoded: bytes, depth: int = 0) -> Any:
         small = len(encoded) <= self.limit
         if small and _MARKER_BYTES not in encoded:
             return value
+        if depth >= _MAX_DEPTH and isinstance(value, dict | list):
+            return self._store(value, encoded)  # bounded work for deeply nested values
         if isinstance(value, dict):
             if MARKER in value:  # never stored inline: it would read as a reference
                 return self._store(value, encoded)
-            reduced: Any = {k: self._part(v, _encode(v)) for k, v in value.items()}
+            reduced: Any = {k: self._part(v, _encode(v), depth + 1) for k, v in value.items()}
             changed = any(reduced[k] is not v for k, v in value.items())
         elif isinstance(value, list):
-            reduced = [self._part(v, _encode(v)) for v in value]
+            reduced = [self._part(v, _encode(v), depth + 1) for v in value]
             changed = any(r is not v for r, v in zip(reduced, value, strict=True))
         else:
             return value if small else self._store(value, encoded)
@@ -185,35 +189,39 @@ async def store_value(db: Db, value: Any) -> Any:
 
 
 def references(value: Any, found: set[str]) -> set[str]:
-    """Add the SHA-256 of every reference inside ``value`` to ``found``; returns it."""
-    ref = reference_of(value)
-    if ref is not None:
-        found.add(ref)
-    elif isinstance(value, dict):
-        for v in value.values():
-            references(v, found)
-    elif isinstance(value, list):
-        for v in value:
-            references(v, found)
+    """Add the SHA-256 of every reference inside ``value`` to ``found``; returns it.
+    (Iterative: JSON nested as deep as a decoder allows is fine.)"""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        ref = reference_of(v)
+        if ref is not None:
+            found.add(ref)
+        elif isinstance(v, dict):
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
     return found
 
 
 def substitute(value: Any, table: dict[str, Any]) -> Any:
     """``value`` with each reference whose SHA-256 is in ``table`` replaced by
-    ``table[sha256]`` (containers changed in place; unknown references kept)."""
+    ``table[sha256]`` (containers changed in place; unknown references kept; the
+    replacements themselves are not searched)."""
     ref = reference_of(value)
     if ref is not None:
         return table.get(ref, value)
-    if isinstance(value, dict):
-        for k, v in value.items():
-            new = substitute(v, table)
-            if new is not v:
-                value[k] = new
-    elif isinstance(value, list):
-        for i, v in enumerate(value):
-            new = substitute(v, table)
-            if new is not v:
-                value[i] = new
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        items = v.items() if isinstance(v, dict) else enumerate(v) if isinstance(v, list) else ()
+        for key, item in items:
+            ref = reference_of(item)
+            if ref is not None:
+                if ref in table:
+                    v[key] = table[ref]
+            elif isinstance(item, dict | list):
+                stack.append(item)
     return value
 
 

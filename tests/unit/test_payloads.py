@@ -74,3 +74,17 @@ def test_references_and_substitute_put_values_back() -> None:
 def test_preview_is_bounded() -> None:
     assert preview_of(b'"' + b"a" * 5000 + b'"') == '"' + "a" * 999 + "…"
     assert preview_of(b"[1,2]") == "[1,2]"
+
+
+def test_deeply_nested_values_are_handled_without_recursion_errors() -> None:
+    deep: Any = ["x" * 2000]
+    for _ in range(900):
+        deep = [deep]
+    ext = Externalizer(LIMIT)
+    stored = ext.value({"deep": deep})
+    table = {d: msgspec.json.decode(p.data) for d, p in ext.payloads.items()}
+    assert references(stored, set()) <= table.keys()
+    assert references(deep, set()) == set()
+    for d, v in table.items():
+        table[d] = substitute(v, table)
+    assert substitute(stored, table) == {"deep": deep}
