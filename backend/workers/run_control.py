@@ -16,7 +16,6 @@ import asyncio
 import logging
 
 from redis.asyncio import Redis
-from redis.exceptions import RedisError
 
 from backend.services.cancellation import CancelWatch
 from backend.services.channels import CANCEL_CHANNEL
@@ -39,12 +38,12 @@ async def listen_for_cancels(redis: Redis, watch: CancelWatch, *, retry: float =
                 run_id = data.decode() if isinstance(data, bytes) else str(data)
                 if watch.cancel(run_id):
                     log.info("stopped the running attempts of ended run %s", run_id)
-        except (RedisError, OSError) as exc:
+        except Exception as exc:  # Redis away or restarted: resubscribe, never stop
             log.warning("cancel notices unavailable (%s); retrying in %g s", exc, retry)
         finally:
             try:
                 await pubsub.aclose()
-            except (RedisError, OSError):
+            except Exception:  # the connection is gone already
                 pass
         await asyncio.sleep(retry)
 
