@@ -110,6 +110,22 @@ async def test_engine_run_timeout_cancels_in_flight(
     assert steps_by_id(detail)["medium"]["status"] == "succeeded"
 
 
+async def cancel_during_the_slow_call(
+    client: httpx.AsyncClient, slow: SlowEndpoint, wf: dict[str, Any]
+) -> str:
+    """Start a run, wait until the 2 s call answered (the 10 s one is in flight), cancel."""
+    run_id = await start_manual(client, wf, {})
+
+    async def medium_answered() -> bool:
+        call = slow.call("/sleep/2")
+        return call is not None and call.outcome == "answered"
+
+    await wait_for(medium_answered, 8)
+    r = await client.post(f"/api/runs/{run_id}/cancel")
+    assert r.json() == {"cancelled": True}
+    return run_id
+
+
 async def test_engine_run_cancel_stops_the_call_in_flight(
     client: httpx.AsyncClient, runtime: Runtime, settings: Settings, slow: SlowEndpoint
 ) -> None:
@@ -118,13 +134,25 @@ async def test_engine_run_cancel_stops_the_call_in_flight(
     wf = await publish(client, three_calls_join_call(slow.url))
     long_lease = msgspec.structs.replace(settings, lease_seconds=60.0)
     async with running_worker(long_lease):
-        run_id = await start_manual(client, wf, {})
+        run_id = await cancel_during_the_slow_call(client, slow, wf)
+        await check_stopped(client, runtime, slow, run_id, "cancelled")
 
-        async def medium_answered() -> bool:
-            call = slow.call("/sleep/2")
-            return call is not None and call.outcome == "answered"
 
-        await wait_for(medium_answered, 8)
-        r = await client.post(f"/api/runs/{run_id}/cancel")
-        assert r.json() == {"cancelled": True}
+async def test_a_lost_cancel_notice_is_backed_up_by_the_heartbeat(
+    client: httpx.AsyncClient,
+    runtime: Runtime,
+    settings: Settings,
+    slow: SlowEndpoint,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Redis loses the notice: the worker's next heartbeat (a third of a 3 s lease) finds
+    the attempt no longer current and stops the call all the same."""
+
+    async def lost(run_id: str) -> None:
+        pass
+
+    monkeypatch.setattr(runtime.execution.dispatcher, "announce_cancel", lost)
+    wf = await publish(client, three_calls_join_call(slow.url))
+    async with running_worker(msgspec.structs.replace(settings, lease_seconds=3.0)):
+        run_id = await cancel_during_the_slow_call(client, slow, wf)
         await check_stopped(client, runtime, slow, run_id, "cancelled")
