@@ -21,7 +21,7 @@ from backend.api.runs import RunController
 from backend.api.triggers import ApiTokenController, FileController, WebhookSettingsController
 from backend.api.webhooks import WebhookController
 from backend.api.workflows import WorkflowController
-from backend.auth.web import BearerAwareCSRFMiddleware
+from backend.auth.web import BearerAwareCSRFMiddleware, RequestContextMiddleware
 from backend.runtime import Runtime, build_runtime
 from backend.settings import Settings
 from frontend.connector_pages import ConnectorPages
@@ -75,6 +75,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> Litestar:
         ],
         lifespan=[lifespan],
         middleware=[
+            RequestContextMiddleware(),
             DefineMiddleware(
                 BearerAwareCSRFMiddleware,
                 config=CSRFConfig(
@@ -82,7 +83,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> Litestar:
                     cookie_secure=settings.secure_cookies,
                     exclude=["/hooks", "/health"],
                 ),
-            )
+            ),
         ],
         exception_handlers={
             **API_EXCEPTION_HANDLERS,  # type: ignore[dict-item]

@@ -1,7 +1,7 @@
 """payloads: large run values stored once by content hash
 
 Revision ID: 0011_payloads
-Revises: 0006_run_revision
+Revises: 0012_graph_v2
 Create Date: 2026-12-01 08:00:00
 """
 
@@ -9,7 +9,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0011_payloads"
-down_revision = "0006_run_revision"
+down_revision = "0012_graph_v2"
 branch_labels = None
 depends_on = None
 
