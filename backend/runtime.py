@@ -15,6 +15,7 @@ from arq.connections import ArqRedis
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from backend import crypto
+from backend.db import payloads
 from backend.db.engine import make_engine, make_sessionmaker
 from backend.services import credentials
 from backend.services.catalog import AppCatalog, load_catalog
@@ -122,6 +123,7 @@ async def build_runtime(settings: Settings, *, pool_size: int = 10) -> Runtime:
     catalog = load_catalog()
     if settings.encryption_key:
         crypto.configure(crypto.keyring_from_settings(settings))
+    payloads.configure(settings.payload_inline_limit)
     http_pool = sdk.guarded_connection_pool(ssrf_policy(settings))
     execution = Execution(
         sessionmaker,

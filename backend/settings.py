@@ -34,6 +34,7 @@
 | ``RAILYARD_OIDC_ROLE_MAP`` | claim value to role, ``value=role`` pairs separated by commas (``rail-admins=admin,devs=editor``) | empty |
 | ``RAILYARD_OIDC_DEFAULT_ROLE`` | role of a new single sign-on user (and of one whose claim maps to nothing) | ``viewer`` |
 | ``RAILYARD_OIDC_GROUPS_CLAIM`` | id_token claim listing the user's groups, stored on the user | ``groups`` |
+| ``RAILYARD_PAYLOAD_INLINE_LIMIT`` | bytes of JSON text above which a part of a run value (input, output, error) is stored once by reference and shown as a preview with a download link (docs/engine.md, "Large values"); at least 1024 | ``262144`` (256 KiB) |
 
 Environment variables win over the file.
 
@@ -87,6 +88,7 @@ class Settings(msgspec.Struct, kw_only=True):
     extra: dict[str, Any] = msgspec.field(default_factory=dict)
     """Every other ``RAILYARD_*`` variable and settings-file key, by :func:`setting_key`
     (where connector settings come from)."""
+    payload_inline_limit: int = 256 * 1024
 
     login_max_failures: int = 5
     login_address_max_failures: int = 50
@@ -192,6 +194,7 @@ _ENV = {
     "RAILYARD_OIDC_ROLE_MAP": "oidc_role_map",
     "RAILYARD_OIDC_DEFAULT_ROLE": "oidc_default_role",
     "RAILYARD_OIDC_GROUPS_CLAIM": "oidc_groups_claim",
+    "RAILYARD_PAYLOAD_INLINE_LIMIT": "payload_inline_limit",
 }
 
 
@@ -225,6 +228,8 @@ def load_settings(environ: dict[str, str] | None = None, **overrides: object) ->
     except msgspec.ValidationError as exc:
         raise SettingsError(f"invalid setting: {exc}") from exc
     settings.database_url = normalize_database_url(settings.database_url)
+    if settings.payload_inline_limit < 1024:
+        raise SettingsError("RAILYARD_PAYLOAD_INLINE_LIMIT must be at least 1024 (bytes)")
     return settings
 
 

@@ -23,6 +23,7 @@ import jinja2
 import msgspec
 
 from backend.engine.states import RUN_STATUSES, run_status_info
+from frontend.large_values import large_values
 
 #: Keys shown elsewhere (message, kind) or not worth a row of their own.
 _HEADLINE_KEYS = ("message", "kind")
@@ -103,9 +104,10 @@ def _text(value: Any) -> str:
 
 
 def install(env: jinja2.Environment) -> None:
-    """Add the display helpers (``error_view``) and the run statuses to ``env``'s template
-    globals (see the module docstring)."""
+    """Add the display helpers (``error_view``, ``large_values``) and the run statuses to
+    ``env``'s template globals (see the module docstring)."""
     env.globals["error_view"] = error_view
+    env.globals["large_values"] = large_values
     env.globals["run_statuses"] = RUN_STATUSES
     env.globals["run_status"] = run_status_info
     env.globals["run_statuses_json"] = msgspec.json.encode(RUN_STATUSES).decode()

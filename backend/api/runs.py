@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import uuid
 
-from litestar import Controller, get, post
+from litestar import Controller, Response, get, post
 from litestar.params import FromPath, FromQuery, JSONBody
 
 from backend.api.schemas import RerunIn, RunStarted
@@ -13,7 +13,7 @@ from backend.api.workflows import run_started
 from backend.auth.guards import CurrentPrincipal, access_dependencies
 from backend.auth.policy import Permission
 from backend.auth.web import AppRuntime, CurrentUser, DbSession
-from backend.services import access
+from backend.services import access, run_values
 from backend.services import runs as svc
 from backend.services.execution import RunNotFound
 from backend.services.workflows import InvalidInput
@@ -49,6 +49,27 @@ class RunController(Controller):
         if found is None:
             raise RunNotFound(f"run {run_id} not found")
         return found[0]
+
+    @get(
+        "/{run_id:uuid}/values/{digest:str}",
+        operation_id="download_run_value",
+        opt={"permission": Permission.RUN_READ},
+    )
+    async def download_value(
+        self, run_id: FromPath[uuid.UUID], digest: FromPath[str], db: DbSession
+    ) -> Response[bytes]:
+        """The whole of a large value of the run (JSON), the ``download_url`` of its
+        preview in the run detail. 404 when the run does not hold that value."""
+        data = await run_values.download(db, run_id, digest)
+        if data is None:
+            raise RunNotFound(f"run {run_id} has no value {digest}")
+        return Response(
+            data,
+            media_type="application/json",
+            headers={
+                "content-disposition": f'attachment; filename="run-{run_id}-{digest[:12]}.json"'
+            },
+        )
 
     @post(
         "/{run_id:uuid}/cancel",

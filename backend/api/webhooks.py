@@ -39,6 +39,7 @@ from backend.auth.policy import Permission
 from backend.db.models import Run
 from backend.engine.nodes.trigger_webhook import DEFAULT_IDEMPOTENCY_HOURS
 from backend.runtime import Runtime
+from backend.services import run_values
 from backend.services import webhooks as hooks
 from backend.services.channels import run_channel
 from backend.triggers import rate_limit
@@ -361,7 +362,9 @@ async def wait_for_response(
                         )
                     )
                 ).one()
-            status, response, error, output = row
+                status, response, error, output = row
+                if status == "succeeded" and last_step:
+                    output = await run_values.full_value(session, output)
             if response is not None and not last_step:
                 return dict(response)
             if status in ("failed", "cancelled", "timed_out"):

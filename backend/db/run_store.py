@@ -27,6 +27,7 @@ from sqlalchemy.dialects.postgresql.asyncpg import dialect as asyncpg_dialect
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 from sqlalchemy.orm.attributes import set_committed_value
 
+from backend.db import payloads
 from backend.db.models import Attempt, Event, Run, StepRun, Workflow, WorkflowVersion
 from backend.engine.model import ChildRequest, ChildRun, RunState, StepRecord
 from backend.engine.states import RunStatus, StepStatus
@@ -58,6 +59,8 @@ _STEP_FIELDS = (
     "finished_at",
     "data",
 )
+# Step record fields that may hold large values (stored by reference).
+_VALUE_FIELDS = ("input", "output", "error", "data")
 _SELECT_STEPS = select(*(_STEP_RUNS.c[name] for name in ("step_id", *_STEP_FIELDS))).where(
     _STEP_RUNS.c.run_id == bindparam("run_id")
 )
@@ -132,20 +135,47 @@ async def load_state(
             by_step.setdefault(str(step_id), []).append(
                 ChildRun(str(step_id), int(index or 0), str(cid), status, output, error)
             )
+    # held records come from this process's memory: full values, nothing to resolve
+    loaded = records if steps is None or steps.revision != run.revision else {}
+    run_input, run_output, run_error = await _resolve(session, run, loaded, by_step)
     return RunState(
         run_id=str(run.id),
         workflow_id=str(run.workflow_id),
         version_number=run.version_number,
         status=RunStatus(run.status),
-        input=run.input,
+        input=run_input,
         steps=records,
-        output=run.output,
-        error=run.error,
+        output=run_output,
+        error=run_error,
         response=run.response,
         started_at=run.started_at,
         finished_at=run.finished_at,
         children=by_step,
     )
+
+
+async def _resolve(
+    session: AsyncSession,
+    run: Run,
+    records: dict[str, StepRecord],
+    children: dict[str, list[ChildRun]],
+) -> list[Any]:
+    """Put the full values back where the run's rows hold references to large values
+    (backend/db/payloads.py): step records and children in place; returns the run's
+    input, output and error."""
+    values: list[Any] = [run.input, run.output, run.error]
+    for rec in records.values():
+        values += [rec.input, rec.output, rec.error, rec.data]
+    for entries in children.values():
+        values += [v for c in entries for v in (c.output, c.error)]
+    resolved = iter(await payloads.resolve_values(session, values))
+    run_values = [next(resolved) for _ in range(3)]
+    for rec in records.values():
+        rec.input, rec.output, rec.error, rec.data = (next(resolved) for _ in range(4))
+    for entries in children.values():
+        for c in entries:
+            c.output, c.error = next(resolved), next(resolved)
+    return run_values
 
 
 async def create_child(session: AsyncSession, parent: Run, request: ChildRequest) -> ChildRun:
@@ -192,7 +222,7 @@ async def create_child(session: AsyncSession, parent: Run, request: ChildRequest
             version_number=version.number,
             status=RunStatus.QUEUED.value,
             trigger="subworkflow",
-            input=request.input,
+            input=await payloads.store_value(session, request.input),
             created_by=parent.created_by,
             parent_run_id=parent.id,
             parent_step_id=request.step_id,
@@ -383,7 +413,8 @@ async def write_state(
     On success the run's revision is bumped and ``state.changed`` / ``state.events`` are
     cleared; otherwise nothing is written and ``state`` is left as it was.
     """
-    steps, events = _changes(state)
+    ext = payloads.Externalizer()
+    steps, events = _changes(state, ext)
     attempts = []
     if start is not None:
         attempts.append(
@@ -393,8 +424,8 @@ async def write_state(
                 "fencing_token": start.fencing_token,
                 "worker": start.worker,
                 "idempotency_key": start.idempotency_key,
-                "input": start.input,
-                "config": start.config,
+                "input": ext.value(start.input),
+                "config": ext.value(start.config),
                 "lease_expires_at": start.lease_expires_at,
                 "started_at": start.started_at,
             }
@@ -405,19 +436,20 @@ async def write_state(
         "fin_id": finish.id if finish else None,
         "fin_token": finish.fencing_token if finish else None,
         "fin_status": finish.status if finish else None,
-        "fin_output": _json(finish.output) if finish else None,
-        "fin_error": _json(finish.error) if finish else None,
+        "fin_output": _json(ext.value(finish.output)) if finish else None,
+        "fin_error": _json(ext.value(finish.error)) if finish else None,
         "fin_at": finish.finished_at if finish else None,
         "attempts": _json(attempts),
         "steps": _json(steps),
         "events": _json(events),
         "status": state.status.value,
-        "output": _json(state.output),
-        "error": _json(state.error),
+        "output": _json(ext.value(state.output)),
+        "error": _json(ext.value(state.error)),
         "response": _json(state.response),
         "started_at": state.started_at,
         "finished_at": state.finished_at,
     }
+    await payloads.store(db, ext.payloads)
     if isinstance(db, AsyncSession):
         row = (await db.execute(_SAVE, params)).one()
     else:
@@ -525,8 +557,8 @@ async def finish_attempt(
             "attempt_id": attempt_id,
             "token": fencing_token,
             "status": status,
-            "output": output,
-            "error": error,
+            "output": await payloads.store_value(session, output),
+            "error": await payloads.store_value(session, error),
             "finished_at": now,
         },
     )
@@ -595,13 +627,17 @@ _INSERT_NEW_RUN = text(
 ).columns()
 
 
-def _changes(state: RunState) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def _changes(
+    state: RunState, ext: payloads.Externalizer
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The changed step records (by step id) and the events (numbered ``ord`` in emit
-    order) of ``state``, as the rows the ``jsonb_to_recordset`` parameters carry."""
+    order) of ``state``, as the rows the ``jsonb_to_recordset`` parameters carry; large
+    step values are replaced by references collected in ``ext``."""
     steps = [
         {"step_id": step_id, **step_values(state.steps[step_id])}
         for step_id in sorted(state.changed)
     ]
+    ext.rows(steps, _VALUE_FIELDS)
     events = [
         {"kind": ev.kind, "step_id": ev.step_id, "data": ev.data, "ord": i}
         for i, ev in enumerate(state.events)
@@ -630,16 +666,21 @@ async def insert_new_run(
     ``IntegrityError`` when the idempotency key is taken. Used by the start path, where the
     state was computed in memory (a new run has no step rows to load or lock).
     """
-    steps, events = _changes(state)
+    ext = payloads.Externalizer()
+    steps, events = _changes(state, ext)
+    params = {
+        "input": _json(ext.value(state.input)),
+        "output": _json(ext.value(state.output)),
+        "error": _json(ext.value(state.error)),
+    }
+    await payloads.store(session, ext.payloads)
     written = (
         await session.execute(
             _INSERT_NEW_RUN,
             {
                 **row,
+                **params,
                 "status": state.status.value,
-                "input": _json(state.input),
-                "output": _json(state.output),
-                "error": _json(state.error),
                 "response": _json(state.response),
                 "started_at": state.started_at,
                 "finished_at": state.finished_at,

@@ -26,6 +26,11 @@ class Dispatcher(Protocol):
         """Tell listeners (live pages, waiting webhooks) that run ``run_id`` changed."""
         ...
 
+    async def announce_cancel(self, run_id: str) -> None:
+        """Tell every worker that run ``run_id`` ended (cancelled, timed out): attempts of
+        it still running must stop now. Best effort; leases are the backstop."""
+        ...
+
 
 class Clock(Protocol):
     """Source of the current time (tests drive a fake one)."""

@@ -29,6 +29,10 @@ from backend.services.storable import find_unstorable, replace_unstorable
 RenewLease = Callable[[], Awaitable[bool]]
 """Pushes the attempt's lease; ``False`` when the attempt is no longer current."""
 
+StopHook = Callable[[Callable[[], None]], Callable[[], None]]
+"""``hook(stop) -> unregister``: hands the caller a function that stops the running action
+(used when a cancel notice for the run arrives, backend/services/cancellation.py)."""
+
 
 async def run_attempt(
     runner: Any,
@@ -39,6 +43,7 @@ async def run_attempt(
     renew_lease: RenewLease,
     heartbeat_every: float,
     timeout: float | None,
+    stop_hook: StopHook | None = None,
 ) -> AttemptOutcome:
     """Run ``runner.run(config, input, context)`` and return its outcome (see module doc).
 
@@ -49,6 +54,10 @@ async def run_attempt(
     cancelled. After ``timeout`` seconds (``None``: none) the action is stopped the same
     way and the outcome is a retryable ``timeout`` failure. If the caller itself is
     cancelled, the action is cancelled too and ``CancelledError`` propagates.
+
+    ``stop_hook`` (optional) is called once with a function that stops the action the
+    same way as a refused lease renewal, at once (the run was cancelled or timed out);
+    the function it returns is called when the attempt ends.
     """
     cancelled = asyncio.Event()
     task: asyncio.Task[Any] | None = None
@@ -65,6 +74,7 @@ async def run_attempt(
     context = make_context(heartbeat, cancelled.is_set)
     beater = asyncio.create_task(beat_forever())
     task = asyncio.ensure_future(runner.run(config, input, context))
+    unregister = stop_hook(lambda: _stop(task, cancelled)) if stop_hook else None
     try:
         done, _ = await asyncio.wait({task}, timeout=timeout)
         if not done:  # step timeout: cooperative first (is_cancelled), then the task
@@ -79,6 +89,8 @@ async def run_attempt(
     except Exception as exc:  # connector errors become step errors, never crash the worker
         return storable_outcome(outcome_from_exception(exc))
     finally:
+        if unregister is not None:
+            unregister()
         beater.cancel()
         if not task.done():  # the caller was cancelled
             task.cancel()

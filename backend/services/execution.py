@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import socket
@@ -42,6 +43,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession, async_sessionmaker
 
 from backend.auth.policy import Permission
+from backend.db import payloads
 from backend.db.models import Attempt, Event, Run, StepRun, Workflow, WorkflowVersion
 from backend.db.run_store import (
     FinishedAttempt,
@@ -67,6 +69,7 @@ from backend.engine.ports import Clock, ConnectorRegistry, Dispatcher, SystemClo
 from backend.engine.states import RunStatus, StepStatus
 from backend.services import references
 from backend.services.attempts import failure, run_attempt
+from backend.services.cancellation import CancelWatch
 from backend.services.graphs import cached_graph, graph_for_version
 from connectors.sdk import ActionInfo
 from designer_schema.graph import WorkflowGraph
@@ -225,6 +228,8 @@ class Execution:
         self.worker = worker_name()
         self.base_url = base_url.rstrip("/")
         self._announcing: set[asyncio.Task[None]] = set()
+        #: attempts running in this process, stopped when their run ends
+        self.cancel_watch = CancelWatch()
 
     # -- start -----------------------------------------------------------------------
 
@@ -269,7 +274,7 @@ class Execution:
                         status=RunStatus.QUEUED.value,
                         trigger=trigger,
                         idempotency_key=idempotency_key,
-                        input=input,
+                        input=await payloads.store_value(session, input),
                         created_by=user_id,
                         created_at=now,
                         rerun_of=rerun_of,
@@ -739,10 +744,11 @@ class Execution:
     async def timeout_run(self, run_id: uuid.UUID) -> bool:
         """End a run whose run timeout (``runs.deadline_at``) has passed: ``timed_out``.
 
-        Running attempts are cancelled (their workers see it at the next heartbeat: the
-        SDK's ``is_cancelled()`` turns true and the action task is cancelled; a late
-        completion is discarded), unfinished children are cancelled, the error workflow
-        starts. Returns False when the run already ended or is not overdue.
+        Running attempts are cancelled and stopped at once (a cancel notice reaches
+        their workers, backend/services/cancellation.py; the next heartbeat is the
+        backstop: the SDK's ``is_cancelled()`` turns true and the action task is
+        cancelled; a late completion is discarded), unfinished children are cancelled,
+        the error workflow starts. Returns False when the run already ended or is not overdue.
         """
 
         def apply(state: RunState, run: Run, now: Any) -> None:
@@ -768,6 +774,8 @@ class Execution:
             )
             graph = await graph_for_version(session, run.version_id)
             followup = await self._persist(session, run, state, graph, [], now)
+        self.cancel_watch.cancel(str(run_id))  # attempts running here stop at once
+        await self.dispatcher.announce_cancel(str(run_id))  # and those of other workers
         await self._after_commit(run_id, followup)
         return True
 
@@ -800,9 +808,10 @@ class Execution:
                 version = await active_version_of(session, run.workflow_id)
             if version is None:
                 raise RunNotActive("the workflow has no active version to re-run")
+            (run_input,) = await payloads.resolve_values(session, [run.input])
         return await self.start_run(
             version,
-            run.input,
+            run_input,
             trigger="rerun",
             user_id=user_id,
             rerun_of=run.id,
@@ -946,6 +955,7 @@ class Execution:
             renew_lease=renew_lease,
             heartbeat_every=self.lease_seconds / 3,
             timeout=timeout,
+            stop_hook=functools.partial(self.cancel_watch.register, info.run_id),
         )
 
     async def _complete(

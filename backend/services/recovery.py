@@ -15,7 +15,8 @@ from sqlalchemy import select
 from backend.db.models import Attempt, Run, StepRun, Workflow
 from backend.db.run_store import finish_attempt, load_state, lock_run, save_state
 from backend.engine.states import RunStatus, StepStatus
-from backend.services.execution import ACTIVE_RUN_STATUSES, Execution, RunNotFound
+from backend.services.deadlines import time_out_overdue
+from backend.services.execution import Execution
 
 
 async def sweep(execution: Execution, *, grace_seconds: float = 5.0) -> dict[str, int]:
@@ -35,23 +36,7 @@ async def sweep(execution: Execution, *, grace_seconds: float = 5.0) -> dict[str
     now = execution.clock.now()
     grace = now - timedelta(seconds=grace_seconds)
     counts = {"expired": 0, "redispatched": 0, "started": 0, "woken": 0, "timed_out": 0}
-    async with execution.sessionmaker() as session:
-        overdue = (
-            (
-                await session.execute(
-                    select(Run.id)
-                    .where(Run.status.in_(ACTIVE_RUN_STATUSES), Run.deadline_at < now)
-                    .limit(500)
-                )
-            )
-            .scalars()
-            .all()
-        )
-    for run_id in overdue:
-        try:
-            counts["timed_out"] += int(await execution.timeout_run(run_id))
-        except RunNotFound:
-            pass
+    counts["timed_out"] = await time_out_overdue(execution)
     async with execution.sessionmaker() as session:
         expired = (
             await session.execute(

@@ -11,7 +11,9 @@ from sqlalchemy import ColumnElement, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.db.models import Attempt, Run, StepRun, Workflow, WorkflowVersion
+from backend.engine.states import RunStatus
 from backend.services.execution import error_run_id
+from backend.services.run_values import with_previews
 from designer_schema.graph import WorkflowGraph
 
 
@@ -74,8 +76,11 @@ class RunSummary(msgspec.Struct):
 
 
 class RunDetail(msgspec.Struct):
-    """A run with every step of its graph (steps not reached yet are ``pending``).
+    """A run with every step of its graph (steps not reached yet are ``pending``; in an
+    ended run, where they never will be, ``cancelled``).
 
+    Large values (over the inline limit) appear as bounded previews with a
+    ``download_url`` (backend/services/run_values.py).
     ``deadline_at``: when the run times out (workflow setting ``run_timeout_seconds``);
     ``rerun_of``/``reruns``: the run this one repeats / runs repeating this one (oldest
     first); ``error_run_id``: the error workflow's run started because this run failed.
@@ -186,6 +191,8 @@ async def get_run_detail(
                 wait_ms=_ms(previous[-1].finished_at, a.started_at) if previous else None,
             )
         )
+    # a step never reached in an ended run will never run: cancelled, not pending
+    unreached = "cancelled" if RunStatus(run.status).terminal else "pending"
     steps = []
     for spec in graph.steps:
         s = step_rows.get(spec.id)
@@ -194,7 +201,7 @@ async def get_run_detail(
                 step_id=spec.id,
                 label=spec.label or spec.id,
                 type=spec.type,
-                status=s.status if s else "pending",
+                status=s.status if s else unreached,
                 ports=list(s.ports or []) if s else [],
                 input=s.input if s else None,
                 output=s.output if s else None,
@@ -233,7 +240,20 @@ async def get_run_detail(
         ],
         error_run_id=await _error_run(session, run),
     )
+    await _preview_large_values(session, detail)
     return detail, version.diagram
+
+
+async def _preview_large_values(session: AsyncSession, detail: RunDetail) -> None:
+    """Replace the references to large values in ``detail`` by bounded previews with a
+    download link (backend/services/run_values.py)."""
+    values = [detail.input, detail.output, detail.error]
+    for step in detail.steps:
+        values += [step.input, step.output, step.error]
+    shown = iter(await with_previews(session, uuid.UUID(detail.id), values))
+    detail.input, detail.output, detail.error = next(shown), next(shown), next(shown)
+    for step in detail.steps:
+        step.input, step.output, step.error = next(shown), next(shown), next(shown)
 
 
 async def _error_run(session: AsyncSession, run: Run) -> str | None:

@@ -7,7 +7,7 @@ import logging
 from arq.connections import ArqRedis
 from redis.exceptions import RedisError
 
-from backend.services.channels import run_channel
+from backend.services.channels import CANCEL_CHANNEL, run_channel
 from backend.workers.wake import WAKE_CHANNEL
 
 log = logging.getLogger(__name__)
@@ -59,3 +59,9 @@ class ArqDispatcher:
             await self.pool.publish(run_channel(run_id), "changed")
         except (RedisError, OSError) as exc:
             log.debug("could not publish change of %s: %s", run_id, exc)
+
+    async def announce_cancel(self, run_id: str) -> None:
+        try:
+            await self.pool.publish(CANCEL_CHANNEL, run_id)
+        except (RedisError, OSError) as exc:
+            log.warning("could not announce the end of run %s: %s (leases will)", run_id, exc)

@@ -1,7 +1,8 @@
 """The scheduler process: durable timers, recovery and schedule firing, one leader at a time.
 
 Leadership is a PostgreSQL session-level advisory lock held on a dedicated connection:
-the first ``railyard scheduler`` to take it sweeps and fires schedules
+the first ``railyard scheduler`` to take it sweeps, times out runs at their deadline
+(:func:`~backend.workers.run_control.enforce_deadlines`) and fires schedules
 (:mod:`backend.triggers.scheduling`); others stand by and retry every
 ``sweep_interval`` seconds, so a standby takes over within one interval of the leader's
 connection closing (process exit or crash).
@@ -20,6 +21,7 @@ from backend.services.availability import database_unavailable
 from backend.services.recovery import sweep
 from backend.triggers.scheduling import run_schedules
 from backend.workers.health import Backoff, ServiceHealth
+from backend.workers.run_control import enforce_deadlines
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +81,7 @@ async def _lead(
                 tick=runtime.settings.schedule_tick,
             )
         )
+        deadlines = asyncio.create_task(enforce_deadlines(runtime.execution))
         try:
             while not stop.is_set():
                 try:
@@ -95,7 +98,8 @@ async def _lead(
                 await conn.commit()
         finally:
             firing.cancel()
-            await asyncio.gather(firing, return_exceptions=True)
+            deadlines.cancel()
+            await asyncio.gather(firing, deadlines, return_exceptions=True)
             with contextlib.suppress(Exception):  # a dead connection released it already
                 await conn.execute(text("select pg_advisory_unlock(:k)"), {"k": SCHEDULER_LOCK_KEY})
                 await conn.commit()

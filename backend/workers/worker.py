@@ -25,6 +25,7 @@ from backend.services.availability import database_unavailable
 from backend.services.recovery import sweep
 from backend.settings import Settings
 from backend.workers.health import ServiceHealth
+from backend.workers.run_control import enforce_deadlines, listen_for_cancels
 from backend.workers.wake import DEFAULT_IDLE_POLL_SECONDS, WakeableWorker
 
 log = logging.getLogger(__name__)
@@ -127,12 +128,14 @@ def make_worker(
         # httpx imports its transport stack on the first client (about 0.5 s on a 2-core
         # machine): pay that here, not in the first step this worker runs
         await httpx.AsyncHTTPTransport().aclose()
+        runtime = ctx["runtime"]
+        tasks = [listen_for_cancels(runtime.redis, runtime.execution.cancel_watch)]
         if sweep and not burst:
-            ctx["sweeper"] = asyncio.create_task(_sweeper(ctx["runtime"], ctx["health"]))
+            tasks += [_sweeper(runtime, ctx["health"]), enforce_deadlines(runtime.execution)]
+        ctx["background"] = [asyncio.create_task(t) for t in tasks]
 
     async def shutdown(ctx: dict[str, Any]) -> None:
-        task = ctx.get("sweeper")
-        if task is not None:
+        for task in ctx.get("background", ()):
             task.cancel()
         if "runtime" in ctx:
             await ctx["runtime"].close()

@@ -119,6 +119,7 @@ ROUTES: dict[tuple[str, str], P] = {
     ("GET", "/api/files/{file_id:uuid}"): P.FILE_READ,
     ("GET", "/api/runs"): P.WORKFLOW_LIST,
     ("GET", "/api/runs/{run_id:uuid}"): P.RUN_READ,
+    ("GET", "/api/runs/{run_id:uuid}/values/{digest:str}"): P.RUN_READ,
     ("POST", "/api/runs/{run_id:uuid}/cancel"): P.RUN_CONTROL,
     ("POST", "/api/runs/{run_id:uuid}/pause"): P.RUN_CONTROL,
     ("POST", "/api/runs/{run_id:uuid}/rerun"): P.RUN_CONTROL,
@@ -314,8 +315,13 @@ async def _world(
     d = diagram([node("hook", "trigger.webhook")], [])
     assert (await admin.put(f"/api/workflows/{wf['id']}/draft", json={"diagram": d})).json()["ok"]
     assert (await admin.post(f"/api/workflows/{wf['id']}/publish")).status_code == 201
-    run = (await admin.post(f"/api/workflows/{wf['id']}/runs", json={"input": {}})).json()
+    # an input above the inline limit is stored by reference: the run holds a downloadable value
+    big = {"blob": "x" * (300 * 1024)}
+    run = (await admin.post(f"/api/workflows/{wf['id']}/runs", json={"input": big})).json()
     await admin.post(f"/api/runs/{run['run_id']}/cancel")  # ended: its SSE stream ends
+    detail = (await admin.get(f"/api/runs/{run['run_id']}")).text
+    digest = re.search(r"/values/([0-9a-f]{64})", detail)
+    assert digest, "the run's large input must be offered for download"
     token = (await admin.post("/api/tokens", json={"name": "t"})).json()["id"]
     group = (await admin.post("/api/admin/groups", json={"name": "G"})).json()["id"]
     project = (await admin.post("/api/admin/projects", json={"name": "P"})).json()["id"]
@@ -359,6 +365,7 @@ async def _world(
     params = {
         "workflow_id": wf["id"],
         "run_id": run["run_id"],
+        "digest": digest[1],
         "credential_id": cred,
         "file_id": file_id,
         "token_id": token,

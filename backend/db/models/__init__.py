@@ -268,4 +268,5 @@ from backend.db.models.identity import (  # noqa: E402,F401
     PasswordReset,
     UserIdentity,
 )
+from backend.db.models.payloads import Payload  # noqa: E402,F401
 from backend.db.models.triggers import *  # noqa: E402, F403  (trigger tables)

@@ -18,8 +18,10 @@ class SlowAction:
     def __init__(self) -> None:
         self.saw_cancel_flag = False
         self.task_cancelled = False
+        self.started = asyncio.Event()
 
     async def run(self, config: dict[str, Any], input: Any, context: Any) -> Any:
+        self.started.set()
         try:
             await asyncio.Event().wait()  # never set: only cancellation ends it
         except asyncio.CancelledError:
@@ -71,3 +73,19 @@ async def test_no_timeout_returns_the_output() -> None:
         "test.quick", {}, 5, INFO, attempt_id=1, token="t", timeout=None
     )
     assert outcome == AttemptSucceeded({"echo": 5})
+
+
+async def test_a_cancel_notice_for_the_run_stops_the_action_at_once() -> None:
+    action = SlowAction()
+    ex = execution(action)
+    running = asyncio.ensure_future(
+        ex._run_action("test.slow", {}, None, INFO, attempt_id=1, token="t", timeout=None)
+    )
+    await asyncio.wait_for(action.started.wait(), 5)
+    assert ex.cancel_watch.running_runs() == {"run-1"}
+    assert ex.cancel_watch.cancel("other run") == 0
+    assert ex.cancel_watch.cancel("run-1") == 1
+    outcome = await asyncio.wait_for(running, 5)
+    assert outcome == AttemptFailed({"message": "attempt cancelled", "kind": "cancelled"})
+    assert action.task_cancelled and action.saw_cancel_flag
+    assert ex.cancel_watch.running_runs() == set()  # unregistered when the attempt ended
