@@ -21,6 +21,7 @@ from backend.api.runs import RunController
 from backend.api.triggers import ApiTokenController, FileController, WebhookSettingsController
 from backend.api.webhooks import WebhookController
 from backend.api.workflows import WorkflowController
+from backend.auth.security_headers import SecurityHeaders, served_over_https
 from backend.auth.web import BearerAwareCSRFMiddleware, RequestContextMiddleware
 from backend.runtime import Runtime, build_runtime
 from backend.settings import Settings
@@ -74,6 +75,9 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> Litestar:
             create_static_files_router(path="/static", directories=[STATIC], name="static"),
         ],
         lifespan=[lifespan],
+        before_send=[
+            SecurityHeaders(https=served_over_https(settings.base_url, settings.secure_cookies))
+        ],
         middleware=[
             RequestContextMiddleware(),
             DefineMiddleware(

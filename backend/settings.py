@@ -21,6 +21,8 @@
 | ``RAILYARD_OAUTH2_REFRESH_MARGIN`` | seconds before expiry an OAuth2 access token is refreshed when an action asks for it | ``60`` |
 | ``RAILYARD_WEBHOOK_CACHE_SECONDS`` | how long an API process caches a webhook's workflow, version and settings | ``2`` |
 | ``RAILYARD_SCHEDULE_TICK`` | longest sleep of the schedule loop, seconds (it wakes at the next fire time) | ``1`` |
+| ``RAILYARD_REDACT_HEADERS`` | comma-separated extra request header names whose values webhook runs never store (docs/security.md, "Secrets in run data") | empty |
+| ``RAILYARD_AUDIT_RETENTION_DAYS`` | audit log rows older than this many days are deleted by the scheduler's sweeper; ``0`` keeps them forever | ``365`` |
 
 Environment variables win over the file.
 """
@@ -31,6 +33,7 @@ import os
 import secrets
 import tomllib
 from pathlib import Path
+from typing import Annotated
 
 import msgspec
 
@@ -60,6 +63,8 @@ class Settings(msgspec.Struct, kw_only=True):
     oauth2_refresh_margin: float = 60.0
     webhook_cache_seconds: float = 2.0
     schedule_tick: float = 1.0
+    redact_headers: tuple[str, ...] = ()
+    audit_retention_days: Annotated[int, msgspec.Meta(ge=0)] = 365
 
     def connector_settings(self) -> dict[str, str]:
         """Settings connectors read through ``sdk.setting(name)`` (e.g. ``slack.api_url``)."""
@@ -96,7 +101,11 @@ _ENV = {
     "RAILYARD_OAUTH2_REFRESH_MARGIN": "oauth2_refresh_margin",
     "RAILYARD_WEBHOOK_CACHE_SECONDS": "webhook_cache_seconds",
     "RAILYARD_SCHEDULE_TICK": "schedule_tick",
+    "RAILYARD_REDACT_HEADERS": "redact_headers",
+    "RAILYARD_AUDIT_RETENTION_DAYS": "audit_retention_days",
 }
+
+_LISTS = ("http_allowlist", "encryption_old_keys", "redact_headers")
 
 
 def load_settings(environ: dict[str, str] | None = None, **overrides: object) -> Settings:
@@ -115,7 +124,7 @@ def load_settings(environ: dict[str, str] | None = None, **overrides: object) ->
     for var, name in _ENV.items():
         if var in env and env[var] != "":
             value: object = env[var]
-            if name in ("http_allowlist", "encryption_old_keys"):
+            if name in _LISTS:
                 value = tuple(p.strip() for p in str(value).split(",") if p.strip())
             elif name in ("http_allow_private", "secure_cookies"):
                 value = str(value).lower() in ("1", "true", "yes", "on")

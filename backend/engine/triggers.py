@@ -7,7 +7,8 @@ webhook endpoint and the scheduler always follow the workflow's active version.
 - ``trigger.webhook``: an HTTP request to ``/hooks/<token>[/<path_suffix>]``. Config: accepted
   ``methods``, ``path_suffix``, ``enabled``, ``max_body`` (bytes), ``auth`` (none, header
   token, basic, HMAC with presets), ``respond`` mode, ``delivery_id_header`` and
-  ``idempotency_hours``, ``rate_limit`` (requests per minute). The secret (token, password or
+  ``idempotency_hours``, ``rate_limit`` (requests per minute), ``redact_headers`` (extra
+  secret header names, backend.triggers.redaction). The secret (token, password or
   HMAC key) is write-only and stored encrypted outside the config (see docs/webhooks.md).
   The run input shape is documented in ``backend.triggers.webhook_input``.
 - ``trigger.schedule``: cron (5 or 6 fields, seconds first), fixed interval or one-off time in
@@ -182,6 +183,14 @@ TRIGGER_WEBHOOK = NodeTypeSpec(
                 "default": 0,
                 "title": "Rate limit (requests per minute)",
                 "description": "0: unlimited. Over it: 429 with Retry-After.",
+            },
+            "redact_headers": {
+                "type": "string",
+                "title": "Headers to redact",
+                "description": (
+                    "Comma-separated request headers whose values runs never store, besides "
+                    "Authorization, Cookie, signatures and the auth header (always redacted)."
+                ),
             },
         },
     },
