@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 
-from litestar import Litestar, MediaType, Request, Response
+from litestar import Litestar, MediaType, Request, Response, Router
 from litestar.config.csrf import CSRFConfig
 from litestar.exceptions import HTTPException
 from litestar.middleware.base import DefineMiddleware
@@ -21,6 +21,8 @@ from backend.api.runs import RunController
 from backend.api.triggers import ApiTokenController, FileController, WebhookSettingsController
 from backend.api.webhooks import WebhookController
 from backend.api.workflows import WorkflowController
+from backend.auth.guards import authorize, permission_opt
+from backend.auth.policy import Permission
 from backend.auth.security_headers import SecurityHeaders, served_over_https
 from backend.auth.web import BearerAwareCSRFMiddleware, RequestContextMiddleware
 from backend.runtime import Runtime, build_runtime
@@ -72,8 +74,14 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> Litestar:
             AuthPages,
             AppPages,
             ConnectorPages,
-            create_static_files_router(path="/static", directories=[STATIC], name="static"),
+            create_static_files_router(
+                path="/static",
+                directories=[STATIC],
+                name="static",
+                opt=permission_opt(Permission.PUBLIC),
+            ),
         ],
+        guards=[authorize],
         lifespan=[lifespan],
         before_send=[
             SecurityHeaders(https=served_over_https(settings.base_url, settings.secure_cookies))
@@ -91,10 +99,17 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> Litestar:
         ],
         exception_handlers={
             **API_EXCEPTION_HANDLERS,  # type: ignore[dict-item]
+            403: _http_error,
             404: _http_error,
             405: _http_error,
         },
-        openapi_config=OpenAPIConfig(title="Railyard", version="0.1.0", path="/schema"),
+        openapi_config=OpenAPIConfig(
+            title="Railyard",
+            version="0.1.0",
+            openapi_router=Router(
+                path="/schema", route_handlers=[], opt=permission_opt(Permission.PUBLIC)
+            ),
+        ),
         debug=False,
     )
     if runtime is not None:

@@ -14,6 +14,7 @@ from litestar import MediaType, Request, Response, get, post
 from litestar.params import FromPath, JSONBody, URLEncodedBody
 from litestar.response import Redirect
 
+from backend.auth.policy import Permission
 from backend.auth.web import DbSession
 from backend.db.models import User
 from backend.services import api_tokens, schedules, webhooks, workflows
@@ -30,7 +31,11 @@ class SchedulePreviewIn(msgspec.Struct):
 class TriggerPages(LoginRequiredPages):
     """Deliveries page, schedule preview fragment and the API tokens page."""
 
-    @get("/workflows/{workflow_id:uuid}/deliveries", operation_id="page_webhook_deliveries")
+    @get(
+        "/workflows/{workflow_id:uuid}/deliveries",
+        operation_id="page_webhook_deliveries",
+        opt={"permission": Permission.WORKFLOW_READ},
+    )
     async def deliveries(
         self, request: Request[Any, Any, Any], workflow_id: FromPath[uuid.UUID], db: DbSession
     ) -> Response[str]:
@@ -44,7 +49,12 @@ class TriggerPages(LoginRequiredPages):
             deliveries=rows,
         )
 
-    @post("/designer/schedule-preview", operation_id="fragment_schedule_preview", status_code=200)
+    @post(
+        "/designer/schedule-preview",
+        operation_id="fragment_schedule_preview",
+        opt={"permission": Permission.AUTHENTICATED},
+        status_code=200,
+    )
     async def schedule_preview(self, data: JSONBody[SchedulePreviewIn]) -> Response[str]:
         """The next 10 fire times of a schedule config, in its zone and in UTC (HTML)."""
         try:
@@ -57,13 +67,15 @@ class TriggerPages(LoginRequiredPages):
         )
         return Response(html, media_type=MediaType.HTML)
 
-    @get("/tokens", operation_id="page_api_tokens")
+    @get("/tokens", operation_id="page_api_tokens", opt={"permission": Permission.TOKENS_OWN})
     async def tokens(self, request: Request[Any, Any, Any], db: DbSession) -> Response[str]:
         """The user's API tokens."""
         user: User = request.scope["state"]["user"]
         return render(request, "api_tokens.html", tokens=await api_tokens.list_tokens(db, user.id))
 
-    @post("/tokens", operation_id="page_create_api_token")
+    @post(
+        "/tokens", operation_id="page_create_api_token", opt={"permission": Permission.TOKENS_OWN}
+    )
     async def create_token(
         self,
         request: Request[Any, Any, Any],
@@ -86,7 +98,11 @@ class TriggerPages(LoginRequiredPages):
             error=error,
         )
 
-    @post("/tokens/{token_id:uuid}/revoke", operation_id="page_revoke_api_token")
+    @post(
+        "/tokens/{token_id:uuid}/revoke",
+        operation_id="page_revoke_api_token",
+        opt={"permission": Permission.TOKENS_OWN},
+    )
     async def revoke_token(
         self, request: Request[Any, Any, Any], token_id: FromPath[uuid.UUID], db: DbSession
     ) -> Redirect:

@@ -8,11 +8,11 @@ from litestar.exceptions import NotAuthorizedException
 from litestar.params import JSONBody
 
 from backend.api.schemas import LoginIn, UserOut
+from backend.auth.policy import Permission
 from backend.auth.web import (
     SESSION_COOKIE,
     CurrentUser,
     DbSession,
-    login_required,
     provide_db,
     provide_user,
     session_cookie,
@@ -34,7 +34,7 @@ class AuthController(Controller):
     tags = ["auth"]
     dependencies = {"db": Provide(provide_db)}
 
-    @post("/login", operation_id="login")
+    @post("/login", operation_id="login", opt={"permission": Permission.PUBLIC})
     async def login(
         self, data: JSONBody[LoginIn], db: DbSession, request: Request
     ) -> Response[UserOut]:
@@ -48,7 +48,12 @@ class AuthController(Controller):
         response.set_cookie(session_cookie(runtime, token))
         return response
 
-    @post("/logout", operation_id="logout", guards=[login_required], status_code=204)
+    @post(
+        "/logout",
+        operation_id="logout",
+        opt={"permission": Permission.AUTHENTICATED},
+        status_code=204,
+    )
     async def logout(self, db: DbSession, request: Request) -> Response[None]:
         """End the session."""
         token = request.cookies.get(SESSION_COOKIE)
@@ -61,7 +66,7 @@ class AuthController(Controller):
     @get(
         "/me",
         operation_id="me",
-        guards=[login_required],
+        opt={"permission": Permission.AUTHENTICATED},
         dependencies={"user": Provide(provide_user)},
     )
     async def me(self, user: CurrentUser) -> UserOut:

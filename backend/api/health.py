@@ -5,6 +5,7 @@ from __future__ import annotations
 from litestar import Controller, Request, Response, get
 from sqlalchemy import text
 
+from backend.auth.policy import Permission
 from backend.runtime import Runtime
 
 
@@ -14,12 +15,12 @@ class HealthController(Controller):
     path = "/health"
     tags = ["health"]
 
-    @get("/live", operation_id="health_live")
+    @get("/live", operation_id="health_live", opt={"permission": Permission.PUBLIC})
     async def live(self) -> dict[str, str]:
         """Always ``{"status": "ok"}``."""
         return {"status": "ok"}
 
-    @get("/ready", operation_id="health_ready")
+    @get("/ready", operation_id="health_ready", opt={"permission": Permission.PUBLIC})
     async def ready(self, request: Request) -> Response[dict[str, str]]:
         """200 when the database and Redis answer, else 503 naming what is down."""
         runtime: Runtime = request.app.state.runtime

@@ -35,6 +35,7 @@ from litestar.params import FromPath
 from sqlalchemy import select
 
 from backend.api.workflows import run_started
+from backend.auth.policy import Permission
 from backend.db.models import Run
 from backend.engine.triggers import DEFAULT_IDEMPOTENCY_HOURS
 from backend.runtime import Runtime
@@ -173,6 +174,7 @@ class WebhookController(Controller):
         http_method=_METHODS,
         operation_id=lambda _h, method, _p: f"test_webhook_{method.lower()}",
         request_max_body_size=None,
+        opt={"permission": Permission.PUBLIC},
     )
     async def test_call(
         self, token: FromPath[str], request: Request[Any, Any, Any]
@@ -185,6 +187,7 @@ class WebhookController(Controller):
         http_method=_METHODS,
         operation_id=lambda _h, method, _p: f"test_webhook_suffix_{method.lower()}",
         request_max_body_size=None,
+        opt={"permission": Permission.PUBLIC},
     )
     async def test_call_suffix(
         self, token: FromPath[str], suffix: FromPath[str], request: Request[Any, Any, Any]
@@ -197,6 +200,7 @@ class WebhookController(Controller):
         http_method=_METHODS,
         operation_id=lambda _h, method, _p: f"receive_webhook_{method.lower()}",
         request_max_body_size=None,
+        opt={"permission": Permission.PUBLIC},
     )
     async def receive(self, token: FromPath[str], request: Request[Any, Any, Any]) -> Response[Any]:
         """Accept a request for the workflow with webhook ``token`` (see the module doc)."""
@@ -207,6 +211,7 @@ class WebhookController(Controller):
         http_method=_METHODS,
         operation_id=lambda _h, method, _p: f"receive_webhook_suffix_{method.lower()}",
         request_max_body_size=None,
+        opt={"permission": Permission.PUBLIC},
     )
     async def receive_suffix(
         self, token: FromPath[str], suffix: FromPath[str], request: Request[Any, Any, Any]

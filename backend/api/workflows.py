@@ -20,10 +20,12 @@ from backend.api.schemas import (
     WorkflowOut,
     WorkflowPatch,
 )
-from backend.auth.web import AppRuntime, CurrentUser, DbSession, login_required, user_dependencies
+from backend.auth.guards import CurrentPrincipal, access_dependencies
+from backend.auth.policy import Permission
+from backend.auth.web import AppRuntime, CurrentUser, DbSession
 from backend.db.models import Workflow, WorkflowVersion
 from backend.runtime import Runtime
-from backend.services import webhooks
+from backend.services import access, webhooks
 from backend.services import workflows as svc
 
 
@@ -70,15 +72,17 @@ class WorkflowController(Controller):
 
     path = "/api/workflows"
     tags = ["workflows"]
-    guards = [login_required]
-    dependencies = user_dependencies()
+    dependencies = access_dependencies()
 
-    @get("/", operation_id="list_workflows")
-    async def list_workflows(self, db: DbSession, runtime: AppRuntime) -> list[WorkflowOut]:
-        """All workflows, most recently updated first."""
-        return [workflow_out(runtime, wf) for wf in await svc.list_workflows(db)]
+    @get("/", operation_id="list_workflows", opt={"permission": Permission.WORKFLOW_LIST})
+    async def list_workflows(
+        self, db: DbSession, runtime: AppRuntime, principal: CurrentPrincipal
+    ) -> list[WorkflowOut]:
+        """The workflows the caller may read, most recently updated first."""
+        visible = await access.workflow_filter(db, principal)
+        return [workflow_out(runtime, wf) for wf in await svc.list_workflows(db, visible)]
 
-    @post("/", operation_id="create_workflow")
+    @post("/", operation_id="create_workflow", opt={"permission": Permission.WORKFLOW_CREATE})
     async def create_workflow(
         self, data: JSONBody[WorkflowCreate], db: DbSession, runtime: AppRuntime, user: CurrentUser
     ) -> WorkflowOut:
@@ -87,14 +91,22 @@ class WorkflowController(Controller):
         await db.refresh(wf)
         return workflow_out(runtime, wf)
 
-    @get("/{workflow_id:uuid}", operation_id="get_workflow")
+    @get(
+        "/{workflow_id:uuid}",
+        operation_id="get_workflow",
+        opt={"permission": Permission.WORKFLOW_READ},
+    )
     async def get_workflow(
         self, workflow_id: FromPath[uuid.UUID], db: DbSession, runtime: AppRuntime
     ) -> WorkflowOut:
         """One workflow with its draft."""
         return workflow_out(runtime, await svc.get_workflow(db, workflow_id))
 
-    @patch("/{workflow_id:uuid}", operation_id="update_workflow")
+    @patch(
+        "/{workflow_id:uuid}",
+        operation_id="update_workflow",
+        opt={"permission": Permission.WORKFLOW_EDIT},
+    )
     async def update_workflow(
         self,
         workflow_id: FromPath[uuid.UUID],
@@ -114,7 +126,11 @@ class WorkflowController(Controller):
         await db.refresh(wf)
         return workflow_out(runtime, wf)
 
-    @put("/{workflow_id:uuid}/draft", operation_id="save_draft")
+    @put(
+        "/{workflow_id:uuid}/draft",
+        operation_id="save_draft",
+        opt={"permission": Permission.WORKFLOW_EDIT},
+    )
     async def save_draft(
         self,
         workflow_id: FromPath[uuid.UUID],
@@ -128,7 +144,12 @@ class WorkflowController(Controller):
             ok=not any(d.severity == "error" for d in diagnostics), diagnostics=diagnostics
         )
 
-    @post("/{workflow_id:uuid}/compile", operation_id="compile_diagram", status_code=200)
+    @post(
+        "/{workflow_id:uuid}/compile",
+        operation_id="compile_diagram",
+        opt={"permission": Permission.WORKFLOW_READ},
+        status_code=200,
+    )
     async def compile(
         self,
         workflow_id: FromPath[uuid.UUID],
@@ -141,7 +162,11 @@ class WorkflowController(Controller):
         graph, diagnostics = svc.compile_for(data.diagram, runtime.catalog)
         return DiagnosticsOut(ok=graph is not None, diagnostics=diagnostics)
 
-    @post("/{workflow_id:uuid}/publish", operation_id="publish_workflow")
+    @post(
+        "/{workflow_id:uuid}/publish",
+        operation_id="publish_workflow",
+        opt={"permission": Permission.WORKFLOW_EDIT},
+    )
     async def publish(
         self,
         workflow_id: FromPath[uuid.UUID],
@@ -156,13 +181,21 @@ class WorkflowController(Controller):
         body = PublishOut(version_out(result.version), result.created, webhook_url(runtime, wf))
         return Response(body, status_code=201 if result.created else 200)
 
-    @get("/{workflow_id:uuid}/versions", operation_id="list_versions")
+    @get(
+        "/{workflow_id:uuid}/versions",
+        operation_id="list_versions",
+        opt={"permission": Permission.WORKFLOW_READ},
+    )
     async def versions(self, workflow_id: FromPath[uuid.UUID], db: DbSession) -> list[VersionOut]:
         """Published versions, newest first."""
         await svc.get_workflow(db, workflow_id)
         return [version_out(v) for v in await svc.list_versions(db, workflow_id)]
 
-    @post("/{workflow_id:uuid}/runs", operation_id="start_run")
+    @post(
+        "/{workflow_id:uuid}/runs",
+        operation_id="start_run",
+        opt={"permission": Permission.WORKFLOW_RUN},
+    )
     async def start_run(
         self,
         workflow_id: FromPath[uuid.UUID],

@@ -66,8 +66,12 @@ async def load_user(connection: ASGIConnection) -> User | None:
         # may skip CSRF: see BearerAwareCSRFMiddleware).
         runtime = runtime_of(connection.app.state)
         async with runtime.sessionmaker() as session, session.begin():
-            user = await api_tokens.user_for_token(session, bearer, datetime.now(UTC))
-        connection.scope.setdefault("state", {})["auth"] = "token"
+            found = await api_tokens.token_owner(session, bearer, datetime.now(UTC))
+        state = connection.scope.setdefault("state", {})
+        state["auth"] = "token"
+        if found is not None:
+            user, scopes = found
+            state["token_scopes"] = scopes
     elif token := connection.cookies.get(SESSION_COOKIE):
         runtime = runtime_of(connection.app.state)
         async with runtime.sessionmaker() as session:

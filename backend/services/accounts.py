@@ -65,6 +65,8 @@ async def authenticate(session: AsyncSession, email: str, password: str) -> User
         return None
     if not user.is_active or not verify_password(user.password_hash, password):
         return None
+    if user.kind == "service":  # service accounts act only through API tokens
+        return None
     return user
 
 

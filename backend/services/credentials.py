@@ -34,7 +34,7 @@ import msgspec
 from authlib.integrations.base_client.errors import OAuthError
 from authlib.integrations.httpx_client import AsyncOAuth2Client
 from authlib.oauth2.rfc6749.errors import OAuth2Error
-from sqlalchemy import delete, select
+from sqlalchemy import ColumnElement, delete, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from backend.crypto import CryptoError, Keyring
@@ -251,10 +251,16 @@ async def get_credential(
 
 
 async def list_credentials(
-    session: AsyncSession, catalog: Any, types: tuple[str, ...] | None = None
+    session: AsyncSession,
+    catalog: Any,
+    types: tuple[str, ...] | None = None,
+    visible: ColumnElement[bool] | None = None,
 ) -> list[CredentialView]:
-    """Masked views of every credential (of ``types`` when given), by name."""
+    """Masked views of every credential (of ``types`` when given, matching ``visible``:
+    :func:`backend.services.access.credential_filter`), by name."""
     query = select(Credential).order_by(Credential.name, Credential.created_at)
+    if visible is not None:
+        query = query.where(visible)
     if types:
         query = query.where(Credential.type.in_(types))
     rows = (await session.execute(query)).scalars().all()

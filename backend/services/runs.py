@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import Any
 
 import msgspec
-from sqlalchemy import select
+from sqlalchemy import ColumnElement, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.db.models import Attempt, Run, StepRun, Workflow, WorkflowVersion
@@ -115,9 +115,13 @@ async def list_runs(
     workflow_id: uuid.UUID | None = None,
     status: str | None = None,
     limit: int = 100,
+    visible: ColumnElement[bool] | None = None,
 ) -> list[RunSummary]:
-    """Newest runs first, optionally filtered by workflow and status."""
+    """Newest runs first, optionally filtered by workflow and status, and to the runs of
+    workflows matching ``visible`` (:func:`backend.services.access.workflow_filter`)."""
     stmt = select(Run, Workflow.name).join(Workflow, Workflow.id == Run.workflow_id)
+    if visible is not None:
+        stmt = stmt.where(visible)
     if workflow_id is not None:
         stmt = stmt.where(Run.workflow_id == workflow_id)
     if status:

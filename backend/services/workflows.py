@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import msgspec
-from sqlalchemy import func, select
+from sqlalchemy import ColumnElement, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.db.models import Workflow, WorkflowVersion
@@ -99,9 +99,15 @@ async def get_workflow(session: AsyncSession, workflow_id: uuid.UUID) -> Workflo
     return wf
 
 
-async def list_workflows(session: AsyncSession) -> list[Workflow]:
-    """All workflows, most recently updated first."""
-    rows = await session.execute(select(Workflow).order_by(Workflow.updated_at.desc()))
+async def list_workflows(
+    session: AsyncSession, visible: ColumnElement[bool] | None = None
+) -> list[Workflow]:
+    """All workflows (those matching ``visible``, a filter of
+    :func:`backend.services.access.workflow_filter`), most recently updated first."""
+    query = select(Workflow).order_by(Workflow.updated_at.desc())
+    if visible is not None:
+        query = query.where(visible)
+    rows = await session.execute(query)
     return list(rows.scalars())
 
 

@@ -47,6 +47,8 @@ class User(Base):
     display_name: Mapped[str] = mapped_column(String(200), default="")
     password_hash: Mapped[str] = mapped_column(Text)
     role: Mapped[str] = mapped_column(String(20), default="editor")
+    # "human" logs in interactively; "service" (a service account) only through API tokens
+    kind: Mapped[str] = mapped_column(String(10), default="human", server_default="human")
     is_active: Mapped[bool] = mapped_column(Boolean, default=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
 
@@ -72,6 +74,9 @@ class Workflow(Base):
     description: Mapped[str] = mapped_column(Text, default="")
     owner_id: Mapped[uuid.UUID | None] = mapped_column(
         ForeignKey("users.id", ondelete="SET NULL"), nullable=True
+    )
+    project_id: Mapped[uuid.UUID | None] = mapped_column(
+        ForeignKey("projects.id", ondelete="SET NULL"), nullable=True, index=True
     )
     draft: Mapped[dict[str, Any]] = mapped_column(JSONB)
     active_version: Mapped[int | None] = mapped_column(Integer, nullable=True)
@@ -229,5 +234,6 @@ class Event(Base):
     published_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
 
 
+from backend.db.models.access import Grant, Group, GroupMember, Project  # noqa: E402,F401
 from backend.db.models.credentials import AuditLog, Credential, OAuthState  # noqa: E402,F401
 from backend.db.models.triggers import *  # noqa: E402, F403  (trigger tables)

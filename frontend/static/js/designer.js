@@ -220,9 +220,11 @@ async function withBusy(button, fn) {
   }
 }
 
-saveBtn.addEventListener("click", () => withBusy(saveBtn, save));
-publishBtn.addEventListener("click", () => withBusy(publishBtn, publish));
-mountSettings(workflowId, document.getElementById("settings-btn"), setStatus);
+// Save, Publish and Settings are rendered only for users who may edit the workflow.
+saveBtn?.addEventListener("click", () => withBusy(saveBtn, save));
+publishBtn?.addEventListener("click", () => withBusy(publishBtn, publish));
+const settingsBtn = document.getElementById("settings-btn");
+if (settingsBtn) mountSettings(workflowId, settingsBtn, setStatus);
 
 // Run dialog ----------------------------------------------------------------
 
@@ -232,7 +234,8 @@ const runError = document.getElementById("run-error");
 const runResult = document.getElementById("run-result");
 const runSubmit = document.getElementById("run-submit");
 
-document.getElementById("run-btn").addEventListener("click", () => {
+// Run is rendered only for users who may run the workflow.
+document.getElementById("run-btn")?.addEventListener("click", () => {
   runError.hidden = true;
   runResult.hidden = true;
   if (dirty || !root.dataset.activeVersion) {
@@ -301,12 +304,12 @@ document.addEventListener("keydown", (e) => {
     canvas.select(null);
   } else if ((e.ctrlKey || e.metaKey) && e.key === "s") {
     e.preventDefault();
-    withBusy(saveBtn, save);
+    if (saveBtn) withBusy(saveBtn, save);
   }
 });
 
 window.addEventListener("beforeunload", (e) => {
-  if (dirty) {
+  if (dirty && saveBtn) {
     e.preventDefault();
     e.returnValue = "";
   }

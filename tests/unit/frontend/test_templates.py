@@ -26,6 +26,10 @@ def render(env: SandboxedEnvironment, name: str, **ctx: object) -> str:
     ctx.setdefault("user", USER)
     ctx.setdefault("csrf_token", "tok-123")
     ctx.setdefault("request", None)
+    ctx.setdefault("can", lambda _name: True)
+    for flag in ("can_edit", "can_run", "can_manage", "can_control"):
+        ctx.setdefault(flag, True)
+    ctx.setdefault("manageable", set())
     return env.get_template(name).render(**ctx)
 
 
@@ -83,6 +87,36 @@ def test_designer_embeds_json_safely(env: SandboxedEnvironment) -> None:
     assert '<script type="module" src="/static/js/designer.js">' in out
     assert re.search(r'id="webhook-url" class="webhook-url" hidden>', out)
     assert 'id="diagnostics-toggle"' in out and 'aria-expanded="true"' in out
+
+
+def test_designer_for_a_reader_has_no_save_publish_or_run(env: SandboxedEnvironment) -> None:
+    out = render(
+        env,
+        "designer.html",
+        workflow=NS(id="w-1", name="n", active_version=2, webhook=None),
+        diagram_json="{}",
+        catalog_json="[]",
+        can_edit=False,
+        can_run=False,
+        can_manage=False,
+    )
+    for id_ in ("save-btn", "publish-btn", "run-btn", "settings-btn", "access-link"):
+        assert f'id="{id_}"' not in out
+    assert 'id="read-only-badge"' in out
+
+
+def test_run_detail_without_run_permission_has_no_controls(env: SandboxedEnvironment) -> None:
+    out = render(
+        env, "run_detail.html", run=_run(), diagram_json='{"nodes": []}', can_control=False
+    )
+    assert "data-run-action" not in out and "data-rerun" not in out
+
+
+def test_pages_hide_what_the_user_may_not_do(env: SandboxedEnvironment) -> None:
+    nothing = lambda _name: False  # noqa: E731
+    assert 'id="new-workflow-form"' not in render(env, "workflows.html", workflows=[], can=nothing)
+    assert "/admin/groups" not in render(env, "workflows.html", workflows=[], can=nothing)
+    assert "/admin/groups" in render(env, "workflows.html", workflows=[])
 
 
 def test_designer_webhook_box_shows_methods_full_url_and_copy(env: SandboxedEnvironment) -> None:
