@@ -12,6 +12,7 @@ from litestar.middleware.base import DefineMiddleware
 from litestar.openapi import OpenAPIConfig
 from litestar.static_files import create_static_files_router
 
+from backend.api.audit import AuditController, SettingsController
 from backend.api.auth import AuthController
 from backend.api.catalog import CatalogController
 from backend.api.credentials import CredentialController
@@ -27,6 +28,7 @@ from backend.auth.security_headers import SecurityHeaders, served_over_https
 from backend.auth.web import BearerAwareCSRFMiddleware, RequestContextMiddleware
 from backend.runtime import Runtime, build_runtime
 from backend.settings import Settings
+from frontend.admin_pages import AdminAuditPages
 from frontend.connector_pages import ConnectorPages
 from frontend.pages import STATIC, AppPages, AuthPages, html_error, wants_html
 from frontend.trigger_pages import TriggerPages
@@ -61,6 +63,8 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> Litestar:
     app = Litestar(
         route_handlers=[
             AuthController,
+            AuditController,
+            SettingsController,
             WorkflowController,
             RunController,
             CatalogController,
@@ -74,6 +78,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> Litestar:
             AuthPages,
             AppPages,
             ConnectorPages,
+            AdminAuditPages,
             create_static_files_router(
                 path="/static",
                 directories=[STATIC],

@@ -105,6 +105,9 @@ _ENV = {
     "RAILYARD_AUDIT_RETENTION_DAYS": "audit_retention_days",
 }
 
+SETTING_VARIABLES: dict[str, str] = {name: var for var, name in _ENV.items()}
+"""The environment variable of each setting (``{"base_url": "RAILYARD_BASE_URL", ...}``)."""
+
 _LISTS = ("http_allowlist", "encryption_old_keys", "redact_headers")
 
 

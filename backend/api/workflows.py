@@ -25,7 +25,7 @@ from backend.auth.policy import Permission
 from backend.auth.web import AppRuntime, CurrentUser, DbSession
 from backend.db.models import Workflow, WorkflowVersion
 from backend.runtime import Runtime
-from backend.services import access, webhooks
+from backend.services import access, runs, webhooks
 from backend.services import workflows as svc
 
 
@@ -213,7 +213,8 @@ class WorkflowController(Controller):
         version = await svc.active_version(db, wf)
         if version is None:
             raise HTTPException(status_code=409, detail="publish the workflow before running it")
-        started = await runtime.execution.start_run(
+        started = await runs.start(
+            runtime.execution,
             version,
             data.input,
             trigger="api" if request.scope.get("state", {}).get("auth") == "token" else "manual",

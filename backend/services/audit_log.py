@@ -13,7 +13,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import msgspec
@@ -22,10 +22,16 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from backend.db.models import AuditLog
 from backend.services import audit
+from backend.services.workflows import InvalidInput
 
 PAGE_SIZE = 50
 MAX_PAGE_SIZE = 500
 EXPORT_BATCH = 500
+EXPORT_MEDIA_TYPE = "application/x-ndjson"
+EXPORT_HEADERS = {"Content-Disposition": 'attachment; filename="railyard-audit.jsonl"'}
+"""Media type and headers of a JSON-lines export download."""
+FILTER_FIELDS = ("actor", "action", "object_type", "object_id", "since", "until")
+"""The filter parameters of the audit page and API (see :func:`make_filter`)."""
 SYSTEM_ACTOR = "system"
 """The actor filter value that selects rows without an actor (webhooks, schedules, sweeper)."""
 
@@ -71,6 +77,45 @@ class AuditFilter:
     object_id: str | None = None
     since: datetime | None = None
     until: datetime | None = None
+
+
+def parse_time(value: str | None, field: str) -> datetime | None:
+    """An ISO 8601 date or date-time (``2026-12-01``, ``2026-12-01T08:00``, with or without
+    an offset; without one it is UTC), or ``None`` for an empty value.
+
+    Raises :class:`~backend.services.workflows.InvalidInput` naming ``field``.
+    """
+    if value is None or not value.strip():
+        return None
+    try:
+        parsed = datetime.fromisoformat(value.strip())
+    except ValueError:
+        raise InvalidInput(
+            f"{field} must be an ISO 8601 date or date-time, e.g. 2026-12-01T08:00, got {value!r}",
+            field,
+        ) from None
+    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
+
+
+def make_filter(
+    *,
+    actor: str | None = None,
+    action: str | None = None,
+    object_type: str | None = None,
+    object_id: str | None = None,
+    since: str | None = None,
+    until: str | None = None,
+) -> AuditFilter:
+    """An :class:`AuditFilter` from request values (empty strings mean "any"); raises
+    :class:`~backend.services.workflows.InvalidInput` for a malformed time."""
+    return AuditFilter(
+        actor=actor or None,
+        action=action or None,
+        object_type=object_type or None,
+        object_id=object_id or None,
+        since=parse_time(since, "since"),
+        until=parse_time(until, "until"),
+    )
 
 
 def _filtered(stmt: Select[Any], f: AuditFilter) -> Select[Any]:
@@ -164,7 +209,12 @@ class Change(msgspec.Struct):
 
 def diff(before: Any, after: Any, path: str = "") -> list[Change]:
     """The changes from ``before`` to ``after``, descending into objects key by key (keys in
-    sorted order); lists and scalars compare as whole values."""
+    sorted order; a missing object, as before a creation, counts as empty); lists and
+    scalars compare as whole values."""
+    if isinstance(before, dict) and after is None:
+        after = {}
+    if isinstance(after, dict) and before is None:
+        before = {}
     if isinstance(before, dict) and isinstance(after, dict):
         changes: list[Change] = []
         for key in sorted(set(before) | set(after), key=str):

@@ -1,4 +1,6 @@
-"""Workflow use cases: create, edit the draft, compile, publish immutable versions."""
+"""Workflow use cases: create, edit the draft, compile, publish immutable versions.
+
+Every change is audited in its transaction (:mod:`backend.services.workflow_audit`)."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.db.models import Workflow, WorkflowVersion
 from backend.engine.expressions import JsonataChecker
-from backend.services import schedules
+from backend.services import schedules, workflow_audit
 from backend.triggers.schedule_rules import ScheduleError
 from designer_schema.catalog import Catalog
 from designer_schema.compiler import compile_diagram
@@ -88,6 +90,7 @@ async def create_workflow(
     )
     session.add(wf)
     await session.flush()
+    await workflow_audit.created(session, wf)
     return wf
 
 
@@ -120,11 +123,13 @@ async def update_workflow(
 ) -> Workflow:
     """Rename or re-describe a workflow."""
     wf = await get_workflow(session, workflow_id)
+    before = workflow_audit.workflow_fields(wf)
     if name is not None:
         wf.name = _validate_name(name)
     if description is not None:
         wf.description = description
     await session.flush()
+    await workflow_audit.updated(session, wf, before)
     return wf
 
 
@@ -179,8 +184,10 @@ async def update_settings(
                     f"max_concurrent_runs must be between 1 and {MAX_CONCURRENT_RUNS}", where
                 )
             settings[key] = value
+    before = dict(wf.settings or {})
     wf.settings = settings
     await session.flush()
+    await workflow_audit.settings_changed(session, workflow_id, before, settings)
     return wf
 
 
@@ -189,8 +196,10 @@ async def save_draft(
 ) -> list[Diagnostic]:
     """Store ``diagram`` as the draft (even with errors) and return its diagnostics."""
     wf = await get_workflow(session, workflow_id)
+    before = wf.draft
     wf.draft = msgspec.to_builtins(diagram)
     await session.flush()
+    await workflow_audit.draft_saved(session, workflow_id, before, wf.draft)
     _, diagnostics = compile_for(diagram, catalog)
     return diagnostics
 
@@ -211,6 +220,7 @@ async def publish(
     ).scalar_one_or_none()
     if wf is None:
         raise WorkflowNotFound(f"workflow {workflow_id} not found")
+    previous = wf.active_version
     diagram = msgspec.convert(wf.draft, Diagram)
     graph, diagnostics = compile_for(diagram, catalog)
     errors = [d for d in diagnostics if d.severity == "error"]
@@ -228,6 +238,7 @@ async def publish(
         wf.active_version = existing.number
         await session.flush()
         await _sync_triggers(session, wf.id, existing)
+        await workflow_audit.published(session, wf, existing, False, previous)
         return PublishResult(existing, False)
     latest = (
         await session.execute(
@@ -248,6 +259,7 @@ async def publish(
     wf.active_version = version.number
     await session.flush()
     await _sync_triggers(session, wf.id, version)
+    await workflow_audit.published(session, wf, version, True, previous)
     return PublishResult(version, True)
 
 

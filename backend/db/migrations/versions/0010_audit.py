@@ -1,7 +1,7 @@
 """audit log: append-only in PostgreSQL (guard trigger), retention through audit_log_purge
 
 Revision ID: 0010_audit
-Revises: 0007_audit_context
+Revises: 0008_rbac
 Create Date: 2026-12-01 08:00:00
 
 ``audit_log_guard`` refuses every UPDATE, DELETE and TRUNCATE of ``audit_log`` except:
@@ -16,7 +16,7 @@ Create Date: 2026-12-01 08:00:00
 from alembic import op
 
 revision = "0010_audit"
-down_revision = "0007_audit_context"
+down_revision = "0008_rbac"
 branch_labels = None
 depends_on = None
 
