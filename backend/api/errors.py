@@ -13,7 +13,12 @@ from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
 from backend.api.schemas import ErrorOut
 from backend.services.execution import RunNotActive, RunNotFound
-from backend.services.workflows import InvalidInput, PublishRejected, WorkflowNotFound
+from backend.services.workflows import (
+    InvalidInput,
+    PublishRejected,
+    WorkflowInUse,
+    WorkflowNotFound,
+)
 
 log = logging.getLogger(__name__)
 
@@ -90,6 +95,7 @@ API_EXCEPTION_HANDLERS = {
     WorkflowNotFound: not_found,
     RunNotFound: not_found,
     RunNotActive: conflict,
+    WorkflowInUse: conflict,
     InvalidInput: invalid_input,
     PublishRejected: publish_rejected,
     **dict.fromkeys(DATABASE_UNAVAILABLE_ERRORS, database_unavailable),

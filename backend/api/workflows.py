@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 
 import msgspec
-from litestar import Controller, Request, Response, get, patch, post, put
+from litestar import Controller, Request, Response, delete, get, patch, post, put
 from litestar.exceptions import HTTPException
 from litestar.params import FromPath, JSONBody
 
@@ -180,6 +180,18 @@ class WorkflowController(Controller):
         wf = await svc.get_workflow(db, workflow_id)
         body = PublishOut(version_out(result.version), result.created, webhook_url(runtime, wf))
         return Response(body, status_code=201 if result.created else 200)
+
+    @delete(
+        "/{workflow_id:uuid}",
+        operation_id="delete_workflow",
+        opt={"permission": Permission.WORKFLOW_MANAGE},
+        status_code=204,
+    )
+    async def delete_workflow(self, workflow_id: FromPath[uuid.UUID], db: DbSession) -> None:
+        """Delete a workflow with its versions and ended runs (409 while runs have not
+        ended or another workflow uses it as its error workflow)."""
+        await svc.delete_workflow(db, workflow_id)
+        webhooks.clear_endpoint_cache()
 
     @get(
         "/{workflow_id:uuid}/versions",

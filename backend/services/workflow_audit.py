@@ -9,6 +9,8 @@ transaction of each change).
   :data:`DRAFT_AUDIT_SECONDS`;
 - ``workflow.publish``: publish (before/after: the active version; details: ``version``,
   ``created``, ``content_hash``);
+- ``workflow.delete``: a workflow is deleted (before: its fields and active version;
+  details: how many ended runs went with it);
 - ``webhook.settings``: a publish changes the Webhook trigger's config (before/after: the
   trigger config; the secret lives apart and is never in it).
 
@@ -60,6 +62,18 @@ def draft_summary(draft: dict[str, Any] | None) -> dict[str, Any]:
 async def created(session: AsyncSession, wf: Workflow) -> None:
     """Record ``workflow.create``."""
     await audit.record(session, "workflow.create", "workflow", wf.id, after=workflow_fields(wf))
+
+
+async def deleted(session: AsyncSession, wf: Workflow, runs: int) -> None:
+    """Record ``workflow.delete`` (``runs``: the number of runs deleted with it)."""
+    await audit.record(
+        session,
+        "workflow.delete",
+        "workflow",
+        wf.id,
+        before={**workflow_fields(wf), "active_version": wf.active_version},
+        details={"runs": runs},
+    )
 
 
 async def updated(session: AsyncSession, wf: Workflow, before: dict[str, Any]) -> None:

@@ -14,7 +14,7 @@ import msgspec
 from sqlalchemy import ColumnElement, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from backend.db.models import Workflow, WorkflowVersion
+from backend.db.models import Run, Workflow, WorkflowVersion
 from backend.engine.expressions import JsonataChecker
 from backend.services import schedules, workflow_audit
 from backend.triggers.schedule_rules import ScheduleError
@@ -44,6 +44,10 @@ class PublishRejected(Exception):
     def __init__(self, diagnostics: list[Diagnostic]) -> None:
         super().__init__(f"{len(diagnostics)} problem(s) block publishing")
         self.diagnostics = diagnostics
+
+
+class WorkflowInUse(Exception):
+    """The workflow cannot be deleted now; the message says what holds it."""
 
 
 @dataclass
@@ -131,6 +135,52 @@ async def update_workflow(
     await session.flush()
     await workflow_audit.updated(session, wf, before)
     return wf
+
+
+ACTIVE_RUN_STATUSES = ("queued", "running", "waiting", "paused")
+
+
+async def delete_workflow(session: AsyncSession, workflow_id: uuid.UUID) -> None:
+    """Delete a workflow with its versions, runs, schedule, webhook secret and files,
+    audited as ``workflow.delete``.
+
+    Raises :class:`WorkflowNotFound`, or :class:`WorkflowInUse` while it has runs that
+    have not ended (cancel them first) or is another workflow's error workflow.
+    """
+    wf = (
+        await session.execute(select(Workflow).where(Workflow.id == workflow_id).with_for_update())
+    ).scalar_one_or_none()
+    if wf is None:
+        raise WorkflowNotFound(f"workflow {workflow_id} not found")
+    active = (
+        await session.execute(
+            select(func.count())
+            .select_from(Run)
+            .where(Run.workflow_id == workflow_id, Run.status.in_(ACTIVE_RUN_STATUSES))
+        )
+    ).scalar_one()
+    if active:
+        raise WorkflowInUse(f"{active} run(s) of this workflow have not ended: cancel them first")
+    users = (
+        await session.execute(
+            select(Workflow.name).where(
+                Workflow.settings["error_workflow_id"].astext == str(workflow_id)
+            )
+        )
+    ).scalars()
+    names = sorted(users)
+    if names:
+        raise WorkflowInUse(
+            "this workflow is the error workflow of " + ", ".join(repr(n) for n in names)
+        )
+    runs = (
+        await session.execute(
+            select(func.count()).select_from(Run).where(Run.workflow_id == workflow_id)
+        )
+    ).scalar_one()
+    await workflow_audit.deleted(session, wf, runs)
+    await session.delete(wf)
+    await session.flush()
 
 
 MAX_RUN_TIMEOUT_SECONDS = 30 * 24 * 3600
