@@ -12,11 +12,14 @@ from litestar.middleware.base import DefineMiddleware
 from litestar.openapi import OpenAPIConfig
 from litestar.static_files import create_static_files_router
 
+from backend.api.admin_access import GroupController, ProjectController
+from backend.api.admin_tokens import AdminTokenController, ServiceAccountController
 from backend.api.audit import AuditController, SettingsController
 from backend.api.auth import AuthController
 from backend.api.catalog import CatalogController
 from backend.api.credentials import CredentialController
 from backend.api.errors import API_EXCEPTION_HANDLERS
+from backend.api.grants import CredentialGrantController, WorkflowGrantController
 from backend.api.health import HealthController
 from backend.api.runs import RunController
 from backend.api.triggers import ApiTokenController, FileController, WebhookSettingsController
@@ -28,7 +31,9 @@ from backend.auth.security_headers import SecurityHeaders, served_over_https
 from backend.auth.web import BearerAwareCSRFMiddleware, RequestContextMiddleware
 from backend.runtime import Runtime, build_runtime
 from backend.settings import Settings
-from frontend.admin_pages import AdminAuditPages
+from frontend.access_pages import AccessPages
+from frontend.admin_pages import AdminPages
+from frontend.audit_pages import AdminAuditPages
 from frontend.connector_pages import ConnectorPages
 from frontend.pages import STATIC, AppPages, AuthPages, html_error, wants_html
 from frontend.trigger_pages import TriggerPages
@@ -72,12 +77,20 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> Litestar:
             WebhookController,
             WebhookSettingsController,
             ApiTokenController,
+            AdminTokenController,
+            ServiceAccountController,
+            GroupController,
+            ProjectController,
+            WorkflowGrantController,
+            CredentialGrantController,
             FileController,
             TriggerPages,
             HealthController,
             AuthPages,
             AppPages,
             ConnectorPages,
+            AdminPages,
+            AccessPages,
             AdminAuditPages,
             create_static_files_router(
                 path="/static",

@@ -14,7 +14,7 @@ from litestar import MediaType, Request, Response, get, post
 from litestar.params import FromPath, JSONBody, URLEncodedBody
 from litestar.response import Redirect
 
-from backend.auth.policy import Permission
+from backend.auth.policy import Permission, parse_role, scopes_for_role
 from backend.auth.web import DbSession
 from backend.db.models import User
 from backend.services import api_tokens, schedules, webhooks, workflows
@@ -26,6 +26,22 @@ class SchedulePreviewIn(msgspec.Struct):
     """Body of POST /designer/schedule-preview: the schedule node's (draft) config."""
 
     config: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+def _scopes(user: User) -> list[str]:
+    return [s.value for s in scopes_for_role(parse_role(user.role))]
+
+
+def form_days(value: str) -> int | None:
+    """Days from a form field (empty: None); raises :class:`api_tokens.TokenError`."""
+    if not value.strip():
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        raise api_tokens.TokenError(
+            "expiry must be a whole number of days", "expires_in_days"
+        ) from None
 
 
 class TriggerPages(LoginRequiredPages):
@@ -71,7 +87,12 @@ class TriggerPages(LoginRequiredPages):
     async def tokens(self, request: Request[Any, Any, Any], db: DbSession) -> Response[str]:
         """The user's API tokens."""
         user: User = request.scope["state"]["user"]
-        return render(request, "api_tokens.html", tokens=await api_tokens.list_tokens(db, user.id))
+        return render(
+            request,
+            "api_tokens.html",
+            tokens=await api_tokens.list_tokens(db, user.id),
+            scopes=_scopes(user),
+        )
 
     @post(
         "/tokens", operation_id="page_create_api_token", opt={"permission": Permission.TOKENS_OWN}
@@ -85,15 +106,22 @@ class TriggerPages(LoginRequiredPages):
         """Create a token and show its text once."""
         user: User = request.scope["state"]["user"]
         try:
-            _, token = await api_tokens.create_token(db, user.id, data.get("name", ""))
+            _, token = await api_tokens.create_for(
+                db,
+                user,
+                data.get("name", ""),
+                [data.get("scopes", "")],
+                form_days(data.get("expires_in_days", "")),
+            )
             error = None
-        except ValueError as exc:
+        except api_tokens.TokenError as exc:
             token, error = None, str(exc)
         return render(
             request,
             "api_tokens.html",
             status_code=201 if token else 400,
             tokens=await api_tokens.list_tokens(db, user.id),
+            scopes=_scopes(user),
             new_token=token,
             error=error,
         )

@@ -12,7 +12,13 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
 from backend.api.schemas import ErrorOut
+from backend.services.api_tokens import TokenError
 from backend.services.execution import RunNotActive, RunNotFound
+from backend.services.grants import GrantError, GrantNotFound
+from backend.services.groups import GroupNotFound
+from backend.services.naming import InvalidName
+from backend.services.projects import ProjectNotFound
+from backend.services.references import ReferenceNotGranted
 from backend.services.workflows import (
     InvalidInput,
     PublishRejected,
@@ -33,6 +39,16 @@ def not_found(_: Request, exc: LookupError) -> Response[bytes]:
 
 
 def invalid_input(_: Request, exc: InvalidInput) -> Response[bytes]:
+    return _json(400, str(exc), field=exc.field)
+
+
+def reference_not_granted(_: Request, exc: ReferenceNotGranted) -> Response[bytes]:
+    """403 naming the node and config field (``field`` is ``<node id>.<field>``)."""
+    return _json(403, str(exc), field=f"{exc.node_id}.{exc.field}")
+
+
+def bad_field(_: Request, exc: TokenError | GrantError | InvalidName) -> Response[bytes]:
+    """400 naming the field of invalid access-control input (tokens, grants, names)."""
     return _json(400, str(exc), field=exc.field)
 
 
@@ -98,6 +114,13 @@ API_EXCEPTION_HANDLERS = {
     WorkflowInUse: conflict,
     InvalidInput: invalid_input,
     PublishRejected: publish_rejected,
+    ReferenceNotGranted: reference_not_granted,
+    TokenError: bad_field,
+    GrantError: bad_field,
+    InvalidName: bad_field,
+    GrantNotFound: not_found,
+    GroupNotFound: not_found,
+    ProjectNotFound: not_found,
     **dict.fromkeys(DATABASE_UNAVAILABLE_ERRORS, database_unavailable),
     DBAPIError: database_error,
     OSError: service_unavailable,

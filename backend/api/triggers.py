@@ -19,6 +19,7 @@ from litestar.exceptions import HTTPException, NotFoundException
 from litestar.params import FromPath, JSONBody
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from backend.api.token_schemas import TokenIn, TokenOut, token_out
 from backend.api.webhooks import LISTEN_SECONDS, listen_key
 from backend.auth.policy import Permission
 from backend.auth.web import AppRuntime, CurrentUser, DbSession, user_dependencies
@@ -61,22 +62,6 @@ class DeliveryOut(msgspec.Struct):
     status: str
     reason: str
     run_id: str | None
-
-
-class TokenIn(msgspec.Struct):
-    """Body of POST /api/tokens."""
-
-    name: str
-
-
-class TokenOut(msgspec.Struct):
-    """An API token; ``token`` is only present in the creation answer."""
-
-    id: str
-    name: str
-    created_at: datetime
-    last_used_at: datetime | None
-    token: str | None = None
 
 
 def hook_urls(runtime: Runtime, token: str, suffix: str = "") -> tuple[str, str]:
@@ -184,11 +169,6 @@ class WebhookSettingsController(Controller):
         ]
 
 
-def token_out(row: Any, token: str | None = None) -> TokenOut:
-    """Wire form of an API token row."""
-    return TokenOut(str(row.id), row.name, row.created_at, row.last_used_at, token)
-
-
 class ApiTokenController(Controller):
     """The logged-in user's API tokens."""
 
@@ -204,10 +184,9 @@ class ApiTokenController(Controller):
     @post("/", operation_id="create_api_token", opt={"permission": Permission.TOKENS_OWN})
     async def create(self, data: JSONBody[TokenIn], db: DbSession, user: CurrentUser) -> TokenOut:
         """Create a token (201); the answer holds its text, shown only this once."""
-        try:
-            row, token = await api_tokens.create_token(db, user.id, data.name)
-        except ValueError as exc:
-            raise HTTPException(status_code=400, detail=str(exc)) from exc
+        row, token = await api_tokens.create_for(
+            db, user, data.name, data.scopes, data.expires_in_days
+        )
         await db.refresh(row)
         return token_out(row, token)
 

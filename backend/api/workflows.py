@@ -25,7 +25,7 @@ from backend.auth.policy import Permission
 from backend.auth.web import AppRuntime, CurrentUser, DbSession
 from backend.db.models import Workflow, WorkflowVersion
 from backend.runtime import Runtime
-from backend.services import access, runs, webhooks
+from backend.services import access, references, runs, webhooks
 from backend.services import workflows as svc
 
 
@@ -113,9 +113,13 @@ class WorkflowController(Controller):
         data: JSONBody[WorkflowPatch],
         db: DbSession,
         runtime: AppRuntime,
+        principal: CurrentPrincipal,
     ) -> WorkflowOut:
         """Change name, description or run-control settings (400 naming the bad field)."""
         if data.settings is not msgspec.UNSET:
+            await references.check_called_workflow(
+                db, principal, data.settings.get("error_workflow_id"), "error_workflow_id"
+            )
             await svc.update_settings(db, workflow_id, data.settings)
         wf = await svc.update_workflow(
             db,
@@ -137,8 +141,14 @@ class WorkflowController(Controller):
         data: JSONBody[DiagramIn],
         db: DbSession,
         runtime: AppRuntime,
+        principal: CurrentPrincipal,
     ) -> DiagnosticsOut:
-        """Store the draft diagram (even with errors) and return its diagnostics."""
+        """Store the draft diagram (even with errors) and return its diagnostics; 403 when
+        it adds a reference to a credential the caller may not use."""
+        wf = await svc.get_workflow(db, workflow_id)
+        await references.check_diagram(
+            db, principal, data.diagram, runtime.catalog, previous=wf.draft
+        )
         diagnostics = await svc.save_draft(db, workflow_id, data.diagram, runtime.catalog)
         return DiagnosticsOut(
             ok=not any(d.severity == "error" for d in diagnostics), diagnostics=diagnostics
@@ -173,8 +183,12 @@ class WorkflowController(Controller):
         db: DbSession,
         runtime: AppRuntime,
         user: CurrentUser,
+        principal: CurrentPrincipal,
     ) -> Response[PublishOut]:
-        """Publish the draft: 201 with a new version, 200 when unchanged, 422 with diagnostics."""
+        """Publish the draft: 201 with a new version, 200 when unchanged, 422 with
+        diagnostics, 403 when it references a credential the caller may not use."""
+        draft = (await svc.get_workflow(db, workflow_id)).draft
+        await references.check_diagram(db, principal, draft, runtime.catalog)
         result = await svc.publish(db, workflow_id, runtime.catalog, user.id)
         webhooks.clear_endpoint_cache()
         wf = await svc.get_workflow(db, workflow_id)

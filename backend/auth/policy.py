@@ -162,6 +162,22 @@ SCOPE_LEVEL: dict[Scope, Level] = {
     Scope.ADMIN: Level.MANAGE,
 }
 
+# The strongest scope a user of each role may put on a token (stronger would be no use:
+# a token never does more than its owner).
+ROLE_MAX_SCOPE: dict[Role, Scope] = {
+    Role.ADMIN: Scope.ADMIN,
+    Role.EDITOR: Scope.EDIT,
+    Role.OPERATOR: Scope.RUN,
+    Role.VIEWER: Scope.READ,
+}
+_SCOPE_ORDER = (Scope.READ, Scope.RUN, Scope.EDIT, Scope.ADMIN)
+
+
+def scopes_for_role(role: Role) -> tuple[Scope, ...]:
+    """The scopes a user of ``role`` may give its tokens, weakest first."""
+    return _SCOPE_ORDER[: _SCOPE_ORDER.index(ROLE_MAX_SCOPE[role]) + 1]
+
+
 # The level a system permission counts as for token scopes.
 SYSTEM_LEVEL: dict[Permission, Level] = {
     Permission.PUBLIC: Level.NONE,

@@ -14,12 +14,12 @@ import hashlib
 import secrets
 import uuid
 from collections.abc import Iterable
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from backend.auth.policy import Scope
+from backend.auth.policy import Scope, parse_role, scopes_for_role
 from backend.db.models import ApiToken, User
 from backend.services import audit
 
@@ -69,15 +69,24 @@ async def create_token(
     scopes: Iterable[str] = ("admin",),
     expires_at: datetime | None = None,
     now: datetime | None = None,
+    role: str | None = None,
 ) -> tuple[ApiToken, str]:
     """Create a token for ``user_id``; returns the row and the token text (not stored).
 
-    Raises :class:`TokenError` for an empty or over-long name, unknown scopes, or an expiry
-    in the past (when ``now`` is given)."""
+    Raises :class:`TokenError` for an empty or over-long name, unknown scopes, a scope
+    stronger than ``role`` allows (when given), or an expiry in the past (when ``now`` is
+    given)."""
     name = name.strip()
     if not name or len(name) > 200:
         raise TokenError("a token needs a name of 1 to 200 characters", "name")
     scope_list = clean_scopes(scopes)
+    if role is not None:
+        allowed = [s.value for s in scopes_for_role(parse_role(role))]
+        beyond = [s for s in scope_list if s not in allowed]
+        if beyond:
+            raise TokenError(
+                f"the {role} role allows at most these scopes: {', '.join(allowed)}", "scopes"
+            )
     if expires_at is not None and now is not None and expires_at <= now:
         raise TokenError("the expiry must be in the future", "expires_at")
     token = PREFIX + secrets.token_urlsafe(32)
@@ -109,7 +118,7 @@ async def list_all_tokens(session: AsyncSession) -> list[tuple[ApiToken, User]]:
         .join(User, User.id == ApiToken.user_id)
         .order_by(ApiToken.created_at.desc())
     )
-    return [(t, u) for t, u in rows.tuples()]
+    return [(t, u) for t, u in rows]
 
 
 async def revoke_token(
@@ -150,3 +159,28 @@ async def user_for_token(session: AsyncSession, token: str, now: datetime) -> Us
     """The active owner of an unexpired ``token`` (see :func:`token_owner`), or ``None``."""
     found = await token_owner(session, token, now)
     return found[0] if found else None
+
+
+MAX_EXPIRY_DAYS = 3650
+
+
+async def create_for(
+    session: AsyncSession,
+    owner: User,
+    name: str,
+    scopes: Iterable[str] | None,
+    expires_in_days: int | None,
+) -> tuple[ApiToken, str]:
+    """Create a token for ``owner`` from request fields: ``scopes`` default to the
+    strongest its role allows; ``expires_in_days`` 0/None means no expiry (1..3650).
+    Raises :class:`TokenError`."""
+    role = parse_role(owner.role)
+    chosen = list(scopes) if scopes is not None else [scopes_for_role(role)[-1].value]
+    expires_at = None
+    if expires_in_days:
+        if not 0 < expires_in_days <= MAX_EXPIRY_DAYS:
+            raise TokenError(f"expiry must be 1 to {MAX_EXPIRY_DAYS} days", "expires_in_days")
+        expires_at = datetime.now(UTC) + timedelta(days=expires_in_days)
+    return await create_token(
+        session, owner.id, name, scopes=chosen, expires_at=expires_at, role=owner.role
+    )

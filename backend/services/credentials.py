@@ -39,7 +39,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from backend.crypto import CryptoError, Keyring
 from backend.db.models.credentials import Credential, OAuthState
-from backend.services import audit
+from backend.services import audit, grants, references
 from connectors import sdk
 
 __all__ = [
@@ -350,6 +350,7 @@ async def delete_credential(
         before={"name": row.name, "type": row.type},
         details={"type": row.type, "name": row.name},
     )
+    await grants.delete_object_grants(session, "credential", row.id)
     await session.delete(row)
     await session.flush()
 
@@ -561,14 +562,20 @@ async def resolve_for_action(
     info: dict[str, Any],
     refresh_margin: float = 60.0,
     transport: httpx.AsyncBaseTransport | None = None,
+    publisher_check: bool = True,
 ) -> dict[str, Any]:
     """Decrypt a credential for the action described by ``info`` (run/step identifiers).
+
+    The publisher of the run's version must still be allowed to use the credential
+    (:mod:`backend.services.references`); ``publisher_check=False`` skips that for
+    callers outside any run (key rotation checks, tests of the decryption itself).
 
     Returns ``{**fields, "id", "type", "kind"}`` plus, for OAuth2, ``access_token``,
     ``token_type`` and ``expires_at`` (epoch seconds), refreshed first when it expires
     within ``refresh_margin`` seconds. Audits ``credential.use`` with the run, step and
     attempt. Raises ``sdk.NonRetryableError`` (kinds ``credential_missing``,
-    ``credential_type_mismatch``, ``credential_not_connected``, ``credential_key``,
+    ``credential_type_mismatch``, ``credential_not_granted`` (the publisher of the run's
+    version may not use it), ``credential_not_connected``, ``credential_key``,
     ``credential_refresh_failed``) or a retryable ``sdk.ActionError`` when the token
     endpoint is unreachable.
     """
@@ -591,6 +598,13 @@ async def resolve_for_action(
                 + ", ".join(accepted),
                 kind="credential_type_mismatch",
             )
+        refusal = (
+            await references.run_publisher_refusal(session, info.get("run_id"), str(row.id))
+            if publisher_check
+            else None
+        )
+        if refusal is not None:
+            raise sdk.NonRetryableError(refusal, kind="credential_not_granted")
         try:
             payload = _open(keyring, row)
         except CryptoError as err:

@@ -41,6 +41,7 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession, async_sessionmaker
 
+from backend.auth.policy import Permission
 from backend.db.models import Attempt, Event, Run, StepRun, Workflow, WorkflowVersion
 from backend.db.run_store import (
     FinishedAttempt,
@@ -60,11 +61,12 @@ from backend.db.run_store import (
 )
 from backend.engine import orchestrator
 from backend.engine.expressions import ExpressionError, resolve_config
-from backend.engine.model import RunState
+from backend.engine.model import ChildRun, RunState
 from backend.engine.nodes.calls import CALL_TYPES
 from backend.engine.nodes.waits import TIMER_TYPES
 from backend.engine.ports import Clock, ConnectorRegistry, Dispatcher, SystemClock
 from backend.engine.states import RunStatus, StepStatus
+from backend.services import references
 from backend.services.attempts import failure, run_attempt
 from backend.services.graphs import cached_graph, graph_for_version
 from designer_schema.graph import WorkflowGraph
@@ -510,10 +512,20 @@ class Execution:
         """
         followup = Followup()
         dispatch = list(dispatch)
+        refusals: dict[str, str | None] = {}  # called workflow -> why the publisher may not
         while state.child_requests:
             requests, state.child_requests = state.child_requests, []
             for request in requests:
-                entry = await create_child(session, run, request)
+                if request.workflow_id not in refusals:
+                    refusals[request.workflow_id] = await references.run_publisher_refusal(
+                        session, run.id, request.workflow_id, Permission.WORKFLOW_RUN
+                    )
+                refusal = refusals[request.workflow_id]
+                if refusal is not None:
+                    entry = ChildRun(request.step_id, request.index, request.run_id, "failed")
+                    entry.error = {"message": refusal, "kind": "subworkflow_not_granted"}
+                else:
+                    entry = await create_child(session, run, request)
                 if entry.status == RunStatus.QUEUED.value:
                     followup.start_children.append(request.run_id)
                 elif not request.wait:

@@ -179,6 +179,7 @@ async def test_rotate_keys_reencrypts_everything(runtime: Runtime) -> None:
         str(rows[0].id),
         ("basic",),
         info={"run_id": "r", "step_id": "s"},
+        publisher_check=False,
     )
     assert resolved["password"].endswith("-secret") and resolved["kind"] == "basic"
     with pytest.raises(crypto.CryptoError):

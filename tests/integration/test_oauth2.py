@@ -83,7 +83,13 @@ async def test_connect_stores_tokens_encrypted_and_refreshes_before_expiry(
     keyring = crypto.keyring_from_settings(runtime.settings)
     info = {"run_id": "r1", "step_id": "s1"}
     fresh = await svc.resolve_for_action(
-        runtime.sessionmaker, runtime.catalog, keyring, cred["id"], ("oauth2",), info=info
+        runtime.sessionmaker,
+        runtime.catalog,
+        keyring,
+        cred["id"],
+        ("oauth2",),
+        info=info,
+        publisher_check=False,
     )
     assert fresh["access_token"] == token.access_token
     assert provider.state.token_requests == ["authorization_code"]
@@ -107,12 +113,19 @@ async def test_connect_stores_tokens_encrypted_and_refreshes_before_expiry(
         ("oauth2",),
         info=info,
         refresh_margin=60,
+        publisher_check=False,
     )
     assert provider.state.token_requests == ["authorization_code", "refresh_token"]
     assert refreshed["access_token"] != token.access_token
     assert refreshed["expires_at"] > time.time() + 3000
     again = await svc.resolve_for_action(
-        runtime.sessionmaker, runtime.catalog, keyring, cred["id"], ("oauth2",), info=info
+        runtime.sessionmaker,
+        runtime.catalog,
+        keyring,
+        cred["id"],
+        ("oauth2",),
+        info=info,
+        publisher_check=False,
     )
     assert again["access_token"] == refreshed["access_token"]
     assert provider.state.token_requests == ["authorization_code", "refresh_token"]
@@ -153,6 +166,7 @@ async def test_revoked_refresh_token_needs_reconnect(
             cred["id"],
             ("oauth2",),
             info={"run_id": "r"},
+            publisher_check=False,
         )
     assert err.value.kind == "credential_refresh_failed"
     assert "invalid_grant" in err.value.message
