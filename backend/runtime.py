@@ -62,7 +62,7 @@ def make_context_factory(
     *,
     http_pool: httpx.AsyncHTTPTransport | None = None,
 ) -> Any:
-    """Build ``factory(info, heartbeat, is_cancelled) -> sdk.ActionContext``.
+    """Build ``factory(info: sdk.ActionInfo, heartbeat, is_cancelled) -> sdk.ActionContext``.
 
     ``http_pool`` (from ``sdk.guarded_connection_pool`` for this settings' SSRF policy) is
     shared by every attempt's HTTP client and OAuth2 token refresh, so connections are
@@ -82,7 +82,7 @@ def make_context_factory(
         sdk.SsrfGuardTransport(policy, inner=http_pool, close_inner=False) if http_pool else None
     )
 
-    def factory(info: dict[str, Any], heartbeat: Any, is_cancelled: Any) -> Any:
+    def factory(info: sdk.ActionInfo, heartbeat: Any, is_cancelled: Any) -> Any:
         resolver = None
         if sessionmaker is not None and catalog is not None:
             resolver = functools.partial(
@@ -95,12 +95,12 @@ def make_context_factory(
                 transport=shared_guard or sdk.SsrfGuardTransport(policy),
             )
         return sdk.ActionContext(
-            info=sdk.ActionInfo(**info),
+            info=info,
             heartbeat=heartbeat,
             cancelled=is_cancelled,
             http_client=lambda: sdk.make_http_client(policy, pool=http_pool),
             ssrf=policy,  # connectors dialling other protocols (SMTP) check the same policy
-            logger=logging.getLogger(f"railyard.connector.{info['node_type']}"),
+            logger=logging.getLogger(f"railyard.connector.{info.node_type}"),
             settings=connector_settings,
             credential_resolver=resolver,
         )

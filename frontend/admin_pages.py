@@ -18,7 +18,7 @@ from backend.auth.web import DbSession
 from backend.services import api_tokens, grants, groups, projects, service_accounts
 from backend.services.naming import InvalidName
 from frontend.pages import LoginRequiredPages, render
-from frontend.trigger_pages import form_days
+from frontend.trigger_pages import form_days, form_scopes
 
 GROUPS = {"permission": Permission.GROUPS_MANAGE}
 PROJECTS = {"permission": Permission.PROJECTS_MANAGE}
@@ -274,7 +274,7 @@ class AdminPages(LoginRequiredPages):
                 db,
                 account,
                 data.get("name", ""),
-                [data.get("scopes", "")],
+                form_scopes(data),
                 form_days(data.get("expires_in_days", "")),
             )
         except FORM_ERRORS as exc:

@@ -32,6 +32,12 @@ def _scopes(user: User) -> list[str]:
     return [s.value for s in scopes_for_role(parse_role(user.role))]
 
 
+def form_scopes(form: dict[str, str]) -> list[str] | None:
+    """The scope chosen in a token form (absent: the strongest the owner's role allows)."""
+    chosen = form.get("scopes", "").strip()
+    return [chosen] if chosen else None
+
+
 def form_days(value: str) -> int | None:
     """Days from a form field (empty: None); raises :class:`api_tokens.TokenError`."""
     if not value.strip():
@@ -110,7 +116,7 @@ class TriggerPages(LoginRequiredPages):
                 db,
                 user,
                 data.get("name", ""),
-                [data.get("scopes", "")],
+                form_scopes(data),
                 form_days(data.get("expires_in_days", "")),
             )
             error = None

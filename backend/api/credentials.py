@@ -79,7 +79,8 @@ def callback_url(runtime: Runtime) -> str:
 
 
 class CredentialController(Controller):
-    """Credentials of the installation, shared by its users (see docs/credentials.md)."""
+    """Credentials (see docs/credentials.md); who may see, use and change each one is
+    decided per credential (docs/security.md)."""
 
     path = "/api/credentials"
     tags = ["credentials"]

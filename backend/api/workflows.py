@@ -24,6 +24,7 @@ from backend.auth.guards import CurrentPrincipal, access_dependencies
 from backend.auth.policy import Permission
 from backend.auth.web import AppRuntime, CurrentUser, DbSession
 from backend.db.models import Workflow, WorkflowVersion
+from backend.engine.workflow_settings import WorkflowSettings
 from backend.runtime import Runtime
 from backend.services import access, references, runs, webhooks
 from backend.services import workflows as svc
@@ -45,7 +46,7 @@ def workflow_out(runtime: Runtime, wf: Workflow) -> WorkflowOut:
         draft=wf.draft,
         created_at=wf.created_at,
         updated_at=wf.updated_at,
-        settings=dict(wf.settings or {}),
+        settings=WorkflowSettings.from_stored(wf.settings),
     )
 
 

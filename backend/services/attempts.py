@@ -1,11 +1,9 @@
 """Running one attempt of a connector action: lease heartbeats, step timeout, cancellation.
 
 The worker runs the connector outside any database transaction (DESIGN.md, execution
-model); this module turns whatever happens into an *outcome*, the dict the engine records:
-
-- ``{"ok": True, "output": <JSON-able>}``;
-- ``{"ok": False, "error": {"message", "kind", "details"?}, "retryable": bool,
-  "retry_after"?: seconds}``.
+model); this module turns whatever happens into an *outcome* the engine records, an
+:data:`~backend.engine.outcomes.AttemptOutcome`: ``AttemptSucceeded(output)`` or
+``AttemptFailed(error={"message", "kind", "details"?}, retryable, retry_after)``.
 
 Connector errors never escape: an exception becomes a failed outcome (the SDK's errors
 carry ``kind``, ``retryable``, ``retry_after`` and ``details``, read duck-typed so this
@@ -17,6 +15,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
+
+from backend.engine.outcomes import AttemptFailed, AttemptOutcome, AttemptSucceeded, failed
 
 RenewLease = Callable[[], Awaitable[bool]]
 """Pushes the attempt's lease; ``False`` when the attempt is no longer current."""
@@ -31,7 +31,7 @@ async def run_attempt(
     renew_lease: RenewLease,
     heartbeat_every: float,
     timeout: float | None,
-) -> dict[str, Any]:
+) -> AttemptOutcome:
     """Run ``runner.run(config, input, context)`` and return its outcome (see module doc).
 
     ``make_context(heartbeat, is_cancelled)`` builds the connector's context. The lease is
@@ -63,7 +63,7 @@ async def run_attempt(
             _stop(task, cancelled)
             await asyncio.gather(task, return_exceptions=True)
             return failure(f"step timed out after {timeout:g} s", "timeout", retryable=True)
-        return {"ok": True, "output": task.result()}
+        return AttemptSucceeded(task.result())
     except asyncio.CancelledError:
         if cancelled.is_set():  # stopped by the heartbeat: completion is discarded anyway
             return failure("attempt cancelled", "cancelled")
@@ -84,12 +84,12 @@ def _stop(task: asyncio.Task[Any] | None, cancelled: asyncio.Event) -> None:
         task.cancel()
 
 
-def failure(message: str, kind: str, *, retryable: bool = False) -> dict[str, Any]:
-    """A failed outcome with ``message`` and error ``kind``."""
-    return {"ok": False, "error": {"message": message, "kind": kind}, "retryable": retryable}
+failure = failed
+"""A failed outcome with ``message`` and error ``kind``
+(:func:`backend.engine.outcomes.failed`)."""
 
 
-def outcome_from_exception(exc: BaseException) -> dict[str, Any]:
+def outcome_from_exception(exc: BaseException) -> AttemptFailed:
     """Map an SDK error (duck-typed: ``kind``, ``retryable``, ``retry_after``, ``details``)
     or any other exception to a failed outcome."""
     kind = getattr(exc, "kind", None) or type(exc).__name__
@@ -98,8 +98,7 @@ def outcome_from_exception(exc: BaseException) -> dict[str, Any]:
     details = getattr(exc, "details", None)
     if details:
         error["details"] = details
-    outcome: dict[str, Any] = {"ok": False, "error": error, "retryable": retryable}
     retry_after = getattr(exc, "retry_after", None)
-    if retry_after is not None:
-        outcome["retry_after"] = float(retry_after)
-    return outcome
+    return AttemptFailed(
+        error, retryable=retryable, retry_after=None if retry_after is None else float(retry_after)
+    )

@@ -559,7 +559,7 @@ async def resolve_for_action(
     credential_id: str,
     accepted: tuple[str, ...],
     *,
-    info: dict[str, Any],
+    info: sdk.ActionInfo,
     refresh_margin: float = 60.0,
     transport: httpx.AsyncBaseTransport | None = None,
     publisher_check: bool = True,
@@ -599,7 +599,7 @@ async def resolve_for_action(
                 kind="credential_type_mismatch",
             )
         refusal = (
-            await references.run_publisher_refusal(session, info.get("run_id"), str(row.id))
+            await references.run_publisher_refusal(session, info.run_id, str(row.id))
             if publisher_check
             else None
         )
@@ -637,11 +637,11 @@ async def resolve_for_action(
             "credential",
             str(row.id),
             details={
-                "run_id": info.get("run_id"),
-                "workflow_id": info.get("workflow_id"),
-                "step_id": info.get("step_id"),
-                "attempt": info.get("attempt"),
-                "node_type": info.get("node_type"),
+                "run_id": info.run_id,
+                "workflow_id": info.workflow_id,
+                "step_id": info.step_id,
+                "attempt": info.attempt,
+                "node_type": info.node_type,
                 "refreshed": refreshed,
             },
         )

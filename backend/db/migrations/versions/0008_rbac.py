@@ -1,7 +1,7 @@
 """rbac: projects, groups, grants, service accounts, API token scopes and expiry
 
 Revision ID: 0008_rbac
-Revises: 0007_audit_context
+Revises: 0012_graph_v2
 Create Date: 2026-12-01 08:00:00
 """
 
@@ -12,7 +12,7 @@ from alembic import op
 from sqlalchemy.dialects import postgresql
 
 revision = "0008_rbac"
-down_revision = "0007_audit_context"
+down_revision = "0012_graph_v2"
 branch_labels = None
 depends_on = None
 
