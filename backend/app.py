@@ -17,6 +17,7 @@ from litestar.static_files import create_static_files_router
 
 from backend.api.admin_access import GroupController, ProjectController
 from backend.api.admin_tokens import AdminTokenController, ServiceAccountController
+from backend.api.audit import AuditController, SettingsController
 from backend.api.auth import AuthController
 from backend.api.catalog import CatalogController
 from backend.api.credentials import CredentialController
@@ -31,11 +32,13 @@ from backend.api.webhooks import WebhookController
 from backend.api.workflows import WorkflowController
 from backend.auth.guards import authorize, permission_opt
 from backend.auth.policy import Permission
+from backend.auth.security_headers import SecurityHeaders, served_over_https
 from backend.auth.web import BearerAwareCSRFMiddleware, RequestContextMiddleware
 from backend.runtime import Runtime, build_runtime
 from backend.settings import Settings
 from frontend.access_pages import AccessPages
 from frontend.admin_pages import AdminPages
+from frontend.audit_pages import AdminAuditPages
 from frontend.connector_pages import ConnectorPages
 from frontend.identity_pages import AccountPages, SsoPages
 from frontend.pages import STATIC, AppPages, AuthPages, html_error, wants_html
@@ -91,6 +94,8 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> Litestar:
             AuthController,
             UserAdminController,
             SessionAdminController,
+            AuditController,
+            SettingsController,
             WorkflowController,
             RunController,
             CatalogController,
@@ -115,6 +120,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> Litestar:
             SsoPages,
             AccountPages,
             AdminUserPages,
+            AdminAuditPages,
             create_static_files_router(
                 path="/static",
                 directories=[STATIC],
@@ -124,6 +130,9 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> Litestar:
         ],
         guards=[authorize],
         lifespan=[lifespan],
+        before_send=[
+            SecurityHeaders(https=served_over_https(settings.base_url, settings.secure_cookies))
+        ],
         middleware=[
             RequestContextMiddleware(),
             # before CSRF: it reads the body before CSRF's form lookup and hands it on

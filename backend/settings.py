@@ -35,6 +35,8 @@
 | ``RAILYARD_OIDC_DEFAULT_ROLE`` | role of a new single sign-on user (and of one whose claim maps to nothing) | ``viewer`` |
 | ``RAILYARD_OIDC_GROUPS_CLAIM`` | id_token claim listing the user's groups, stored on the user | ``groups`` |
 | ``RAILYARD_PAYLOAD_INLINE_LIMIT`` | bytes of JSON text above which a part of a run value (input, output, error) is stored once by reference and shown as a preview with a download link (docs/engine.md, "Large values"); at least 1024 | ``262144`` (256 KiB) |
+| ``RAILYARD_REDACT_HEADERS`` | comma-separated extra request header names whose values webhook runs never store (docs/security.md, "Secrets in run data") | empty |
+| ``RAILYARD_AUDIT_RETENTION_DAYS`` | audit log rows older than this many days are deleted by the scheduler's sweeper; ``0`` keeps them forever | ``365`` |
 
 Environment variables win over the file.
 
@@ -55,7 +57,7 @@ import secrets
 import tomllib
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 
@@ -89,6 +91,8 @@ class Settings(msgspec.Struct, kw_only=True):
     """Every other ``RAILYARD_*`` variable and settings-file key, by :func:`setting_key`
     (where connector settings come from)."""
     payload_inline_limit: int = 256 * 1024
+    redact_headers: tuple[str, ...] = ()
+    audit_retention_days: Annotated[int, msgspec.Meta(ge=0)] = 365
 
     login_max_failures: int = 5
     login_address_max_failures: int = 50
@@ -195,7 +199,14 @@ _ENV = {
     "RAILYARD_OIDC_DEFAULT_ROLE": "oidc_default_role",
     "RAILYARD_OIDC_GROUPS_CLAIM": "oidc_groups_claim",
     "RAILYARD_PAYLOAD_INLINE_LIMIT": "payload_inline_limit",
+    "RAILYARD_REDACT_HEADERS": "redact_headers",
+    "RAILYARD_AUDIT_RETENTION_DAYS": "audit_retention_days",
 }
+
+SETTING_VARIABLES: dict[str, str] = {name: var for var, name in _ENV.items()}
+"""The environment variable of each setting (``{"base_url": "RAILYARD_BASE_URL", ...}``)."""
+
+_LISTS = ("http_allowlist", "encryption_old_keys", "redact_headers")
 
 
 def load_settings(environ: dict[str, str] | None = None, **overrides: object) -> Settings:
@@ -214,7 +225,7 @@ def load_settings(environ: dict[str, str] | None = None, **overrides: object) ->
     for var, name in _ENV.items():
         if var in env and env[var] != "":
             value: object = env[var]
-            if name in ("http_allowlist", "encryption_old_keys"):
+            if name in _LISTS:
                 value = tuple(p.strip() for p in str(value).split(",") if p.strip())
             elif name in ("http_allow_private", "secure_cookies"):
                 value = str(value).lower() in ("1", "true", "yes", "on")

@@ -24,7 +24,12 @@ from backend.services.passwords import WeakPassword
 from backend.services.projects import ProjectNotFound
 from backend.services.references import ReferenceNotGranted
 from backend.services.storable import UnstorableInput, refused_by_database
-from backend.services.workflows import InvalidInput, PublishRejected, WorkflowNotFound
+from backend.services.workflows import (
+    InvalidInput,
+    PublishRejected,
+    WorkflowInUse,
+    WorkflowNotFound,
+)
 
 log = logging.getLogger(__name__)
 
@@ -120,6 +125,7 @@ API_EXCEPTION_HANDLERS: dict[int | type[Exception], ErrorHandler] = {
     WorkflowNotFound: not_found,
     RunNotFound: not_found,
     RunNotActive: conflict,
+    WorkflowInUse: conflict,
     InvalidInput: invalid_input,
     UnstorableInput: invalid_input,
     PublishRejected: publish_rejected,

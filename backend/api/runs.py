@@ -79,7 +79,7 @@ class RunController(Controller):
     )
     async def cancel(self, run_id: FromPath[uuid.UUID], runtime: AppRuntime) -> dict[str, bool]:
         """Cancel a run that has not ended; ``cancelled`` is False when it had ended."""
-        return {"cancelled": await runtime.execution.cancel_run(run_id, "cancelled by user")}
+        return {"cancelled": await svc.cancel(runtime.execution, run_id)}
 
     @post(
         "/{run_id:uuid}/pause",
@@ -89,7 +89,7 @@ class RunController(Controller):
     )
     async def pause(self, run_id: FromPath[uuid.UUID], runtime: AppRuntime) -> dict[str, str]:
         """Pause a running or waiting run (409 otherwise): nothing new starts."""
-        await runtime.execution.pause_run(run_id)
+        await svc.pause(runtime.execution, run_id)
         return {"status": "paused"}
 
     @post(
@@ -100,7 +100,7 @@ class RunController(Controller):
     )
     async def resume(self, run_id: FromPath[uuid.UUID], runtime: AppRuntime) -> dict[str, str]:
         """Resume a paused run (409 otherwise)."""
-        await runtime.execution.resume_run(run_id)
+        await svc.resume(runtime.execution, run_id)
         return {"status": "running"}
 
     @post(
@@ -119,5 +119,7 @@ class RunController(Controller):
         not ended (or succeeded, for ``failed_step``); 400 for another ``from``."""
         if data.start_from not in ("failed_step", "start"):
             raise InvalidInput('"from" must be "failed_step" or "start"', "from")
-        started = await runtime.execution.rerun(run_id, start_from=data.start_from, user_id=user.id)
+        started = await svc.rerun(
+            runtime.execution, run_id, start_from=data.start_from, user_id=user.id
+        )
         return run_started(runtime, started.run_id, started.status)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 
 import msgspec
-from litestar import Controller, Request, Response, get, patch, post, put
+from litestar import Controller, Request, Response, delete, get, patch, post, put
 from litestar.exceptions import HTTPException
 from litestar.params import FromPath, JSONBody
 
@@ -26,7 +26,7 @@ from backend.auth.web import AppRuntime, CurrentUser, DbSession
 from backend.db.models import Workflow, WorkflowVersion
 from backend.engine.workflow_settings import WorkflowSettings
 from backend.runtime import Runtime
-from backend.services import access, references, webhooks
+from backend.services import access, references, runs, webhooks
 from backend.services import workflows as svc
 
 
@@ -196,6 +196,18 @@ class WorkflowController(Controller):
         body = PublishOut(version_out(result.version), result.created, webhook_url(runtime, wf))
         return Response(body, status_code=201 if result.created else 200)
 
+    @delete(
+        "/{workflow_id:uuid}",
+        operation_id="delete_workflow",
+        opt={"permission": Permission.WORKFLOW_MANAGE},
+        status_code=204,
+    )
+    async def delete_workflow(self, workflow_id: FromPath[uuid.UUID], db: DbSession) -> None:
+        """Delete a workflow with its versions and ended runs (409 while runs have not
+        ended or another workflow uses it as its error workflow)."""
+        await svc.delete_workflow(db, workflow_id)
+        webhooks.clear_endpoint_cache()
+
     @get(
         "/{workflow_id:uuid}/versions",
         operation_id="list_versions",
@@ -228,7 +240,8 @@ class WorkflowController(Controller):
         version = await svc.active_version(db, wf)
         if version is None:
             raise HTTPException(status_code=409, detail="publish the workflow before running it")
-        started = await runtime.execution.start_run(
+        started = await runs.start(
+            runtime.execution,
             version,
             data.input,
             trigger="api" if request.scope.get("state", {}).get("auth") == "token" else "manual",

@@ -198,7 +198,10 @@ class RequestContextMiddleware(ASGIMiddleware):
                 message["headers"] = headers  # type: ignore[typeddict-unknown-key]
             await send(message)
 
-        await next_app(scope, receive, send_with_id)
+        try:
+            await next_app(scope, receive, send_with_id)
+        finally:
+            audit.end_request()
 
 
 class BearerAwareCSRFMiddleware(CSRFMiddleware):

@@ -18,13 +18,23 @@ from __future__ import annotations
 import uuid
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
+from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.db.models import AuditLog
 
-__all__ = ["RequestContext", "bind_actor", "bind_request", "current_request", "record"]
+__all__ = [
+    "RequestContext",
+    "bind_actor",
+    "bind_request",
+    "current_request",
+    "end_request",
+    "record",
+    "recorded_within",
+]
 
 
 @dataclass
@@ -51,6 +61,13 @@ def bind_request(address: str | None, request_id: str | None) -> RequestContext:
     context = RequestContext(address=address, request_id=request_id)
     _CURRENT.set(context)
     return context
+
+
+def end_request() -> None:
+    """Forget the request context (called by the web layer when a request is served, so
+    work done later in the same task, e.g. in tests calling the app in-process, is not
+    attributed to that request)."""
+    _CURRENT.set(None)
 
 
 def bind_actor(user_id: uuid.UUID | None, label: str | None) -> None:
@@ -105,3 +122,29 @@ async def record(
             request_id=context.request_id if context else None,
         )
     )
+
+
+async def recorded_within(
+    session: AsyncSession,
+    action: str,
+    object_type: str,
+    object_id: str | uuid.UUID,
+    seconds: float,
+) -> bool:
+    """Whether the current actor (the request's user; none off-request) has an ``action``
+    row on the object written in the last ``seconds`` (by the database clock): lets a
+    noisy change be recorded at most once per window (e.g. draft saves)."""
+    context = _CURRENT.get()
+    actor = context.actor_user_id if context else None
+    found = await session.execute(
+        select(AuditLog.id)
+        .where(
+            AuditLog.action == action,
+            AuditLog.object_type == object_type,
+            AuditLog.object_id == str(object_id),
+            AuditLog.actor_user_id.is_not_distinct_from(actor),
+            AuditLog.at > func.now() - timedelta(seconds=seconds),
+        )
+        .limit(1)
+    )
+    return found.first() is not None

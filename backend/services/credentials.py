@@ -139,6 +139,20 @@ def _public(ctype: Any, fields: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _audited(ctype: Any, row: Credential) -> dict[str, Any]:
+    """A credential's audit snapshot: name, type and the non-secret fields (never a secret,
+    nor its masked hint; details name the secret fields that changed)."""
+    secret_fields = set(ctype.secret_fields)
+    public = row.public or {}
+    return {
+        "name": row.name,
+        "type": row.type,
+        "fields": {
+            k: v for k, v in public.items() if k not in secret_fields and not k.startswith("_")
+        },
+    }
+
+
 def _iso(value: datetime | None) -> str | None:
     return value.isoformat() if value is not None else None
 
@@ -220,6 +234,7 @@ async def create_credential(
         "credential",
         str(credential_id),
         actor_user_id=user_id,
+        after=_audited(ctype, row),
         details={"type": ctype.name, "name": row.name},
     )
     await session.flush()
@@ -284,6 +299,7 @@ async def update_credential(
     """
     row = await _row(session, credential_id, lock=True)
     ctype = _ctype(catalog, row.type)
+    before = _audited(ctype, row)
     changed: list[str] = []
     if name is not None:
         row.name = _clean_name(name)
@@ -312,6 +328,8 @@ async def update_credential(
         "credential",
         str(row.id),
         actor_user_id=user_id,
+        before=before,
+        after=_audited(ctype, row),
         details={"changed": changed},
     )
     await session.flush()
@@ -329,6 +347,7 @@ async def delete_credential(
         "credential",
         str(row.id),
         actor_user_id=user_id,
+        before={"name": row.name, "type": row.type},
         details={"type": row.type, "name": row.name},
     )
     await grants.delete_object_grants(session, "credential", row.id)

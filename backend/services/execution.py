@@ -32,7 +32,7 @@ import logging
 import os
 import socket
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -75,6 +75,10 @@ from connectors.sdk import ActionInfo
 from designer_schema.graph import WorkflowGraph
 
 log = logging.getLogger(__name__)
+
+AuditHook = Callable[[AsyncSession, uuid.UUID], Awaitable[None]]
+"""Adds the audit row of a run request (``session``, the run started or changed) inside
+the transaction that makes the change; built by :mod:`backend.services.runs`."""
 
 
 class RunNotFound(LookupError):
@@ -243,6 +247,7 @@ class Execution:
         user_id: uuid.UUID | None = None,
         rerun_of: uuid.UUID | None = None,
         copy_steps_from: uuid.UUID | None = None,
+        audit: AuditHook | None = None,
     ) -> StartedRun:
         """Store and start a run of ``version`` with ``input`` (JSON-able).
 
@@ -252,11 +257,13 @@ class Execution:
         slot frees (oldest first). ``rerun_of`` links the run it repeats;
         ``copy_steps_from`` (a run of the same version) copies that run's succeeded step
         records not downstream of a failure, so execution resumes at the failed step(s).
+        ``audit`` adds the start's audit row in the run's transaction (such starts take the
+        transactional path); an idempotent replay records nothing.
         """
         now = self.clock.now()
         try:
             fast = None
-            if copy_steps_from is None:
+            if copy_steps_from is None and audit is None:
                 fast = await self._start_in_one_statement(
                     version, input, trigger, idempotency_key, user_id, rerun_of, now
                 )
@@ -284,6 +291,8 @@ class Execution:
                     session.add(Event(run_id=run_id, kind="run.created", data={"trigger": trigger}))
                     if copy_steps_from is not None:
                         await self._copy_steps(session, run, copy_steps_from)
+                    if audit is not None:
+                        await audit(session, run_id)
                     followups = await self._start_or_queue(session, run, now)
                     status = run.status
         except IntegrityError:
@@ -695,11 +704,11 @@ class Execution:
             return []
         return await self._start_or_queue(session, run, now)
 
-    async def pause_run(self, run_id: uuid.UUID) -> None:
+    async def pause_run(self, run_id: uuid.UUID, audit: AuditHook | None = None) -> None:
         """Pause a running or waiting run: nothing new starts; running attempts finish.
 
         Raises :class:`RunNotFound` or :class:`RunNotActive` (the run is not running or
-        waiting).
+        waiting). ``audit`` adds the audit row in the pausing transaction.
         """
         now = self.clock.now()
         async with self.sessionmaker() as session, session.begin():
@@ -709,12 +718,15 @@ class Execution:
             state.move(RunStatus.PAUSED)
             state.emit("run.paused", at=now.isoformat())
             await save_state(session, run, state)
+            if audit is not None:
+                await audit(session, run_id)
         await self.dispatcher.notify(str(run_id))
 
-    async def resume_run(self, run_id: uuid.UUID) -> None:
+    async def resume_run(self, run_id: uuid.UUID, audit: AuditHook | None = None) -> None:
         """Resume a paused run: advance it and dispatch every ready step again.
 
         Raises :class:`RunNotFound` or :class:`RunNotActive` (the run is not paused).
+        ``audit`` adds the audit row in the resuming transaction.
         """
         now = self.clock.now()
         async with self.sessionmaker() as session, session.begin():
@@ -731,15 +743,22 @@ class Execution:
                 if rec.status == StepStatus.READY and sid not in dispatch
             ]
             followup = await self._persist(session, run, state, graph, dispatch, now)
+            if audit is not None:
+                await audit(session, run_id)
         await self._after_commit(run_id, followup)
 
-    async def cancel_run(self, run_id: uuid.UUID, reason: str) -> bool:
-        """Cancel a run that has not ended. Returns False when it had already ended."""
+    async def cancel_run(
+        self, run_id: uuid.UUID, reason: str, audit: AuditHook | None = None
+    ) -> bool:
+        """Cancel a run that has not ended. Returns False when it had already ended.
+
+        ``audit`` adds the audit row in the cancelling transaction (not for an ended run).
+        """
 
         def apply(state: RunState, _run: Run, now: Any) -> None:
             orchestrator.cancel(state, now, reason)
 
-        return await self._end_run(run_id, apply)
+        return await self._end_run(run_id, apply, audit=audit)
 
     async def timeout_run(self, run_id: uuid.UUID) -> bool:
         """End a run whose run timeout (``runs.deadline_at``) has passed: ``timed_out``.
@@ -758,7 +777,14 @@ class Execution:
 
         return await self._end_run(run_id, apply, overdue_only=True)
 
-    async def _end_run(self, run_id: uuid.UUID, apply: Any, *, overdue_only: bool = False) -> bool:
+    async def _end_run(
+        self,
+        run_id: uuid.UUID,
+        apply: Any,
+        *,
+        overdue_only: bool = False,
+        audit: AuditHook | None = None,
+    ) -> bool:
         now = self.clock.now()
         async with self.sessionmaker() as session, session.begin():
             run, state = await _locked_state(session, run_id)
@@ -774,13 +800,20 @@ class Execution:
             )
             graph = await graph_for_version(session, run.version_id)
             followup = await self._persist(session, run, state, graph, [], now)
+            if audit is not None:
+                await audit(session, run_id)
         self.cancel_watch.cancel(str(run_id))  # attempts running here stop at once
         await self.dispatcher.announce_cancel(str(run_id))  # and those of other workers
         await self._after_commit(run_id, followup)
         return True
 
     async def rerun(
-        self, run_id: uuid.UUID, *, start_from: str, user_id: uuid.UUID | None = None
+        self,
+        run_id: uuid.UUID,
+        *,
+        start_from: str,
+        user_id: uuid.UUID | None = None,
+        audit: AuditHook | None = None,
     ) -> StartedRun:
         """Start a new run repeating ended run ``run_id`` (linked by ``rerun_of``).
 
@@ -790,7 +823,7 @@ class Execution:
         ``start_from="start"``: the workflow's current active version with the original
         input. Raises :class:`RunNotFound`, :class:`RunNotActive` (the run has not ended,
         did not fail, or the workflow has no active version) or ``ValueError`` for another
-        ``start_from``.
+        ``start_from``. ``audit`` is handed to :meth:`start_run` (called with the new run).
         """
         if start_from not in ("failed_step", "start"):
             raise ValueError(f'"from" must be "failed_step" or "start", got {start_from!r}')
@@ -816,6 +849,7 @@ class Execution:
             user_id=user_id,
             rerun_of=run.id,
             copy_steps_from=run.id if start_from == "failed_step" else None,
+            audit=audit,
         )
 
     # -- execute a step --------------------------------------------------------------

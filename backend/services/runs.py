@@ -1,4 +1,5 @@
-"""Run queries: lists and the run detail (steps with their attempts)."""
+"""Run queries (lists, the run detail with steps and attempts) and the audited run
+requests of users and API tokens (start, pause, resume, cancel, re-run)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.db.models import Attempt, Run, StepRun, Workflow, WorkflowVersion
 from backend.engine.states import RunStatus
-from backend.services.execution import error_run_id
+from backend.services import audit
+from backend.services.execution import AuditHook, Execution, StartedRun, error_run_id
 from backend.services.run_values import with_previews
 from designer_schema.graph import WorkflowGraph
 
@@ -261,3 +263,90 @@ async def _error_run(session: AsyncSession, run: Run) -> str | None:
         return None
     found = await session.get(Run, error_run_id(run.id))
     return str(found.id) if found is not None else None
+
+
+# -- run requests of users and API tokens (audited) ------------------------------------
+#
+# The use cases behind the run API: each hands execution an audit hook, so the audit row
+# (``run.start``, ``run.pause``, ``run.resume``, ``run.cancel``, ``run.rerun``; actor,
+# address and request id from the request) commits in the transaction that makes the
+# change, or not at all. Webhook starts are not audited per run (docs/security.md, "Audit
+# log"); schedule starts are, by the scheduler (backend.services.schedules.record_started).
+
+
+def _audit_hook(action: str, *, after: dict[str, Any] | None = None, **details: Any) -> AuditHook:
+    async def hook(session: AsyncSession, run_id: uuid.UUID) -> None:
+        run = await session.get(Run, run_id)
+        facts = {"workflow_id": str(run.workflow_id), "version": run.version_number} if run else {}
+        await audit.record(
+            session, action, "run", run_id, after=after, details={**facts, **details}
+        )
+
+    return hook
+
+
+async def start(
+    execution: Execution,
+    version: WorkflowVersion,
+    input: Any,
+    *,
+    trigger: str,
+    user_id: uuid.UUID,
+    idempotency_key: str | None = None,
+) -> StartedRun:
+    """Start a run of ``version`` for a user (``trigger`` ``manual``) or an API token
+    (``api``), audited as ``run.start``. See :meth:`Execution.start_run` for the rest."""
+    return await execution.start_run(
+        version,
+        input,
+        trigger=trigger,
+        idempotency_key=idempotency_key,
+        user_id=user_id,
+        audit=_audit_hook("run.start", trigger=trigger),
+    )
+
+
+async def pause(execution: Execution, run_id: uuid.UUID) -> None:
+    """Pause a run, audited as ``run.pause``; raises as :meth:`Execution.pause_run`."""
+    await execution.pause_run(run_id, audit=_audit_hook("run.pause", after={"status": "paused"}))
+
+
+async def resume(execution: Execution, run_id: uuid.UUID) -> None:
+    """Resume a paused run, audited as ``run.resume``; raises as :meth:`Execution.resume_run`."""
+    await execution.resume_run(run_id, audit=_audit_hook("run.resume", after={"status": "running"}))
+
+
+async def cancel(
+    execution: Execution, run_id: uuid.UUID, reason: str = "cancelled by user"
+) -> bool:
+    """Cancel a run, audited as ``run.cancel`` (nothing is recorded for a run that had
+    already ended: returns False then)."""
+    return await execution.cancel_run(
+        run_id,
+        reason,
+        audit=_audit_hook("run.cancel", after={"status": "cancelled"}, reason=reason),
+    )
+
+
+async def rerun(
+    execution: Execution, run_id: uuid.UUID, *, start_from: str, user_id: uuid.UUID
+) -> StartedRun:
+    """Re-run ended run ``run_id``, audited as ``run.rerun`` on the original run with the
+    new run's id in the details; raises as :meth:`Execution.rerun`."""
+
+    async def hook(session: AsyncSession, new_run_id: uuid.UUID) -> None:
+        run = await session.get(Run, new_run_id)
+        await audit.record(
+            session,
+            "run.rerun",
+            "run",
+            run_id,
+            details={
+                "from": start_from,
+                "new_run_id": str(new_run_id),
+                "workflow_id": str(run.workflow_id) if run else None,
+                "version": run.version_number if run else None,
+            },
+        )
+
+    return await execution.rerun(run_id, start_from=start_from, user_id=user_id, audit=hook)

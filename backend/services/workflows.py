@@ -1,4 +1,6 @@
-"""Workflow use cases: create, edit the draft, compile, publish immutable versions."""
+"""Workflow use cases: create, edit the draft, compile, publish immutable versions.
+
+Every change is audited in its transaction (:mod:`backend.services.workflow_audit`)."""
 
 from __future__ import annotations
 
@@ -12,10 +14,10 @@ import msgspec
 from sqlalchemy import ColumnElement, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from backend.db.models import Workflow, WorkflowVersion
+from backend.db.models import Run, Workflow, WorkflowVersion
 from backend.engine.expressions import JsonataChecker
 from backend.engine.workflow_settings import SettingError, WorkflowSettings
-from backend.services import schedules
+from backend.services import schedules, workflow_audit
 from backend.triggers.schedule_rules import ScheduleError
 from designer_schema.catalog import Catalog
 from designer_schema.compiler import compile_diagram
@@ -43,6 +45,10 @@ class PublishRejected(Exception):
     def __init__(self, diagnostics: list[Diagnostic]) -> None:
         super().__init__(f"{len(diagnostics)} problem(s) block publishing")
         self.diagnostics = diagnostics
+
+
+class WorkflowInUse(Exception):
+    """The workflow cannot be deleted now; the message says what holds it."""
 
 
 @dataclass
@@ -89,6 +95,7 @@ async def create_workflow(
     )
     session.add(wf)
     await session.flush()
+    await workflow_audit.created(session, wf)
     return wf
 
 
@@ -121,12 +128,60 @@ async def update_workflow(
 ) -> Workflow:
     """Rename or re-describe a workflow."""
     wf = await get_workflow(session, workflow_id)
+    before = workflow_audit.workflow_fields(wf)
     if name is not None:
         wf.name = _validate_name(name)
     if description is not None:
         wf.description = description
     await session.flush()
+    await workflow_audit.updated(session, wf, before)
     return wf
+
+
+ACTIVE_RUN_STATUSES = ("queued", "running", "waiting", "paused")
+
+
+async def delete_workflow(session: AsyncSession, workflow_id: uuid.UUID) -> None:
+    """Delete a workflow with its versions, runs, schedule, webhook secret and files,
+    audited as ``workflow.delete``.
+
+    Raises :class:`WorkflowNotFound`, or :class:`WorkflowInUse` while it has runs that
+    have not ended (cancel them first) or is another workflow's error workflow.
+    """
+    wf = (
+        await session.execute(select(Workflow).where(Workflow.id == workflow_id).with_for_update())
+    ).scalar_one_or_none()
+    if wf is None:
+        raise WorkflowNotFound(f"workflow {workflow_id} not found")
+    active = (
+        await session.execute(
+            select(func.count())
+            .select_from(Run)
+            .where(Run.workflow_id == workflow_id, Run.status.in_(ACTIVE_RUN_STATUSES))
+        )
+    ).scalar_one()
+    if active:
+        raise WorkflowInUse(f"{active} run(s) of this workflow have not ended: cancel them first")
+    users = (
+        await session.execute(
+            select(Workflow.name).where(
+                Workflow.settings["error_workflow_id"].astext == str(workflow_id)
+            )
+        )
+    ).scalars()
+    names = sorted(users)
+    if names:
+        raise WorkflowInUse(
+            "this workflow is the error workflow of " + ", ".join(repr(n) for n in names)
+        )
+    runs = (
+        await session.execute(
+            select(func.count()).select_from(Run).where(Run.workflow_id == workflow_id)
+        )
+    ).scalar_one()
+    await workflow_audit.deleted(session, wf, runs)
+    await session.delete(wf)
+    await session.flush()
 
 
 WORKFLOW_SETTINGS = tuple(WorkflowSettings.__struct_fields__)
@@ -143,6 +198,7 @@ async def update_settings(
     (``settings.<key>``) or :class:`WorkflowNotFound`.
     """
     wf = await get_workflow(session, workflow_id)
+    before = dict(wf.settings or {})
     try:
         settings = WorkflowSettings.from_stored(wf.settings).changed(
             changes, workflow_id=workflow_id
@@ -160,6 +216,7 @@ async def update_settings(
         **settings.stored(),
     }
     await session.flush()
+    await workflow_audit.settings_changed(session, workflow_id, before, dict(wf.settings))
     return wf
 
 
@@ -168,8 +225,10 @@ async def save_draft(
 ) -> list[Diagnostic]:
     """Store ``diagram`` as the draft (even with errors) and return its diagnostics."""
     wf = await get_workflow(session, workflow_id)
+    before = wf.draft
     wf.draft = msgspec.to_builtins(diagram)
     await session.flush()
+    await workflow_audit.draft_saved(session, workflow_id, before, wf.draft)
     _, diagnostics = compile_for(diagram, catalog)
     return diagnostics
 
@@ -190,6 +249,7 @@ async def publish(
     ).scalar_one_or_none()
     if wf is None:
         raise WorkflowNotFound(f"workflow {workflow_id} not found")
+    previous = wf.active_version
     diagram = msgspec.convert(wf.draft, Diagram)
     graph, diagnostics = compile_for(diagram, catalog)
     errors = [d for d in diagnostics if d.severity == "error"]
@@ -207,6 +267,7 @@ async def publish(
         wf.active_version = existing.number
         await session.flush()
         await _sync_triggers(session, wf.id, existing)
+        await workflow_audit.published(session, wf, existing, False, previous)
         return PublishResult(existing, False)
     latest = (
         await session.execute(
@@ -227,6 +288,7 @@ async def publish(
     wf.active_version = version.number
     await session.flush()
     await _sync_triggers(session, wf.id, version)
+    await workflow_audit.published(session, wf, version, True, previous)
     return PublishResult(version, True)
 
 

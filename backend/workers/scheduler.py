@@ -2,7 +2,8 @@
 
 Leadership is a PostgreSQL session-level advisory lock held on a dedicated connection:
 the first ``railyard scheduler`` to take it sweeps, times out runs at their deadline
-(:func:`~backend.workers.run_control.enforce_deadlines`) and fires schedules
+(:func:`~backend.workers.run_control.enforce_deadlines`), fires schedules and applies the
+audit log's retention (hourly)
 (:mod:`backend.triggers.scheduling`); others stand by and retry every
 ``sweep_interval`` seconds, so a standby takes over within one interval of the leader's
 connection closing (process exit or crash).
@@ -17,6 +18,7 @@ import logging
 from sqlalchemy import text
 
 from backend.runtime import Runtime
+from backend.services import audit_log
 from backend.services.availability import database_unavailable
 from backend.services.recovery import sweep
 from backend.triggers.scheduling import run_schedules
@@ -27,6 +29,22 @@ log = logging.getLogger(__name__)
 
 # Any constant unique to Railyard: the ASCII bytes of "RYSCHED" as an integer.
 SCHEDULER_LOCK_KEY = 0x52595343484544
+RETENTION_EVERY = 3600.0
+"""Seconds between two audit retention passes of the leader (the first runs at once)."""
+
+
+async def apply_audit_retention(runtime: Runtime) -> int:
+    """Delete audit rows older than ``RAILYARD_AUDIT_RETENTION_DAYS`` (0: keep all) in one
+    transaction; returns how many went (see :func:`backend.services.audit_log.purge_expired`)."""
+    async with runtime.sessionmaker() as session, session.begin():
+        deleted = await audit_log.purge_expired(session, runtime.settings.audit_retention_days)
+    if deleted:
+        log.info(
+            "audit retention: %d rows older than %d days deleted",
+            deleted,
+            runtime.settings.audit_retention_days,
+        )
+    return deleted
 
 
 async def run_scheduler(
@@ -82,6 +100,8 @@ async def _lead(
             )
         )
         deadlines = asyncio.create_task(enforce_deadlines(runtime.execution))
+        loop = asyncio.get_running_loop()
+        retention_due = loop.time()
         try:
             while not stop.is_set():
                 try:
@@ -93,6 +113,12 @@ async def _lead(
                         health.down("database", exc)
                     else:
                         log.exception("sweep failed")
+                if loop.time() >= retention_due:
+                    retention_due = loop.time() + RETENTION_EVERY
+                    try:
+                        await apply_audit_retention(runtime)
+                    except Exception:
+                        log.exception("audit retention failed")
                 await _wait(stop, interval)
                 await conn.execute(text("select 1"))  # still leader: the lock's session lives
                 await conn.commit()

@@ -130,6 +130,7 @@ ROUTES: dict[tuple[str, str], P] = {
     ("GET", "/api/workflows"): P.WORKFLOW_LIST,
     ("POST", "/api/workflows"): P.WORKFLOW_CREATE,
     ("GET", "/api/workflows/{workflow_id:uuid}"): P.WORKFLOW_READ,
+    ("DELETE", "/api/workflows/{workflow_id:uuid}"): P.WORKFLOW_MANAGE,
     ("PATCH", "/api/workflows/{workflow_id:uuid}"): P.WORKFLOW_EDIT,
     ("POST", "/api/workflows/{workflow_id:uuid}/compile"): P.WORKFLOW_READ,
     ("PUT", "/api/workflows/{workflow_id:uuid}/draft"): P.WORKFLOW_EDIT,

@@ -73,12 +73,17 @@ class OAuthState(Base):
 class AuditLog(Base):
     """Who did what, when, from where: ``action`` (``credential.create``, ``run.cancel``, ...),
     the object it touched, the object's state ``before`` and ``after`` a change, and JSON
-    details (never secrets). Written by :func:`backend.services.audit.record` only."""
+    details (never secrets). Written by :func:`backend.services.audit.record` only.
+
+    Append-only in PostgreSQL: a trigger refuses UPDATE, DELETE and TRUNCATE; rows older
+    than the retention leave only through ``audit_log_purge(keep_days)`` (migration
+    ``0010_audit``)."""
 
     __tablename__ = "audit_log"
     __table_args__ = (
         Index("ix_audit_log_actor_at", "actor_user_id", "at"),
         Index("ix_audit_log_action_at", "action", "at"),
+        Index("ix_audit_log_object", "object_type", "object_id", "id"),
     )
 
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)

@@ -2,8 +2,9 @@
 
 Config: accepted ``methods``, ``path_suffix``, ``enabled``, ``max_body`` (bytes), ``auth``
 (none, header token, basic, HMAC with presets), ``respond`` mode, ``delivery_id_header`` and
-``idempotency_hours``, ``rate_limit`` (requests per minute). The secret (token, password or
-HMAC key) is write-only and stored encrypted outside the config (see docs/webhooks.md).
+``idempotency_hours``, ``rate_limit`` (requests per minute), ``redact_headers`` (extra secret
+header names, backend.triggers.redaction). The secret (token, password or HMAC key) is
+write-only and stored encrypted outside the config (see docs/webhooks.md).
 The run input shape is documented in ``backend.triggers.webhook_input``; the config lives
 in the published version's graph, so the endpoint always follows the active version.
 """
@@ -207,6 +208,14 @@ SPEC = NodeTypeSpec(
                 "default": 0,
                 "title": "Rate limit (requests per minute)",
                 "description": "0: unlimited. Over it: 429 with Retry-After.",
+            },
+            "redact_headers": {
+                "type": "string",
+                "title": "Headers to redact",
+                "description": (
+                    "Comma-separated request headers whose values runs never store, besides "
+                    "Authorization, Cookie, signatures and the auth header (always redacted)."
+                ),
             },
         },
     },
