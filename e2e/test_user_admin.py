@@ -71,7 +71,7 @@ def test_invite_sign_in_and_revoke_session(
         page.screenshot(path=str(ARTIFACTS_DIR / "admin-sessions.png"), full_page=True)
         session_row.get_by_role("button", name=re.compile("Sign out")).click()
         page.wait_for_function(
-            f"!document.querySelector('#sessions-table').innerText.includes('{INVITED}')"
+            f"() => !document.querySelector('#sessions-table').innerText.includes('{INVITED}')"
         )
 
         other.goto(f"{server.base_url}/workflows")

@@ -150,6 +150,7 @@ async def test_large_value_download_is_checked_like_the_run(
     async with runtime.engine.connect() as conn:
         assert (await conn.execute(text("select count(*) from payloads"))).scalar_one() == 1
     # a run that does not hold the value, a malformed digest: 404 with a message
+    sink.response = {"small": True}
     other = await client.post(f"/api/workflows/{wf['id']}/runs", json={"input": {}})
     r = await client.get(f"/api/runs/{other.json()['run_id']}/values/{sha}")
     assert r.status_code == 404 and "has no value" in r.text
