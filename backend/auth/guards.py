@@ -45,17 +45,22 @@ def declared_permission(handler: BaseRouteHandler) -> Permission | None:
     return value if isinstance(value, Permission) else None
 
 
-async def principal_of(connection: ASGIConnection[Any, Any, Any, Any]) -> Principal | None:
-    """The request's principal (None when anonymous), computed once per request."""
+async def principal_of(
+    connection: ASGIConnection[Any, Any, Any, Any], session: AsyncSession | None = None
+) -> Principal | None:
+    """The request's principal (None when anonymous), computed once per request (in
+    ``session`` when given, else in a session of its own)."""
     state = connection.scope.setdefault("state", {})
     if PRINCIPAL_KEY in state:
         cached: Principal | None = state[PRINCIPAL_KEY]
         return cached
     user = await load_user(connection)
     principal = None
-    if user is not None:
-        async with runtime_of(connection.app.state).sessionmaker() as session:
-            principal = await access.principal_for(session, user, state.get("token_scopes"))
+    if user is not None and session is not None:
+        principal = await access.principal_for(session, user, state.get("token_scopes"))
+    elif user is not None:
+        async with runtime_of(connection.app.state).sessionmaker() as own:
+            principal = await access.principal_for(own, user, state.get("token_scopes"))
     state[PRINCIPAL_KEY] = principal
     return principal
 
@@ -84,10 +89,10 @@ async def authorize(
         raise PermissionDeniedException("this route declares no permission")
     if permission is Permission.PUBLIC:
         return
-    principal = await principal_of(connection)
-    obj = None
-    if principal is not None and permission in OBJECT_PERMISSIONS:
-        async with runtime_of(connection.app.state).sessionmaker() as session:
+    async with runtime_of(connection.app.state).sessionmaker() as session:
+        principal = await principal_of(connection, session)
+        obj = None
+        if principal is not None and permission in OBJECT_PERMISSIONS:
             obj = await _object(session, permission, dict(connection.path_params))
     decision = decide(principal, permission, obj)
     if decision is Decision.ALLOW:
