@@ -11,9 +11,14 @@ from litestar.exceptions import HTTPException
 from redis.exceptions import ConnectionError as RedisConnectionError
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
-from backend.api.schemas import ErrorOut
+from backend.api.schemas import DraftConflictOut, ErrorOut
 from backend.services.execution import RunNotActive, RunNotFound
-from backend.services.workflows import InvalidInput, PublishRejected, WorkflowNotFound
+from backend.services.workflows import (
+    DraftConflict,
+    InvalidInput,
+    PublishRejected,
+    WorkflowNotFound,
+)
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +38,14 @@ def invalid_input(_: Request, exc: InvalidInput) -> Response[bytes]:
 
 def conflict(_: Request, exc: Exception) -> Response[bytes]:
     return _json(409, str(exc))
+
+
+def draft_conflict(_: Request, exc: DraftConflict) -> Response[bytes]:
+    """409 naming who saved the draft revision the refused save did not know about."""
+    body = msgspec.json.encode(
+        DraftConflictOut(409, str(exc), exc.revision, exc.saved_by, exc.saved_at)
+    )
+    return Response(body, status_code=409, media_type=MediaType.JSON)
 
 
 def publish_rejected(_: Request, exc: PublishRejected) -> Response[bytes]:
@@ -92,6 +105,7 @@ API_EXCEPTION_HANDLERS = {
     RunNotActive: conflict,
     InvalidInput: invalid_input,
     PublishRejected: publish_rejected,
+    DraftConflict: draft_conflict,
     **dict.fromkeys(DATABASE_UNAVAILABLE_ERRORS, database_unavailable),
     DBAPIError: database_error,
     OSError: service_unavailable,
