@@ -18,11 +18,17 @@ import { edgePath } from "./edge-route.js";
 import { drawIcon, iconName } from "./icons.js";
 import { isNote, NODE_WIDTH } from "./model.js";
 import { Selection } from "./selection.js";
+import { fitText, truncate, wrap } from "./text-fit.js";
 
 const SVG_NS = "http://www.w3.org/2000/svg";
 const MIN_ZOOM = 0.1;
 const MAX_ZOOM = 2.5;
 export const GRID = 24; // canvas units between grid dots; snapping rounds to this
+// Only what is near the view is drawn: the visible area plus this many view sizes around
+// it. Panning further redraws. Below LOD_ZOOM, text is hidden (too small to read anyway):
+// with hundreds of nodes, text is most of the painting time.
+const CULL_MARGIN = 0.5;
+const LOD_ZOOM = 0.45;
 
 function el(tag, attrs = {}, parent = null) {
   const node = document.createElementNS(SVG_NS, tag);
@@ -33,9 +39,6 @@ function el(tag, attrs = {}, parent = null) {
   return node;
 }
 
-function truncate(text, max) {
-  return text.length > max ? text.slice(0, max - 1) + "…" : text;
-}
 
 
 export class Canvas {
@@ -66,7 +69,8 @@ export class Canvas {
     this.prefix = svg.id || "canvas";
     this.build();
     this.bindEvents();
-    model.onChange(() => this.render());
+    // Pan and zoom only move the viewport group; content changes redraw the scene.
+    model.onChange((kind) => (kind === "viewport" ? this.renderViewport() : this.render()));
     this.render();
   }
 
@@ -90,6 +94,21 @@ export class Canvas {
     this.draft = el("path", { class: "edge-draft", d: "" }, this.viewportGroup);
     this.nodeLayer = el("g", { class: "nodes" }, this.viewportGroup);
     this.box = el("rect", { class: "select-box", visibility: "hidden" }, this.viewportGroup);
+    this.proxy = el("path", { class: "layout-proxy", d: "" }, this.viewportGroup);
+  }
+
+  /**
+   * While an animation moves many nodes, draw them as plain boxes in one path (one element
+   * to repaint per frame instead of hundreds); boxes: [{x, y, h}]; null ends it.
+   */
+  drawProxy(boxes) {
+    // display on the two layers, not a class on the <svg>: a class on the root restyles
+    // every element under it, which alone costs more than the whole animation.
+    for (const layer of [this.nodeLayer, this.edgeLayer]) {
+      if (boxes) layer.setAttribute("display", "none");
+      else layer.removeAttribute("display");
+    }
+    this.proxy.setAttribute("d", boxes ? boxes.map((b) => `M${b.x} ${b.y}h${NODE_WIDTH}v${b.h}h${-NODE_WIDTH}z`).join("") : "");
   }
 
   bindEvents() {
@@ -202,11 +221,48 @@ export class Canvas {
 
   render() {
     this.sel.prune(this.model);
+    this.renderViewport(false);
+    this.drawRect = this.visibleRect(CULL_MARGIN);
+    this.renderEdges();
+    this.renderNodes();
+  }
+
+  /** Apply pan/zoom; redraw when the view left the area drawn last time. */
+  renderViewport(redraw = true) {
     const { x, y, zoom } = this.model.viewport;
     this.viewportGroup.setAttribute("transform", `translate(${x} ${y}) scale(${zoom})`);
     this.gridPattern.setAttribute("patternTransform", `translate(${x} ${y}) scale(${zoom})`);
-    this.renderEdges();
-    this.renderNodes();
+    const low = zoom < LOD_ZOOM;
+    if (low !== this.svg.classList.contains("lod-low")) {
+      this.svg.classList.toggle("lod-low", low);
+      // Zoomed far out the grid dots would be a couple of pixels apart: tens of thousands
+      // of dots to paint on every frame. The grid is left out there.
+      this.bg.setAttribute("fill", low ? "transparent" : `url(#${this.prefix}-grid)`);
+    }
+    if (!redraw || this.drawRect === undefined) return;
+    const view = this.visibleRect(0);
+    const d = this.drawRect;
+    if (view && (!d || view.x1 < d.x1 || view.y1 < d.y1 || view.x2 > d.x2 || view.y2 > d.y2)) this.render();
+  }
+
+  /** The visible area in canvas units, grown by ``margin`` view sizes; null if unknown. */
+  visibleRect(margin) {
+    const r = this.svg.getBoundingClientRect();
+    if (!r.width || !r.height) return null;
+    const { x, y, zoom } = this.model.viewport;
+    const w = r.width / zoom;
+    const h = r.height / zoom;
+    const left = -x / zoom;
+    const top = -y / zoom;
+    return { x1: left - w * margin, y1: top - h * margin, x2: left + w * (1 + margin), y2: top + h * (1 + margin) };
+  }
+
+  /** Whether a node is drawn: near the view, or selected. */
+  drawn(node) {
+    const r = this.drawRect;
+    if (!r || this.sel.has("node", node.id)) return true;
+    const p = node.position;
+    return p.x < r.x2 && p.x + NODE_WIDTH > r.x1 && p.y < r.y2 && p.y + this.model.nodeHeight(node) > r.y1;
   }
 
   /** Path data of an edge from the nodes' current positions. */
@@ -221,15 +277,16 @@ export class Canvas {
 
   /**
    * Fast path for drags and animations: move the given nodes' <g> and re-route only the
-   * edges touching them (positions are already in the model).
+   * edges touching them (positions are already in the model). With edges false the edges
+   * are left alone (the auto-layout animation hides them and redraws at the end).
    */
-  moveInPlace(ids) {
+  moveInPlace(ids, { edges = true } = {}) {
     const set = new Set(ids);
-    for (const id of set) {
-      const n = this.model.node(id);
-      const g = this.nodeEls.get(id);
-      if (n && g) g.setAttribute("transform", `translate(${n.position.x} ${n.position.y})`);
+    for (const n of this.model.nodes) {
+      const g = set.has(n.id) ? this.nodeEls.get(n.id) : null;
+      if (g) g.setAttribute("transform", `translate(${n.position.x} ${n.position.y})`);
     }
+    if (!edges) return;
     for (const e of this.model.edges) {
       if (!set.has(e.source) && !set.has(e.target)) continue;
       const paths = this.edgeEls.get(e.id);
@@ -247,10 +304,19 @@ export class Canvas {
     this.edgeLayer.replaceChildren();
     this.edgeEls.clear();
     const byId = new Map(m.nodes.map((n) => [n.id, n]));
+    const r = this.drawRect;
     for (const e of m.edges) {
       const s = byId.get(e.source);
       const t = byId.get(e.target);
       if (!s || !t) continue;
+      if (r && !this.drawn(s) && !this.drawn(t)) {
+        // Both ends away: drawn only when the edge may cross the area.
+        const x1 = Math.min(s.position.x, t.position.x);
+        const x2 = Math.max(s.position.x, t.position.x) + NODE_WIDTH;
+        const y1 = Math.min(s.position.y, t.position.y);
+        const y2 = Math.max(s.position.y, t.position.y) + 200;
+        if (x1 > r.x2 || x2 < r.x1 || y1 > r.y2 || y2 < r.y1) continue;
+      }
       const { d, a, b } = this.edgeD(e, s, t);
       const g = el("g", { class: "edge-group" }, this.edgeLayer);
       // A wide transparent path under the visible one makes edges easy to click.
@@ -273,6 +339,7 @@ export class Canvas {
     this.nodeLayer.replaceChildren();
     this.nodeEls.clear();
     for (const node of m.nodes) {
+      if (!this.drawn(node)) continue;
       if (isNote(node)) {
         this.renderNote(node);
         continue;
@@ -308,12 +375,14 @@ export class Canvas {
       drawIcon(icon, iconName(spec, node.type), spec?.label || node.type.split(".").pop(), 16);
 
       const outputs = m.outputsOf(node);
-      const textWidth = outputs.length > 1 ? 17 : 22; // leave room for port names
-      el("text", { class: "node-label", x: 44, y: h / 2 - 6, "dominant-baseline": "middle" }, g).textContent = truncate(m.displayLabel(node), textWidth);
+      const textPx = NODE_WIDTH - 44 - (outputs.length > 1 ? 48 : 14); // leave room for port names
+      el("text", { class: "node-label", x: 44, y: h / 2 - 6, "dominant-baseline": "middle" }, g).textContent = fitText(m.displayLabel(node), textPx, "600 13px");
       // Subtitle: the node type's label under a custom label, else the step id (what
       // expressions refer to); type ids stay in the tooltip.
       const typeLabel = m.typeLabel(node.type);
-      el("text", { class: node.label ? "node-sub node-sub-type" : "node-sub", x: 44, y: h / 2 + 11, "dominant-baseline": "middle" }, g).textContent = truncate(node.label ? typeLabel : node.id, textWidth + 2);
+      el("text", { class: node.label ? "node-sub node-sub-type" : "node-sub", x: 44, y: h / 2 + 11, "dominant-baseline": "middle" }, g).textContent = node.label
+        ? fitText(typeLabel, textPx, "11px")
+        : truncate(node.id, Math.floor(textPx / 6.7)); // step ids are in the 11 px monospace font
       el("title", {}, g).textContent = [
         m.displayLabel(node),
         `${typeLabel} (${node.type})`,
@@ -398,29 +467,6 @@ export class Canvas {
     const a = this.model.portOffset(s, "out", port);
     return edgePath(s.position.x + a.x, s.position.y + a.y, p.x, p.y);
   }
-}
-
-/** Split text into at most maxLines lines of about width characters (the last gets "…"). */
-function wrap(text, width, maxLines) {
-  const lines = [];
-  for (const para of text.split("\n")) {
-    let line = "";
-    for (const word of para.split(/\s+/)) {
-      if (!word) continue;
-      if ((line + " " + word).trim().length > width && line) {
-        lines.push(line);
-        line = "";
-      }
-      line = (line ? line + " " : "") + (word.length > width ? truncate(word, width) : word);
-    }
-    lines.push(line);
-  }
-  if (lines.length > maxLines) {
-    const kept = lines.slice(0, maxLines);
-    kept[maxLines - 1] = truncate(kept[maxLines - 1] + " …", width);
-    return kept;
-  }
-  return lines;
 }
 
 function push(map, key, value) {

@@ -69,7 +69,9 @@ export function wireEditing({ model, canvas, panel, setStatus, save, quickAdd })
       canvas.select(null);
     },
     open: (e) => {
-      const g = e.target.closest && e.target.closest(".node");
+      // Enter on a button or palette item is theirs; on the canvas it opens the node.
+      if (!canvas.svg.contains(e.target)) return;
+      const g = e.target.closest(".node");
       if (g) canvas.select({ kind: "node", id: g.dataset.nodeId });
       else if (selectedNode()) panel.open(selectedNode().id);
     },

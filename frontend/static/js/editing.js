@@ -152,7 +152,7 @@ export class Editor {
 
   /**
    * Lay the diagram out left to right (layout.js), keeping its top-left corner, animated
-   * over LAYOUT_MS; one undo step. Sticky notes stay where they are. Resolves when done.
+   * over LAYOUT_MS (as plain boxes, edges hidden, while they move); one undo step. Sticky notes stay where they are. Resolves when done.
    */
   autoLayout() {
     const nodes = this.model.nodes.filter((n) => !isNote(n));
@@ -167,22 +167,24 @@ export class Editor {
     }));
     if (this.animation) cancelAnimationFrame(this.animation.frame);
     const ids = nodes.map((n) => n.id);
+    const heights = new Map(nodes.map((n) => [n.id, this.model.nodeHeight(n)]));
     return new Promise((resolve) => {
       const start = performance.now();
       const frame = (now) => {
         const t = Math.min(1, (now - start) / LAYOUT_MS);
         const k = t * (2 - t); // ease out
-        for (const id of ids) {
-          const a = from.get(id);
-          const b = to.get(id);
-          this.model.moveNode(id, a.x + (b.x - a.x) * k, a.y + (b.y - a.y) * k, { silent: true });
-        }
-        this.canvas.moveInPlace(ids);
         if (t < 1) {
+          // Boxes glide to their places (canvas.drawProxy); the real nodes move once at the end.
+          this.canvas.drawProxy(ids.map((id) => {
+            const a = from.get(id);
+            const b = to.get(id);
+            return { x: a.x + (b.x - a.x) * k, y: a.y + (b.y - a.y) * k, h: heights.get(id) };
+          }));
           this.animation.frame = requestAnimationFrame(frame);
           return;
         }
         this.animation = null;
+        this.canvas.drawProxy(null);
         this.model.moveNodes(ids.map((id) => ({ id, ...to.get(id) })));
         this.canvas.fit(40);
         resolve();

@@ -61,6 +61,8 @@ export function bindShortcuts(root, actions) {
     if (t.closest && t.closest("input, textarea, select, [contenteditable], dialog, .quick-add")) return;
     const shortcut = find(keyName(e));
     if (!shortcut || !actions[shortcut.action]) return;
+    // Enter keeps its meaning on buttons, links and palette items.
+    if (e.key === "Enter" && t.closest && t.closest("button, a, .palette-item")) return;
     e.preventDefault();
     actions[shortcut.action](e);
   });
