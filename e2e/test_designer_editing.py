@@ -331,8 +331,29 @@ def test_quick_add_insert_on_edge_note_and_help(page: Any, railyard_server: Rail
     assert (ids["set"], delay["id"]) in pairs and (delay["id"], ids["check"]) in pairs
     assert (ids["set"], ids["check"]) not in pairs
 
+    # Keyboard only: "C" connects the two selected nodes, "A" adds a node after one.
+    press(page, "0")  # fit: every node in view
+    page.mouse.click(*body_point(page, http["id"]))
+    page.keyboard.down("Control")
+    page.mouse.click(*body_point(page, ids["hook"]))
+    page.keyboard.up("Control")
+    assert page.evaluate(SELECTED) == sorted([http["id"], ids["hook"]])
+    press(page, "c")
+    assert (http["id"], ids["hook"]) not in {
+        (e["source"], e["target"]) for e in diagram(page)["edges"]
+    }
+    assert "Cannot connect" in page.locator("#status").inner_text(), "a trigger has no input"
+    page.mouse.click(*body_point(page, http["id"]))
+    press(page, "a")
+    quick.wait_for()
+    page.keyboard.type("wait until")
+    page.keyboard.press("Enter")
+    d = diagram(page)
+    wait_until = next(n for n in d["nodes"] if n["type"] == "control.wait_until")
+    assert (http["id"], wait_until["id"]) in {(e["source"], e["target"]) for e in d["edges"]}
+
     # Icons are SVG paths, not characters that need an emoji font.
-    for node_id in (ids["check"], ids["wait"]):
+    for node_id in (ids["check"], ids["wait"], wait_until["id"]):
         assert node_el(page, node_id).locator(".node-icon path").count() > 0
 
     # Keyboard only: help overlay, a sticky note, Escape.
