@@ -74,6 +74,12 @@ Edges
 - ``duplicate_edge``: an edge id used twice, or a second edge with the same source,
   source port, target and target port.
 
+- ``note_edge``: an edge from or to a sticky note (notes take no edges).
+
+Sticky notes (``type`` = :data:`~designer_schema.diagram.NOTE_TYPE`) are comments: they are
+not steps, so they are never unreachable, never checked against the catalog, and adding,
+editing or moving one leaves the content hash as it was.
+
 Graph
 
 - ``no_trigger``: no node of kind ``trigger``.
@@ -105,7 +111,7 @@ import msgspec
 
 from designer_schema.catalog import Catalog, ExpressionChecker, NodeTypeSpec
 from designer_schema.diagnostics import Diagnostic, Severity
-from designer_schema.diagram import Diagram, Node
+from designer_schema.diagram import NOTE_TYPE, Diagram, Node
 from designer_schema.graph import (
     ERROR_PORT,
     JoinMode,
@@ -147,6 +153,7 @@ DIAGNOSTIC_CODES: Final = (
     "dangling_edge",
     "unknown_port",
     "duplicate_edge",
+    "note_edge",
     "no_trigger",
     "multiple_triggers",
     "unreachable_node",
@@ -211,13 +218,17 @@ def compile_diagram(
     specs: dict[str, NodeTypeSpec] = {}
     steps: dict[str, Step] = {}
     join_fields: dict[str, JoinSpec] = {}
+    notes: set[str] = set()
     for node in diagram.nodes:
-        if node.id in nodes:
+        if node.id in nodes or node.id in notes:
             sink.add(
                 "duplicate_node_id",
                 f"node id {node.id!r} is used by more than one node",
                 node_id=node.id,
             )
+            continue
+        if node.type == NOTE_TYPE:
+            notes.add(node.id)
             continue
         nodes[node.id] = node
         spec = catalog.get(node.type)
@@ -235,7 +246,16 @@ def compile_diagram(
 
     adjacency: dict[str, list[str]] = {node_id: [] for node_id in nodes}
     incoming_count: dict[str, int] = dict.fromkeys(nodes, 0)
-    _check_edges(diagram, nodes, specs, steps, adjacency, incoming_count, sink)
+    note_edges = {e.id for e in diagram.edges if e.source in notes or e.target in notes}
+    for edge_id in sorted(note_edges):
+        sink.add("note_edge", "sticky notes cannot be connected", edge_id=edge_id)
+    wired = Diagram(
+        nodes=diagram.nodes,
+        edges=[e for e in diagram.edges if e.id not in note_edges],
+        viewport=diagram.viewport,
+        schema_version=diagram.schema_version,
+    )
+    _check_edges(wired, nodes, specs, steps, adjacency, incoming_count, sink)
 
     for node_id, join in join_fields.items():
         if join.mode == "n_of_m" and join.count > incoming_count[node_id]:
@@ -283,7 +303,7 @@ def compile_diagram(
 
     graph = WorkflowGraph(
         trigger=triggers[0],
-        steps=[steps[node.id] for node in diagram.nodes],
+        steps=[steps[node.id] for node in diagram.nodes if node.id in steps],
         transitions=[
             Transition(
                 source=edge.source,

@@ -290,6 +290,7 @@ class AppPages(LoginRequiredPages):
                 "id": str(wf.id),
                 "name": wf.name,
                 "active_version": wf.active_version,
+                "draft_revision": wf.draft_revision,
                 "webhook": await active_webhook(db, runtime.settings.base_url, wf),
             },
             diagram_json=msgspec.json.encode(wf.draft).decode(),

@@ -11,7 +11,7 @@ from litestar import MediaType, Request, Response
 from litestar.exceptions import HTTPException
 from litestar.exceptions.responses import create_exception_response
 
-from backend.api.schemas import ErrorOut
+from backend.api.schemas import DraftConflictOut, ErrorOut
 from backend.services.accounts import AccountError
 from backend.services.api_tokens import TokenError
 from backend.services.availability import unavailable_service
@@ -25,6 +25,7 @@ from backend.services.projects import ProjectNotFound
 from backend.services.references import ReferenceNotGranted
 from backend.services.storable import UnstorableInput, refused_by_database
 from backend.services.workflows import (
+    DraftConflict,
     InvalidInput,
     PublishRejected,
     WorkflowInUse,
@@ -71,6 +72,14 @@ def weak_password(_: Request, exc: WeakPassword) -> Response[bytes]:
 
 def invalid_link(_: Request, exc: InvalidLink) -> Response[bytes]:
     return _json(410, str(exc))
+
+
+def draft_conflict(_: Request, exc: DraftConflict) -> Response[bytes]:
+    """409 naming who saved the draft revision the refused save did not know about."""
+    body = msgspec.json.encode(
+        DraftConflictOut(409, str(exc), exc.revision, exc.saved_by, exc.saved_at)
+    )
+    return Response(body, status_code=409, media_type=MediaType.JSON)
 
 
 def publish_rejected(_: Request, exc: PublishRejected) -> Response[bytes]:
@@ -140,4 +149,5 @@ API_EXCEPTION_HANDLERS: dict[int | type[Exception], ErrorHandler] = {
     GroupNotFound: not_found,
     ProjectNotFound: not_found,
     500: unexpected_error,
+    DraftConflict: draft_conflict,
 }

@@ -83,12 +83,42 @@ class WorkflowOut(msgspec.Struct):
     created_at: datetime
     updated_at: datetime
     settings: WorkflowSettings = msgspec.field(default_factory=WorkflowSettings)
+    draft_revision: int = 0
 
 
 class DiagramIn(msgspec.Struct):
     """Body carrying a diagram (save draft, compile)."""
 
     diagram: Diagram
+
+
+class DraftIn(msgspec.Struct):
+    """Body of PUT /api/workflows/{id}/draft.
+
+    ``base_revision``: the ``draft_revision`` this edit is based on; when given and the
+    stored draft has moved on, the save is refused with 409 (:class:`DraftConflictOut`).
+    """
+
+    diagram: Diagram
+    base_revision: int | None = None
+
+
+class DraftSavedOut(msgspec.Struct):
+    """A saved draft: its new ``revision`` and diagnostics (``ok`` False on errors)."""
+
+    ok: bool
+    diagnostics: list[Diagnostic]
+    revision: int
+
+
+class DraftConflictOut(msgspec.Struct):
+    """409 body of a refused draft save: who saved the stored ``revision``, and when."""
+
+    status_code: int
+    detail: str
+    revision: int
+    saved_by: str | None
+    saved_at: datetime | None
 
 
 class DiagnosticsOut(msgspec.Struct):

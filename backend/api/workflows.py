@@ -12,6 +12,8 @@ from litestar.params import FromPath, JSONBody
 from backend.api.schemas import (
     DiagnosticsOut,
     DiagramIn,
+    DraftIn,
+    DraftSavedOut,
     PublishOut,
     RunCreate,
     RunStarted,
@@ -47,6 +49,7 @@ def workflow_out(runtime: Runtime, wf: Workflow) -> WorkflowOut:
         created_at=wf.created_at,
         updated_at=wf.updated_at,
         settings=WorkflowSettings.from_stored(wf.settings),
+        draft_revision=wf.draft_revision,
     )
 
 
@@ -139,20 +142,34 @@ class WorkflowController(Controller):
     async def save_draft(
         self,
         workflow_id: FromPath[uuid.UUID],
-        data: JSONBody[DiagramIn],
+        data: JSONBody[DraftIn],
         db: DbSession,
         runtime: AppRuntime,
         principal: CurrentPrincipal,
-    ) -> DiagnosticsOut:
-        """Store the draft diagram (even with errors) and return its diagnostics; 403 when
-        it adds a reference to a credential the caller may not use."""
+        user: CurrentUser,
+    ) -> DraftSavedOut:
+        """Store the draft diagram (even with errors): its new revision and diagnostics.
+
+        403 when it adds a reference to a credential the caller may not use. With
+        ``base_revision`` a save over someone else's newer save is refused: 409 with who
+        saved the stored revision and when (docs/designer.md, "Saving").
+        """
         wf = await svc.get_workflow(db, workflow_id)
         await references.check_diagram(
             db, principal, data.diagram, runtime.catalog, previous=wf.draft
         )
-        diagnostics = await svc.save_draft(db, workflow_id, data.diagram, runtime.catalog)
-        return DiagnosticsOut(
-            ok=not any(d.severity == "error" for d in diagnostics), diagnostics=diagnostics
+        saved = await svc.save_draft(
+            db,
+            workflow_id,
+            data.diagram,
+            runtime.catalog,
+            base_revision=data.base_revision,
+            user_id=user.id,
+        )
+        return DraftSavedOut(
+            ok=not any(d.severity == "error" for d in saved.diagnostics),
+            diagnostics=saved.diagnostics,
+            revision=saved.revision,
         )
 
     @post(

@@ -14,7 +14,7 @@ import msgspec
 from sqlalchemy import ColumnElement, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from backend.db.models import Run, Workflow, WorkflowVersion
+from backend.db.models import Run, User, Workflow, WorkflowVersion
 from backend.engine.expressions import JsonataChecker
 from backend.engine.workflow_settings import SettingError, WorkflowSettings
 from backend.services import schedules, workflow_audit
@@ -220,17 +220,73 @@ async def update_settings(
     return wf
 
 
+class DraftConflict(Exception):
+    """The draft changed since the revision the caller's edit was based on.
+
+    ``revision`` is the stored revision, ``saved_by`` the user who saved it (display name or
+    e-mail; None when unknown) and ``saved_at`` when (None for a draft never saved since
+    creation).
+    """
+
+    def __init__(self, revision: int, saved_by: str | None, saved_at: datetime | None) -> None:
+        who = saved_by or "someone else"
+        when = f" at {saved_at.isoformat(timespec='seconds')}" if saved_at else ""
+        super().__init__(f"the draft was changed by {who}{when} (revision {revision})")
+        self.revision = revision
+        self.saved_by = saved_by
+        self.saved_at = saved_at
+
+
+@dataclass
+class DraftSaved:
+    """Outcome of a draft save: the new revision and the draft's diagnostics."""
+
+    revision: int
+    diagnostics: list[Diagnostic]
+
+
 async def save_draft(
-    session: AsyncSession, workflow_id: uuid.UUID, diagram: Diagram, catalog: Catalog
-) -> list[Diagnostic]:
-    """Store ``diagram`` as the draft (even with errors) and return its diagnostics."""
-    wf = await get_workflow(session, workflow_id)
+    session: AsyncSession,
+    workflow_id: uuid.UUID,
+    diagram: Diagram,
+    catalog: Catalog,
+    *,
+    base_revision: int | None = None,
+    user_id: uuid.UUID | None = None,
+) -> DraftSaved:
+    """Store ``diagram`` as the draft (even with errors) and return its diagnostics.
+
+    Optimistic concurrency: with ``base_revision`` (the ``draft_revision`` the editor loaded
+    or last saved) the save is refused with :class:`DraftConflict` when someone saved since;
+    without it the draft is overwritten (API clients that do not track revisions). The row is
+    locked (``SELECT ... FOR UPDATE``) so two concurrent saves on the same base revision
+    cannot both succeed. Raises :class:`WorkflowNotFound`.
+    """
+    row = await session.execute(
+        select(Workflow)
+        .where(Workflow.id == workflow_id)
+        .with_for_update()
+        .execution_options(populate_existing=True)
+    )
+    wf = row.scalar_one_or_none()
+    if wf is None:
+        raise WorkflowNotFound(f"workflow {workflow_id} not found")
+    if base_revision is not None and base_revision != wf.draft_revision:
+        saved_by = await session.get(User, wf.draft_saved_by) if wf.draft_saved_by else None
+        raise DraftConflict(
+            wf.draft_revision,
+            (saved_by.display_name or saved_by.email) if saved_by else None,
+            wf.draft_saved_at,
+        )
     before = wf.draft
     wf.draft = msgspec.to_builtins(diagram)
+    wf.draft_revision += 1
+    wf.draft_saved_by = user_id
+    wf.draft_saved_at = datetime.now(UTC)
     await session.flush()
     await workflow_audit.draft_saved(session, workflow_id, before, wf.draft)
     _, diagnostics = compile_for(diagram, catalog)
-    return diagnostics
+    return DraftSaved(wf.draft_revision, diagnostics)
 
 
 async def publish(
