@@ -18,7 +18,7 @@ from tests.integration.conftest import login
 pytestmark = pytest.mark.integration
 
 SECOND_EMAIL = "second.editor@example.com"
-SECOND_PASSWORD = "second-editor-password-1"
+SECOND_PASSWORD = "copper kettle morning 42"
 
 
 def drawing(label: str) -> dict:
@@ -34,11 +34,19 @@ async def new_workflow(client: httpx.AsyncClient) -> tuple[str, int]:
     return str(r.json()["id"]), r.json()["draft_revision"]
 
 
-async def second_client(settings: Settings, runtime: Runtime) -> httpx.AsyncClient:
+async def second_client(
+    settings: Settings, runtime: Runtime, admin: httpx.AsyncClient, workflow_id: str
+) -> httpx.AsyncClient:
+    """A second editor, granted edit on the admin's workflow, logged in."""
     async with runtime.sessionmaker() as session, session.begin():
-        await accounts.create_user(
+        second = await accounts.create_user(
             session, SECOND_EMAIL, SECOND_PASSWORD, role="editor", name="Second Editor"
         )
+    r = await admin.post(
+        f"/api/workflows/{workflow_id}/grants",
+        json={"subject": f"user:{second.id}", "level": "edit"},
+    )
+    assert r.status_code in (200, 201), r.text
     transport = httpx.ASGITransport(app=create_app(settings, runtime))
     c = httpx.AsyncClient(transport=transport, base_url="http://testserver.local")
     await login(c, SECOND_EMAIL, SECOND_PASSWORD)
@@ -49,7 +57,7 @@ async def test_draft_save_on_stale_revision_is_refused_with_who_and_when(
     client: httpx.AsyncClient, settings: Settings, runtime: Runtime
 ) -> None:
     wf, base = await new_workflow(client)
-    other = await second_client(settings, runtime)
+    other = await second_client(settings, runtime, client, wf)
     try:
         first = await other.put(
             f"/api/workflows/{wf}/draft",
