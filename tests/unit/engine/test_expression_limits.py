@@ -44,10 +44,10 @@ def peak_memory() -> Iterator[list[int]]:
 
 
 def test_backtracking_regex_runs_in_linear_time() -> None:
-    # /^(a+)+$/ backtracks 2^n times on "aaa...ab" in a backtracking engine: 26 characters
+    # /^(a+)+$/ backtracks 2^n times on "aaa...ab" in a backtracking engine: 23 characters
     # take seconds there (and overrun the budget), RE2 answers at once.
     expr = compile_expression("$contains(s, /^(a+)+$/)")
-    assert expr.evaluate({"s": "a" * 26 + "b"}) is False
+    assert expr.evaluate({"s": "a" * 23 + "b"}) is False
     assert expr.evaluate({"s": "a" * 100_000 + "b"}) is False
     assert expr.evaluate({"s": "a" * 100_000}) is True
 
@@ -149,7 +149,7 @@ def test_input_values_pass_through_whatever_their_size() -> None:
 
 
 def test_date_picture_width_is_bounded() -> None:
-    assert stopped('$fromMillis(0, "[Y,100000000]")').limit == "picture width"
+    assert stopped('$fromMillis(0, "[Y,1000]")').limit == "picture width"
     assert compile_expression('$fromMillis(0, "[Y0001]-[M01]")').evaluate(None) == "1970-01"
 
 
@@ -183,7 +183,7 @@ def test_step_error_says_which_limit_was_hit() -> None:
         ],
         [edge("hook", "s"), edge("s", "pad")],
     )
-    state, _ = run_graph(compile_dict(d), {"body": {"s": "a" * 5000 + "b"}})
+    state, _ = run_graph(compile_dict(d), {"body": {"s": "a" * 23 + "b"}})
     assert state.steps["s"].output == {"x": False}
     assert state.status == RunStatus.FAILED
     error = state.steps["pad"].error
