@@ -9,14 +9,15 @@ from litestar import Litestar, MediaType, Request, Response
 from litestar.config.csrf import CSRFConfig
 from litestar.exceptions import HTTPException
 from litestar.middleware.base import DefineMiddleware
-from litestar.openapi import OpenAPIConfig
 from litestar.static_files import create_static_files_router
 
+from backend.api.allow import correct_options_allow
 from backend.api.auth import AuthController
 from backend.api.catalog import CatalogController
 from backend.api.credentials import CredentialController
 from backend.api.errors import API_EXCEPTION_HANDLERS
 from backend.api.health import HealthController
+from backend.api.openapi import StrictStructSchemaPlugin, document_responses, openapi_config
 from backend.api.runs import RunController
 from backend.api.triggers import ApiTokenController, FileController, WebhookSettingsController
 from backend.api.webhooks import WebhookController
@@ -38,6 +39,7 @@ def _http_error(request: Request, exc: HTTPException) -> Response[object]:
         {"status_code": exc.status_code, "detail": exc.detail},
         status_code=exc.status_code,
         media_type=MediaType.JSON,
+        headers=exc.headers,  # 405 carries Allow
     )
 
 
@@ -89,9 +91,12 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> Litestar:
             404: _http_error,
             405: _http_error,
         },
-        openapi_config=OpenAPIConfig(title="Railyard", version="0.1.0", path="/schema"),
+        openapi_config=openapi_config("0.1.0"),
+        plugins=[StrictStructSchemaPlugin()],
         debug=False,
     )
+    document_responses(app)
+    correct_options_allow(app)
     if runtime is not None:
         app.state.runtime = runtime
     return app

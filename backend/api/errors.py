@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import logging
+import re
 
 import asyncpg
 import msgspec
 from litestar import MediaType, Request, Response
-from litestar.exceptions import HTTPException
+from litestar.exceptions import HTTPException, ValidationException
 from redis.exceptions import ConnectionError as RedisConnectionError
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
@@ -29,6 +30,31 @@ def not_found(_: Request, exc: LookupError) -> Response[bytes]:
 
 def invalid_input(_: Request, exc: InvalidInput) -> Response[bytes]:
     return _json(400, str(exc), field=exc.field)
+
+
+_AT = re.compile(r" - at `\$\.?([^`]*)`")
+_UNKNOWN = re.compile(r"^Object contains unknown field `([^`]*)`")
+
+
+def validation_error(_: Request, exc: ValidationException) -> Response[bytes]:
+    """400 for a request Litestar's validation refused: ``detail`` says what, ``field``
+    where (the parameter or the body's field path, ``nodes[0].id``), ``extra`` all findings."""
+    extra = exc.extra if isinstance(exc.extra, list) else []
+    field = None
+    message = exc.detail
+    if extra and isinstance(extra[0], dict):
+        first = extra[0]
+        text = str(first.get("message") or "")
+        found = _AT.search(text)
+        field = str((found.group(1) if found else "") or first.get("key") or "") or None
+        unknown = _UNKNOWN.match(text)
+        if unknown:
+            field = ".".join(p for p in (field, unknown.group(1)) if p)
+        if text:
+            message = _AT.sub("", text)
+            if field:
+                message = f"{field}: {message}"
+    return _json(400, message, field=field, extra=extra or None)
 
 
 def conflict(_: Request, exc: Exception) -> Response[bytes]:
@@ -91,6 +117,7 @@ API_EXCEPTION_HANDLERS = {
     RunNotFound: not_found,
     RunNotActive: conflict,
     InvalidInput: invalid_input,
+    ValidationException: validation_error,
     PublishRejected: publish_rejected,
     **dict.fromkeys(DATABASE_UNAVAILABLE_ERRORS, database_unavailable),
     DBAPIError: database_error,

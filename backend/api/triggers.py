@@ -19,6 +19,7 @@ from litestar.exceptions import HTTPException, NotFoundException
 from litestar.params import FromPath, JSONBody
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from backend.api.schemas import Name, Secret
 from backend.api.webhooks import LISTEN_SECONDS, listen_key
 from backend.auth.web import AppRuntime, CurrentUser, DbSession, login_required, user_dependencies
 from backend.runtime import Runtime
@@ -41,7 +42,7 @@ class WebhookInfo(msgspec.Struct):
 class SecretIn(msgspec.Struct):
     """Body of PUT .../webhook/secret: the token, basic password or HMAC key."""
 
-    secret: str
+    secret: Secret
 
 
 class TestCallOut(msgspec.Struct):
@@ -65,7 +66,7 @@ class DeliveryOut(msgspec.Struct):
 class TokenIn(msgspec.Struct):
     """Body of POST /api/tokens."""
 
-    name: str
+    name: Name
 
 
 class TokenOut(msgspec.Struct):
