@@ -21,6 +21,11 @@
 | ``RAILYARD_OAUTH2_REFRESH_MARGIN`` | seconds before expiry an OAuth2 access token is refreshed when an action asks for it | ``60`` |
 | ``RAILYARD_WEBHOOK_CACHE_SECONDS`` | how long an API process caches a webhook's workflow, version and settings | ``2`` |
 | ``RAILYARD_SCHEDULE_TICK`` | longest sleep of the schedule loop, seconds (it wakes at the next fire time) | ``1`` |
+| ``RAILYARD_MAX_DIAGRAM_NODES`` | nodes in one diagram (draft, compile) | ``5000`` |
+| ``RAILYARD_MAX_DIAGRAM_EDGES`` | edges in one diagram | ``10000`` |
+| ``RAILYARD_MAX_CONFIG_DEPTH`` | nesting levels of one node's config | ``32`` |
+| ``RAILYARD_MAX_CONFIG_BYTES`` | size of one node's config as JSON, bytes | ``131072`` (128 KiB) |
+| ``RAILYARD_MAX_JSON_DEPTH`` | nesting levels of a webhook JSON body or a run input | ``64`` |
 
 Environment variables win over the file.
 """
@@ -33,6 +38,8 @@ import tomllib
 from pathlib import Path
 
 import msgspec
+
+from designer_schema.limits import DiagramLimits
 
 
 class SettingsError(Exception):
@@ -60,6 +67,11 @@ class Settings(msgspec.Struct, kw_only=True):
     oauth2_refresh_margin: float = 60.0
     webhook_cache_seconds: float = 2.0
     schedule_tick: float = 1.0
+    max_diagram_nodes: int = 5000
+    max_diagram_edges: int = 10000
+    max_config_depth: int = 32
+    max_config_bytes: int = 131072
+    max_json_depth: int = 64
 
     def connector_settings(self) -> dict[str, str]:
         """Settings connectors read through ``sdk.setting(name)`` (e.g. ``slack.api_url``)."""
@@ -67,6 +79,15 @@ class Settings(msgspec.Struct, kw_only=True):
             "slack.api_url": self.slack_api_url.rstrip("/"),
             "hubspot.api_url": self.hubspot_api_url.rstrip("/"),
         }
+
+    def diagram_limits(self) -> DiagramLimits:
+        """The diagram size limits of this installation."""
+        return DiagramLimits(
+            max_nodes=self.max_diagram_nodes,
+            max_edges=self.max_diagram_edges,
+            max_config_depth=self.max_config_depth,
+            max_config_bytes=self.max_config_bytes,
+        )
 
     def require_services(self, *, redis: bool = True) -> None:
         """Raise :class:`SettingsError` unless the database (and Redis) URLs are set."""
@@ -96,6 +117,11 @@ _ENV = {
     "RAILYARD_OAUTH2_REFRESH_MARGIN": "oauth2_refresh_margin",
     "RAILYARD_WEBHOOK_CACHE_SECONDS": "webhook_cache_seconds",
     "RAILYARD_SCHEDULE_TICK": "schedule_tick",
+    "RAILYARD_MAX_DIAGRAM_NODES": "max_diagram_nodes",
+    "RAILYARD_MAX_DIAGRAM_EDGES": "max_diagram_edges",
+    "RAILYARD_MAX_CONFIG_DEPTH": "max_config_depth",
+    "RAILYARD_MAX_CONFIG_BYTES": "max_config_bytes",
+    "RAILYARD_MAX_JSON_DEPTH": "max_json_depth",
 }
 
 

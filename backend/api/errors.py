@@ -57,6 +57,17 @@ def validation_error(_: Request, exc: ValidationException) -> Response[bytes]:
     return _json(400, message, field=field, extra=extra or None)
 
 
+def too_deep(request: Request, _: RecursionError) -> Response[bytes]:
+    """400 for a body nested deeper than the decoder can follow (thousands of levels):
+    far past every depth limit, which a decodable body is checked against afterwards."""
+    limit = request.app.state.runtime.settings.max_json_depth
+    return _json(
+        400,
+        f"the request body is nested too deeply (limit max_json_depth: {limit} levels; "
+        "node configs: max_config_depth)",
+    )
+
+
 def conflict(_: Request, exc: Exception) -> Response[bytes]:
     return _json(409, str(exc))
 
@@ -118,6 +129,7 @@ API_EXCEPTION_HANDLERS = {
     RunNotActive: conflict,
     InvalidInput: invalid_input,
     ValidationException: validation_error,
+    RecursionError: too_deep,
     PublishRejected: publish_rejected,
     **dict.fromkeys(DATABASE_UNAVAILABLE_ERRORS, database_unavailable),
     DBAPIError: database_error,

@@ -122,7 +122,9 @@ class WorkflowController(Controller):
         db: DbSession,
         runtime: AppRuntime,
     ) -> DiagnosticsOut:
-        """Store the draft diagram (even with errors) and return its diagnostics."""
+        """Store the draft diagram (even with errors) and return its diagnostics; 400
+        naming the limit for a diagram over the installation's size limits."""
+        svc.check_diagram_limits(data.diagram, runtime.settings.diagram_limits())
         diagnostics = await svc.save_draft(db, workflow_id, data.diagram, runtime.catalog)
         return DiagnosticsOut(
             ok=not any(d.severity == "error" for d in diagnostics), diagnostics=diagnostics
@@ -136,8 +138,9 @@ class WorkflowController(Controller):
         db: DbSession,
         runtime: AppRuntime,
     ) -> DiagnosticsOut:
-        """Compile a diagram without saving it."""
+        """Compile a diagram without saving it (400 naming the limit when it is too large)."""
         await svc.get_workflow(db, workflow_id)
+        svc.check_diagram_limits(data.diagram, runtime.settings.diagram_limits())
         graph, diagnostics = svc.compile_for(data.diagram, runtime.catalog)
         return DiagnosticsOut(ok=graph is not None, diagnostics=diagnostics)
 
@@ -176,6 +179,7 @@ class WorkflowController(Controller):
 
         Accepts a login session (with CSRF) or ``Authorization: Bearer <API token>``.
         """
+        svc.check_json_limit(data.input, runtime.settings.max_json_depth, "input")
         wf = await svc.get_workflow(db, workflow_id)
         version = await svc.active_version(db, wf)
         if version is None:
