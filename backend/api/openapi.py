@@ -39,7 +39,7 @@ SECURITY: list[dict[str, list[str]]] = [{"bearer": []}, {"session": []}]
 """Either scheme authenticates a guarded operation."""
 
 _UNSAFE = frozenset({"POST", "PUT", "PATCH", "DELETE"})
-_CSRF_EXEMPT = ("/hooks", "/health", "/api/auth/login")
+_CSRF_EXEMPT = ("/hooks", "/health")
 
 _REASONS: dict[int, str] = {
     400: "Invalid input: `detail` says what, `field` (or `extra`) where",
