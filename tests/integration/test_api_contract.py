@@ -150,7 +150,10 @@ async def test_api_contract(served: str, runtime: Runtime, tmp_path: Path) -> No
         "false",
     ]
     proc = await asyncio.create_subprocess_exec(
-        *command, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT
+        *command,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+        cwd=tmp_path,  # schemathesis keeps its crash cache in the working directory
     )
     out, _ = await proc.communicate()
     report = out.decode(errors="replace")
