@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
+from typing import Any
 
+import msgspec
 from litestar import Litestar, MediaType, Request, Response
 from litestar.config.csrf import CSRFConfig
 from litestar.exceptions import HTTPException
+from litestar.logging.config import LoggingConfig
 from litestar.middleware.base import DefineMiddleware
 from litestar.static_files import create_static_files_router
 
@@ -15,14 +18,15 @@ from backend.api.allow import correct_options_allow
 from backend.api.auth import AuthController
 from backend.api.catalog import CatalogController
 from backend.api.credentials import CredentialController
-from backend.api.errors import API_EXCEPTION_HANDLERS
+from backend.api.errors import API_EXCEPTION_HANDLERS, ErrorHandler
 from backend.api.health import HealthController
 from backend.api.openapi import StrictStructSchemaPlugin, document_responses, openapi_config
 from backend.api.runs import RunController
+from backend.api.storable_input import DEFAULT_MAX_SCAN_BYTES, StorableInputMiddleware
 from backend.api.triggers import ApiTokenController, FileController, WebhookSettingsController
 from backend.api.webhooks import WebhookController
 from backend.api.workflows import WorkflowController
-from backend.auth.web import BearerAwareCSRFMiddleware
+from backend.auth.web import BearerAwareCSRFMiddleware, RequestContextMiddleware
 from backend.runtime import Runtime, build_runtime
 from backend.settings import Settings
 from frontend.connector_pages import ConnectorPages
@@ -41,6 +45,23 @@ def _http_error(request: Request, exc: HTTPException) -> Response[object]:
         media_type=MediaType.JSON,
         headers=exc.headers,  # 405 carries Allow
     )
+
+
+def _pages_get_html(handler: ErrorHandler) -> Any:
+    """Wrap a JSON error handler: a browser page request gets the styled HTML error page
+    instead (same status, same message, ``Retry-After`` kept)."""
+
+    def handle(request: Request, exc: Any) -> Response[Any]:
+        response = handler(request, exc)
+        if not wants_html(request) or not isinstance(response.content, bytes):
+            return response
+        detail = msgspec.json.decode(response.content).get("detail", "")
+        page = html_error(request, response.status_code or 500, str(detail))
+        if "Retry-After" in response.headers:
+            page.headers["Retry-After"] = response.headers["Retry-After"]
+        return page
+
+    return handle
 
 
 def create_app(settings: Settings, runtime: Runtime | None = None) -> Litestar:
@@ -77,6 +98,9 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> Litestar:
         ],
         lifespan=[lifespan],
         middleware=[
+            RequestContextMiddleware(),
+            # before CSRF: it reads the body before CSRF's form lookup and hands it on
+            StorableInputMiddleware(max(DEFAULT_MAX_SCAN_BYTES, settings.webhook_max_body)),
             DefineMiddleware(
                 BearerAwareCSRFMiddleware,
                 config=CSRFConfig(
@@ -84,15 +108,17 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> Litestar:
                     cookie_secure=settings.secure_cookies,
                     exclude=["/hooks", "/health"],
                 ),
-            )
+            ),
         ],
         exception_handlers={
-            **API_EXCEPTION_HANDLERS,  # type: ignore[dict-item]
+            **{k: _pages_get_html(h) for k, h in API_EXCEPTION_HANDLERS.items()},
             404: _http_error,
             405: _http_error,
         },
         openapi_config=openapi_config("0.1.0"),
         plugins=[StrictStructSchemaPlugin()],
+        # the process owns the root logger (level RAILYARD_LOG_LEVEL, one format: cli.py)
+        logging_config=LoggingConfig(configure_root_logger=False),
         debug=False,
     )
     document_responses(app)

@@ -28,14 +28,25 @@
 | ``RAILYARD_MAX_JSON_DEPTH`` | nesting levels of a webhook JSON body or a run input | ``64`` |
 
 Environment variables win over the file.
+
+Connector settings (what a connector reads with ``sdk.setting(name)``, e.g.
+``sdk.setting("acme.api_url", default)``), for built-in and installed plugins alike: the
+environment variable ``RAILYARD_`` + the name in upper case with every character other
+than a letter or digit replaced by ``_`` (``acme.api_url`` -> ``RAILYARD_ACME_API_URL``),
+or in the settings file either that variable's name in lower case without the prefix
+(``acme_api_url = "..."``) or the dotted name itself (``[acme]`` table, key ``api_url``).
+The environment wins over the file, the file over the connector's default.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import tomllib
+from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 import msgspec
 
@@ -72,13 +83,19 @@ class Settings(msgspec.Struct, kw_only=True):
     max_config_depth: int = 32
     max_config_bytes: int = 131072
     max_json_depth: int = 64
+    extra: dict[str, Any] = msgspec.field(default_factory=dict)
+    """Every other ``RAILYARD_*`` variable and settings-file key, by :func:`setting_key`
+    (where connector settings come from)."""
 
-    def connector_settings(self) -> dict[str, str]:
-        """Settings connectors read through ``sdk.setting(name)`` (e.g. ``slack.api_url``)."""
-        return {
-            "slack.api_url": self.slack_api_url.rstrip("/"),
-            "hubspot.api_url": self.hubspot_api_url.rstrip("/"),
-        }
+    def connector_settings(self) -> ConnectorSettings:
+        """What connectors read through ``sdk.setting(name)``; see the module docstring."""
+        return ConnectorSettings(
+            self.extra,
+            {
+                "slack.api_url": self.slack_api_url.rstrip("/"),
+                "hubspot.api_url": self.hubspot_api_url.rstrip("/"),
+            },
+        )
 
     def diagram_limits(self) -> DiagramLimits:
         """The diagram size limits of this installation."""
@@ -96,6 +113,38 @@ class Settings(msgspec.Struct, kw_only=True):
         if missing:
             listed = ", ".join(n.upper() for n in missing)
             raise SettingsError(f"{listed} must be set (or use `railyard dev`)")
+
+
+def setting_key(name: str) -> str:
+    """The lookup key of a connector setting name, an environment variable (without
+    ``RAILYARD_``) or a flattened settings-file key: lower case, every character other
+    than an ASCII letter or digit replaced by ``_`` (``acme.api-url`` -> ``acme_api_url``)."""
+    return re.sub(r"[^a-z0-9]", "_", name.lower())
+
+
+class ConnectorSettings(Mapping[str, Any]):
+    """Read-only mapping ``setting name -> value`` behind ``sdk.setting(name, default)``.
+
+    ``builtin`` holds the built-in connectors' settings (typed fields of
+    :class:`Settings`); any other name is looked up by :func:`setting_key` in ``extra``
+    (environment over file). Iterating lists only the built-ins and the names seen in
+    ``extra`` in their key form.
+    """
+
+    def __init__(self, extra: dict[str, Any], builtin: dict[str, Any]) -> None:
+        self._extra = extra
+        self._builtin = builtin
+
+    def __getitem__(self, name: str) -> Any:
+        if name in self._builtin:
+            return self._builtin[name]
+        return self._extra[setting_key(name)]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter({**dict.fromkeys(self._builtin), **dict.fromkeys(self._extra)})
+
+    def __len__(self) -> int:
+        return len(set(self._builtin) | set(self._extra))
 
 
 _ENV = {
@@ -146,6 +195,7 @@ def load_settings(environ: dict[str, str] | None = None, **overrides: object) ->
             elif name in ("http_allow_private", "secure_cookies"):
                 value = str(value).lower() in ("1", "true", "yes", "on")
             raw[name] = value
+    raw["extra"] = _extra_settings(raw, env)
     raw.update({k: v for k, v in overrides.items() if v is not None})
     try:
         settings = msgspec.convert(raw, Settings, strict=False)
@@ -153,6 +203,28 @@ def load_settings(environ: dict[str, str] | None = None, **overrides: object) ->
         raise SettingsError(f"invalid setting: {exc}") from exc
     settings.database_url = normalize_database_url(settings.database_url)
     return settings
+
+
+def _extra_settings(raw: dict[str, object], env: dict[str, str]) -> dict[str, Any]:
+    """File keys and ``RAILYARD_*`` variables that are not :class:`Settings` fields, by
+    :func:`setting_key` (nested file tables flattened: ``[acme] api_url`` ->
+    ``acme_api_url``); the environment wins."""
+    fields = set(Settings.__struct_fields__)
+    extra: dict[str, Any] = {}
+
+    def flatten(prefix: str, table: dict[str, object]) -> None:
+        for key, value in table.items():
+            name = f"{prefix}.{key}" if prefix else key
+            if isinstance(value, dict):
+                flatten(name, value)
+            elif prefix or key not in fields:
+                extra[setting_key(name)] = value
+
+    flatten("", raw)
+    for var, value in env.items():
+        if var.startswith("RAILYARD_") and var not in _ENV and value != "":
+            extra[setting_key(var.removeprefix("RAILYARD_"))] = value
+    return extra
 
 
 def normalize_database_url(url: str) -> str:

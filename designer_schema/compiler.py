@@ -51,7 +51,10 @@ always literal and stay in ``Step.config`` as written:
   ``max_interval`` >= ``initial_interval``, ``jitter`` in [0, 1]).
 - ``timeout``: seconds per attempt, a number > 0 (or ``null``).
 - ``join``: an object with :class:`~designer_schema.graph.JoinSpec` fields; ``n_of_m``
-  needs 1 <= ``count`` <= number of incoming edges.
+  needs 1 <= ``count`` <= number of incoming edges. A node type with ``config_join`` (the
+  Join node) takes its join from its own ``mode`` and ``count`` fields instead (count
+  defaults to 1); a ``count`` above the incoming edges is allowed there: the join fires
+  with what arrived once every branch is resolved.
 - ``on_error``: ``"fail"`` (default), ``"error_port"`` (adds the ``error`` output port) or
   ``"continue"`` (a failure continues on the regular output ports).
 
@@ -81,6 +84,10 @@ Graph
   (each strongly connected component), the message names all its nodes. Loops will come
   as explicit loop nodes.
 
+Node-type versions: each step pins the version of the spec the catalog returned
+(``Step.type_version`` = ``NodeTypeSpec.version``, the latest), so a published graph keeps
+running that version's behaviour after a newer version is installed.
+
 Building the graph (only when there is no error): ``trigger`` is the trigger node's id,
 ``steps`` follow diagram node order, ``transitions`` follow edge order, and
 ``content_hash`` is :func:`~designer_schema.graph.canonical_hash`. Positions, the
@@ -101,6 +108,7 @@ from designer_schema.diagnostics import Diagnostic, Severity
 from designer_schema.diagram import Diagram, Node
 from designer_schema.graph import (
     ERROR_PORT,
+    JoinMode,
     JoinSpec,
     OnError,
     RetryPolicy,
@@ -151,6 +159,7 @@ _JSON_TYPES: Final = frozenset(
     {"string", "number", "integer", "boolean", "object", "array", "null"}
 )
 _ON_ERROR_VALUES: Final[tuple[OnError, ...]] = ("fail", "error_port", "continue")
+_JOIN_MODES: Final[tuple[JoinMode, ...]] = ("all", "first", "n_of_m")
 
 
 class _Sink:
@@ -369,10 +378,11 @@ def _compile_node(node: Node, spec: NodeTypeSpec, checker: ExpressionChecker, si
         config=config,
         expressions=expressions,
         outputs=outputs,
-        join=_parse_join(node, sink),
+        join=_config_join(config) if spec.config_join else _parse_join(node, sink),
         retry=_parse_retry(node, sink),
         timeout=_parse_timeout(node, sink),
         on_error=on_error,
+        type_version=spec.version,
     )
 
 
@@ -659,6 +669,19 @@ def _parse_join(node: Node, sink: _Sink) -> JoinSpec:
         )
         return JoinSpec()
     return join
+
+
+def _config_join(config: Mapping[str, Any]) -> JoinSpec:
+    """The join of a node whose own ``mode``/``count`` fields say what it waits for (the
+    Join node; ``NodeTypeSpec.config_join``): an unknown mode waits for all, a count that
+    is not an integer counts 1 (the schema check has reported bad literals already)."""
+    mode: JoinMode = "all"
+    for known in _JOIN_MODES:
+        if config.get("mode") == known:
+            mode = known
+    count = config.get("count") or 1
+    usable = isinstance(count, int) and not isinstance(count, bool)
+    return JoinSpec(mode=mode, count=count if usable else 1)
 
 
 def _parse_timeout(node: Node, sink: _Sink) -> float | None:

@@ -290,7 +290,6 @@ class AppPages(LoginRequiredPages):
             runs=items,
             workflow_id=str(workflow_id) if workflow_id else None,
             status=status,
-            statuses=[s.value for s in RunStatus],
         )
 
     @get("/runs/{run_id:uuid}", operation_id="page_run")

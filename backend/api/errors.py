@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Callable
+from typing import Any
 
-import asyncpg
 import msgspec
 from litestar import MediaType, Request, Response
 from litestar.exceptions import HTTPException, ValidationException
-from redis.exceptions import ConnectionError as RedisConnectionError
-from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
+from litestar.exceptions.responses import create_exception_response
 
 from backend.api.schemas import ErrorOut
+from backend.services.availability import unavailable_service
 from backend.services.execution import RunNotActive, RunNotFound
+from backend.services.storable import UnstorableInput, refused_by_database
 from backend.services.workflows import InvalidInput, PublishRejected, WorkflowNotFound
 
 log = logging.getLogger(__name__)
@@ -28,7 +30,7 @@ def not_found(_: Request, exc: LookupError) -> Response[bytes]:
     return _json(404, str(exc).strip("'\""))
 
 
-def invalid_input(_: Request, exc: InvalidInput) -> Response[bytes]:
+def invalid_input(_: Request, exc: InvalidInput | UnstorableInput) -> Response[bytes]:
     return _json(400, str(exc), field=exc.field)
 
 
@@ -76,63 +78,58 @@ def publish_rejected(_: Request, exc: PublishRejected) -> Response[bytes]:
     return _json(422, str(exc), diagnostics=exc.diagnostics)
 
 
-def database_unavailable(_: Request, exc: Exception) -> Response[bytes]:
-    log.warning("database unavailable: %s: %s", type(exc).__name__, exc)
-    return _json(503, "database unavailable, try again shortly")
+RETRY_AFTER_SECONDS = 5
+"""``Retry-After`` of a 503 answered while PostgreSQL or Redis is unreachable, in seconds."""
+
+UNAVAILABLE_DETAIL = {
+    "database": "database unavailable, try again shortly",
+    "redis": "Redis unavailable, try again shortly",
+}
 
 
-def service_unavailable(request: Request, exc: Exception) -> Response[bytes]:
-    """503 for a lost connection (``OSError`` and its ``ConnectionError`` family, Redis
-    connection errors); any other error stays a 500."""
-    if isinstance(exc, OSError | RedisConnectionError):
-        return database_unavailable(request, exc)
-    return internal_error(request, exc)
+def unexpected_error(request: Request, exc: Exception) -> Response[bytes]:
+    """Every error no other handler takes (Litestar's ``500`` handler slot).
 
-
-def database_error(request: Request, exc: DBAPIError) -> Response[bytes]:
-    """503 when a SQLAlchemy DBAPI error means the connection is gone (``OperationalError``,
-    ``InterfaceError``, an invalidated connection, or a wrapped connection error); any other
-    (an integrity or data error: a bug) stays a 500."""
-    if (
-        isinstance(exc, OperationalError | InterfaceError)
-        or exc.connection_invalidated
-        or isinstance(exc.orig, DATABASE_UNAVAILABLE_ERRORS)
-        or isinstance(exc.orig, OSError)
-        or "connection" in type(exc.orig).__name__.lower()
-    ):
-        return database_unavailable(request, exc)
-    return internal_error(request, exc)
-
-
-DATABASE_UNAVAILABLE_ERRORS: tuple[type[Exception], ...] = (
-    asyncpg.exceptions.CannotConnectNowError,  # the server is starting or shutting down
-    asyncpg.exceptions.ConnectionDoesNotExistError,
-    asyncpg.exceptions.InterfaceError,
-    asyncpg.exceptions.PostgresConnectionError,
-    ConnectionRefusedError,
-    ConnectionResetError,
-    TimeoutError,  # pool checkout or connect timeout
-)
-"""Errors that mean "PostgreSQL cannot be reached right now": the API answers 503."""
-
-
-def internal_error(request: Request, exc: Exception) -> Response[bytes]:
+    Text the database refused as unstorable answers 400. An outage of PostgreSQL or
+    Redis, wherever it sits in the exception's chain
+    (:func:`backend.services.availability.unavailable_service`), answers 503 with
+    ``Retry-After``; anything else is a bug: logged with its traceback, answered 500
+    without one. An ``HTTPException`` raised as 500 keeps Litestar's own answer.
+    """
     if isinstance(exc, HTTPException):
-        return _json(exc.status_code, exc.detail, **({}))
+        return create_exception_response(request, exc)  # type: ignore[return-value]
+    if refused_by_database(exc):  # missed by StorableInputMiddleware (e.g. a huge body)
+        log.warning("unstorable text on %s %s: %s", request.method, request.url.path, exc)
+        return _json(
+            400, "a value contains U+0000 (NUL) or a lone surrogate, which cannot be stored"
+        )
+    service = unavailable_service(exc)
+    if service is not None:
+        log.warning(
+            "%s unavailable on %s %s: %s: %s",
+            service,
+            request.method,
+            request.url.path,
+            type(exc).__name__,
+            exc,
+        )
+        response = _json(503, UNAVAILABLE_DETAIL[service])
+        response.headers["Retry-After"] = str(RETRY_AFTER_SECONDS)
+        return response
     log.exception("unhandled error on %s %s", request.method, request.url.path)
     return _json(500, "internal error (logged)")
 
 
-API_EXCEPTION_HANDLERS = {
+ErrorHandler = Callable[[Request[Any, Any, Any], Any], Response[Any]]
+
+API_EXCEPTION_HANDLERS: dict[int | type[Exception], ErrorHandler] = {
     WorkflowNotFound: not_found,
     RunNotFound: not_found,
     RunNotActive: conflict,
     InvalidInput: invalid_input,
     ValidationException: validation_error,
     RecursionError: too_deep,
+    UnstorableInput: invalid_input,
     PublishRejected: publish_rejected,
-    **dict.fromkeys(DATABASE_UNAVAILABLE_ERRORS, database_unavailable),
-    DBAPIError: database_error,
-    OSError: service_unavailable,
-    RedisConnectionError: service_unavailable,
+    500: unexpected_error,
 }

@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
+from backend.engine.workflow_settings import WorkflowSettings
 from designer_schema.diagnostics import Diagnostic
 from designer_schema.diagram import Diagram
 
@@ -82,7 +83,7 @@ class WorkflowOut(msgspec.Struct):
     draft: dict[str, Any]
     created_at: datetime
     updated_at: datetime
-    settings: dict[str, Any] = msgspec.field(default_factory=dict)
+    settings: WorkflowSettings = msgspec.field(default_factory=WorkflowSettings)
 
 
 class DiagramIn(msgspec.Struct):

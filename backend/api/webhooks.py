@@ -36,7 +36,7 @@ from sqlalchemy import select
 
 from backend.api.workflows import run_started
 from backend.db.models import Run
-from backend.engine.triggers import DEFAULT_IDEMPOTENCY_HOURS
+from backend.engine.nodes.trigger_webhook import DEFAULT_IDEMPOTENCY_HOURS
 from backend.runtime import Runtime
 from backend.services import webhooks as hooks
 from backend.services.channels import run_channel

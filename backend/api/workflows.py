@@ -22,6 +22,7 @@ from backend.api.schemas import (
 )
 from backend.auth.web import AppRuntime, CurrentUser, DbSession, login_required, user_dependencies
 from backend.db.models import Workflow, WorkflowVersion
+from backend.engine.workflow_settings import WorkflowSettings
 from backend.runtime import Runtime
 from backend.services import webhooks
 from backend.services import workflows as svc
@@ -43,7 +44,7 @@ def workflow_out(runtime: Runtime, wf: Workflow) -> WorkflowOut:
         draft=wf.draft,
         created_at=wf.created_at,
         updated_at=wf.updated_at,
-        settings=dict(wf.settings or {}),
+        settings=WorkflowSettings.from_stored(wf.settings),
     )
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+import secrets
 from collections.abc import AsyncGenerator
 from datetime import UTC, datetime
 from typing import TypeAlias
@@ -9,15 +11,17 @@ from typing import TypeAlias
 from litestar.connection import ASGIConnection
 from litestar.datastructures import Cookie, State
 from litestar.di import NamedDependency, Provide
+from litestar.enums import ScopeType
 from litestar.exceptions import NotAuthorizedException
 from litestar.handlers.base import BaseRouteHandler
+from litestar.middleware import ASGIMiddleware
 from litestar.middleware.csrf import CSRFMiddleware
-from litestar.types import Receive, Scope, Send
+from litestar.types import ASGIApp, Message, Receive, Scope, Send
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.db.models import User
 from backend.runtime import Runtime
-from backend.services import accounts, api_tokens
+from backend.services import accounts, api_tokens, audit
 
 SESSION_COOKIE = "railyard_session"
 
@@ -69,6 +73,8 @@ async def load_user(connection: ASGIConnection) -> User | None:
         async with runtime.sessionmaker() as session:
             user = await accounts.user_for_session(session, token)
     connection.scope.setdefault("state", {})["user"] = user
+    if user is not None:
+        audit.bind_actor(user.id, user.email)
     return user
 
 
@@ -76,6 +82,41 @@ def bearer_token(connection: ASGIConnection) -> str | None:
     """The token of an ``Authorization: Bearer <token>`` header, if any."""
     scheme, _, token = connection.headers.get("authorization", "").partition(" ")
     return token.strip() if scheme.lower() == "bearer" and token.strip() else None
+
+
+REQUEST_ID_HEADER = "x-request-id"
+_REQUEST_ID_RE = re.compile(r"^[A-Za-z0-9._:-]{1,64}$")
+
+
+class RequestContextMiddleware(ASGIMiddleware):
+    """Give every HTTP request an id and bind it, with the client address, for the audit log.
+
+    A well-formed incoming ``X-Request-ID`` (1-64 of ``A-Za-z0-9._:-``, as set by a proxy)
+    is kept, otherwise a random 16-byte hex id is made; either way it is echoed in the
+    response's ``X-Request-ID`` header (see :mod:`backend.services.audit`).
+    """
+
+    scopes = (ScopeType.HTTP,)
+
+    async def handle(self, scope: Scope, receive: Receive, send: Send, next_app: ASGIApp) -> None:
+        """Bind the request context, then serve the request with the header added."""
+        incoming = ""
+        for name, value in scope.get("headers", []):
+            if name == REQUEST_ID_HEADER.encode():
+                incoming = value.decode("latin-1")
+                break
+        request_id = incoming if _REQUEST_ID_RE.match(incoming) else secrets.token_hex(16)
+        client = scope.get("client")
+        audit.bind_request(client[0] if client else None, request_id)
+
+        async def send_with_id(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers", []))
+                headers.append((REQUEST_ID_HEADER.encode(), request_id.encode()))
+                message["headers"] = headers  # type: ignore[typeddict-unknown-key]
+            await send(message)
+
+        await next_app(scope, receive, send_with_id)
 
 
 class BearerAwareCSRFMiddleware(CSRFMiddleware):

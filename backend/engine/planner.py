@@ -4,7 +4,9 @@ A transition ``source:port -> target`` is *activated* when its source finished (
 or failed with the failure routed to a port) and took ``port``; it is *dead* when the
 source finished without taking that port or was skipped; otherwise it is *unresolved*.
 
-A pending step with incoming transitions becomes:
+A pending step with incoming transitions becomes, by its compiled ``Step.join`` (the
+reserved config key ``join``, or a Join node's ``mode``/``count``: the compiler decides,
+the planner never reads node config):
 
 - ``join.mode == "all"`` (the default for every step): ready once no incoming transition
   is unresolved and at least one is activated; skipped when all are dead (dead-path
@@ -23,7 +25,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from backend.engine.model import StepRecord
-from backend.engine.nodes.flow import join_spec
 from backend.engine.states import StepStatus
 from designer_schema.graph import Transition, WorkflowGraph
 
@@ -74,8 +75,7 @@ def plan(graph: WorkflowGraph, steps: Mapping[str, StepRecord]) -> Plan:
             states = [transition_state(t, view) for t in incoming]
             activated = states.count("activated")
             unresolved = states.count("unresolved")
-            join = join_spec(step)
-            decision = _decide(join.mode, join.count, activated, unresolved, len(states))
+            decision = _decide(step.join.mode, step.join.count, activated, unresolved)
             if decision is None:
                 continue
             status[step.id] = decision
@@ -88,9 +88,7 @@ def plan(graph: WorkflowGraph, steps: Mapping[str, StepRecord]) -> Plan:
     return result
 
 
-def _decide(
-    mode: str, count: int, activated: int, unresolved: int, total: int
-) -> StepStatus | None:
+def _decide(mode: str, count: int, activated: int, unresolved: int) -> StepStatus | None:
     if activated == 0 and unresolved == 0:
         return StepStatus.SKIPPED
     if mode == "first":

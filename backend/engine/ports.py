@@ -51,10 +51,11 @@ class ActionRunner(Protocol):
 
 
 class ConnectorRegistry(Protocol):
-    """Lookup of executable action node types by node type name."""
+    """Lookup of executable action node types by node type name and version."""
 
-    def action(self, node_type: str) -> ActionRunner | None:
-        """The runner of ``node_type`` or ``None`` when no installed connector provides it."""
+    def action(self, node_type: str, version: int = 1) -> ActionRunner | None:
+        """The runner of ``node_type`` at ``version`` (the version the step's graph pins),
+        or ``None`` when no installed connector provides it."""
         ...
 
 

@@ -1,15 +1,18 @@
 """Running one attempt of a connector action: lease heartbeats, step timeout, cancellation.
 
 The worker runs the connector outside any database transaction (DESIGN.md, execution
-model); this module turns whatever happens into an *outcome*, the dict the engine records:
-
-- ``{"ok": True, "output": <JSON-able>}``;
-- ``{"ok": False, "error": {"message", "kind", "details"?}, "retryable": bool,
-  "retry_after"?: seconds}``.
+model); this module turns whatever happens into an *outcome* the engine records, an
+:data:`~backend.engine.outcomes.AttemptOutcome`: ``AttemptSucceeded(output)`` or
+``AttemptFailed(error={"message", "kind", "details"?}, retryable, retry_after)``.
 
 Connector errors never escape: an exception becomes a failed outcome (the SDK's errors
 carry ``kind``, ``retryable``, ``retry_after`` and ``details``, read duck-typed so this
 module does not import the SDK).
+
+Outcomes are made storable (:func:`storable_outcome`): an output holding text PostgreSQL
+cannot store (U+0000, a lone surrogate) fails the step with kind ``unstorable_output``
+naming where (never retried: the same call gives the same output), and such characters in
+an error's message or details become U+FFFD (an error is diagnostic text).
 """
 
 from __future__ import annotations
@@ -17,6 +20,11 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
+
+import msgspec
+
+from backend.engine.outcomes import AttemptFailed, AttemptOutcome, AttemptSucceeded, failed
+from backend.services.storable import find_unstorable, replace_unstorable
 
 RenewLease = Callable[[], Awaitable[bool]]
 """Pushes the attempt's lease; ``False`` when the attempt is no longer current."""
@@ -31,7 +39,7 @@ async def run_attempt(
     renew_lease: RenewLease,
     heartbeat_every: float,
     timeout: float | None,
-) -> dict[str, Any]:
+) -> AttemptOutcome:
     """Run ``runner.run(config, input, context)`` and return its outcome (see module doc).
 
     ``make_context(heartbeat, is_cancelled)`` builds the connector's context. The lease is
@@ -63,13 +71,13 @@ async def run_attempt(
             _stop(task, cancelled)
             await asyncio.gather(task, return_exceptions=True)
             return failure(f"step timed out after {timeout:g} s", "timeout", retryable=True)
-        return {"ok": True, "output": task.result()}
+        return storable_outcome(AttemptSucceeded(task.result()))
     except asyncio.CancelledError:
         if cancelled.is_set():  # stopped by the heartbeat: completion is discarded anyway
             return failure("attempt cancelled", "cancelled")
         raise
     except Exception as exc:  # connector errors become step errors, never crash the worker
-        return outcome_from_exception(exc)
+        return storable_outcome(outcome_from_exception(exc))
     finally:
         beater.cancel()
         if not task.done():  # the caller was cancelled
@@ -84,12 +92,12 @@ def _stop(task: asyncio.Task[Any] | None, cancelled: asyncio.Event) -> None:
         task.cancel()
 
 
-def failure(message: str, kind: str, *, retryable: bool = False) -> dict[str, Any]:
-    """A failed outcome with ``message`` and error ``kind``."""
-    return {"ok": False, "error": {"message": message, "kind": kind}, "retryable": retryable}
+failure = failed
+"""A failed outcome with ``message`` and error ``kind``
+(:func:`backend.engine.outcomes.failed`)."""
 
 
-def outcome_from_exception(exc: BaseException) -> dict[str, Any]:
+def outcome_from_exception(exc: BaseException) -> AttemptFailed:
     """Map an SDK error (duck-typed: ``kind``, ``retryable``, ``retry_after``, ``details``)
     or any other exception to a failed outcome."""
     kind = getattr(exc, "kind", None) or type(exc).__name__
@@ -98,8 +106,36 @@ def outcome_from_exception(exc: BaseException) -> dict[str, Any]:
     details = getattr(exc, "details", None)
     if details:
         error["details"] = details
-    outcome: dict[str, Any] = {"ok": False, "error": error, "retryable": retryable}
     retry_after = getattr(exc, "retry_after", None)
-    if retry_after is not None:
-        outcome["retry_after"] = float(retry_after)
-    return outcome
+    return AttemptFailed(
+        error, retryable=retryable, retry_after=None if retry_after is None else float(retry_after)
+    )
+
+
+def storable_outcome(outcome: AttemptOutcome) -> AttemptOutcome:
+    """``outcome`` made storable in PostgreSQL (see the module docstring)."""
+    if isinstance(outcome, AttemptFailed):
+        return msgspec.structs.replace(outcome, error=_replace_unstorable(outcome.error))
+    try:
+        encoded = msgspec.json.encode(outcome.output)
+    except UnicodeEncodeError:  # a lone surrogate has no UTF-8 encoding
+        found = find_unstorable(msgspec.to_builtins(outcome.output), "output")
+    except (TypeError, ValueError):  # not JSON-able: the engine reports it as it always did
+        return outcome
+    else:
+        if b"\\u0000" not in encoded:
+            return outcome
+        found = find_unstorable(msgspec.json.decode(encoded), "output")
+    if found is None:  # pragma: no cover - the checks above only let suspects through
+        return outcome
+    return failure(f"the step's {found.message}", "unstorable_output")
+
+
+def _replace_unstorable(value: Any) -> Any:
+    if isinstance(value, str):
+        return replace_unstorable(value)
+    if isinstance(value, dict):
+        return {_replace_unstorable(k): _replace_unstorable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_replace_unstorable(v) for v in value]
+    return value

@@ -38,14 +38,14 @@ from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from backend.crypto import CryptoError, Keyring
-from backend.db.models.credentials import AuditLog, Credential, OAuthState
+from backend.db.models.credentials import Credential, OAuthState
+from backend.services import audit
 from connectors import sdk
 
 __all__ = [
     "CredentialError",
     "CredentialNotFound",
     "CredentialView",
-    "audit",
     "create_credential",
     "delete_credential",
     "finish_oauth",
@@ -166,27 +166,6 @@ def _view(catalog: Any, row: Credential) -> CredentialView:
     )
 
 
-async def audit(
-    session: AsyncSession,
-    action: str,
-    object_type: str,
-    object_id: str,
-    *,
-    actor_user_id: uuid.UUID | None = None,
-    details: dict[str, Any] | None = None,
-) -> None:
-    """Add an audit row (committed with the caller's transaction). Never pass secrets."""
-    session.add(
-        AuditLog(
-            actor_user_id=actor_user_id,
-            action=action,
-            object_type=object_type,
-            object_id=object_id,
-            details=details or {},
-        )
-    )
-
-
 def _validate(ctype: Any, data: dict[str, Any]) -> dict[str, Any]:
     unknown = sorted(set(data) - set(ctype.fields.__struct_fields__))
     if unknown:
@@ -239,7 +218,7 @@ async def create_credential(
         created_by=user_id,
     )
     session.add(row)
-    await audit(
+    await audit.record(
         session,
         "credential.create",
         "credential",
@@ -325,7 +304,7 @@ async def update_credential(
         row.key_id = keyring.current_id
         row.public = {**_public(ctype, fields), **({"_connected": True} if token else {})}
     row.updated_at = datetime.now(UTC)
-    await audit(
+    await audit.record(
         session,
         "credential.update",
         "credential",
@@ -342,7 +321,7 @@ async def delete_credential(
 ) -> None:
     """Delete a credential (nodes referencing it fail with ``credential_missing``)."""
     row = await _row(session, credential_id, lock=True)
-    await audit(
+    await audit.record(
         session,
         "credential.delete",
         "credential",
@@ -373,7 +352,7 @@ async def rotate_keys(session: AsyncSession, keyring: Keyring) -> int:
         row.ciphertext = keyring.reencrypt(row.ciphertext, aad=_aad(row.id))
         row.key_id = keyring.current_id
     if rows:
-        await audit(
+        await audit.record(
             session,
             "credential.rotate_key",
             "keyring",
@@ -440,7 +419,9 @@ async def start_oauth(
             expires_at=now + timedelta(seconds=OAUTH_STATE_TTL),
         )
     )
-    await audit(session, "credential.oauth_start", "credential", str(row.id), actor_user_id=user_id)
+    await audit.record(
+        session, "credential.oauth_start", "credential", str(row.id), actor_user_id=user_id
+    )
     await session.flush()
     return str(url)
 
@@ -507,7 +488,9 @@ async def finish_oauth(
     finally:
         await client.aclose()
     _store_token(keyring, row, fields, _token_record(dict(token), None))
-    await audit(session, "credential.connect", "credential", str(row.id), actor_user_id=user_id)
+    await audit.record(
+        session, "credential.connect", "credential", str(row.id), actor_user_id=user_id
+    )
     await session.flush()
     return _view(catalog, row)
 
@@ -554,7 +537,7 @@ async def resolve_for_action(
     credential_id: str,
     accepted: tuple[str, ...],
     *,
-    info: dict[str, Any],
+    info: sdk.ActionInfo,
     refresh_margin: float = 60.0,
     transport: httpx.AsyncBaseTransport | None = None,
 ) -> dict[str, Any]:
@@ -613,17 +596,17 @@ async def resolve_for_action(
                 token_type=token.get("token_type", "Bearer"),
                 expires_at=token.get("expires_at"),
             )
-        await audit(
+        await audit.record(
             session,
             "credential.use",
             "credential",
             str(row.id),
             details={
-                "run_id": info.get("run_id"),
-                "workflow_id": info.get("workflow_id"),
-                "step_id": info.get("step_id"),
-                "attempt": info.get("attempt"),
-                "node_type": info.get("node_type"),
+                "run_id": info.run_id,
+                "workflow_id": info.workflow_id,
+                "step_id": info.step_id,
+                "attempt": info.attempt,
+                "node_type": info.node_type,
                 "refreshed": refreshed,
             },
         )

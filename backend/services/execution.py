@@ -61,12 +61,12 @@ from backend.db.run_store import (
 from backend.engine import orchestrator
 from backend.engine.expressions import ExpressionError, resolve_config
 from backend.engine.model import RunState
-from backend.engine.nodes.calls import CALL_TYPES
-from backend.engine.nodes.waits import TIMER_TYPES
+from backend.engine.outcomes import AttemptFailed, AttemptOutcome, AttemptSucceeded
 from backend.engine.ports import Clock, ConnectorRegistry, Dispatcher, SystemClock
 from backend.engine.states import RunStatus, StepStatus
 from backend.services.attempts import failure, run_attempt
 from backend.services.graphs import cached_graph, graph_for_version
+from connectors.sdk import ActionInfo
 from designer_schema.graph import WorkflowGraph
 
 log = logging.getLogger(__name__)
@@ -126,6 +126,8 @@ class _Claimed:
     # it: completing the attempt starts from this state while the revision has not moved
     revision: int | None = None
     state: RunState | None = None
+    node_version: int = 1  # the node-type version the step's graph pins
+    workflow_version: int = 0  # the run's version number
 
 
 class RunNotActive(ValueError):
@@ -809,14 +811,16 @@ class Execution:
         """
         claimed = await self._start_step(run_id, step_id)
         while claimed is not None:
-            info = {
-                "run_id": str(run_id),
-                "workflow_id": claimed.workflow_id,
-                "step_id": claimed.step_id,
-                "attempt": claimed.number,
-                "idempotency_key": claimed.idempotency_key,
-                "node_type": claimed.node_type,
-            }
+            info = ActionInfo(
+                run_id=str(run_id),
+                workflow_id=claimed.workflow_id,
+                step_id=claimed.step_id,
+                attempt=claimed.number,
+                idempotency_key=claimed.idempotency_key,
+                node_type=claimed.node_type,
+                workflow_version=claimed.workflow_version,
+                node_version=claimed.node_version,
+            )
             outcome = await self._run_action(
                 claimed.node_type,
                 claimed.config,
@@ -846,7 +850,7 @@ class Execution:
                 return None
             step = graph.step(step_id)
             claimed: _Claimed | None = None
-            if step.type in TIMER_TYPES:
+            if orchestrator.behaviour_kind(step) == "timer":
                 dispatch = orchestrator.fire_timer(graph, state, step_id, now)
                 followup = await self._persist(session, run, state, graph, dispatch, now)
             else:
@@ -906,14 +910,14 @@ class Execution:
         node_type: str,
         config: dict[str, Any],
         input: Any,
-        info: dict[str, Any],
+        info: ActionInfo,
         attempt_id: int,
         token: str,
         timeout: float | None,
-    ) -> dict[str, Any]:
+    ) -> AttemptOutcome:
         """Run one attempt (backend/services/attempts.py), renewing its lease in
         PostgreSQL while it runs; returns the outcome."""
-        runner = self.registry.action(node_type)
+        runner = self.registry.action(node_type, info.node_version)
         if runner is None:
             return failure(f"no installed connector provides {node_type}", "unknown_node_type")
 
@@ -933,7 +937,7 @@ class Execution:
         )
 
     async def _complete(
-        self, run_id: uuid.UUID, done: _Claimed, outcome: dict[str, Any]
+        self, run_id: uuid.UUID, done: _Claimed, outcome: AttemptOutcome
     ) -> _Claimed | None:
         """Record the outcome of attempt ``done`` and advance the run.
 
@@ -949,7 +953,7 @@ class Execution:
         return await self._complete_locked(run_id, done, outcome)
 
     async def _complete_unlocked(
-        self, run_id: uuid.UUID, done: _Claimed, outcome: dict[str, Any]
+        self, run_id: uuid.UUID, done: _Claimed, outcome: AttemptOutcome
     ) -> _Claimed | _Moved | None:
         """Complete ``done`` from the run state this worker wrote with the claim, in ONE
         autocommit statement that writes only if the run is still at that revision (it
@@ -1004,7 +1008,7 @@ class Execution:
         )
 
     async def _complete_locked(
-        self, run_id: uuid.UUID, done: _Claimed, outcome: dict[str, Any]
+        self, run_id: uuid.UUID, done: _Claimed, outcome: AttemptOutcome
     ) -> _Claimed | None:
         """Complete ``done`` in a transaction holding the run lock (the general path).
 
@@ -1066,7 +1070,7 @@ class Execution:
 
 def has_calls(graph: WorkflowGraph) -> bool:
     """True when ``graph`` has a Sub-workflow or For-each step (its runs may have children)."""
-    return any(step.type in CALL_TYPES for step in graph.steps)
+    return any(orchestrator.behaviour_kind(step) == "call" for step in graph.steps)
 
 
 async def _locked_state(session: AsyncSession, run_id: uuid.UUID) -> tuple[Run, RunState]:
@@ -1097,21 +1101,11 @@ def _is_current(state: RunState, done: _Claimed) -> bool:
 
 
 def _apply_outcome(
-    graph: WorkflowGraph, state: RunState, done: _Claimed, outcome: dict[str, Any], now: Any
+    graph: WorkflowGraph, state: RunState, done: _Claimed, outcome: AttemptOutcome, now: Any
 ) -> list[str]:
     """Let the engine complete or fail ``done``'s step; the steps to dispatch (the step
     itself when it waits to be retried)."""
-    if outcome["ok"]:
-        return orchestrator.complete_action(graph, state, done.step_id, outcome["output"], now)
-    dispatch, delay = orchestrator.fail_action(
-        graph,
-        state,
-        done.step_id,
-        outcome["error"],
-        now,
-        retryable=outcome["retryable"],
-        retry_after=outcome.get("retry_after"),
-    )
+    dispatch, delay = orchestrator.record_outcome(graph, state, done.step_id, outcome, now)
     return [done.step_id] if delay is not None else dispatch
 
 
@@ -1124,14 +1118,14 @@ def _resolve(graph: WorkflowGraph, state: RunState, step_id: str) -> dict[str, A
     return resolve_config(step.config, step.expressions, state.steps[step_id].input, bindings)
 
 
-def _finished(done: _Claimed, outcome: dict[str, Any], now: Any) -> FinishedAttempt:
+def _finished(done: _Claimed, outcome: AttemptOutcome, now: Any) -> FinishedAttempt:
     """The attempt row's closing values for ``outcome``."""
     return FinishedAttempt(
         done.attempt_id,
         done.token,
-        status="succeeded" if outcome["ok"] else "failed",
-        output=outcome.get("output"),
-        error=outcome.get("error"),
+        status="succeeded" if isinstance(outcome, AttemptSucceeded) else "failed",
+        output=outcome.output if isinstance(outcome, AttemptSucceeded) else None,
+        error=outcome.error if isinstance(outcome, AttemptFailed) else None,
         finished_at=now,
     )
 
@@ -1161,6 +1155,8 @@ def _claimed(
         version_id=version_id,
         revision=revision,
         state=state,
+        node_version=step.type_version,
+        workflow_version=state.version_number,
     )
 
 

@@ -14,6 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.db.models import Workflow, WorkflowVersion
 from backend.engine.expressions import JsonataChecker
+from backend.engine.workflow_settings import SettingError, WorkflowSettings
 from backend.services import schedules
 from backend.triggers.schedule_rules import ScheduleError
 from designer_schema.catalog import Catalog
@@ -145,9 +146,7 @@ async def update_workflow(
     return wf
 
 
-MAX_RUN_TIMEOUT_SECONDS = 30 * 24 * 3600
-MAX_CONCURRENT_RUNS = 10_000
-WORKFLOW_SETTINGS = ("error_workflow_id", "run_timeout_seconds", "max_concurrent_runs")
+WORKFLOW_SETTINGS = tuple(WorkflowSettings.__struct_fields__)
 """Keys of ``workflows.settings`` (run control, docs/engine.md)."""
 
 
@@ -156,47 +155,27 @@ async def update_settings(
 ) -> Workflow:
     """Change the run-control settings of a workflow; a ``None`` value clears a setting.
 
-    ``error_workflow_id``: another existing workflow (UUID text); ``run_timeout_seconds``:
-    a number of seconds in (0, 30 days]; ``max_concurrent_runs``: an integer in [1, 10000].
-    Raises :class:`InvalidInput` naming the field (``settings.<key>``) or
-    :class:`WorkflowNotFound`.
+    The rules are :class:`~backend.engine.workflow_settings.WorkflowSettings`'; the error
+    workflow must also exist. Raises :class:`InvalidInput` naming the field
+    (``settings.<key>``) or :class:`WorkflowNotFound`.
     """
     wf = await get_workflow(session, workflow_id)
-    settings = dict(wf.settings or {})
-    for key, value in changes.items():
-        where = f"settings.{key}"
-        if key not in WORKFLOW_SETTINGS:
-            raise InvalidInput(f"unknown setting {key!r}", where)
-        if value is None:
-            settings.pop(key, None)
-            continue
-        if key == "error_workflow_id":
-            try:
-                target = uuid.UUID(str(value))
-            except ValueError:
-                raise InvalidInput("error_workflow_id must be a workflow id", where) from None
-            if target == workflow_id:
-                raise InvalidInput("a workflow cannot be its own error workflow", where)
-            if await session.get(Workflow, target) is None:
-                raise InvalidInput(f"workflow {target} not found", where)
-            settings[key] = str(target)
-        elif key == "run_timeout_seconds":
-            if isinstance(value, bool) or not isinstance(value, int | float):
-                raise InvalidInput("run_timeout_seconds must be a number of seconds", where)
-            if not 0 < value <= MAX_RUN_TIMEOUT_SECONDS:
-                raise InvalidInput(
-                    f"run_timeout_seconds must be > 0 and <= {MAX_RUN_TIMEOUT_SECONDS}", where
-                )
-            settings[key] = value
-        else:
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise InvalidInput("max_concurrent_runs must be an integer", where)
-            if not 1 <= value <= MAX_CONCURRENT_RUNS:
-                raise InvalidInput(
-                    f"max_concurrent_runs must be between 1 and {MAX_CONCURRENT_RUNS}", where
-                )
-            settings[key] = value
-    wf.settings = settings
+    try:
+        settings = WorkflowSettings.from_stored(wf.settings).changed(
+            changes, workflow_id=workflow_id
+        )
+    except SettingError as exc:
+        raise InvalidInput(str(exc), f"settings.{exc.key}") from None
+    target = changes.get("error_workflow_id")
+    if target is not None and settings.error_workflow_id is not None:
+        if await session.get(Workflow, uuid.UUID(settings.error_workflow_id)) is None:
+            raise InvalidInput(
+                f"workflow {settings.error_workflow_id} not found", "settings.error_workflow_id"
+            )
+    wf.settings = {
+        **{k: v for k, v in (wf.settings or {}).items() if k not in WORKFLOW_SETTINGS},
+        **settings.stored(),
+    }
     await session.flush()
     return wf
 

@@ -130,6 +130,8 @@ def parse_json_text(text: str, max_depth: int = DEFAULT_MAX_JSON_DEPTH) -> Any:
             f"malformed JSON body: {exc.msg} at line {exc.lineno}, column {exc.colno} "
             f"(character {exc.pos})"
         ) from exc
+    except ValueError as exc:  # an integer longer than Python's 4,300-digit conversion limit
+        raise BodyError(f"JSON body not accepted: {exc}") from exc
     except RecursionError:  # deeper than the interpreter's recursion limit
         raise too_deep from None
     if json_depth(value, max_depth) > max_depth:

@@ -16,8 +16,10 @@ import logging
 from sqlalchemy import text
 
 from backend.runtime import Runtime
+from backend.services.availability import database_unavailable
 from backend.services.recovery import sweep
 from backend.triggers.scheduling import run_schedules
+from backend.workers.health import Backoff, ServiceHealth
 
 log = logging.getLogger(__name__)
 
@@ -25,24 +27,36 @@ log = logging.getLogger(__name__)
 SCHEDULER_LOCK_KEY = 0x52595343484544
 
 
-async def run_scheduler(runtime: Runtime, stop: asyncio.Event) -> None:
+async def run_scheduler(
+    runtime: Runtime, stop: asyncio.Event, health: ServiceHealth | None = None
+) -> None:
     """Sweep and fire schedules while leader until ``stop`` is set.
 
-    A lost database (PostgreSQL restarted or unreachable) ends leadership (the advisory
-    lock went with the connection): schedule firing stops, the error is logged and the
-    scheduler tries to take the lock again every ``sweep_interval`` seconds, so it survives
-    an outage.
+    A lost database (PostgreSQL restarted or unreachable, for any length of time) ends
+    leadership (the advisory lock went with the connection): schedule firing stops, one
+    warning is logged in ``health`` and the scheduler tries to take the lock again with
+    backoff (0.1 s doubling up to ``sweep_interval``), so it survives the outage and
+    resumes within one backoff step of the database's return. A Redis outage only delays
+    dispatching: the dispatcher logs it and the next sweep dispatches again.
     """
     interval = runtime.settings.sweep_interval
+    health = health or ServiceHealth("scheduler")
+    backoff = Backoff(cap=max(interval, 0.5))
     while not stop.is_set():
         try:
-            await _lead(runtime, stop, interval)
+            await _lead(runtime, stop, interval, health)
+            backoff.reset()
         except Exception as exc:  # connection lost: retry, never exit
-            log.warning("scheduler lost the database (%s: %s); retrying", type(exc).__name__, exc)
-            await _wait(stop, interval)
+            if database_unavailable(exc):
+                health.down("database", exc)
+            else:
+                log.exception("scheduler pass failed; retrying")
+            await _wait(stop, backoff.next())
 
 
-async def _lead(runtime: Runtime, stop: asyncio.Event, interval: float) -> None:
+async def _lead(
+    runtime: Runtime, stop: asyncio.Event, interval: float, health: ServiceHealth
+) -> None:
     """Take the leader lock (or stand by one interval) and sweep while the lock's
     connection answers; raises when that connection is lost."""
     async with runtime.engine.connect() as conn:
@@ -50,6 +64,7 @@ async def _lead(runtime: Runtime, stop: asyncio.Event, interval: float) -> None:
             await conn.execute(text("select pg_try_advisory_lock(:k)"), {"k": SCHEDULER_LOCK_KEY})
         ).scalar_one()
         await conn.commit()
+        health.up("database")
         if not got:
             log.info("scheduler standing by: another scheduler is leader")
             await _wait(stop, interval)
@@ -70,8 +85,11 @@ async def _lead(runtime: Runtime, stop: asyncio.Event, interval: float) -> None:
                     counts = await sweep(runtime.execution, grace_seconds=interval)
                     if any(counts.values()):
                         log.info("sweep: %s", counts)
-                except Exception:  # a failed pass must not end leadership
-                    log.exception("sweep failed")
+                except Exception as exc:  # a failed pass must not end leadership
+                    if database_unavailable(exc):
+                        health.down("database", exc)
+                    else:
+                        log.exception("sweep failed")
                 await _wait(stop, interval)
                 await conn.execute(text("select 1"))  # still leader: the lock's session lives
                 await conn.commit()

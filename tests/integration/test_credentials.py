@@ -16,6 +16,7 @@ from backend.db.models.credentials import AuditLog, Credential
 from backend.runtime import Runtime
 from backend.services import credentials as svc
 from backend.settings import Settings
+from connectors import sdk
 from tests.diagrams import diagram, edge, node
 from tests.http_sink import HttpSink
 from tests.integration.conftest import wait_for_run
@@ -178,7 +179,7 @@ async def test_rotate_keys_reencrypts_everything(runtime: Runtime) -> None:
         only_new,
         str(rows[0].id),
         ("basic",),
-        info={"run_id": "r", "step_id": "s"},
+        info=sdk.ActionInfo("r", "w", "s", 1, "r:s", "test.action"),
     )
     assert resolved["password"].endswith("-secret") and resolved["kind"] == "basic"
     with pytest.raises(crypto.CryptoError):

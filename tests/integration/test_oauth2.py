@@ -15,6 +15,7 @@ from backend import crypto
 from backend.db.models.credentials import AuditLog, Credential
 from backend.runtime import Runtime
 from backend.services import credentials as svc
+from connectors import sdk
 from tests.fakes.oauth2_provider import OAuth2Provider
 from tests.integration.test_credentials import settings  # noqa: F401  (encryption key)
 
@@ -81,7 +82,7 @@ async def test_connect_stores_tokens_encrypted_and_refreshes_before_expiry(
         assert token.access_token.encode() not in row.ciphertext
 
     keyring = crypto.keyring_from_settings(runtime.settings)
-    info = {"run_id": "r1", "step_id": "s1"}
+    info = sdk.ActionInfo("r1", "w1", "s1", 1, "r1:s1", "test.action")
     fresh = await svc.resolve_for_action(
         runtime.sessionmaker, runtime.catalog, keyring, cred["id"], ("oauth2",), info=info
     )
@@ -143,7 +144,6 @@ async def test_revoked_refresh_token_needs_reconnect(
         payload = svc._open(keyring, row)
         payload["token"]["expires_at"] = time.time() - 1
         row.ciphertext = svc._seal(keyring, row.id, payload)
-    from connectors import sdk
 
     with pytest.raises(sdk.NonRetryableError) as err:
         await svc.resolve_for_action(
@@ -152,7 +152,7 @@ async def test_revoked_refresh_token_needs_reconnect(
             keyring,
             cred["id"],
             ("oauth2",),
-            info={"run_id": "r"},
+            info=sdk.ActionInfo("r", "w", "s", 1, "r:s", "test.action"),
         )
     assert err.value.kind == "credential_refresh_failed"
     assert "invalid_grant" in err.value.message

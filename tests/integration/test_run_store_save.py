@@ -26,6 +26,7 @@ from backend.db.run_store import (
     save_state,
 )
 from backend.engine import orchestrator
+from backend.engine.outcomes import AttemptSucceeded
 from backend.runtime import Runtime
 from backend.services.graphs import graph_for_version
 from tests.diagrams import diagram, edge, node
@@ -218,9 +219,7 @@ async def test_execution_discards_a_completion_its_fence_refuses(
         )
     before = await _snapshot(runtime)
 
-    follow_on = await runtime.execution._complete(
-        run_id, claimed, {"ok": True, "output": {"late": True}}
-    )
+    follow_on = await runtime.execution._complete(run_id, claimed, AttemptSucceeded({"late": True}))
 
     assert follow_on is None  # s1 not claimed for this worker
     assert await _snapshot(runtime) == before

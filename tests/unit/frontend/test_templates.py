@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import datetime as dt
+import html
 import json
 import re
 from types import SimpleNamespace as NS
 
+import msgspec
 import pytest
 from jinja2.sandbox import SandboxedEnvironment
 
+from backend.engine.states import RUN_STATUSES
 from frontend.forms import STATIC_DIR, create_environment
 
 NOW = dt.datetime(2024, 5, 1, 12, 0, tzinfo=dt.UTC)
@@ -225,3 +228,39 @@ def test_error_accepts_status_code_under_either_name(env: SandboxedEnvironment) 
     assert "Not found" in out and 'id="error-code">404<' in out
     out = render(env, "error.html", message="boom")
     assert "Something went wrong" in out
+
+
+def test_runs_status_filter_offers_every_run_status_paused_included(
+    env: SandboxedEnvironment,
+) -> None:
+    out = render(env, "runs.html", runs=[], workflow_id=None, status="paused")
+    options = re.findall(r'<option value="([a-z_]+)"( selected)?>([^<]+)</option>', out)
+    assert [value for value, _, _ in options] == [s.value for s in RUN_STATUSES]
+    assert ("paused", " selected", "Paused") in options
+    assert ("timed_out", "", "Timed out") in options
+
+
+@pytest.mark.parametrize(
+    ("status", "shown"),
+    [
+        ("running", {"pause", "cancel"}),
+        ("paused", {"resume", "cancel"}),
+        ("queued", {"cancel"}),
+        ("failed", {"failed_step", "start"}),
+        ("succeeded", {"start"}),
+    ],
+)
+def test_run_detail_controls_follow_the_actions_of_the_run_status(
+    env: SandboxedEnvironment, status: str, shown: set[str]
+) -> None:
+    run = NS(**{**vars(_run()), "status": status})
+    out = render(env, "run_detail.html", run=run, diagram_json="{}")
+    visible = set(re.findall(r'data-run-action="(\w+)" >', out))
+    visible |= set(re.findall(r'data-rerun="(\w+)"', out))
+    assert visible == shown
+    # scripts get the same list (run-detail.js reads data-run-statuses)
+    match = re.search(r'data-run-statuses="([^"]+)"', out)
+    assert match is not None
+    statuses = json.loads(html.unescape(match.group(1)))
+    assert statuses == msgspec.json.decode(msgspec.json.encode(RUN_STATUSES))
+    assert {s["value"]: s["actions"] for s in statuses}["paused"] == ["resume", "cancel"]

@@ -5,7 +5,11 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from backend.engine.outcomes import AttemptFailed, AttemptSucceeded
 from backend.services.execution import Execution
+from connectors.sdk import ActionInfo
+
+INFO = ActionInfo("run-1", "wf-1", "step-1", 1, "run-1:step-1", "test.slow")
 
 
 class SlowAction:
@@ -28,7 +32,7 @@ class Registry:
     def __init__(self, action: Any) -> None:
         self._action = action
 
-    def action(self, node_type: str) -> Any:
+    def action(self, node_type: str, version: int = 1) -> Any:
         return self._action
 
 
@@ -50,13 +54,11 @@ def execution(action: Any) -> Execution:
 async def test_timeout_sets_is_cancelled_then_cancels_the_task() -> None:
     action = SlowAction()
     outcome = await execution(action)._run_action(
-        "test.slow", {}, None, {}, attempt_id=1, token="t", timeout=0.05
+        "test.slow", {}, None, INFO, attempt_id=1, token="t", timeout=0.05
     )
-    assert outcome == {
-        "ok": False,
-        "error": {"message": "step timed out after 0.05 s", "kind": "timeout"},
-        "retryable": True,
-    }
+    assert outcome == AttemptFailed(
+        {"message": "step timed out after 0.05 s", "kind": "timeout"}, retryable=True
+    )
     assert action.task_cancelled and action.saw_cancel_flag
 
 
@@ -66,6 +68,6 @@ async def test_no_timeout_returns_the_output() -> None:
             return {"echo": input}
 
     outcome = await execution(Quick())._run_action(
-        "test.quick", {}, 5, {}, attempt_id=1, token="t", timeout=None
+        "test.quick", {}, 5, INFO, attempt_id=1, token="t", timeout=None
     )
-    assert outcome == {"ok": True, "output": {"echo": 5}}
+    assert outcome == AttemptSucceeded({"echo": 5})
