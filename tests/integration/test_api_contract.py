@@ -117,8 +117,9 @@ async def test_api_contract(served: str, runtime: Runtime, tmp_path: Path) -> No
         'include-operation-id = "publish_workflow"\n'
         "checks.positive_data_acceptance.expected-statuses = "
         '["2xx", "401", "403", "404", "409", "422"]\n'
-        # Strings PostgreSQL cannot store (NUL, lone surrogates) have their own tests
-        # (issue 11's unstorable-characters bullet); generated text here is storable UTF-8.
+        # Every string field refuses U+0000 and lone surrogates with a 400 naming the field
+        # (PostgreSQL cannot store them; the storable-text tests cover that rule), which no
+        # JSON Schema string type states: generated text here is storable UTF-8.
         "[generation]\n"
         'codec = "utf-8"\n'
         "allow-x00 = false\n"
