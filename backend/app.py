@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from typing import Any
 
 import msgspec
@@ -12,11 +13,11 @@ from litestar.config.csrf import CSRFConfig
 from litestar.exceptions import HTTPException
 from litestar.logging.config import LoggingConfig
 from litestar.middleware.base import DefineMiddleware
-from litestar.openapi import OpenAPIConfig
 from litestar.static_files import create_static_files_router
 
 from backend.api.admin_access import GroupController, ProjectController
 from backend.api.admin_tokens import AdminTokenController, ServiceAccountController
+from backend.api.allow import correct_options_allow
 from backend.api.audit import AuditController, SettingsController
 from backend.api.auth import AuthController
 from backend.api.catalog import CatalogController
@@ -24,6 +25,7 @@ from backend.api.credentials import CredentialController
 from backend.api.errors import API_EXCEPTION_HANDLERS, ErrorHandler
 from backend.api.grants import CredentialGrantController, WorkflowGrantController
 from backend.api.health import HealthController
+from backend.api.openapi import StrictStructSchemaPlugin, document_responses, openapi_config
 from backend.api.runs import RunController
 from backend.api.storable_input import DEFAULT_MAX_SCAN_BYTES, StorableInputMiddleware
 from backend.api.triggers import ApiTokenController, FileController, WebhookSettingsController
@@ -55,6 +57,7 @@ def _http_error(request: Request, exc: HTTPException) -> Response[object]:
         {"status_code": exc.status_code, "detail": exc.detail},
         status_code=exc.status_code,
         media_type=MediaType.JSON,
+        headers=exc.headers,  # 405 carries Allow
     )
 
 
@@ -152,17 +155,19 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> Litestar:
             404: _http_error,
             405: _http_error,
         },
-        openapi_config=OpenAPIConfig(
-            title="Railyard",
-            version="0.1.0",
+        openapi_config=replace(
+            openapi_config("0.1.0"),
             openapi_router=Router(
                 path="/schema", route_handlers=[], opt=permission_opt(Permission.PUBLIC)
             ),
         ),
+        plugins=[StrictStructSchemaPlugin()],
         # the process owns the root logger (level RAILYARD_LOG_LEVEL, one format: cli.py)
         logging_config=LoggingConfig(configure_root_logger=False),
         debug=False,
     )
+    document_responses(app)
+    correct_options_allow(app)
     if runtime is not None:
         app.state.runtime = runtime
     return app

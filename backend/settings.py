@@ -37,6 +37,11 @@
 | ``RAILYARD_PAYLOAD_INLINE_LIMIT`` | bytes of JSON text above which a part of a run value (input, output, error) is stored once by reference and shown as a preview with a download link (docs/engine.md, "Large values"); at least 1024 | ``262144`` (256 KiB) |
 | ``RAILYARD_REDACT_HEADERS`` | comma-separated extra request header names whose values webhook runs never store (docs/security.md, "Secrets in run data") | empty |
 | ``RAILYARD_AUDIT_RETENTION_DAYS`` | audit log rows older than this many days are deleted by the scheduler's sweeper; ``0`` keeps them forever | ``365`` |
+| ``RAILYARD_MAX_DIAGRAM_NODES`` | nodes in one diagram (draft, compile) | ``5000`` |
+| ``RAILYARD_MAX_DIAGRAM_EDGES`` | edges in one diagram | ``10000`` |
+| ``RAILYARD_MAX_CONFIG_DEPTH`` | nesting levels of one node's config | ``32`` |
+| ``RAILYARD_MAX_CONFIG_BYTES`` | size of one node's config as JSON, bytes | ``131072`` (128 KiB) |
+| ``RAILYARD_MAX_JSON_DEPTH`` | nesting levels of a webhook JSON body or a run input | ``64`` |
 
 Environment variables win over the file.
 
@@ -60,6 +65,8 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import msgspec
+
+from designer_schema.limits import DiagramLimits
 
 
 class SettingsError(Exception):
@@ -87,6 +94,11 @@ class Settings(msgspec.Struct, kw_only=True):
     oauth2_refresh_margin: float = 60.0
     webhook_cache_seconds: float = 2.0
     schedule_tick: float = 1.0
+    max_diagram_nodes: int = 5000
+    max_diagram_edges: int = 10000
+    max_config_depth: int = 32
+    max_config_bytes: int = 131072
+    max_json_depth: int = 64
     extra: dict[str, Any] = msgspec.field(default_factory=dict)
     """Every other ``RAILYARD_*`` variable and settings-file key, by :func:`setting_key`
     (where connector settings come from)."""
@@ -122,6 +134,15 @@ class Settings(msgspec.Struct, kw_only=True):
                 "slack.api_url": self.slack_api_url.rstrip("/"),
                 "hubspot.api_url": self.hubspot_api_url.rstrip("/"),
             },
+        )
+
+    def diagram_limits(self) -> DiagramLimits:
+        """The diagram size limits of this installation."""
+        return DiagramLimits(
+            max_nodes=self.max_diagram_nodes,
+            max_edges=self.max_diagram_edges,
+            max_config_depth=self.max_config_depth,
+            max_config_bytes=self.max_config_bytes,
         )
 
     def require_services(self, *, redis: bool = True) -> None:
@@ -201,6 +222,11 @@ _ENV = {
     "RAILYARD_PAYLOAD_INLINE_LIMIT": "payload_inline_limit",
     "RAILYARD_REDACT_HEADERS": "redact_headers",
     "RAILYARD_AUDIT_RETENTION_DAYS": "audit_retention_days",
+    "RAILYARD_MAX_DIAGRAM_NODES": "max_diagram_nodes",
+    "RAILYARD_MAX_DIAGRAM_EDGES": "max_diagram_edges",
+    "RAILYARD_MAX_CONFIG_DEPTH": "max_config_depth",
+    "RAILYARD_MAX_CONFIG_BYTES": "max_config_bytes",
+    "RAILYARD_MAX_JSON_DEPTH": "max_json_depth",
 }
 
 SETTING_VARIABLES: dict[str, str] = {name: var for var, name in _ENV.items()}

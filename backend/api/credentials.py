@@ -2,7 +2,8 @@
 
 Secrets go in (``data`` of POST/PATCH) and never come out: responses carry ``public``
 (non-secret fields and masked hints). Errors: 400 ``{"detail", "field"}`` for invalid
-input, 404 for an unknown id or OAuth2 state, 503 when no encryption key is configured.
+input, 404 for an unknown id or OAuth2 state, 409 to connect a credential that is not an
+OAuth2 one, 503 when no encryption key is configured.
 
 OAuth2: ``GET /api/credentials/{id}/connect`` redirects the browser to the provider;
 the provider redirects back to ``GET /api/credentials/oauth2/callback?state=&code=``,
@@ -21,6 +22,7 @@ from litestar.params import FromPath, FromQuery, JSONBody, QueryParameter
 from litestar.response import Redirect
 
 from backend import crypto
+from backend.api.schemas import Name
 from backend.auth.guards import CurrentPrincipal, access_dependencies
 from backend.auth.policy import Permission
 from backend.auth.web import AppRuntime, CurrentUser, DbSession
@@ -33,7 +35,7 @@ from connectors import sdk
 class CredentialIn(msgspec.Struct, forbid_unknown_fields=True):
     """POST body: a name, a credential type name and the type's fields."""
 
-    name: str
+    name: Name
     type: str
     data: dict[str, Any] = {}
 
@@ -41,7 +43,7 @@ class CredentialIn(msgspec.Struct, forbid_unknown_fields=True):
 class CredentialPatch(msgspec.Struct, forbid_unknown_fields=True):
     """PATCH body: omitted keys keep their value; empty secret fields keep the secret."""
 
-    name: str | msgspec.UnsetType = msgspec.UNSET
+    name: Name | msgspec.UnsetType = msgspec.UNSET
     data: dict[str, Any] | msgspec.UnsetType = msgspec.UNSET
 
 
@@ -63,6 +65,10 @@ def _error(status: int, detail: str, field: str | None = None) -> Response[bytes
 
 def _invalid(_: Request[Any, Any, Any], exc: svc.CredentialError) -> Response[bytes]:
     return _error(400, exc.message, exc.field)
+
+
+def _not_oauth2(_: Request[Any, Any, Any], exc: svc.NotOAuth2) -> Response[bytes]:
+    return _error(409, exc.message)
 
 
 def _not_found(_: Request[Any, Any, Any], exc: svc.CredentialNotFound) -> Response[bytes]:
@@ -87,6 +93,7 @@ class CredentialController(Controller):
     dependencies = access_dependencies()
     exception_handlers = {
         svc.CredentialError: _invalid,
+        svc.NotOAuth2: _not_oauth2,
         svc.CredentialNotFound: _not_found,
         crypto.CryptoError: _no_key,
     }

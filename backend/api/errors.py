@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable
 from typing import Any
 
 import msgspec
 from litestar import MediaType, Request, Response
-from litestar.exceptions import HTTPException
+from litestar.exceptions import HTTPException, ValidationException
 from litestar.exceptions.responses import create_exception_response
 
 from backend.api.schemas import DraftConflictOut, ErrorOut
@@ -56,6 +57,42 @@ def reference_not_granted(_: Request, exc: ReferenceNotGranted) -> Response[byte
 def bad_field(_: Request, exc: TokenError | GrantError | InvalidName) -> Response[bytes]:
     """400 naming the field of invalid access-control input (tokens, grants, names)."""
     return _json(400, str(exc), field=exc.field)
+
+
+_AT = re.compile(r" - at `\$\.?([^`]*)`")
+_UNKNOWN = re.compile(r"^Object contains unknown field `([^`]*)`")
+
+
+def validation_error(_: Request, exc: ValidationException) -> Response[bytes]:
+    """400 for a request Litestar's validation refused: ``detail`` says what, ``field``
+    where (the parameter or the body's field path, ``nodes[0].id``), ``extra`` all findings."""
+    extra = exc.extra if isinstance(exc.extra, list) else []
+    field = None
+    message = exc.detail
+    if extra and isinstance(extra[0], dict):
+        first = extra[0]
+        text = str(first.get("message") or "")
+        found = _AT.search(text)
+        field = str((found.group(1) if found else "") or first.get("key") or "") or None
+        unknown = _UNKNOWN.match(text)
+        if unknown:
+            field = ".".join(p for p in (field, unknown.group(1)) if p)
+        if text:
+            message = _AT.sub("", text)
+            if field:
+                message = f"{field}: {message}"
+    return _json(400, message, field=field, extra=extra or None)
+
+
+def too_deep(request: Request, _: RecursionError) -> Response[bytes]:
+    """400 for a body nested deeper than the decoder can follow (thousands of levels):
+    far past every depth limit, which a decodable body is checked against afterwards."""
+    limit = request.app.state.runtime.settings.max_json_depth
+    return _json(
+        400,
+        f"the request body is nested too deeply (limit max_json_depth: {limit} levels; "
+        "node configs: max_config_depth)",
+    )
 
 
 def conflict(_: Request, exc: Exception) -> Response[bytes]:
@@ -136,6 +173,8 @@ API_EXCEPTION_HANDLERS: dict[int | type[Exception], ErrorHandler] = {
     RunNotActive: conflict,
     WorkflowInUse: conflict,
     InvalidInput: invalid_input,
+    ValidationException: validation_error,
+    RecursionError: too_deep,
     UnstorableInput: invalid_input,
     PublishRejected: publish_rejected,
     AccountError: account_error,

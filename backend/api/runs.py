@@ -16,7 +16,6 @@ from backend.auth.web import AppRuntime, CurrentUser, DbSession
 from backend.services import access, run_values
 from backend.services import runs as svc
 from backend.services.execution import RunNotFound
-from backend.services.workflows import InvalidInput
 
 
 class RunController(Controller):
@@ -117,8 +116,6 @@ class RunController(Controller):
         version from its failed step(s), copying the succeeded steps; ``{"from": "start"}``
         starts the current active version with the original input. 409 when the run has
         not ended (or succeeded, for ``failed_step``); 400 for another ``from``."""
-        if data.start_from not in ("failed_step", "start"):
-            raise InvalidInput('"from" must be "failed_step" or "start"', "from")
         started = await svc.rerun(
             runtime.execution, run_id, start_from=data.start_from, user_id=user.id
         )

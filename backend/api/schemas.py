@@ -3,13 +3,27 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import msgspec
 
 from backend.engine.workflow_settings import WorkflowSettings
 from designer_schema.diagnostics import Diagnostic
 from designer_schema.diagram import Diagram
+
+Name = Annotated[
+    str,
+    msgspec.Meta(
+        min_length=1,
+        max_length=200,
+        pattern=r"\S",
+        description="1 to 200 characters, not only spaces (leading/trailing spaces are dropped)",
+    ),
+]
+"""A workflow, credential or token name (stored stripped)."""
+
+Secret = Annotated[str, msgspec.Meta(min_length=1, pattern=r"\S", description="Not only spaces")]
+"""A write-only secret (webhook token, password, HMAC key)."""
 
 
 class LoginIn(msgspec.Struct):
@@ -46,18 +60,20 @@ class SessionOut(msgspec.Struct):
 class WorkflowCreate(msgspec.Struct):
     """Body of POST /api/workflows."""
 
-    name: str
+    name: Name
     description: str = ""
 
 
 class WorkflowPatch(msgspec.Struct):
     """Body of PATCH /api/workflows/{id}; absent fields are left unchanged.
 
-    ``settings``: run-control settings to change (``error_workflow_id``,
-    ``run_timeout_seconds``, ``max_concurrent_runs``); a ``null`` value clears one.
+    ``settings``: run-control settings to change (``error_workflow_id``: another workflow's
+    id; ``run_timeout_seconds``: a number in (0, 2592000]; ``max_concurrent_runs``: an
+    integer in [1, 10000]); a ``null`` value clears one, any other key is refused (400
+    naming ``settings.<key>``).
     """
 
-    name: str | msgspec.UnsetType = msgspec.UNSET
+    name: Name | msgspec.UnsetType = msgspec.UNSET
     description: str | msgspec.UnsetType = msgspec.UNSET
     settings: dict[str, Any] | msgspec.UnsetType = msgspec.UNSET
 
@@ -145,7 +161,7 @@ class RunCreate(msgspec.Struct):
 class RerunIn(msgspec.Struct):
     """Body of POST /api/runs/{id}/rerun: ``from`` is ``"failed_step"`` or ``"start"``."""
 
-    start_from: str = msgspec.field(name="from")
+    start_from: Literal["failed_step", "start"] = msgspec.field(name="from")
 
 
 class RunStarted(msgspec.Struct):
@@ -158,9 +174,14 @@ class RunStarted(msgspec.Struct):
 
 
 class ErrorOut(msgspec.Struct):
-    """Error body: HTTP status, message and where (a field path) when known."""
+    """Error body: HTTP status, message and where (a field path) when known.
+
+    ``extra`` lists what request validation found wrong (``[{"message", "key", "source"}]``);
+    ``diagnostics`` the diagram's problems of a rejected publish.
+    """
 
     status_code: int
     detail: str
     field: str | None = None
     diagnostics: list[Diagnostic] | None = None
+    extra: list[dict[str, Any]] | dict[str, Any] | None = None

@@ -7,13 +7,15 @@ from typing import Any
 
 import msgspec
 
+from backend.api.schemas import Name
+
 
 class TokenIn(msgspec.Struct):
     """Body of POST /api/tokens: a name, scopes (``read``, ``run``, ``edit``, ``admin``; at
     most what the owner's role allows) and an optional expiry in days (0 or absent: none).
     Without ``scopes`` the token gets the strongest scope the role allows."""
 
-    name: str
+    name: Name
     scopes: list[str] | None = None
     expires_in_days: int | None = None
 

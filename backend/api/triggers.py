@@ -19,6 +19,7 @@ from litestar.exceptions import HTTPException, NotFoundException
 from litestar.params import FromPath, JSONBody
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from backend.api.schemas import Secret
 from backend.api.token_schemas import TokenIn, TokenOut, token_out
 from backend.api.webhooks import LISTEN_SECONDS, listen_key
 from backend.auth.policy import Permission
@@ -43,7 +44,7 @@ class WebhookInfo(msgspec.Struct):
 class SecretIn(msgspec.Struct):
     """Body of PUT .../webhook/secret: the token, basic password or HMAC key."""
 
-    secret: str
+    secret: Secret
 
 
 class TestCallOut(msgspec.Struct):

@@ -125,7 +125,9 @@ async def _prepare(
     except AuthFailure as exc:
         raise Rejection(401, str(exc)) from exc
     try:
-        parsed = parse_request_body(headers.get("content-type", ""), raw)
+        parsed = parse_request_body(
+            headers.get("content-type", ""), raw, runtime.settings.max_json_depth
+        )
     except BodyError as exc:
         raise Rejection(400, str(exc)) from exc
     run_input = build_run_input(

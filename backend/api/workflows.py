@@ -150,10 +150,12 @@ class WorkflowController(Controller):
     ) -> DraftSavedOut:
         """Store the draft diagram (even with errors): its new revision and diagnostics.
 
-        403 when it adds a reference to a credential the caller may not use. With
+        400 naming the limit for a diagram over the installation's size limits; 403 when it
+        adds a reference to a credential the caller may not use. With
         ``base_revision`` a save over someone else's newer save is refused: 409 with who
         saved the stored revision and when (docs/designer.md, "Saving").
         """
+        svc.check_diagram_limits(data.diagram, runtime.settings.diagram_limits())
         wf = await svc.get_workflow(db, workflow_id)
         await references.check_diagram(
             db, principal, data.diagram, runtime.catalog, previous=wf.draft
@@ -185,8 +187,9 @@ class WorkflowController(Controller):
         db: DbSession,
         runtime: AppRuntime,
     ) -> DiagnosticsOut:
-        """Compile a diagram without saving it."""
+        """Compile a diagram without saving it (400 naming the limit when it is too large)."""
         await svc.get_workflow(db, workflow_id)
+        svc.check_diagram_limits(data.diagram, runtime.settings.diagram_limits())
         graph, diagnostics = svc.compile_for(data.diagram, runtime.catalog)
         return DiagnosticsOut(ok=graph is not None, diagnostics=diagnostics)
 
@@ -253,6 +256,7 @@ class WorkflowController(Controller):
 
         Accepts a login session (with CSRF) or ``Authorization: Bearer <API token>``.
         """
+        svc.check_json_limit(data.input, runtime.settings.max_json_depth, "input")
         wf = await svc.get_workflow(db, workflow_id)
         version = await svc.active_version(db, wf)
         if version is None:

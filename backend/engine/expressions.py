@@ -34,16 +34,22 @@ float); a function value becomes ``None`` (it has no JSON form).
 
 Performance: compiling costs about as much as evaluating a small mapping, so sources are
 compiled once (an LRU cache of 4096 entries keyed by source) and each evaluation reuses
-the parsed tree. Each evaluation runs with a wall-clock budget (``timeout_ms``, default
-1000 ms) so a runaway expression (``($f := function(){$f()}; $f())``) fails with an
-:class:`ExpressionError` instead of blocking the worker.
+the parsed tree.
+
+Limits: a source longer than :data:`MAX_SOURCE_LENGTH` characters is refused at compile;
+each evaluation runs within :class:`~backend.engine.expression_limits.ExpressionLimits`
+(1000 ms of wall time, nesting depth, size of the strings and arrays it produces) and
+regular expressions run on RE2 (linear time), so a runaway expression
+(``($f := function(){$f()}; $f())``, ``$contains(s, /^(a+)+$/)``, ``$pad("", 1e8)``) fails
+with an :class:`ExpressionError` naming the limit (``limit`` attribute) instead of blocking
+the worker or exhausting its memory (see :mod:`backend.engine.expression_limits`).
 
 jsonata-python quirks handled here (see the module-level helpers):
 
 - the library keeps the "current instance" in a thread-local and evaluates against it, so
   :meth:`CompiledExpression.evaluate` installs a shallow per-evaluation copy first;
-- the constructor's ``timeout`` is measured from *compile* time, so the time budget is
-  attached to a fresh frame per evaluation instead;
+- the constructor's ``timeout`` is measured from *compile* time, so the budget's hooks
+  are attached to a fresh frame per evaluation instead;
 - runtime failures surface as ``JException`` but also as plain ``ValueError`` /
   ``ZeroDivisionError`` / ``RecursionError``; all become :class:`ExpressionError`.
 """
@@ -51,24 +57,42 @@ jsonata-python quirks handled here (see the module-level helpers):
 from __future__ import annotations
 
 import copy
+import dataclasses
 import functools
+import time
 from collections.abc import Mapping
 from typing import Any
 
 from jsonata import JException, Jsonata
 from jsonata.utils import Utils
 
+from backend.engine.expression_limits import (
+    DEFAULT_LIMITS,
+    Budget,
+    ExpressionLimits,
+    LimitExceeded,
+    active,
+    charged_environment,
+    re2_engine,
+)
+from backend.engine.watchdog import WATCHDOG
+
 __all__ = [
     "DEFAULT_TIMEOUT_MS",
+    "MAX_SOURCE_LENGTH",
     "CompiledExpression",
     "ExpressionError",
+    "ExpressionLimits",
     "JsonataChecker",
     "compile_expression",
     "resolve_config",
 ]
 
-DEFAULT_TIMEOUT_MS = 1000
+DEFAULT_TIMEOUT_MS = DEFAULT_LIMITS.timeout_ms
 """Default wall-clock budget of one evaluation, in milliseconds."""
+
+MAX_SOURCE_LENGTH = 10_000
+"""Longest expression source accepted, in characters (a longer one is a compile error)."""
 
 
 class ExpressionError(Exception):
@@ -81,6 +105,9 @@ class ExpressionError(Exception):
             located the problem, or ``None`` when unknown.
         code: the JSONata error code (``S0201``, ``T2001``, ...) or ``None``.
         field: the config field path the expression belongs to, when known.
+        limit: the limit that stopped it (``"time"``, ``"depth"``, ``"string length"``,
+            ``"array length"``, ``"produced size"``, ``"picture width"``,
+            ``"expression length"``), or ``None`` for any other error.
     """
 
     def __init__(
@@ -91,6 +118,7 @@ class ExpressionError(Exception):
         position: int | None = None,
         code: str | None = None,
         field: str | None = None,
+        limit: str | None = None,
     ) -> None:
         super().__init__(message)
         self.message = message
@@ -98,6 +126,7 @@ class ExpressionError(Exception):
         self.position = position
         self.code = code
         self.field = field
+        self.limit = limit
 
 
 def _position(err: JException) -> int | None:
@@ -122,9 +151,17 @@ class CompiledExpression:
 
     def __init__(self, source: str) -> None:
         self.source = source
+        if len(source) > MAX_SOURCE_LENGTH:
+            raise ExpressionError(
+                f"expression of {len(source):,} characters is over the limit of "
+                f"{MAX_SOURCE_LENGTH:,}",
+                source=source[:100],
+                limit="expression length",
+            )
         previous = getattr(Jsonata.CURRENT, "jsonata", None)
         try:
-            self._jsonata = Jsonata(source)
+            self._jsonata = Jsonata(source, re2_engine)
+            self._jsonata.environment = charged_environment()
         except JException as err:
             raise ExpressionError(
                 f"syntax error: {err}", source=source, position=_position(err), code=_code(err)
@@ -154,18 +191,25 @@ class CompiledExpression:
         bindings: Mapping[str, Any] | None = None,
         *,
         timeout_ms: int | None = DEFAULT_TIMEOUT_MS,
+        limits: ExpressionLimits = DEFAULT_LIMITS,
+        deadline: float | None = None,
     ) -> Any:
         """Evaluate against ``data`` (the ``$`` document) with variable ``bindings``.
 
         ``bindings`` keys are variable names without ``$`` (``{"steps": {...}}``).
         ``data`` and binding values must be JSON-like (dict, list, str, int, float, bool,
         None). Returns a plain JSON-like value (see the module docstring; undefined ->
-        ``None``). Raises :class:`ExpressionError` on any runtime error, including
-        exceeding ``timeout_ms`` milliseconds (``None`` = no limit).
+        ``None``). ``limits`` bound the evaluation, with ``timeout_ms`` milliseconds of
+        wall time (``None`` = no time limit); ``deadline`` (``time.monotonic()`` seconds),
+        when given, ends it earlier: the time budget several evaluations share. Raises
+        :class:`ExpressionError` on any runtime error; one that stopped at a limit has
+        ``limit`` set and says which.
         """
+        if timeout_ms != limits.timeout_ms:
+            limits = dataclasses.replace(limits, timeout_ms=timeout_ms)
+        budget = Budget(limits, deadline)
         frame = Jsonata.Frame(None)
-        if timeout_ms is not None:
-            frame.set_runtime_bounds(timeout_ms, None)
+        budget.install(frame)
         if bindings:
             for name, value in bindings.items():
                 frame.bind(name, value)
@@ -177,14 +221,21 @@ class CompiledExpression:
         previous = getattr(Jsonata.CURRENT, "jsonata", None)
         Jsonata.CURRENT.jsonata = instance
         try:
-            result = instance.evaluate(data, frame)
+            with active(budget):
+                result = WATCHDOG.call(
+                    budget.deadline, lambda: instance.evaluate(data, frame), budget.time_exceeded
+                )
+        except LimitExceeded as err:
+            raise ExpressionError(
+                err.message, source=self.source, code=err.code, limit=err.limit
+            ) from None
         except JException as err:
             raise ExpressionError(
                 str(err), source=self.source, position=_position(err), code=_code(err)
             ) from None
         except RecursionError:
             raise ExpressionError(
-                "expression recursed too deeply", source=self.source, code="D1011"
+                "expression recursed too deeply", source=self.source, code="D1011", limit="depth"
             ) from None
         except Exception as err:
             raise ExpressionError(f"{type(err).__name__}: {err}", source=self.source) from None
@@ -313,14 +364,20 @@ def resolve_config(
     that themselves contain a dot cannot be addressed (not supported). ``data`` and
     ``bindings`` follow the module's evaluation context contract.
 
+    All the expressions of one config share one time budget of ``timeout_ms``
+    milliseconds, so a config with many fields cannot multiply it.
+
     Raises :class:`ExpressionError` whose message starts with ``field '<path>':`` and
-    whose ``field`` attribute is the path, for syntax errors, runtime errors and paths that
-    cannot be assigned.
+    whose ``field`` attribute is the path, for syntax errors, runtime errors (``limit``
+    set when a limit stopped it) and paths that cannot be assigned.
     """
     resolved: dict[str, Any] = copy.deepcopy(dict(config))
+    deadline = None if timeout_ms is None else time.monotonic() + timeout_ms / 1000
     for path, source in expressions.items():
         try:
-            value = compile_expression(source).evaluate(data, bindings, timeout_ms=timeout_ms)
+            value = compile_expression(source).evaluate(
+                data, bindings, timeout_ms=timeout_ms, deadline=deadline
+            )
         except ExpressionError as err:
             raise ExpressionError(
                 f"field {path!r}: {err.message}",
@@ -328,6 +385,7 @@ def resolve_config(
                 position=err.position,
                 code=err.code,
                 field=path,
+                limit=err.limit,
             ) from None
         try:
             _assign(resolved, _split_path(path), value, path)

@@ -71,6 +71,10 @@ class CredentialError(ValueError):
         self.field = field
 
 
+class NotOAuth2(CredentialError):
+    """The credential exists but is not an OAuth2 credential, so it cannot be connected."""
+
+
 class CredentialNotFound(LookupError):
     """No credential (or pending OAuth2 state) with that id."""
 
@@ -414,11 +418,11 @@ async def start_oauth(
 ) -> str:
     """Begin the authorization-code flow: returns the provider URL to redirect the browser to.
 
-    Raises :class:`CredentialNotFound` and :class:`CredentialError` (not an OAuth2 credential).
+    Raises :class:`CredentialNotFound` and :class:`NotOAuth2`.
     """
     row = await _row(session, credential_id)
     if row.kind != "oauth2":
-        raise CredentialError(f"credential {row.name!r} is not an OAuth2 credential")
+        raise NotOAuth2(f"credential {row.name!r} is not an OAuth2 credential")
     fields = _open(keyring, row)["fields"]
     verifier = secrets.token_urlsafe(48)
     state = secrets.token_urlsafe(32)

@@ -23,6 +23,12 @@ from designer_schema.catalog import Catalog
 from designer_schema.compiler import compile_diagram
 from designer_schema.diagnostics import Diagnostic
 from designer_schema.diagram import Diagram
+from designer_schema.limits import (
+    DiagramLimits,
+    LimitError,
+    check_diagram,
+    check_json_depth,
+)
 
 _CHECKER = JsonataChecker()
 
@@ -67,6 +73,23 @@ def new_webhook_token() -> str:
 def compile_for(diagram: Diagram, catalog: Catalog) -> tuple[Any, list[Diagnostic]]:
     """Compile ``diagram`` with the app's expression checker."""
     return compile_diagram(diagram, catalog, _CHECKER)
+
+
+def check_diagram_limits(diagram: Diagram, limits: DiagramLimits) -> None:
+    """Raise :class:`InvalidInput` naming the limit and where, when ``diagram`` is over one
+    of ``limits`` (node and edge counts, each node config's depth and size)."""
+    try:
+        check_diagram(diagram, limits)
+    except LimitError as err:
+        raise InvalidInput(err.message, err.path) from None
+
+
+def check_json_limit(value: Any, max_depth: int, where: str) -> None:
+    """Raise :class:`InvalidInput` when the JSON ``value`` nests deeper than ``max_depth``."""
+    try:
+        check_json_depth(value, max_depth, path=where, limit="max_json_depth")
+    except LimitError as err:
+        raise InvalidInput(err.message, err.path) from None
 
 
 def _validate_name(name: str) -> str:

@@ -44,6 +44,7 @@ from urllib.parse import parse_qsl
 import multipart
 
 from backend.triggers.redaction import auth_summary, redact_headers, secret_header_names
+from designer_schema.limits import json_depth
 
 MULTIPART_CHUNK = 64 * 1024
 
@@ -146,12 +147,18 @@ def _raw_bytes(raw: bytes, media: str) -> dict[str, Any]:
     }
 
 
-def parse_json_text(text: str) -> Any:
-    """Parse JSON; empty/whitespace is ``{}``; raises :class:`BodyError` with the place."""
+DEFAULT_MAX_JSON_DEPTH = 64
+"""Nesting levels a JSON body may have unless the caller says otherwise."""
+
+
+def parse_json_text(text: str, max_depth: int = DEFAULT_MAX_JSON_DEPTH) -> Any:
+    """Parse JSON; empty/whitespace is ``{}``; raises :class:`BodyError` with the place, or
+    naming the limit when the document nests deeper than ``max_depth`` levels."""
     if not text.strip():
         return {}
+    too_deep = BodyError(f"JSON body nested deeper than {max_depth} levels (limit max_json_depth)")
     try:
-        return json.loads(text)
+        value = json.loads(text)
     except json.JSONDecodeError as exc:
         raise BodyError(
             f"malformed JSON body: {exc.msg} at line {exc.lineno}, column {exc.colno} "
@@ -159,10 +166,18 @@ def parse_json_text(text: str) -> Any:
         ) from exc
     except ValueError as exc:  # an integer longer than Python's 4,300-digit conversion limit
         raise BodyError(f"JSON body not accepted: {exc}") from exc
+    except RecursionError:  # deeper than the interpreter's recursion limit
+        raise too_deep from None
+    if json_depth(value, max_depth) > max_depth:
+        raise too_deep
+    return value
 
 
-def parse_request_body(content_type: str, raw: bytes) -> ParsedBody:
-    """Parse ``raw`` by ``content_type`` (see the module docstring). Raises BodyError."""
+def parse_request_body(
+    content_type: str, raw: bytes, max_json_depth: int = DEFAULT_MAX_JSON_DEPTH
+) -> ParsedBody:
+    """Parse ``raw`` by ``content_type`` (see the module docstring); a JSON body may nest at
+    most ``max_json_depth`` levels. Raises BodyError."""
     media = content_type.split(";")[0].strip().lower()
     charset = _charset(content_type)
     if (
@@ -170,7 +185,7 @@ def parse_request_body(content_type: str, raw: bytes) -> ParsedBody:
         or media.endswith("+json")
         or (not media and raw.strip()[:1] in (b"{", b"["))
     ):
-        return ParsedBody(parse_json_text(decode_text(raw, charset)))
+        return ParsedBody(parse_json_text(decode_text(raw, charset), max_json_depth))
     if media == "multipart/form-data":
         return _parse_multipart(content_type, raw)
     if not raw:

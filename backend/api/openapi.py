@@ -1,0 +1,256 @@
+"""The OpenAPI document at ``/schema``: security schemes, every status, the vendored UI.
+
+Every operation's answers are documented in one place instead of on each route decorator:
+
+- statuses that follow from how a route is built are derived from it
+  (:func:`document_responses`): 401 behind a guard, 403 for unsafe methods checked for
+  CSRF, 404 when the path names a resource, 503 when PostgreSQL or Redis cannot be reached
+  (every operation that reads them), 400 where Litestar validates parameters or a body;
+- statuses a handler decides itself (409 for a run that is not active, 422 for a rejected
+  publish, the webhook answers, ...) are listed per ``operation_id`` in :data:`ANSWERS`.
+
+Guarded operations declare both security schemes: ``bearer`` (``Authorization: Bearer
+<API token>``, created under ``/api/tokens``) and ``session`` (the login cookie; unsafe
+methods then also need the ``X-CSRFToken`` header). The API docs UI is Swagger UI served
+from ``frontend/static/vendor/swagger-ui`` (pinned version, licence beside it), so it works
+without internet access.
+"""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+import msgspec
+from litestar import Litestar
+from litestar._openapi.schema_generation.plugins.struct import StructSchemaPlugin
+from litestar.handlers import HTTPRouteHandler
+from litestar.openapi import OpenAPIConfig, ResponseSpec
+from litestar.openapi.plugins import JsonRenderPlugin, SwaggerRenderPlugin
+from litestar.openapi.spec import Components, Schema, SecurityScheme
+from litestar.routes import HTTPRoute
+from litestar.typing import FieldDefinition
+
+from backend.api.schemas import ErrorOut, PublishOut
+
+SWAGGER_UI = "/static/vendor/swagger-ui"
+"""Where the vendored Swagger UI files are served."""
+
+SECURITY: list[dict[str, list[str]]] = [{"bearer": []}, {"session": []}]
+"""Either scheme authenticates a guarded operation."""
+
+_UNSAFE = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+_CSRF_EXEMPT = ("/hooks", "/health")
+
+_REASONS: dict[int, str] = {
+    400: "Invalid input: `detail` says what, `field` (or `extra`) where",
+    401: "Not logged in: no valid session cookie or API token",
+    403: "Refused: the CSRF token is missing or wrong (cookie sessions, unsafe methods)",
+    404: "No such resource",
+    405: "Method not allowed; `Allow` lists the methods that are",
+    409: "Conflict with the resource's current state (see `detail`)",
+    413: "Body larger than the limit",
+    422: "Rejected: the diagram has errors (`diagnostics`)",
+    429: "Rate limit reached; retry after `Retry-After` seconds",
+    503: "PostgreSQL or Redis cannot be reached right now; try again shortly",
+}
+
+_WEBHOOK: dict[int | str, str] = {
+    200: "The run's answer (`respond` = `respond_node` or `last_step`)",
+    400: "The body cannot be parsed (`detail` says where) or breaks a limit",
+    401: "Authentication of the webhook failed",
+    404: "No published workflow at this URL (or the webhook is disabled)",
+    405: "The trigger does not accept this method; `Allow` lists those it does",
+    413: "Body larger than the trigger's `max_body`",
+    429: "Rate limit reached; retry after `Retry-After` seconds",
+    503: "PostgreSQL or Redis cannot be reached right now; try again shortly",
+    "default": "What the workflow's Respond step answers: any status, headers and body",
+}
+
+ANSWERS: dict[str, dict[int, str | tuple[str, Any]]] = {
+    "login": {401: "Wrong email or password"},
+    "publish_workflow": {
+        200: ("The draft equals the active version: nothing new was published", PublishOut),
+        422: _REASONS[422],
+    },
+    "start_run": {409: "The workflow has no published version"},
+    "pause_run": {409: "The run is not running or waiting"},
+    "resume_run": {409: "The run is not paused"},
+    "rerun_run": {409: "The run has not ended (or succeeded, for `failed_step`)"},
+    "create_credential": {503: "No encryption key is configured"},
+    "update_credential": {503: "No encryption key is configured"},
+    "connect_credential": {409: "The credential is not an OAuth2 credential"},
+    "health_ready": {503: "PostgreSQL or Redis is down (the body says which)"},
+}
+"""Statuses a handler decides itself, by ``operation_id`` (derived ones are added too):
+a description, or ``(description, body type)`` for a body other than :class:`ErrorOut`."""
+
+_STATUS_OVERRIDES: dict[str, int] = {
+    "login": 200,
+    "connect_credential": 302,
+    "oauth2_callback": 302,
+}
+"""Success status of handlers that build their own ``Response`` (default differs)."""
+
+_WEBHOOK_ACCEPTED = 202
+"""Success status of the webhook operations: the run was accepted."""
+
+
+def _is_webhook(operation_id: str) -> bool:
+    return operation_id.startswith(("receive_webhook_", "test_webhook_"))
+
+
+def derived_statuses(handler: HTTPRouteHandler, path: str, method: str) -> dict[int, str]:
+    """The error statuses that follow from how the route is built (see the module doc)."""
+    statuses: dict[int, str] = {}
+    guarded = bool(handler.resolve_guards())
+    if guarded:
+        statuses[401] = _REASONS[401]
+    if method in _UNSAFE and not path.startswith(_CSRF_EXEMPT):
+        statuses[403] = _REASONS[403]
+    if "{" in path:
+        statuses[404] = _REASONS[404]
+    if guarded or not path.startswith("/health"):
+        statuses[503] = _REASONS[503]
+    return statuses
+
+
+def _operation_id(handler: HTTPRouteHandler, route: HTTPRoute, method: str) -> str:
+    creator = handler.operation_id
+    if isinstance(creator, str):
+        return creator
+    if callable(creator):
+        return str(creator(handler, method, route.path_components))  # type: ignore[arg-type]
+    return ""
+
+
+def document_responses(app: Litestar) -> None:
+    """Document every status of every operation of ``app`` and its security schemes.
+
+    Call once after building the app, before the document is first served (Litestar builds
+    it on first use).
+    """
+    for route in app.routes:
+        if not isinstance(route, HTTPRoute):
+            continue
+        for handler in route.route_handlers:
+            if not handler.resolve_include_in_schema():
+                continue
+            _document(handler, route)
+
+
+def _document(handler: HTTPRouteHandler, route: HTTPRoute) -> None:
+    statuses: dict[int | str, str | tuple[str, Any]] = {}
+    webhook = False
+    for method in sorted(handler.http_methods):
+        operation_id = _operation_id(handler, route, method)
+        if _is_webhook(operation_id):
+            webhook = True
+            statuses.update(_WEBHOOK)
+        else:
+            for code, reason in derived_statuses(handler, route.path, method).items():
+                statuses[code] = reason
+        for code, given in ANSWERS.get(operation_id, {}).items():
+            statuses[code] = given
+        if operation_id in _STATUS_OVERRIDES:
+            handler.status_code = _STATUS_OVERRIDES[operation_id]
+    if webhook:
+        handler.status_code = _WEBHOOK_ACCEPTED
+    responses: dict[Any, ResponseSpec] = dict(handler.responses or {})
+    for status, answer in statuses.items():
+        if status in responses or status == handler.status_code:
+            continue
+        description, body = answer if isinstance(answer, tuple) else (answer, ErrorOut)
+        free_form = webhook and status in (200, "default")
+        responses[status] = ResponseSpec(
+            data_container=cast(Any, None if free_form else body),
+            description=description,
+            generate_examples=False,
+            media_type="*/*" if free_form else "application/json",
+        )
+    if handler.status_code == 204:  # (Litestar would document a JSON body)
+        responses[204] = ResponseSpec(data_container=None, description="No content")
+    handler.responses = responses
+    if handler.resolve_guards():
+        handler.security = SECURITY
+
+
+class StrictStructSchemaPlugin(StructSchemaPlugin):
+    """Documents ``forbid_unknown_fields`` msgspec Structs with ``additionalProperties:
+    false``, as msgspec validates them (Litestar's own plugin leaves it out)."""
+
+    def to_openapi_schema(self, field_definition: FieldDefinition, schema_creator: Any) -> Schema:
+        schema = super().to_openapi_schema(field_definition, schema_creator)
+        config = getattr(field_definition.type_, "__struct_config__", None)
+        if isinstance(config, msgspec.structs.StructConfig) and config.forbid_unknown_fields:
+            schema.additional_properties = False
+        return schema
+
+
+class SelfContainedSwaggerRenderPlugin(SwaggerRenderPlugin):
+    """Swagger UI from the vendored assets, with no inline script or style, so the page
+    works under the app's Content-Security-Policy (``script-src 'self'``, docs/security.md).
+
+    Litestar's own page starts Swagger UI from an inline ``<script>`` holding the whole
+    document; this one loads ``/static/js/api-docs.js``, which reads the document from
+    ``/schema/openapi.json`` and sends the CSRF cookie's value as ``X-CSRFToken`` on the
+    requests a user tries out with the session cookie.
+    """
+
+    def render(self, request: Any, openapi_schema: dict[str, Any]) -> bytes:
+        """The HTML page (bytes, UTF-8): vendored CSS and scripts, then the start script."""
+        title = str(openapi_schema.get("info", {}).get("title", "API"))
+        return f"""<!doctype html>
+<html lang="en">
+<head>
+  <meta charset="utf-8">
+  <meta name="viewport" content="width=device-width, initial-scale=1">
+  <title>{title} API</title>
+  {self.favicon}
+  <link href="{self.css_url}" rel="stylesheet">
+  <script src="{self.js_url}" defer></script>
+  <script src="{self.standalone_preset_js_url}" defer></script>
+  <script src="/static/js/api-docs.js" defer></script>
+</head>
+<body><div id="swagger-container" data-spec-url="/schema/openapi.json"></div></body>
+</html>
+""".encode()
+
+
+def openapi_config(version: str) -> OpenAPIConfig:
+    """The OpenAPI configuration: document at ``/schema/openapi.json``, Swagger UI at
+    ``/schema`` (vendored assets), bearer and cookie security schemes."""
+    return OpenAPIConfig(
+        title="Railyard",
+        version=version,
+        path="/schema",
+        description=(
+            "Workflows, runs, credentials, webhooks and API tokens. Authenticate with an API "
+            "token (`Authorization: Bearer <token>`, created under `/api/tokens`) or the "
+            "login session cookie (unsafe methods then need the `X-CSRFToken` header)."
+        ),
+        components=Components(
+            security_schemes={
+                "bearer": SecurityScheme(
+                    type="http",
+                    scheme="bearer",
+                    description="An API token: `Authorization: Bearer <token>`",
+                ),
+                "session": SecurityScheme(
+                    type="apiKey",
+                    name="railyard_session",
+                    security_scheme_in="cookie",
+                    description="The session cookie set by `POST /api/auth/login`",
+                ),
+            }
+        ),
+        render_plugins=[
+            SelfContainedSwaggerRenderPlugin(
+                path="/",
+                js_url=f"{SWAGGER_UI}/swagger-ui-bundle.js",
+                css_url=f"{SWAGGER_UI}/swagger-ui.css",
+                standalone_preset_js_url=f"{SWAGGER_UI}/swagger-ui-standalone-preset.js",
+                favicon=f"<link rel='icon' type='image/png' href='{SWAGGER_UI}/favicon-32x32.png'>",
+            ),
+            JsonRenderPlugin(),
+        ],
+    )

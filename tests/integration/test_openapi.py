@@ -1,0 +1,110 @@
+"""The OpenAPI document and its UI: security schemes, statuses, constraints, offline docs,
+``Allow`` on 405 and OPTIONS."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+pytestmark = pytest.mark.integration
+
+VENDOR = Path(__file__).parents[2] / "frontend" / "static" / "vendor" / "swagger-ui"
+
+
+async def document(client: httpx.AsyncClient) -> dict[str, Any]:
+    r = await client.get("/schema/openapi.json")
+    assert r.status_code == 200, r.text
+    return dict(r.json())
+
+
+def operations(doc: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
+    return [
+        (method.upper(), path, op)
+        for path, item in doc["paths"].items()
+        for method, op in item.items()
+        if isinstance(op, dict) and "responses" in op
+    ]
+
+
+async def test_security_schemes_give_the_docs_an_authorize_button(
+    client: httpx.AsyncClient,
+) -> None:
+    doc = await document(client)
+    schemes = doc["components"]["securitySchemes"]
+    assert schemes["bearer"] == {
+        "type": "http",
+        "scheme": "bearer",
+        "description": "An API token: `Authorization: Bearer <token>`",
+    }
+    assert schemes["session"]["type"] == "apiKey" and schemes["session"]["in"] == "cookie"
+    assert schemes["session"]["name"] == "railyard_session"
+    guarded = [
+        op for _, path, op in operations(doc) if path.startswith("/api/") and "login" not in path
+    ]
+    assert guarded and all(
+        op.get("security") == [{"bearer": []}, {"session": []}] for op in guarded
+    )
+
+
+async def test_every_operation_documents_the_statuses_it_can_answer(
+    client: httpx.AsyncClient,
+) -> None:
+    doc = await document(client)
+    for method, path, op in operations(doc):
+        codes = set(op["responses"])
+        where = (method, path, sorted(codes))
+        if op.get("security"):
+            assert "401" in codes, where
+        if method in {"POST", "PUT", "PATCH", "DELETE"} and path.startswith("/api/"):
+            assert "403" in codes, where
+        if "{" in path:
+            assert "404" in codes, where
+        if path != "/health/live":
+            assert "503" in codes, where
+    login = doc["paths"]["/api/auth/login"]["post"]["responses"]
+    assert set(login) >= {"200", "401"} and "201" not in login
+    publish = doc["paths"]["/api/workflows/{workflow_id}/publish"]["post"]["responses"]
+    assert {"200", "201", "422"} <= set(publish)
+    hook = doc["paths"]["/hooks/{token}"]["post"]["responses"]
+    assert {"202", "405", "413", "429", "default"} <= set(hook)
+
+
+async def test_request_constraints_match_the_server(client: httpx.AsyncClient) -> None:
+    doc = await document(client)
+    name = doc["components"]["schemas"]["WorkflowCreate"]["properties"]["name"]
+    assert (name["minLength"], name["maxLength"], name["pattern"]) == (1, 200, "\\S")
+    assert doc["components"]["schemas"]["Diagram"]["additionalProperties"] is False
+    for bad in ("", "   ", "x" * 201):
+        r = await client.post("/api/workflows", json={"name": bad})
+        assert r.status_code == 400, (bad, r.text)
+        assert r.json()["field"] == "name"
+    r = await client.post(
+        "/api/runs/00000000-0000-4000-8000-000000000000/rerun", json={"from": "x"}
+    )
+    assert r.status_code == 400 and r.json()["field"] == "from"
+
+
+async def test_docs_ui_is_vendored_and_works_offline(client: httpx.AsyncClient) -> None:
+    page = await client.get("/schema", headers={"accept": "text/html"})
+    assert page.status_code == 200
+    urls = re.findall(r"""(?:src|href)=["']([^"']+)["']""", page.text)
+    assert urls and all(u.startswith("/static/vendor/swagger-ui/") for u in urls), urls
+    for url in urls:
+        assert (await client.get(url)).status_code == 200, url
+    version = (VENDOR / "VERSION").read_text().strip()
+    assert re.fullmatch(r"\d+\.\d+\.\d+", version)
+    assert "Apache License" in (VENDOR / "LICENSE").read_text()
+
+
+async def test_405_and_options_carry_a_true_allow_header(client: httpx.AsyncClient) -> None:
+    r = await client.request("TRACE", "/api/workflows")
+    assert r.status_code == 405
+    assert set(r.headers["allow"].replace(" ", "").split(",")) == {"GET", "POST", "OPTIONS"}
+    for path in ("/api/workflows", "/api/credentials", "/api/tokens"):
+        r = await client.options(path)
+        assert r.status_code == 204
+        assert {"GET", "POST"} <= set(r.headers["allow"].replace(" ", "").split(",")), path
