@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
-from dataclasses import replace
 from typing import Any
 
 import msgspec
@@ -151,14 +150,18 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> Litestar:
         ],
         exception_handlers={
             **{k: _pages_get_html(h) for k, h in API_EXCEPTION_HANDLERS.items()},
+            401: _http_error,
             403: _http_error,
             404: _http_error,
             405: _http_error,
         },
-        openapi_config=replace(
-            openapi_config("0.1.0"),
-            openapi_router=Router(
-                path="/schema", route_handlers=[], opt=permission_opt(Permission.PUBLIC)
+        openapi_config=openapi_config(
+            "0.1.0",
+            Router(
+                path="/schema",
+                route_handlers=[],
+                opt=permission_opt(Permission.PUBLIC),
+                include_in_schema=False,
             ),
         ),
         plugins=[StrictStructSchemaPlugin()],

@@ -14,6 +14,7 @@ from litestar.exceptions import NotFoundException
 from litestar.params import FromPath, JSONBody
 
 from backend.api.grant_schemas import GrantIn, GrantOut, grant_out, set_grant_out
+from backend.api.schemas import Name
 from backend.auth.guards import access_dependencies
 from backend.auth.policy import Permission
 from backend.auth.web import CurrentUser, DbSession
@@ -26,7 +27,7 @@ PROJECTS = {"permission": Permission.PROJECTS_MANAGE}
 class NamedIn(msgspec.Struct, forbid_unknown_fields=True):
     """Body of POST: a name and an optional description."""
 
-    name: str
+    name: Name
     description: str = ""
 
 

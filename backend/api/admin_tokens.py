@@ -11,6 +11,7 @@ from litestar import Controller, delete, get, post
 from litestar.exceptions import NotFoundException
 from litestar.params import FromPath, JSONBody
 
+from backend.api.schemas import Name, RoleName
 from backend.api.token_schemas import TokenIn, TokenOut, token_out
 from backend.auth.guards import access_dependencies
 from backend.auth.policy import Permission
@@ -21,8 +22,8 @@ from backend.services import api_tokens, service_accounts
 class ServiceAccountIn(msgspec.Struct, forbid_unknown_fields=True):
     """Body of POST /api/admin/service-accounts."""
 
-    name: str
-    role: str = "operator"
+    name: Name
+    role: RoleName = "operator"
 
 
 class ServiceAccountOut(msgspec.Struct):

@@ -72,6 +72,7 @@ class AuditController(Controller):
         "/export.jsonl",
         operation_id="export_audit_entries",
         opt={"permission": Permission.AUDIT_READ},
+        media_type=audit_log.EXPORT_MEDIA_TYPE,
     )
     async def export(self, runtime: AppRuntime, audit_filter: AuditFilterParam) -> Stream:
         """Every matching entry as JSON lines (one object per line, newest first), streamed."""

@@ -19,7 +19,7 @@ from backend.services.availability import unavailable_service
 from backend.services.execution import RunNotActive, RunNotFound
 from backend.services.grants import GrantError, GrantNotFound
 from backend.services.groups import GroupNotFound
-from backend.services.naming import InvalidName
+from backend.services.naming import InvalidName, NameTaken
 from backend.services.password_links import InvalidLink
 from backend.services.passwords import WeakPassword
 from backend.services.projects import ProjectNotFound
@@ -93,6 +93,11 @@ def too_deep(request: Request, _: RecursionError) -> Response[bytes]:
         f"the request body is nested too deeply (limit max_json_depth: {limit} levels; "
         "node configs: max_config_depth)",
     )
+
+
+def name_taken(_: Request, exc: NameTaken) -> Response[bytes]:
+    """409 naming the field whose value another object already uses."""
+    return _json(409, str(exc), field=exc.field)
 
 
 def conflict(_: Request, exc: Exception) -> Response[bytes]:
@@ -184,6 +189,7 @@ API_EXCEPTION_HANDLERS: dict[int | type[Exception], ErrorHandler] = {
     TokenError: bad_field,
     GrantError: bad_field,
     InvalidName: bad_field,
+    NameTaken: name_taken,
     GrantNotFound: not_found,
     GroupNotFound: not_found,
     ProjectNotFound: not_found,

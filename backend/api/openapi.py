@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Any, cast
 
 import msgspec
-from litestar import Litestar
+from litestar import Litestar, Router
 from litestar._openapi.schema_generation.plugins.struct import StructSchemaPlugin
 from litestar.handlers import HTTPRouteHandler
 from litestar.openapi import OpenAPIConfig, ResponseSpec
@@ -31,6 +31,8 @@ from litestar.routes import HTTPRoute
 from litestar.typing import FieldDefinition
 
 from backend.api.schemas import ErrorOut, PublishOut
+from backend.auth.guards import declared_permission
+from backend.auth.policy import Permission
 
 SWAGGER_UI = "/static/vendor/swagger-ui"
 """Where the vendored Swagger UI files are served."""
@@ -44,7 +46,8 @@ _CSRF_EXEMPT = ("/hooks", "/health")
 _REASONS: dict[int, str] = {
     400: "Invalid input: `detail` says what, `field` (or `extra`) where",
     401: "Not logged in: no valid session cookie or API token",
-    403: "Refused: the CSRF token is missing or wrong (cookie sessions, unsafe methods)",
+    403: "Refused: the caller's role, grants or token scopes do not allow it, or the CSRF "
+    "token is missing or wrong (cookie sessions, unsafe methods)",
     404: "No such resource",
     405: "Method not allowed; `Allow` lists the methods that are",
     409: "Conflict with the resource's current state (see `detail`)",
@@ -67,7 +70,6 @@ _WEBHOOK: dict[int | str, str] = {
 }
 
 ANSWERS: dict[str, dict[int, str | tuple[str, Any]]] = {
-    "login": {401: "Wrong email or password"},
     "publish_workflow": {
         200: ("The draft equals the active version: nothing new was published", PublishOut),
         422: _REASONS[422],
@@ -80,6 +82,14 @@ ANSWERS: dict[str, dict[int, str | tuple[str, Any]]] = {
     "update_credential": {503: "No encryption key is configured"},
     "connect_credential": {409: "The credential is not an OAuth2 credential"},
     "health_ready": {503: "PostgreSQL or Redis is down (the body says which)"},
+    "create_group": {409: "A group with this name exists"},
+    "create_project": {409: "A project with this name exists"},
+    "create_service_account": {409: "A service account with this name exists"},
+    "create_user": {409: "An account with this email exists"},
+    "deactivate_user": {409: "The last active admin, or your own account"},
+    "update_user": {409: "The last active admin cannot lose the admin role"},
+    "move_to_project": {404: "The workflow, credential or project does not exist"},
+    "login": {401: "Wrong email or password", 429: "Too many failed sign-ins: locked for a while"},
 }
 """Statuses a handler decides itself, by ``operation_id`` (derived ones are added too):
 a description, or ``(description, body type)`` for a body other than :class:`ErrorOut`."""
@@ -102,10 +112,10 @@ def _is_webhook(operation_id: str) -> bool:
 def derived_statuses(handler: HTTPRouteHandler, path: str, method: str) -> dict[int, str]:
     """The error statuses that follow from how the route is built (see the module doc)."""
     statuses: dict[int, str] = {}
-    guarded = bool(handler.resolve_guards())
+    guarded = _guarded(handler)
     if guarded:
         statuses[401] = _REASONS[401]
-    if method in _UNSAFE and not path.startswith(_CSRF_EXEMPT):
+    if guarded or (method in _UNSAFE and not path.startswith(_CSRF_EXEMPT)):
         statuses[403] = _REASONS[403]
     if "{" in path:
         statuses[404] = _REASONS[404]
@@ -170,8 +180,13 @@ def _document(handler: HTTPRouteHandler, route: HTTPRoute) -> None:
     if handler.status_code == 204:  # (Litestar would document a JSON body)
         responses[204] = ResponseSpec(data_container=None, description="No content")
     handler.responses = responses
-    if handler.resolve_guards():
+    if _guarded(handler):
         handler.security = SECURITY
+
+
+def _guarded(handler: HTTPRouteHandler) -> bool:
+    """True when the route needs a login or token: its declared permission is not public."""
+    return declared_permission(handler) not in (None, Permission.PUBLIC)
 
 
 class StrictStructSchemaPlugin(StructSchemaPlugin):
@@ -216,13 +231,14 @@ class SelfContainedSwaggerRenderPlugin(SwaggerRenderPlugin):
 """.encode()
 
 
-def openapi_config(version: str) -> OpenAPIConfig:
+def openapi_config(version: str, router: Router) -> OpenAPIConfig:
     """The OpenAPI configuration: document at ``/schema/openapi.json``, Swagger UI at
-    ``/schema`` (vendored assets), bearer and cookie security schemes."""
+    ``/schema`` (vendored assets), bearer and cookie security schemes. ``router`` serves
+    them (its path ``/schema``; it carries the route options the app's guard reads)."""
     return OpenAPIConfig(
         title="Railyard",
         version=version,
-        path="/schema",
+        openapi_router=router,
         description=(
             "Workflows, runs, credentials, webhooks and API tokens. Authenticate with an API "
             "token (`Authorization: Bearer <token>`, created under `/api/tokens`) or the "

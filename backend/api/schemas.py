@@ -22,6 +22,19 @@ Name = Annotated[
 ]
 """A workflow, credential or token name (stored stripped)."""
 
+Email = Annotated[
+    str,
+    msgspec.Meta(
+        max_length=320,
+        pattern=r"^\s*[^@\s]{1,64}@[^@\s]+\.[^@\s]+\s*$",
+        description="An email address (compared lower-cased, surrounding spaces dropped)",
+    ),
+]
+"""An account's email address, as ``backend.services.accounts.normalize_email`` accepts it."""
+
+RoleName = Literal["admin", "editor", "operator", "viewer"]
+"""A role (docs/security.md, "Permission table")."""
+
 Secret = Annotated[str, msgspec.Meta(min_length=1, pattern=r"\S", description="Not only spaces")]
 """A write-only secret (webhook token, password, HMAC key)."""
 

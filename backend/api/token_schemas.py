@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import msgspec
 
@@ -16,7 +16,9 @@ class TokenIn(msgspec.Struct):
     Without ``scopes`` the token gets the strongest scope the role allows."""
 
     name: Name
-    scopes: list[str] | None = None
+    scopes: (
+        Annotated[list[Literal["read", "run", "edit", "admin"]], msgspec.Meta(min_length=1)] | None
+    ) = None
     expires_in_days: int | None = None
 
 

@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import msgspec
 
-from backend.api.schemas import SessionOut
+from backend.api.schemas import Email, Name, RoleName, SessionOut
 from backend.services import login_sessions
 from backend.services.accounts import UserRow
 
@@ -35,17 +37,17 @@ class UserCreateIn(msgspec.Struct, forbid_unknown_fields=True):
     link (shown once in the answer) to choose one; with it, the password must meet the
     policy."""
 
-    email: str
-    role: str = "viewer"
+    email: Email
+    role: RoleName = "viewer"
     display_name: str = ""
-    password: str | None = None
+    password: Annotated[str, msgspec.Meta(min_length=12, max_length=256)] | None = None
 
 
 class UserPatchIn(msgspec.Struct, forbid_unknown_fields=True):
     """Body of PATCH /api/admin/users/{id}: the fields to change."""
 
-    role: str | msgspec.UnsetType = msgspec.UNSET
-    display_name: str | msgspec.UnsetType = msgspec.UNSET
+    role: RoleName | msgspec.UnsetType = msgspec.UNSET
+    display_name: Name | msgspec.UnsetType = msgspec.UNSET
 
 
 class PasswordLinkOut(msgspec.Struct):

@@ -83,7 +83,13 @@ async def _object(
 async def authorize(
     connection: ASGIConnection[Any, Any, Any, Any], handler: BaseRouteHandler
 ) -> None:
-    """Guard: allow the request only when the policy allows the route's permission."""
+    """Guard: allow the request only when the policy allows the route's permission.
+
+    Litestar's generated ``OPTIONS`` handlers (the only ones the app has) are public: they
+    answer 204 with the path's ``Allow`` methods and no data.
+    """
+    if getattr(handler, "http_methods", None) == {"OPTIONS"}:
+        return
     permission = declared_permission(handler)
     if permission is None:
         raise PermissionDeniedException("this route declares no permission")

@@ -22,12 +22,16 @@ def clean_name(name: str, limit: int = 200) -> str:
     return name
 
 
+class NameTaken(InvalidName):
+    """The name is already used by another object of the same kind (answered 409)."""
+
+
 async def add_unique(session: AsyncSession, row: object, taken: str) -> None:
-    """Insert ``row`` in a savepoint; raises :class:`InvalidName` (``taken``) when a unique
+    """Insert ``row`` in a savepoint; raises :class:`NameTaken` (``taken``) when a unique
     constraint refuses it, leaving the caller's transaction usable."""
     try:
         async with session.begin_nested():
             session.add(row)
             await session.flush()
     except IntegrityError:
-        raise InvalidName(taken) from None
+        raise NameTaken(taken) from None
