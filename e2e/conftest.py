@@ -355,11 +355,14 @@ def page(browser: Any, request: pytest.FixtureRequest) -> Iterator[Any]:
         pytest.fail("Content-Security-Policy violations:\n" + "\n".join(violations))
 
 
-def login(page: Any, server: RailyardServer) -> None:
-    """Log ``page`` in as the admin through the login form; ends on the workflow list."""
+def login(
+    page: Any, server: RailyardServer, email: str | None = None, password: str | None = None
+) -> None:
+    """Log ``page`` in through the login form (as the admin unless ``email`` / ``password``
+    name another account); ends on the workflow list."""
     page.goto(f"{server.base_url}/login")
-    page.fill("#email", server.email)
-    page.fill("#password", server.password)
+    page.fill("#email", email or server.email)
+    page.fill("#password", password or server.password)
     page.click("button[type=submit]")
     page.wait_for_url(f"{server.base_url}/workflows**")
 
