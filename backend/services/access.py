@@ -30,16 +30,25 @@ from backend.auth.policy import (
 )
 from backend.db.models import Credential, GroupMember, Run, StoredFile, User, Workflow
 from backend.db.models import Grant as GrantRow
+from backend.db.models import Group as GroupRow
 
 
 async def principal_for(
     session: AsyncSession, user: User, scopes: Iterable[str] | None = None
 ) -> Principal:
     """The :class:`Principal` of ``user``: role, groups, and the token's ``scopes`` (None for
-    a login session)."""
-    groups = await session.execute(
-        select(GroupMember.group_id).where(GroupMember.user_id == user.id)
-    )
+    a login session).
+
+    A user belongs to the groups an admin added them to and, for single sign-on accounts,
+    to every Railyard group whose name equals one of the group names the identity provider
+    claimed at the last sign-in (``users.external_groups``, docs/security.md, "Single
+    sign-on"): membership follows the provider without anyone editing it here.
+    """
+    member_of = select(GroupMember.group_id).where(GroupMember.user_id == user.id)
+    claimed = [g for g in (user.external_groups or []) if isinstance(g, str)]
+    if claimed:
+        member_of = member_of.union(select(GroupRow.id).where(GroupRow.name.in_(claimed)))
+    groups = await session.execute(member_of)
     return Principal(
         user_id=str(user.id),
         role=parse_role(user.role),

@@ -234,3 +234,26 @@ async def test_provider_errors_and_misconfiguration_are_explained(
     monkeypatch.setattr(runtime, "settings", broken)
     down = await browser.get("/login/oidc")
     assert down.status_code == 502 and "could not be read" in down.text
+
+
+async def test_claimed_groups_reach_railyard_groups_of_the_same_name(
+    browser: httpx.AsyncClient, client: httpx.AsyncClient, runtime: Runtime, idp: OAuth2Provider
+) -> None:
+    """A grant to the Railyard group "engineering" reaches a single sign-on user whose
+    provider claims "engineering"; when the provider stops claiming it, access ends."""
+    group = (await client.post("/api/admin/groups", json={"name": "engineering"})).json()["id"]
+    wf = (await client.post("/api/workflows", json={"name": "Team flow"})).json()["id"]
+    r = await client.post(
+        f"/api/workflows/{wf}/grants", json={"subject": f"group:{group}", "level": "read"}
+    )
+    assert r.status_code in (200, 201), r.text
+    idp.state.claims.update({"railyard_roles": ["viewer"], "groups": ["engineering"]})
+    assert (await _sso(browser)).status_code in (302, 303)
+    assert (await browser.get(f"/api/workflows/{wf}")).status_code == 200
+    listed = [w["id"] for w in (await browser.get("/api/workflows")).json()]
+    assert listed == [wf]
+
+    await browser.post("/api/auth/logout", headers={"x-csrftoken": browser.cookies["csrftoken"]})
+    idp.state.claims.update({"groups": ["marketing"]})
+    assert (await _sso(browser)).status_code in (302, 303)
+    assert (await browser.get(f"/api/workflows/{wf}")).status_code == 404
