@@ -9,7 +9,7 @@ from typing import Any
 import msgspec
 from litestar import Litestar, MediaType, Request, Response, Router
 from litestar.config.csrf import CSRFConfig
-from litestar.exceptions import HTTPException
+from litestar.exceptions import HTTPException, NotAuthorizedException
 from litestar.logging.config import LoggingConfig
 from litestar.middleware.base import DefineMiddleware
 from litestar.static_files import create_static_files_router
@@ -150,7 +150,9 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> Litestar:
         ],
         exception_handlers={
             **{k: _pages_get_html(h) for k, h in API_EXCEPTION_HANDLERS.items()},
-            401: _http_error,
+            # by type, not status: a page controller's own NotAuthorizedException handler
+            # (redirect to the login page) overrides this one for its routes
+            NotAuthorizedException: _http_error,
             403: _http_error,
             404: _http_error,
             405: _http_error,

@@ -81,8 +81,13 @@ def drag_node(page: Any, node_id: str, dx: float, dy: float) -> None:
 
 def port_center(page: Any, node_id: str, side: str, port: str) -> tuple[float, float]:
     circle = node_el(page, node_id).locator(f'circle.port-{side}[data-port="{port}"]')
-    circle.wait_for(state="visible")  # the canvas redraws on the next animation frame
-    box = circle.bounding_box()
+    box = None
+    for _ in range(50):  # the canvas redraws (and replaces its elements) on animation frames
+        circle.wait_for(state="visible")
+        box = circle.bounding_box()
+        if box:
+            break
+        page.wait_for_timeout(100)
     assert box, f"no {side} port {port} on {node_id}"
     return box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
 

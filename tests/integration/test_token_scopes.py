@@ -100,7 +100,7 @@ async def test_expired_token_is_refused(client: httpx.AsyncClient, runtime: Runt
     r = await client.post("/api/tokens", json={"name": "x", "expires_in_days": -3})
     assert r.status_code == 400 and r.json()["field"] == "expires_in_days"
     r = await client.post("/api/tokens", json={"name": "x", "scopes": ["root"]})
-    assert r.status_code == 400 and r.json()["field"] == "scopes"
+    assert r.status_code == 400 and r.json()["field"] == "scopes[0]"  # names the scope
 
 
 async def test_service_account_acts_only_through_its_tokens(
