@@ -16,6 +16,7 @@ import random
 from datetime import datetime, timedelta
 from typing import Any
 
+from backend.engine import step_timeouts
 from backend.engine.control import ControlError, evaluate_control
 from backend.engine.expressions import ExpressionError, resolve_config
 from backend.engine.model import ChildRequest, RunState
@@ -128,6 +129,7 @@ def advance(graph: WorkflowGraph, state: RunState, now: datetime) -> list[str]:
             break
     if _settle(graph, state, now):
         return []
+    dispatch += step_timeouts.arm(graph, state, now)
     _update_waiting(graph, state)
     return dispatch
 

@@ -61,7 +61,9 @@ async def advance_run(ctx: dict[str, Any], run_id: str) -> None:
 async def _sweeper(runtime: Runtime) -> None:
     while True:
         try:
-            counts = await sweep(runtime.execution, grace_seconds=runtime.settings.sweep_interval)
+            counts = await sweep(
+                runtime.execution.recovery, grace_seconds=runtime.settings.sweep_interval
+            )
             if any(counts.values()):
                 log.info("sweeper: %s", counts)
         except Exception:  # keep sweeping whatever one pass hit

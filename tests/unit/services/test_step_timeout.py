@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import uuid
 from typing import Any
 
 from backend.services.execution import Execution
+from backend.services.execution.steps import Claimed
 
 
 class SlowAction:
@@ -39,7 +41,7 @@ class Context:
 
 def execution(action: Any) -> Execution:
     return Execution(
-        None,  # type: ignore[arg-type]  # no heartbeat within the test's lease
+        None,  # type: ignore[arg-type]  # no heartbeat within the test's lease: no store
         None,  # type: ignore[arg-type]
         Registry(action),
         lambda info, heartbeat, is_cancelled: Context(is_cancelled),
@@ -47,11 +49,13 @@ def execution(action: Any) -> Execution:
     )
 
 
+def claimed(node_type: str, input: Any, timeout: float | None) -> Claimed:
+    return Claimed(1, "t", 1, "run:step", input, {}, "step", node_type, timeout, "wf", uuid.uuid4())
+
+
 async def test_timeout_sets_is_cancelled_then_cancels_the_task() -> None:
     action = SlowAction()
-    outcome = await execution(action)._run_action(
-        "test.slow", {}, None, {}, attempt_id=1, token="t", timeout=0.05
-    )
+    outcome = await execution(action).steps.run_action(claimed("test.slow", None, 0.05), {})
     assert outcome == {
         "ok": False,
         "error": {"message": "step timed out after 0.05 s", "kind": "timeout"},
@@ -65,7 +69,5 @@ async def test_no_timeout_returns_the_output() -> None:
         async def run(self, config: dict[str, Any], input: Any, context: Any) -> Any:
             return {"echo": input}
 
-    outcome = await execution(Quick())._run_action(
-        "test.quick", {}, 5, {}, attempt_id=1, token="t", timeout=None
-    )
+    outcome = await execution(Quick()).steps.run_action(claimed("test.quick", 5, None), {})
     assert outcome == {"ok": True, "output": {"echo": 5}}
