@@ -13,6 +13,7 @@ output. Expressions see that input as ``$`` and the bindings of :func:`bindings`
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -63,8 +64,16 @@ def step_input(graph: WorkflowGraph, state: RunState, step_id: str) -> Any:
     return {sid: state.steps[sid].output for sid in sources}
 
 
-def start(graph: WorkflowGraph, state: RunState, now: datetime) -> list[str]:
-    """Start a queued run: complete the trigger step with the run input, then advance.
+def start(
+    graph: WorkflowGraph,
+    state: RunState,
+    now: datetime,
+    *,
+    should_yield: Callable[[], bool] | None = None,
+) -> list[str]:
+    """Start a queued run: complete the trigger step with the run input, then advance
+    (``should_yield`` as for :func:`advance`; in a fresh run only the trigger's targets
+    can be decided, so the first round plans just those).
 
     Returns the action step ids to dispatch.
     """
@@ -79,26 +88,64 @@ def start(graph: WorkflowGraph, state: RunState, now: datetime) -> list[str]:
     trigger.started_at = trigger.finished_at = now
     state.touch(graph.trigger)
     state.emit("step.succeeded", graph.trigger)
-    return advance(graph, state, now)
+    # a fresh run has only the trigger's record: only its targets can be decided (a re-run
+    # that copied finished steps is planned in full)
+    first = {t.target for t in graph.outgoing(graph.trigger)} if len(state.steps) == 1 else None
+    return advance(graph, state, now, should_yield=should_yield, candidates=first)
 
 
-def advance(graph: WorkflowGraph, state: RunState, now: datetime) -> list[str]:
+def advance(
+    graph: WorkflowGraph,
+    state: RunState,
+    now: datetime,
+    *,
+    should_yield: Callable[[], bool] | None = None,
+    candidates: set[str] | None = None,
+) -> list[str]:
     """Make ready what can run, evaluate control steps inline, settle the run.
 
     Returns the ids of action steps that became ready now (to dispatch after commit).
     Idempotent: advancing a run with nothing new to do changes nothing.
+
+    Linear in the size of the graph: each round plans only the targets of the steps it
+    finished (:func:`~backend.engine.planner.plan` with candidates), and the expression
+    bindings are built once and kept current. ``should_yield()`` (checked before each
+    inline step) lets the caller bound the time spent: once it answers True, the inline
+    steps not yet evaluated stay ``ready`` (:func:`inline_ready` lists them) and the next
+    ``advance`` evaluates them first. ``candidates`` are the only pending steps the
+    first round may decide (``None``: every step).
     """
     dispatch: list[str] = []
     if state.status.terminal or state.status == RunStatus.PAUSED:
         return dispatch
+    context = bindings(graph, state)
+    calls = [
+        sid
+        for sid, rec in state.steps.items()
+        if rec.status == StepStatus.RUNNING
+        and rec.data is not None
+        and graph.step(sid).type in CALL_TYPES
+    ]
+    failed = _has_unhandled_failure(state)
+    yielded = False
+    leftover = inline_ready(graph, state)  # left ready by an advance that yielded
     while True:
-        if _has_unhandled_failure(state):
+        if failed:
             _settle(graph, state, now)
             return []
-        progressed = _progress_calls(graph, state, now)
-        if _has_unhandled_failure(state):
+        touched = _progress_calls(graph, state, now, calls)
+        if _unhandled(state, touched):
+            failed = True
             continue
-        decision = plan(graph, state.steps)
+        for sid in leftover:
+            if should_yield is not None and should_yield():
+                yielded = True
+                break
+            _run_control(graph, state, graph.step(sid), now, context)
+            _record(state, context, sid)
+            touched.append(sid)
+        leftover = []
+        decision = plan(graph, state.steps, candidates)
         for sid in decision.skipped:
             rec = state.step(sid)
             rec.move(StepStatus.SKIPPED)
@@ -113,25 +160,61 @@ def advance(graph: WorkflowGraph, state: RunState, now: datetime) -> list[str]:
             rec.not_before = now
             state.touch(sid)
             if step.type in TIMER_TYPES:
-                if _start_timer(graph, state, step, now):
+                if _start_timer(graph, state, step, now, context):
                     dispatch.append(sid)
-                progressed = True
             elif step.type in CALL_TYPES:
-                _start_call(graph, state, step, now)
-                progressed = True
+                _start_call(graph, state, step, now, context)
+                calls.append(sid)
             elif step.kind == "control":
-                _run_control(graph, state, step, now)
-                progressed = True
+                yielded = yielded or (should_yield is not None and should_yield())
+                if yielded:
+                    continue  # stays ready: evaluated by the next advance
+                _run_control(graph, state, step, now, context)
             else:
                 state.emit("step.ready", sid)
                 dispatch.append(sid)
-        if not (progressed or decision.skipped):
+                continue
+            _record(state, context, sid)
+            touched.append(sid)
+        failed = _unhandled(state, touched)
+        if not (touched or decision.skipped):
             break
+        candidates = {
+            t.target for sid in [*touched, *decision.skipped] for t in graph.outgoing(sid)
+        }
     if _settle(graph, state, now):
         return []
     dispatch += step_timeouts.arm(graph, state, now)
     _update_waiting(graph, state)
     return dispatch
+
+
+def inline_ready(graph: WorkflowGraph, state: RunState) -> list[str]:
+    """Inline (control) steps left ``ready`` by an :func:`advance` that yielded, in graph
+    order."""
+    return [
+        s.id
+        for s in graph.steps
+        if s.kind == "control"
+        and s.type not in WAIT_TYPES
+        and (rec := state.steps.get(s.id)) is not None
+        and rec.status == StepStatus.READY
+    ]
+
+
+def _record(state: RunState, context: dict[str, Any], step_id: str) -> None:
+    """Keep the expression bindings current: a finished step's output joins ``$steps``."""
+    rec = state.steps[step_id]
+    if rec.status in (StepStatus.SUCCEEDED, StepStatus.FAILED):
+        context["steps"][step_id] = rec.output
+
+
+def _unhandled(state: RunState, step_ids: list[str]) -> bool:
+    """True when one of ``step_ids`` failed without routing the failure to a port."""
+    return any(
+        state.steps[sid].status == StepStatus.FAILED and not state.steps[sid].ports
+        for sid in step_ids
+    )
 
 
 def _update_waiting(graph: WorkflowGraph, state: RunState) -> None:
@@ -161,23 +244,25 @@ def _succeed(state: RunState, step_id: str, output: Any, now: datetime, **data: 
 
 
 def _resolved(
-    graph: WorkflowGraph, state: RunState, step: Step, now: datetime
+    state: RunState, step: Step, now: datetime, context: dict[str, Any]
 ) -> dict[str, Any] | None:
     """The step's config with expressions evaluated; ``None`` after failing the step."""
     rec = state.step(step.id)
     try:
-        return resolve_config(step.config, step.expressions, rec.input, bindings(graph, state))
+        return resolve_config(step.config, step.expressions, rec.input, context)
     except ExpressionError as exc:
         error = {"message": str(exc), "kind": "expression_error", "field": exc.field}
         _finish_failed(step, state, error, now)
         return None
 
 
-def _start_timer(graph: WorkflowGraph, state: RunState, step: Step, now: datetime) -> bool:
+def _start_timer(
+    graph: WorkflowGraph, state: RunState, step: Step, now: datetime, context: dict[str, Any]
+) -> bool:
     """Arm a Delay / Wait Until step; True when it must be dispatched for later."""
     rec = state.step(step.id)
     rec.started_at = now
-    config = _resolved(graph, state, step, now)
+    config = _resolved(state, step, now, context)
     if config is None:
         return False
     try:
@@ -214,13 +299,15 @@ def fire_timer(graph: WorkflowGraph, state: RunState, step_id: str, now: datetim
     return advance(graph, state, now)
 
 
-def _start_call(graph: WorkflowGraph, state: RunState, step: Step, now: datetime) -> None:
+def _start_call(
+    graph: WorkflowGraph, state: RunState, step: Step, now: datetime, context: dict[str, Any]
+) -> None:
     """Start a Sub-workflow / For-each step: it runs (without a worker) until children end."""
     rec = state.step(step.id)
     rec.move(StepStatus.RUNNING)
     rec.started_at = now
     rec.attempts += 1
-    config = _resolved(graph, state, step, now)
+    config = _resolved(state, step, now, context)
     if config is None:
         return
     problem = _call_config_problem(step.type, config)
@@ -290,19 +377,25 @@ def _request_child(state: RunState, step_id: str, index: int, child_input: Any) 
     return run_id
 
 
-def _progress_calls(graph: WorkflowGraph, state: RunState, now: datetime) -> bool:
-    """Advance running Sub-workflow / For-each steps from their children; True if one ended."""
-    ended = False
-    for sid, rec in list(state.steps.items()):
-        if rec.status != StepStatus.RUNNING or rec.data is None:
+def _progress_calls(
+    graph: WorkflowGraph, state: RunState, now: datetime, calls: list[str]
+) -> list[str]:
+    """Advance the running Sub-workflow / For-each steps ``calls`` from their children;
+    returns those that ended (and drops them from ``calls``)."""
+    ended: list[str] = []
+    for sid in list(calls):
+        rec = state.steps.get(sid)
+        if rec is None or rec.status != StepStatus.RUNNING or rec.data is None:
+            calls.remove(sid)
             continue
         step = graph.step(sid)
-        if step.type not in CALL_TYPES:
-            continue
         if step.type == FOREACH:
-            ended = _progress_foreach(step, state, now) or ended
+            done = _progress_foreach(step, state, now)
         else:
-            ended = _progress_subworkflow(step, state, now) or ended
+            done = _progress_subworkflow(step, state, now)
+        if done:
+            calls.remove(sid)
+            ended.append(sid)
     return ended
 
 
@@ -375,17 +468,19 @@ def _has_unhandled_failure(state: RunState) -> bool:
     return any(r.status == StepStatus.FAILED and not r.ports for r in state.steps.values())
 
 
-def _run_control(graph: WorkflowGraph, state: RunState, step: Step, now: datetime) -> None:
+def _run_control(
+    graph: WorkflowGraph, state: RunState, step: Step, now: datetime, context: dict[str, Any]
+) -> None:
     rec = state.step(step.id)
     rec.move(StepStatus.RUNNING)
     rec.started_at = now
     rec.attempts += 1
     try:
         if step.type in FLOW_INLINE_TYPES:
-            output, ports = evaluate_flow(step, rec.input, bindings(graph, state))
+            output, ports = evaluate_flow(step, rec.input, context)
             response = None
         else:
-            output, ports, response = evaluate_control(step, rec.input, bindings(graph, state))
+            output, ports, response = evaluate_control(step, rec.input, context)
     except (ControlError, FlowError) as exc:
         error = {"message": str(exc), "kind": exc.kind, "field": exc.field}
         _finish_failed(step, state, error, now)

@@ -19,6 +19,7 @@ the same :class:`~backend.engine.ports.WorkflowSettings`.
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -41,6 +42,31 @@ from backend.services.execution.transition import (
 from designer_schema.graph import WorkflowGraph
 
 _SETTINGS_CACHE_SIZE = 1024
+
+INLINE_BUDGET_SECONDS = 0.02
+"""CPU time a start may spend evaluating inline steps where it was asked for (the API's
+event loop, the scheduler; seconds); past it the run is stored with the inline steps not yet
+evaluated left ``ready`` and a worker continues it (docs/engine.md, "Limits")."""
+
+
+class InlineBudget:
+    """``should_yield`` for :func:`backend.engine.orchestrator.start`: True once the
+    engine has spent ``seconds`` of this thread's CPU time since its first question
+    (CPU time, so waiting for the database before the engine runs, or another process
+    holding the core, does not count); ``spent`` says whether it ever answered True."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.deadline: float | None = None
+        self.spent = False
+
+    def __call__(self) -> bool:
+        now = time.thread_time()
+        if self.deadline is None:
+            self.deadline = now + self.seconds
+        elif not self.spent and now > self.deadline:
+            self.spent = True
+        return self.spent
 
 
 class VersionRef(Protocol):
@@ -136,7 +162,8 @@ class Starts:
             if settings.max_concurrent_runs:
                 return None
             state = new_run_state(new)
-            dispatch = orchestrator.start(graph, state, now)
+            budget = InlineBudget(INLINE_BUDGET_SECONDS)
+            dispatch = orchestrator.start(graph, state, now, should_yield=budget)
             if needs_transaction(state):
                 return None
             new.deadline_at = settings.deadline(now)
@@ -145,6 +172,8 @@ class Starts:
                 # the run's id is unknown until this commit and every listener subscribes
                 # before it reads PostgreSQL: no announcement needed
                 followup = Followup(dispatch=dispatch_entries(state, dispatch, now), notify=False)
+                if budget.spent:  # a worker evaluates the inline steps left ready
+                    followup.advance.append(str(new.id))
                 return [(new.id, followup, state.status.value)]
             settings = self._remember(new.workflow_id, current)
         return None
@@ -165,41 +194,57 @@ class Starts:
             await tx.add_event(new.id, "run.created", {"trigger": new.trigger})
             if copy_steps_from is not None:
                 await self._copy_steps(tx, new, copy_steps_from)
+            budget = InlineBudget(INLINE_BUDGET_SECONDS)
             if settings.max_concurrent_runs:
-                return await self.admit(tx, new.workflow_id, settings, now)
-            started = await self.start_queued(tx, new.id, settings, now)
+                return await self.admit(tx, new.workflow_id, settings, budget)
+            started = await self.start_queued(tx, new.id, settings, now, budget)
         return [started] if started is not None else []
 
     async def start_queued(
-        self, tx: RunTransaction, run_id: uuid.UUID, settings: WorkflowSettings, now: datetime
+        self,
+        tx: RunTransaction,
+        run_id: uuid.UUID,
+        settings: WorkflowSettings,
+        now: datetime,
+        budget: InlineBudget | None = None,
     ) -> tuple[uuid.UUID, Followup, str] | None:
         """Start queued run ``run_id`` in ``tx``: the trigger step completes, the first
         steps become ready, the run timeout's due time is set. ``None`` when the run is
-        gone or no longer queued."""
+        gone or no longer queued. With ``budget`` (a start on the API's event loop) the
+        inline steps left when it is spent are handed to a worker."""
         row = await tx.lock(run_id)
         if row is None or row.status != RunStatus.QUEUED.value:
             return None
         graph = await tx.graph(row.version_id)
         state = await tx.load(row, children=has_calls(graph))
-        change = Change(
-            dispatch=orchestrator.start(graph, state, now), deadline_at=settings.deadline(now)
-        )
+        dispatch = orchestrator.start(graph, state, now, should_yield=budget)
+        change = Change(dispatch=dispatch, deadline_at=settings.deadline(now))
         followup = await self.transitions.persist(tx, row, state, graph, change, now)
+        if budget is not None and budget.spent:
+            followup.advance.append(str(run_id))
         return run_id, followup, state.status.value
 
     async def admit(
-        self, tx: RunTransaction, workflow_id: uuid.UUID, settings: WorkflowSettings, now: datetime
+        self,
+        tx: RunTransaction,
+        workflow_id: uuid.UUID,
+        settings: WorkflowSettings,
+        budget: InlineBudget | None = None,
     ) -> Started:
         """Start the oldest queued runs of a workflow while fewer than its limit are
         active (all of them without a limit), in creation order. The caller holds the
-        workflow's admission lock (:meth:`~backend.engine.ports.RunTransaction.lock_admission`)."""
+        workflow's admission lock (:meth:`~backend.engine.ports.RunTransaction.lock_admission`).
+
+        The start instant is read after the active runs were counted, so a run never
+        starts (``started_at``) before the end of the run whose slot it takes."""
         limit = settings.max_concurrent_runs or 1_000_000
         free = limit - await tx.active_count(workflow_id)
+        now = self.env.clock.now()
         started: Started = []
         if free <= 0:
             return started
         for queued_id in await tx.oldest_queued(workflow_id, free):
-            entry = await self.start_queued(tx, queued_id, settings, now)
+            entry = await self.start_queued(tx, queued_id, settings, now, budget)
             if entry is not None:
                 started.append(entry)
         return started
@@ -207,11 +252,10 @@ class Starts:
     async def admit_queued(self, workflow_id: uuid.UUID) -> int:
         """Start the oldest queued runs of ``workflow_id`` that fit its concurrency limit
         (all of them when it has none). Returns how many started."""
-        now = self.env.clock.now()
         async with self.env.store.transaction() as tx:
             await tx.lock_admission(workflow_id)
             settings = self._remember(workflow_id, await tx.settings(workflow_id))
-            started = await self.admit(tx, workflow_id, settings, now)
+            started = await self.admit(tx, workflow_id, settings)
         for run_id, followup, _ in started:
             await self.followups.after_commit(str(run_id), followup)
         return len(started)
@@ -219,14 +263,13 @@ class Starts:
     async def start_or_admit(self, run_id: uuid.UUID, workflow_id: uuid.UUID) -> None:
         """Start queued run ``run_id`` (advance of a queued run): under a concurrency
         limit, admit the workflow's oldest queued runs that fit instead."""
-        now = self.env.clock.now()
         async with self.env.store.transaction() as tx:
             settings = self._remember(workflow_id, await tx.settings(workflow_id))
             if settings.max_concurrent_runs:
                 await tx.lock_admission(workflow_id)
-                started = await self.admit(tx, workflow_id, settings, now)
+                started = await self.admit(tx, workflow_id, settings)
             else:
-                entry = await self.start_queued(tx, run_id, settings, now)
+                entry = await self.start_queued(tx, run_id, settings, self.env.clock.now())
                 started = [entry] if entry is not None else []
         for started_id, followup, _ in started:
             await self.followups.after_commit(str(started_id), followup)

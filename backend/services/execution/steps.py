@@ -25,6 +25,7 @@ from typing import Any
 from backend.engine import orchestrator, step_timeouts
 from backend.engine.expressions import ExpressionError, resolve_config
 from backend.engine.model import RunState
+from backend.engine.nodes import WAIT_TYPES
 from backend.engine.nodes.waits import TIMER_TYPES
 from backend.engine.ports import (
     ConnectorRegistry,
@@ -133,7 +134,11 @@ class Steps:
                 return None
             if rec.not_before is not None and rec.not_before > now:
                 return Change(dispatch=[step_id])  # early: dispatched again for its time
-            if run.graph.step(step_id).type in TIMER_TYPES:
+            step = run.graph.step(step_id)
+            if step.kind == "control" and step.type not in WAIT_TYPES:
+                # an inline step left ready by a start that spent its budget
+                return Change(dispatch=orchestrator.advance(run.graph, state, now))
+            if step.type in TIMER_TYPES:
                 return Change(dispatch=orchestrator.fire_timer(run.graph, state, step_id, now))
             change = claim_change(run.graph, state, step_id, run.row.id, now, worker, lease)
             change.result = run
