@@ -25,7 +25,7 @@ from backend.engine.nodes import FLOW_INLINE_TYPES, WAIT_TYPES
 from backend.engine.nodes.calls import CALL_TYPES, FOREACH, child_failed, child_run_id
 from backend.engine.nodes.flow import JOIN, FlowError, evaluate_flow
 from backend.engine.nodes.waits import TIMER_TYPES, TimerError, due_time
-from backend.engine.planner import activated_sources, plan
+from backend.engine.planner import activated_sources, graph_index, plan
 from backend.engine.retry import retry_delay, should_retry
 from backend.engine.states import RunStatus, StepStatus
 from designer_schema.graph import Step, WorkflowGraph
@@ -192,14 +192,14 @@ def advance(
 def inline_ready(graph: WorkflowGraph, state: RunState) -> list[str]:
     """Inline (control) steps left ``ready`` by an :func:`advance` that yielded, in graph
     order."""
-    return [
-        s.id
-        for s in graph.steps
-        if s.kind == "control"
-        and s.type not in WAIT_TYPES
-        and (rec := state.steps.get(s.id)) is not None
-        and rec.status == StepStatus.READY
-    ]
+    found = []
+    for sid, rec in state.steps.items():
+        if rec.status == StepStatus.READY:
+            step = graph.step(sid)
+            if step.kind == "control" and step.type not in WAIT_TYPES:
+                found.append(sid)
+    order = graph_index(graph)
+    return sorted(found, key=lambda sid: order.get(sid, 0))
 
 
 def _record(state: RunState, context: dict[str, Any], step_id: str) -> None:

@@ -69,7 +69,7 @@ def plan(
     passes over the whole graph in graph order, repeated while a skip cascades, so the
     cost is proportional to the candidates and their transitions, not to the graph.
     """
-    index = _index(graph)
+    index = graph_index(graph)
     decided: dict[str, StepRecord] = {}
     view = _Overlay(decided, steps)
     result = Plan()
@@ -143,7 +143,7 @@ class _Overlay(Mapping[str, StepRecord]):
         return len({**self._base, **self._decided})
 
 
-def _index(graph: WorkflowGraph) -> dict[str, int]:
+def graph_index(graph: WorkflowGraph) -> dict[str, int]:
     """Step id -> position in graph order (the first step of an id), kept with the graph
     (a graph is never mutated once built)."""
     cached = graph.__dict__.get("_planner_index")

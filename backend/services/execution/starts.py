@@ -43,17 +43,17 @@ from designer_schema.graph import WorkflowGraph
 
 _SETTINGS_CACHE_SIZE = 1024
 
-INLINE_BUDGET_SECONDS = 0.02
-"""CPU time a start may spend evaluating inline steps where it was asked for (the API's
+INLINE_BUDGET_SECONDS = 0.01
+"""Wall time a start may spend evaluating inline steps where it was asked for (the API's
 event loop, the scheduler; seconds); past it the run is stored with the inline steps not yet
 evaluated left ``ready`` and a worker continues it (docs/engine.md, "Limits")."""
 
 
 class InlineBudget:
-    """``should_yield`` for :func:`backend.engine.orchestrator.start`: True once the
-    engine has spent ``seconds`` of this thread's CPU time since its first question
-    (CPU time, so waiting for the database before the engine runs, or another process
-    holding the core, does not count); ``spent`` says whether it ever answered True."""
+    """``should_yield`` for :func:`backend.engine.orchestrator.start`: True once
+    ``seconds`` of wall time have passed since its first question (so the database round
+    trips before the engine runs do not count); ``spent`` says whether it ever answered
+    True."""
 
     def __init__(self, seconds: float) -> None:
         self.seconds = seconds
@@ -61,7 +61,7 @@ class InlineBudget:
         self.spent = False
 
     def __call__(self) -> bool:
-        now = time.thread_time()
+        now = time.perf_counter()
         if self.deadline is None:
             self.deadline = now + self.seconds
         elif not self.spent and now > self.deadline:
