@@ -118,7 +118,7 @@ def advance(
     dispatch: list[str] = []
     if state.status.terminal or state.status == RunStatus.PAUSED:
         return dispatch
-    context = bindings(graph, state)
+    context = _LazyBindings(graph, state)
     calls = [
         sid
         for sid, rec in state.steps.items()
@@ -141,8 +141,8 @@ def advance(
             if should_yield is not None and should_yield():
                 yielded = True
                 break
-            _run_control(graph, state, graph.step(sid), now, context)
-            _record(state, context, sid)
+            _run_control(graph, state, graph.step(sid), now, context.get())
+            context.record(sid)
             touched.append(sid)
         leftover = []
         decision = plan(graph, state.steps, candidates)
@@ -160,21 +160,21 @@ def advance(
             rec.not_before = now
             state.touch(sid)
             if step.type in TIMER_TYPES:
-                if _start_timer(graph, state, step, now, context):
+                if _start_timer(graph, state, step, now, context.get()):
                     dispatch.append(sid)
             elif step.type in CALL_TYPES:
-                _start_call(graph, state, step, now, context)
+                _start_call(graph, state, step, now, context.get())
                 calls.append(sid)
             elif step.kind == "control":
                 yielded = yielded or (should_yield is not None and should_yield())
                 if yielded:
                     continue  # stays ready: evaluated by the next advance
-                _run_control(graph, state, step, now, context)
+                _run_control(graph, state, step, now, context.get())
             else:
                 state.emit("step.ready", sid)
                 dispatch.append(sid)
                 continue
-            _record(state, context, sid)
+            context.record(sid)
             touched.append(sid)
         failed = _unhandled(state, touched)
         if not (touched or decision.skipped):
@@ -202,11 +202,25 @@ def inline_ready(graph: WorkflowGraph, state: RunState) -> list[str]:
     return sorted(found, key=lambda sid: order.get(sid, 0))
 
 
-def _record(state: RunState, context: dict[str, Any], step_id: str) -> None:
-    """Keep the expression bindings current: a finished step's output joins ``$steps``."""
-    rec = state.steps[step_id]
-    if rec.status in (StepStatus.SUCCEEDED, StepStatus.FAILED):
-        context["steps"][step_id] = rec.output
+class _LazyBindings:
+    """The expression bindings of one :func:`advance`, built on first use (an advance
+    that evaluates nothing never builds them) and kept current as steps finish."""
+
+    def __init__(self, graph: WorkflowGraph, state: RunState) -> None:
+        self._graph = graph
+        self._state = state
+        self._context: dict[str, Any] | None = None
+
+    def get(self) -> dict[str, Any]:
+        if self._context is None:
+            self._context = bindings(self._graph, self._state)
+        return self._context
+
+    def record(self, step_id: str) -> None:
+        """A finished step's output joins ``$steps`` (when the bindings exist)."""
+        rec = self._state.steps[step_id]
+        if self._context is not None and rec.status in (StepStatus.SUCCEEDED, StepStatus.FAILED):
+            self._context["steps"][step_id] = rec.output
 
 
 def _unhandled(state: RunState, step_ids: list[str]) -> bool:
