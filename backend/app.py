@@ -4,29 +4,46 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
+from typing import Any
 
-from litestar import Litestar, MediaType, Request, Response
+import msgspec
+from litestar import Litestar, MediaType, Request, Response, Router
 from litestar.config.csrf import CSRFConfig
 from litestar.exceptions import HTTPException
+from litestar.logging.config import LoggingConfig
 from litestar.middleware.base import DefineMiddleware
 from litestar.openapi import OpenAPIConfig
 from litestar.static_files import create_static_files_router
 
+from backend.api.admin_access import GroupController, ProjectController
+from backend.api.admin_tokens import AdminTokenController, ServiceAccountController
+from backend.api.audit import AuditController, SettingsController
 from backend.api.auth import AuthController
 from backend.api.catalog import CatalogController
 from backend.api.credentials import CredentialController
-from backend.api.errors import API_EXCEPTION_HANDLERS
+from backend.api.errors import API_EXCEPTION_HANDLERS, ErrorHandler
+from backend.api.grants import CredentialGrantController, WorkflowGrantController
 from backend.api.health import HealthController
 from backend.api.runs import RunController
+from backend.api.storable_input import DEFAULT_MAX_SCAN_BYTES, StorableInputMiddleware
 from backend.api.triggers import ApiTokenController, FileController, WebhookSettingsController
+from backend.api.users import SessionAdminController, UserAdminController
 from backend.api.webhooks import WebhookController
 from backend.api.workflows import WorkflowController
-from backend.auth.web import BearerAwareCSRFMiddleware
+from backend.auth.guards import authorize, permission_opt
+from backend.auth.policy import Permission
+from backend.auth.security_headers import SecurityHeaders, served_over_https
+from backend.auth.web import BearerAwareCSRFMiddleware, RequestContextMiddleware
 from backend.runtime import Runtime, build_runtime
 from backend.settings import Settings
+from frontend.access_pages import AccessPages
+from frontend.admin_pages import AdminPages
+from frontend.audit_pages import AdminAuditPages
 from frontend.connector_pages import ConnectorPages
+from frontend.identity_pages import AccountPages, SsoPages
 from frontend.pages import STATIC, AppPages, AuthPages, html_error, wants_html
 from frontend.trigger_pages import TriggerPages
+from frontend.user_admin_pages import AdminUserPages
 
 
 def _http_error(request: Request, exc: HTTPException) -> Response[object]:
@@ -39,6 +56,23 @@ def _http_error(request: Request, exc: HTTPException) -> Response[object]:
         status_code=exc.status_code,
         media_type=MediaType.JSON,
     )
+
+
+def _pages_get_html(handler: ErrorHandler) -> Any:
+    """Wrap a JSON error handler: a browser page request gets the styled HTML error page
+    instead (same status, same message, ``Retry-After`` kept)."""
+
+    def handle(request: Request, exc: Any) -> Response[Any]:
+        response = handler(request, exc)
+        if not wants_html(request) or not isinstance(response.content, bytes):
+            return response
+        detail = msgspec.json.decode(response.content).get("detail", "")
+        page = html_error(request, response.status_code or 500, str(detail))
+        if "Retry-After" in response.headers:
+            page.headers["Retry-After"] = response.headers["Retry-After"]
+        return page
+
+    return handle
 
 
 def create_app(settings: Settings, runtime: Runtime | None = None) -> Litestar:
@@ -58,6 +92,10 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> Litestar:
     app = Litestar(
         route_handlers=[
             AuthController,
+            UserAdminController,
+            SessionAdminController,
+            AuditController,
+            SettingsController,
             WorkflowController,
             RunController,
             CatalogController,
@@ -65,16 +103,40 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> Litestar:
             WebhookController,
             WebhookSettingsController,
             ApiTokenController,
+            AdminTokenController,
+            ServiceAccountController,
+            GroupController,
+            ProjectController,
+            WorkflowGrantController,
+            CredentialGrantController,
             FileController,
             TriggerPages,
             HealthController,
             AuthPages,
             AppPages,
             ConnectorPages,
-            create_static_files_router(path="/static", directories=[STATIC], name="static"),
+            AdminPages,
+            AccessPages,
+            SsoPages,
+            AccountPages,
+            AdminUserPages,
+            AdminAuditPages,
+            create_static_files_router(
+                path="/static",
+                directories=[STATIC],
+                name="static",
+                opt=permission_opt(Permission.PUBLIC),
+            ),
         ],
+        guards=[authorize],
         lifespan=[lifespan],
+        before_send=[
+            SecurityHeaders(https=served_over_https(settings.base_url, settings.secure_cookies))
+        ],
         middleware=[
+            RequestContextMiddleware(),
+            # before CSRF: it reads the body before CSRF's form lookup and hands it on
+            StorableInputMiddleware(max(DEFAULT_MAX_SCAN_BYTES, settings.webhook_max_body)),
             DefineMiddleware(
                 BearerAwareCSRFMiddleware,
                 config=CSRFConfig(
@@ -82,14 +144,23 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> Litestar:
                     cookie_secure=settings.secure_cookies,
                     exclude=["/hooks", "/health"],
                 ),
-            )
+            ),
         ],
         exception_handlers={
-            **API_EXCEPTION_HANDLERS,  # type: ignore[dict-item]
+            **{k: _pages_get_html(h) for k, h in API_EXCEPTION_HANDLERS.items()},
+            403: _http_error,
             404: _http_error,
             405: _http_error,
         },
-        openapi_config=OpenAPIConfig(title="Railyard", version="0.1.0", path="/schema"),
+        openapi_config=OpenAPIConfig(
+            title="Railyard",
+            version="0.1.0",
+            openapi_router=Router(
+                path="/schema", route_handlers=[], opt=permission_opt(Permission.PUBLIC)
+            ),
+        ),
+        # the process owns the root logger (level RAILYARD_LOG_LEVEL, one format: cli.py)
+        logging_config=LoggingConfig(configure_root_logger=False),
         debug=False,
     )
     if runtime is not None:

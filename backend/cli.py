@@ -11,11 +11,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import getpass
 import logging
 import os
 import secrets
 import signal
 import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +36,11 @@ def _setup_logging() -> None:
     # httpx logs every request at INFO, URL and query string included (a connector's
     # API key can sit there): the engine records each step's outcome instead
     logging.getLogger("httpx").setLevel(logging.WARNING)
+    # authlib warns at import that its httpx integration will move; nothing to act on here
+    # (its module installs an "always" filter on import: ours goes in front of it)
+    import authlib.deprecate  # noqa: F401
+
+    warnings.filterwarnings("ignore", message="The httpx module is deprecated", module="authlib")
 
 
 async def ensure_admin(settings: Settings, data_dir: Path | None) -> tuple[str, str] | None:
@@ -44,6 +51,7 @@ async def ensure_admin(settings: Settings, data_dir: Path | None) -> tuple[str, 
     """
     from backend.db.engine import make_engine, make_sessionmaker
     from backend.services import accounts
+    from backend.services.passwords import WeakPassword
 
     engine = make_engine(settings.database_url, pool_size=1)
     try:
@@ -51,8 +59,11 @@ async def ensure_admin(settings: Settings, data_dir: Path | None) -> tuple[str, 
             if await accounts.count_users(session) > 0:
                 return None
             email = os.environ.get("RAILYARD_ADMIN_EMAIL", "admin@example.com")
-            password = os.environ.get("RAILYARD_ADMIN_PASSWORD") or secrets.token_urlsafe(12)
-            await accounts.create_user(session, email, password, role="admin", name="Admin")
+            password = os.environ.get("RAILYARD_ADMIN_PASSWORD") or secrets.token_urlsafe(16)
+            try:
+                await accounts.create_user(session, email, password, role="admin", name="Admin")
+            except (WeakPassword, accounts.AccountError) as exc:
+                raise SettingsError(f"cannot create the first admin {email}: {exc}") from exc
     finally:
         await engine.dispose()
     if data_dir is not None:
@@ -90,7 +101,7 @@ async def serve(
             app,
             host=host,
             port=port,
-            log_level="info",
+            log_level="info" if logging.getLogger().isEnabledFor(logging.INFO) else "warning",
             lifespan="on",
             access_log=os.environ.get("RAILYARD_ACCESS_LOG", "1") != "0",
         )
@@ -137,8 +148,23 @@ async def _announce_when_listening(server: uvicorn.Server, stop: asyncio.Event, 
     await stop.wait()  # keep the task alive: the first task to end stops everything
 
 
+def _step(text: str) -> None:
+    """One line of ``railyard dev``'s progress, on stdout."""
+    print(f"railyard: {text}", flush=True)
+
+
+def _quiet_for_dev() -> None:
+    """``railyard dev`` prints its own progress lines; library logs show warnings and
+    errors only (``RAILYARD_LOG_LEVEL=INFO`` brings them back), and the per-request access
+    log is off unless ``RAILYARD_ACCESS_LOG=1``."""
+    if "RAILYARD_LOG_LEVEL" not in os.environ:
+        logging.getLogger().setLevel(logging.WARNING)
+    os.environ.setdefault("RAILYARD_ACCESS_LOG", "0")
+
+
 def cmd_dev(args: argparse.Namespace) -> int:
     """Embedded PostgreSQL + Redis, migrations, first admin, API + worker."""
+    _quiet_for_dev()
     from backend.crypto import ensure_dev_key
     from backend.db.migrate import upgrade
     from backend.embedded import EmbeddedPostgres, EmbeddedRedis
@@ -147,6 +173,7 @@ def cmd_dev(args: argparse.Namespace) -> int:
     data_dir.mkdir(parents=True, exist_ok=True)
     pg = EmbeddedPostgres(data_dir / "postgres")
     redis = EmbeddedRedis(data_dir / "redis")
+    _step(f"starting PostgreSQL and Redis (data in {data_dir})")
     pg.start()
     redis.start()
     try:
@@ -157,14 +184,17 @@ def cmd_dev(args: argparse.Namespace) -> int:
             http_allow_private=os.environ.get("RAILYARD_HTTP_ALLOW_PRIVATE", "1") == "1",
             encryption_key=os.environ.get("RAILYARD_ENCRYPTION_KEY") or ensure_dev_key(data_dir),
         )
+        _step("applying database migrations")
         upgrade(settings.database_url)
         created = asyncio.run(ensure_admin(settings, data_dir))
         if created:
             email, password = created
+            _step(f"created the first admin, {email}")
         else:
             stored = data_dir / "admin-password.txt"
             lines = stored.read_text().split() if stored.exists() else ["(existing)", "(unchanged)"]
             email, password = lines[0], lines[1]
+        _step("starting the web server, a worker and the scheduler")
         banner = (
             f"\nRailyard is running at http://127.0.0.1:{args.port}\n"
             f"  log in as {email} with password {password}\n"
@@ -172,6 +202,7 @@ def cmd_dev(args: argparse.Namespace) -> int:
         )
         asyncio.run(serve(settings, "127.0.0.1", args.port, with_worker=True, banner=banner))
     finally:
+        _step("stopping PostgreSQL and Redis")
         redis.stop()
         pg.stop()
     return 0
@@ -189,7 +220,7 @@ def cmd_api(args: argparse.Namespace) -> int:
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
-    """Production worker process (arq) with the sweeper."""
+    """Production worker process (arq); rides out Redis and PostgreSQL outages."""
     from backend.workers.worker import loop_factory, make_worker, stop_worker
 
     settings = load_settings()
@@ -197,24 +228,30 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
     async def main() -> None:
         worker = make_worker(settings, max_jobs=args.max_jobs, sweep=False)
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
+        stop = _stop_on_signals()
+        probes = await _start_probes(args.health_port, lambda: worker.ctx.get("runtime"))
         task = asyncio.create_task(worker.async_run())
-        await asyncio.wait(
-            [task, asyncio.create_task(stop.wait())], return_when=asyncio.FIRST_COMPLETED
-        )
-        await stop_worker(worker)
-        task.cancel()
+        try:
+            await asyncio.wait(
+                [task, asyncio.create_task(stop.wait())], return_when=asyncio.FIRST_COMPLETED
+            )
+            await stop_worker(worker)
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+        finally:
+            if probes is not None:
+                await probes.close()
+        if not stop.is_set() and task.done() and not task.cancelled() and task.exception():
+            raise task.exception()  # type: ignore[misc]
 
     with asyncio.Runner(loop_factory=loop_factory()) as runner:
         runner.run(main())
     return 0
 
 
-def cmd_scheduler(_: argparse.Namespace) -> int:
-    """Production scheduler: durable timers and recovery sweeps, leader-elected."""
+def cmd_scheduler(args: argparse.Namespace) -> int:
+    """Production scheduler: durable timers and recovery sweeps, leader-elected; rides out
+    Redis and PostgreSQL outages."""
     from backend.runtime import build_runtime
     from backend.workers.scheduler import run_scheduler
 
@@ -223,17 +260,51 @@ def cmd_scheduler(_: argparse.Namespace) -> int:
 
     async def main() -> None:
         runtime = await build_runtime(settings, pool_size=2)
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
+        stop = _stop_on_signals()
+        probes = await _start_probes(args.health_port, lambda: runtime)
         try:
             await run_scheduler(runtime, stop)
         finally:
+            if probes is not None:
+                await probes.close()
             await runtime.close()
 
     asyncio.run(main())
     return 0
+
+
+def _stop_on_signals() -> asyncio.Event:
+    """An event set by SIGINT or SIGTERM."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    return stop
+
+
+async def _start_probes(port: int | None, runtime: Any) -> Any:
+    """Serve ``/health/live`` and ``/health/ready`` on ``port`` (None: no probes).
+
+    ``runtime()`` returns the process's Runtime, or None while it is being built; ready
+    means PostgreSQL and Redis both answer (backend/workers/health.py).
+    """
+    if port is None:
+        return None
+    from backend.services.availability import probe_database, probe_redis
+    from backend.workers.health import ProbeServer
+
+    async def ready() -> dict[str, str]:
+        current = runtime()
+        if current is None:
+            return {"database": "down: starting", "redis": "down: starting"}
+        database, redis = await asyncio.gather(
+            probe_database(current.engine), probe_redis(current.redis)
+        )
+        return {"database": database, "redis": redis}
+
+    server = ProbeServer(ready, host=os.environ.get("RAILYARD_HEALTH_HOST", "0.0.0.0"), port=port)
+    await server.start()
+    return server
 
 
 def cmd_migrate(_: argparse.Namespace) -> int:
@@ -247,21 +318,91 @@ def cmd_migrate(_: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_create_user(args: argparse.Namespace) -> int:
-    """Create a local account."""
-    from backend.db.engine import make_engine, make_sessionmaker
-    from backend.services import accounts
+def read_new_password(args: argparse.Namespace) -> str:
+    """The new account's password: one line of stdin with ``--password-stdin``, else asked
+    twice at a terminal prompt (getpass; never from the command line). Raises
+    :class:`SettingsError` when they differ, stdin is empty or no terminal is attached."""
+    if args.password_stdin:
+        password = sys.stdin.readline().rstrip("\r\n")
+        if not password:
+            raise SettingsError("no password on stdin")
+        return password
+    if not sys.stdin.isatty():
+        raise SettingsError("no terminal to ask for the password: pass --password-stdin")
+    first = getpass.getpass(f"Password for {args.email}: ")
+    if first != getpass.getpass("Repeat the password: "):
+        raise SettingsError("the passwords differ; nothing was created")
+    return first
+
+
+def settings_for_tool(data_dir: str) -> tuple[Settings, Any]:
+    """Settings of a one-off command (``create-user``): ``DATABASE_URL`` when set, else the
+    embedded PostgreSQL of the ``railyard dev`` data directory ``data_dir`` (started when it
+    is not running, reused when it is, migrated). Returns the settings and the embedded
+    server (``None`` with ``DATABASE_URL``) for the caller to ``stop()`` (which leaves a
+    server it did not start running)."""
+    from backend.db.migrate import upgrade
+    from backend.embedded import EmbeddedPostgres
 
     settings = load_settings()
-    settings.require_services()
+    if settings.database_url:
+        return settings, None
+    path = Path(data_dir).resolve()
+    if not (path / "postgres").exists():
+        raise SettingsError(
+            f"no Railyard data directory at {path}: run `railyard dev` first, pass --data-dir,"
+            " or set DATABASE_URL"
+        )
+    pg = EmbeddedPostgres(path / "postgres")
+    pg.start()
+    try:
+        settings = load_settings(database_url=pg.url)
+        upgrade(settings.database_url)
+    except BaseException:
+        pg.stop()
+        raise
+    return settings, pg
 
-    async def main() -> None:
+
+def cmd_create_user(args: argparse.Namespace) -> int:
+    """Create a local account; the password comes from a prompt or stdin, never argv."""
+    from backend.db.engine import make_engine, make_sessionmaker
+    from backend.services import accounts
+    from backend.services.passwords import WeakPassword, check_password
+
+    password = read_new_password(args)
+    try:
+        check_password(password, email=args.email)  # before starting or reaching a database
+    except WeakPassword as exc:
+        print(f"railyard: no account created: password: {exc}", file=sys.stderr)
+        return 1
+    settings, pg = settings_for_tool(args.data_dir)
+    where = (
+        f"the railyard dev data directory {Path(args.data_dir).resolve()}"
+        if pg
+        else ("DATABASE_URL")
+    )
+
+    async def main() -> Any:
         engine = make_engine(settings.database_url, pool_size=1)
-        async with make_sessionmaker(engine)() as session, session.begin():
-            await accounts.create_user(session, args.email, args.password, role=args.role)
-        await engine.dispose()
+        try:
+            async with make_sessionmaker(engine)() as session, session.begin():
+                return await accounts.create_user(
+                    session, args.email, password, role=args.role, name=args.name
+                )
+        finally:
+            await engine.dispose()
 
-    asyncio.run(main())
+    try:
+        user = asyncio.run(main())
+    except (accounts.AccountError, WeakPassword) as exc:
+        print(f"railyard: no account created: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        if pg is not None:
+            pg.stop()
+    print(f"created {user.role} account {user.email} (id {user.id}) in {where}")
+    print(f"  sign in at {settings.base_url.rstrip('/')}/login")
     return 0
 
 
@@ -310,6 +451,16 @@ def cmd_rotate_key(args: argparse.Namespace) -> int:
     return 0
 
 
+HEALTH_PORT_HELP = (
+    "serve /health/live and /health/ready on this port (default: $RAILYARD_HEALTH_PORT, else off)"
+)
+
+
+def _env_port() -> int | None:
+    value = os.environ.get("RAILYARD_HEALTH_PORT", "")
+    return int(value) if value.isdigit() else None
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``railyard`` console script."""
     _setup_logging()
@@ -325,15 +476,29 @@ def main(argv: list[str] | None = None) -> int:
     api.set_defaults(func=cmd_api)
     worker = sub.add_parser("worker", help="run a worker (scale out by running more)")
     worker.add_argument("--max-jobs", type=int, default=20)
+    worker.add_argument("--health-port", type=int, default=_env_port(), help=HEALTH_PORT_HELP)
     worker.set_defaults(func=cmd_worker)
     sched = sub.add_parser("scheduler", help="run durable timers and recovery (leader-elected)")
+    sched.add_argument("--health-port", type=int, default=_env_port(), help=HEALTH_PORT_HELP)
     sched.set_defaults(func=cmd_scheduler)
     migrate = sub.add_parser("migrate", help="apply database migrations")
     migrate.set_defaults(func=cmd_migrate)
-    cu = sub.add_parser("create-user", help="create a local account")
+    cu = sub.add_parser(
+        "create-user",
+        help="create a local account (password asked twice, or read from stdin)",
+        description="Create a local account. The password is asked twice at a prompt, or"
+        " read from the first line of stdin with --password-stdin; never from the command"
+        " line. Uses DATABASE_URL when set, else the `railyard dev` data directory.",
+    )
     cu.add_argument("email")
-    cu.add_argument("password")
     cu.add_argument("--role", default="editor", choices=["admin", "editor", "operator", "viewer"])
+    cu.add_argument("--name", default="", help="display name (default: the email's local part)")
+    cu.add_argument(
+        "--password-stdin", action="store_true", help="read the password from stdin's first line"
+    )
+    cu.add_argument(
+        "--data-dir", default=".railyard", help="the `railyard dev` data directory (.railyard)"
+    )
     cu.set_defaults(func=cmd_create_user)
     rot = sub.add_parser(
         "rotate-key", help="re-encrypt credentials and webhook secrets with the current key"

@@ -11,10 +11,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import httpx
-from arq.connections import ArqRedis, RedisSettings, create_pool
+from arq.connections import ArqRedis
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from backend import crypto
+from backend.db import payloads
 from backend.db.engine import make_engine, make_sessionmaker
 from backend.db.recovery_queries import PgRecoveryQueries
 from backend.db.run_store import PgRunStore
@@ -23,6 +24,7 @@ from backend.services.catalog import AppCatalog, load_catalog
 from backend.services.execution import Execution
 from backend.settings import Settings
 from backend.workers.dispatch import ArqDispatcher
+from backend.workers.redis_client import redis_client
 from connectors import sdk
 
 log = logging.getLogger(__name__)
@@ -64,7 +66,7 @@ def make_context_factory(
     *,
     http_pool: httpx.AsyncHTTPTransport | None = None,
 ) -> Any:
-    """Build ``factory(info, heartbeat, is_cancelled) -> sdk.ActionContext``.
+    """Build ``factory(info: sdk.ActionInfo, heartbeat, is_cancelled) -> sdk.ActionContext``.
 
     ``http_pool`` (from ``sdk.guarded_connection_pool`` for this settings' SSRF policy) is
     shared by every attempt's HTTP client and OAuth2 token refresh, so connections are
@@ -84,7 +86,7 @@ def make_context_factory(
         sdk.SsrfGuardTransport(policy, inner=http_pool, close_inner=False) if http_pool else None
     )
 
-    def factory(info: dict[str, Any], heartbeat: Any, is_cancelled: Any) -> Any:
+    def factory(info: sdk.ActionInfo, heartbeat: Any, is_cancelled: Any) -> Any:
         resolver = None
         if sessionmaker is not None and catalog is not None:
             resolver = functools.partial(
@@ -97,12 +99,12 @@ def make_context_factory(
                 transport=shared_guard or sdk.SsrfGuardTransport(policy),
             )
         return sdk.ActionContext(
-            info=sdk.ActionInfo(**info),
+            info=info,
             heartbeat=heartbeat,
             cancelled=is_cancelled,
             http_client=lambda: sdk.make_http_client(policy, pool=http_pool),
             ssrf=policy,  # connectors dialling other protocols (SMTP) check the same policy
-            logger=logging.getLogger(f"railyard.connector.{info['node_type']}"),
+            logger=logging.getLogger(f"railyard.connector.{info.node_type}"),
             settings=connector_settings,
             credential_resolver=resolver,
         )
@@ -111,14 +113,19 @@ def make_context_factory(
 
 
 async def build_runtime(settings: Settings, *, pool_size: int = 10) -> Runtime:
-    """Connect to PostgreSQL and Redis and wire the services."""
+    """Wire the services to PostgreSQL and Redis.
+
+    Nothing connects here: the database pool and the Redis client connect on first use,
+    so a process starts (and reports not-ready) while either server is down.
+    """
     settings.require_services()
     engine = make_engine(settings.database_url, pool_size=pool_size)
     sessionmaker = make_sessionmaker(engine)
-    redis = await create_pool(RedisSettings.from_dsn(settings.redis_url))
+    redis = redis_client(settings.redis_url)
     catalog = load_catalog()
     if settings.encryption_key:
         crypto.configure(crypto.keyring_from_settings(settings))
+    payloads.configure(settings.payload_inline_limit)
     http_pool = sdk.guarded_connection_pool(ssrf_policy(settings))
     execution = Execution(
         PgRunStore(sessionmaker),

@@ -21,16 +21,43 @@
 | ``RAILYARD_OAUTH2_REFRESH_MARGIN`` | seconds before expiry an OAuth2 access token is refreshed when an action asks for it | ``60`` |
 | ``RAILYARD_WEBHOOK_CACHE_SECONDS`` | how long an API process caches a webhook's workflow, version and settings | ``2`` |
 | ``RAILYARD_SCHEDULE_TICK`` | longest sleep of the schedule loop, seconds (it wakes at the next fire time) | ``1`` |
+| ``RAILYARD_LOGIN_MAX_FAILURES`` | failed sign-ins to one account within the window that lock it | ``5`` |
+| ``RAILYARD_LOGIN_ADDRESS_MAX_FAILURES`` | failed sign-ins from one client address within the window that lock it | ``50`` |
+| ``RAILYARD_LOGIN_WINDOW_MINUTES`` | the failure-counting window | ``15`` |
+| ``RAILYARD_LOGIN_LOCKOUT_MINUTES`` | how long a lock lasts | ``15`` |
+| ``RAILYARD_PASSWORD_LINK_HOURS`` | lifetime of a password reset or invitation link | ``72`` |
+| ``RAILYARD_OIDC_ISSUER`` | OpenID Connect issuer URL (discovery at ``<issuer>/.well-known/openid-configuration``); empty turns single sign-on off | empty |
+| ``RAILYARD_OIDC_CLIENT_ID`` / ``RAILYARD_OIDC_CLIENT_SECRET`` | the client registered at the provider (redirect URI ``<base url>/login/oidc/callback``) | empty |
+| ``RAILYARD_OIDC_SCOPES`` | scopes asked for | ``openid email profile`` |
+| ``RAILYARD_OIDC_PROVIDER_NAME`` | name on the login page's "Sign in with ..." button | ``SSO`` |
+| ``RAILYARD_OIDC_ROLE_CLAIM`` | id_token claim whose value (string or list) picks the role; empty: roles are managed in Railyard | empty |
+| ``RAILYARD_OIDC_ROLE_MAP`` | claim value to role, ``value=role`` pairs separated by commas (``rail-admins=admin,devs=editor``) | empty |
+| ``RAILYARD_OIDC_DEFAULT_ROLE`` | role of a new single sign-on user (and of one whose claim maps to nothing) | ``viewer`` |
+| ``RAILYARD_OIDC_GROUPS_CLAIM`` | id_token claim listing the user's groups, stored on the user | ``groups`` |
+| ``RAILYARD_PAYLOAD_INLINE_LIMIT`` | bytes of JSON text above which a part of a run value (input, output, error) is stored once by reference and shown as a preview with a download link (docs/engine.md, "Large values"); at least 1024 | ``262144`` (256 KiB) |
+| ``RAILYARD_REDACT_HEADERS`` | comma-separated extra request header names whose values webhook runs never store (docs/security.md, "Secrets in run data") | empty |
+| ``RAILYARD_AUDIT_RETENTION_DAYS`` | audit log rows older than this many days are deleted by the scheduler's sweeper; ``0`` keeps them forever | ``365`` |
 
 Environment variables win over the file.
+
+Connector settings (what a connector reads with ``sdk.setting(name)``, e.g.
+``sdk.setting("acme.api_url", default)``), for built-in and installed plugins alike: the
+environment variable ``RAILYARD_`` + the name in upper case with every character other
+than a letter or digit replaced by ``_`` (``acme.api_url`` -> ``RAILYARD_ACME_API_URL``),
+or in the settings file either that variable's name in lower case without the prefix
+(``acme_api_url = "..."``) or the dotted name itself (``[acme]`` table, key ``api_url``).
+The environment wins over the file, the file over the connector's default.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import tomllib
+from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import Annotated, Any
 
 import msgspec
 
@@ -60,13 +87,42 @@ class Settings(msgspec.Struct, kw_only=True):
     oauth2_refresh_margin: float = 60.0
     webhook_cache_seconds: float = 2.0
     schedule_tick: float = 1.0
+    extra: dict[str, Any] = msgspec.field(default_factory=dict)
+    """Every other ``RAILYARD_*`` variable and settings-file key, by :func:`setting_key`
+    (where connector settings come from)."""
+    payload_inline_limit: int = 256 * 1024
+    redact_headers: tuple[str, ...] = ()
+    audit_retention_days: Annotated[int, msgspec.Meta(ge=0)] = 365
 
-    def connector_settings(self) -> dict[str, str]:
-        """Settings connectors read through ``sdk.setting(name)`` (e.g. ``slack.api_url``)."""
-        return {
-            "slack.api_url": self.slack_api_url.rstrip("/"),
-            "hubspot.api_url": self.hubspot_api_url.rstrip("/"),
-        }
+    login_max_failures: int = 5
+    login_address_max_failures: int = 50
+    login_window_minutes: float = 15.0
+    login_lockout_minutes: float = 15.0
+    password_link_hours: float = 72.0
+    oidc_issuer: str = ""
+    oidc_client_id: str = ""
+    oidc_client_secret: str = ""
+    oidc_scopes: str = "openid email profile"
+    oidc_provider_name: str = "SSO"
+    oidc_role_claim: str = ""
+    oidc_role_map: dict[str, str] = msgspec.field(default_factory=dict)
+    oidc_default_role: str = "viewer"
+    oidc_groups_claim: str = "groups"
+
+    @property
+    def oidc_enabled(self) -> bool:
+        """True when single sign-on is configured (issuer and client id set)."""
+        return bool(self.oidc_issuer and self.oidc_client_id)
+
+    def connector_settings(self) -> ConnectorSettings:
+        """What connectors read through ``sdk.setting(name)``; see the module docstring."""
+        return ConnectorSettings(
+            self.extra,
+            {
+                "slack.api_url": self.slack_api_url.rstrip("/"),
+                "hubspot.api_url": self.hubspot_api_url.rstrip("/"),
+            },
+        )
 
     def require_services(self, *, redis: bool = True) -> None:
         """Raise :class:`SettingsError` unless the database (and Redis) URLs are set."""
@@ -75,6 +131,38 @@ class Settings(msgspec.Struct, kw_only=True):
         if missing:
             listed = ", ".join(n.upper() for n in missing)
             raise SettingsError(f"{listed} must be set (or use `railyard dev`)")
+
+
+def setting_key(name: str) -> str:
+    """The lookup key of a connector setting name, an environment variable (without
+    ``RAILYARD_``) or a flattened settings-file key: lower case, every character other
+    than an ASCII letter or digit replaced by ``_`` (``acme.api-url`` -> ``acme_api_url``)."""
+    return re.sub(r"[^a-z0-9]", "_", name.lower())
+
+
+class ConnectorSettings(Mapping[str, Any]):
+    """Read-only mapping ``setting name -> value`` behind ``sdk.setting(name, default)``.
+
+    ``builtin`` holds the built-in connectors' settings (typed fields of
+    :class:`Settings`); any other name is looked up by :func:`setting_key` in ``extra``
+    (environment over file). Iterating lists only the built-ins and the names seen in
+    ``extra`` in their key form.
+    """
+
+    def __init__(self, extra: dict[str, Any], builtin: dict[str, Any]) -> None:
+        self._extra = extra
+        self._builtin = builtin
+
+    def __getitem__(self, name: str) -> Any:
+        if name in self._builtin:
+            return self._builtin[name]
+        return self._extra[setting_key(name)]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter({**dict.fromkeys(self._builtin), **dict.fromkeys(self._extra)})
+
+    def __len__(self) -> int:
+        return len(set(self._builtin) | set(self._extra))
 
 
 _ENV = {
@@ -96,7 +184,29 @@ _ENV = {
     "RAILYARD_OAUTH2_REFRESH_MARGIN": "oauth2_refresh_margin",
     "RAILYARD_WEBHOOK_CACHE_SECONDS": "webhook_cache_seconds",
     "RAILYARD_SCHEDULE_TICK": "schedule_tick",
+    "RAILYARD_LOGIN_MAX_FAILURES": "login_max_failures",
+    "RAILYARD_LOGIN_ADDRESS_MAX_FAILURES": "login_address_max_failures",
+    "RAILYARD_LOGIN_WINDOW_MINUTES": "login_window_minutes",
+    "RAILYARD_LOGIN_LOCKOUT_MINUTES": "login_lockout_minutes",
+    "RAILYARD_PASSWORD_LINK_HOURS": "password_link_hours",
+    "RAILYARD_OIDC_ISSUER": "oidc_issuer",
+    "RAILYARD_OIDC_CLIENT_ID": "oidc_client_id",
+    "RAILYARD_OIDC_CLIENT_SECRET": "oidc_client_secret",
+    "RAILYARD_OIDC_SCOPES": "oidc_scopes",
+    "RAILYARD_OIDC_PROVIDER_NAME": "oidc_provider_name",
+    "RAILYARD_OIDC_ROLE_CLAIM": "oidc_role_claim",
+    "RAILYARD_OIDC_ROLE_MAP": "oidc_role_map",
+    "RAILYARD_OIDC_DEFAULT_ROLE": "oidc_default_role",
+    "RAILYARD_OIDC_GROUPS_CLAIM": "oidc_groups_claim",
+    "RAILYARD_PAYLOAD_INLINE_LIMIT": "payload_inline_limit",
+    "RAILYARD_REDACT_HEADERS": "redact_headers",
+    "RAILYARD_AUDIT_RETENTION_DAYS": "audit_retention_days",
 }
+
+SETTING_VARIABLES: dict[str, str] = {name: var for var, name in _ENV.items()}
+"""The environment variable of each setting (``{"base_url": "RAILYARD_BASE_URL", ...}``)."""
+
+_LISTS = ("http_allowlist", "encryption_old_keys", "redact_headers")
 
 
 def load_settings(environ: dict[str, str] | None = None, **overrides: object) -> Settings:
@@ -115,18 +225,63 @@ def load_settings(environ: dict[str, str] | None = None, **overrides: object) ->
     for var, name in _ENV.items():
         if var in env and env[var] != "":
             value: object = env[var]
-            if name in ("http_allowlist", "encryption_old_keys"):
+            if name in _LISTS:
                 value = tuple(p.strip() for p in str(value).split(",") if p.strip())
             elif name in ("http_allow_private", "secure_cookies"):
                 value = str(value).lower() in ("1", "true", "yes", "on")
+            elif name == "oidc_role_map":
+                value = parse_role_map(str(value))
             raw[name] = value
+    raw["extra"] = _extra_settings(raw, env)
     raw.update({k: v for k, v in overrides.items() if v is not None})
     try:
         settings = msgspec.convert(raw, Settings, strict=False)
     except msgspec.ValidationError as exc:
         raise SettingsError(f"invalid setting: {exc}") from exc
     settings.database_url = normalize_database_url(settings.database_url)
+    if settings.payload_inline_limit < 1024:
+        raise SettingsError("RAILYARD_PAYLOAD_INLINE_LIMIT must be at least 1024 (bytes)")
     return settings
+
+
+def _extra_settings(raw: dict[str, object], env: dict[str, str]) -> dict[str, Any]:
+    """File keys and ``RAILYARD_*`` variables that are not :class:`Settings` fields, by
+    :func:`setting_key` (nested file tables flattened: ``[acme] api_url`` ->
+    ``acme_api_url``); the environment wins."""
+    fields = set(Settings.__struct_fields__)
+    extra: dict[str, Any] = {}
+
+    def flatten(prefix: str, table: dict[str, object]) -> None:
+        for key, value in table.items():
+            name = f"{prefix}.{key}" if prefix else key
+            if isinstance(value, dict):
+                flatten(name, value)
+            elif prefix or key not in fields:
+                extra[setting_key(name)] = value
+
+    flatten("", raw)
+    for var, value in env.items():
+        if var.startswith("RAILYARD_") and var not in _ENV and value != "":
+            extra[setting_key(var.removeprefix("RAILYARD_"))] = value
+    return extra
+
+
+def parse_role_map(value: str) -> dict[str, str]:
+    """``"rail-admins=admin, devs=editor"`` -> ``{"rail-admins": "admin", "devs": "editor"}``.
+
+    Raises :class:`SettingsError` for a pair without ``=``.
+    """
+    pairs: dict[str, str] = {}
+    for part in value.split(","):
+        if not part.strip():
+            continue
+        claim, sep, role = part.rpartition("=")
+        if not sep or not claim.strip() or not role.strip():
+            raise SettingsError(
+                f"RAILYARD_OIDC_ROLE_MAP: {part.strip()!r} is not a claim_value=role pair"
+            )
+        pairs[claim.strip()] = role.strip()
+    return pairs
 
 
 def normalize_database_url(url: str) -> str:

@@ -94,6 +94,7 @@ class ActionTestEnvironment:
             idempotency_key=self.idempotency_key or f"{self.run_id}:{self.step_id}",
             node_type=action_def.type,
             workflow_version=self.workflow_version,
+            node_version=action_def.version,
         )
 
     async def run(self, action_def: ActionDefinition, config: dict[str, Any], input: Any) -> Any:

@@ -21,6 +21,7 @@ from designer_schema.compiler import (
 from designer_schema.diagnostics import Diagnostic, Severity
 from designer_schema.diagram import (
     DIAGRAM_SCHEMA_VERSION,
+    NOTE_TYPE,
     Diagram,
     DiagramDecodeError,
     Edge,
@@ -56,6 +57,7 @@ __all__ = [
     "ESCAPED_MARKER",
     "EXPRESSION_MARKER",
     "GRAPH_SCHEMA_VERSION",
+    "NOTE_TYPE",
     "RESERVED_CONFIG_KEYS",
     "Catalog",
     "Diagnostic",

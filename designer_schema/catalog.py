@@ -29,6 +29,13 @@ class NodeTypeSpec(msgspec.Struct, frozen=True):
     - ``error_port``: when true every node of this type has an extra ``error`` output port
       that is taken when the step fails (any node gets one with the config
       ``"on_error": "error_port"``).
+    - ``version``: the node-type version (an integer >= 1) this spec describes. The
+      catalog hands out the latest; the compiler pins it in each step
+      (``Step.type_version``) so a published graph keeps running that version's behaviour.
+    - ``output_schema``: JSON Schema of the step output (``{}``: anything). Pass-through
+      nodes say ``"x-same-as-input": true``: the output is the step input.
+    - ``config_join``: the node's own ``mode`` and ``count`` config fields are its join
+      spec (the Join node); the compiler turns them into ``Step.join``.
     """
 
     type: str
@@ -46,7 +53,9 @@ class NodeTypeSpec(msgspec.Struct, frozen=True):
     dynamic_outputs: str | None = None
     error_port: bool = False
     connector: str = "core"
-    version: str = "1"
+    version: int = 1
+    output_schema: dict[str, Any] = msgspec.field(default_factory=dict)
+    config_join: bool = False
 
 
 class Catalog(Protocol):

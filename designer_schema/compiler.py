@@ -51,7 +51,10 @@ always literal and stay in ``Step.config`` as written:
   ``max_interval`` >= ``initial_interval``, ``jitter`` in [0, 1]).
 - ``timeout``: seconds per attempt, a number > 0 (or ``null``).
 - ``join``: an object with :class:`~designer_schema.graph.JoinSpec` fields; ``n_of_m``
-  needs 1 <= ``count`` <= number of incoming edges.
+  needs 1 <= ``count`` <= number of incoming edges. A node type with ``config_join`` (the
+  Join node) takes its join from its own ``mode`` and ``count`` fields instead (count
+  defaults to 1); a ``count`` above the incoming edges is allowed there: the join fires
+  with what arrived once every branch is resolved.
 - ``on_error``: ``"fail"`` (default), ``"error_port"`` (adds the ``error`` output port) or
   ``"continue"`` (a failure continues on the regular output ports).
 
@@ -71,6 +74,12 @@ Edges
 - ``duplicate_edge``: an edge id used twice, or a second edge with the same source,
   source port, target and target port.
 
+- ``note_edge``: an edge from or to a sticky note (notes take no edges).
+
+Sticky notes (``type`` = :data:`~designer_schema.diagram.NOTE_TYPE`) are comments: they are
+not steps, so they are never unreachable, never checked against the catalog, and adding,
+editing or moving one leaves the content hash as it was.
+
 Graph
 
 - ``no_trigger``: no node of kind ``trigger``.
@@ -80,6 +89,10 @@ Graph
 - ``cycle``: a directed cycle, self-loops included; reported once per node in each cycle
   (each strongly connected component), the message names all its nodes. Loops will come
   as explicit loop nodes.
+
+Node-type versions: each step pins the version of the spec the catalog returned
+(``Step.type_version`` = ``NodeTypeSpec.version``, the latest), so a published graph keeps
+running that version's behaviour after a newer version is installed.
 
 Building the graph (only when there is no error): ``trigger`` is the trigger node's id,
 ``steps`` follow diagram node order, ``transitions`` follow edge order, and
@@ -98,9 +111,10 @@ import msgspec
 
 from designer_schema.catalog import Catalog, ExpressionChecker, NodeTypeSpec
 from designer_schema.diagnostics import Diagnostic, Severity
-from designer_schema.diagram import Diagram, Node
+from designer_schema.diagram import NOTE_TYPE, Diagram, Node
 from designer_schema.graph import (
     ERROR_PORT,
+    JoinMode,
     JoinSpec,
     OnError,
     RetryPolicy,
@@ -139,6 +153,7 @@ DIAGNOSTIC_CODES: Final = (
     "dangling_edge",
     "unknown_port",
     "duplicate_edge",
+    "note_edge",
     "no_trigger",
     "multiple_triggers",
     "unreachable_node",
@@ -151,6 +166,7 @@ _JSON_TYPES: Final = frozenset(
     {"string", "number", "integer", "boolean", "object", "array", "null"}
 )
 _ON_ERROR_VALUES: Final[tuple[OnError, ...]] = ("fail", "error_port", "continue")
+_JOIN_MODES: Final[tuple[JoinMode, ...]] = ("all", "first", "n_of_m")
 
 
 class _Sink:
@@ -202,13 +218,17 @@ def compile_diagram(
     specs: dict[str, NodeTypeSpec] = {}
     steps: dict[str, Step] = {}
     join_fields: dict[str, JoinSpec] = {}
+    notes: set[str] = set()
     for node in diagram.nodes:
-        if node.id in nodes:
+        if node.id in nodes or node.id in notes:
             sink.add(
                 "duplicate_node_id",
                 f"node id {node.id!r} is used by more than one node",
                 node_id=node.id,
             )
+            continue
+        if node.type == NOTE_TYPE:
+            notes.add(node.id)
             continue
         nodes[node.id] = node
         spec = catalog.get(node.type)
@@ -226,7 +246,16 @@ def compile_diagram(
 
     adjacency: dict[str, list[str]] = {node_id: [] for node_id in nodes}
     incoming_count: dict[str, int] = dict.fromkeys(nodes, 0)
-    _check_edges(diagram, nodes, specs, steps, adjacency, incoming_count, sink)
+    note_edges = {e.id for e in diagram.edges if e.source in notes or e.target in notes}
+    for edge_id in sorted(note_edges):
+        sink.add("note_edge", "sticky notes cannot be connected", edge_id=edge_id)
+    wired = Diagram(
+        nodes=diagram.nodes,
+        edges=[e for e in diagram.edges if e.id not in note_edges],
+        viewport=diagram.viewport,
+        schema_version=diagram.schema_version,
+    )
+    _check_edges(wired, nodes, specs, steps, adjacency, incoming_count, sink)
 
     for node_id, join in join_fields.items():
         if join.mode == "n_of_m" and join.count > incoming_count[node_id]:
@@ -274,7 +303,7 @@ def compile_diagram(
 
     graph = WorkflowGraph(
         trigger=triggers[0],
-        steps=[steps[node.id] for node in diagram.nodes],
+        steps=[steps[node.id] for node in diagram.nodes if node.id in steps],
         transitions=[
             Transition(
                 source=edge.source,
@@ -369,10 +398,11 @@ def _compile_node(node: Node, spec: NodeTypeSpec, checker: ExpressionChecker, si
         config=config,
         expressions=expressions,
         outputs=outputs,
-        join=_parse_join(node, sink),
+        join=_config_join(config) if spec.config_join else _parse_join(node, sink),
         retry=_parse_retry(node, sink),
         timeout=_parse_timeout(node, sink),
         on_error=on_error,
+        type_version=spec.version,
     )
 
 
@@ -659,6 +689,19 @@ def _parse_join(node: Node, sink: _Sink) -> JoinSpec:
         )
         return JoinSpec()
     return join
+
+
+def _config_join(config: Mapping[str, Any]) -> JoinSpec:
+    """The join of a node whose own ``mode``/``count`` fields say what it waits for (the
+    Join node; ``NodeTypeSpec.config_join``): an unknown mode waits for all, a count that
+    is not an integer counts 1 (the schema check has reported bad literals already)."""
+    mode: JoinMode = "all"
+    for known in _JOIN_MODES:
+        if config.get("mode") == known:
+            mode = known
+    count = config.get("count") or 1
+    usable = isinstance(count, int) and not isinstance(count, bool)
+    return JoinSpec(mode=mode, count=count if usable else 1)
 
 
 def _parse_timeout(node: Node, sink: _Sink) -> float | None:

@@ -15,7 +15,7 @@ class Diagnostic(msgspec.Struct, frozen=True):
     ``code`` is a stable machine name; the full list is
     :data:`designer_schema.compiler.DIAGNOSTIC_CODES` (``duplicate_node_id``,
     ``unknown_node_type``, ``missing_config``, ``invalid_config``, ``expression_syntax``,
-    ``dangling_edge``, ``unknown_port``, ``duplicate_edge``, ``no_trigger``,
+    ``dangling_edge``, ``unknown_port``, ``duplicate_edge``, ``note_edge``, ``no_trigger``,
     ``multiple_triggers``, ``unreachable_node``, ``cycle``). ``node_id`` and ``edge_id``
     say where (either may be ``None``); ``field`` is a config field path such as
     ``mapping.total`` when the problem is in one field.

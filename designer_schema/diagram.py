@@ -18,6 +18,10 @@ from designer_schema.errors import SchemaDecodeError
 
 DIAGRAM_SCHEMA_VERSION = 1
 
+NOTE_TYPE = "ui.note"
+"""Node type of a sticky note: a comment on the canvas (``config.text``, optional
+``config.color``). Notes take no edges and the compiler leaves them out of the graph."""
+
 
 class Position(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """Top-left corner of a node on the canvas, in canvas pixels."""

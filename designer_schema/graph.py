@@ -16,7 +16,10 @@ import msgspec
 
 from designer_schema.errors import SchemaDecodeError
 
-GRAPH_SCHEMA_VERSION = 1
+GRAPH_SCHEMA_VERSION = 2
+"""2: steps pin their node-type version (``Step.type_version``) and a Join node's
+``mode``/``count`` are compiled into ``Step.join``. A graph of schema 1 decodes with every
+step at node-type version 1; stored ones were upgraded by migration ``0012_graph_v2``."""
 
 JoinMode = Literal["all", "first", "n_of_m"]
 
@@ -75,7 +78,13 @@ class Step(msgspec.Struct, frozen=True):
       ``error_port``, and the compiler then adds ``error`` to ``outputs``. ``continue``: the
       step completes through its regular output ports with the error as its output. The
       raw ``on_error`` value also stays in ``config``.
-    - ``join``, ``retry``: parsed from the reserved config keys ``join`` and ``retry``.
+    - ``type_version``: the version of node type ``type`` this step runs (pinned when the
+      graph is compiled; ``1`` when a stored graph predates versions). The engine runs that
+      version's behaviour, so a published graph keeps its meaning when a node evolves.
+    - ``join``: what the step waits for when several transitions come in; from the
+      reserved config key ``join``, or from a Join node's own ``mode``/``count`` fields
+      (``NodeTypeSpec.config_join``). The engine reads only this, never the config.
+    - ``retry``: parsed from the reserved config key ``retry``.
     - ``timeout``: seconds per attempt, from the reserved config key ``timeout``
       (``None`` = no step timeout).
     """
@@ -91,6 +100,7 @@ class Step(msgspec.Struct, frozen=True):
     retry: RetryPolicy = RetryPolicy()
     timeout: float | None = None
     on_error: OnError = "fail"
+    type_version: int = 1
 
 
 class Transition(msgspec.Struct, frozen=True):

@@ -11,7 +11,8 @@ Reusable pieces for further e2e tests:
 - ``http_endpoint`` (function): a local HTTP server recording request bodies
   (:class:`RecordingEndpoint`), answering ``200 {"ok": true}``.
 - ``browser`` (session) and ``page`` (function; console messages and page errors are
-  collected in ``page.console_lines``).
+  collected in ``page.console_lines``; a Content-Security-Policy violation reported on
+  the console fails the test).
 - :func:`login` logs a page in; :data:`ARTIFACTS_DIR` is where screenshots go.
 
 When a test fails, the tail of the server log and the browser console are attached to the
@@ -347,6 +348,11 @@ def page(browser: Any, request: pytest.FixtureRequest) -> Iterator[Any]:
         yield page
     finally:
         context.close()
+    # The Content-Security-Policy must break nothing: Chromium reports every blocked
+    # inline script, handler, style or load on the console.
+    violations = [line for line in lines if "Content Security Policy" in line]
+    if violations:
+        pytest.fail("Content-Security-Policy violations:\n" + "\n".join(violations))
 
 
 def login(page: Any, server: RailyardServer) -> None:

@@ -118,10 +118,10 @@ def test_email_with_smtp_credential(
     page.fill("#new-workflow-name", "Order confirmation mail")
     page.click("#create-workflow")
     page.wait_for_url(re.compile(r".*/workflows/[0-9a-f-]+/designer$"))
-    # The palette groups Email under its connector, with the connector's icon.
+    # The palette groups Email under its connector, with the connector's icon (inline SVG).
     group = page.locator('.palette-group[data-group="connector:email"]')
     group.wait_for()
-    assert group.locator(".palette-group-icon").inner_text().strip()
+    assert group.locator(".palette-group-icon svg path").count() > 0
     page.fill("#palette-search", "mail")
     assert page.locator(f'.palette-item[data-type="{WEBHOOK}"]').is_hidden()
     page.fill("#palette-search", "")

@@ -18,9 +18,12 @@ from litestar.params import FromPath, FromQuery, URLEncodedBody
 from litestar.response import Redirect
 
 from backend import crypto
+from backend.auth.guards import CurrentPrincipal
+from backend.auth.policy import Level, Permission, Principal
 from backend.auth.web import AppRuntime, DbSession
 from backend.db.models import User
 from backend.runtime import Runtime
+from backend.services import access
 from backend.services import credentials as creds
 from frontend.pages import LoginRequiredPages, render
 
@@ -90,10 +93,20 @@ def _form_data(ctype: Any, form: dict[str, str]) -> dict[str, Any]:
     return data
 
 
+async def _listing(
+    db: DbSession, runtime: Runtime, principal: Principal
+) -> tuple[list[creds.CredentialView], set[str]]:
+    """The credentials the user may use, and the ids of those it may manage (delete)."""
+    usable = await access.credential_filter(db, principal)
+    items = await creds.list_credentials(db, runtime.catalog, visible=usable)
+    managed = await access.credential_filter(db, principal, Level.MANAGE)
+    return items, {v.id for v in await creds.list_credentials(db, runtime.catalog, visible=managed)}
+
+
 class ConnectorPages(LoginRequiredPages):
     """Catalog and credentials pages (login required)."""
 
-    @get("/catalog", operation_id="page_catalog")
+    @get("/catalog", operation_id="page_catalog", opt={"permission": Permission.AUTHENTICATED})
     async def catalog_page(
         self, request: Request[Any, Any, Any], runtime: AppRuntime
     ) -> Response[str]:
@@ -108,12 +121,17 @@ class ConnectorPages(LoginRequiredPages):
             request, "catalog.html", connectors=connectors, core=core, errors=catalog.errors
         )
 
-    @get("/credentials", operation_id="page_credentials")
+    @get(
+        "/credentials",
+        operation_id="page_credentials",
+        opt={"permission": Permission.CREDENTIAL_LIST},
+    )
     async def credentials_page(
         self,
         request: Request[Any, Any, Any],
         db: DbSession,
         runtime: AppRuntime,
+        principal: CurrentPrincipal,
         type: FromQuery[str] = "",
         connected: FromQuery[str] = "",
         error: FromQuery[str] = "",
@@ -121,11 +139,12 @@ class ConnectorPages(LoginRequiredPages):
     ) -> Response[str]:
         """List (masked) and the create form (``?type=`` preselects a credential type;
         ``?next=<same-site path>`` returns there after saving, with ``credential=<id>``)."""
-        items = await creds.list_credentials(db, runtime.catalog)
+        items, manageable = await _listing(db, runtime, principal)
         return render(
             request,
             "credentials.html",
             credentials=items,
+            manageable=manageable,
             types=_type_forms(runtime),
             selected_type=type,
             connected=connected,
@@ -134,12 +153,17 @@ class ConnectorPages(LoginRequiredPages):
             next_path=_return_path(next),
         )
 
-    @post("/credentials", operation_id="page_create_credential")
+    @post(
+        "/credentials",
+        operation_id="page_create_credential",
+        opt={"permission": Permission.CREDENTIAL_CREATE},
+    )
     async def create_credential(
         self,
         request: Request[Any, Any, Any],
         db: DbSession,
         runtime: AppRuntime,
+        principal: CurrentPrincipal,
         data: URLEncodedBody[dict[str, str]],
     ) -> Response[Any]:
         """Create from the form; on error re-render with the message (secrets not echoed)."""
@@ -159,12 +183,13 @@ class ConnectorPages(LoginRequiredPages):
                 user_id=user.id,
             )
         except (creds.CredentialError, crypto.CryptoError) as exc:
-            items = await creds.list_credentials(db, runtime.catalog)
+            items, manageable = await _listing(db, runtime, principal)
             return render(
                 request,
                 "credentials.html",
                 status_code=400,
                 credentials=items,
+                manageable=manageable,
                 types=_type_forms(runtime),
                 selected_type=type_name,
                 connected="",
@@ -178,7 +203,11 @@ class ConnectorPages(LoginRequiredPages):
             return Redirect(_with_param(back, "credential", view.id))
         return Redirect(f"/credentials#credential-{view.id}")
 
-    @post("/credentials/{credential_id:str}/delete", operation_id="page_delete_credential")
+    @post(
+        "/credentials/{credential_id:str}/delete",
+        operation_id="page_delete_credential",
+        opt={"permission": Permission.CREDENTIAL_MANAGE},
+    )
     async def delete_credential(
         self, request: Request[Any, Any, Any], db: DbSession, credential_id: FromPath[str]
     ) -> Redirect:

@@ -7,7 +7,10 @@ as ``{"status": 503, "url": "..."}``, see ``connectors.sdk.errors``). :func:`err
 turns one into what the run page shows: the message prominently, the kind as a label, the
 other facts as a definition list, and the whole object for a "raw JSON" disclosure.
 
-:func:`install` makes the helpers template globals of a Jinja environment.
+:func:`install` makes the helpers template globals of a Jinja environment, together with
+the run statuses (``run_statuses``, ``run_status(value)`` and ``run_statuses_json`` for
+scripts), all from :data:`backend.engine.states.RUN_STATUSES`: templates and scripts never
+list statuses of their own.
 """
 
 from __future__ import annotations
@@ -17,6 +20,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import jinja2
+import msgspec
+
+from backend.engine.states import RUN_STATUSES, run_status_info
+from frontend.large_values import large_values
 
 #: Keys shown elsewhere (message, kind) or not worth a row of their own.
 _HEADLINE_KEYS = ("message", "kind")
@@ -97,5 +104,10 @@ def _text(value: Any) -> str:
 
 
 def install(env: jinja2.Environment) -> None:
-    """Add the display helpers (``error_view``) to ``env``'s template globals."""
+    """Add the display helpers (``error_view``, ``large_values``) and the run statuses to
+    ``env``'s template globals (see the module docstring)."""
     env.globals["error_view"] = error_view
+    env.globals["large_values"] = large_values
+    env.globals["run_statuses"] = RUN_STATUSES
+    env.globals["run_status"] = run_status_info
+    env.globals["run_statuses_json"] = msgspec.json.encode(RUN_STATUSES).decode()

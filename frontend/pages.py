@@ -24,20 +24,23 @@ from litestar.params import FromPath, FromQuery, JSONBody, URLEncodedBody
 from litestar.response import Redirect, ServerSentEvent, ServerSentEventMessage
 from litestar.utils.scope.state import ScopeState
 
+from backend.auth.guards import PRINCIPAL_KEY, CurrentPrincipal, provide_principal
+from backend.auth.policy import Level, Permission, allows
 from backend.auth.web import (
     SESSION_COOKIE,
     AppRuntime,
     DbSession,
     load_user,
-    login_required,
+    password_sign_in,
     provide_db,
     provide_runtime,
     session_cookie,
+    throttled_message,
 )
 from backend.db.models import User, Workflow
 from backend.engine.states import RunStatus
 from backend.runtime import Runtime
-from backend.services import accounts, runs, workflows
+from backend.services import access, login_sessions, runs, workflows
 from backend.services import credentials as creds
 from backend.services.channels import run_channel
 from frontend import display
@@ -76,10 +79,17 @@ def _csrf(request: Request) -> str:
 def render(
     request: Request, template: str, status_code: int = 200, **context: Any
 ) -> Response[str]:
-    """Render ``template`` with the common context (user, csrf_token, request)."""
-    user = request.scope.get("state", {}).get("user")
+    """Render ``template`` with the common context (user, csrf_token, request, and
+    ``can(name)``: whether the caller holds a system permission, for showing links)."""
+    state = request.scope.get("state", {})
+    user = state.get("user")
+    principal = state.get(PRINCIPAL_KEY)
+
+    def can(name: str) -> bool:
+        return allows(principal, Permission(name))
+
     html = ENV.get_template(template).render(
-        request=request, user=user, csrf_token=_csrf(request), **context
+        request=request, user=user, csrf_token=_csrf(request), can=can, **context
     )
     return Response(html, status_code=status_code, media_type=MediaType.HTML)
 
@@ -115,20 +125,20 @@ class AuthPages(Controller):
         "runtime": Provide(provide_runtime, sync_to_thread=False),
     }
 
-    @get("/", operation_id="page_home")
+    @get("/", operation_id="page_home", opt={"permission": Permission.PUBLIC})
     async def home(self) -> Redirect:
         """Start page: the workflow list."""
         return Redirect("/workflows")
 
-    @get("/login", operation_id="page_login")
+    @get("/login", operation_id="page_login", opt={"permission": Permission.PUBLIC})
     async def login_form(
-        self, request: Request, next: FromQuery[str | None] = None
+        self, request: Request, runtime: AppRuntime, next: FromQuery[str | None] = None
     ) -> Response[str]:
-        """The login form."""
+        """The login form (with a "Sign in with <provider>" button when SSO is set up)."""
         await load_user(request)
-        return render(request, "login.html", error=None, next=_safe_next(next))
+        return login_page(request, runtime, next=_safe_next(next))
 
-    @post("/login", operation_id="page_login_submit")
+    @post("/login", operation_id="page_login_submit", opt={"permission": Permission.PUBLIC})
     async def login(
         self,
         request: Request,
@@ -136,32 +146,60 @@ class AuthPages(Controller):
         runtime: AppRuntime,
         data: URLEncodedBody[dict[str, str]],
     ) -> Response[Any]:
-        """Check the form's credentials; on success set the session cookie and redirect."""
-        user = await accounts.authenticate(db, data.get("email", ""), data.get("password", ""))
+        """Check the form's credentials; on success set the session cookie and redirect.
+
+        Wrong credentials answer 401 with one message whatever was wrong; a locked account
+        or address answers 429 with ``Retry-After``.
+        """
         target = _safe_next(data.get("next"))
-        if user is None:
+        outcome, token = await password_sign_in(
+            db, request, data.get("email", ""), data.get("password", "")
+        )
+        if outcome.user is None or token is None:
             request.scope.setdefault("state", {})["user"] = None
-            return render(
-                request,
-                "login.html",
-                status_code=401,
-                error="Wrong email or password.",
-                next=target,
+            if outcome.lock is not None:
+                message, seconds = throttled_message(outcome.lock)
+                page = login_page(request, runtime, next=target, error=message, status_code=429)
+                page.headers["Retry-After"] = str(seconds)
+                return page
+            return login_page(
+                request, runtime, next=target, error="Wrong email or password.", status_code=401
             )
-        token = await accounts.open_session(db, user, runtime.settings.session_hours)
         response: Response[Any] = Redirect(target)
         response.set_cookie(session_cookie(runtime, token))
         return response
 
-    @post("/logout", operation_id="page_logout")
+    @post("/logout", operation_id="page_logout", opt={"permission": Permission.PUBLIC})
     async def logout(self, request: Request, db: DbSession) -> Response[Any]:
         """End the session and go to the login page."""
         token = request.cookies.get(SESSION_COOKIE)
         if token:
-            await accounts.close_session(db, token)
+            await login_sessions.close(db, token)
         response: Response[Any] = Redirect("/login")
         response.delete_cookie(SESSION_COOKIE)
         return response
+
+
+def login_page(
+    request: Request,
+    runtime: Runtime,
+    *,
+    next: str,
+    error: str | None = None,
+    notice: str | None = None,
+    status_code: int = 200,
+) -> Response[str]:
+    """The login page; shows the single sign-on button when OIDC is configured."""
+    settings = runtime.settings
+    return render(
+        request,
+        "login.html",
+        status_code=status_code,
+        error=error,
+        notice=notice,
+        next=next,
+        sso_name=settings.oidc_provider_name if settings.oidc_enabled else None,
+    )
 
 
 class LoginRequiredPages(Controller):
@@ -171,22 +209,23 @@ class LoginRequiredPages(Controller):
 
     path = "/"
     include_in_schema = False
-    guards = [login_required]
     exception_handlers = {NotAuthorizedException: redirect_to_login}
     dependencies = {
         "db": Provide(provide_db),
         "runtime": Provide(provide_runtime, sync_to_thread=False),
+        "principal": Provide(provide_principal),
     }
 
 
 class AppPages(LoginRequiredPages):
     """Workflow list, designer, run list and run detail (login required)."""
 
-    @get("/workflows", operation_id="page_workflows")
+    @get("/workflows", operation_id="page_workflows", opt={"permission": Permission.WORKFLOW_LIST})
     async def workflows_page(
-        self, request: Request, db: DbSession, runtime: AppRuntime
+        self, request: Request, db: DbSession, runtime: AppRuntime, principal: CurrentPrincipal
     ) -> Response[str]:
-        """All workflows."""
+        """The workflows the user may read."""
+        visible = await access.workflow_filter(db, principal)
         items = [
             {
                 "id": str(wf.id),
@@ -196,11 +235,15 @@ class AppPages(LoginRequiredPages):
                 "updated_at": wf.updated_at,
                 "webhook_url": webhook_url(runtime, wf) if wf.active_version else None,
             }
-            for wf in await workflows.list_workflows(db)
+            for wf in await workflows.list_workflows(db, visible)
         ]
         return render(request, "workflows.html", workflows=items)
 
-    @post("/workflows", operation_id="page_create_workflow")
+    @post(
+        "/workflows",
+        operation_id="page_create_workflow",
+        opt={"permission": Permission.WORKFLOW_CREATE},
+    )
     async def create_workflow(
         self,
         request: Request,
@@ -215,24 +258,39 @@ class AppPages(LoginRequiredPages):
             raise HTTPException(status_code=400, detail=str(exc)) from exc
         return Redirect(f"/workflows/{wf.id}/designer")
 
-    @get("/workflows/{workflow_id:uuid}/designer", operation_id="page_designer")
+    @get(
+        "/workflows/{workflow_id:uuid}/designer",
+        operation_id="page_designer",
+        opt={"permission": Permission.WORKFLOW_READ},
+    )
     async def designer(
-        self, request: Request, workflow_id: FromPath[uuid.UUID], db: DbSession, runtime: AppRuntime
+        self,
+        request: Request,
+        workflow_id: FromPath[uuid.UUID],
+        db: DbSession,
+        runtime: AppRuntime,
+        principal: CurrentPrincipal,
     ) -> Response[str]:
-        """The visual editor for one workflow's draft."""
+        """The visual editor for one workflow's draft (read only without ``edit``; Run
+        only with ``run``)."""
         try:
             wf = await workflows.get_workflow(db, workflow_id)
         except workflows.WorkflowNotFound as exc:
             return render(
                 request, "error.html", status_code=404, status_code_=404, message=str(exc)
             )
+        level = await access.workflow_level(db, principal, wf)
         return render(
             request,
             "designer.html",
+            can_edit=level >= Level.EDIT,
+            can_run=level >= Level.RUN,
+            can_manage=level >= Level.MANAGE,
             workflow={
                 "id": str(wf.id),
                 "name": wf.name,
                 "active_version": wf.active_version,
+                "draft_revision": wf.draft_revision,
                 "webhook": await active_webhook(db, runtime.settings.base_url, wf),
             },
             diagram_json=msgspec.json.encode(wf.draft).decode(),
@@ -245,20 +303,30 @@ class AppPages(LoginRequiredPages):
             ).decode(),
         )
 
-    @post("/designer/config-panel", operation_id="fragment_config_panel")
+    @post(
+        "/designer/config-panel",
+        operation_id="fragment_config_panel",
+        opt={"permission": Permission.AUTHENTICATED},
+    )
     async def config_panel(
-        self, request: Request, data: JSONBody[ConfigPanelIn], runtime: AppRuntime, db: DbSession
+        self,
+        request: Request,
+        data: JSONBody[ConfigPanelIn],
+        runtime: AppRuntime,
+        db: DbSession,
+        principal: CurrentPrincipal,
     ) -> Response[str]:
         """The config side panel of one node, rendered from its node type's schema.
 
         Credential fields (``"x-credential-type"``) become pickers of the saved
-        credentials of their types (masked views only).
+        credentials of their types that the user may use (masked views only).
         """
         spec = runtime.catalog.get(data.node_type)
         if spec is None:
             raise HTTPException(status_code=400, detail=f"unknown node type {data.node_type}")
         types = _credential_types(spec.config_schema)
-        views = await creds.list_credentials(db, runtime.catalog, types) if types else []
+        usable = await access.credential_filter(db, principal)
+        views = await creds.list_credentials(db, runtime.catalog, types, usable) if types else []
         html = render_config_panel(
             ENV,
             spec,
@@ -274,37 +342,49 @@ class AppPages(LoginRequiredPages):
         )
         return Response(html, media_type=MediaType.HTML)
 
-    @get("/runs", operation_id="page_runs")
+    @get("/runs", operation_id="page_runs", opt={"permission": Permission.WORKFLOW_LIST})
     async def runs_page(
         self,
         request: Request,
         db: DbSession,
+        principal: CurrentPrincipal,
         workflow_id: FromQuery[uuid.UUID | None] = None,
         status: FromQuery[str | None] = None,
     ) -> Response[str]:
-        """Newest runs, filterable by workflow and status."""
-        items = await runs.list_runs(db, workflow_id=workflow_id, status=status or None)
+        """Newest runs of the workflows the user may read, filterable by workflow and
+        status."""
+        visible = await access.workflow_filter(db, principal)
+        items = await runs.list_runs(
+            db, workflow_id=workflow_id, status=status or None, visible=visible
+        )
         return render(
             request,
             "runs.html",
             runs=items,
             workflow_id=str(workflow_id) if workflow_id else None,
             status=status,
-            statuses=[s.value for s in RunStatus],
         )
 
-    @get("/runs/{run_id:uuid}", operation_id="page_run")
+    @get("/runs/{run_id:uuid}", operation_id="page_run", opt={"permission": Permission.RUN_READ})
     async def run_page(
-        self, request: Request, run_id: FromPath[uuid.UUID], db: DbSession, runtime: AppRuntime
+        self,
+        request: Request,
+        run_id: FromPath[uuid.UUID],
+        db: DbSession,
+        runtime: AppRuntime,
+        principal: CurrentPrincipal,
     ) -> Response[str]:
         """One run: the graph coloured by step status and every step's data."""
         found = await runs.get_run_detail(db, run_id)
         if found is None:
             return render(request, "error.html", status_code=404, message="run not found")
         detail, diagram = found
+        wf = await workflows.get_workflow(db, uuid.UUID(detail.workflow_id))
+        level = await access.workflow_level(db, principal, wf)
         return render(
             request,
             "run_detail.html",
+            can_control=level >= Level.RUN,
             run=detail,
             run_json=msgspec.json.encode(detail).decode(),
             diagram_json=msgspec.json.encode(diagram).decode(),
@@ -312,7 +392,11 @@ class AppPages(LoginRequiredPages):
             type_labels={spec.type: spec.label for spec in runtime.catalog.all()},
         )
 
-    @get("/runs/{run_id:uuid}/events", operation_id="page_run_events")
+    @get(
+        "/runs/{run_id:uuid}/events",
+        operation_id="page_run_events",
+        opt={"permission": Permission.RUN_READ},
+    )
     async def run_events(self, run_id: FromPath[uuid.UUID], state: State) -> ServerSentEvent:
         """Server-Sent Events: an ``update`` event with the run JSON on every change."""
         runtime: Runtime = state.runtime

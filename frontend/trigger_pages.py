@@ -14,6 +14,7 @@ from litestar import MediaType, Request, Response, get, post
 from litestar.params import FromPath, JSONBody, URLEncodedBody
 from litestar.response import Redirect
 
+from backend.auth.policy import Permission, parse_role, scopes_for_role
 from backend.auth.web import DbSession
 from backend.db.models import User
 from backend.services import api_tokens, schedules, webhooks, workflows
@@ -27,10 +28,36 @@ class SchedulePreviewIn(msgspec.Struct):
     config: dict[str, Any] = msgspec.field(default_factory=dict)
 
 
+def _scopes(user: User) -> list[str]:
+    return [s.value for s in scopes_for_role(parse_role(user.role))]
+
+
+def form_scopes(form: dict[str, str]) -> list[str] | None:
+    """The scope chosen in a token form (absent: the strongest the owner's role allows)."""
+    chosen = form.get("scopes", "").strip()
+    return [chosen] if chosen else None
+
+
+def form_days(value: str) -> int | None:
+    """Days from a form field (empty: None); raises :class:`api_tokens.TokenError`."""
+    if not value.strip():
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        raise api_tokens.TokenError(
+            "expiry must be a whole number of days", "expires_in_days"
+        ) from None
+
+
 class TriggerPages(LoginRequiredPages):
     """Deliveries page, schedule preview fragment and the API tokens page."""
 
-    @get("/workflows/{workflow_id:uuid}/deliveries", operation_id="page_webhook_deliveries")
+    @get(
+        "/workflows/{workflow_id:uuid}/deliveries",
+        operation_id="page_webhook_deliveries",
+        opt={"permission": Permission.WORKFLOW_READ},
+    )
     async def deliveries(
         self, request: Request[Any, Any, Any], workflow_id: FromPath[uuid.UUID], db: DbSession
     ) -> Response[str]:
@@ -44,7 +71,12 @@ class TriggerPages(LoginRequiredPages):
             deliveries=rows,
         )
 
-    @post("/designer/schedule-preview", operation_id="fragment_schedule_preview", status_code=200)
+    @post(
+        "/designer/schedule-preview",
+        operation_id="fragment_schedule_preview",
+        opt={"permission": Permission.AUTHENTICATED},
+        status_code=200,
+    )
     async def schedule_preview(self, data: JSONBody[SchedulePreviewIn]) -> Response[str]:
         """The next 10 fire times of a schedule config, in its zone and in UTC (HTML)."""
         try:
@@ -57,13 +89,20 @@ class TriggerPages(LoginRequiredPages):
         )
         return Response(html, media_type=MediaType.HTML)
 
-    @get("/tokens", operation_id="page_api_tokens")
+    @get("/tokens", operation_id="page_api_tokens", opt={"permission": Permission.TOKENS_OWN})
     async def tokens(self, request: Request[Any, Any, Any], db: DbSession) -> Response[str]:
         """The user's API tokens."""
         user: User = request.scope["state"]["user"]
-        return render(request, "api_tokens.html", tokens=await api_tokens.list_tokens(db, user.id))
+        return render(
+            request,
+            "api_tokens.html",
+            tokens=await api_tokens.list_tokens(db, user.id),
+            scopes=_scopes(user),
+        )
 
-    @post("/tokens", operation_id="page_create_api_token")
+    @post(
+        "/tokens", operation_id="page_create_api_token", opt={"permission": Permission.TOKENS_OWN}
+    )
     async def create_token(
         self,
         request: Request[Any, Any, Any],
@@ -73,20 +112,31 @@ class TriggerPages(LoginRequiredPages):
         """Create a token and show its text once."""
         user: User = request.scope["state"]["user"]
         try:
-            _, token = await api_tokens.create_token(db, user.id, data.get("name", ""))
+            _, token = await api_tokens.create_for(
+                db,
+                user,
+                data.get("name", ""),
+                form_scopes(data),
+                form_days(data.get("expires_in_days", "")),
+            )
             error = None
-        except ValueError as exc:
+        except api_tokens.TokenError as exc:
             token, error = None, str(exc)
         return render(
             request,
             "api_tokens.html",
             status_code=201 if token else 400,
             tokens=await api_tokens.list_tokens(db, user.id),
+            scopes=_scopes(user),
             new_token=token,
             error=error,
         )
 
-    @post("/tokens/{token_id:uuid}/revoke", operation_id="page_revoke_api_token")
+    @post(
+        "/tokens/{token_id:uuid}/revoke",
+        operation_id="page_revoke_api_token",
+        opt={"permission": Permission.TOKENS_OWN},
+    )
     async def revoke_token(
         self, request: Request[Any, Any, Any], token_id: FromPath[uuid.UUID], db: DbSession
     ) -> Redirect:

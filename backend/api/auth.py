@@ -1,25 +1,33 @@
-"""Login and logout for the JSON API (the pages use the same session cookie)."""
+"""Sign-in, sign-out and the caller's own sessions for the JSON API (the pages use the
+same session cookie)."""
 
 from __future__ import annotations
 
-from litestar import Controller, Request, Response, get, post
-from litestar.di import Provide
-from litestar.exceptions import NotAuthorizedException
-from litestar.params import JSONBody
+import uuid
+from typing import Any
 
-from backend.api.schemas import LoginIn, UserOut
+import msgspec
+from litestar import Controller, MediaType, Request, Response, delete, get, post
+from litestar.di import Provide
+from litestar.exceptions import NotFoundException
+from litestar.params import FromPath, JSONBody
+
+from backend.api.schemas import ErrorOut, LoginIn, SessionOut, UserOut
+from backend.api.user_schemas import session_out
+from backend.auth.policy import Permission
 from backend.auth.web import (
     SESSION_COOKIE,
     CurrentUser,
     DbSession,
-    login_required,
+    password_sign_in,
     provide_db,
     provide_user,
     session_cookie,
+    throttled_message,
 )
 from backend.db.models import User
 from backend.runtime import Runtime
-from backend.services import accounts
+from backend.services import login_sessions
 
 
 def user_out(user: User) -> UserOut:
@@ -27,33 +35,50 @@ def user_out(user: User) -> UserOut:
     return UserOut(str(user.id), user.email, user.display_name, user.role)
 
 
+def _error(status: int, detail: str, headers: dict[str, str] | None = None) -> Response[Any]:
+    body = msgspec.json.encode(ErrorOut(status_code=status, detail=detail))
+    return Response(body, status_code=status, media_type=MediaType.JSON, headers=headers)
+
+
 class AuthController(Controller):
-    """``/api/auth``: session login for API clients and the designer."""
+    """``/api/auth``: session login for API clients and the designer, own sessions."""
 
     path = "/api/auth"
     tags = ["auth"]
     dependencies = {"db": Provide(provide_db)}
 
-    @post("/login", operation_id="login")
+    @post("/login", operation_id="login", opt={"permission": Permission.PUBLIC})
     async def login(
         self, data: JSONBody[LoginIn], db: DbSession, request: Request
-    ) -> Response[UserOut]:
-        """Check credentials and set the session cookie; 401 on bad credentials."""
-        user = await accounts.authenticate(db, data.email, data.password)
-        if user is None:
-            raise NotAuthorizedException("wrong email or password")
+    ) -> Response[Any]:
+        """Check credentials and set the session cookie.
+
+        401 with the same message for an unknown email, a wrong password and a deactivated
+        account; 429 with ``Retry-After`` (seconds) while the account or the client
+        address is locked after too many failures.
+        """
+        outcome, token = await password_sign_in(db, request, data.email, data.password)
+        if outcome.lock is not None:
+            message, seconds = throttled_message(outcome.lock)
+            return _error(429, message, {"Retry-After": str(seconds)})
+        if outcome.user is None or token is None:
+            return _error(401, "wrong email or password")
         runtime: Runtime = request.app.state.runtime
-        token = await accounts.open_session(db, user, runtime.settings.session_hours)
-        response = Response(user_out(user), status_code=200)
+        response: Response[Any] = Response(user_out(outcome.user), status_code=200)
         response.set_cookie(session_cookie(runtime, token))
         return response
 
-    @post("/logout", operation_id="logout", guards=[login_required], status_code=204)
+    @post(
+        "/logout",
+        operation_id="logout",
+        opt={"permission": Permission.AUTHENTICATED},
+        status_code=204,
+    )
     async def logout(self, db: DbSession, request: Request) -> Response[None]:
         """End the session."""
         token = request.cookies.get(SESSION_COOKIE)
         if token:
-            await accounts.close_session(db, token)
+            await login_sessions.close(db, token)
         response = Response(None, status_code=204)
         response.delete_cookie(SESSION_COOKIE)
         return response
@@ -61,9 +86,48 @@ class AuthController(Controller):
     @get(
         "/me",
         operation_id="me",
-        guards=[login_required],
+        opt={"permission": Permission.AUTHENTICATED},
         dependencies={"user": Provide(provide_user)},
     )
     async def me(self, user: CurrentUser) -> UserOut:
         """The logged-in user."""
         return user_out(user)
+
+    @get(
+        "/sessions",
+        operation_id="list_own_sessions",
+        opt={"permission": Permission.AUTHENTICATED},
+        dependencies={"user": Provide(provide_user)},
+    )
+    async def own_sessions(self, user: CurrentUser, db: DbSession) -> list[SessionOut]:
+        """The caller's live sessions, most recently seen first."""
+        return [session_out(r) for r in await login_sessions.list_sessions(db, user.id)]
+
+    @delete(
+        "/sessions/{session_id:uuid}",
+        operation_id="revoke_own_session",
+        opt={"permission": Permission.AUTHENTICATED},
+        dependencies={"user": Provide(provide_user)},
+        status_code=204,
+    )
+    async def revoke_own(
+        self, session_id: FromPath[uuid.UUID], user: CurrentUser, db: DbSession
+    ) -> None:
+        """End one of the caller's sessions; 404 when it is not one of them."""
+        if not await login_sessions.revoke(db, session_id, user_id=user.id):
+            raise NotFoundException("no such session")
+
+    @post(
+        "/sign-out-everywhere",
+        operation_id="sign_out_everywhere",
+        opt={"permission": Permission.AUTHENTICATED},
+        dependencies={"user": Provide(provide_user)},
+        status_code=200,
+    )
+    async def sign_out_everywhere(self, user: CurrentUser, db: DbSession) -> Response[Any]:
+        """End every session of the caller, this one included; answers
+        ``{"sessions_ended": n}`` and clears the cookie."""
+        ended = await login_sessions.sign_out_everywhere(db, user.id)
+        response: Response[Any] = Response({"sessions_ended": ended}, status_code=200)
+        response.delete_cookie(SESSION_COOKIE)
+        return response

@@ -7,7 +7,8 @@ from typing import Any
 from litestar import Controller, get
 from litestar.di import Provide
 
-from backend.auth.web import AppRuntime, login_required, provide_runtime
+from backend.auth.policy import Permission
+from backend.auth.web import AppRuntime, provide_runtime
 from designer_schema.catalog import NodeTypeSpec
 
 
@@ -16,10 +17,9 @@ class CatalogController(Controller):
 
     path = "/api/catalog"
     tags = ["catalog"]
-    guards = [login_required]
     dependencies = {"runtime": Provide(provide_runtime, sync_to_thread=False)}
 
-    @get("/", operation_id="get_catalog")
+    @get("/", operation_id="get_catalog", opt={"permission": Permission.AUTHENTICATED})
     async def catalog(self, runtime: AppRuntime) -> dict[str, Any]:
         """``{"node_types": [...], "connectors": [...], "errors": [...]}``."""
         node_types: list[NodeTypeSpec] = runtime.catalog.all()

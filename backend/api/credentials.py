@@ -21,8 +21,11 @@ from litestar.params import FromPath, FromQuery, JSONBody, QueryParameter
 from litestar.response import Redirect
 
 from backend import crypto
-from backend.auth.web import AppRuntime, CurrentUser, DbSession, login_required, user_dependencies
+from backend.auth.guards import CurrentPrincipal, access_dependencies
+from backend.auth.policy import Permission
+from backend.auth.web import AppRuntime, CurrentUser, DbSession
 from backend.runtime import Runtime, ssrf_policy
+from backend.services import access
 from backend.services import credentials as svc
 from connectors import sdk
 
@@ -76,27 +79,34 @@ def callback_url(runtime: Runtime) -> str:
 
 
 class CredentialController(Controller):
-    """Credentials of the installation, shared by its users (see docs/credentials.md)."""
+    """Credentials (see docs/credentials.md); who may see, use and change each one is
+    decided per credential (docs/security.md)."""
 
     path = "/api/credentials"
     tags = ["credentials"]
-    guards = [login_required]
-    dependencies = user_dependencies()
+    dependencies = access_dependencies()
     exception_handlers = {
         svc.CredentialError: _invalid,
         svc.CredentialNotFound: _not_found,
         crypto.CryptoError: _no_key,
     }
 
-    @get("/", operation_id="list_credentials")
+    @get("/", operation_id="list_credentials", opt={"permission": Permission.CREDENTIAL_LIST})
     async def list_credentials(
-        self, db: DbSession, runtime: AppRuntime, type: FromQuery[str | None] = None
+        self,
+        db: DbSession,
+        runtime: AppRuntime,
+        principal: CurrentPrincipal,
+        type: FromQuery[str | None] = None,
     ) -> list[svc.CredentialView]:
-        """Every credential, masked; ``?type=a,b`` filters by credential type."""
+        """The credentials the caller may use, masked; ``?type=a,b`` filters by type."""
         types = tuple(t for t in (type or "").split(",") if t) or None
-        return await svc.list_credentials(db, runtime.catalog, types)
+        visible = await access.credential_filter(db, principal)
+        return await svc.list_credentials(db, runtime.catalog, types, visible)
 
-    @get("/types", operation_id="list_credential_types")
+    @get(
+        "/types", operation_id="list_credential_types", opt={"permission": Permission.AUTHENTICATED}
+    )
     async def list_types(self, runtime: AppRuntime) -> list[CredentialTypeOut]:
         """Credential types declared by the installed connectors."""
         return [
@@ -111,7 +121,7 @@ class CredentialController(Controller):
             for t in runtime.catalog.credential_types.values()
         ]
 
-    @post("/", operation_id="create_credential")
+    @post("/", operation_id="create_credential", opt={"permission": Permission.CREDENTIAL_CREATE})
     async def create_credential(
         self, db: DbSession, runtime: AppRuntime, user: CurrentUser, data: JSONBody[CredentialIn]
     ) -> svc.CredentialView:
@@ -127,14 +137,22 @@ class CredentialController(Controller):
         )
         return view
 
-    @get("/{credential_id:str}", operation_id="get_credential")
+    @get(
+        "/{credential_id:str}",
+        operation_id="get_credential",
+        opt={"permission": Permission.CREDENTIAL_USE},
+    )
     async def get_credential(
         self, db: DbSession, runtime: AppRuntime, credential_id: FromPath[str]
     ) -> svc.CredentialView:
         """One credential, masked."""
         return await svc.get_credential(db, runtime.catalog, credential_id)
 
-    @patch("/{credential_id:str}", operation_id="update_credential")
+    @patch(
+        "/{credential_id:str}",
+        operation_id="update_credential",
+        opt={"permission": Permission.CREDENTIAL_MANAGE},
+    )
     async def update_credential(
         self,
         db: DbSession,
@@ -155,14 +173,22 @@ class CredentialController(Controller):
         )
         return view
 
-    @delete("/{credential_id:str}", operation_id="delete_credential")
+    @delete(
+        "/{credential_id:str}",
+        operation_id="delete_credential",
+        opt={"permission": Permission.CREDENTIAL_MANAGE},
+    )
     async def delete_credential(
         self, db: DbSession, user: CurrentUser, credential_id: FromPath[str]
     ) -> None:
         """Delete a credential (204)."""
         await svc.delete_credential(db, credential_id, user_id=user.id)
 
-    @get("/{credential_id:str}/connect", operation_id="connect_credential")
+    @get(
+        "/{credential_id:str}/connect",
+        operation_id="connect_credential",
+        opt={"permission": Permission.CREDENTIAL_MANAGE},
+    )
     async def connect(
         self, db: DbSession, runtime: AppRuntime, user: CurrentUser, credential_id: FromPath[str]
     ) -> Redirect:
@@ -177,7 +203,11 @@ class CredentialController(Controller):
         )
         return Redirect(url)
 
-    @get("/oauth2/callback", operation_id="oauth2_callback")
+    @get(
+        "/oauth2/callback",
+        operation_id="oauth2_callback",
+        opt={"permission": Permission.AUTHENTICATED},
+    )
     async def callback(
         self,
         runtime: AppRuntime,

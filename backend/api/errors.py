@@ -3,17 +3,34 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from typing import Any
 
-import asyncpg
 import msgspec
 from litestar import MediaType, Request, Response
 from litestar.exceptions import HTTPException
-from redis.exceptions import ConnectionError as RedisConnectionError
-from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
+from litestar.exceptions.responses import create_exception_response
 
-from backend.api.schemas import ErrorOut
+from backend.api.schemas import DraftConflictOut, ErrorOut
+from backend.services.accounts import AccountError
+from backend.services.api_tokens import TokenError
+from backend.services.availability import unavailable_service
 from backend.services.execution import RunNotActive, RunNotFound
-from backend.services.workflows import InvalidInput, PublishRejected, WorkflowNotFound
+from backend.services.grants import GrantError, GrantNotFound
+from backend.services.groups import GroupNotFound
+from backend.services.naming import InvalidName
+from backend.services.password_links import InvalidLink
+from backend.services.passwords import WeakPassword
+from backend.services.projects import ProjectNotFound
+from backend.services.references import ReferenceNotGranted
+from backend.services.storable import UnstorableInput, refused_by_database
+from backend.services.workflows import (
+    DraftConflict,
+    InvalidInput,
+    PublishRejected,
+    WorkflowInUse,
+    WorkflowNotFound,
+)
 
 log = logging.getLogger(__name__)
 
@@ -27,7 +44,17 @@ def not_found(_: Request, exc: LookupError) -> Response[bytes]:
     return _json(404, str(exc).strip("'\""))
 
 
-def invalid_input(_: Request, exc: InvalidInput) -> Response[bytes]:
+def invalid_input(_: Request, exc: InvalidInput | UnstorableInput) -> Response[bytes]:
+    return _json(400, str(exc), field=exc.field)
+
+
+def reference_not_granted(_: Request, exc: ReferenceNotGranted) -> Response[bytes]:
+    """403 naming the node and config field (``field`` is ``<node id>.<field>``)."""
+    return _json(403, str(exc), field=f"{exc.node_id}.{exc.field}")
+
+
+def bad_field(_: Request, exc: TokenError | GrantError | InvalidName) -> Response[bytes]:
+    """400 naming the field of invalid access-control input (tokens, grants, names)."""
     return _json(400, str(exc), field=exc.field)
 
 
@@ -35,65 +62,92 @@ def conflict(_: Request, exc: Exception) -> Response[bytes]:
     return _json(409, str(exc))
 
 
+def account_error(_: Request, exc: AccountError) -> Response[bytes]:
+    return _json(exc.status, str(exc), field=exc.field)
+
+
+def weak_password(_: Request, exc: WeakPassword) -> Response[bytes]:
+    return _json(400, f"password: {exc}", field="password")
+
+
+def invalid_link(_: Request, exc: InvalidLink) -> Response[bytes]:
+    return _json(410, str(exc))
+
+
+def draft_conflict(_: Request, exc: DraftConflict) -> Response[bytes]:
+    """409 naming who saved the draft revision the refused save did not know about."""
+    body = msgspec.json.encode(
+        DraftConflictOut(409, str(exc), exc.revision, exc.saved_by, exc.saved_at)
+    )
+    return Response(body, status_code=409, media_type=MediaType.JSON)
+
+
 def publish_rejected(_: Request, exc: PublishRejected) -> Response[bytes]:
     return _json(422, str(exc), diagnostics=exc.diagnostics)
 
 
-def database_unavailable(_: Request, exc: Exception) -> Response[bytes]:
-    log.warning("database unavailable: %s: %s", type(exc).__name__, exc)
-    return _json(503, "database unavailable, try again shortly")
+RETRY_AFTER_SECONDS = 5
+"""``Retry-After`` of a 503 answered while PostgreSQL or Redis is unreachable, in seconds."""
+
+UNAVAILABLE_DETAIL = {
+    "database": "database unavailable, try again shortly",
+    "redis": "Redis unavailable, try again shortly",
+}
 
 
-def service_unavailable(request: Request, exc: Exception) -> Response[bytes]:
-    """503 for a lost connection (``OSError`` and its ``ConnectionError`` family, Redis
-    connection errors); any other error stays a 500."""
-    if isinstance(exc, OSError | RedisConnectionError):
-        return database_unavailable(request, exc)
-    return internal_error(request, exc)
+def unexpected_error(request: Request, exc: Exception) -> Response[bytes]:
+    """Every error no other handler takes (Litestar's ``500`` handler slot).
 
-
-def database_error(request: Request, exc: DBAPIError) -> Response[bytes]:
-    """503 when a SQLAlchemy DBAPI error means the connection is gone (``OperationalError``,
-    ``InterfaceError``, an invalidated connection, or a wrapped connection error); any other
-    (an integrity or data error: a bug) stays a 500."""
-    if (
-        isinstance(exc, OperationalError | InterfaceError)
-        or exc.connection_invalidated
-        or isinstance(exc.orig, DATABASE_UNAVAILABLE_ERRORS)
-        or isinstance(exc.orig, OSError)
-        or "connection" in type(exc.orig).__name__.lower()
-    ):
-        return database_unavailable(request, exc)
-    return internal_error(request, exc)
-
-
-DATABASE_UNAVAILABLE_ERRORS: tuple[type[Exception], ...] = (
-    asyncpg.exceptions.CannotConnectNowError,  # the server is starting or shutting down
-    asyncpg.exceptions.ConnectionDoesNotExistError,
-    asyncpg.exceptions.InterfaceError,
-    asyncpg.exceptions.PostgresConnectionError,
-    ConnectionRefusedError,
-    ConnectionResetError,
-    TimeoutError,  # pool checkout or connect timeout
-)
-"""Errors that mean "PostgreSQL cannot be reached right now": the API answers 503."""
-
-
-def internal_error(request: Request, exc: Exception) -> Response[bytes]:
+    Text the database refused as unstorable answers 400. An outage of PostgreSQL or
+    Redis, wherever it sits in the exception's chain
+    (:func:`backend.services.availability.unavailable_service`), answers 503 with
+    ``Retry-After``; anything else is a bug: logged with its traceback, answered 500
+    without one. An ``HTTPException`` raised as 500 keeps Litestar's own answer.
+    """
     if isinstance(exc, HTTPException):
-        return _json(exc.status_code, exc.detail, **({}))
+        return create_exception_response(request, exc)  # type: ignore[return-value]
+    if refused_by_database(exc):  # missed by StorableInputMiddleware (e.g. a huge body)
+        log.warning("unstorable text on %s %s: %s", request.method, request.url.path, exc)
+        return _json(
+            400, "a value contains U+0000 (NUL) or a lone surrogate, which cannot be stored"
+        )
+    service = unavailable_service(exc)
+    if service is not None:
+        log.warning(
+            "%s unavailable on %s %s: %s: %s",
+            service,
+            request.method,
+            request.url.path,
+            type(exc).__name__,
+            exc,
+        )
+        response = _json(503, UNAVAILABLE_DETAIL[service])
+        response.headers["Retry-After"] = str(RETRY_AFTER_SECONDS)
+        return response
     log.exception("unhandled error on %s %s", request.method, request.url.path)
     return _json(500, "internal error (logged)")
 
 
-API_EXCEPTION_HANDLERS = {
+ErrorHandler = Callable[[Request[Any, Any, Any], Any], Response[Any]]
+
+API_EXCEPTION_HANDLERS: dict[int | type[Exception], ErrorHandler] = {
     WorkflowNotFound: not_found,
     RunNotFound: not_found,
     RunNotActive: conflict,
+    WorkflowInUse: conflict,
     InvalidInput: invalid_input,
+    UnstorableInput: invalid_input,
     PublishRejected: publish_rejected,
-    **dict.fromkeys(DATABASE_UNAVAILABLE_ERRORS, database_unavailable),
-    DBAPIError: database_error,
-    OSError: service_unavailable,
-    RedisConnectionError: service_unavailable,
+    AccountError: account_error,
+    WeakPassword: weak_password,
+    InvalidLink: invalid_link,
+    ReferenceNotGranted: reference_not_granted,
+    TokenError: bad_field,
+    GrantError: bad_field,
+    InvalidName: bad_field,
+    GrantNotFound: not_found,
+    GroupNotFound: not_found,
+    ProjectNotFound: not_found,
+    500: unexpected_error,
+    DraftConflict: draft_conflict,
 }

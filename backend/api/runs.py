@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import uuid
 
-from litestar import Controller, get, post
+from litestar import Controller, Response, get, post
 from litestar.params import FromPath, FromQuery, JSONBody
 
 from backend.api.schemas import RerunIn, RunStarted
 from backend.api.workflows import run_started
-from backend.auth.web import AppRuntime, CurrentUser, DbSession, login_required, user_dependencies
+from backend.auth.guards import CurrentPrincipal, access_dependencies
+from backend.auth.policy import Permission
+from backend.auth.web import AppRuntime, CurrentUser, DbSession
+from backend.services import access, run_values
 from backend.services import runs as svc
 from backend.services.execution import RunNotFound
 from backend.services.workflows import InvalidInput
@@ -21,21 +24,25 @@ class RunController(Controller):
 
     path = "/api/runs"
     tags = ["runs"]
-    guards = [login_required]
-    dependencies = user_dependencies()
+    dependencies = access_dependencies()
 
-    @get("/", operation_id="list_runs")
+    @get("/", operation_id="list_runs", opt={"permission": Permission.WORKFLOW_LIST})
     async def list_runs(
         self,
         db: DbSession,
+        principal: CurrentPrincipal,
         workflow_id: FromQuery[uuid.UUID | None] = None,
         status: FromQuery[str | None] = None,
         limit: FromQuery[int] = 100,
     ) -> list[svc.RunSummary]:
-        """Newest runs first; filter by ``workflow_id`` and ``status``."""
-        return await svc.list_runs(db, workflow_id=workflow_id, status=status, limit=limit)
+        """Newest runs of workflows the caller may read; filter by ``workflow_id`` and
+        ``status``."""
+        visible = await access.workflow_filter(db, principal)
+        return await svc.list_runs(
+            db, workflow_id=workflow_id, status=status, limit=limit, visible=visible
+        )
 
-    @get("/{run_id:uuid}", operation_id="get_run")
+    @get("/{run_id:uuid}", operation_id="get_run", opt={"permission": Permission.RUN_READ})
     async def get_run(self, run_id: FromPath[uuid.UUID], db: DbSession) -> svc.RunDetail:
         """The run with every step and its attempts."""
         found = await svc.get_run_detail(db, run_id)
@@ -43,24 +50,62 @@ class RunController(Controller):
             raise RunNotFound(f"run {run_id} not found")
         return found[0]
 
-    @post("/{run_id:uuid}/cancel", operation_id="cancel_run", status_code=200)
+    @get(
+        "/{run_id:uuid}/values/{digest:str}",
+        operation_id="download_run_value",
+        opt={"permission": Permission.RUN_READ},
+    )
+    async def download_value(
+        self, run_id: FromPath[uuid.UUID], digest: FromPath[str], db: DbSession
+    ) -> Response[bytes]:
+        """The whole of a large value of the run (JSON), the ``download_url`` of its
+        preview in the run detail. 404 when the run does not hold that value."""
+        data = await run_values.download(db, run_id, digest)
+        if data is None:
+            raise RunNotFound(f"run {run_id} has no value {digest}")
+        return Response(
+            data,
+            media_type="application/json",
+            headers={
+                "content-disposition": f'attachment; filename="run-{run_id}-{digest[:12]}.json"'
+            },
+        )
+
+    @post(
+        "/{run_id:uuid}/cancel",
+        operation_id="cancel_run",
+        opt={"permission": Permission.RUN_CONTROL},
+        status_code=200,
+    )
     async def cancel(self, run_id: FromPath[uuid.UUID], runtime: AppRuntime) -> dict[str, bool]:
         """Cancel a run that has not ended; ``cancelled`` is False when it had ended."""
-        return {"cancelled": await runtime.execution.cancel_run(run_id, "cancelled by user")}
+        return {"cancelled": await svc.cancel(runtime.execution, run_id)}
 
-    @post("/{run_id:uuid}/pause", operation_id="pause_run", status_code=200)
+    @post(
+        "/{run_id:uuid}/pause",
+        operation_id="pause_run",
+        opt={"permission": Permission.RUN_CONTROL},
+        status_code=200,
+    )
     async def pause(self, run_id: FromPath[uuid.UUID], runtime: AppRuntime) -> dict[str, str]:
         """Pause a running or waiting run (409 otherwise): nothing new starts."""
-        await runtime.execution.pause_run(run_id)
+        await svc.pause(runtime.execution, run_id)
         return {"status": "paused"}
 
-    @post("/{run_id:uuid}/resume", operation_id="resume_run", status_code=200)
+    @post(
+        "/{run_id:uuid}/resume",
+        operation_id="resume_run",
+        opt={"permission": Permission.RUN_CONTROL},
+        status_code=200,
+    )
     async def resume(self, run_id: FromPath[uuid.UUID], runtime: AppRuntime) -> dict[str, str]:
         """Resume a paused run (409 otherwise)."""
-        await runtime.execution.resume_run(run_id)
+        await svc.resume(runtime.execution, run_id)
         return {"status": "running"}
 
-    @post("/{run_id:uuid}/rerun", operation_id="rerun_run")
+    @post(
+        "/{run_id:uuid}/rerun", operation_id="rerun_run", opt={"permission": Permission.RUN_CONTROL}
+    )
     async def rerun(
         self,
         run_id: FromPath[uuid.UUID],
@@ -74,5 +119,7 @@ class RunController(Controller):
         not ended (or succeeded, for ``failed_step``); 400 for another ``from``."""
         if data.start_from not in ("failed_step", "start"):
             raise InvalidInput('"from" must be "failed_step" or "start"', "from")
-        started = await runtime.execution.rerun(run_id, start_from=data.start_from, user_id=user.id)
+        started = await svc.rerun(
+            runtime.execution, run_id, start_from=data.start_from, user_id=user.id
+        )
         return run_started(runtime, started.run_id, started.status)

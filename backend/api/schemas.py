@@ -7,6 +7,7 @@ from typing import Any
 
 import msgspec
 
+from backend.engine.workflow_settings import WorkflowSettings
 from designer_schema.diagnostics import Diagnostic
 from designer_schema.diagram import Diagram
 
@@ -25,6 +26,21 @@ class UserOut(msgspec.Struct):
     email: str
     display_name: str
     role: str
+
+
+class SessionOut(msgspec.Struct):
+    """A live login session (never its token): who, from where, since and last seen when
+    (ISO 8601 UTC), how it signed in (``password`` or ``oidc``)."""
+
+    id: str
+    user_id: str
+    email: str
+    address: str | None
+    user_agent: str
+    method: str
+    created_at: str
+    last_seen_at: str
+    expires_at: str
 
 
 class WorkflowCreate(msgspec.Struct):
@@ -66,13 +82,43 @@ class WorkflowOut(msgspec.Struct):
     draft: dict[str, Any]
     created_at: datetime
     updated_at: datetime
-    settings: dict[str, Any] = msgspec.field(default_factory=dict)
+    settings: WorkflowSettings = msgspec.field(default_factory=WorkflowSettings)
+    draft_revision: int = 0
 
 
 class DiagramIn(msgspec.Struct):
     """Body carrying a diagram (save draft, compile)."""
 
     diagram: Diagram
+
+
+class DraftIn(msgspec.Struct):
+    """Body of PUT /api/workflows/{id}/draft.
+
+    ``base_revision``: the ``draft_revision`` this edit is based on; when given and the
+    stored draft has moved on, the save is refused with 409 (:class:`DraftConflictOut`).
+    """
+
+    diagram: Diagram
+    base_revision: int | None = None
+
+
+class DraftSavedOut(msgspec.Struct):
+    """A saved draft: its new ``revision`` and diagnostics (``ok`` False on errors)."""
+
+    ok: bool
+    diagnostics: list[Diagnostic]
+    revision: int
+
+
+class DraftConflictOut(msgspec.Struct):
+    """409 body of a refused draft save: who saved the stored ``revision``, and when."""
+
+    status_code: int
+    detail: str
+    revision: int
+    saved_by: str | None
+    saved_at: datetime | None
 
 
 class DiagnosticsOut(msgspec.Struct):

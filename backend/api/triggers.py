@@ -19,8 +19,10 @@ from litestar.exceptions import HTTPException, NotFoundException
 from litestar.params import FromPath, JSONBody
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from backend.api.token_schemas import TokenIn, TokenOut, token_out
 from backend.api.webhooks import LISTEN_SECONDS, listen_key
-from backend.auth.web import AppRuntime, CurrentUser, DbSession, login_required, user_dependencies
+from backend.auth.policy import Permission
+from backend.auth.web import AppRuntime, CurrentUser, DbSession, user_dependencies
 from backend.runtime import Runtime
 from backend.services import api_tokens
 from backend.services import webhooks as hooks
@@ -62,22 +64,6 @@ class DeliveryOut(msgspec.Struct):
     run_id: str | None
 
 
-class TokenIn(msgspec.Struct):
-    """Body of POST /api/tokens."""
-
-    name: str
-
-
-class TokenOut(msgspec.Struct):
-    """An API token; ``token`` is only present in the creation answer."""
-
-    id: str
-    name: str
-    created_at: datetime
-    last_used_at: datetime | None
-    token: str | None = None
-
-
 def hook_urls(runtime: Runtime, token: str, suffix: str = "") -> tuple[str, str]:
     """``(webhook URL, test URL)`` of a token and optional path suffix."""
     base = runtime.settings.base_url.rstrip("/")
@@ -103,17 +89,21 @@ class WebhookSettingsController(Controller):
 
     path = "/api/workflows/{workflow_id:uuid}/webhook"
     tags = ["webhooks"]
-    guards = [login_required]
     dependencies = _DEPS
 
-    @get("/", operation_id="get_webhook")
+    @get("/", operation_id="get_webhook", opt={"permission": Permission.WORKFLOW_READ})
     async def info(
         self, workflow_id: FromPath[uuid.UUID], db: DbSession, runtime: AppRuntime
     ) -> WebhookInfo:
         """URLs (with the draft's path suffix), whether a secret is set, whether listening."""
         return await _info(workflow_id, db, runtime)
 
-    @put("/secret", operation_id="set_webhook_secret", status_code=204)
+    @put(
+        "/secret",
+        operation_id="set_webhook_secret",
+        opt={"permission": Permission.WORKFLOW_EDIT},
+        status_code=204,
+    )
     async def set_secret(
         self, workflow_id: FromPath[uuid.UUID], data: JSONBody[SecretIn], db: DbSession
     ) -> None:
@@ -124,14 +114,24 @@ class WebhookSettingsController(Controller):
         await hooks.set_secret(db, workflow_id, data.secret)
         hooks.clear_endpoint_cache()
 
-    @delete("/secret", operation_id="delete_webhook_secret", status_code=204)
+    @delete(
+        "/secret",
+        operation_id="delete_webhook_secret",
+        opt={"permission": Permission.WORKFLOW_EDIT},
+        status_code=204,
+    )
     async def delete_secret(self, workflow_id: FromPath[uuid.UUID], db: DbSession) -> None:
         """Remove the secret (authenticated webhooks then refuse every request)."""
         await svc.get_workflow(db, workflow_id)
         await hooks.set_secret(db, workflow_id, None)
         hooks.clear_endpoint_cache()
 
-    @post("/listen", operation_id="listen_webhook_test", status_code=200)
+    @post(
+        "/listen",
+        operation_id="listen_webhook_test",
+        opt={"permission": Permission.WORKFLOW_EDIT},
+        status_code=200,
+    )
     async def listen(
         self, workflow_id: FromPath[uuid.UUID], db: DbSession, runtime: AppRuntime
     ) -> WebhookInfo:
@@ -140,7 +140,11 @@ class WebhookSettingsController(Controller):
         await runtime.redis.set(listen_key(workflow_id), "1", ex=LISTEN_SECONDS)
         return await _info(workflow_id, db, runtime)
 
-    @get("/test-call", operation_id="get_webhook_test_call")
+    @get(
+        "/test-call",
+        operation_id="get_webhook_test_call",
+        opt={"permission": Permission.WORKFLOW_READ},
+    )
     async def test_call(self, workflow_id: FromPath[uuid.UUID], db: DbSession) -> TestCallOut:
         """The last test call (``received_at`` null when none was received yet)."""
         await svc.get_workflow(db, workflow_id)
@@ -149,7 +153,11 @@ class WebhookSettingsController(Controller):
             return TestCallOut(received_at=None)
         return TestCallOut(received_at=row.received_at, input=row.input, error=row.error)
 
-    @get("/deliveries", operation_id="list_webhook_deliveries")
+    @get(
+        "/deliveries",
+        operation_id="list_webhook_deliveries",
+        opt={"permission": Permission.WORKFLOW_READ},
+    )
     async def deliveries(
         self, workflow_id: FromPath[uuid.UUID], db: DbSession
     ) -> list[DeliveryOut]:
@@ -161,35 +169,33 @@ class WebhookSettingsController(Controller):
         ]
 
 
-def token_out(row: Any, token: str | None = None) -> TokenOut:
-    """Wire form of an API token row."""
-    return TokenOut(str(row.id), row.name, row.created_at, row.last_used_at, token)
-
-
 class ApiTokenController(Controller):
     """The logged-in user's API tokens."""
 
     path = "/api/tokens"
     tags = ["tokens"]
-    guards = [login_required]
     dependencies = _DEPS
 
-    @get("/", operation_id="list_api_tokens")
+    @get("/", operation_id="list_api_tokens", opt={"permission": Permission.TOKENS_OWN})
     async def list_tokens(self, db: DbSession, user: CurrentUser) -> list[TokenOut]:
         """The user's tokens (never their text)."""
         return [token_out(t) for t in await api_tokens.list_tokens(db, user.id)]
 
-    @post("/", operation_id="create_api_token")
+    @post("/", operation_id="create_api_token", opt={"permission": Permission.TOKENS_OWN})
     async def create(self, data: JSONBody[TokenIn], db: DbSession, user: CurrentUser) -> TokenOut:
         """Create a token (201); the answer holds its text, shown only this once."""
-        try:
-            row, token = await api_tokens.create_token(db, user.id, data.name)
-        except ValueError as exc:
-            raise HTTPException(status_code=400, detail=str(exc)) from exc
+        row, token = await api_tokens.create_for(
+            db, user, data.name, data.scopes, data.expires_in_days
+        )
         await db.refresh(row)
         return token_out(row, token)
 
-    @delete("/{token_id:uuid}", operation_id="revoke_api_token", status_code=204)
+    @delete(
+        "/{token_id:uuid}",
+        operation_id="revoke_api_token",
+        opt={"permission": Permission.TOKENS_OWN},
+        status_code=204,
+    )
     async def revoke(self, token_id: FromPath[uuid.UUID], db: DbSession, user: CurrentUser) -> None:
         """Revoke one of the user's tokens; 404 when it does not exist."""
         if not await api_tokens.revoke_token(db, user.id, token_id):
@@ -201,10 +207,9 @@ class FileController(Controller):
 
     path = "/api/files"
     tags = ["files"]
-    guards = [login_required]
     dependencies = _DEPS
 
-    @get("/{file_id:uuid}", operation_id="download_file")
+    @get("/{file_id:uuid}", operation_id="download_file", opt={"permission": Permission.FILE_READ})
     async def download(self, file_id: FromPath[uuid.UUID], db: DbSession) -> Response[bytes]:
         """The file's bytes with its content type, as an attachment."""
         row = await hooks.get_file(db, file_id)

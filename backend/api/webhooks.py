@@ -35,14 +35,17 @@ from litestar.params import FromPath
 from sqlalchemy import select
 
 from backend.api.workflows import run_started
+from backend.auth.policy import Permission
 from backend.db.models import Run
-from backend.engine.triggers import DEFAULT_IDEMPOTENCY_HOURS
+from backend.engine.nodes.trigger_webhook import DEFAULT_IDEMPOTENCY_HOURS
 from backend.runtime import Runtime
+from backend.services import run_values
 from backend.services import webhooks as hooks
 from backend.services.channels import run_channel
 from backend.triggers import rate_limit
+from backend.triggers.response_headers import answer_headers, safe_media_type
 from backend.triggers.webhook_auth import AuthFailure, verify
-from backend.triggers.webhook_input import BodyError, parse_query, parse_request_body
+from backend.triggers.webhook_input import BodyError, build_run_input, parse_request_body
 
 DEFAULT_WAIT_TIMEOUT = 30.0
 LISTEN_SECONDS = 120
@@ -125,14 +128,15 @@ async def _prepare(
         parsed = parse_request_body(headers.get("content-type", ""), raw)
     except BodyError as exc:
         raise Rejection(400, str(exc)) from exc
-    run_input = {
-        "method": request.method,
-        "path": request.url.path,
-        "query": parse_query(request.query_params.multi_items()),
-        "headers": headers,
-        "body": parsed.body,
-        "files": [],
-    }
+    run_input = build_run_input(
+        method=request.method,
+        path=request.url.path,
+        query=request.query_params.multi_items(),
+        headers=headers,
+        body=parsed.body,
+        config=config,
+        redact=runtime.settings.redact_headers,
+    )
     return run_input, parsed
 
 
@@ -171,6 +175,7 @@ class WebhookController(Controller):
         http_method=_METHODS,
         operation_id=lambda _h, method, _p: f"test_webhook_{method.lower()}",
         request_max_body_size=None,
+        opt={"permission": Permission.PUBLIC},
     )
     async def test_call(
         self, token: FromPath[str], request: Request[Any, Any, Any]
@@ -183,6 +188,7 @@ class WebhookController(Controller):
         http_method=_METHODS,
         operation_id=lambda _h, method, _p: f"test_webhook_suffix_{method.lower()}",
         request_max_body_size=None,
+        opt={"permission": Permission.PUBLIC},
     )
     async def test_call_suffix(
         self, token: FromPath[str], suffix: FromPath[str], request: Request[Any, Any, Any]
@@ -195,6 +201,7 @@ class WebhookController(Controller):
         http_method=_METHODS,
         operation_id=lambda _h, method, _p: f"receive_webhook_{method.lower()}",
         request_max_body_size=None,
+        opt={"permission": Permission.PUBLIC},
     )
     async def receive(self, token: FromPath[str], request: Request[Any, Any, Any]) -> Response[Any]:
         """Accept a request for the workflow with webhook ``token`` (see the module doc)."""
@@ -205,6 +212,7 @@ class WebhookController(Controller):
         http_method=_METHODS,
         operation_id=lambda _h, method, _p: f"receive_webhook_suffix_{method.lower()}",
         request_max_body_size=None,
+        opt={"permission": Permission.PUBLIC},
     )
     async def receive_suffix(
         self, token: FromPath[str], suffix: FromPath[str], request: Request[Any, Any, Any]
@@ -322,14 +330,27 @@ class WebhookController(Controller):
 
 
 def _respond(answer: dict[str, Any]) -> Response[Any]:
+    """The HTTP answer of a Respond to Webhook step (or the run's output / error).
+
+    The workflow's headers pass through except those that would act on Railyard's own
+    origin (:func:`backend.triggers.response_headers.answer_headers`: cookies, security
+    policies; the security headers are then set for every ``/hooks/`` answer), and a
+    script content type is served as text (:func:`safe_media_type`).
+    """
     body = answer.get("body")
-    headers = dict(answer.get("headers") or {})
+    headers = answer_headers(answer.get("headers") or {})
     status = int(answer.get("status") or 200)
     if isinstance(body, str):
-        media = headers.pop("content-type", headers.pop("Content-Type", MediaType.TEXT))
-        return Response(body, status_code=status, headers=headers, media_type=media)
+        media = headers.pop("content-type", MediaType.TEXT)
+        return Response(
+            body, status_code=status, headers=headers, media_type=safe_media_type(media)
+        )
+    media = headers.pop("content-type", MediaType.JSON)
     return Response(
-        msgspec.json.encode(body), status_code=status, headers=headers, media_type=MediaType.JSON
+        msgspec.json.encode(body),
+        status_code=status,
+        headers=headers,
+        media_type=safe_media_type(media),
     )
 
 
@@ -356,7 +377,9 @@ async def wait_for_response(
                         )
                     )
                 ).one()
-            status, response, error, output = row
+                status, response, error, output = row
+                if status == "succeeded" and last_step:
+                    output = await run_values.full_value(session, output)
             if response is not None and not last_step:
                 return dict(response)
             if status in ("failed", "cancelled", "timed_out"):

@@ -5,13 +5,15 @@ from __future__ import annotations
 import uuid
 
 import msgspec
-from litestar import Controller, Request, Response, get, patch, post, put
+from litestar import Controller, Request, Response, delete, get, patch, post, put
 from litestar.exceptions import HTTPException
 from litestar.params import FromPath, JSONBody
 
 from backend.api.schemas import (
     DiagnosticsOut,
     DiagramIn,
+    DraftIn,
+    DraftSavedOut,
     PublishOut,
     RunCreate,
     RunStarted,
@@ -20,10 +22,13 @@ from backend.api.schemas import (
     WorkflowOut,
     WorkflowPatch,
 )
-from backend.auth.web import AppRuntime, CurrentUser, DbSession, login_required, user_dependencies
+from backend.auth.guards import CurrentPrincipal, access_dependencies
+from backend.auth.policy import Permission
+from backend.auth.web import AppRuntime, CurrentUser, DbSession
 from backend.db.models import Workflow, WorkflowVersion
+from backend.engine.workflow_settings import WorkflowSettings
 from backend.runtime import Runtime
-from backend.services import webhooks
+from backend.services import access, references, runs, webhooks
 from backend.services import workflows as svc
 
 
@@ -43,7 +48,8 @@ def workflow_out(runtime: Runtime, wf: Workflow) -> WorkflowOut:
         draft=wf.draft,
         created_at=wf.created_at,
         updated_at=wf.updated_at,
-        settings=dict(wf.settings or {}),
+        settings=WorkflowSettings.from_stored(wf.settings),
+        draft_revision=wf.draft_revision,
     )
 
 
@@ -70,15 +76,17 @@ class WorkflowController(Controller):
 
     path = "/api/workflows"
     tags = ["workflows"]
-    guards = [login_required]
-    dependencies = user_dependencies()
+    dependencies = access_dependencies()
 
-    @get("/", operation_id="list_workflows")
-    async def list_workflows(self, db: DbSession, runtime: AppRuntime) -> list[WorkflowOut]:
-        """All workflows, most recently updated first."""
-        return [workflow_out(runtime, wf) for wf in await svc.list_workflows(db)]
+    @get("/", operation_id="list_workflows", opt={"permission": Permission.WORKFLOW_LIST})
+    async def list_workflows(
+        self, db: DbSession, runtime: AppRuntime, principal: CurrentPrincipal
+    ) -> list[WorkflowOut]:
+        """The workflows the caller may read, most recently updated first."""
+        visible = await access.workflow_filter(db, principal)
+        return [workflow_out(runtime, wf) for wf in await svc.list_workflows(db, visible)]
 
-    @post("/", operation_id="create_workflow")
+    @post("/", operation_id="create_workflow", opt={"permission": Permission.WORKFLOW_CREATE})
     async def create_workflow(
         self, data: JSONBody[WorkflowCreate], db: DbSession, runtime: AppRuntime, user: CurrentUser
     ) -> WorkflowOut:
@@ -87,23 +95,35 @@ class WorkflowController(Controller):
         await db.refresh(wf)
         return workflow_out(runtime, wf)
 
-    @get("/{workflow_id:uuid}", operation_id="get_workflow")
+    @get(
+        "/{workflow_id:uuid}",
+        operation_id="get_workflow",
+        opt={"permission": Permission.WORKFLOW_READ},
+    )
     async def get_workflow(
         self, workflow_id: FromPath[uuid.UUID], db: DbSession, runtime: AppRuntime
     ) -> WorkflowOut:
         """One workflow with its draft."""
         return workflow_out(runtime, await svc.get_workflow(db, workflow_id))
 
-    @patch("/{workflow_id:uuid}", operation_id="update_workflow")
+    @patch(
+        "/{workflow_id:uuid}",
+        operation_id="update_workflow",
+        opt={"permission": Permission.WORKFLOW_EDIT},
+    )
     async def update_workflow(
         self,
         workflow_id: FromPath[uuid.UUID],
         data: JSONBody[WorkflowPatch],
         db: DbSession,
         runtime: AppRuntime,
+        principal: CurrentPrincipal,
     ) -> WorkflowOut:
         """Change name, description or run-control settings (400 naming the bad field)."""
         if data.settings is not msgspec.UNSET:
+            await references.check_called_workflow(
+                db, principal, data.settings.get("error_workflow_id"), "error_workflow_id"
+            )
             await svc.update_settings(db, workflow_id, data.settings)
         wf = await svc.update_workflow(
             db,
@@ -114,21 +134,50 @@ class WorkflowController(Controller):
         await db.refresh(wf)
         return workflow_out(runtime, wf)
 
-    @put("/{workflow_id:uuid}/draft", operation_id="save_draft")
+    @put(
+        "/{workflow_id:uuid}/draft",
+        operation_id="save_draft",
+        opt={"permission": Permission.WORKFLOW_EDIT},
+    )
     async def save_draft(
         self,
         workflow_id: FromPath[uuid.UUID],
-        data: JSONBody[DiagramIn],
+        data: JSONBody[DraftIn],
         db: DbSession,
         runtime: AppRuntime,
-    ) -> DiagnosticsOut:
-        """Store the draft diagram (even with errors) and return its diagnostics."""
-        diagnostics = await svc.save_draft(db, workflow_id, data.diagram, runtime.catalog)
-        return DiagnosticsOut(
-            ok=not any(d.severity == "error" for d in diagnostics), diagnostics=diagnostics
+        principal: CurrentPrincipal,
+        user: CurrentUser,
+    ) -> DraftSavedOut:
+        """Store the draft diagram (even with errors): its new revision and diagnostics.
+
+        403 when it adds a reference to a credential the caller may not use. With
+        ``base_revision`` a save over someone else's newer save is refused: 409 with who
+        saved the stored revision and when (docs/designer.md, "Saving").
+        """
+        wf = await svc.get_workflow(db, workflow_id)
+        await references.check_diagram(
+            db, principal, data.diagram, runtime.catalog, previous=wf.draft
+        )
+        saved = await svc.save_draft(
+            db,
+            workflow_id,
+            data.diagram,
+            runtime.catalog,
+            base_revision=data.base_revision,
+            user_id=user.id,
+        )
+        return DraftSavedOut(
+            ok=not any(d.severity == "error" for d in saved.diagnostics),
+            diagnostics=saved.diagnostics,
+            revision=saved.revision,
         )
 
-    @post("/{workflow_id:uuid}/compile", operation_id="compile_diagram", status_code=200)
+    @post(
+        "/{workflow_id:uuid}/compile",
+        operation_id="compile_diagram",
+        opt={"permission": Permission.WORKFLOW_READ},
+        status_code=200,
+    )
     async def compile(
         self,
         workflow_id: FromPath[uuid.UUID],
@@ -141,28 +190,56 @@ class WorkflowController(Controller):
         graph, diagnostics = svc.compile_for(data.diagram, runtime.catalog)
         return DiagnosticsOut(ok=graph is not None, diagnostics=diagnostics)
 
-    @post("/{workflow_id:uuid}/publish", operation_id="publish_workflow")
+    @post(
+        "/{workflow_id:uuid}/publish",
+        operation_id="publish_workflow",
+        opt={"permission": Permission.WORKFLOW_EDIT},
+    )
     async def publish(
         self,
         workflow_id: FromPath[uuid.UUID],
         db: DbSession,
         runtime: AppRuntime,
         user: CurrentUser,
+        principal: CurrentPrincipal,
     ) -> Response[PublishOut]:
-        """Publish the draft: 201 with a new version, 200 when unchanged, 422 with diagnostics."""
+        """Publish the draft: 201 with a new version, 200 when unchanged, 422 with
+        diagnostics, 403 when it references a credential the caller may not use."""
+        draft = (await svc.get_workflow(db, workflow_id)).draft
+        await references.check_diagram(db, principal, draft, runtime.catalog)
         result = await svc.publish(db, workflow_id, runtime.catalog, user.id)
         webhooks.clear_endpoint_cache()
         wf = await svc.get_workflow(db, workflow_id)
         body = PublishOut(version_out(result.version), result.created, webhook_url(runtime, wf))
         return Response(body, status_code=201 if result.created else 200)
 
-    @get("/{workflow_id:uuid}/versions", operation_id="list_versions")
+    @delete(
+        "/{workflow_id:uuid}",
+        operation_id="delete_workflow",
+        opt={"permission": Permission.WORKFLOW_MANAGE},
+        status_code=204,
+    )
+    async def delete_workflow(self, workflow_id: FromPath[uuid.UUID], db: DbSession) -> None:
+        """Delete a workflow with its versions and ended runs (409 while runs have not
+        ended or another workflow uses it as its error workflow)."""
+        await svc.delete_workflow(db, workflow_id)
+        webhooks.clear_endpoint_cache()
+
+    @get(
+        "/{workflow_id:uuid}/versions",
+        operation_id="list_versions",
+        opt={"permission": Permission.WORKFLOW_READ},
+    )
     async def versions(self, workflow_id: FromPath[uuid.UUID], db: DbSession) -> list[VersionOut]:
         """Published versions, newest first."""
         await svc.get_workflow(db, workflow_id)
         return [version_out(v) for v in await svc.list_versions(db, workflow_id)]
 
-    @post("/{workflow_id:uuid}/runs", operation_id="start_run")
+    @post(
+        "/{workflow_id:uuid}/runs",
+        operation_id="start_run",
+        opt={"permission": Permission.WORKFLOW_RUN},
+    )
     async def start_run(
         self,
         workflow_id: FromPath[uuid.UUID],
@@ -180,7 +257,8 @@ class WorkflowController(Controller):
         version = await svc.active_version(db, wf)
         if version is None:
             raise HTTPException(status_code=409, detail="publish the workflow before running it")
-        started = await runtime.execution.start_run(
+        started = await runs.start(
+            runtime.execution,
             version,
             data.input,
             trigger="api" if request.scope.get("state", {}).get("auth") == "token" else "manual",

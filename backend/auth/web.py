@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+import secrets
 from collections.abc import AsyncGenerator
 from datetime import UTC, datetime
 from typing import TypeAlias
@@ -9,15 +11,18 @@ from typing import TypeAlias
 from litestar.connection import ASGIConnection
 from litestar.datastructures import Cookie, State
 from litestar.di import NamedDependency, Provide
+from litestar.enums import ScopeType
 from litestar.exceptions import NotAuthorizedException
 from litestar.handlers.base import BaseRouteHandler
+from litestar.middleware import ASGIMiddleware
 from litestar.middleware.csrf import CSRFMiddleware
-from litestar.types import Receive, Scope, Send
+from litestar.types import ASGIApp, Message, Receive, Scope, Send
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.db.models import User
 from backend.runtime import Runtime
-from backend.services import accounts, api_tokens
+from backend.services import accounts, api_tokens, audit, login_sessions, oidc, sso
+from backend.services.login_throttle import Lock, ThrottlePolicy
 
 SESSION_COOKIE = "railyard_session"
 
@@ -62,20 +67,141 @@ async def load_user(connection: ASGIConnection) -> User | None:
         # may skip CSRF: see BearerAwareCSRFMiddleware).
         runtime = runtime_of(connection.app.state)
         async with runtime.sessionmaker() as session, session.begin():
-            user = await api_tokens.user_for_token(session, bearer, datetime.now(UTC))
-        connection.scope.setdefault("state", {})["auth"] = "token"
+            found = await api_tokens.token_owner(session, bearer, datetime.now(UTC))
+        state = connection.scope.setdefault("state", {})
+        state["auth"] = "token"
+        if found is not None:
+            user, scopes = found
+            state["token_scopes"] = scopes
     elif token := connection.cookies.get(SESSION_COOKIE):
         runtime = runtime_of(connection.app.state)
         async with runtime.sessionmaker() as session:
-            user = await accounts.user_for_session(session, token)
+            user = await login_sessions.user_for_session(session, token)
     connection.scope.setdefault("state", {})["user"] = user
+    if user is not None:
+        audit.bind_actor(user.id, user.email)
     return user
+
+
+def client_address(connection: ASGIConnection) -> str | None:
+    """The client's IP address as the server saw it (``None`` when unknown)."""
+    return connection.client.host if connection.client else None
+
+
+def user_agent(connection: ASGIConnection) -> str:
+    """The ``User-Agent`` header (at most 400 characters)."""
+    return connection.headers.get("user-agent", "")[:400]
+
+
+async def password_sign_in(
+    db: AsyncSession, connection: ASGIConnection, email: str, password: str
+) -> tuple[accounts.SignIn, str | None]:
+    """Check a password sign-in (throttled, audited) and open a session when it succeeds;
+    returns the outcome and the new session's cookie token (``None`` on failure). The
+    caller answers and commits ``db`` in every case (failures are counted)."""
+    runtime = runtime_of(connection.app.state)
+    address = client_address(connection)
+    outcome = await accounts.sign_in(
+        db, email, password, address=address, policy=ThrottlePolicy.from_settings(runtime.settings)
+    )
+    if outcome.user is None:
+        return outcome, None
+    token = await login_sessions.open_session(
+        db,
+        outcome.user,
+        runtime.settings.session_hours,
+        address=address,
+        user_agent=user_agent(connection),
+        method="password",
+    )
+    return outcome, token
+
+
+async def oidc_sign_in(
+    db: AsyncSession, connection: ASGIConnection, *, state: str, code: str
+) -> tuple[str, str]:
+    """Complete a single sign-on (:func:`backend.services.oidc.finish`, then
+    :func:`backend.services.sso.user_for_claims`) and open a session; returns the cookie
+    token and the path to go to. On :class:`~backend.services.oidc.OidcError` it audits
+    ``auth.login_failed`` and re-raises: the caller answers without raising, so the
+    consumed state and the audit row are committed."""
+    runtime = runtime_of(connection.app.state)
+    settings = runtime.settings
+    claims: dict[str, object] = {}
+    try:
+        claims, next_path = await oidc.finish(db, settings, state=state, code=code)
+        user = await sso.user_for_claims(db, settings, claims)
+    except oidc.OidcError as exc:
+        attempted = str(claims.get("email") or f"oidc:{settings.oidc_issuer}")
+        await audit.record(
+            db,
+            "auth.login_failed",
+            "user",
+            attempted[:200],
+            details={"method": "oidc", "reason": str(exc)[:500]},
+        )
+        raise
+    token = await login_sessions.open_session(
+        db,
+        user,
+        settings.session_hours,
+        address=client_address(connection),
+        user_agent=user_agent(connection),
+        method="oidc",
+    )
+    return token, next_path
+
+
+def throttled_message(lock: Lock) -> tuple[str, int]:
+    """The message and ``Retry-After`` seconds for a sign-in refused by ``lock``."""
+    seconds = lock.retry_after(datetime.now(UTC))
+    minutes = max(1, (seconds + 59) // 60)
+    unit = "minute" if minutes == 1 else "minutes"
+    return (f"Too many failed sign-in attempts. Try again in {minutes} {unit}.", seconds)
 
 
 def bearer_token(connection: ASGIConnection) -> str | None:
     """The token of an ``Authorization: Bearer <token>`` header, if any."""
     scheme, _, token = connection.headers.get("authorization", "").partition(" ")
     return token.strip() if scheme.lower() == "bearer" and token.strip() else None
+
+
+REQUEST_ID_HEADER = "x-request-id"
+_REQUEST_ID_RE = re.compile(r"^[A-Za-z0-9._:-]{1,64}$")
+
+
+class RequestContextMiddleware(ASGIMiddleware):
+    """Give every HTTP request an id and bind it, with the client address, for the audit log.
+
+    A well-formed incoming ``X-Request-ID`` (1-64 of ``A-Za-z0-9._:-``, as set by a proxy)
+    is kept, otherwise a random 16-byte hex id is made; either way it is echoed in the
+    response's ``X-Request-ID`` header (see :mod:`backend.services.audit`).
+    """
+
+    scopes = (ScopeType.HTTP,)
+
+    async def handle(self, scope: Scope, receive: Receive, send: Send, next_app: ASGIApp) -> None:
+        """Bind the request context, then serve the request with the header added."""
+        incoming = ""
+        for name, value in scope.get("headers", []):
+            if name == REQUEST_ID_HEADER.encode():
+                incoming = value.decode("latin-1")
+                break
+        request_id = incoming if _REQUEST_ID_RE.match(incoming) else secrets.token_hex(16)
+        client = scope.get("client")
+        audit.bind_request(client[0] if client else None, request_id)
+
+        async def send_with_id(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers", []))
+                headers.append((REQUEST_ID_HEADER.encode(), request_id.encode()))
+                message["headers"] = headers  # type: ignore[typeddict-unknown-key]
+            await send(message)
+
+        try:
+            await next_app(scope, receive, send_with_id)
+        finally:
+            audit.end_request()
 
 
 class BearerAwareCSRFMiddleware(CSRFMiddleware):

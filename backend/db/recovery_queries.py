@@ -6,7 +6,7 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from backend.db.models import Attempt, Run, StepRun, Workflow
@@ -30,6 +30,16 @@ class PgRecoveryQueries:
                 .limit(500)
             )
             return list(found.scalars().all())
+
+    async def next_deadline(self) -> datetime | None:
+        """The earliest ``deadline_at`` of an active run (``None``: no active run has one);
+        served by the partial index ``ix_runs_deadline`` (active runs only)."""
+        async with self.sessionmaker() as session:
+            return (
+                await session.execute(
+                    select(func.min(Run.deadline_at)).where(Run.status.in_(ACTIVE_RUN_STATUSES))
+                )
+            ).scalar_one_or_none()
 
     async def expired_attempts(self, now: datetime) -> list[tuple[int, uuid.UUID, str, str]]:
         """``(attempt id, run id, step id, fencing token)`` of running attempts whose lease

@@ -19,6 +19,7 @@ from sqlalchemy import Table, bindparam, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm.attributes import set_committed_value
 
+from backend.db import payloads
 from backend.db.models import Attempt, Run, StepRun, Workflow, WorkflowVersion
 from backend.db.run_writes import STEP_FIELDS, write_state
 from backend.engine.model import ChildRun, RunState, StepRecord
@@ -102,7 +103,8 @@ async def load_state(
     ``children=False`` skips the child-run query; only pass it when the run's graph has no
     Sub-workflow or For-each step (then the run has no children). ``steps`` are step
     records the caller holds from its own write of this run (of the run's current
-    ``revision``, checked under the run lock): they replace the step query.
+    ``revision``, checked under the run lock): they replace the step query. Values
+    stored by reference (backend/db/payloads.py) are read back in full.
     """
     records: dict[str, StepRecord]
     if steps is not None and steps.revision == run.revision:
@@ -122,20 +124,47 @@ async def load_state(
             by_step.setdefault(str(step_id), []).append(
                 ChildRun(str(step_id), int(index or 0), str(cid), status, output, error)
             )
+    # held records come from this process's memory: full values, nothing to resolve
+    loaded = records if steps is None or steps.revision != run.revision else {}
+    run_input, run_output, run_error = await _resolve(session, run, loaded, by_step)
     return RunState(
         run_id=str(run.id),
         workflow_id=str(run.workflow_id),
         version_number=run.version_number,
         status=RunStatus(run.status),
-        input=run.input,
+        input=run_input,
         steps=records,
-        output=run.output,
-        error=run.error,
+        output=run_output,
+        error=run_error,
         response=run.response,
         started_at=run.started_at,
         finished_at=run.finished_at,
         children=by_step,
     )
+
+
+async def _resolve(
+    session: AsyncSession,
+    run: Run,
+    records: dict[str, StepRecord],
+    children: dict[str, list[ChildRun]],
+) -> list[Any]:
+    """Put the full values back where the run's rows hold references to large values
+    (backend/db/payloads.py): step records and children in place; returns the run's
+    input, output and error."""
+    values: list[Any] = [run.input, run.output, run.error]
+    for rec in records.values():
+        values += [rec.input, rec.output, rec.error, rec.data]
+    for entries in children.values():
+        values += [v for c in entries for v in (c.output, c.error)]
+    resolved = iter(await payloads.resolve_values(session, values))
+    run_values = [next(resolved) for _ in range(3)]
+    for rec in records.values():
+        rec.input, rec.output, rec.error, rec.data = (next(resolved) for _ in range(4))
+    for entries in children.values():
+        for c in entries:
+            c.output, c.error = next(resolved), next(resolved)
+    return run_values
 
 
 async def save_state(
@@ -195,8 +224,8 @@ async def finish_attempt(
             "attempt_id": attempt_id,
             "token": fencing_token,
             "status": status,
-            "output": output,
-            "error": error,
+            "output": await payloads.store_value(session, output),
+            "error": await payloads.store_value(session, error),
             "finished_at": now,
         },
     )

@@ -20,7 +20,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession, async_sessionmaker
 
-from backend.db import graphs
+from backend.db import graphs, payloads
 from backend.db.models import Run, Workflow, WorkflowVersion
 from backend.db.run_state import (
     ACTIVE_RUN_STATUSES,
@@ -148,5 +148,7 @@ class PgRunStore:
             else:
                 query = query.where(WorkflowVersion.id == run.version_id)
             found = (await session.execute(query)).one_or_none()
+            # a large input is stored by reference (backend/db/payloads.py): the full value
+            (run_input,) = await payloads.resolve_values(session, [run.input])
         version = None if found is None else VersionRow(found[0], found[1], int(found[2]))
-        return run.status, run.input, version
+        return run.status, run_input, version

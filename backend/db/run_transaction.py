@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import contextlib
 import uuid
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import func, literal, select, update
 from sqlalchemy.dialects.postgresql import insert
@@ -41,6 +41,8 @@ from backend.engine.ports import (
 )
 from backend.engine.states import RunStatus
 from designer_schema.graph import WorkflowGraph
+
+_T = TypeVar("_T")
 
 
 @contextlib.contextmanager
@@ -197,3 +199,9 @@ class PgRunTransaction:
     async def add_event(self, run_id: uuid.UUID, kind: str, data: dict[str, Any]) -> None:
         self.session.add(Event(run_id=run_id, kind=kind, data=data))
         await self.session.flush()
+
+    async def within(self, hook: Callable[[Any], Awaitable[_T]]) -> _T:
+        """``hook(session)`` in this transaction (pending ORM changes flushed first)."""
+        if self.session.new or self.session.dirty:
+            await self.session.flush()
+        return await hook(self.session)

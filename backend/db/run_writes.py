@@ -27,6 +27,7 @@ from sqlalchemy.dialects.postgresql import UUID as PG_UUID
 from sqlalchemy.dialects.postgresql.asyncpg import dialect as asyncpg_dialect
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
+from backend.db import payloads
 from backend.engine.model import RunState, StepRecord
 from backend.engine.ports import FinishedAttempt, NewAttempt, NewRun, Written
 
@@ -43,6 +44,8 @@ STEP_FIELDS = (
     "finished_at",
     "data",
 )
+# Step record fields that may hold large values (stored by reference, backend/db/payloads.py).
+VALUE_FIELDS = ("input", "output", "error", "data")
 
 
 def step_values(rec: StepRecord) -> dict[str, Any]:
@@ -162,9 +165,11 @@ async def write_state(
     With ``expected_revision`` the write happens only if the run row is still at that
     revision (optimistic: used in autocommit); without it the caller holds the run lock.
     On success the run's revision is bumped and ``state.changed`` / ``state.events`` are
-    cleared; otherwise nothing is written and ``state`` is left as it was.
+    cleared; otherwise nothing is written and ``state`` is left as it was. Values over
+    the inline limit are stored once in ``payloads`` and written as references.
     """
-    steps, events = _changes(state)
+    ext = payloads.Externalizer()
+    steps, events = _changes(state, ext)
     attempts = []
     if start is not None:
         attempts.append(
@@ -174,8 +179,8 @@ async def write_state(
                 "fencing_token": start.fencing_token,
                 "worker": start.worker,
                 "idempotency_key": start.idempotency_key,
-                "input": start.input,
-                "config": start.config,
+                "input": ext.value(start.input),
+                "config": ext.value(start.config),
                 "lease_expires_at": start.lease_expires_at,
                 "started_at": start.started_at,
             }
@@ -186,20 +191,21 @@ async def write_state(
         "fin_id": finish.id if finish else None,
         "fin_token": finish.fencing_token if finish else None,
         "fin_status": finish.status if finish else None,
-        "fin_output": _json(finish.output) if finish else None,
-        "fin_error": _json(finish.error) if finish else None,
+        "fin_output": _json(ext.value(finish.output)) if finish else None,
+        "fin_error": _json(ext.value(finish.error)) if finish else None,
         "fin_at": finish.finished_at if finish else None,
         "attempts": _json(attempts),
         "steps": _json(steps),
         "events": _json(events),
         "status": state.status.value,
-        "output": _json(state.output),
-        "error": _json(state.error),
+        "output": _json(ext.value(state.output)),
+        "error": _json(ext.value(state.error)),
         "response": _json(state.response),
         "started_at": state.started_at,
         "finished_at": state.finished_at,
         "deadline_at": deadline_at,
     }
+    await payloads.store(db, ext.payloads)
     if isinstance(db, AsyncSession):
         row = (await db.execute(_SAVE, params)).one()
     else:
@@ -216,13 +222,17 @@ async def write_state(
     return Written(int(revision))
 
 
-def _changes(state: RunState) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def _changes(
+    state: RunState, ext: payloads.Externalizer
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The changed step records (by step id) and the events (numbered ``ord`` in emit
-    order) of ``state``, as the rows the ``jsonb_to_recordset`` parameters carry."""
+    order) of ``state``, as the rows the ``jsonb_to_recordset`` parameters carry; large
+    step values are replaced by references collected in ``ext``."""
     steps = [
         {"step_id": step_id, **step_values(state.steps[step_id])}
         for step_id in sorted(state.changed)
     ]
+    ext.rows(steps, VALUE_FIELDS)
     events = [
         {"kind": ev.kind, "step_id": ev.step_id, "data": ev.data, "ord": i}
         for i, ev in enumerate(state.events)
@@ -308,9 +318,11 @@ async def insert_run(
     workflow's settings JSON the caller decided from) nothing is written unless they
     are still the stored ones. ``db`` is a session inside a transaction or a connection
     in autocommit (the statement is then its own transaction). Raises ``IntegrityError``
-    when the idempotency key is taken.
+    when the idempotency key is taken. Values over the inline limit (the input, step
+    values) are stored once in ``payloads`` and written as references.
     """
-    steps, events = _changes(state) if state is not None else ([], [])
+    ext = payloads.Externalizer()
+    steps, events = _changes(state, ext) if state is not None else ([], [])
     params: dict[str, Any] = {
         "id": new.id,
         "workflow_id": new.workflow_id,
@@ -319,9 +331,9 @@ async def insert_run(
         "status": state.status.value if state is not None else "queued",
         "trigger": new.trigger,
         "idempotency_key": new.idempotency_key,
-        "input": _json(new.input),
-        "output": _json(state.output) if state is not None else None,
-        "error": _json(state.error) if state is not None else None,
+        "input": _json(ext.value(new.input)),
+        "output": _json(ext.value(state.output)) if state is not None else None,
+        "error": _json(ext.value(state.error)) if state is not None else None,
         "response": _json(state.response) if state is not None else None,
         "created_by": new.created_by,
         "created_at": new.created_at,
@@ -337,6 +349,7 @@ async def insert_run(
         "steps": _json(steps),
         "events": _json(events),
     }
+    await payloads.store(db, ext.payloads)
     row = (await db.execute(_INSERT_RUN, params)).one()
     run_id, settings, go = row
     if run_id is not None and state is not None:

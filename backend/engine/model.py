@@ -73,7 +73,7 @@ class ChildRun:
 class ChildRequest:
     """A child run the engine asks the store to create (in the same transaction).
 
-    ``run_id`` is deterministic (see :func:`backend.engine.nodes.calls.child_run_id`), so
+    ``run_id`` is deterministic (see :func:`backend.engine.nodes.children.child_run_id`), so
     creating it twice is a no-op. ``version`` is a pinned version number or ``None`` for the
     workflow's active version; ``wait`` is False for fire-and-forget calls.
     """

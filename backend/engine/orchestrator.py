@@ -8,6 +8,12 @@ returned by :func:`advance` are dispatched to workers after commit.
 Data flow: a step's input is the output of its single activated predecessor; when several
 predecessors arrived (a join), it is an object mapping each predecessor's step id to its
 output. Expressions see that input as ``$`` and the bindings of :func:`bindings`.
+
+How a step runs is decided by the *kind* of its behaviour (:mod:`backend.engine.nodes`),
+looked up by the node type and the version the graph pins: ``inline`` steps are evaluated
+here, ``timer`` steps wait on a durable timer, ``call`` steps wait for child runs, and
+``action`` steps are returned for dispatch. ``nodes`` (default: the process registry,
+:data:`backend.engine.nodes.NODE_TYPES`) is the registry to look behaviours up in.
 """
 
 from __future__ import annotations
@@ -18,13 +24,22 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from backend.engine import step_timeouts
-from backend.engine.control import ControlError, evaluate_control
 from backend.engine.expressions import ExpressionError, resolve_config
 from backend.engine.model import ChildRequest, RunState
-from backend.engine.nodes import FLOW_INLINE_TYPES, WAIT_TYPES
-from backend.engine.nodes.calls import CALL_TYPES, FOREACH, child_failed, child_run_id
-from backend.engine.nodes.flow import JOIN, FlowError, evaluate_flow
-from backend.engine.nodes.waits import TIMER_TYPES, TimerError, due_time
+from backend.engine.nodes import NODE_TYPES
+from backend.engine.nodes.base import (
+    WAITING_KINDS,
+    BehaviourKind,
+    CallBehaviour,
+    CallFailed,
+    CallSucceeded,
+    InlineBehaviour,
+    NodeError,
+    TimerBehaviour,
+)
+from backend.engine.nodes.children import child_run_id
+from backend.engine.nodes.registry import NodeRegistry
+from backend.engine.outcomes import AttemptOutcome, AttemptSucceeded
 from backend.engine.planner import activated_sources, graph_index, plan
 from backend.engine.retry import retry_delay, should_retry
 from backend.engine.states import RunStatus, StepStatus
@@ -53,13 +68,21 @@ def bindings(graph: WorkflowGraph, state: RunState) -> dict[str, Any]:
     }
 
 
-def step_input(graph: WorkflowGraph, state: RunState, step_id: str) -> Any:
+def behaviour_kind(step: Step, nodes: NodeRegistry = NODE_TYPES) -> BehaviourKind:
+    """How ``step`` runs: the kind of the behaviour of the node-type version it pins."""
+    return nodes.behaviour(step).kind
+
+
+def step_input(
+    graph: WorkflowGraph, state: RunState, step_id: str, nodes: NodeRegistry = NODE_TYPES
+) -> Any:
     """Input of ``step_id`` from its activated predecessors (see module docstring).
 
-    A Join node always gets the keyed object, even when one branch arrived.
+    A step whose behaviour has ``keyed_input`` (Join) always gets the keyed object, even
+    when one branch arrived.
     """
     sources = activated_sources(graph, step_id, state.steps)
-    if len(sources) == 1 and graph.step(step_id).type != JOIN:
+    if len(sources) == 1 and not nodes.behaviour(graph.step(step_id)).keyed_input:
         return state.steps[sources[0]].output
     return {sid: state.steps[sid].output for sid in sources}
 
@@ -70,10 +93,11 @@ def start(
     now: datetime,
     *,
     should_yield: Callable[[], bool] | None = None,
+    nodes: NodeRegistry = NODE_TYPES,
 ) -> list[str]:
     """Start a queued run: complete the trigger step with the run input, then advance
-    (``should_yield`` as for :func:`advance`; in a fresh run only the trigger's targets
-    can be decided, so the first round plans just those).
+    (``should_yield`` and ``nodes`` as for :func:`advance`; in a fresh run only the
+    trigger's targets can be decided, so the first round plans just those).
 
     Returns the action step ids to dispatch.
     """
@@ -91,7 +115,7 @@ def start(
     # a fresh run has only the trigger's record: only its targets can be decided (a re-run
     # that copied finished steps is planned in full)
     first = {t.target for t in graph.outgoing(graph.trigger)} if len(state.steps) == 1 else None
-    return advance(graph, state, now, should_yield=should_yield, candidates=first)
+    return advance(graph, state, now, should_yield=should_yield, candidates=first, nodes=nodes)
 
 
 def advance(
@@ -101,11 +125,13 @@ def advance(
     *,
     should_yield: Callable[[], bool] | None = None,
     candidates: set[str] | None = None,
+    nodes: NodeRegistry = NODE_TYPES,
 ) -> list[str]:
-    """Make ready what can run, evaluate control steps inline, settle the run.
+    """Make ready what can run, run inline/timer/call steps here, settle the run.
 
-    Returns the ids of action steps that became ready now (to dispatch after commit).
-    Idempotent: advancing a run with nothing new to do changes nothing.
+    Returns the ids of action steps that became ready now (to dispatch after commit) and
+    of timers (and waiting steps with a step timeout) armed for later. Idempotent:
+    advancing a run with nothing new to do changes nothing.
 
     Linear in the size of the graph: each round plans only the targets of the steps it
     finished (:func:`~backend.engine.planner.plan` with candidates), and the expression
@@ -124,16 +150,16 @@ def advance(
         for sid, rec in state.steps.items()
         if rec.status == StepStatus.RUNNING
         and rec.data is not None
-        and graph.step(sid).type in CALL_TYPES
+        and isinstance(nodes.behaviour(graph.step(sid)), CallBehaviour)
     ]
     failed = _has_unhandled_failure(state)
     yielded = False
-    leftover = inline_ready(graph, state)  # left ready by an advance that yielded
+    leftover = inline_ready(graph, state, nodes)  # left ready by an advance that yielded
     while True:
         if failed:
             _settle(graph, state, now)
             return []
-        touched = _progress_calls(graph, state, now, calls)
+        touched = _progress_calls(graph, state, now, calls, nodes)
         if _unhandled(state, touched):
             failed = True
             continue
@@ -141,7 +167,10 @@ def advance(
             if should_yield is not None and should_yield():
                 yielded = True
                 break
-            _run_control(graph, state, graph.step(sid), now, context.get())
+            step = graph.step(sid)
+            inline = nodes.behaviour(step)
+            assert isinstance(inline, InlineBehaviour)  # inline_ready lists only those
+            _run_inline(graph, state, step, inline, now, context.get())
             context.record(sid)
             touched.append(sid)
         leftover = []
@@ -156,20 +185,21 @@ def advance(
             step = graph.step(sid)
             rec = state.step(sid)
             rec.move(StepStatus.READY)
-            rec.input = step_input(graph, state, sid)
+            rec.input = step_input(graph, state, sid, nodes)
             rec.not_before = now
             state.touch(sid)
-            if step.type in TIMER_TYPES:
-                if _start_timer(graph, state, step, now, context.get()):
+            behaviour = nodes.behaviour(step)
+            if isinstance(behaviour, TimerBehaviour):
+                if _start_timer(graph, state, step, behaviour, now, context.get()):
                     dispatch.append(sid)
-            elif step.type in CALL_TYPES:
-                _start_call(graph, state, step, now, context.get())
+            elif isinstance(behaviour, CallBehaviour):
+                _start_call(graph, state, step, behaviour, now, context.get())
                 calls.append(sid)
-            elif step.kind == "control":
+            elif isinstance(behaviour, InlineBehaviour):
                 yielded = yielded or (should_yield is not None and should_yield())
                 if yielded:
                     continue  # stays ready: evaluated by the next advance
-                _run_control(graph, state, step, now, context.get())
+                _run_inline(graph, state, step, behaviour, now, context.get())
             else:
                 state.emit("step.ready", sid)
                 dispatch.append(sid)
@@ -184,20 +214,20 @@ def advance(
         }
     if _settle(graph, state, now):
         return []
-    dispatch += step_timeouts.arm(graph, state, now)
-    _update_waiting(graph, state)
+    dispatch += step_timeouts.arm(graph, state, now, nodes)
+    _update_waiting(graph, state, nodes)
     return dispatch
 
 
-def inline_ready(graph: WorkflowGraph, state: RunState) -> list[str]:
-    """Inline (control) steps left ``ready`` by an :func:`advance` that yielded, in graph
-    order."""
-    found = []
-    for sid, rec in state.steps.items():
-        if rec.status == StepStatus.READY:
-            step = graph.step(sid)
-            if step.kind == "control" and step.type not in WAIT_TYPES:
-                found.append(sid)
+def inline_ready(
+    graph: WorkflowGraph, state: RunState, nodes: NodeRegistry = NODE_TYPES
+) -> list[str]:
+    """Inline steps left ``ready`` by an :func:`advance` that yielded, in graph order."""
+    found = [
+        sid
+        for sid, rec in state.steps.items()
+        if rec.status == StepStatus.READY and behaviour_kind(graph.step(sid), nodes) == "inline"
+    ]
     order = graph_index(graph)
     return sorted(found, key=lambda sid: order.get(sid, 0))
 
@@ -231,7 +261,7 @@ def _unhandled(state: RunState, step_ids: list[str]) -> bool:
     )
 
 
-def _update_waiting(graph: WorkflowGraph, state: RunState) -> None:
+def _update_waiting(graph: WorkflowGraph, state: RunState, nodes: NodeRegistry) -> None:
     """``waiting`` while every unfinished step is a timer or a call, else ``running``."""
     if state.status not in (RunStatus.RUNNING, RunStatus.WAITING):
         return
@@ -242,7 +272,7 @@ def _update_waiting(graph: WorkflowGraph, state: RunState) -> None:
     ]
     if not active:
         return
-    waiting = all(graph.step(sid).type in WAIT_TYPES for sid in active)
+    waiting = all(nodes.behaviour(graph.step(sid)).kind in WAITING_KINDS for sid in active)
     state.move(RunStatus.WAITING if waiting else RunStatus.RUNNING)
 
 
@@ -271,19 +301,24 @@ def _resolved(
 
 
 def _start_timer(
-    graph: WorkflowGraph, state: RunState, step: Step, now: datetime, context: dict[str, Any]
+    graph: WorkflowGraph,
+    state: RunState,
+    step: Step,
+    timer: TimerBehaviour,
+    now: datetime,
+    context: dict[str, Any],
 ) -> bool:
-    """Arm a Delay / Wait Until step; True when it must be dispatched for later."""
+    """Arm a timer step (Delay, Wait Until); True when it must be dispatched for later."""
     rec = state.step(step.id)
     rec.started_at = now
     config = _resolved(state, step, now, context)
     if config is None:
         return False
     try:
-        due = due_time(step.type, config, now)
-    except TimerError as exc:
+        due = timer.due(config, now)
+    except NodeError as exc:
         rec.move(StepStatus.RUNNING)
-        _finish_failed(step, state, {"message": str(exc), "kind": "invalid_config"}, now)
+        _finish_failed(step, state, {"message": str(exc), "kind": exc.kind}, now)
         return False
     if due <= now:
         _succeed(state, step.id, rec.input, now)
@@ -294,29 +329,42 @@ def _start_timer(
     return True
 
 
-def fire_timer(graph: WorkflowGraph, state: RunState, step_id: str, now: datetime) -> list[str]:
+def fire_timer(
+    graph: WorkflowGraph,
+    state: RunState,
+    step_id: str,
+    now: datetime,
+    *,
+    nodes: NodeRegistry = NODE_TYPES,
+) -> list[str]:
     """Fire the timer of ``step_id`` if it is due: the step succeeds with its input.
 
     Returns the action steps to dispatch; a timer not yet due (or already fired, or of a
-    run that ended) changes nothing and returns ``[]``.
+    run that ended, or a step that is not a timer) changes nothing and returns ``[]``.
     """
     rec = state.steps.get(step_id)
     if (
         state.status.terminal
         or rec is None
         or rec.status != StepStatus.READY
-        or graph.step(step_id).type not in TIMER_TYPES
+        or nodes.behaviour(graph.step(step_id)).kind != "timer"
         or (rec.not_before is not None and rec.not_before > now)
     ):
         return []
     _succeed(state, step_id, rec.input, now, fired=True)
-    return advance(graph, state, now)
+    return advance(graph, state, now, nodes=nodes)
 
 
 def _start_call(
-    graph: WorkflowGraph, state: RunState, step: Step, now: datetime, context: dict[str, Any]
+    graph: WorkflowGraph,
+    state: RunState,
+    step: Step,
+    call: CallBehaviour,
+    now: datetime,
+    context: dict[str, Any],
 ) -> None:
-    """Start a Sub-workflow / For-each step: it runs (without a worker) until children end."""
+    """Start a call step (Sub-workflow, For-each): it runs, without a worker, until its
+    child runs end; fire-and-forget calls start every child and succeed at once."""
     rec = state.step(step.id)
     rec.move(StepStatus.RUNNING)
     rec.started_at = now
@@ -324,52 +372,21 @@ def _start_call(
     config = _resolved(state, step, now, context)
     if config is None:
         return
-    problem = _call_config_problem(step.type, config)
-    if problem is not None:
-        _finish_failed(step, state, {"message": problem[1], "kind": "invalid_config"}, now)
+    try:
+        data = call.start(config, rec.input)
+    except NodeError as exc:
+        _finish_failed(step, state, {"message": str(exc), "kind": exc.kind}, now)
         return
-    data: dict[str, Any] = {
-        "workflow_id": config["workflow_id"],
-        "version": config.get("version"),
-        "wait": config.get("wait", True) is not False,
-    }
-    if step.type == FOREACH:
-        data["items"] = config["items"]
-        data["concurrency"] = config.get("concurrency") or 1
-        data["on_item_error"] = config.get("on_item_error") or "stop"
-    else:
-        child_input = config.get("input")
-        data["input"] = rec.input if child_input is None else child_input
     rec.data = data
     state.touch(step.id)
     state.emit("step.waiting", step.id)
     if data["wait"]:
         return
-    if step.type == FOREACH:
-        ids = [
-            _request_child(state, step.id, i, {"item": item, "index": i, "input": rec.input})
-            for i, item in enumerate(data["items"])
-        ]
-        _succeed(state, step.id, {"run_ids": ids}, now, fire_and_forget=True)
-    else:
-        child = _request_child(state, step.id, 0, data["input"])
-        _succeed(state, step.id, {"run_id": child}, now, fire_and_forget=True)
-
-
-def _call_config_problem(node_type: str, config: dict[str, Any]) -> tuple[str, str] | None:
-    workflow_id = config.get("workflow_id")
-    if not isinstance(workflow_id, str) or not workflow_id:
-        return "workflow_id", "workflow_id must name a workflow"
-    version = config.get("version")
-    if version is not None and (isinstance(version, bool) or not isinstance(version, int)):
-        return "version", f"version must be a version number or empty, got {version!r}"
-    if node_type == FOREACH:
-        if not isinstance(config.get("items"), list):
-            return "items", f"items must be a list, got {type(config.get('items')).__name__}"
-        concurrency = config.get("concurrency") or 1
-        if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
-            return "concurrency", f"concurrency must be an integer >= 1, got {concurrency!r}"
-    return None
+    ids = [
+        _request_child(state, step.id, i, child_input)
+        for i, child_input in enumerate(call.forget(data, rec.input))
+    ]
+    _succeed(state, step.id, call.forgotten_output(ids), now, fire_and_forget=True)
 
 
 def _request_child(state: RunState, step_id: str, index: int, child_input: Any) -> str:
@@ -392,10 +409,14 @@ def _request_child(state: RunState, step_id: str, index: int, child_input: Any) 
 
 
 def _progress_calls(
-    graph: WorkflowGraph, state: RunState, now: datetime, calls: list[str]
+    graph: WorkflowGraph,
+    state: RunState,
+    now: datetime,
+    calls: list[str],
+    nodes: NodeRegistry,
 ) -> list[str]:
-    """Advance the running Sub-workflow / For-each steps ``calls`` from their children;
-    returns those that ended (and drops them from ``calls``)."""
+    """Advance the running call steps ``calls`` (Sub-workflow, For-each) from their
+    children; returns those that ended (and drops them from ``calls``)."""
     ended: list[str] = []
     for sid in list(calls):
         rec = state.steps.get(sid)
@@ -403,111 +424,63 @@ def _progress_calls(
             calls.remove(sid)
             continue
         step = graph.step(sid)
-        if step.type == FOREACH:
-            done = _progress_foreach(step, state, now)
-        else:
-            done = _progress_subworkflow(step, state, now)
-        if done:
+        call = nodes.behaviour(step)
+        if not isinstance(call, CallBehaviour):
             calls.remove(sid)
-            ended.append(sid)
-    return ended
-
-
-def _child_error(child: Any) -> dict[str, Any]:
-    error = dict(child.error or {})
-    message = error.get("message") or f"child run {child.status}"
-    return {
-        "message": message,
-        "kind": "child_failed",
-        "child_run_id": child.run_id,
-        "child_status": child.status,
-        "child_error": error,
-    }
-
-
-def _progress_subworkflow(step: Step, state: RunState, now: datetime) -> bool:
-    rec = state.step(step.id)
-    children = {c.index: c for c in state.children.get(step.id, [])}
-    child = children.get(0)
-    if child is None:
-        if not any(r.step_id == step.id for r in state.child_requests):
-            _request_child(state, step.id, 0, (rec.data or {}).get("input"))
-        return False
-    if child.status == RunStatus.SUCCEEDED.value:
-        _succeed(state, step.id, child.output, now, child_run_id=child.run_id)
-        return True
-    if child_failed(child.status):
-        _finish_failed(step, state, _child_error(child), now)
-        return True
-    return False
-
-
-def _progress_foreach(step: Step, state: RunState, now: datetime) -> bool:
-    rec = state.step(step.id)
-    data = rec.data or {}
-    items: list[Any] = list(data.get("items") or [])
-    children = {c.index: c for c in state.children.get(step.id, [])}
-    requested = {r.index for r in state.child_requests if r.step_id == step.id}
-    failed = sorted(i for i, c in children.items() if child_failed(c.status))
-    if failed and data.get("on_item_error", "stop") == "stop":
-        for c in children.values():
-            if not RunStatus(c.status).terminal:
-                state.child_cancels.append(c.run_id)
-        error = _child_error(children[failed[0]])
-        error["kind"] = "item_failed"
-        error["index"] = failed[0]
-        _finish_failed(step, state, error, now)
-        return True
-    done = [i for i, c in children.items() if RunStatus(c.status).terminal]
-    if len(done) == len(items):
-        results = [
-            {"error": _child_error(children[i])} if i in failed else children[i].output
-            for i in range(len(items))
-        ]
-        _succeed(state, step.id, results, now, items=len(items), failed=len(failed))
-        return True
-    active = len(children) - len(done) + len(requested)
-    limit = int(data.get("concurrency") or 1)
-    for index, item in enumerate(items):
-        if active >= limit:
-            break
-        if index in children or index in requested:
             continue
-        _request_child(state, step.id, index, {"item": item, "index": index, "input": rec.input})
-        active += 1
-    return False
+        children = {c.index: c for c in state.children.get(sid, [])}
+        requested = frozenset(r.index for r in state.child_requests if r.step_id == sid)
+        progress = call.progress(rec.data, rec.input, children, requested)
+        if isinstance(progress, CallSucceeded):
+            _succeed(state, sid, progress.output, now, **progress.details)
+        elif isinstance(progress, CallFailed):
+            state.child_cancels.extend(progress.cancel)
+            _finish_failed(step, state, progress.error, now)
+        else:
+            for index, child_input in progress.request:
+                _request_child(state, sid, index, child_input)
+            continue
+        calls.remove(sid)
+        ended.append(sid)
+    return ended
 
 
 def _has_unhandled_failure(state: RunState) -> bool:
     return any(r.status == StepStatus.FAILED and not r.ports for r in state.steps.values())
 
 
-def _run_control(
-    graph: WorkflowGraph, state: RunState, step: Step, now: datetime, context: dict[str, Any]
+def _run_inline(
+    graph: WorkflowGraph,
+    state: RunState,
+    step: Step,
+    inline: InlineBehaviour,
+    now: datetime,
+    context: dict[str, Any],
 ) -> None:
     rec = state.step(step.id)
     rec.move(StepStatus.RUNNING)
     rec.started_at = now
     rec.attempts += 1
     try:
-        if step.type in FLOW_INLINE_TYPES:
-            output, ports = evaluate_flow(step, rec.input, context)
-            response = None
-        else:
-            output, ports, response = evaluate_control(step, rec.input, context)
-    except (ControlError, FlowError) as exc:
+        config = resolve_config(step.config, step.expressions, rec.input, context)
+        result = inline.evaluate(step, config, rec.input)
+    except ExpressionError as exc:
+        error = {"message": str(exc), "kind": "expression_error", "field": exc.field}
+        _finish_failed(step, state, error, now)
+        return
+    except NodeError as exc:
         error = {"message": str(exc), "kind": exc.kind, "field": exc.field}
         _finish_failed(step, state, error, now)
         return
     rec.move(StepStatus.SUCCEEDED)
-    rec.output = output
-    rec.ports = ports
+    rec.output = result.output
+    rec.ports = result.ports
     rec.finished_at = now
-    if response is not None:
-        state.response = response
+    if result.response is not None:
+        state.response = result.response
         state.run_changed = True
-        state.emit("run.responded", step.id, status=response["status"])
-    state.emit("step.succeeded", step.id, ports=list(ports))
+        state.emit("run.responded", step.id, status=result.response["status"])
+    state.emit("step.succeeded", step.id, ports=list(result.ports))
 
 
 def _finish_failed(step: Step, state: RunState, error: dict[str, Any], now: datetime) -> None:
@@ -570,7 +543,13 @@ def _settle(graph: WorkflowGraph, state: RunState, now: datetime) -> bool:
 
 
 def complete_action(
-    graph: WorkflowGraph, state: RunState, step_id: str, output: Any, now: datetime
+    graph: WorkflowGraph,
+    state: RunState,
+    step_id: str,
+    output: Any,
+    now: datetime,
+    *,
+    nodes: NodeRegistry = NODE_TYPES,
 ) -> list[str]:
     """Record the successful attempt of action ``step_id`` and advance the run.
 
@@ -578,7 +557,7 @@ def complete_action(
     action step ids to dispatch.
     """
     _succeed(state, step_id, output, now, attempt=state.step(step_id).attempts)
-    return advance(graph, state, now)
+    return advance(graph, state, now, nodes=nodes)
 
 
 def fail_action(
@@ -591,6 +570,7 @@ def fail_action(
     retryable: bool,
     retry_after: float | None = None,
     rng: random.Random | None = None,
+    nodes: NodeRegistry = NODE_TYPES,
 ) -> tuple[list[str], float | None]:
     """Record a failed attempt of ``step_id``: schedule a retry or fail the step.
 
@@ -610,7 +590,33 @@ def fail_action(
         state.emit("step.retry_scheduled", step_id, delay=delay, attempt=rec.attempts, error=error)
         return [], delay
     _finish_failed(step, state, error, now)
-    return advance(graph, state, now), None
+    return advance(graph, state, now, nodes=nodes), None
+
+
+def record_outcome(
+    graph: WorkflowGraph,
+    state: RunState,
+    step_id: str,
+    outcome: AttemptOutcome,
+    now: datetime,
+    *,
+    nodes: NodeRegistry = NODE_TYPES,
+) -> tuple[list[str], float | None]:
+    """Record the current attempt of action ``step_id`` as ``outcome`` and advance the run:
+    :func:`complete_action` or :func:`fail_action`. Returns ``(steps to dispatch, retry
+    delay in seconds or None)``."""
+    if isinstance(outcome, AttemptSucceeded):
+        return complete_action(graph, state, step_id, outcome.output, now, nodes=nodes), None
+    return fail_action(
+        graph,
+        state,
+        step_id,
+        outcome.error,
+        now,
+        retryable=outcome.retryable,
+        retry_after=outcome.retry_after,
+        nodes=nodes,
+    )
 
 
 def cancel(state: RunState, now: datetime, reason: str) -> None:

@@ -4,7 +4,9 @@ A transition ``source:port -> target`` is *activated* when its source finished (
 or failed with the failure routed to a port) and took ``port``; it is *dead* when the
 source finished without taking that port or was skipped; otherwise it is *unresolved*.
 
-A pending step with incoming transitions becomes:
+A pending step with incoming transitions becomes, by its compiled ``Step.join`` (the
+reserved config key ``join``, or a Join node's ``mode``/``count``: the compiler decides,
+the planner never reads node config):
 
 - ``join.mode == "all"`` (the default for every step): ready once no incoming transition
   is unresolved and at least one is activated; skipped when all are dead (dead-path
@@ -25,7 +27,6 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from backend.engine.model import StepRecord
-from backend.engine.nodes.flow import join_spec
 from backend.engine.states import StepStatus
 from designer_schema.graph import Step, Transition, WorkflowGraph
 
@@ -115,9 +116,8 @@ def _decide_step(
     if not incoming:
         return None
     states = [transition_state(t, view) for t in incoming]
-    join = join_spec(step)
     return _decide(
-        join.mode, join.count, states.count("activated"), states.count("unresolved"), len(states)
+        step.join.mode, step.join.count, states.count("activated"), states.count("unresolved")
     )
 
 
@@ -159,9 +159,7 @@ def _positions(index: dict[str, int], step_ids: Iterable[str]) -> list[int]:
     return [index[sid] for sid in set(step_ids) if sid in index]
 
 
-def _decide(
-    mode: str, count: int, activated: int, unresolved: int, total: int
-) -> StepStatus | None:
+def _decide(mode: str, count: int, activated: int, unresolved: int) -> StepStatus | None:
     if activated == 0 and unresolved == 0:
         return StepStatus.SKIPPED
     if mode == "first":

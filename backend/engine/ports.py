@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import msgspec
 
@@ -35,6 +35,11 @@ class Dispatcher(Protocol):
 
     async def notify(self, run_id: str) -> None:
         """Tell listeners (live pages, waiting webhooks) that run ``run_id`` changed."""
+        ...
+
+    async def announce_cancel(self, run_id: str) -> None:
+        """Tell every worker that run ``run_id`` ended (cancelled, timed out): attempts of
+        it still running must stop now. Best effort; leases are the backstop."""
         ...
 
 
@@ -62,10 +67,11 @@ class ActionRunner(Protocol):
 
 
 class ConnectorRegistry(Protocol):
-    """Lookup of executable action node types by node type name."""
+    """Lookup of executable action node types by node type name and version."""
 
-    def action(self, node_type: str) -> ActionRunner | None:
-        """The runner of ``node_type`` or ``None`` when no installed connector provides it."""
+    def action(self, node_type: str, version: int = 1) -> ActionRunner | None:
+        """The runner of ``node_type`` at ``version`` (the version the step's graph pins),
+        or ``None`` when no installed connector provides it."""
         ...
 
 
@@ -217,6 +223,14 @@ class StaleAttempt(LookupError):
     outcome must be discarded."""
 
 
+_T = TypeVar("_T")
+
+TransactionHook = Callable[[Any, uuid.UUID], Awaitable[None]]
+"""``hook(handle, run_id)``: work of the services layer that must commit with a run's
+change (the audit row of a run request), run by :meth:`RunTransaction.within`; ``handle``
+is the adapter's database handle, opaque to the engine."""
+
+
 class DuplicateRun(Exception):
     """A run with that idempotency key exists: nothing was inserted."""
 
@@ -317,6 +331,13 @@ class RunTransaction(Protocol):
 
     async def add_event(self, run_id: uuid.UUID, kind: str, data: dict[str, Any]) -> None:
         """Append an event to a run's log (outside the engine's own batch)."""
+        ...
+
+    async def within(self, hook: Callable[[Any], Awaitable[_T]]) -> _T:
+        """Run ``hook(handle)`` inside this transaction and return its result: checks and
+        records of the services layer that must see and commit with the run's change
+        (audit rows, grant checks of called workflows). ``handle`` is the adapter's
+        database handle (PostgreSQL: the SQLAlchemy ``AsyncSession``)."""
         ...
 
 

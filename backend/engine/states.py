@@ -17,6 +17,9 @@ Attempt: ``running -> (succeeded | failed | expired | cancelled)``.
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Literal
+
+import msgspec
 
 
 class InvalidTransition(Exception):
@@ -133,3 +136,58 @@ def check_step_transition(current: StepStatus, new: StepStatus) -> None:
     """Raise :class:`InvalidTransition` unless ``current -> new`` is allowed (or a no-op)."""
     if current != new and new not in STEP_TRANSITIONS[current]:
         raise InvalidTransition(f"step cannot go from {current} to {new}")
+
+
+RunAction = Literal["pause", "resume", "cancel", "rerun_failed_step", "rerun_start"]
+"""What a user may do with a run: run control (``POST /api/runs/{id}/pause|resume|cancel``)
+and re-runs (``POST /api/runs/{id}/rerun {"from": "failed_step" | "start"}``)."""
+
+_LABELS: dict[RunStatus, str] = {
+    RunStatus.QUEUED: "Queued",
+    RunStatus.RUNNING: "Running",
+    RunStatus.WAITING: "Waiting",
+    RunStatus.PAUSED: "Paused",
+    RunStatus.SUCCEEDED: "Succeeded",
+    RunStatus.FAILED: "Failed",
+    RunStatus.CANCELLED: "Cancelled",
+    RunStatus.TIMED_OUT: "Timed out",
+}
+
+
+class RunStatusInfo(msgspec.Struct, frozen=True):
+    """A run status as pages and scripts show it, derived from :class:`RunStatus` and
+    :data:`RUN_TRANSITIONS` (the one source of truth): ``value`` (``"timed_out"``),
+    ``label`` (``"Timed out"``), ``terminal``, and the ``actions`` a user may take on a run
+    in that status (:data:`RunAction`)."""
+
+    value: str
+    label: str
+    terminal: bool
+    actions: tuple[RunAction, ...]
+
+
+def run_status_info(status: RunStatus | str) -> RunStatusInfo:
+    """The :class:`RunStatusInfo` of ``status``; raises ``ValueError`` for an unknown one.
+
+    Pause needs a transition to ``paused``, cancel one to ``cancelled``; only a paused run
+    resumes; ended runs re-run from the start, and those that did not succeed also from
+    the step that stopped them.
+    """
+    status = RunStatus(status)
+    allowed = RUN_TRANSITIONS[status]
+    actions: list[RunAction] = []
+    if RunStatus.PAUSED in allowed:
+        actions.append("pause")
+    if status == RunStatus.PAUSED:
+        actions.append("resume")
+    if RunStatus.CANCELLED in allowed:
+        actions.append("cancel")
+    if status.terminal and status != RunStatus.SUCCEEDED:
+        actions.append("rerun_failed_step")
+    if status.terminal:
+        actions.append("rerun_start")
+    return RunStatusInfo(status.value, _LABELS[status], status.terminal, tuple(actions))
+
+
+RUN_STATUSES: tuple[RunStatusInfo, ...] = tuple(run_status_info(s) for s in RunStatus)
+"""Every run status in lifecycle order, as :func:`run_status_info` describes it."""

@@ -24,7 +24,9 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from backend.engine.model import RunState
-from backend.engine.nodes import WAIT_TYPES
+from backend.engine.nodes import NODE_TYPES
+from backend.engine.nodes.base import WAITING_KINDS
+from backend.engine.nodes.registry import NodeRegistry
 from backend.engine.states import RunStatus, StepStatus
 from designer_schema.graph import WorkflowGraph
 
@@ -32,9 +34,12 @@ TIMEOUT_AT = "timeout_at"
 """Key of a waiting step's timeout due time (ISO 8601) in its record's ``data``."""
 
 
-def arm(graph: WorkflowGraph, state: RunState, now: datetime) -> list[str]:
+def arm(
+    graph: WorkflowGraph, state: RunState, now: datetime, nodes: NodeRegistry = NODE_TYPES
+) -> list[str]:
     """Give every waiting timer or call step changed in this transition that has a
-    timeout its due time (see the module doc). Returns the call steps to dispatch at their
+    timeout its due time (see the module doc; ``nodes`` tells which steps wait: the kind
+    of the node-type version each pins). Returns the call steps to dispatch at their
     timeout (a timer is dispatched for its ``not_before`` already)."""
     dispatch: list[str] = []
     for step_id in sorted(state.changed):
@@ -43,7 +48,7 @@ def arm(graph: WorkflowGraph, state: RunState, now: datetime) -> list[str]:
         if (
             rec is None
             or step.timeout is None
-            or step.type not in WAIT_TYPES
+            or nodes.behaviour(step).kind not in WAITING_KINDS
             or rec.status not in (StepStatus.READY, StepStatus.RUNNING)
             or rec.data is None
             or TIMEOUT_AT in rec.data

@@ -13,8 +13,7 @@ from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from typing import Any
 
-from backend.engine.control import CONTROL_NODE_TYPES
-from backend.engine.nodes import FLOW_NODE_TYPES
+from backend.engine.nodes import NODE_TYPES, NodeRegistry
 from designer_schema.catalog import NodeTypeSpec
 
 log = logging.getLogger(__name__)
@@ -41,23 +40,31 @@ class ConnectorInfo:
 
 @dataclass
 class AppCatalog:
-    """Implements ``designer_schema.catalog.Catalog`` and the engine's ``ConnectorRegistry``."""
+    """Implements ``designer_schema.catalog.Catalog`` and the engine's ``ConnectorRegistry``.
+
+    Built-in node types come from ``nodes`` (the engine's registry, read live: the latest
+    version of each type); ``specs`` holds the connectors' node types (the latest version
+    of each), ``actions`` every version of every action by ``(type, version)``.
+    """
 
     specs: dict[str, NodeTypeSpec] = field(default_factory=dict)
-    actions: dict[str, Any] = field(default_factory=dict)
+    actions: dict[tuple[str, int], Any] = field(default_factory=dict)
     connectors: list[ConnectorInfo] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     credential_types: dict[str, Any] = field(default_factory=dict)
     triggers: dict[str, Any] = field(default_factory=dict)
+    nodes: NodeRegistry = field(default_factory=lambda: NODE_TYPES)
 
     def get(self, node_type: str) -> NodeTypeSpec | None:
-        return self.specs.get(node_type)
+        builtin = self.nodes.get(node_type)
+        return builtin.spec if builtin is not None else self.specs.get(node_type)
 
     def all(self) -> list[NodeTypeSpec]:
-        return list(self.specs.values())
+        return [*self.nodes.latest_specs(), *self.specs.values()]
 
-    def action(self, node_type: str) -> Any | None:
-        return self.actions.get(node_type)
+    def action(self, node_type: str, version: int = 1) -> Any | None:
+        """The SDK ``ActionDefinition`` of ``node_type`` at ``version``, or ``None``."""
+        return self.actions.get((node_type, version))
 
     def credential_type(self, name: str) -> Any | None:
         """The SDK ``CredentialType`` called ``name`` or ``None``."""
@@ -74,17 +81,18 @@ class AppCatalog:
         actions = list(connector.actions)
         triggers = list(getattr(connector, "triggers", ()))
         credential_types = list(getattr(connector, "credential_types", ()))
-        for node_type in [a.type for a in actions] + [t.type for t in triggers]:
-            if node_type in self.specs:
+        for node_type in {a.type for a in actions} | {t.type for t in triggers}:
+            if node_type in self.specs or self.nodes.get(node_type) is not None:
                 raise ValueError(f"node type {node_type} is already provided")
         for ctype in credential_types:
             if ctype.name in self.credential_types:
                 raise ValueError(f"credential type {ctype.name} is already provided")
         names = []
-        for action in actions:
+        for action in sorted(actions, key=lambda a: a.version):  # the latest spec wins
             self.specs[action.type] = spec_for_action(action, connector.name)
-            self.actions[action.type] = action
-            names.append(action.type)
+            self.actions[(action.type, action.version)] = action
+            if action.type not in names:
+                names.append(action.type)
         for trig in triggers:
             self.specs[trig.type] = spec_for_trigger(trig, connector.name)
             self.triggers[trig.type] = trig
@@ -136,6 +144,8 @@ def spec_for_action(action: Any, connector_name: str) -> NodeTypeSpec:
         config_schema=schema,
         expression_fields=tuple(action.expression_fields),
         connector=connector_name,
+        version=action.version,
+        output_schema=action.output_json_schema(),
     )
 
 
@@ -163,10 +173,9 @@ def _source(ep: Any) -> str:
 
 
 def load_catalog(extra_connectors: list[Any] | None = None) -> AppCatalog:
-    """Build the catalog from control nodes, entry-point plugins and ``extra_connectors``."""
+    """Build the catalog from the built-in node types (the latest version of each, from
+    :data:`backend.engine.nodes.NODE_TYPES`), entry-point plugins and ``extra_connectors``."""
     catalog = AppCatalog()
-    for spec in [*CONTROL_NODE_TYPES, *FLOW_NODE_TYPES]:
-        catalog.specs[spec.type] = spec
     found = sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name)
     for ep in found:
         try:

@@ -6,3 +6,8 @@ from __future__ import annotations
 def run_channel(run_id: str) -> str:
     """Channel on which a change of run ``run_id`` is announced."""
     return f"railyard:run:{run_id}"
+
+
+CANCEL_CHANNEL = "railyard:cancel"
+"""Channel carrying the id of each run that was cancelled or timed out, so the workers
+running its attempts stop them at once (backend/services/cancellation.py)."""

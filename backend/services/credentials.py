@@ -34,18 +34,18 @@ import msgspec
 from authlib.integrations.base_client.errors import OAuthError
 from authlib.integrations.httpx_client import AsyncOAuth2Client
 from authlib.oauth2.rfc6749.errors import OAuth2Error
-from sqlalchemy import delete, select
+from sqlalchemy import ColumnElement, delete, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from backend.crypto import CryptoError, Keyring
-from backend.db.models.credentials import AuditLog, Credential, OAuthState
+from backend.db.models.credentials import Credential, OAuthState
+from backend.services import audit, grants, references
 from connectors import sdk
 
 __all__ = [
     "CredentialError",
     "CredentialNotFound",
     "CredentialView",
-    "audit",
     "create_credential",
     "delete_credential",
     "finish_oauth",
@@ -139,6 +139,20 @@ def _public(ctype: Any, fields: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _audited(ctype: Any, row: Credential) -> dict[str, Any]:
+    """A credential's audit snapshot: name, type and the non-secret fields (never a secret,
+    nor its masked hint; details name the secret fields that changed)."""
+    secret_fields = set(ctype.secret_fields)
+    public = row.public or {}
+    return {
+        "name": row.name,
+        "type": row.type,
+        "fields": {
+            k: v for k, v in public.items() if k not in secret_fields and not k.startswith("_")
+        },
+    }
+
+
 def _iso(value: datetime | None) -> str | None:
     return value.isoformat() if value is not None else None
 
@@ -159,27 +173,6 @@ def _view(catalog: Any, row: Credential) -> CredentialView:
         created_at=_iso(row.created_at) or "",
         updated_at=_iso(row.updated_at) or "",
         created_by=str(row.created_by) if row.created_by else None,
-    )
-
-
-async def audit(
-    session: AsyncSession,
-    action: str,
-    object_type: str,
-    object_id: str,
-    *,
-    actor_user_id: uuid.UUID | None = None,
-    details: dict[str, Any] | None = None,
-) -> None:
-    """Add an audit row (committed with the caller's transaction). Never pass secrets."""
-    session.add(
-        AuditLog(
-            actor_user_id=actor_user_id,
-            action=action,
-            object_type=object_type,
-            object_id=object_id,
-            details=details or {},
-        )
     )
 
 
@@ -235,12 +228,13 @@ async def create_credential(
         created_by=user_id,
     )
     session.add(row)
-    await audit(
+    await audit.record(
         session,
         "credential.create",
         "credential",
         str(credential_id),
         actor_user_id=user_id,
+        after=_audited(ctype, row),
         details={"type": ctype.name, "name": row.name},
     )
     await session.flush()
@@ -272,10 +266,16 @@ async def get_credential(
 
 
 async def list_credentials(
-    session: AsyncSession, catalog: Any, types: tuple[str, ...] | None = None
+    session: AsyncSession,
+    catalog: Any,
+    types: tuple[str, ...] | None = None,
+    visible: ColumnElement[bool] | None = None,
 ) -> list[CredentialView]:
-    """Masked views of every credential (of ``types`` when given), by name."""
+    """Masked views of every credential (of ``types`` when given, matching ``visible``:
+    :func:`backend.services.access.credential_filter`), by name."""
     query = select(Credential).order_by(Credential.name, Credential.created_at)
+    if visible is not None:
+        query = query.where(visible)
     if types:
         query = query.where(Credential.type.in_(types))
     rows = (await session.execute(query)).scalars().all()
@@ -299,6 +299,7 @@ async def update_credential(
     """
     row = await _row(session, credential_id, lock=True)
     ctype = _ctype(catalog, row.type)
+    before = _audited(ctype, row)
     changed: list[str] = []
     if name is not None:
         row.name = _clean_name(name)
@@ -321,12 +322,14 @@ async def update_credential(
         row.key_id = keyring.current_id
         row.public = {**_public(ctype, fields), **({"_connected": True} if token else {})}
     row.updated_at = datetime.now(UTC)
-    await audit(
+    await audit.record(
         session,
         "credential.update",
         "credential",
         str(row.id),
         actor_user_id=user_id,
+        before=before,
+        after=_audited(ctype, row),
         details={"changed": changed},
     )
     await session.flush()
@@ -338,14 +341,16 @@ async def delete_credential(
 ) -> None:
     """Delete a credential (nodes referencing it fail with ``credential_missing``)."""
     row = await _row(session, credential_id, lock=True)
-    await audit(
+    await audit.record(
         session,
         "credential.delete",
         "credential",
         str(row.id),
         actor_user_id=user_id,
+        before={"name": row.name, "type": row.type},
         details={"type": row.type, "name": row.name},
     )
+    await grants.delete_object_grants(session, "credential", row.id)
     await session.delete(row)
     await session.flush()
 
@@ -369,7 +374,7 @@ async def rotate_keys(session: AsyncSession, keyring: Keyring) -> int:
         row.ciphertext = keyring.reencrypt(row.ciphertext, aad=_aad(row.id))
         row.key_id = keyring.current_id
     if rows:
-        await audit(
+        await audit.record(
             session,
             "credential.rotate_key",
             "keyring",
@@ -436,7 +441,9 @@ async def start_oauth(
             expires_at=now + timedelta(seconds=OAUTH_STATE_TTL),
         )
     )
-    await audit(session, "credential.oauth_start", "credential", str(row.id), actor_user_id=user_id)
+    await audit.record(
+        session, "credential.oauth_start", "credential", str(row.id), actor_user_id=user_id
+    )
     await session.flush()
     return str(url)
 
@@ -503,7 +510,9 @@ async def finish_oauth(
     finally:
         await client.aclose()
     _store_token(keyring, row, fields, _token_record(dict(token), None))
-    await audit(session, "credential.connect", "credential", str(row.id), actor_user_id=user_id)
+    await audit.record(
+        session, "credential.connect", "credential", str(row.id), actor_user_id=user_id
+    )
     await session.flush()
     return _view(catalog, row)
 
@@ -550,17 +559,23 @@ async def resolve_for_action(
     credential_id: str,
     accepted: tuple[str, ...],
     *,
-    info: dict[str, Any],
+    info: sdk.ActionInfo,
     refresh_margin: float = 60.0,
     transport: httpx.AsyncBaseTransport | None = None,
+    publisher_check: bool = True,
 ) -> dict[str, Any]:
     """Decrypt a credential for the action described by ``info`` (run/step identifiers).
+
+    The publisher of the run's version must still be allowed to use the credential
+    (:mod:`backend.services.references`); ``publisher_check=False`` skips that for
+    callers outside any run (key rotation checks, tests of the decryption itself).
 
     Returns ``{**fields, "id", "type", "kind"}`` plus, for OAuth2, ``access_token``,
     ``token_type`` and ``expires_at`` (epoch seconds), refreshed first when it expires
     within ``refresh_margin`` seconds. Audits ``credential.use`` with the run, step and
     attempt. Raises ``sdk.NonRetryableError`` (kinds ``credential_missing``,
-    ``credential_type_mismatch``, ``credential_not_connected``, ``credential_key``,
+    ``credential_type_mismatch``, ``credential_not_granted`` (the publisher of the run's
+    version may not use it), ``credential_not_connected``, ``credential_key``,
     ``credential_refresh_failed``) or a retryable ``sdk.ActionError`` when the token
     endpoint is unreachable.
     """
@@ -583,6 +598,13 @@ async def resolve_for_action(
                 + ", ".join(accepted),
                 kind="credential_type_mismatch",
             )
+        refusal = (
+            await references.run_publisher_refusal(session, info.run_id, str(row.id))
+            if publisher_check
+            else None
+        )
+        if refusal is not None:
+            raise sdk.NonRetryableError(refusal, kind="credential_not_granted")
         try:
             payload = _open(keyring, row)
         except CryptoError as err:
@@ -609,17 +631,17 @@ async def resolve_for_action(
                 token_type=token.get("token_type", "Bearer"),
                 expires_at=token.get("expires_at"),
             )
-        await audit(
+        await audit.record(
             session,
             "credential.use",
             "credential",
             str(row.id),
             details={
-                "run_id": info.get("run_id"),
-                "workflow_id": info.get("workflow_id"),
-                "step_id": info.get("step_id"),
-                "attempt": info.get("attempt"),
-                "node_type": info.get("node_type"),
+                "run_id": info.run_id,
+                "workflow_id": info.workflow_id,
+                "step_id": info.step_id,
+                "attempt": info.attempt,
+                "node_type": info.node_type,
                 "refreshed": refreshed,
             },
         )

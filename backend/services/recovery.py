@@ -23,6 +23,8 @@ class RecoveryQueries(Protocol):
 
     async def overdue_runs(self, now: datetime) -> list[uuid.UUID]: ...
 
+    async def next_deadline(self) -> datetime | None: ...
+
     async def expired_attempts(self, now: datetime) -> list[tuple[int, uuid.UUID, str, str]]: ...
 
     async def ready_steps(self, due_before: datetime) -> list[tuple[uuid.UUID, str]]: ...
@@ -64,6 +66,23 @@ class Recovery:
         self.admit_queued = admit_queued
 
 
+async def time_out_overdue(recovery: Recovery) -> int:
+    """Time out the active runs whose run timeout (``runs.deadline_at``) has passed (at
+    most 500 per call); returns how many this call ended (another process may have ended
+    some first). Called by every sweep (certain) and by each worker's deadline loop
+    (prompt: backend/workers/run_control.py)."""
+    queries = recovery.queries
+    if queries is None:
+        raise RuntimeError("this execution service was built without recovery queries")
+    ended = 0
+    for run_id in await queries.overdue_runs(recovery.ports.clock.now()):
+        try:
+            ended += int(await recovery.timeout_run(run_id))
+        except LookupError:  # the run was deleted meanwhile
+            pass
+    return ended
+
+
 async def sweep(recovery: Recovery, *, grace_seconds: float = 5.0) -> dict[str, int]:
     """One recovery pass. Returns counts: ``expired``, ``redispatched``, ``started``,
     ``woken``, ``timed_out``.
@@ -86,11 +105,7 @@ async def sweep(recovery: Recovery, *, grace_seconds: float = 5.0) -> dict[str, 
     now = recovery.ports.clock.now()
     grace = now - timedelta(seconds=grace_seconds)
     counts = {"expired": 0, "redispatched": 0, "started": 0, "woken": 0, "timed_out": 0}
-    for run_id in await queries.overdue_runs(now):
-        try:
-            counts["timed_out"] += int(await recovery.timeout_run(run_id))
-        except LookupError:  # the run was deleted meanwhile
-            pass
+    counts["timed_out"] = await time_out_overdue(recovery)
     for attempt_id, run_id, step_id, token in await queries.expired_attempts(now):
         counts["expired"] += int(await recovery.expire_lease(run_id, step_id, attempt_id, token))
     ready = await queries.ready_steps(grace)

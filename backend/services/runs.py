@@ -1,4 +1,5 @@
-"""Run queries: lists and the run detail (steps with their attempts)."""
+"""Run queries (lists, the run detail with steps and attempts) and the audited run
+requests of users and API tokens (start, pause, resume, cancel, re-run)."""
 
 from __future__ import annotations
 
@@ -7,11 +8,14 @@ from datetime import datetime
 from typing import Any
 
 import msgspec
-from sqlalchemy import select
+from sqlalchemy import ColumnElement, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.db.models import Attempt, Run, StepRun, Workflow, WorkflowVersion
-from backend.services.execution import error_run_id
+from backend.engine.states import RunStatus
+from backend.services import audit
+from backend.services.execution import AuditHook, Execution, StartedRun, error_run_id
+from backend.services.run_values import with_previews
 from designer_schema.graph import WorkflowGraph
 
 
@@ -74,8 +78,11 @@ class RunSummary(msgspec.Struct):
 
 
 class RunDetail(msgspec.Struct):
-    """A run with every step of its graph (steps not reached yet are ``pending``).
+    """A run with every step of its graph (steps not reached yet are ``pending``; in an
+    ended run, where they never will be, ``cancelled``).
 
+    Large values (over the inline limit) appear as bounded previews with a
+    ``download_url`` (backend/services/run_values.py).
     ``deadline_at``: when the run times out (workflow setting ``run_timeout_seconds``);
     ``rerun_of``/``reruns``: the run this one repeats / runs repeating this one (oldest
     first); ``error_run_id``: the error workflow's run started because this run failed.
@@ -115,9 +122,13 @@ async def list_runs(
     workflow_id: uuid.UUID | None = None,
     status: str | None = None,
     limit: int = 100,
+    visible: ColumnElement[bool] | None = None,
 ) -> list[RunSummary]:
-    """Newest runs first, optionally filtered by workflow and status."""
+    """Newest runs first, optionally filtered by workflow and status, and to the runs of
+    workflows matching ``visible`` (:func:`backend.services.access.workflow_filter`)."""
     stmt = select(Run, Workflow.name).join(Workflow, Workflow.id == Run.workflow_id)
+    if visible is not None:
+        stmt = stmt.where(visible)
     if workflow_id is not None:
         stmt = stmt.where(Run.workflow_id == workflow_id)
     if status:
@@ -182,6 +193,8 @@ async def get_run_detail(
                 wait_ms=_ms(previous[-1].finished_at, a.started_at) if previous else None,
             )
         )
+    # a step never reached in an ended run will never run: cancelled, not pending
+    unreached = "cancelled" if RunStatus(run.status).terminal else "pending"
     steps = []
     for spec in graph.steps:
         s = step_rows.get(spec.id)
@@ -190,7 +203,7 @@ async def get_run_detail(
                 step_id=spec.id,
                 label=spec.label or spec.id,
                 type=spec.type,
-                status=s.status if s else "pending",
+                status=s.status if s else unreached,
                 ports=list(s.ports or []) if s else [],
                 input=s.input if s else None,
                 output=s.output if s else None,
@@ -229,7 +242,20 @@ async def get_run_detail(
         ],
         error_run_id=await _error_run(session, run),
     )
+    await _preview_large_values(session, detail)
     return detail, version.diagram
+
+
+async def _preview_large_values(session: AsyncSession, detail: RunDetail) -> None:
+    """Replace the references to large values in ``detail`` by bounded previews with a
+    download link (backend/services/run_values.py)."""
+    values = [detail.input, detail.output, detail.error]
+    for step in detail.steps:
+        values += [step.input, step.output, step.error]
+    shown = iter(await with_previews(session, uuid.UUID(detail.id), values))
+    detail.input, detail.output, detail.error = next(shown), next(shown), next(shown)
+    for step in detail.steps:
+        step.input, step.output, step.error = next(shown), next(shown), next(shown)
 
 
 async def _error_run(session: AsyncSession, run: Run) -> str | None:
@@ -237,3 +263,90 @@ async def _error_run(session: AsyncSession, run: Run) -> str | None:
         return None
     found = await session.get(Run, error_run_id(run.id))
     return str(found.id) if found is not None else None
+
+
+# -- run requests of users and API tokens (audited) ------------------------------------
+#
+# The use cases behind the run API: each hands execution an audit hook, so the audit row
+# (``run.start``, ``run.pause``, ``run.resume``, ``run.cancel``, ``run.rerun``; actor,
+# address and request id from the request) commits in the transaction that makes the
+# change, or not at all. Webhook starts are not audited per run (docs/security.md, "Audit
+# log"); schedule starts are, by the scheduler (backend.services.schedules.record_started).
+
+
+def _audit_hook(action: str, *, after: dict[str, Any] | None = None, **details: Any) -> AuditHook:
+    async def hook(session: AsyncSession, run_id: uuid.UUID) -> None:
+        run = await session.get(Run, run_id)
+        facts = {"workflow_id": str(run.workflow_id), "version": run.version_number} if run else {}
+        await audit.record(
+            session, action, "run", run_id, after=after, details={**facts, **details}
+        )
+
+    return hook
+
+
+async def start(
+    execution: Execution,
+    version: WorkflowVersion,
+    input: Any,
+    *,
+    trigger: str,
+    user_id: uuid.UUID,
+    idempotency_key: str | None = None,
+) -> StartedRun:
+    """Start a run of ``version`` for a user (``trigger`` ``manual``) or an API token
+    (``api``), audited as ``run.start``. See :meth:`Execution.start_run` for the rest."""
+    return await execution.start_run(
+        version,
+        input,
+        trigger=trigger,
+        idempotency_key=idempotency_key,
+        user_id=user_id,
+        audit=_audit_hook("run.start", trigger=trigger),
+    )
+
+
+async def pause(execution: Execution, run_id: uuid.UUID) -> None:
+    """Pause a run, audited as ``run.pause``; raises as :meth:`Execution.pause_run`."""
+    await execution.pause_run(run_id, audit=_audit_hook("run.pause", after={"status": "paused"}))
+
+
+async def resume(execution: Execution, run_id: uuid.UUID) -> None:
+    """Resume a paused run, audited as ``run.resume``; raises as :meth:`Execution.resume_run`."""
+    await execution.resume_run(run_id, audit=_audit_hook("run.resume", after={"status": "running"}))
+
+
+async def cancel(
+    execution: Execution, run_id: uuid.UUID, reason: str = "cancelled by user"
+) -> bool:
+    """Cancel a run, audited as ``run.cancel`` (nothing is recorded for a run that had
+    already ended: returns False then)."""
+    return await execution.cancel_run(
+        run_id,
+        reason,
+        audit=_audit_hook("run.cancel", after={"status": "cancelled"}, reason=reason),
+    )
+
+
+async def rerun(
+    execution: Execution, run_id: uuid.UUID, *, start_from: str, user_id: uuid.UUID
+) -> StartedRun:
+    """Re-run ended run ``run_id``, audited as ``run.rerun`` on the original run with the
+    new run's id in the details; raises as :meth:`Execution.rerun`."""
+
+    async def hook(session: AsyncSession, new_run_id: uuid.UUID) -> None:
+        run = await session.get(Run, new_run_id)
+        await audit.record(
+            session,
+            "run.rerun",
+            "run",
+            run_id,
+            details={
+                "from": start_from,
+                "new_run_id": str(new_run_id),
+                "workflow_id": str(run.workflow_id) if run else None,
+                "version": run.version_number if run else None,
+            },
+        )
+
+    return await execution.rerun(run_id, start_from=start_from, user_id=user_id, audit=hook)

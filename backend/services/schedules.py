@@ -19,6 +19,7 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from backend.db.models import Schedule, ScheduleFire
+from backend.services import audit
 from backend.triggers.schedule_rules import (
     ScheduleError,
     ScheduleSpec,
@@ -78,14 +79,17 @@ async def sync_schedule(
     ).scalar_one_or_none()
     if node_type != SCHEDULE_TRIGGER:
         if row is not None and row.enabled:
+            disabled_from = _audited(row)
             row.enabled = False
             row.next_fire_at = None
             row.revision += 1
+            await _record(session, "schedule.disable", row, disabled_from)
         return row
     spec = parse_spec(config)
     if row is not None and row.definition == config and row.enabled == spec.enabled:
         row.version_number = version_number
         return row
+    before = _audited(row) if row is not None else None
     if row is None:
         row = Schedule(workflow_id=workflow_id, revision=0)
         session.add(row)
@@ -96,7 +100,29 @@ async def sync_schedule(
     row.anchor_at = now
     row.next_fire_at = next_fire(spec, now, now) if spec.enabled else None
     await session.flush()
+    await _record(session, "schedule.create" if before is None else "schedule.update", row, before)
     return row
+
+
+def _audited(row: Schedule) -> dict[str, Any]:
+    """The audited state of a schedule: its definition (the trigger config) and whether
+    it is enabled."""
+    return {"definition": dict(row.definition or {}), "enabled": bool(row.enabled)}
+
+
+async def _record(
+    session: AsyncSession, action: str, row: Schedule, before: dict[str, Any] | None
+) -> None:
+    await session.flush()
+    await audit.record(
+        session,
+        action,
+        "schedule",
+        row.id,
+        before=before,
+        after=_audited(row),
+        details={"workflow_id": str(row.workflow_id), "version": row.version_number},
+    )
 
 
 async def claim_due(
@@ -192,18 +218,34 @@ async def pending_fires(
 
 
 async def record_started(
-    session: AsyncSession, fire_id: int, run_id: uuid.UUID, started_at: datetime
+    session: AsyncSession, fire: ClaimedFire, run_id: uuid.UUID, started_at: datetime
 ) -> None:
-    """Store the run of a fire and its lag (``started_at - fire_at``, milliseconds)."""
-    await session.execute(
+    """Store the run of a fire and its lag (``started_at - fire_at``, milliseconds), and
+    audit the start (``run.start``, no actor, details ``trigger: schedule``) once: only
+    the pass whose update records the run writes the audit row."""
+    result = await session.execute(
         update(ScheduleFire)
-        .where(ScheduleFire.id == fire_id, ScheduleFire.run_id.is_(None))
+        .where(ScheduleFire.id == fire.fire_id, ScheduleFire.run_id.is_(None))
         .values(
             run_id=run_id,
             started_at=started_at,
             lag_ms=func.extract("epoch", started_at - ScheduleFire.fire_at) * 1000.0,
         )
     )
+    if result.rowcount == 1:  # type: ignore[attr-defined]
+        await audit.record(
+            session,
+            "run.start",
+            "run",
+            run_id,
+            details={
+                "trigger": "schedule",
+                "workflow_id": str(fire.workflow_id),
+                "schedule_id": str(fire.schedule_id),
+                "fire_at": fire.fire_at.isoformat(),
+                "catch_up": fire.catch_up,
+            },
+        )
 
 
 async def next_due(sessionmaker: async_sessionmaker[AsyncSession]) -> datetime | None:

@@ -34,6 +34,7 @@ from backend.db.models import (
     WorkflowVersion,
 )
 from backend.engine.ports import VersionRow
+from backend.services import audit
 from backend.triggers.webhook_input import UploadedFile
 from designer_schema.diagram import Diagram
 
@@ -76,10 +77,32 @@ async def secret_is_set(session: AsyncSession, workflow_id: uuid.UUID) -> bool:
 
 
 async def set_secret(session: AsyncSession, workflow_id: uuid.UUID, secret: str | None) -> None:
-    """Store (encrypted) or, with ``None``/empty, remove the workflow's webhook secret."""
+    """Store (encrypted) or, with ``None``/empty, remove the workflow's webhook secret.
+
+    Audited as ``webhook.secret_set`` / ``webhook.secret_delete`` (before/after say only
+    whether a secret was set; never the secret). Removing an absent secret records nothing.
+    """
+    was_set = await secret_is_set(session, workflow_id)
     if not secret:
         await session.execute(delete(WebhookSecret).where(WebhookSecret.workflow_id == workflow_id))
+        if was_set:
+            await audit.record(
+                session,
+                "webhook.secret_delete",
+                "webhook",
+                workflow_id,
+                before={"secret_set": True},
+                after={"secret_set": False},
+            )
         return
+    await audit.record(
+        session,
+        "webhook.secret_set",
+        "webhook",
+        workflow_id,
+        before={"secret_set": was_set},
+        after={"secret_set": True},
+    )
     ciphertext = crypto.encrypt(secret.encode(), aad=secret_aad(workflow_id))
     await session.execute(
         insert(WebhookSecret)

@@ -1,4 +1,6 @@
-"""Workflow use cases: create, edit the draft, compile, publish immutable versions."""
+"""Workflow use cases: create, edit the draft, compile, publish immutable versions.
+
+Every change is audited in its transaction (:mod:`backend.services.workflow_audit`)."""
 
 from __future__ import annotations
 
@@ -9,12 +11,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 import msgspec
-from sqlalchemy import func, select
+from sqlalchemy import ColumnElement, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from backend.db.models import Workflow, WorkflowVersion
+from backend.db.models import Run, User, Workflow, WorkflowVersion
 from backend.engine.expressions import JsonataChecker
-from backend.services import schedules
+from backend.engine.workflow_settings import SettingError, WorkflowSettings
+from backend.services import schedules, workflow_audit
 from backend.triggers.schedule_rules import ScheduleError
 from designer_schema.catalog import Catalog
 from designer_schema.compiler import compile_diagram
@@ -42,6 +45,10 @@ class PublishRejected(Exception):
     def __init__(self, diagnostics: list[Diagnostic]) -> None:
         super().__init__(f"{len(diagnostics)} problem(s) block publishing")
         self.diagnostics = diagnostics
+
+
+class WorkflowInUse(Exception):
+    """The workflow cannot be deleted now; the message says what holds it."""
 
 
 @dataclass
@@ -88,6 +95,7 @@ async def create_workflow(
     )
     session.add(wf)
     await session.flush()
+    await workflow_audit.created(session, wf)
     return wf
 
 
@@ -99,9 +107,15 @@ async def get_workflow(session: AsyncSession, workflow_id: uuid.UUID) -> Workflo
     return wf
 
 
-async def list_workflows(session: AsyncSession) -> list[Workflow]:
-    """All workflows, most recently updated first."""
-    rows = await session.execute(select(Workflow).order_by(Workflow.updated_at.desc()))
+async def list_workflows(
+    session: AsyncSession, visible: ColumnElement[bool] | None = None
+) -> list[Workflow]:
+    """All workflows (those matching ``visible``, a filter of
+    :func:`backend.services.access.workflow_filter`), most recently updated first."""
+    query = select(Workflow).order_by(Workflow.updated_at.desc())
+    if visible is not None:
+        query = query.where(visible)
+    rows = await session.execute(query)
     return list(rows.scalars())
 
 
@@ -114,17 +128,63 @@ async def update_workflow(
 ) -> Workflow:
     """Rename or re-describe a workflow."""
     wf = await get_workflow(session, workflow_id)
+    before = workflow_audit.workflow_fields(wf)
     if name is not None:
         wf.name = _validate_name(name)
     if description is not None:
         wf.description = description
     await session.flush()
+    await workflow_audit.updated(session, wf, before)
     return wf
 
 
-MAX_RUN_TIMEOUT_SECONDS = 30 * 24 * 3600
-MAX_CONCURRENT_RUNS = 10_000
-WORKFLOW_SETTINGS = ("error_workflow_id", "run_timeout_seconds", "max_concurrent_runs")
+ACTIVE_RUN_STATUSES = ("queued", "running", "waiting", "paused")
+
+
+async def delete_workflow(session: AsyncSession, workflow_id: uuid.UUID) -> None:
+    """Delete a workflow with its versions, runs, schedule, webhook secret and files,
+    audited as ``workflow.delete``.
+
+    Raises :class:`WorkflowNotFound`, or :class:`WorkflowInUse` while it has runs that
+    have not ended (cancel them first) or is another workflow's error workflow.
+    """
+    wf = (
+        await session.execute(select(Workflow).where(Workflow.id == workflow_id).with_for_update())
+    ).scalar_one_or_none()
+    if wf is None:
+        raise WorkflowNotFound(f"workflow {workflow_id} not found")
+    active = (
+        await session.execute(
+            select(func.count())
+            .select_from(Run)
+            .where(Run.workflow_id == workflow_id, Run.status.in_(ACTIVE_RUN_STATUSES))
+        )
+    ).scalar_one()
+    if active:
+        raise WorkflowInUse(f"{active} run(s) of this workflow have not ended: cancel them first")
+    users = (
+        await session.execute(
+            select(Workflow.name).where(
+                Workflow.settings["error_workflow_id"].astext == str(workflow_id)
+            )
+        )
+    ).scalars()
+    names = sorted(users)
+    if names:
+        raise WorkflowInUse(
+            "this workflow is the error workflow of " + ", ".join(repr(n) for n in names)
+        )
+    runs = (
+        await session.execute(
+            select(func.count()).select_from(Run).where(Run.workflow_id == workflow_id)
+        )
+    ).scalar_one()
+    await workflow_audit.deleted(session, wf, runs)
+    await session.delete(wf)
+    await session.flush()
+
+
+WORKFLOW_SETTINGS = tuple(WorkflowSettings.__struct_fields__)
 """Keys of ``workflows.settings`` (run control, docs/engine.md)."""
 
 
@@ -133,60 +193,100 @@ async def update_settings(
 ) -> Workflow:
     """Change the run-control settings of a workflow; a ``None`` value clears a setting.
 
-    ``error_workflow_id``: another existing workflow (UUID text); ``run_timeout_seconds``:
-    a number of seconds in (0, 30 days]; ``max_concurrent_runs``: an integer in [1, 10000].
-    Raises :class:`InvalidInput` naming the field (``settings.<key>``) or
-    :class:`WorkflowNotFound`.
+    The rules are :class:`~backend.engine.workflow_settings.WorkflowSettings`'; the error
+    workflow must also exist. Raises :class:`InvalidInput` naming the field
+    (``settings.<key>``) or :class:`WorkflowNotFound`.
     """
     wf = await get_workflow(session, workflow_id)
-    settings = dict(wf.settings or {})
-    for key, value in changes.items():
-        where = f"settings.{key}"
-        if key not in WORKFLOW_SETTINGS:
-            raise InvalidInput(f"unknown setting {key!r}", where)
-        if value is None:
-            settings.pop(key, None)
-            continue
-        if key == "error_workflow_id":
-            try:
-                target = uuid.UUID(str(value))
-            except ValueError:
-                raise InvalidInput("error_workflow_id must be a workflow id", where) from None
-            if target == workflow_id:
-                raise InvalidInput("a workflow cannot be its own error workflow", where)
-            if await session.get(Workflow, target) is None:
-                raise InvalidInput(f"workflow {target} not found", where)
-            settings[key] = str(target)
-        elif key == "run_timeout_seconds":
-            if isinstance(value, bool) or not isinstance(value, int | float):
-                raise InvalidInput("run_timeout_seconds must be a number of seconds", where)
-            if not 0 < value <= MAX_RUN_TIMEOUT_SECONDS:
-                raise InvalidInput(
-                    f"run_timeout_seconds must be > 0 and <= {MAX_RUN_TIMEOUT_SECONDS}", where
-                )
-            settings[key] = value
-        else:
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise InvalidInput("max_concurrent_runs must be an integer", where)
-            if not 1 <= value <= MAX_CONCURRENT_RUNS:
-                raise InvalidInput(
-                    f"max_concurrent_runs must be between 1 and {MAX_CONCURRENT_RUNS}", where
-                )
-            settings[key] = value
-    wf.settings = settings
+    before = dict(wf.settings or {})
+    try:
+        settings = WorkflowSettings.from_stored(wf.settings).changed(
+            changes, workflow_id=workflow_id
+        )
+    except SettingError as exc:
+        raise InvalidInput(str(exc), f"settings.{exc.key}") from None
+    target = changes.get("error_workflow_id")
+    if target is not None and settings.error_workflow_id is not None:
+        if await session.get(Workflow, uuid.UUID(settings.error_workflow_id)) is None:
+            raise InvalidInput(
+                f"workflow {settings.error_workflow_id} not found", "settings.error_workflow_id"
+            )
+    wf.settings = {
+        **{k: v for k, v in (wf.settings or {}).items() if k not in WORKFLOW_SETTINGS},
+        **settings.stored(),
+    }
     await session.flush()
+    await workflow_audit.settings_changed(session, workflow_id, before, dict(wf.settings))
     return wf
 
 
+class DraftConflict(Exception):
+    """The draft changed since the revision the caller's edit was based on.
+
+    ``revision`` is the stored revision, ``saved_by`` the user who saved it (display name or
+    e-mail; None when unknown) and ``saved_at`` when (None for a draft never saved since
+    creation).
+    """
+
+    def __init__(self, revision: int, saved_by: str | None, saved_at: datetime | None) -> None:
+        who = saved_by or "someone else"
+        when = f" at {saved_at.isoformat(timespec='seconds')}" if saved_at else ""
+        super().__init__(f"the draft was changed by {who}{when} (revision {revision})")
+        self.revision = revision
+        self.saved_by = saved_by
+        self.saved_at = saved_at
+
+
+@dataclass
+class DraftSaved:
+    """Outcome of a draft save: the new revision and the draft's diagnostics."""
+
+    revision: int
+    diagnostics: list[Diagnostic]
+
+
 async def save_draft(
-    session: AsyncSession, workflow_id: uuid.UUID, diagram: Diagram, catalog: Catalog
-) -> list[Diagnostic]:
-    """Store ``diagram`` as the draft (even with errors) and return its diagnostics."""
-    wf = await get_workflow(session, workflow_id)
+    session: AsyncSession,
+    workflow_id: uuid.UUID,
+    diagram: Diagram,
+    catalog: Catalog,
+    *,
+    base_revision: int | None = None,
+    user_id: uuid.UUID | None = None,
+) -> DraftSaved:
+    """Store ``diagram`` as the draft (even with errors) and return its diagnostics.
+
+    Optimistic concurrency: with ``base_revision`` (the ``draft_revision`` the editor loaded
+    or last saved) the save is refused with :class:`DraftConflict` when someone saved since;
+    without it the draft is overwritten (API clients that do not track revisions). The row is
+    locked (``SELECT ... FOR UPDATE``) so two concurrent saves on the same base revision
+    cannot both succeed. Raises :class:`WorkflowNotFound`.
+    """
+    row = await session.execute(
+        select(Workflow)
+        .where(Workflow.id == workflow_id)
+        .with_for_update()
+        .execution_options(populate_existing=True)
+    )
+    wf = row.scalar_one_or_none()
+    if wf is None:
+        raise WorkflowNotFound(f"workflow {workflow_id} not found")
+    if base_revision is not None and base_revision != wf.draft_revision:
+        saved_by = await session.get(User, wf.draft_saved_by) if wf.draft_saved_by else None
+        raise DraftConflict(
+            wf.draft_revision,
+            (saved_by.display_name or saved_by.email) if saved_by else None,
+            wf.draft_saved_at,
+        )
+    before = wf.draft
     wf.draft = msgspec.to_builtins(diagram)
+    wf.draft_revision += 1
+    wf.draft_saved_by = user_id
+    wf.draft_saved_at = datetime.now(UTC)
     await session.flush()
+    await workflow_audit.draft_saved(session, workflow_id, before, wf.draft)
     _, diagnostics = compile_for(diagram, catalog)
-    return diagnostics
+    return DraftSaved(wf.draft_revision, diagnostics)
 
 
 async def publish(
@@ -205,6 +305,7 @@ async def publish(
     ).scalar_one_or_none()
     if wf is None:
         raise WorkflowNotFound(f"workflow {workflow_id} not found")
+    previous = wf.active_version
     diagram = msgspec.convert(wf.draft, Diagram)
     graph, diagnostics = compile_for(diagram, catalog)
     errors = [d for d in diagnostics if d.severity == "error"]
@@ -222,6 +323,7 @@ async def publish(
         wf.active_version = existing.number
         await session.flush()
         await _sync_triggers(session, wf.id, existing)
+        await workflow_audit.published(session, wf, existing, False, previous)
         return PublishResult(existing, False)
     latest = (
         await session.execute(
@@ -242,6 +344,7 @@ async def publish(
     wf.active_version = version.number
     await session.flush()
     await _sync_triggers(session, wf.id, version)
+    await workflow_audit.published(session, wf, version, True, previous)
     return PublishResult(version, True)
 
 

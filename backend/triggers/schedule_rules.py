@@ -12,8 +12,11 @@ The daylight-saving rule (documented in docs/schedules.md):
 - A local time that does not exist (clocks jump forward, e.g. 02:30 on a spring-forward
   night in America/Toronto) fires **once at the first valid instant after the gap** (03:00
   local); several nonexistent times in one gap collapse into that one fire.
-- A local time that occurs twice (clocks fall back) fires **once, at its first
-  occurrence** (the earlier UTC instant).
+- A local time that occurs twice (clocks fall back): a *fixed-time* job fires **once, at
+  its first occurrence** (the earlier UTC instant); a *wildcard* job (seconds, minute or
+  hour field starting with ``*``) fires at **every real instant** whose local time matches,
+  so it keeps its real spacing through the repeated hour. This is Vixie/ISC cron's rule;
+  sources and details in :mod:`backend.triggers.cron_dst`.
 - Fixed intervals count elapsed time (every N seconds from the schedule's anchor), so they
   are unaffected by DST.
 """
@@ -25,6 +28,8 @@ from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import croniter
+
+from backend.triggers.cron_dst import is_wildcard, next_wildcard_fire
 
 _MAX_CRON_STEPS = 100_000
 #: Most instants one scheduling pass enumerates for a schedule before jumping ahead.
@@ -144,6 +149,8 @@ def next_fire(spec: ScheduleSpec, after: datetime, anchor: datetime) -> datetime
         assert spec.at is not None
         at = local_to_utc(spec.at, spec.tz)
         return at if at > after else None
+    if is_wildcard(spec.cron, seconds_first=spec.seconds_first):
+        return next_wildcard_fire(spec.cron, spec.seconds_first, spec.tz, after)
     local_after = after.astimezone(spec.tz).replace(tzinfo=None, microsecond=0)
     it = croniter(spec.cron, local_after, second_at_beginning=spec.seconds_first)
     for _ in range(_MAX_CRON_STEPS):

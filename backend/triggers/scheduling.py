@@ -65,7 +65,7 @@ async def start_fire(
         idempotency_key=f"schedule:{fire.schedule_id}:{fire.fire_at.isoformat()}",
     )
     async with sessionmaker() as session, session.begin():
-        await schedules.record_started(session, fire.fire_id, started.run_id, fired_at)
+        await schedules.record_started(session, fire, started.run_id, fired_at)
     return True
 
 

@@ -6,8 +6,13 @@ The run input of a webhook trigger is::
      "path": "/hooks/<token>/<suffix>",
      "query": {"a": "1", "tag": ["x", "y"]},                   # repeated keys become lists
      "headers": {"content-type": "application/json", ...},    # names lower-cased
+     "auth": {"kind": "hmac", "verified": true, "scheme": "github"},
      "body": <parsed body, see below>,
      "files": [{"field", "filename", "content_type", "size", "sha256", "ref"}, ...]}
+
+:func:`build_run_input` is the one place a run input is made from a request: secret
+headers (the webhook's own authentication, cookies, signatures; the rule is in
+:mod:`backend.triggers.redaction`) have the value ``"[redacted]"`` before anything stores it.
 
 Bodies, by media type (the ``charset`` parameter is honoured for text; an unknown charset
 falls back to UTF-8; undecodable bytes become U+FFFD, never an error):
@@ -31,12 +36,14 @@ import base64
 import codecs
 import hashlib
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl
 
 import multipart
+
+from backend.triggers.redaction import auth_summary, redact_headers, secret_header_names
 
 MULTIPART_CHUNK = 64 * 1024
 
@@ -78,6 +85,34 @@ def parse_query(items: Iterable[tuple[str, str]]) -> dict[str, Any]:
         else:
             out[key] = value
     return out
+
+
+def build_run_input(
+    *,
+    method: str,
+    path: str,
+    query: Iterable[tuple[str, str]],
+    headers: Mapping[str, str],
+    body: Any,
+    config: Mapping[str, Any],
+    redact: Iterable[str] = (),
+) -> dict[str, Any]:
+    """The run input of an authenticated webhook request (shape in the module docstring).
+
+    ``headers`` have lower-case names; ``config`` is the trigger's config; ``redact`` the
+    extra header names of the ``RAILYARD_REDACT_HEADERS`` setting. Secret headers are
+    redacted here (:func:`backend.triggers.redaction.secret_header_names`); ``files`` starts
+    empty (the caller stores uploaded files and fills it).
+    """
+    return {
+        "method": method,
+        "path": path,
+        "query": parse_query(query),
+        "headers": redact_headers(headers, secret_header_names(config, redact)),
+        "auth": auth_summary(config),
+        "body": body,
+        "files": [],
+    }
 
 
 def _charset(content_type: str) -> str:
@@ -122,6 +157,8 @@ def parse_json_text(text: str) -> Any:
             f"malformed JSON body: {exc.msg} at line {exc.lineno}, column {exc.colno} "
             f"(character {exc.pos})"
         ) from exc
+    except ValueError as exc:  # an integer longer than Python's 4,300-digit conversion limit
+        raise BodyError(f"JSON body not accepted: {exc}") from exc
 
 
 def parse_request_body(content_type: str, raw: bytes) -> ParsedBody:

@@ -7,7 +7,7 @@ import logging
 from arq.connections import ArqRedis
 from redis.exceptions import RedisError
 
-from backend.services.channels import run_channel
+from backend.services.channels import CANCEL_CHANNEL, run_channel
 from backend.workers.wake import WAKE_CHANNEL
 
 log = logging.getLogger(__name__)
@@ -25,27 +25,43 @@ class ArqDispatcher:
 
     def __init__(self, pool: ArqRedis) -> None:
         self.pool = pool
+        self._failing = False
 
     async def dispatch_step(self, run_id: str, step_id: str, *, delay: float | None = None) -> None:
         try:
             await self._enqueue("execute_step", run_id, step_id, delay=delay)
         except (RedisError, OSError) as exc:
-            log.warning("could not enqueue step %s/%s: %s (the sweeper will)", run_id, step_id, exc)
+            self._failed(f"step {run_id}/{step_id}", exc)
 
     async def dispatch_advance(self, run_id: str) -> None:
         try:
             await self._enqueue("advance_run", run_id)
         except (RedisError, OSError) as exc:
-            log.warning("could not enqueue advance of %s: %s (the sweeper will)", run_id, exc)
+            self._failed(f"advance of {run_id}", exc)
+
+    def _failed(self, what: str, exc: BaseException) -> None:
+        """Log a failed enqueue: a warning for the first of an outage, debug for the rest."""
+        level = logging.DEBUG if self._failing else logging.WARNING
+        self._failing = True
+        log.log(level, "could not enqueue %s: %s (the sweeper will)", what, exc)
 
     async def _enqueue(self, function: str, *args: str, delay: float | None = None) -> None:
         """Enqueue an arq job (after ``delay`` seconds) and wake the idle workers."""
         defer = delay if delay and delay > 0 else None
         await self.pool.enqueue_job(function, *args, _defer_by=defer)
         await self.pool.publish(WAKE_CHANNEL, b"")
+        if self._failing:
+            self._failing = False
+            log.warning("enqueueing works again")
 
     async def notify(self, run_id: str) -> None:
         try:
             await self.pool.publish(run_channel(run_id), "changed")
         except (RedisError, OSError) as exc:
             log.debug("could not publish change of %s: %s", run_id, exc)
+
+    async def announce_cancel(self, run_id: str) -> None:
+        try:
+            await self.pool.publish(CANCEL_CHANNEL, run_id)
+        except (RedisError, OSError) as exc:
+            log.warning("could not announce the end of run %s: %s (leases will)", run_id, exc)

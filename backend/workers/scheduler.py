@@ -1,7 +1,9 @@
 """The scheduler process: durable timers, recovery and schedule firing, one leader at a time.
 
 Leadership is a PostgreSQL session-level advisory lock held on a dedicated connection:
-the first ``railyard scheduler`` to take it sweeps and fires schedules
+the first ``railyard scheduler`` to take it sweeps, times out runs at their deadline
+(:func:`~backend.workers.run_control.enforce_deadlines`), fires schedules and applies the
+audit log's retention (hourly)
 (:mod:`backend.triggers.scheduling`); others stand by and retry every
 ``sweep_interval`` seconds, so a standby takes over within one interval of the leader's
 connection closing (process exit or crash).
@@ -16,33 +18,65 @@ import logging
 from sqlalchemy import text
 
 from backend.runtime import Runtime
+from backend.services import audit_log
+from backend.services.availability import database_unavailable
 from backend.services.recovery import sweep
 from backend.triggers.scheduling import run_schedules
+from backend.workers.health import Backoff, ServiceHealth
+from backend.workers.run_control import enforce_deadlines
 
 log = logging.getLogger(__name__)
 
 # Any constant unique to Railyard: the ASCII bytes of "RYSCHED" as an integer.
 SCHEDULER_LOCK_KEY = 0x52595343484544
+RETENTION_EVERY = 3600.0
+"""Seconds between two audit retention passes of the leader (the first runs at once)."""
 
 
-async def run_scheduler(runtime: Runtime, stop: asyncio.Event) -> None:
+async def apply_audit_retention(runtime: Runtime) -> int:
+    """Delete audit rows older than ``RAILYARD_AUDIT_RETENTION_DAYS`` (0: keep all) in one
+    transaction; returns how many went (see :func:`backend.services.audit_log.purge_expired`)."""
+    async with runtime.sessionmaker() as session, session.begin():
+        deleted = await audit_log.purge_expired(session, runtime.settings.audit_retention_days)
+    if deleted:
+        log.info(
+            "audit retention: %d rows older than %d days deleted",
+            deleted,
+            runtime.settings.audit_retention_days,
+        )
+    return deleted
+
+
+async def run_scheduler(
+    runtime: Runtime, stop: asyncio.Event, health: ServiceHealth | None = None
+) -> None:
     """Sweep and fire schedules while leader until ``stop`` is set.
 
-    A lost database (PostgreSQL restarted or unreachable) ends leadership (the advisory
-    lock went with the connection): schedule firing stops, the error is logged and the
-    scheduler tries to take the lock again every ``sweep_interval`` seconds, so it survives
-    an outage.
+    A lost database (PostgreSQL restarted or unreachable, for any length of time) ends
+    leadership (the advisory lock went with the connection): schedule firing stops, one
+    warning is logged in ``health`` and the scheduler tries to take the lock again with
+    backoff (0.1 s doubling up to ``sweep_interval``), so it survives the outage and
+    resumes within one backoff step of the database's return. A Redis outage only delays
+    dispatching: the dispatcher logs it and the next sweep dispatches again.
     """
     interval = runtime.settings.sweep_interval
+    health = health or ServiceHealth("scheduler")
+    backoff = Backoff(cap=max(interval, 0.5))
     while not stop.is_set():
         try:
-            await _lead(runtime, stop, interval)
+            await _lead(runtime, stop, interval, health)
+            backoff.reset()
         except Exception as exc:  # connection lost: retry, never exit
-            log.warning("scheduler lost the database (%s: %s); retrying", type(exc).__name__, exc)
-            await _wait(stop, interval)
+            if database_unavailable(exc):
+                health.down("database", exc)
+            else:
+                log.exception("scheduler pass failed; retrying")
+            await _wait(stop, backoff.next())
 
 
-async def _lead(runtime: Runtime, stop: asyncio.Event, interval: float) -> None:
+async def _lead(
+    runtime: Runtime, stop: asyncio.Event, interval: float, health: ServiceHealth
+) -> None:
     """Take the leader lock (or stand by one interval) and sweep while the lock's
     connection answers; raises when that connection is lost."""
     async with runtime.engine.connect() as conn:
@@ -50,6 +84,7 @@ async def _lead(runtime: Runtime, stop: asyncio.Event, interval: float) -> None:
             await conn.execute(text("select pg_try_advisory_lock(:k)"), {"k": SCHEDULER_LOCK_KEY})
         ).scalar_one()
         await conn.commit()
+        health.up("database")
         if not got:
             log.info("scheduler standing by: another scheduler is leader")
             await _wait(stop, interval)
@@ -64,20 +99,33 @@ async def _lead(runtime: Runtime, stop: asyncio.Event, interval: float) -> None:
                 tick=runtime.settings.schedule_tick,
             )
         )
+        deadlines = asyncio.create_task(enforce_deadlines(runtime.execution))
+        loop = asyncio.get_running_loop()
+        retention_due = loop.time()
         try:
             while not stop.is_set():
                 try:
                     counts = await sweep(runtime.execution.recovery, grace_seconds=interval)
                     if any(counts.values()):
                         log.info("sweep: %s", counts)
-                except Exception:  # a failed pass must not end leadership
-                    log.exception("sweep failed")
+                except Exception as exc:  # a failed pass must not end leadership
+                    if database_unavailable(exc):
+                        health.down("database", exc)
+                    else:
+                        log.exception("sweep failed")
+                if loop.time() >= retention_due:
+                    retention_due = loop.time() + RETENTION_EVERY
+                    try:
+                        await apply_audit_retention(runtime)
+                    except Exception:
+                        log.exception("audit retention failed")
                 await _wait(stop, interval)
                 await conn.execute(text("select 1"))  # still leader: the lock's session lives
                 await conn.commit()
         finally:
             firing.cancel()
-            await asyncio.gather(firing, return_exceptions=True)
+            deadlines.cancel()
+            await asyncio.gather(firing, deadlines, return_exceptions=True)
             with contextlib.suppress(Exception):  # a dead connection released it already
                 await conn.execute(text("select pg_advisory_unlock(:k)"), {"k": SCHEDULER_LOCK_KEY})
                 await conn.commit()

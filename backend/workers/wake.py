@@ -19,11 +19,13 @@ import asyncio
 import logging
 from typing import Any
 
-from arq.connections import create_pool
 from arq.utils import timestamp_ms
 from arq.worker import Worker
 from redis.asyncio.client import PubSub
 from redis.exceptions import RedisError
+
+from backend.workers.health import Backoff, ServiceHealth
+from backend.workers.redis_client import redis_client
 
 log = logging.getLogger(__name__)
 
@@ -48,42 +50,88 @@ class WakeableWorker(Worker):
     picks up waiting work promptly.
 
     ``main`` mirrors arq 0.28's ``Worker.main`` (pool, startup hook, poll loop, burst
-    exit) with the fixed-interval sleep replaced by :meth:`_wait_for_work`.
+    exit) with the fixed-interval sleep replaced by :meth:`_wait_for_work`, and survives
+    Redis outages instead of exiting (arq's loop lets the first connection error out).
+    The Redis client is made without connecting (:func:`redis_client`), so a worker
+    starts while Redis is down and connects when it comes up. ``health`` records what the
+    worker last saw of Redis (and, from the jobs, of PostgreSQL).
     """
 
-    def __init__(self, *args: Any, idle_poll: float = DEFAULT_IDLE_POLL_SECONDS, **kwargs: Any):
+    def __init__(
+        self,
+        *args: Any,
+        redis_url: str,
+        idle_poll: float = DEFAULT_IDLE_POLL_SECONDS,
+        health: ServiceHealth | None = None,
+        **kwargs: Any,
+    ):
         super().__init__(*args, **kwargs)
+        self.redis_url = redis_url
         self.idle_poll_s = idle_poll
+        self.health = health or ServiceHealth("worker")
         self._wake: PubSub | None = None
 
     async def main(self) -> None:
+        """Poll loop that rides out Redis outages of any length.
+
+        A Redis connection error anywhere in one iteration marks Redis down in
+        :attr:`health` (one log line), frees the job slots the failed iteration may have
+        taken, and retries after a :class:`~backend.workers.health.Backoff` delay (0.1 s
+        doubling to 5 s, jittered) until Redis answers again; running jobs carry on.
+        Jobs lost with Redis are re-dispatched by the sweeper from PostgreSQL.
+        """
         if self._pool is None:
-            self._pool = await create_pool(
-                self.redis_settings,
-                job_deserializer=self.job_deserializer,
-                job_serializer=self.job_serializer,
-                default_queue_name=self.queue_name,
-                expires_extra_ms=self.expires_extra_ms,
-            )
+            self._pool = redis_client(self.redis_url)
         self.ctx["redis"] = self.pool
+        self.ctx["health"] = self.health
         if self.on_startup:
             await self.on_startup(self.ctx)
+        backoff = Backoff()
         try:
             while True:
-                # subscribe before looking at the queue: a job enqueued after the look
-                # then always leaves a message behind for the wait below
-                await self._subscribe()
-                await self._poll_iteration()
-                if self.burst:
-                    if 0 <= self.max_burst_jobs <= self._jobs_started():
-                        await asyncio.gather(*self.tasks.values())
+                try:
+                    # subscribe before looking at the queue: a job enqueued after the look
+                    # then always leaves a message behind for the wait below
+                    await self._subscribe()
+                    await self._poll_iteration()
+                    if self.burst and await self._burst_done():
                         return
-                    if await self.pool.zcard(self.queue_name) == 0:
-                        await asyncio.gather(*self.tasks.values())
-                        return
+                except (RedisError, OSError) as exc:  # any Redis trouble: back off, retry
+                    self.health.down("redis", exc)
+                    await self._unsubscribe()
+                    await self._reclaim_slots()
+                    await asyncio.sleep(backoff.next())
+                    continue
+                self.health.up("redis")
+                backoff.reset()
                 await self._wait_for_work()
         finally:
             await self._unsubscribe()
+
+    async def _burst_done(self) -> bool:
+        """Burst mode: True (after the running jobs end) when there is nothing left to do."""
+        if 0 <= self.max_burst_jobs <= self._jobs_started() or (
+            await self.pool.zcard(self.queue_name) == 0
+        ):
+            await asyncio.gather(*self.tasks.values())
+            return True
+        return False
+
+    async def _reclaim_slots(self) -> None:
+        """Recount free job slots from the jobs actually running.
+
+        arq's ``start_jobs`` takes a slot (semaphore and counter) before its Redis
+        round trips and does not give it back when one of them fails; after a few outages
+        a worker would have no slots left. Each running job's done-callback releases its
+        slot on the new semaphore, so the counts stay exact.
+        """
+        await asyncio.sleep(0)  # let done-callbacks already scheduled release their slots
+        running = sum(not t.done() for t in self.tasks.values())
+        sem = asyncio.BoundedSemaphore(self.max_jobs)
+        for _ in range(min(running, self.max_jobs)):
+            await sem.acquire()  # never waits: the semaphore starts with every slot free
+        self.sem = sem
+        self.job_counter = running
 
     async def _subscribe(self) -> None:
         if self._wake is not None:

@@ -8,9 +8,10 @@ until the dispatcher wakes them (no idle polling, low dispatch latency), results
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import httpx
@@ -20,8 +21,11 @@ from arq.worker import Worker, func
 from redis.exceptions import RedisError
 
 from backend.runtime import Runtime, build_runtime
+from backend.services.availability import database_unavailable
 from backend.services.recovery import sweep
 from backend.settings import Settings
+from backend.workers.health import ServiceHealth
+from backend.workers.run_control import enforce_deadlines, listen_for_cancels
 from backend.workers.wake import DEFAULT_IDLE_POLL_SECONDS, WakeableWorker
 
 log = logging.getLogger(__name__)
@@ -42,7 +46,8 @@ async def execute_step(ctx: dict[str, Any], run_id: str, step_id: str) -> None:
     """
     runtime: Runtime = ctx["runtime"]
     await _leave_queue(ctx)
-    await runtime.execution.execute_step(uuid.UUID(run_id), step_id)
+    async with _database(ctx):
+        await runtime.execution.execute_step(uuid.UUID(run_id), step_id)
 
 
 async def _leave_queue(ctx: dict[str, Any]) -> None:
@@ -55,10 +60,30 @@ async def _leave_queue(ctx: dict[str, Any]) -> None:
 async def advance_run(ctx: dict[str, Any], run_id: str) -> None:
     """arq job: advance (or start) a run."""
     runtime: Runtime = ctx["runtime"]
-    await runtime.execution.advance_run(uuid.UUID(run_id))
+    async with _database(ctx):
+        await runtime.execution.advance_run(uuid.UUID(run_id))
 
 
-async def _sweeper(runtime: Runtime) -> None:
+@contextlib.asynccontextmanager
+async def _database(ctx: dict[str, Any]) -> AsyncIterator[None]:
+    """Record in the worker's health what a job saw of PostgreSQL.
+
+    A job that fails because PostgreSQL is unreachable ends quietly (one warning per
+    outage, no traceback per job): its step stays ready, or its attempt's lease runs out,
+    in PostgreSQL, and the sweeper dispatches it again once the database is back.
+    """
+    health: ServiceHealth = ctx["health"]
+    try:
+        yield
+    except Exception as exc:
+        if not database_unavailable(exc):
+            raise
+        health.down("database", exc)
+        return
+    health.up("database")
+
+
+async def _sweeper(runtime: Runtime, health: ServiceHealth) -> None:
     while True:
         try:
             counts = await sweep(
@@ -66,8 +91,12 @@ async def _sweeper(runtime: Runtime) -> None:
             )
             if any(counts.values()):
                 log.info("sweeper: %s", counts)
-        except Exception:  # keep sweeping whatever one pass hit
-            log.exception("sweeper pass failed")
+            health.up("database")
+        except Exception as exc:  # keep sweeping whatever one pass hit
+            if database_unavailable(exc):
+                health.down("database", exc)
+            else:
+                log.exception("sweeper pass failed")
         await asyncio.sleep(runtime.settings.sweep_interval)
 
 
@@ -88,11 +117,12 @@ def make_worker(
     max_jobs: int = 20,
     sweep: bool = True,
     idle_poll: float = DEFAULT_IDLE_POLL_SECONDS,
-) -> Worker:
+) -> WakeableWorker:
     """An arq :class:`Worker` for ``settings``; ``burst`` exits when the queue is empty.
 
     ``idle_poll`` is the longest sleep, in seconds, of an idle worker that no wake-up
-    reaches (see :class:`~backend.workers.wake.WakeableWorker`).
+    reaches (see :class:`~backend.workers.wake.WakeableWorker`). The worker rides out
+    Redis and PostgreSQL outages; ``worker.health`` tells what it last saw of each.
     """
 
     async def startup(ctx: dict[str, Any]) -> None:
@@ -100,12 +130,14 @@ def make_worker(
         # httpx imports its transport stack on the first client (about 0.5 s on a 2-core
         # machine): pay that here, not in the first step this worker runs
         await httpx.AsyncHTTPTransport().aclose()
+        runtime = ctx["runtime"]
+        tasks = [listen_for_cancels(runtime.redis, runtime.execution.cancel_watch)]
         if sweep and not burst:
-            ctx["sweeper"] = asyncio.create_task(_sweeper(ctx["runtime"]))
+            tasks += [_sweeper(runtime, ctx["health"]), enforce_deadlines(runtime.execution)]
+        ctx["background"] = [asyncio.create_task(t) for t in tasks]
 
     async def shutdown(ctx: dict[str, Any]) -> None:
-        task = ctx.get("sweeper")
-        if task is not None:
+        for task in ctx.get("background", ()):
             task.cancel()
         if "runtime" in ctx:
             await ctx["runtime"].close()
@@ -113,6 +145,7 @@ def make_worker(
     return WakeableWorker(
         functions=[func(execute_step, max_tries=1), func(advance_run, max_tries=1)],
         redis_settings=RedisSettings.from_dsn(settings.redis_url),
+        redis_url=settings.redis_url,
         on_startup=startup,
         on_shutdown=shutdown,
         burst=burst,
@@ -129,25 +162,31 @@ async def stop_worker(worker: Worker, *, grace_seconds: float = 10.0) -> None:
     """Stop ``worker``: take no new jobs, let running ones finish, then close it.
 
     Jobs still running after ``grace_seconds`` are cancelled; their steps are recovered by
-    the sweeper (lease expiry), so nothing is lost. arq 0.28's ``close()`` gathers the job
-    tasks it has just cancelled without ``return_exceptions``, which raises
-    ``CancelledError`` into the caller; that case is absorbed here and the shutdown
-    completed (``on_shutdown`` closes the runtime, the Redis pool is closed).
+    the sweeper (lease expiry), so nothing is lost. This is arq 0.28's ``close()`` made
+    safe for shutdowns during an outage or with cancelled jobs: arq's gathers the job
+    tasks without ``return_exceptions`` (a cancelled job or one that hit a Redis error
+    aborts the shutdown) and needs Redis to delete its health key. Here job errors are
+    collected, a Redis error is ignored, and ``on_shutdown`` (which closes the runtime)
+    and the closing of the Redis pool always happen.
     """
     if worker.main_task is not None:
         worker.main_task.cancel()
     running = [t for t in worker.tasks.values() if not t.done()]
     if running:
         await asyncio.wait(running, timeout=grace_seconds)
-    try:
-        await worker.close()
-    except asyncio.CancelledError:
-        current = asyncio.current_task()
-        if current is not None and current.cancelling():
-            raise
+    left = [t for t in worker.tasks.values() if not t.done()]
+    for task in left:
+        task.cancel()
+    if left:
         log.warning("jobs cancelled at shutdown; the sweeper will re-dispatch their steps")
-        if worker.on_shutdown is not None:
-            await worker.on_shutdown(worker.ctx)
-        if worker._pool is not None:
-            await worker._pool.aclose()
-            worker._pool = None
+    await asyncio.gather(*worker.tasks.values(), return_exceptions=True)
+    if worker.main_task is not None:
+        await asyncio.gather(worker.main_task, return_exceptions=True)
+    if worker._pool is None:
+        return
+    if worker.on_shutdown is not None:
+        await worker.on_shutdown(worker.ctx)
+    with contextlib.suppress(RedisError, OSError):
+        await worker._pool.delete(worker.health_check_key)
+    await worker._pool.aclose()
+    worker._pool = None

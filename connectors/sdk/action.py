@@ -23,7 +23,7 @@ import msgspec
 from .context import ActionContext, _current
 from .credentials import CredentialType, credential_types_of_schema
 from .errors import ConfigError
-from .schema import config_json_schema
+from .schema import config_json_schema, output_json_schema
 
 __all__ = [
     "TRIGGER_SOURCES",
@@ -51,6 +51,10 @@ class ActionDefinition:
         fn: the coroutine function.
         expression_fields: config fields that accept a JSONata expression.
         outputs: output port names.
+        version: the node-type version (an integer >= 1). A published workflow runs the
+            version it was published with, so a change in behaviour, config or output
+            is a new definition with the same ``type`` and ``version + 1``; keep the old
+            one in the connector so published workflows keep their meaning.
     """
 
     type: str
@@ -63,6 +67,7 @@ class ActionDefinition:
     output_type: Any = Any
     expression_fields: tuple[str, ...] = ()
     outputs: tuple[str, ...] = ("out",)
+    version: int = 1
     _schema: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def config_json_schema(self) -> dict[str, Any]:
@@ -70,6 +75,10 @@ class ActionDefinition:
         if not self._schema:
             self._schema.update(config_json_schema(self.config_type))
         return msgspec.json.decode(msgspec.json.encode(self._schema))  # type: ignore[no-any-return]
+
+    def output_json_schema(self) -> dict[str, Any]:
+        """JSON Schema of the output (from ``output_type``; ``{}`` when it is ``Any``)."""
+        return output_json_schema(self.output_type)
 
     def credential_fields(self) -> dict[str, tuple[str, ...]]:
         """``{config field: accepted credential types}`` (fields with ``x-credential-type``).
@@ -145,13 +154,17 @@ def action(
     icon: str = "",
     expression_fields: Sequence[str] = (),
     outputs: Sequence[str] = ("out",),
+    version: int = 1,
 ) -> Callable[[ActionFn], ActionDefinition]:
-    """Decorator declaring ``fn`` as the action ``type``.
+    """Decorator declaring ``fn`` as version ``version`` of the action ``type``.
 
     ``config`` is the ``msgspec.Struct`` class of the node config; ``expression_fields``
     must name fields of it. The decorated name is bound to the :class:`ActionDefinition`
-    (call ``definition.fn`` to reach the function itself).
+    (call ``definition.fn`` to reach the function itself). Raises ``ValueError`` for a
+    version below 1.
     """
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise ValueError(f"action {type!r}: version must be an integer >= 1, got {version!r}")
     if not (inspect.isclass(config) and issubclass(config, msgspec.Struct)):
         raise TypeError(f"action {type!r}: config must be a msgspec.Struct subclass")
     fields = set(config.__struct_fields__)
@@ -174,6 +187,7 @@ def action(
             output_type=_output_type(fn),
             expression_fields=tuple(expression_fields),
             outputs=tuple(outputs),
+            version=version,
         )
 
     return decorate
@@ -256,9 +270,10 @@ def trigger(
 class Connector:
     """A plugin: a named, versioned group of node types and credential types.
 
-    ``name`` is the prefix of its node types; action and trigger types must be unique,
-    and so must credential type names. ``icon`` names the palette icon of the group;
-    ``docs_url`` links its documentation on the catalog page.
+    ``name`` is the prefix of its node types; action and trigger types must be unique
+    (an action type may appear once per version), and so must credential type names.
+    ``icon`` names the palette icon of the group; ``docs_url`` links its documentation on
+    the catalog page.
     """
 
     name: str
@@ -272,19 +287,25 @@ class Connector:
     docs_url: str = ""
 
     def __post_init__(self) -> None:
-        seen: set[str] = set()
-        types = [a.type for a in self.actions] + [t.type for t in self.triggers]
-        for node_type in types:
-            if node_type in seen:
-                raise ValueError(f"connector {self.name!r}: duplicate node type {node_type}")
-            seen.add(node_type)
+        seen: set[tuple[str, int]] = set()
+        keys = [(a.type, a.version) for a in self.actions] + [(t.type, 1) for t in self.triggers]
+        for key in keys:
+            if key in seen:
+                raise ValueError(f"connector {self.name!r}: duplicate node type {key[0]}")
+            seen.add(key)
+        triggers = {t.type for t in self.triggers}
+        clash = triggers & {a.type for a in self.actions}
+        if clash:
+            raise ValueError(f"connector {self.name!r}: duplicate node type {min(clash)}")
         names = [c.name for c in self.credential_types]
         if len(names) != len(set(names)):
             raise ValueError(f"connector {self.name!r}: duplicate credential type")
 
-    def get(self, node_type: str) -> ActionDefinition | None:
-        """The action named ``node_type`` or ``None``."""
-        for definition in self.actions:
-            if definition.type == node_type:
-                return definition
-        return None
+    def get(self, node_type: str, version: int | None = None) -> ActionDefinition | None:
+        """The action named ``node_type`` at ``version`` (``None``: the latest) or ``None``."""
+        found = [
+            d
+            for d in self.actions
+            if d.type == node_type and (version is None or d.version == version)
+        ]
+        return max(found, key=lambda d: d.version) if found else None

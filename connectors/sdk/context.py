@@ -23,11 +23,12 @@ import asyncio
 import contextvars
 import inspect
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
+import msgspec
 
 from .errors import ConfigError
 from .ssrf import SsrfPolicy, make_http_client
@@ -50,9 +51,10 @@ HeartbeatCallback = Callable[[Any], Awaitable[None] | None]
 """Called with the heartbeat details; may be a plain function or a coroutine function."""
 
 
-@dataclass(frozen=True)
-class ActionInfo:
-    """Who is running: identifiers of the current attempt.
+class ActionInfo(msgspec.Struct, frozen=True):
+    """Who is running: identifiers of the current attempt (built once by the worker that
+    claims the attempt, and the same object everywhere: the connector's context, the
+    credential audit, logs).
 
     Attributes:
         run_id: id of the run.
@@ -63,6 +65,7 @@ class ActionInfo:
             and activation); send it to remote APIs that deduplicate.
         node_type: the step's node type, e.g. ``"http.request"``.
         workflow_version: the version number the run pins (0 when unknown).
+        node_version: the version of ``node_type`` the step runs (pinned at publish).
     """
 
     run_id: str
@@ -72,6 +75,7 @@ class ActionInfo:
     idempotency_key: str
     node_type: str
     workflow_version: int = 0
+    node_version: int = 1
 
 
 CredentialResolver = Callable[[str, tuple[str, ...]], Awaitable[dict[str, Any]]]
@@ -115,7 +119,7 @@ class ActionContext:
     http_client: httpx.AsyncClient | Callable[[], httpx.AsyncClient] | None = None
     logger: logging.Logger | logging.LoggerAdapter[logging.Logger] | None = None
     ssrf: SsrfPolicy = field(default_factory=SsrfPolicy)
-    settings: dict[str, Any] = field(default_factory=dict)
+    settings: Mapping[str, Any] = field(default_factory=dict)
     credential_resolver: CredentialResolver | None = None
     _credentials: dict[str, dict[str, Any]] = field(default_factory=dict, init=False, repr=False)
     _client: httpx.AsyncClient | None = field(default=None, init=False, repr=False)

@@ -15,7 +15,7 @@ from typing import Any
 
 import msgspec
 
-__all__ = ["config_json_schema", "inline_refs"]
+__all__ = ["config_json_schema", "inline_refs", "output_json_schema"]
 
 
 def inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
@@ -68,4 +68,18 @@ def config_json_schema(config_type: type[Any]) -> dict[str, Any]:
     schema.setdefault("type", "object")
     schema.setdefault("properties", {})
     schema.setdefault("required", [])
+    return schema
+
+
+def output_json_schema(output_type: Any) -> dict[str, Any]:
+    """JSON Schema of an action's output (the return annotation of its function), with
+    references inlined; ``{}`` (anything) for ``Any``, a missing annotation, or a type
+    msgspec cannot describe."""
+    if output_type is Any or output_type is None:
+        return {}
+    try:
+        schema = inline_refs(msgspec.json.schema(output_type))
+    except (TypeError, ValueError):
+        return {}
+    _add_enum_types(schema)
     return schema

@@ -9,6 +9,14 @@ Implements RFC 6749 authorization code (with PKCE, RFC 7636) and refresh token g
   that expire after ``expires_in`` seconds, with refresh tokens (rotated on refresh);
 - ``GET /me`` with ``Authorization: Bearer <access token>``: ``{"user": ...}`` or 401.
 
+It is also an OpenID Connect provider (authlib's ``OpenIDCode`` extension): when the scope
+has ``openid`` the token response carries an RS256 ``id_token`` (``iss`` = the base URL,
+``aud`` = the client id, the authorization request's ``nonce``, and ``Provider.claims``),
+``GET /.well-known/openid-configuration`` is the discovery document and ``GET /jwks`` the
+public key set. For refusal tests, ``Provider.id_token_changes`` overrides claims of the
+next id_tokens after authlib built them (``{"aud": "other"}``, ``{"exp": 0}``, ...), and
+``Provider.sign_with_unknown_key`` signs them with a key that is not in the JWKS.
+
 Listens on 127.0.0.1 (free port) in a thread; ``AUTHLIB_INSECURE_TRANSPORT`` is set
 because the tests speak plain HTTP to it.
 """
@@ -32,6 +40,9 @@ from authlib.oauth2.rfc6749.grants import AuthorizationCodeGrant, RefreshTokenGr
 from authlib.oauth2.rfc6749.requests import BasicOAuth2Payload
 from authlib.oauth2.rfc6750 import BearerTokenGenerator
 from authlib.oauth2.rfc7636 import CodeChallenge
+from authlib.oidc.core.grants import OpenIDCode
+from joserfc import jwt
+from joserfc.jwk import KeySet, RSAKey
 
 os.environ.setdefault("AUTHLIB_INSECURE_TRANSPORT", "1")
 
@@ -79,12 +90,26 @@ class Code:
     scope: str
     code_challenge: str | None
     code_challenge_method: str | None
+    nonce: str | None = None
+    auth_time: int = 0
 
     def get_redirect_uri(self) -> str:
         return self.redirect_uri
 
     def get_scope(self) -> str:
         return self.scope
+
+    def get_nonce(self) -> str | None:
+        return self.nonce
+
+    def get_auth_time(self) -> int:
+        return self.auth_time
+
+    def get_acr(self) -> None:
+        return None
+
+    def get_amr(self) -> None:
+        return None
 
 
 @dataclass
@@ -113,6 +138,23 @@ class Provider:
     tokens: list[Token] = field(default_factory=list)
     token_requests: list[str] = field(default_factory=list)
     user: str = "ada"
+    issuer: str = ""
+    claims: dict[str, Any] = field(
+        default_factory=lambda: {
+            "sub": "ada-0001",
+            "email": "ada@example.com",
+            "email_verified": True,
+            "name": "Ada Lovelace",
+        }
+    )
+    id_token_changes: dict[str, Any] = field(default_factory=dict)
+    sign_with_unknown_key: bool = False
+    key: RSAKey = field(
+        default_factory=lambda: RSAKey.generate_key(
+            2048, parameters={"kid": "fake-1", "use": "sig", "alg": "RS256"}, private=True
+        )
+    )
+    jwks_requests: int = 0
 
 
 class _Request(OAuth2Request):
@@ -141,7 +183,7 @@ class _Request(OAuth2Request):
 
 class _Server(AuthorizationServer):  # type: ignore[misc]
     def __init__(self, provider: Provider) -> None:
-        super().__init__(scopes_supported=["read", "write"])
+        super().__init__(scopes_supported=["read", "write", "openid", "email", "profile", "groups"])
         self.provider = provider
 
     def query_client(self, client_id: str) -> Client | None:
@@ -186,6 +228,8 @@ def _build(provider: Provider) -> _Server:
                 scope=request.payload.scope or "",
                 code_challenge=data.get("code_challenge"),
                 code_challenge_method=data.get("code_challenge_method"),
+                nonce=data.get("nonce"),
+                auth_time=int(time.time()),
             )
 
         def query_authorization_code(self, code: str, client: Client) -> Code | None:
@@ -214,7 +258,37 @@ def _build(provider: Provider) -> _Server:
         def revoke_old_credential(self, credential: Token) -> None:
             credential.revoked = True
 
-    server.register_grant(CodeGrant, [CodeChallenge(required=True)])
+    class OpenID(OpenIDCode):  # type: ignore[misc]
+        def resolve_client_private_key(self, client: Client) -> RSAKey:
+            return provider.key
+
+        def get_client_algorithm(self, client: Client) -> str:
+            return "RS256"
+
+        def get_encode_header(self, client: Client) -> dict[str, str]:
+            return {"alg": "RS256", "kid": provider.key.kid or ""}
+
+        def get_client_claims(self, client: Client) -> dict[str, Any]:
+            return {"iss": provider.issuer, "aud": [client.client_id]}
+
+        def exists_nonce(self, nonce: str, request: Any) -> bool:
+            return any(c.nonce == nonce for c in provider.codes.values())
+
+        def generate_user_info(self, user: str, scope: str) -> dict[str, Any]:
+            return dict(provider.claims)
+
+        def encode_id_token(self, token: dict[str, Any], request: Any) -> str:
+            encoded: str = super().encode_id_token(token, request)
+            if not provider.id_token_changes and not provider.sign_with_unknown_key:
+                return encoded
+            claims = jwt.decode(encoded, provider.key).claims
+            claims.update(provider.id_token_changes)
+            key = provider.key
+            if provider.sign_with_unknown_key:
+                key = RSAKey.generate_key(2048, parameters={"kid": "fake-1"}, private=True)
+            return jwt.encode({"alg": "RS256", "kid": "fake-1"}, claims, key)
+
+    server.register_grant(CodeGrant, [CodeChallenge(required=True), OpenID(require_nonce=True)])
     server.register_grant(Refresh)
     server.register_token_generator(
         "default",
@@ -286,6 +360,12 @@ class OAuth2Provider:
                 path = urlsplit(self.path).path
                 if path == "/authorize":
                     self._authorize(req, user="ada")
+                elif path == "/.well-known/openid-configuration":
+                    self._reply(200, outer.discovery(), [])
+                elif path == "/jwks":
+                    outer.state.jwks_requests += 1
+                    keys = KeySet([outer.state.key]).as_dict(private=False)
+                    self._reply(200, keys, [])
                 elif path == "/me":
                     auth = self.headers.get("Authorization", "")
                     token = next(
@@ -317,12 +397,30 @@ class OAuth2Provider:
         self.server.daemon_threads = True
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
+        self.state.issuer = self.url
+
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.server.server_address[1]}"
 
-    def add_client(self, client_id: str, client_secret: str, redirect_uri: str) -> None:
-        self.state.clients[client_id] = Client(client_id, client_secret, [redirect_uri])
+    def discovery(self) -> dict[str, Any]:
+        """The OpenID Connect discovery document."""
+        return {
+            "issuer": self.url,
+            "authorization_endpoint": self.url + "/authorize",
+            "token_endpoint": self.url + "/token",
+            "jwks_uri": self.url + "/jwks",
+            "response_types_supported": ["code"],
+            "subject_types_supported": ["public"],
+            "id_token_signing_alg_values_supported": ["RS256"],
+            "code_challenge_methods_supported": ["S256"],
+            "scopes_supported": ["openid", "email", "profile", "groups"],
+        }
+
+    def add_client(
+        self, client_id: str, client_secret: str, redirect_uri: str, scope: str = "read write"
+    ) -> None:
+        self.state.clients[client_id] = Client(client_id, client_secret, [redirect_uri], scope)
 
     def start(self) -> OAuth2Provider:
         self.thread.start()

@@ -16,6 +16,7 @@ from backend.db.models.credentials import AuditLog, Credential
 from backend.runtime import Runtime
 from backend.services import credentials as svc
 from backend.settings import Settings
+from connectors import sdk
 from tests.diagrams import diagram, edge, node
 from tests.http_sink import HttpSink
 from tests.integration.conftest import wait_for_run
@@ -84,7 +85,8 @@ async def test_secrets_are_write_only_and_audited(
     assert (await client.delete(f"/api/credentials/{cred['id']}")).status_code == 204
     assert (await client.get(f"/api/credentials/{cred['id']}")).status_code == 404
     async with runtime.sessionmaker() as session:
-        actions = (await session.execute(select(AuditLog.action).order_by(AuditLog.id))).scalars()
+        rows = select(AuditLog.action).where(AuditLog.object_type == "credential")
+        actions = (await session.execute(rows.order_by(AuditLog.id))).scalars()
         assert list(actions) == ["credential.create", "credential.update", "credential.delete"]
         details = (await session.execute(text("select details::text from audit_log"))).scalars()
         assert all(SECRET not in d for d in details)
@@ -178,7 +180,8 @@ async def test_rotate_keys_reencrypts_everything(runtime: Runtime) -> None:
         only_new,
         str(rows[0].id),
         ("basic",),
-        info={"run_id": "r", "step_id": "s"},
+        info=sdk.ActionInfo("r", "w", "s", 1, "r:s", "test.action"),
+        publisher_check=False,
     )
     assert resolved["password"].endswith("-secret") and resolved["kind"] == "basic"
     with pytest.raises(crypto.CryptoError):

@@ -15,6 +15,7 @@ from sqlalchemy import text
 
 from backend.db.models import Run
 from backend.db.run_store import load_state, lock_run, step_values
+from backend.engine.outcomes import AttemptSucceeded
 from backend.runtime import Runtime
 from backend.services.execution.steps import completion
 from backend.services.execution.transition import ChangeSet
@@ -127,7 +128,7 @@ async def test_fast_and_locked_completion_compute_the_same_change_set(
     steps = runtime.execution.steps
     claimed = await steps.claim(run_id, "s0")
     assert claimed is not None and claimed.state is not None
-    outcome = {"ok": True, "output": {"n": 1}}
+    outcome = AttemptSucceeded({"n": 1})
     now = runtime.execution.clock.now()
     graph = await runtime.execution.env.store.graph(claimed.version_id)
     worker, lease = runtime.execution.env.worker, runtime.execution.env.lease_seconds

@@ -46,9 +46,9 @@ LEASE_SECONDS = 3
 
 @contextmanager
 def processes(settings: Settings, log_dir: Path) -> Iterator[Any]:
-    """Yields ``start(kind, name=None) -> Popen``: runs ``railyard <kind>`` (worker or
-    scheduler) against ``settings``' servers, output in ``<log_dir>/<name>.log``; every
-    process started is stopped (SIGTERM, then SIGKILL) on exit."""
+    """Yields ``start(kind, name=None, *args) -> Popen``: runs ``railyard <kind> <args>``
+    (worker or scheduler) against ``settings``' servers, output in ``<log_dir>/<name>.log``;
+    every process started is stopped (SIGTERM, then SIGKILL) on exit."""
     env = {
         **os.environ,
         "DATABASE_URL": settings.database_url,
@@ -61,12 +61,16 @@ def processes(settings: Settings, log_dir: Path) -> Iterator[Any]:
     running: dict[str, subprocess.Popen[bytes]] = {}
     logs: list[Any] = []
 
-    def start(kind: str, name: str | None = None) -> subprocess.Popen[bytes]:
+    def start(kind: str, name: str | None = None, *args: str) -> subprocess.Popen[bytes]:
         name = name or kind
         log = (log_dir / f"{name}.log").open("wb")
         logs.append(log)
         proc = subprocess.Popen(
-            [RAILYARD, kind], env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            [RAILYARD, kind, *args],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
         running[name] = proc
         return proc
@@ -171,6 +175,16 @@ def own_settings(database_url: str, redis_url: str) -> Settings:
     )
 
 
+async def own_postgres(directory: Path) -> EmbeddedPostgres:
+    """A started, migrated PostgreSQL of the test's own under ``directory / "pg"``."""
+    data = directory / "pg"
+    shutil.copytree(pg_template(), data, symlinks=True, ignore=shutil.ignore_patterns(".railyard*"))
+    pg = EmbeddedPostgres(data, fast=True)
+    pg.start()
+    await asyncio.to_thread(upgrade, pg.url)
+    return pg
+
+
 async def test_redis_restarted_with_its_data_lost_mid_run(
     migrated_url: str, runtime: Runtime, sink: HttpSink, embedded_tmp_dir: Path
 ) -> None:
@@ -204,14 +218,10 @@ async def test_redis_restarted_with_its_data_lost_mid_run(
 async def test_postgres_stopped_briefly_api_answers_503_and_nothing_is_lost(
     sink: HttpSink, embedded_tmp_dir: Path
 ) -> None:
-    data = embedded_tmp_dir / "pg"
-    shutil.copytree(pg_template(), data, symlinks=True, ignore=shutil.ignore_patterns(".railyard*"))
-    pg = EmbeddedPostgres(data, fast=True)
-    pg.start()
+    pg = await own_postgres(embedded_tmp_dir)
     redis = EmbeddedRedis(embedded_tmp_dir / "redis", persistence_off=True)
     redis.start()
     try:
-        await asyncio.to_thread(upgrade, pg.url)
         settings = own_settings(pg.url, redis.url)
         sink.delay = 1.5
         async with api(settings) as (rt, client):

@@ -15,6 +15,7 @@ from backend import crypto
 from backend.db.models.credentials import AuditLog, Credential
 from backend.runtime import Runtime
 from backend.services import credentials as svc
+from connectors import sdk
 from tests.fakes.oauth2_provider import OAuth2Provider
 from tests.integration.test_credentials import settings  # noqa: F401  (encryption key)
 
@@ -81,9 +82,15 @@ async def test_connect_stores_tokens_encrypted_and_refreshes_before_expiry(
         assert token.access_token.encode() not in row.ciphertext
 
     keyring = crypto.keyring_from_settings(runtime.settings)
-    info = {"run_id": "r1", "step_id": "s1"}
+    info = sdk.ActionInfo("r1", "w1", "s1", 1, "r1:s1", "test.action")
     fresh = await svc.resolve_for_action(
-        runtime.sessionmaker, runtime.catalog, keyring, cred["id"], ("oauth2",), info=info
+        runtime.sessionmaker,
+        runtime.catalog,
+        keyring,
+        cred["id"],
+        ("oauth2",),
+        info=info,
+        publisher_check=False,
     )
     assert fresh["access_token"] == token.access_token
     assert provider.state.token_requests == ["authorization_code"]
@@ -107,18 +114,31 @@ async def test_connect_stores_tokens_encrypted_and_refreshes_before_expiry(
         ("oauth2",),
         info=info,
         refresh_margin=60,
+        publisher_check=False,
     )
     assert provider.state.token_requests == ["authorization_code", "refresh_token"]
     assert refreshed["access_token"] != token.access_token
     assert refreshed["expires_at"] > time.time() + 3000
     again = await svc.resolve_for_action(
-        runtime.sessionmaker, runtime.catalog, keyring, cred["id"], ("oauth2",), info=info
+        runtime.sessionmaker,
+        runtime.catalog,
+        keyring,
+        cred["id"],
+        ("oauth2",),
+        info=info,
+        publisher_check=False,
     )
     assert again["access_token"] == refreshed["access_token"]
     assert provider.state.token_requests == ["authorization_code", "refresh_token"]
     async with runtime.sessionmaker() as session:
         actions = list(
-            (await session.execute(select(AuditLog.action).order_by(AuditLog.id))).scalars()
+            (
+                await session.execute(
+                    select(AuditLog.action)
+                    .where(AuditLog.object_type == "credential")
+                    .order_by(AuditLog.id)
+                )
+            ).scalars()
         )
     assert actions == [
         "credential.create",
@@ -143,7 +163,6 @@ async def test_revoked_refresh_token_needs_reconnect(
         payload = svc._open(keyring, row)
         payload["token"]["expires_at"] = time.time() - 1
         row.ciphertext = svc._seal(keyring, row.id, payload)
-    from connectors import sdk
 
     with pytest.raises(sdk.NonRetryableError) as err:
         await svc.resolve_for_action(
@@ -152,7 +171,8 @@ async def test_revoked_refresh_token_needs_reconnect(
             keyring,
             cred["id"],
             ("oauth2",),
-            info={"run_id": "r"},
+            info=sdk.ActionInfo("r", "w", "s", 1, "r:s", "test.action"),
+            publisher_check=False,
         )
     assert err.value.kind == "credential_refresh_failed"
     assert "invalid_grant" in err.value.message

@@ -3,8 +3,10 @@ reported (catalog API, catalog page, log) and the app still starts."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
+import tomllib
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
@@ -16,12 +18,14 @@ from litestar.testing import AsyncTestClient
 from backend.app import create_app
 from backend.runtime import Runtime
 from backend.services.catalog import load_catalog
-from backend.settings import Settings
+from backend.settings import Settings, load_settings
 from tests.diagrams import diagram, edge, node
-from tests.integration.conftest import wait_for_run
-from tests.integration.test_runs import publish, run_detail, steps_by_id
+from tests.http_sink import HttpSink
+from tests.integration.conftest import running_worker, wait_for_run
+from tests.integration.test_runs import publish, run_detail, sink, steps_by_id
 
 pytestmark = pytest.mark.integration
+__all__ = ["sink"]
 
 EXAMPLE = Path(__file__).parents[2] / "connectors" / "examples" / "railyard-example-plugin"
 
@@ -105,3 +109,74 @@ async def test_broken_plugin_is_reported_and_the_app_still_starts(
         health = await test_client.get("/health/ready")
         assert health.status_code == 200
         assert test_client.app.state.runtime.catalog.errors == [error]
+
+
+async def test_plugin_setting_from_the_environment_reaches_the_running_action(
+    example_plugin: str,
+    settings: Settings,
+    client: httpx.AsyncClient,
+    runtime: Runtime,
+    sink: HttpSink,
+) -> None:
+    """``sdk.setting("example.api_url")`` of an installed plugin reads
+    ``RAILYARD_EXAMPLE_API_URL``: the step calls the local server, not the default URL."""
+    sink.handler = lambda request, _n: (200, {"id": request.path.rsplit("/", 1)[1]})
+    r = await client.post(
+        "/api/credentials",
+        json={"name": "Example", "type": "example.api_key", "data": {"api_key": "test-key"}},
+    )
+    assert r.status_code == 201, r.text
+    d = diagram(
+        [
+            node("hook", "trigger.webhook"),
+            node("get", "example.get_item", credential=r.json()["id"], item_id="=body.id"),
+        ],
+        [edge("hook", "get")],
+    )
+    wf = await publish(client, d)
+    configured = load_settings(
+        environ={"RAILYARD_EXAMPLE_API_URL": sink.url},
+        **{f: getattr(settings, f) for f in settings.__struct_fields__ if f != "extra"},
+    )
+    async with running_worker(configured):
+        run_id = (await client.post(wf["webhook_path"], json={"id": "42"})).json()["run_id"]
+        assert await wait_for_run(runtime, run_id) == "succeeded"
+    assert steps_by_id(await run_detail(client, run_id))["get"]["output"] == {"id": "42"}
+    [call] = sink.requests
+    assert (call.path, call.headers["x-api-key"]) == ("/items/42", "test-key")
+
+
+def test_the_plugin_guide_is_the_example_plugin_and_its_test_runs_as_written(
+    example_plugin: str,
+) -> None:
+    """Every code block of docs/connectors.md's walk-through (sketches eliding code with
+    ``...`` aside) is in the example plugin's files, and the guide's test command passes
+    there."""
+    guide = (Path(__file__).parents[2] / "docs" / "connectors.md").read_text()
+    sources = "\n".join(p.read_text() for p in sorted(EXAMPLE.rglob("*.py")))
+    blocks = [
+        block
+        for block in re.findall(r"```python\n(.*?)```", guide, flags=re.DOTALL)
+        if "..." not in block
+    ]
+    assert len(blocks) >= 4
+    for block in blocks:
+        assert block.strip() in sources, block
+    [toml] = re.findall(r"```toml\n(.*?)```", guide, flags=re.DOTALL)
+    project = tomllib.loads((EXAMPLE / "pyproject.toml").read_text())
+    documented = tomllib.loads(toml)
+    for key, value in documented["project"].items():
+        if key != "entry-points":
+            assert project["project"][key] == value, key
+    assert documented["project"]["entry-points"] == project["project"]["entry-points"]
+    command = re.search(r"`(pytest -o asyncio_mode=auto tests)`", guide)
+    assert command is not None
+    done = subprocess.run(
+        [sys.executable, "-m", *command.group(1).split()],
+        cwd=EXAMPLE,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "1 passed" in done.stdout

@@ -26,6 +26,7 @@ from backend.db.run_store import (
     save_state,
 )
 from backend.engine import orchestrator
+from backend.engine.outcomes import AttemptSucceeded
 from backend.runtime import Runtime
 from backend.services.execution.steps import claim_attempt
 from tests.diagrams import diagram, edge, node
@@ -219,7 +220,7 @@ async def test_execution_discards_a_completion_its_fence_refuses(
     before = await _snapshot(runtime)
 
     follow_on = await runtime.execution.steps.complete(
-        run_id, claimed, {"ok": True, "output": {"late": True}}
+        run_id, claimed, AttemptSucceeded({"late": True})
     )
 
     assert follow_on is None  # s1 not claimed for this worker

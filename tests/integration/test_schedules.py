@@ -4,6 +4,7 @@ schedulers, catch-up after downtime, changes taking effect, publish validation, 
 from __future__ import annotations
 
 import asyncio
+import itertools
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -100,6 +101,46 @@ async def test_schedule_dst_spring_forward(client: httpx.AsyncClient, runtime: R
     assert all(lag is not None and 0 <= lag <= 60_000 for lag in lags)
     await drive(runtime, clock, utc(2023, 3, 12, 16), 60)  # continues afterwards
     assert len(await fired(runtime)) == 7
+
+
+async def test_schedule_dst_fall_back(client: httpx.AsyncClient, runtime: Runtime) -> None:
+    """Shared case schedule-dst-fall-back (Europe/London, 2025-10-26: 01:00-02:00 local
+    happens twice, as BST from 00:00Z and as GMT from 01:00Z). Frequent jobs keep real
+    spacing through the repeated hour; the fixed-time job fires once that night."""
+    clock = FakeClock(utc(2025, 10, 26, 0, 0))
+    london = {"timezone": "Europe/London"}
+    await publish(client, scheduled(cron="*/15 * * * * *", **london))
+    await publish(client, scheduled(mode="interval", interval_seconds=15, **london))
+    await publish(client, scheduled(cron="*/5 * * * *", **london))
+    await publish(client, scheduled(cron="30 1 * * *", **london))
+    await resync(runtime, clock)
+    await drive(runtime, clock, utc(2025, 10, 26, 2, 2), 15)
+    by_kind: dict[str, list[datetime]] = {}
+    async with runtime.engine.connect() as conn:
+        rows = await conn.execute(
+            text(
+                "select coalesce(s.definition->>'cron', 'interval') as kind, f.fire_at"
+                " from schedule_fires f join schedules s on s.id = f.schedule_id"
+                " order by f.fire_at"
+            )
+        )
+        for kind, fire_at in rows:
+            by_kind.setdefault(kind, []).append(fire_at)
+        runs = (await conn.execute(text("select count(*) from runs"))).scalar_one()
+    window = (utc(2025, 10, 26, 0, 58), utc(2025, 10, 26, 2, 2))
+
+    def in_window(kind: str) -> list[datetime]:
+        return [t for t in by_kind[kind] if window[0] <= t <= window[1]]
+
+    for kind in ("*/15 * * * * *", "interval"):
+        got = in_window(kind)
+        assert len(got) == 64 * 4 + 1, kind  # none missing, none doubled
+        assert {b - a for a, b in itertools.pairwise(got)} == {timedelta(seconds=15)}
+    assert in_window("*/5 * * * *") == [
+        utc(2025, 10, 26, 1) + timedelta(minutes=5 * i) for i in range(13)
+    ]
+    assert by_kind["30 1 * * *"] == [utc(2025, 10, 26, 0, 30)]  # 01:30 BST only
+    assert runs == sum(len(v) for v in by_kind.values())  # one run per fire
 
 
 @pytest.mark.parametrize(

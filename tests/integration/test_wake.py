@@ -107,7 +107,8 @@ async def test_worker_recovers_from_a_killed_subscription(
     sink: HttpSink,
 ) -> None:
     killed = await runtime.redis.execute_command("CLIENT", "KILL", "TYPE", "pubsub")
-    assert int(killed) == 1  # the worker's subscription connection
+    # the worker's subscriptions: wake-ups and cancel notices (backend/workers/run_control.py)
+    assert int(killed) == 2
     await runtime.execution.dispatcher.dispatch_step(queued_run, "call")
     assert await wait_for_run(runtime, queued_run, timeout=BOUND) == "succeeded"
     # it subscribed again (no lasting fallback to polling) and that subscription wakes it;

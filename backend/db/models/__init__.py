@@ -38,28 +38,56 @@ def _uuid() -> uuid.UUID:
 
 
 class User(Base):
-    """A local account. ``password_hash`` is an argon2id hash (argon2-cffi)."""
+    """An account. ``password_hash`` is an argon2id hash (argon2-cffi), ``None`` when the
+    account has no local password (single sign-on only, or a reset/invite is pending).
+    ``external_groups`` holds the group names the identity provider claimed at the last
+    single sign-on (a JSON list of strings)."""
 
     __tablename__ = "users"
 
     id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True, default=_uuid)
     email: Mapped[str] = mapped_column(String(320), unique=True)
     display_name: Mapped[str] = mapped_column(String(200), default="")
-    password_hash: Mapped[str] = mapped_column(Text)
+    password_hash: Mapped[str | None] = mapped_column(Text, nullable=True)
     role: Mapped[str] = mapped_column(String(20), default="editor")
+    # "human" logs in interactively; "service" (a service account) only through API tokens
+    kind: Mapped[str] = mapped_column(String(10), default="human", server_default="human")
     is_active: Mapped[bool] = mapped_column(Boolean, default=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    password_changed_at: Mapped[datetime | None] = mapped_column(
+        DateTime(timezone=True), nullable=True
+    )
+    last_login_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    external_groups: Mapped[Any] = mapped_column(
+        JSONB, default=list, server_default=text("'[]'::jsonb")
+    )
 
 
 class Session(Base):
-    """A server-side login session; only the SHA-256 of the cookie token is stored."""
+    """A server-side login session; only the SHA-256 of the cookie token is stored.
+
+    ``id`` names the session in admin pages and APIs (the token hash never leaves the
+    server); ``address``/``user_agent`` are the client's at login; ``last_seen_at`` is
+    refreshed at most once a minute; ``method`` is ``password`` or ``oidc``.
+    """
 
     __tablename__ = "sessions"
 
     token_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
-    user_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    id: Mapped[uuid.UUID] = mapped_column(
+        UUID(as_uuid=True), unique=True, default=_uuid, server_default=text("gen_random_uuid()")
+    )
+    user_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("users.id", ondelete="CASCADE"), index=True
+    )
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
     expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    last_seen_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), server_default=func.now()
+    )
+    address: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    user_agent: Mapped[str] = mapped_column(String(400), default="", server_default="")
+    method: Mapped[str] = mapped_column(String(20), default="password", server_default="password")
 
 
 class Workflow(Base):
@@ -73,6 +101,9 @@ class Workflow(Base):
     owner_id: Mapped[uuid.UUID | None] = mapped_column(
         ForeignKey("users.id", ondelete="SET NULL"), nullable=True
     )
+    project_id: Mapped[uuid.UUID | None] = mapped_column(
+        ForeignKey("projects.id", ondelete="SET NULL"), nullable=True, index=True
+    )
     draft: Mapped[dict[str, Any]] = mapped_column(JSONB)
     active_version: Mapped[int | None] = mapped_column(Integer, nullable=True)
     webhook_token: Mapped[str] = mapped_column(String(64), unique=True)
@@ -81,6 +112,15 @@ class Workflow(Base):
     settings: Mapped[dict[str, Any]] = mapped_column(
         JSONB, default=dict, server_default=text("'{}'::jsonb")
     )
+    # optimistic concurrency of the draft: bumped by every draft save; a save based on an
+    # older revision is refused (backend.services.workflows.save_draft)
+    draft_revision: Mapped[int] = mapped_column(
+        BigInteger, default=0, server_default=text("0"), nullable=False
+    )
+    draft_saved_by: Mapped[uuid.UUID | None] = mapped_column(
+        ForeignKey("users.id", ondelete="SET NULL"), nullable=True
+    )
+    draft_saved_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
     updated_at: Mapped[datetime] = mapped_column(
         DateTime(timezone=True), server_default=func.now(), onupdate=func.now()
@@ -229,5 +269,13 @@ class Event(Base):
     published_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
 
 
+from backend.db.models.access import Grant, Group, GroupMember, Project  # noqa: E402,F401
 from backend.db.models.credentials import AuditLog, Credential, OAuthState  # noqa: E402,F401
+from backend.db.models.identity import (  # noqa: E402,F401
+    LoginThrottle,
+    OidcLogin,
+    PasswordReset,
+    UserIdentity,
+)
+from backend.db.models.payloads import Payload  # noqa: E402,F401
 from backend.db.models.triggers import *  # noqa: E402, F403  (trigger tables)

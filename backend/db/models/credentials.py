@@ -13,7 +13,7 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import BigInteger, DateTime, ForeignKey, LargeBinary, String, func
+from sqlalchemy import BigInteger, DateTime, ForeignKey, Index, LargeBinary, String, func
 from sqlalchemy.dialects.postgresql import JSONB, UUID
 from sqlalchemy.orm import Mapped, mapped_column
 
@@ -42,6 +42,9 @@ class Credential(Base):
     created_by: Mapped[uuid.UUID | None] = mapped_column(
         ForeignKey("users.id", ondelete="SET NULL"), nullable=True
     )
+    project_id: Mapped[uuid.UUID | None] = mapped_column(
+        ForeignKey("projects.id", ondelete="SET NULL"), nullable=True, index=True
+    )
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
     updated_at: Mapped[datetime] = mapped_column(
         DateTime(timezone=True), server_default=func.now(), onupdate=func.now()
@@ -68,10 +71,20 @@ class OAuthState(Base):
 
 
 class AuditLog(Base):
-    """Who did what, when: ``action`` (``credential.create``, ``credential.use``, ...),
-    the object it touched, and JSON details (never secrets)."""
+    """Who did what, when, from where: ``action`` (``credential.create``, ``run.cancel``, ...),
+    the object it touched, the object's state ``before`` and ``after`` a change, and JSON
+    details (never secrets). Written by :func:`backend.services.audit.record` only.
+
+    Append-only in PostgreSQL: a trigger refuses UPDATE, DELETE and TRUNCATE; rows older
+    than the retention leave only through ``audit_log_purge(keep_days)`` (migration
+    ``0010_audit``)."""
 
     __tablename__ = "audit_log"
+    __table_args__ = (
+        Index("ix_audit_log_actor_at", "actor_user_id", "at"),
+        Index("ix_audit_log_action_at", "action", "at"),
+        Index("ix_audit_log_object", "object_type", "object_id", "id"),
+    )
 
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
     at: Mapped[datetime] = mapped_column(
@@ -84,3 +97,10 @@ class AuditLog(Base):
     object_type: Mapped[str] = mapped_column(String(60))
     object_id: Mapped[str] = mapped_column(String(200), index=True)
     details: Mapped[dict[str, Any]] = mapped_column(JSONB, default=dict)
+    # the actor's email (or token/service name) when the row was written: users may be deleted
+    actor_label: Mapped[str | None] = mapped_column(String(320), nullable=True)
+    # client address and request id of the request that caused the change (None off-request)
+    address: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    request_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    before: Mapped[Any] = mapped_column(JSONB, nullable=True)
+    after: Mapped[Any] = mapped_column(JSONB, nullable=True)

@@ -167,5 +167,11 @@ class ApiToken(Base):
     )
     name: Mapped[str] = mapped_column(String(200))
     sha256: Mapped[str] = mapped_column(String(64), unique=True)
+    # scopes (backend.auth.policy.Scope values): what requests with the token may do, never
+    # more than the owner may; expires_at None means no expiry
+    scopes: Mapped[list[str]] = mapped_column(
+        JSONB, default=lambda: ["admin"], server_default=text("'[\"admin\"]'::jsonb")
+    )
+    expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
     last_used_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)

@@ -24,10 +24,16 @@ from backend.db.run_store import ACTIVE_RUN_STATUSES, active_version_of
 from backend.services.execution.followups import error_run_id
 from backend.services.execution.service import Execution, worker_name
 from backend.services.execution.starts import StartedRun
-from backend.services.execution.transition import RunNotActive, RunNotFound, has_calls
+from backend.services.execution.transition import (
+    AuditHook,
+    RunNotActive,
+    RunNotFound,
+    has_calls,
+)
 
 __all__ = [
     "ACTIVE_RUN_STATUSES",
+    "AuditHook",
     "Execution",
     "RunNotActive",
     "RunNotFound",

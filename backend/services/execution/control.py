@@ -2,6 +2,10 @@
 
 Each operation is one locked transition (backend/services/execution/transition.py) whose
 decision is a pure engine call; re-run starts a new run through the start use case.
+``audit`` (pause, resume, cancel, re-run) adds the request's audit row in the transaction
+that makes the change. Ending a run (cancel, time out) stops its running attempts at once:
+this process's directly, other workers' through a cancel notice
+(backend/services/cancellation.py).
 """
 
 from __future__ import annotations
@@ -12,12 +16,15 @@ from backend.engine import orchestrator
 from backend.engine.states import RunStatus, StepStatus
 from backend.services.execution.starts import StartedRun, Starts, VersionRef
 from backend.services.execution.transition import (
+    AuditHook,
     Change,
+    Decide,
     Env,
     Locked,
     RunNotActive,
     RunNotFound,
     Transitions,
+    run_audit,
 )
 
 
@@ -50,11 +57,11 @@ class Control:
         except RunNotFound:
             pass
 
-    async def pause_run(self, run_id: uuid.UUID) -> None:
+    async def pause_run(self, run_id: uuid.UUID, audit: AuditHook | None = None) -> None:
         """Pause a running or waiting run: nothing new starts; running attempts finish.
 
         Raises :class:`RunNotFound` or :class:`RunNotActive` (the run is not running or
-        waiting).
+        waiting). ``audit`` adds the audit row in the pausing transaction.
         """
 
         async def decide(run: Locked) -> Change:
@@ -63,14 +70,16 @@ class Control:
                 raise RunNotActive(f"run is {state.status.value}; only active runs pause")
             state.move(RunStatus.PAUSED)
             state.emit("run.paused", at=run.now.isoformat())
+            await run_audit(run.tx, audit, run_id)
             return Change()
 
         await self.transitions.locked(run_id, decide)
 
-    async def resume_run(self, run_id: uuid.UUID) -> None:
+    async def resume_run(self, run_id: uuid.UUID, audit: AuditHook | None = None) -> None:
         """Resume a paused run: advance it and dispatch every ready step again.
 
         Raises :class:`RunNotFound` or :class:`RunNotActive` (the run is not paused).
+        ``audit`` adds the audit row in the resuming transaction.
         """
 
         async def decide(run: Locked) -> Change:
@@ -85,32 +94,37 @@ class Control:
                 for sid, rec in state.steps.items()
                 if rec.status == StepStatus.READY and sid not in dispatch
             ]
+            await run_audit(run.tx, audit, run_id)
             return Change(dispatch=dispatch)
 
         await self.transitions.locked(run_id, decide)
 
-    async def cancel_run(self, run_id: uuid.UUID, reason: str) -> bool:
+    async def cancel_run(
+        self, run_id: uuid.UUID, reason: str, audit: AuditHook | None = None
+    ) -> bool:
         """Cancel a run that has not ended. Returns False when it had already ended.
-        Raises :class:`RunNotFound`."""
+        Raises :class:`RunNotFound`. ``audit`` adds the audit row in the cancelling
+        transaction (not for an ended run). Its running attempts stop at once."""
 
         async def decide(run: Locked) -> Change | None:
             if run.state.status.terminal:
                 return Change(result=False, write=False)
             orchestrator.cancel(run.state, run.now, reason)
             await run.tx.cancel_running_attempts(run.row.id, run.now)
+            await run_audit(run.tx, audit, run_id)
             return Change(result=True)
 
-        change = await self.transitions.locked(run_id, decide)
-        return bool(change is not None and change.result)
+        return await self._end_run(run_id, decide)
 
     async def timeout_run(self, run_id: uuid.UUID) -> bool:
         """End a run whose run timeout (``runs.deadline_at``) has passed: ``timed_out``.
 
-        Running attempts are cancelled (their workers see it at the next heartbeat: the
-        SDK's ``is_cancelled()`` turns true and the action task is cancelled; a late
-        completion is discarded), unfinished children are cancelled, the error workflow
-        starts. Returns False when the run already ended or is not overdue. Raises
-        :class:`RunNotFound`.
+        Running attempts are cancelled and stopped at once (a cancel notice reaches
+        their workers, backend/services/cancellation.py; the next heartbeat is the
+        backstop: the SDK's ``is_cancelled()`` turns true and the action task is
+        cancelled; a late completion is discarded), unfinished children are cancelled,
+        the error workflow starts. Returns False when the run already ended or is not
+        overdue. Raises :class:`RunNotFound`.
         """
 
         async def decide(run: Locked) -> Change | None:
@@ -122,8 +136,17 @@ class Control:
             await run.tx.cancel_running_attempts(row.id, run.now)
             return Change(result=True)
 
+        return await self._end_run(run_id, decide)
+
+    async def _end_run(self, run_id: uuid.UUID, decide: Decide) -> bool:
+        """The transition ``decide`` ending a run; once it ended, the run's attempts
+        running here stop at once and the other workers are told to stop theirs."""
         change = await self.transitions.locked(run_id, decide)
-        return bool(change is not None and change.result)
+        if change is None or not change.result:
+            return False
+        self.env.cancel_watch.cancel(str(run_id))
+        await self.env.dispatcher.announce_cancel(str(run_id))
+        return True
 
     async def rerun(
         self,
@@ -131,6 +154,7 @@ class Control:
         *,
         start_from: str,
         user_id: uuid.UUID | None = None,
+        audit: AuditHook | None = None,
     ) -> StartedRun:
         """Start a new run repeating ended run ``run_id`` (linked by ``rerun_of``).
 
@@ -140,7 +164,8 @@ class Control:
         ``start_from="start"``: the workflow's current active version with the original
         input. Raises :class:`RunNotFound`,
         :class:`RunNotActive` (the run has not ended, did not fail, or the workflow has no
-        active version) or ``ValueError`` for another ``start_from``.
+        active version) or ``ValueError`` for another ``start_from``. ``audit`` is handed
+        to the start (called with the new run).
         """
         if start_from not in ("failed_step", "start"):
             raise ValueError(f'"from" must be "failed_step" or "start", got {start_from!r}')
@@ -162,4 +187,5 @@ class Control:
             user_id=user_id,
             rerun_of=run_id,
             copy_steps_from=run_id if start_from == "failed_step" else None,
+            audit=audit,
         )

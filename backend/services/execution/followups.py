@@ -10,12 +10,16 @@ queued runs, cancels child runs, wakes a parent and announces the change.
 from __future__ import annotations
 
 import asyncio
+import functools
 import uuid
 from collections.abc import Awaitable, Callable
+from typing import Any
 
+from backend.auth.policy import Permission
 from backend.engine.model import ChildRun, RunState
 from backend.engine.ports import NewRun, RunRow, RunTransaction
 from backend.engine.states import RunStatus
+from backend.services import references
 from backend.services.execution.transition import Env, Followup, RunNotFound
 
 ANNOUNCE_DELAY_SECONDS = 0.002
@@ -28,6 +32,14 @@ def error_run_id(failed_run_id: uuid.UUID | str) -> uuid.UUID:
     """Deterministic id of the error-workflow run started for ``failed_run_id`` (UUID 5),
     so it is inserted at most once and the failed run's page can link it."""
     return uuid.uuid5(ERROR_RUN_NAMESPACE, str(failed_run_id))
+
+
+async def _refusal(session: Any, *, run_id: uuid.UUID, workflow_id: str) -> str | None:
+    """Why the publisher of run ``run_id``'s version may not run ``workflow_id`` (``None``:
+    it may); ``session`` is the run transaction's database handle."""
+    return await references.run_publisher_refusal(
+        session, run_id, workflow_id, Permission.WORKFLOW_RUN
+    )
 
 
 CancelRun = Callable[[uuid.UUID, str], Awaitable[bool]]
@@ -48,12 +60,28 @@ class Followups:
         """Insert the queued child runs ``state.child_requests`` asks for (a no-op for a
         child that exists) and hand each to the engine as a child of its step. A target
         workflow or version that does not exist becomes a ``failed`` child with kind
-        ``subworkflow_not_found``."""
+        ``subworkflow_not_found``; one the publisher of the parent's version may not run
+        (backend/services/references.py) a ``failed`` child with kind
+        ``subworkflow_not_granted``."""
         requests, state.child_requests = state.child_requests, []
+        refusals: dict[str, str | None] = {}  # called workflow -> why the publisher may not
         for request in requests:
             entry = ChildRun(request.step_id, request.index, request.run_id)
-            version = await tx.resolve_version(request.workflow_id, request.version)
-            if version is None:
+            called = request.workflow_id
+            if called not in refusals:
+                refusals[called] = await tx.within(
+                    functools.partial(_refusal, run_id=parent.id, workflow_id=called)
+                )
+            refusal = refusals[called]
+            version = None
+            if refusal is None:
+                version = await tx.resolve_version(request.workflow_id, request.version)
+            if refusal is not None:
+                entry.status = RunStatus.FAILED.value
+                entry.error = {"message": refusal, "kind": "subworkflow_not_granted"}
+                if not request.wait:
+                    state.emit("child.not_started", request.step_id, error=entry.error)
+            elif version is None:
                 which = (
                     "active version" if request.version is None else f"version {request.version}"
                 )

@@ -15,11 +15,12 @@ from backend.engine.ports import (
     RunStore,
     SystemClock,
 )
+from backend.services.cancellation import CancelWatch
 from backend.services.execution.control import Control
 from backend.services.execution.followups import Followups
 from backend.services.execution.starts import StartedRun, Starts, VersionRef
 from backend.services.execution.steps import Steps
-from backend.services.execution.transition import Env, Transitions
+from backend.services.execution.transition import AuditHook, Env, Transitions
 from backend.services.recovery import Recovery, RecoveryQueries
 
 
@@ -92,6 +93,12 @@ class Execution:
         """The dispatcher work is sent through."""
         return self.env.dispatcher
 
+    @property
+    def cancel_watch(self) -> CancelWatch:
+        """The attempts running in this process, stopped when their run ends (cancel
+        notices from other processes arrive through backend/workers/run_control.py)."""
+        return self.env.cancel_watch
+
     async def start_run(
         self,
         version: VersionRef,
@@ -100,10 +107,17 @@ class Execution:
         trigger: str,
         idempotency_key: str | None = None,
         user_id: uuid.UUID | None = None,
+        audit: AuditHook | None = None,
     ) -> StartedRun:
-        """Store and start a run (:meth:`~backend.services.execution.starts.Starts.start_run`)."""
+        """Store and start a run (:meth:`~backend.services.execution.starts.Starts.start_run`);
+        ``audit`` adds the start's audit row in the run's transaction."""
         return await self.starts.start_run(
-            version, input, trigger=trigger, idempotency_key=idempotency_key, user_id=user_id
+            version,
+            input,
+            trigger=trigger,
+            idempotency_key=idempotency_key,
+            user_id=user_id,
+            audit=audit,
         )
 
     async def admit_queued(self, workflow_id: uuid.UUID) -> int:
@@ -114,27 +128,34 @@ class Execution:
         """Advance a run, or start it when queued (an arq job body)."""
         await self.control.advance_run(run_id)
 
-    async def pause_run(self, run_id: uuid.UUID) -> None:
+    async def pause_run(self, run_id: uuid.UUID, audit: AuditHook | None = None) -> None:
         """Pause a running or waiting run (:meth:`Control.pause_run`)."""
-        await self.control.pause_run(run_id)
+        await self.control.pause_run(run_id, audit)
 
-    async def resume_run(self, run_id: uuid.UUID) -> None:
+    async def resume_run(self, run_id: uuid.UUID, audit: AuditHook | None = None) -> None:
         """Resume a paused run (:meth:`Control.resume_run`)."""
-        await self.control.resume_run(run_id)
+        await self.control.resume_run(run_id, audit)
 
-    async def cancel_run(self, run_id: uuid.UUID, reason: str) -> bool:
+    async def cancel_run(
+        self, run_id: uuid.UUID, reason: str, audit: AuditHook | None = None
+    ) -> bool:
         """Cancel a run; False when it had already ended (:meth:`Control.cancel_run`)."""
-        return await self.control.cancel_run(run_id, reason)
+        return await self.control.cancel_run(run_id, reason, audit)
 
     async def timeout_run(self, run_id: uuid.UUID) -> bool:
         """Time out an overdue run (:meth:`Control.timeout_run`)."""
         return await self.control.timeout_run(run_id)
 
     async def rerun(
-        self, run_id: uuid.UUID, *, start_from: str, user_id: uuid.UUID | None = None
+        self,
+        run_id: uuid.UUID,
+        *,
+        start_from: str,
+        user_id: uuid.UUID | None = None,
+        audit: AuditHook | None = None,
     ) -> StartedRun:
         """Start a run repeating an ended one (:meth:`Control.rerun`)."""
-        return await self.control.rerun(run_id, start_from=start_from, user_id=user_id)
+        return await self.control.rerun(run_id, start_from=start_from, user_id=user_id, audit=audit)
 
     async def execute_step(self, run_id: uuid.UUID, step_id: str) -> None:
         """Claim, run and complete a step (an arq job body; :meth:`Steps.execute_step`)."""

@@ -7,9 +7,9 @@
   (:meth:`~backend.engine.ports.RunStore.insert_started`). The workflow settings it
   decided from (the run timeout's due time; no limit) are checked by that statement
   to be still the stored ones; if they changed, the start is decided again.
-- Locked start (a limit, a re-run copying steps, child runs at start, a run failing at
-  once): one transaction inserts the run ``queued`` and starts it, or, under a limit,
-  admits the workflow's oldest queued runs that fit. Admission takes the workflow's
+- Locked start (a limit, a re-run copying steps, an audited start, child runs at start,
+  a run failing at once): one transaction inserts the run ``queued`` and starts it, or,
+  under a limit, admits the workflow's oldest queued runs that fit. Admission takes the workflow's
   advisory lock before it writes anything, so concurrent starts of one workflow queue
   behind each other instead of deadlocking (docs/engine.md, "Run control").
 
@@ -32,12 +32,14 @@ from backend.engine.ports import DuplicateRun, NewRun, RunTransaction, WorkflowS
 from backend.engine.states import RunStatus, StepStatus
 from backend.services.execution.followups import Followups
 from backend.services.execution.transition import (
+    AuditHook,
     Change,
     Env,
     Followup,
     Transitions,
     dispatch_entries,
     has_calls,
+    run_audit,
 )
 from designer_schema.graph import WorkflowGraph
 
@@ -114,6 +116,7 @@ class Starts:
         user_id: uuid.UUID | None = None,
         rerun_of: uuid.UUID | None = None,
         copy_steps_from: uuid.UUID | None = None,
+        audit: AuditHook | None = None,
     ) -> StartedRun:
         """Store and start a run of ``version`` with ``input`` (JSON-able).
 
@@ -123,6 +126,9 @@ class Starts:
         slot frees (oldest first). ``rerun_of`` links the run it repeats;
         ``copy_steps_from`` (a run of the same version) copies that run's succeeded step
         records not downstream of a failure, so execution resumes at the failed step(s).
+        ``audit`` adds the start's audit row in the run's transaction (such starts take the
+        locked path); an idempotent replay records nothing. A large input is stored once
+        by reference (backend/db/payloads.py).
         """
         now = self.env.clock.now()
         new = NewRun(
@@ -139,10 +145,10 @@ class Starts:
         )
         try:
             started = None
-            if copy_steps_from is None:
+            if copy_steps_from is None and audit is None:
                 started = await self._start_in_one_statement(new, now)
             if started is None:
-                started = await self._start_in_transaction(new, copy_steps_from, now)
+                started = await self._start_in_transaction(new, copy_steps_from, now, audit)
         except DuplicateRun:
             run_id, status = await self.env.store.run_by_idempotency_key(str(idempotency_key))
             return StartedRun(run_id, status, False)
@@ -179,10 +185,15 @@ class Starts:
         return None
 
     async def _start_in_transaction(
-        self, new: NewRun, copy_steps_from: uuid.UUID | None, now: datetime
+        self,
+        new: NewRun,
+        copy_steps_from: uuid.UUID | None,
+        now: datetime,
+        audit: AuditHook | None = None,
     ) -> Started:
-        """The locked start: insert ``new`` queued (copying steps for a re-run), then
-        start it, or admit the workflow's oldest queued runs under its limit."""
+        """The locked start: insert ``new`` queued (copying steps for a re-run, with its
+        audit row), then start it, or admit the workflow's oldest queued runs under its
+        limit."""
         async with self.env.store.transaction() as tx:
             settings = self._remember(new.workflow_id, await tx.settings(new.workflow_id))
             if settings.max_concurrent_runs:
@@ -194,6 +205,7 @@ class Starts:
             await tx.add_event(new.id, "run.created", {"trigger": new.trigger})
             if copy_steps_from is not None:
                 await self._copy_steps(tx, new, copy_steps_from)
+            await run_audit(tx, audit, new.id)
             budget = InlineBudget(INLINE_BUDGET_SECONDS)
             if settings.max_concurrent_runs:
                 return await self.admit(tx, new.workflow_id, settings, budget)

@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import uuid
 from dataclasses import dataclass
@@ -25,8 +26,7 @@ from typing import Any
 from backend.engine import orchestrator, step_timeouts
 from backend.engine.expressions import ExpressionError, resolve_config
 from backend.engine.model import RunState
-from backend.engine.nodes import WAIT_TYPES
-from backend.engine.nodes.waits import TIMER_TYPES
+from backend.engine.outcomes import AttemptFailed, AttemptOutcome, AttemptSucceeded
 from backend.engine.ports import (
     ConnectorRegistry,
     FinishedAttempt,
@@ -47,6 +47,7 @@ from backend.services.execution.transition import (
     dispatch_entries,
     has_calls,
 )
+from connectors.sdk import ActionInfo
 from designer_schema.graph import WorkflowGraph
 
 log = logging.getLogger(__name__)
@@ -71,6 +72,8 @@ class Claimed:
     version_id: uuid.UUID
     revision: int | None = None
     state: RunState | None = None
+    node_version: int = 1  # the node-type version the step's graph pins
+    workflow_version: int = 0  # the run's version number
 
 
 class Steps:
@@ -102,14 +105,16 @@ class Steps:
         """
         claimed = await self.claim(run_id, step_id)
         while claimed is not None:
-            info = {
-                "run_id": str(run_id),
-                "workflow_id": claimed.workflow_id,
-                "step_id": claimed.step_id,
-                "attempt": claimed.number,
-                "idempotency_key": claimed.idempotency_key,
-                "node_type": claimed.node_type,
-            }
+            info = ActionInfo(
+                run_id=str(run_id),
+                workflow_id=claimed.workflow_id,
+                step_id=claimed.step_id,
+                attempt=claimed.number,
+                idempotency_key=claimed.idempotency_key,
+                node_type=claimed.node_type,
+                workflow_version=claimed.workflow_version,
+                node_version=claimed.node_version,
+            )
             outcome = await self.run_action(claimed, info)
             claimed = await self.complete(run_id, claimed, outcome)
 
@@ -134,11 +139,11 @@ class Steps:
                 return None
             if rec.not_before is not None and rec.not_before > now:
                 return Change(dispatch=[step_id])  # early: dispatched again for its time
-            step = run.graph.step(step_id)
-            if step.kind == "control" and step.type not in WAIT_TYPES:
+            kind = orchestrator.behaviour_kind(run.graph.step(step_id))
+            if kind == "inline":
                 # an inline step left ready by a start that spent its budget
                 return Change(dispatch=orchestrator.advance(run.graph, state, now))
-            if step.type in TIMER_TYPES:
+            if kind == "timer":
                 return Change(dispatch=orchestrator.fire_timer(run.graph, state, step_id, now))
             change = claim_change(run.graph, state, step_id, run.row.id, now, worker, lease)
             change.result = run
@@ -150,10 +155,12 @@ class Steps:
             return None
         return self._claimed(change)
 
-    async def run_action(self, claimed: Claimed, info: dict[str, Any]) -> dict[str, Any]:
-        """Run one attempt (backend/services/attempts.py), renewing its lease in
-        PostgreSQL while it runs; returns the outcome."""
-        runner = self.registry.action(claimed.node_type)
+    async def run_action(self, claimed: Claimed, info: ActionInfo) -> AttemptOutcome:
+        """Run one attempt (backend/services/attempts.py) with the connector action of
+        the node-type version the step pins, renewing its lease in PostgreSQL while it
+        runs and stopping it at once when its run ends (``Env.cancel_watch``); returns
+        the outcome."""
+        runner = self.registry.action(claimed.node_type, info.node_version)
         if runner is None:
             return failure(
                 f"no installed connector provides {claimed.node_type}", "unknown_node_type"
@@ -171,10 +178,11 @@ class Steps:
             renew_lease=renew_lease,
             heartbeat_every=self.env.lease_seconds / 3,
             timeout=claimed.timeout,
+            stop_hook=functools.partial(self.env.cancel_watch.register, info.run_id),
         )
 
     async def complete(
-        self, run_id: uuid.UUID, done: Claimed, outcome: dict[str, Any]
+        self, run_id: uuid.UUID, done: Claimed, outcome: AttemptOutcome
     ) -> Claimed | None:
         """Record the outcome of attempt ``done`` and advance the run; returns the next
         attempt this worker runs (see the module doc), else ``None``."""
@@ -185,7 +193,7 @@ class Steps:
         return await self._complete_locked(run_id, done, outcome)
 
     async def _complete_unlocked(
-        self, run_id: uuid.UUID, done: Claimed, outcome: dict[str, Any]
+        self, run_id: uuid.UUID, done: Claimed, outcome: AttemptOutcome
     ) -> Claimed | object | None:
         """The fast path: :func:`completion` from the state this worker wrote with the
         claim, written by ONE autocommit statement only if the run is still at that
@@ -221,7 +229,7 @@ class Steps:
         return _claimed_from(graph, state, change, done.workflow_id, done.version_id)
 
     async def _complete_locked(
-        self, run_id: uuid.UUID, done: Claimed, outcome: dict[str, Any]
+        self, run_id: uuid.UUID, done: Claimed, outcome: AttemptOutcome
     ) -> Claimed | None:
         """The locked path: the same :func:`completion` under the run lock; a
         completion that lost its lease (token refused) writes nothing."""
@@ -363,7 +371,7 @@ def completion(
     graph: WorkflowGraph,
     state: RunState,
     done: Claimed,
-    outcome: dict[str, Any],
+    outcome: AttemptOutcome,
     now: datetime,
     worker: str,
     lease_seconds: float,
@@ -403,21 +411,11 @@ def is_current(state: RunState, done: Claimed) -> bool:
 
 
 def apply_outcome(
-    graph: WorkflowGraph, state: RunState, done: Claimed, outcome: dict[str, Any], now: datetime
+    graph: WorkflowGraph, state: RunState, done: Claimed, outcome: AttemptOutcome, now: datetime
 ) -> list[str]:
     """Let the engine complete or fail ``done``'s step; the steps to dispatch (the step
     itself when it waits to be retried)."""
-    if outcome["ok"]:
-        return orchestrator.complete_action(graph, state, done.step_id, outcome["output"], now)
-    dispatch, delay = orchestrator.fail_action(
-        graph,
-        state,
-        done.step_id,
-        outcome["error"],
-        now,
-        retryable=outcome["retryable"],
-        retry_after=outcome.get("retry_after"),
-    )
+    dispatch, delay = orchestrator.record_outcome(graph, state, done.step_id, outcome, now)
     return [done.step_id] if delay is not None else dispatch
 
 
@@ -430,14 +428,14 @@ def resolve(graph: WorkflowGraph, state: RunState, step_id: str) -> dict[str, An
     return resolve_config(step.config, step.expressions, state.steps[step_id].input, bindings)
 
 
-def finished(done: Claimed, outcome: dict[str, Any], now: datetime) -> FinishedAttempt:
+def finished(done: Claimed, outcome: AttemptOutcome, now: datetime) -> FinishedAttempt:
     """The attempt row's closing values for ``outcome``."""
     return FinishedAttempt(
         done.attempt_id,
         done.token,
-        status="succeeded" if outcome["ok"] else "failed",
-        output=outcome.get("output"),
-        error=outcome.get("error"),
+        status="succeeded" if isinstance(outcome, AttemptSucceeded) else "failed",
+        output=outcome.output if isinstance(outcome, AttemptSucceeded) else None,
+        error=outcome.error if isinstance(outcome, AttemptFailed) else None,
         finished_at=now,
     )
 
@@ -452,7 +450,11 @@ def inline_candidate(
         return None
     step_id = dispatch[0]
     rec = state.steps.get(step_id)
-    if graph.step(step_id).kind != "action" or rec is None or rec.status != StepStatus.READY:
+    if (
+        orchestrator.behaviour_kind(graph.step(step_id)) != "action"
+        or rec is None
+        or rec.status != StepStatus.READY
+    ):
         return None
     if rec.not_before is not None and rec.not_before > now:
         return None
@@ -486,4 +488,6 @@ def _claimed_from(
         version_id=version_id,
         revision=change.revision,
         state=state,
+        node_version=step.type_version,
+        workflow_version=state.version_number,
     )

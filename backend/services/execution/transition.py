@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Any
 from backend.db.run_writes import step_values
 from backend.engine import orchestrator
 from backend.engine.model import RunState
-from backend.engine.nodes.calls import CALL_TYPES
 from backend.engine.ports import (
     Clock,
     Dispatcher,
@@ -34,12 +33,20 @@ from backend.engine.ports import (
     RunRow,
     RunStore,
     RunTransaction,
+    TransactionHook,
 )
 from backend.engine.states import RunStatus
+from backend.services.cancellation import CancelWatch
 from designer_schema.graph import WorkflowGraph
 
 if TYPE_CHECKING:
     from backend.services.execution.followups import Followups
+
+
+AuditHook = TransactionHook
+"""Adds the audit row of a run request (``hook(session, run id)``: the run started or
+changed) inside the transaction that makes the change; built by
+:mod:`backend.services.runs`."""
 
 
 class RunNotFound(LookupError):
@@ -56,7 +63,9 @@ class Env:
 
     ``worker`` (``host:pid``) is recorded on attempts; ``lease_seconds`` is the attempt
     lease; ``base_url`` builds run links handed to error workflows. ``clock`` may be
-    replaced (tests drive a fake one) and is read at each use."""
+    replaced (tests drive a fake one) and is read at each use. ``cancel_watch`` holds
+    the attempts running in this process, stopped at once when their run ends
+    (backend/services/cancellation.py)."""
 
     store: RunStore
     dispatcher: Dispatcher
@@ -65,6 +74,7 @@ class Env:
     worker: str
     lease_seconds: float
     base_url: str
+    cancel_watch: CancelWatch = field(default_factory=CancelWatch)
 
 
 @dataclass
@@ -165,7 +175,13 @@ the :class:`Change` (``None``: nothing to do, nothing written or dispatched)."""
 
 def has_calls(graph: WorkflowGraph) -> bool:
     """True when ``graph`` has a Sub-workflow or For-each step (its runs may have children)."""
-    return any(step.type in CALL_TYPES for step in graph.steps)
+    return any(orchestrator.behaviour_kind(step) == "call" for step in graph.steps)
+
+
+async def run_audit(tx: RunTransaction, audit: AuditHook | None, run_id: uuid.UUID) -> None:
+    """Add the audit row of a run request in ``tx`` (nothing without ``audit``)."""
+    if audit is not None:
+        await tx.within(lambda handle: audit(handle, run_id))
 
 
 def dispatch_entries(

@@ -34,6 +34,43 @@
     prettyJson(root);
   }
 
+  // Behaviour pages declare with data attributes instead of inline handlers (the
+  // Content-Security-Policy allows no inline script; docs/security.md):
+  // form[data-no-submit] never submits (Enter in a field); a submit button or form with
+  // data-confirm="question" asks first; select[data-autosubmit] submits its form on
+  // change; select[data-show-forms="<selector>"] shows the matching form whose
+  // data-type is the selected value and hides the others.
+  document.addEventListener("submit", (e) => {
+    const form = e.target;
+    if (!(form instanceof HTMLFormElement)) return;
+    if (form.hasAttribute("data-no-submit")) {
+      e.preventDefault();
+      return;
+    }
+    const question = (e.submitter && e.submitter.dataset.confirm) || form.dataset.confirm;
+    if (question && !window.confirm(question)) e.preventDefault();
+  });
+  document.addEventListener("change", (e) => {
+    const el = e.target;
+    if (!(el instanceof HTMLSelectElement)) return;
+    if (el.hasAttribute("data-autosubmit") && el.form) el.form.requestSubmit();
+    if (el.dataset.showForms) {
+      for (const f of document.querySelectorAll(el.dataset.showForms)) {
+        f.hidden = f.dataset.type !== el.value;
+      }
+    }
+  });
+
   document.addEventListener("DOMContentLoaded", () => enhance(document));
   document.addEventListener("htmx:afterSettle", (e) => enhance(e.target || document));
+  // Forms inside [data-swap-errors] re-render their page with the error (400/404/409):
+  // show that answer instead of htmx's default of ignoring 4xx responses.
+  document.addEventListener("htmx:beforeSwap", (e) => {
+    const status = e.detail.xhr.status;
+    const source = e.detail.requestConfig && e.detail.requestConfig.elt;
+    if (status >= 400 && status < 500 && source && source.closest("[data-swap-errors]")) {
+      e.detail.shouldSwap = true;
+      e.detail.isError = false;
+    }
+  });
 })();

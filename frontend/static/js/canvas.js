@@ -8,16 +8,27 @@
 //     path.edge-draft                   while connecting
 //     g.nodes   > g.node[data-node-id][data-type] > rect.node-body, text, circle.port ...
 //
-// Mouse handling uses mousedown/mousemove/mouseup (not pointer capture) so that synthetic
-// mouse input (Playwright) drives it like a person would. The whole scene is re-rendered on
-// every change: diagrams are small and this keeps the code simple.
+// Mouse gestures live in canvas-input.js. The whole scene is re-rendered on every model
+// change; while a drag or an animation runs only the moved nodes' transforms and their
+// edges' paths are updated (moveInPlace), so a 500-node diagram still drags at 60 fps.
+// The selection is a Selection (selection.js): several nodes and edges at once.
 
-import { NODE_WIDTH } from "./model.js";
+import { attachInput } from "./canvas-input.js";
+import { edgePath } from "./edge-route.js";
+import { drawIcon, iconName } from "./icons.js";
+import { isNote, NODE_WIDTH } from "./model.js";
+import { Selection } from "./selection.js";
+import { fitText, truncate, wrap } from "./text-fit.js";
 
 const SVG_NS = "http://www.w3.org/2000/svg";
-const MIN_ZOOM = 0.25;
+const MIN_ZOOM = 0.1;
 const MAX_ZOOM = 2.5;
-const DRAG_THRESHOLD = 3; // px before a mousedown counts as a drag rather than a click
+export const GRID = 24; // canvas units between grid dots; snapping rounds to this
+// Only what is near the view is drawn: the visible area plus this many view sizes around
+// it. Panning further redraws. Below LOD_ZOOM, text is hidden (too small to read anyway):
+// with hundreds of nodes, text is most of the painting time.
+const CULL_MARGIN = 0.5;
+const LOD_ZOOM = 0.45;
 
 function el(tag, attrs = {}, parent = null) {
   const node = document.createElementNS(SVG_NS, tag);
@@ -28,29 +39,29 @@ function el(tag, attrs = {}, parent = null) {
   return node;
 }
 
-function truncate(text, max) {
-  return text.length > max ? text.slice(0, max - 1) + "…" : text;
-}
 
-function edgePath(x1, y1, x2, y2) {
-  const dx = Math.max(40, Math.abs(x2 - x1) / 2);
-  return `M ${x1} ${y1} C ${x1 + dx} ${y1}, ${x2 - dx} ${y2}, ${x2} ${y2}`;
-}
 
 export class Canvas {
   /**
    * @param {SVGSVGElement} svg
    * @param {import("./model.js").DiagramModel} model
    * @param {object} options
-   *   readOnly: no editing (run view); onSelect(selection|null); onNodeClick(nodeId)
+   *   readOnly: no editing (run view); onSelect(single selection {kind, id} | null, when
+   *   the selection changed); onNodeClick(nodeId); onQuickAdd(sourceId, port, clientX,
+   *   clientY) when a connection is dropped on empty canvas
    */
-  constructor(svg, model, { readOnly = false, onSelect = () => {}, onNodeClick = () => {} } = {}) {
+  constructor(svg, model, { readOnly = false, onSelect = () => {}, onNodeClick = () => {}, onQuickAdd = () => {} } = {}) {
     this.svg = svg;
     this.model = model;
     this.readOnly = readOnly;
     this.onSelect = onSelect;
     this.onNodeClick = onNodeClick;
-    this.selection = null; // {kind: "node"|"edge", id}
+    this.onQuickAdd = onQuickAdd;
+    this.sel = new Selection();
+    this.snap = true; // snap moved nodes to the grid
+    this.boxMode = false; // a plain drag on the background draws a selection box
+    this.nodeEls = new Map(); // node id -> <g>
+    this.edgeEls = new Map(); // edge id -> [hit path, visible path]
     this.diagnostics = new Map(); // node id -> [Diagnostic]
     this.edgeDiagnostics = new Map(); // edge id -> [Diagnostic]
     this.statuses = new Map(); // node id -> step status (read-only views)
@@ -58,7 +69,8 @@ export class Canvas {
     this.prefix = svg.id || "canvas";
     this.build();
     this.bindEvents();
-    model.onChange(() => this.render());
+    // Pan and zoom only move the viewport group; content changes redraw the scene.
+    model.onChange((kind) => (kind === "viewport" ? this.renderViewport() : this.render()));
     this.render();
   }
 
@@ -81,6 +93,26 @@ export class Canvas {
     this.edgeLayer = el("g", { class: "edges" }, this.viewportGroup);
     this.draft = el("path", { class: "edge-draft", d: "" }, this.viewportGroup);
     this.nodeLayer = el("g", { class: "nodes" }, this.viewportGroup);
+    this.box = el("rect", { class: "select-box", visibility: "hidden" }, this.viewportGroup);
+    this.proxy = el("path", { class: "layout-proxy", d: "" }, this.viewportGroup);
+  }
+
+  /**
+   * While an animation moves many nodes, draw them as plain boxes in one path (one element
+   * to repaint per frame instead of hundreds); boxes: [{x, y, h}]; null ends it.
+   */
+  drawProxy(boxes) {
+    // display on the two layers, not a class on the <svg>: a class on the root restyles
+    // every element under it, which alone costs more than the whole animation.
+    for (const layer of [this.nodeLayer, this.edgeLayer]) {
+      if (boxes) layer.setAttribute("display", "none");
+      else layer.removeAttribute("display");
+    }
+    this.proxy.setAttribute("d", boxes ? boxes.map((b) => `M${b.x} ${b.y}h${NODE_WIDTH}v${b.h}h${-NODE_WIDTH}z`).join("") : "");
+  }
+
+  bindEvents() {
+    attachInput(this);
   }
 
   // ---------------------------------------------------------------- coordinates
@@ -109,17 +141,18 @@ export class Canvas {
     this.model.setViewport({ zoom, x: cx - px * zoom, y: cy - py * zoom });
   }
 
-  /** Pan and zoom so every node is visible (zoom at most 1). */
-  fit(padding = 40) {
+  /** Pan and zoom so every node (or the given positions) is visible (zoom at most 1). */
+  fit(padding = 40, positions = null) {
     const nodes = this.model.nodes;
     const r = this.svg.getBoundingClientRect();
     if (!nodes.length || !r.width || !r.height) return;
     let minX = Infinity, minY = Infinity, maxX = -Infinity, maxY = -Infinity;
     for (const n of nodes) {
-      minX = Math.min(minX, n.position.x);
-      minY = Math.min(minY, n.position.y);
-      maxX = Math.max(maxX, n.position.x + NODE_WIDTH);
-      maxY = Math.max(maxY, n.position.y + this.model.nodeHeight(n));
+      const p = positions?.get(n.id) || n.position;
+      minX = Math.min(minX, p.x);
+      minY = Math.min(minY, p.y);
+      maxX = Math.max(maxX, p.x + NODE_WIDTH);
+      maxY = Math.max(maxY, p.y + this.model.nodeHeight(n));
     }
     const zoom = Math.min(1, Math.max(MIN_ZOOM, Math.min((r.width - 2 * padding) / (maxX - minX), (r.height - 2 * padding) / (maxY - minY))));
     this.model.setViewport({
@@ -143,11 +176,28 @@ export class Canvas {
 
   // ---------------------------------------------------------------- state setters
 
+  /** The single selected item {kind, id}, or null when none or several are selected. */
+  get selection() {
+    return this.sel.single();
+  }
+
+  /** Select one item ({kind, id}) or nothing (null). */
   select(selection) {
-    const same = JSON.stringify(selection) === JSON.stringify(this.selection);
-    this.selection = selection;
+    this.changeSelection(() => this.sel.only(selection?.kind, selection?.id));
+  }
+
+  /** Run fn(selection) to change the selection; re-render and tell onSelect when changed. */
+  changeSelection(fn) {
+    const before = this.sel.key();
+    fn(this.sel);
+    this.sel.prune(this.model);
     this.render();
-    if (!same) this.onSelect(selection);
+    if (this.sel.key() !== before) this.onSelect(this.sel.single());
+  }
+
+  /** Round a canvas coordinate to the grid when snapping is on. */
+  snapped(v) {
+    return this.snap ? Math.round(v / GRID) * GRID : Math.round(v);
   }
 
   setDiagnostics(list) {
@@ -170,34 +220,115 @@ export class Canvas {
   // ---------------------------------------------------------------- rendering
 
   render() {
+    this.sel.prune(this.model);
+    this.renderViewport(false);
+    this.drawRect = this.visibleRect(CULL_MARGIN);
+    this.renderEdges();
+    this.renderNodes();
+  }
+
+  /** Apply pan/zoom; redraw when the view left the area drawn last time. */
+  renderViewport(redraw = true) {
     const { x, y, zoom } = this.model.viewport;
     this.viewportGroup.setAttribute("transform", `translate(${x} ${y}) scale(${zoom})`);
     this.gridPattern.setAttribute("patternTransform", `translate(${x} ${y}) scale(${zoom})`);
-    this.renderEdges();
-    this.renderNodes();
+    const low = zoom < LOD_ZOOM;
+    if (low !== this.svg.classList.contains("lod-low")) {
+      this.svg.classList.toggle("lod-low", low);
+      // Zoomed far out the grid dots would be a couple of pixels apart: tens of thousands
+      // of dots to paint on every frame. The grid is left out there.
+      this.bg.setAttribute("fill", low ? "transparent" : `url(#${this.prefix}-grid)`);
+    }
+    if (!redraw || this.drawRect === undefined) return;
+    const view = this.visibleRect(0);
+    const d = this.drawRect;
+    if (view && (!d || view.x1 < d.x1 || view.y1 < d.y1 || view.x2 > d.x2 || view.y2 > d.y2)) this.render();
+  }
+
+  /** The visible area in canvas units, grown by ``margin`` view sizes; null if unknown. */
+  visibleRect(margin) {
+    const r = this.svg.getBoundingClientRect();
+    if (!r.width || !r.height) return null;
+    const { x, y, zoom } = this.model.viewport;
+    const w = r.width / zoom;
+    const h = r.height / zoom;
+    const left = -x / zoom;
+    const top = -y / zoom;
+    return { x1: left - w * margin, y1: top - h * margin, x2: left + w * (1 + margin), y2: top + h * (1 + margin) };
+  }
+
+  /** Whether a node is drawn: near the view, or selected. */
+  drawn(node) {
+    const r = this.drawRect;
+    if (!r || this.sel.has("node", node.id)) return true;
+    const p = node.position;
+    return p.x < r.x2 && p.x + NODE_WIDTH > r.x1 && p.y < r.y2 && p.y + this.model.nodeHeight(node) > r.y1;
+  }
+
+  /** Path data of an edge from the nodes' current positions. */
+  edgeD(e, s, t) {
+    const m = this.model;
+    const a = m.portOffset(s, "out", e.source_port);
+    const b = m.portOffset(t, "in", e.target_port);
+    const below = Math.max(s.position.y + m.nodeHeight(s), t.position.y + m.nodeHeight(t));
+    // End at the rim of the input port so the arrow head stays visible.
+    return { d: edgePath(s.position.x + a.x, s.position.y + a.y, t.position.x + b.x - 8, t.position.y + b.y, below), a, b };
+  }
+
+  /**
+   * Fast path for drags and animations: move the given nodes' <g> and re-route only the
+   * edges touching them (positions are already in the model). With edges false the edges
+   * are left alone (the auto-layout animation hides them and redraws at the end).
+   */
+  moveInPlace(ids, { edges = true } = {}) {
+    const set = new Set(ids);
+    for (const n of this.model.nodes) {
+      const g = set.has(n.id) ? this.nodeEls.get(n.id) : null;
+      if (g) g.setAttribute("transform", `translate(${n.position.x} ${n.position.y})`);
+    }
+    if (!edges) return;
+    for (const e of this.model.edges) {
+      if (!set.has(e.source) && !set.has(e.target)) continue;
+      const paths = this.edgeEls.get(e.id);
+      const s = this.model.node(e.source);
+      const t = this.model.node(e.target);
+      if (!paths || !s || !t) continue;
+      const { d } = this.edgeD(e, s, t);
+      paths[0].setAttribute("d", d);
+      paths[1].setAttribute("d", d);
+    }
   }
 
   renderEdges() {
     const m = this.model;
     this.edgeLayer.replaceChildren();
+    this.edgeEls.clear();
+    const byId = new Map(m.nodes.map((n) => [n.id, n]));
+    const r = this.drawRect;
     for (const e of m.edges) {
-      const s = m.node(e.source);
-      const t = m.node(e.target);
+      const s = byId.get(e.source);
+      const t = byId.get(e.target);
       if (!s || !t) continue;
-      const a = m.portOffset(s, "out", e.source_port);
-      const b = m.portOffset(t, "in", e.target_port);
-      // End at the rim of the input port so the arrow head stays visible.
-      const d = edgePath(s.position.x + a.x, s.position.y + a.y, t.position.x + b.x - 8, t.position.y + b.y);
+      if (r && !this.drawn(s) && !this.drawn(t)) {
+        // Both ends away: drawn only when the edge may cross the area.
+        const x1 = Math.min(s.position.x, t.position.x);
+        const x2 = Math.max(s.position.x, t.position.x) + NODE_WIDTH;
+        const y1 = Math.min(s.position.y, t.position.y);
+        const y2 = Math.max(s.position.y, t.position.y) + 200;
+        if (x1 > r.x2 || x2 < r.x1 || y1 > r.y2 || y2 < r.y1) continue;
+      }
+      const { d, a, b } = this.edgeD(e, s, t);
       const g = el("g", { class: "edge-group" }, this.edgeLayer);
       // A wide transparent path under the visible one makes edges easy to click.
-      el("path", { d, class: "edge-hit", "data-edge-id": e.id }, g);
+      const hit = el("path", { d, class: "edge-hit", "data-edge-id": e.id }, g);
       const classes = ["edge"];
-      if (this.selection?.kind === "edge" && this.selection.id === e.id) classes.push("selected");
+      if (this.sel.has("edge", e.id)) classes.push("selected");
       if (a.missing || b.missing) classes.push("edge-dangling");
       if (this.edgeDiagnostics.has(e.id)) classes.push("has-error");
       const edgeState = this.edgeStates?.get(e.id);
       if (edgeState) classes.push(`edge-${edgeState}`);
       const path = el("path", { d, class: classes.join(" "), "data-edge-id": e.id, "marker-end": `url(#${this.prefix}-arrow)` }, g);
+      this.edgeEls.set(e.id, [hit, path]);
       const diags = this.edgeDiagnostics.get(e.id);
       if (diags) el("title", {}, path).textContent = diags.map((x) => x.message).join("\n");
     }
@@ -206,12 +337,18 @@ export class Canvas {
   renderNodes() {
     const m = this.model;
     this.nodeLayer.replaceChildren();
+    this.nodeEls.clear();
     for (const node of m.nodes) {
+      if (!this.drawn(node)) continue;
+      if (isNote(node)) {
+        this.renderNote(node);
+        continue;
+      }
       const spec = m.spec(node.type);
       const h = m.nodeHeight(node);
       const kind = spec?.kind || (m.specs.size ? "unknown" : "step");
       const classes = ["node", `kind-${kind}`];
-      if (this.selection?.kind === "node" && this.selection.id === node.id) classes.push("selected");
+      if (this.sel.has("node", node.id)) classes.push("selected");
       const diags = this.diagnostics.get(node.id);
       if (diags) classes.push("has-error");
       const status = this.statuses.get(node.id);
@@ -222,7 +359,11 @@ export class Canvas {
         "data-type": node.type,
         "data-status": this.statuses.size ? status || "pending" : null,
         transform: `translate(${node.position.x} ${node.position.y})`,
+        tabindex: this.readOnly ? null : 0,
+        role: this.readOnly ? null : "button",
+        "aria-label": `${m.displayLabel(node)} (${m.typeLabel(node.type)})`,
       }, this.nodeLayer);
+      this.nodeEls.set(node.id, g);
 
       el("rect", { class: "node-body", width: NODE_WIDTH, height: h, rx: 10, ry: 10 }, g);
       if (status === "skipped") {
@@ -231,15 +372,17 @@ export class Canvas {
       el("rect", { class: "node-accent", x: 0, y: 0, width: 5, height: h, rx: 2 }, g);
       const icon = el("g", { class: "node-icon", transform: `translate(24 ${h / 2})` }, g);
       el("circle", { r: 13 }, icon);
-      el("text", { "text-anchor": "middle", "dominant-baseline": "central" }, icon).textContent = iconText(spec, node);
+      drawIcon(icon, iconName(spec, node.type), spec?.label || node.type.split(".").pop(), 16);
 
       const outputs = m.outputsOf(node);
-      const textWidth = outputs.length > 1 ? 17 : 22; // leave room for port names
-      el("text", { class: "node-label", x: 44, y: h / 2 - 6, "dominant-baseline": "middle" }, g).textContent = truncate(m.displayLabel(node), textWidth);
+      const textPx = NODE_WIDTH - 44 - (outputs.length > 1 ? 48 : 14); // leave room for port names
+      el("text", { class: "node-label", x: 44, y: h / 2 - 6, "dominant-baseline": "middle" }, g).textContent = fitText(m.displayLabel(node), textPx, "600 13px");
       // Subtitle: the node type's label under a custom label, else the step id (what
       // expressions refer to); type ids stay in the tooltip.
       const typeLabel = m.typeLabel(node.type);
-      el("text", { class: node.label ? "node-sub node-sub-type" : "node-sub", x: 44, y: h / 2 + 11, "dominant-baseline": "middle" }, g).textContent = truncate(node.label ? typeLabel : node.id, textWidth + 2);
+      el("text", { class: node.label ? "node-sub node-sub-type" : "node-sub", x: 44, y: h / 2 + 11, "dominant-baseline": "middle" }, g).textContent = node.label
+        ? fitText(typeLabel, textPx, "11px")
+        : truncate(node.id, Math.floor(textPx / 6.7)); // step ids are in the 11 px monospace font
       el("title", {}, g).textContent = [
         m.displayLabel(node),
         `${typeLabel} (${node.type})`,
@@ -269,114 +412,64 @@ export class Canvas {
     }
   }
 
-  // ---------------------------------------------------------------- interactions
-
-  bindEvents() {
-    this.svg.addEventListener("mousedown", (e) => this.onMouseDown(e));
-    this.svg.addEventListener("wheel", (e) => {
-      e.preventDefault();
-      this.zoomAt(e.deltaY < 0 ? 1.1 : 1 / 1.1, e.clientX, e.clientY);
-    }, { passive: false });
-    window.addEventListener("mousemove", (e) => this.onMouseMove(e));
-    window.addEventListener("mouseup", (e) => this.onMouseUp(e));
+  /** A sticky note: a yellow card with the note's text, wrapped to its width. */
+  renderNote(node) {
+    const h = this.model.nodeHeight(node);
+    const classes = ["node", "note"];
+    if (this.sel.has("node", node.id)) classes.push("selected");
+    const color = /^[a-z]+$/.test(node.config?.color || "") ? node.config.color : "yellow";
+    classes.push(`note-${color}`);
+    const text = String(node.config?.text || "");
+    const g = el("g", {
+      class: classes.join(" "),
+      "data-node-id": node.id,
+      "data-type": node.type,
+      transform: `translate(${node.position.x} ${node.position.y})`,
+      tabindex: this.readOnly ? null : 0,
+      role: this.readOnly ? null : "button",
+      "aria-label": `Note: ${text.slice(0, 80) || "empty"}`,
+    }, this.nodeLayer);
+    this.nodeEls.set(node.id, g);
+    el("rect", { class: "node-body note-body", width: NODE_WIDTH, height: h, rx: 4, ry: 4 }, g);
+    const lines = wrap(text || "Empty note: select it to write", 30, 6);
+    lines.forEach((line, i) => {
+      el("text", { class: text ? "note-text" : "note-text note-empty", x: 12, y: 22 + i * 16 }, g).textContent = line;
+    });
+    el("title", {}, g).textContent = text || "Sticky note";
   }
 
-  onMouseDown(e) {
-    if (e.button !== 0) return;
-    const target = e.target;
-    const nodeEl = target.closest(".node");
-    const start = { clientX: e.clientX, clientY: e.clientY, moved: false };
-
-    if (!this.readOnly && target.classList.contains("port-out") && nodeEl) {
-      e.preventDefault();
-      this.gesture = { ...start, type: "connect", source: nodeEl.dataset.nodeId, port: target.dataset.port };
-      this.svg.classList.add("connecting");
-      return;
-    }
-    if (nodeEl) {
-      e.preventDefault();
-      const node = this.model.node(nodeEl.dataset.nodeId);
-      this.gesture = { ...start, type: "move", id: node.id, origin: { ...node.position } };
-      if (!this.readOnly) this.select({ kind: "node", id: node.id });
-      return;
-    }
-    const edgeId = target.dataset?.edgeId;
-    if (edgeId && !this.readOnly) {
-      e.preventDefault();
-      this.select({ kind: "edge", id: edgeId });
-      return;
-    }
-    // Background: pan.
-    e.preventDefault();
-    this.svg.focus({ preventScroll: true });
-    this.gesture = { ...start, type: "pan", origin: { x: this.model.viewport.x, y: this.model.viewport.y } };
-    this.svg.classList.add("panning");
-  }
-
-  onMouseMove(e) {
-    const g = this.gesture;
-    if (!g) return;
-    const dx = e.clientX - g.clientX;
-    const dy = e.clientY - g.clientY;
-    if (!g.moved && Math.hypot(dx, dy) < DRAG_THRESHOLD) return;
-    g.moved = true;
-    const zoom = this.model.viewport.zoom;
-    if (g.type === "pan") {
-      this.model.setViewport({ x: g.origin.x + dx, y: g.origin.y + dy });
-    } else if (g.type === "move" && !this.readOnly) {
-      this.model.moveNode(g.id, g.origin.x + dx / zoom, g.origin.y + dy / zoom, { silent: true });
-      this.render();
-    } else if (g.type === "connect") {
-      const s = this.model.node(g.source);
-      const a = this.model.portOffset(s, "out", g.port);
-      const p = this.screenToCanvas(e.clientX, e.clientY);
-      this.draft.setAttribute("d", edgePath(s.position.x + a.x, s.position.y + a.y, p.x, p.y));
-      const hover = document.elementFromPoint(e.clientX, e.clientY);
-      this.highlightDropTarget(hover && hover.closest ? hover.closest(".node") : null);
-    }
-  }
-
-  onMouseUp(e) {
-    const g = this.gesture;
-    if (!g) return;
-    this.gesture = null;
-    this.svg.classList.remove("connecting", "panning");
-    this.draft.setAttribute("d", "");
-    this.highlightDropTarget(null);
-
-    if (g.type === "connect") {
-      const hit = document.elementFromPoint(e.clientX, e.clientY);
-      const nodeEl = hit && hit.closest ? hit.closest(".node") : null;
-      if (!nodeEl || nodeEl.dataset.nodeId === g.source) return;
-      const target = this.model.node(nodeEl.dataset.nodeId);
-      // Dropping on an input port uses that port; on the body, the node's first input.
-      const port = hit.classList.contains("port-in") ? hit.dataset.port : this.model.inputsOf(target)[0];
-      if (!port) return;
-      const edge = this.model.connect(g.source, g.port, target.id, port);
-      if (edge) this.select({ kind: "edge", id: edge.id });
-    } else if (g.type === "move") {
-      if (g.moved && !this.readOnly) this.model.emit(); // one change per drag, not per pixel
-      else this.onNodeClick(g.id);
-    } else if (g.type === "pan" && !g.moved && !this.readOnly) {
-      this.select(null);
-    }
-  }
-
-  highlightDropTarget(nodeEl) {
+  highlightDropTarget(nodeEl, source) {
     for (const n of this.nodeLayer.querySelectorAll(".node.drop-target")) n.classList.remove("drop-target");
-    if (nodeEl && this.gesture && nodeEl.dataset.nodeId !== this.gesture.source) nodeEl.classList.add("drop-target");
+    if (nodeEl && nodeEl.dataset.nodeId !== source) nodeEl.classList.add("drop-target");
+  }
+
+  /** Show the selection box (canvas units) or hide it (null). */
+  showBox(rect) {
+    if (!rect) {
+      this.box.setAttribute("visibility", "hidden");
+      return;
+    }
+    this.box.setAttribute("visibility", "visible");
+    this.box.setAttribute("x", Math.min(rect.x1, rect.x2));
+    this.box.setAttribute("y", Math.min(rect.y1, rect.y2));
+    this.box.setAttribute("width", Math.abs(rect.x2 - rect.x1));
+    this.box.setAttribute("height", Math.abs(rect.y2 - rect.y1));
+  }
+
+  /** Draft path of a connection being drawn, or "" to hide it. */
+  showDraft(d) {
+    this.draft.setAttribute("d", d);
+  }
+
+  /** Path data of a connection from a port to a canvas point. */
+  draftPath(sourceId, port, p) {
+    const s = this.model.node(sourceId);
+    const a = this.model.portOffset(s, "out", port);
+    return edgePath(s.position.x + a.x, s.position.y + a.y, p.x, p.y);
   }
 }
 
 function push(map, key, value) {
   if (!map.has(key)) map.set(key, []);
   map.get(key).push(value);
-}
-
-function iconText(spec, node) {
-  const icon = spec?.icon || "";
-  // Short icons (an emoji or a letter or two) are shown as they are; icon names are not.
-  if (icon && [...icon].length <= 2) return icon;
-  const label = spec?.label || node.type.split(".").pop() || "?";
-  return label.charAt(0).toUpperCase();
 }

@@ -1,13 +1,17 @@
 // Entry point of the designer page (templates/designer.html).
-// Wires the model, canvas, palette, config panel, diagnostics and toolbar together.
+// Wires the model, canvas, palette, config panel, diagnostics and toolbar together; edit
+// commands, undo/redo and shortcuts are wired in designer-edit.js.
 
-import { errorMessage, postJSON, putJSON } from "./api.js";
+import { errorMessage, postJSON } from "./api.js";
+import { DraftSaver } from "./autosave.js";
 import { Canvas } from "./canvas.js";
 import { attachCopyButton } from "./clipboard.js";
+import { wireEditing } from "./designer-edit.js";
 import { DiagnosticsList, problems } from "./diagnostics.js";
 import { DiagramModel, NODE_WIDTH } from "./model.js";
 import { acceptDrops, renderPalette } from "./palette.js";
 import { ConfigPanel } from "./panel.js";
+import { QuickAdd } from "./quickadd.js";
 import { attachTriggerPanels } from "./trigger-panels.js";
 import { mountSettings } from "./workflow-settings.js";
 
@@ -48,14 +52,19 @@ function setStatus(text, kind = "") {
 const panel = new ConfigPanel(document.getElementById("config-panel"), model, {
   onStatus: (m, k) => setStatus(m, k),
   // "New credential" leaves the page: keep the drawing first.
-  beforeLeave: async () => !dirty || (await save()),
+  beforeLeave: async () => readOnly || !dirty || (await save()),
 });
 attachTriggerPanels(document.getElementById("config-panel"), model, workflowId);
 
+const quickAdd = new QuickAdd(document.querySelector(".canvas-wrap"), catalog);
 const canvas = new Canvas(document.getElementById("canvas"), model, {
   onSelect(sel) {
     if (sel && sel.kind === "node") panel.open(sel.id);
     else panel.close();
+  },
+  onQuickAdd(source, port, clientX, clientY) {
+    const at = canvas.screenToCanvas(clientX, clientY);
+    quickAdd.open(clientX, clientY, (type) => editor.addAfter(source, port, type, at));
   },
 });
 
@@ -68,6 +77,15 @@ const diagnosticsList = new DiagnosticsList(document.getElementById("diagnostics
 });
 
 function addNode(type, clientX, clientY) {
+  if (clientX !== null && clientX !== undefined) {
+    // Dropped on an edge: insert the node into it.
+    const hit = document.elementFromPoint(clientX, clientY);
+    const edgeId = hit && hit.dataset ? hit.dataset.edgeId : null;
+    if (edgeId && model.edge(edgeId)) {
+      editor.insertOnEdge(edgeId, type, canvas.screenToCanvas(clientX, clientY));
+      return;
+    }
+  }
   let pos;
   if (clientX === null || clientX === undefined) {
     // Click / keyboard: the middle of the view, shifted so repeated adds do not stack.
@@ -78,7 +96,7 @@ function addNode(type, clientX, clientY) {
     const p = canvas.screenToCanvas(clientX, clientY);
     pos = { x: p.x - NODE_WIDTH / 2, y: p.y - 28 };
   }
-  const node = model.addNode(type, pos.x, pos.y);
+  const node = model.addNode(type, canvas.snapped(pos.x), canvas.snapped(pos.y));
   canvas.select({ kind: "node", id: node.id });
 }
 
@@ -96,6 +114,7 @@ model.onChange((kind) => {
   updateEmptyHint();
   if (kind !== "graph") return; // pan/zoom is saved but does not make the draft dirty
   dirty = true;
+  if (!readOnly) saver.changed();
   setStatus(diagnostics.length ? `Unsaved changes · ${problems(diagnostics.length)}` : "Unsaved changes", "dirty");
   clearTimeout(compileTimer);
   compileTimer = setTimeout(compile, COMPILE_DELAY_MS);
@@ -130,27 +149,25 @@ async function compile() {
 
 const saveBtn = document.getElementById("save-btn");
 const publishBtn = document.getElementById("publish-btn");
+// Save, Publish and Settings are rendered only for users who may edit the workflow.
+const readOnly = !saveBtn;
+
+const saver = new DraftSaver(workflowId, Number(root.dataset.draftRevision) || 0, {
+  diagram: () => model.toJSON(),
+  onStatus: setStatus,
+  onSaved(data) {
+    dirty = saver.dirty;
+    showDiagnostics(data.diagnostics);
+    const n = diagnostics.length;
+    setStatus(n ? `Saved · ${problems(n)}` : "Saved", n ? "error" : "ok");
+  },
+});
 
 /** Save the draft; resolves to true on success. */
 async function save() {
   clearTimeout(compileTimer);
   compileSeq++; // a save answers with fresh diagnostics; ignore compiles in flight
-  setStatus("Saving…", "busy");
-  let resp;
-  try {
-    resp = await putJSON(`/api/workflows/${workflowId}/draft`, { diagram: model.toJSON() });
-  } catch (err) {
-    setStatus(`Save failed: ${err.message}`, "error");
-    return false;
-  }
-  if (!resp.ok) {
-    setStatus(`Save failed: ${errorMessage(resp)}`, "error");
-    return false;
-  }
-  dirty = false;
-  showDiagnostics(resp.data?.diagnostics);
-  setStatus(diagnostics.length ? `Saved · ${problems(diagnostics.length)}` : "Saved", diagnostics.length ? "error" : "ok");
-  return true;
+  return saver.save();
 }
 
 async function publish() {
@@ -220,9 +237,11 @@ async function withBusy(button, fn) {
   }
 }
 
-saveBtn.addEventListener("click", () => withBusy(saveBtn, save));
-publishBtn.addEventListener("click", () => withBusy(publishBtn, publish));
-mountSettings(workflowId, document.getElementById("settings-btn"), setStatus);
+// Save, Publish and Settings are rendered only for users who may edit the workflow.
+saveBtn?.addEventListener("click", () => withBusy(saveBtn, save));
+publishBtn?.addEventListener("click", () => withBusy(publishBtn, publish));
+const settingsBtn = document.getElementById("settings-btn");
+if (settingsBtn) mountSettings(workflowId, settingsBtn, setStatus);
 
 // Run dialog ----------------------------------------------------------------
 
@@ -232,7 +251,8 @@ const runError = document.getElementById("run-error");
 const runResult = document.getElementById("run-result");
 const runSubmit = document.getElementById("run-submit");
 
-document.getElementById("run-btn").addEventListener("click", () => {
+// Run is rendered only for users who may run the workflow.
+document.getElementById("run-btn")?.addEventListener("click", () => {
   runError.hidden = true;
   runResult.hidden = true;
   if (dirty || !root.dataset.activeVersion) {
@@ -282,31 +302,20 @@ document.getElementById("zoom-in").addEventListener("click", () => canvas.zoomAt
 document.getElementById("zoom-out").addEventListener("click", () => canvas.zoomAt(1 / 1.2));
 document.getElementById("zoom-fit").addEventListener("click", () => canvas.fit());
 
-// ------------------------------------------------------------------ keyboard
+// ------------------------------------------------------------------ editing
 
-document.addEventListener("keydown", (e) => {
-  const t = e.target;
-  // Never steal keys from form controls or an open dialog.
-  if (t.closest && t.closest("input, textarea, select, [contenteditable], dialog")) return;
-  if (e.key === "Delete" || e.key === "Backspace") {
-    const sel = canvas.selection;
-    if (!sel) return;
-    e.preventDefault();
-    canvas.selection = null;
-    if (sel.kind === "node") model.removeNode(sel.id);
-    else model.removeEdge(sel.id);
-    canvas.select(null);
-    panel.close();
-  } else if (e.key === "Escape") {
-    canvas.select(null);
-  } else if ((e.ctrlKey || e.metaKey) && e.key === "s") {
-    e.preventDefault();
-    withBusy(saveBtn, save);
-  }
+// A user who may not edit (no Save button rendered) edits locally only: nothing is saved.
+const editor = wireEditing({
+  model,
+  canvas,
+  panel,
+  setStatus,
+  save: () => (saveBtn ? withBusy(saveBtn, save) : Promise.resolve(false)),
+  quickAdd,
 });
 
 window.addEventListener("beforeunload", (e) => {
-  if (dirty) {
+  if (saver.dirty && saveBtn) {
     e.preventDefault();
     e.returnValue = "";
   }
@@ -334,4 +343,4 @@ updateEmptyHint();
 if (model.nodes.length && !root.dataset.diagram.includes('"viewport"')) canvas.fit();
 applyReturnFromCredentials();
 if (model.nodes.length) compile(); // show the draft's diagnostics right away
-window.railyardDesigner = { model, canvas, panel }; // for debugging and e2e tests
+window.railyardDesigner = { model, canvas, panel, editor, saver, history: editor.history }; // for debugging and e2e tests

@@ -3,8 +3,15 @@
 // forbid unknown fields, so nothing else is ever added to them.
 
 export const NODE_WIDTH = 200;
+export const NOTE_TYPE = "ui.note"; // designer_schema.diagram.NOTE_TYPE: left out of the graph
+export const NOTE_HEIGHT = 112;
 const PORT_SPACING = 24;
 const MIN_HEIGHT = 56;
+
+/** True for a sticky note (a comment on the canvas; no ports, never compiled). */
+export function isNote(node) {
+  return node.type === NOTE_TYPE;
+}
 
 export class DiagramModel {
   /**
@@ -33,15 +40,53 @@ export class DiagramModel {
     this.viewport = { x: Number(vp.x) || 0, y: Number(vp.y) || 0, zoom: Number(vp.zoom) || 1 };
     this.schemaVersion = diagram.schema_version || 1;
     this.listeners = [];
+    this.batchDepth = 0;
+    this.batchChanged = false;
   }
 
-  /** fn(kind) is called after every change; kind is "graph" (content) or "viewport". */
+  /**
+   * fn(kind, info) is called after every change; kind is "graph" (content) or "viewport".
+   * info.tag names edits that may merge into one undo step (the same node's config typed
+   * key by key: "config:<id>"); info.source is "history" for undo/redo.
+   */
   onChange(fn) {
     this.listeners.push(fn);
   }
 
-  emit(kind = "graph") {
-    for (const fn of this.listeners) fn(kind);
+  emit(kind = "graph", info = {}) {
+    if (this.batchDepth && kind === "graph") {
+      this.batchChanged = true;
+      return;
+    }
+    for (const fn of this.listeners) fn(kind, info);
+  }
+
+  /** Run fn() with every graph change in it reported as one change (one undo step). */
+  batch(fn) {
+    this.batchDepth++;
+    try {
+      return fn();
+    } finally {
+      this.batchDepth--;
+      if (!this.batchDepth && this.batchChanged) {
+        this.batchChanged = false;
+        this.emit();
+      }
+    }
+  }
+
+  /** The nodes and edges as a JSON string (what undo/redo stores). */
+  snapshot() {
+    const { nodes, edges } = this.toJSON();
+    return JSON.stringify({ nodes, edges });
+  }
+
+  /** Replace nodes and edges with a snapshot() string. */
+  restore(snapshot, source = "history") {
+    const data = JSON.parse(snapshot);
+    this.nodes = data.nodes;
+    this.edges = data.edges;
+    this.emit("graph", { source });
   }
 
   spec(type) {
@@ -66,6 +111,7 @@ export class DiagramModel {
   }
 
   inputsOf(node) {
+    if (isNote(node)) return [];
     const spec = this.spec(node.type);
     if (!spec) {
       const used = unique(this.edges.filter((e) => e.target === node.id).map((e) => e.target_port));
@@ -78,6 +124,7 @@ export class DiagramModel {
   }
 
   outputsOf(node) {
+    if (isNote(node)) return [];
     const spec = this.spec(node.type);
     if (!spec) {
       const used = unique(this.edges.filter((e) => e.source === node.id).map((e) => e.source_port));
@@ -101,6 +148,7 @@ export class DiagramModel {
   }
 
   nodeHeight(node) {
+    if (isNote(node)) return NOTE_HEIGHT;
     const n = Math.max(this.inputsOf(node).length, this.outputsOf(node).length, 1);
     return Math.max(MIN_HEIGHT, 16 + n * PORT_SPACING);
   }
@@ -130,11 +178,63 @@ export class DiagramModel {
     return `e_${i}`;
   }
 
-  addNode(type, x, y) {
-    const node = { id: this.nextNodeId(type), type, label: "", position: { x: Math.round(x), y: Math.round(y) }, config: {} };
+  addNode(type, x, y, config = {}) {
+    const node = { id: this.nextNodeId(type), type, label: "", position: { x: Math.round(x), y: Math.round(y) }, config };
     this.nodes.push(node);
     this.emit();
     return node;
+  }
+
+  /** Move several nodes at once: moves is [{id, x, y}]; one change. */
+  moveNodes(moves, { silent = false } = {}) {
+    for (const { id, x, y } of moves) this.moveNode(id, x, y, { silent: true });
+    if (!silent) this.emit();
+  }
+
+  /** Remove nodes (with their edges) and edges; one change. */
+  removeMany(nodeIds, edgeIds = []) {
+    const nodes = new Set(nodeIds);
+    const edges = new Set(edgeIds);
+    this.nodes = this.nodes.filter((n) => !nodes.has(n.id));
+    this.edges = this.edges.filter((e) => !edges.has(e.id) && !nodes.has(e.source) && !nodes.has(e.target));
+    this.emit();
+  }
+
+  /**
+   * The given nodes and the edges between them, as a diagram fragment
+   * ({nodes, edges}, deep copies) for the clipboard.
+   */
+  fragment(nodeIds) {
+    const ids = new Set(nodeIds);
+    const { nodes, edges } = JSON.parse(this.snapshot());
+    return {
+      nodes: nodes.filter((n) => ids.has(n.id)),
+      edges: edges.filter((e) => ids.has(e.source) && ids.has(e.target)),
+    };
+  }
+
+  /**
+   * Add a fragment's nodes and edges with fresh ids, shifted by (dx, dy); one change.
+   * Returns the new node ids. Edges whose ends are not in the fragment are dropped.
+   */
+  insertFragment(fragment, dx, dy) {
+    const rename = new Map();
+    const added = [];
+    this.batch(() => {
+      for (const n of fragment.nodes || []) {
+        if (!n || typeof n.type !== "string") continue;
+        const node = this.addNode(n.type, (Number(n.position?.x) || 0) + dx, (Number(n.position?.y) || 0) + dy, structuredClone(n.config || {}));
+        node.label = typeof n.label === "string" ? n.label : "";
+        rename.set(String(n.id), node.id);
+        added.push(node.id);
+      }
+      for (const e of fragment.edges || []) {
+        const s = rename.get(String(e.source));
+        const t = rename.get(String(e.target));
+        if (s && t) this.connect(s, e.source_port || "out", t, e.target_port || "in");
+      }
+    });
+    return added;
   }
 
   moveNode(id, x, y, { silent = false } = {}) {
@@ -173,7 +273,7 @@ export class DiagramModel {
     if (!node) return;
     if (label !== undefined) node.label = label;
     if (config !== undefined) node.config = config;
-    this.emit();
+    this.emit("graph", { tag: `config:${id}` });
   }
 
   setViewport(vp) {

@@ -1,25 +1,11 @@
 // The node palette: catalog node types grouped by connector (core nodes by category),
 // each group headed by its connector's icon and label; searchable; draggable onto the
-// canvas (HTML5 drag and drop) or added at the canvas centre by click / Enter.
+// canvas (HTML5 drag and drop; dropped on an edge it is inserted into the edge) or added at
+// the canvas centre by click / Enter. Icons are inline SVG (icons.js).
+
+import { iconElement, iconName } from "./icons.js";
 
 export const DRAG_MIME = "application/x-railyard-node-type";
-
-// Glyphs for the icon names connectors declare (sdk.action(icon=...)); any other name
-// shows the label's initial.
-const ICONS = {
-  briefcase: "💼", branch: "⑂", call: "↪", clock: "⏱", edit: "✎", filter: "⧩",
-  globe: "🌐", link: "🔗", loop: "↻", mail: "✉", merge: "⋈", "message-square": "💬",
-  play: "▶", repeat: "⟳", reply: "↩", search: "🔍", send: "➤", sigma: "Σ", sort: "⇅",
-  stop: "■", switch: "⇄", table: "▦", type: "T", user: "👤", "user-check": "✔",
-  "user-plus": "+", users: "👥", webhook: "⚓", box: "📦",
-};
-
-/** A short glyph for an icon name, else the first letter of ``label``. */
-export function iconGlyph(icon, label) {
-  if (icon && ICONS[icon]) return ICONS[icon];
-  if (icon && [...icon].length <= 2) return icon;
-  return (label || "?").charAt(0).toUpperCase();
-}
 
 /** [{key, label, icon, specs}] in palette order: core categories first, then connectors by label. */
 export function paletteGroups(catalog, connectors = []) {
@@ -58,7 +44,7 @@ export function renderPalette(container, search, catalog, { onAdd, connectors = 
       const icon = document.createElement("span");
       icon.className = "palette-group-icon";
       icon.setAttribute("aria-hidden", "true");
-      icon.textContent = iconGlyph(group.icon, group.label);
+      icon.append(iconElement(iconName({ icon: group.icon }, ""), group.label, 14));
       h.appendChild(icon);
       h.title = `${group.label} connector ${group.version}`;
     }
@@ -95,7 +81,7 @@ function paletteItem(spec, groupWords, onAdd) {
 
   const icon = document.createElement("span");
   icon.className = "palette-icon";
-  icon.textContent = iconGlyph(spec.icon, spec.label);
+  icon.append(iconElement(iconName(spec, spec.type), spec.label, 16));
   const text = document.createElement("span");
   text.className = "palette-text";
   const label = document.createElement("span");

@@ -7,6 +7,7 @@
 // runs before the page is left.
 
 import { errorMessage, postJSON } from "./api.js";
+import { isNote } from "./model.js";
 
 export class ConfigPanel {
   constructor(container, model, { onStatus, beforeLeave = async () => true }) {
@@ -28,6 +29,7 @@ export class ConfigPanel {
     if (!node) return this.close();
     this.nodeId = nodeId;
     const seq = ++this.seq;
+    if (isNote(node)) return this.openNote(node);
     this.container.classList.add("loading");
     let resp;
     try {
@@ -49,6 +51,33 @@ export class ConfigPanel {
     this.container.innerHTML = resp.text;
     this.container.scrollTop = 0;
     this.showDiagnostics(this.diagnostics);
+  }
+
+  /** A sticky note's panel: its text (no server round trip: notes have no schema). */
+  openNote(node) {
+    const form = document.createElement("form");
+    form.className = "config-form";
+    form.dataset.nodeId = node.id;
+    const h = document.createElement("h2");
+    h.textContent = "Sticky note";
+    const hint = document.createElement("p");
+    hint.className = "hint";
+    hint.textContent = "A comment on the canvas. Notes are not steps: runs ignore them.";
+    const label = document.createElement("label");
+    label.htmlFor = "note-text";
+    label.textContent = "Text";
+    const text = document.createElement("textarea");
+    text.id = "note-text";
+    text.rows = 8;
+    text.value = String(node.config.text || "");
+    text.dataset.field = "text";
+    text.dataset.kind = "string";
+    const field = document.createElement("div");
+    field.className = "field";
+    field.append(label, text);
+    form.append(h, hint, field);
+    form.addEventListener("submit", (e) => e.preventDefault());
+    this.container.replaceChildren(form);
   }
 
   close() {

@@ -5,9 +5,11 @@
 import { request } from "./api.js";
 import { edgeStates, renderGraph } from "./graph-view.js";
 
-const TERMINAL = new Set(["succeeded", "failed", "cancelled", "timed_out"]);
-
 const view = document.getElementById("run-view");
+// Run statuses, from the server's one list (backend/engine/states.py, RUN_STATUSES):
+// [{value, label, terminal, actions: ["pause" | "resume" | "cancel" | "rerun_..."]}].
+const RUN_STATUSES = new Map((parseJSON(view.dataset.runStatuses) || []).map((s) => [s.value, s]));
+const TERMINAL = new Set([...RUN_STATUSES.values()].filter((s) => s.terminal).map((s) => s.value));
 const initialStatus = view.dataset.status;
 const diagram = parseJSON(view.dataset.diagram) || { nodes: [], edges: [] };
 const catalog = parseJSON(view.dataset.catalog) || [];
@@ -49,12 +51,12 @@ const canvas = renderGraph(document.getElementById("run-graph"), diagram, {
   },
 });
 
-// Run controls: POST /api/runs/{id}/{pause|resume|cancel}; the buttons shown follow the status.
-const ACTIONS = { pause: ["running", "waiting"], resume: ["paused"], cancel: ["queued", "running", "waiting", "paused"] };
-
+// Run controls: POST /api/runs/{id}/{pause|resume|cancel}; the buttons shown follow the
+// actions the status allows.
 function showControls(status) {
+  const actions = RUN_STATUSES.get(status)?.actions || [];
   for (const button of document.querySelectorAll("[data-run-action]")) {
-    button.hidden = !ACTIONS[button.dataset.runAction].includes(status);
+    button.hidden = !actions.includes(button.dataset.runAction);
   }
 }
 

@@ -351,3 +351,33 @@ def test_raise_for_status_can_show_a_redacted_url() -> None:
         sdk.raise_for_status(response, url=sdk.redact_url(request.url))
     assert "secret-path" not in info.value.message
     assert info.value.details["url"] == "https://hooks.example.test/…"
+
+
+class Cfg(msgspec.Struct):
+    name: str = "x"
+
+
+class Greeting(msgspec.Struct):
+    text: str
+
+
+async def test_action_versions_live_side_by_side_and_the_latest_is_offered() -> None:
+    @sdk.action("demo.greet", label="Greet", config=Cfg)
+    async def greet_v1(config: Cfg, input: Any) -> dict[str, Any]:
+        return {"text": f"hello {config.name}"}
+
+    @sdk.action("demo.greet", label="Greet", config=Cfg, version=2)
+    async def greet_v2(config: Cfg, input: Any) -> Greeting:
+        return Greeting(f"Hello, {config.name}! (v{sdk.info().node_version})")
+
+    connector = sdk.Connector(name="demo", label="Demo", version="1", actions=[greet_v2, greet_v1])
+    assert connector.get("demo.greet") is greet_v2
+    assert connector.get("demo.greet", 1) is greet_v1
+    assert greet_v2.output_json_schema()["properties"] == {"text": {"type": "string"}}
+    assert greet_v1.output_json_schema() == {"type": "object"}
+    env = ActionTestEnvironment()
+    assert await env.run(greet_v2, {"name": "Ada"}, None) == {"text": "Hello, Ada! (v2)"}
+    with pytest.raises(ValueError, match=r"duplicate node type demo\.greet"):
+        sdk.Connector(name="demo", label="Demo", version="1", actions=[greet_v1, greet_v1])
+    with pytest.raises(ValueError, match=r"version must be an integer >= 1"):
+        sdk.action("demo.greet", label="Greet", config=Cfg, version=0)

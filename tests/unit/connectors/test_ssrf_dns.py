@@ -52,14 +52,14 @@ async def test_names_resolving_to_blocked_ranges_are_refused(fake_dns: None, hos
 def _context(environ: dict[str, str]) -> Any:
     settings = load_settings(environ=environ)
     factory = make_context_factory(settings)
-    info = {
-        "run_id": "r",
-        "workflow_id": "w",
-        "step_id": "s",
-        "attempt": 1,
-        "idempotency_key": "k",
-        "node_type": "http.request",
-    }
+    info = sdk.ActionInfo(
+        run_id="r",
+        workflow_id="w",
+        step_id="s",
+        attempt=1,
+        idempotency_key="k",
+        node_type="http.request",
+    )
     return factory(info, None, lambda: False)
 
 

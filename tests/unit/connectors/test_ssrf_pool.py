@@ -165,14 +165,14 @@ async def test_attempt_contexts_share_the_runtime_pool(
     settings = load_settings(environ={}, http_allow_private=True)
     factory = make_context_factory(settings, http_pool=pool)
     for attempt in (1, 2):
-        info = {
-            "run_id": "r",
-            "workflow_id": "w",
-            "step_id": "s",
-            "attempt": attempt,
-            "idempotency_key": "r:s",
-            "node_type": "http.request",
-        }
+        info = sdk.ActionInfo(
+            run_id="r",
+            workflow_id="w",
+            step_id="s",
+            attempt=attempt,
+            idempotency_key="r:s",
+            node_type="http.request",
+        )
         context = factory(info, None, lambda: False)
         assert (await context.get_http_client().get(_url(server))).status_code == 200
         await context.aclose()  # as the engine does when the attempt ends

@@ -117,8 +117,22 @@ RESPOND = NodeTypeSpec(
 )
 RISKY = NodeTypeSpec(type="test.risky", label="Risky", kind="action", error_port=True)
 MERGE = NodeTypeSpec(type="control.merge", label="Merge", kind="control")
+JOIN = NodeTypeSpec(
+    type="control.join",
+    label="Join",
+    kind="control",
+    version=2,  # a node type at its second version: steps pin 2
+    config_schema={
+        "type": "object",
+        "properties": {
+            "mode": {"type": "string", "enum": ["all", "first", "n_of_m"]},
+            "count": {"type": "integer"},
+        },
+    },
+    config_join=True,
+)
 
-CATALOG = StaticCatalog([WEBHOOK, MANUAL, SET, IF, SWITCH, HTTP, RESPOND, RISKY, MERGE])
+CATALOG = StaticCatalog([WEBHOOK, MANUAL, SET, IF, SWITCH, HTTP, RESPOND, RISKY, MERGE, JOIN])
 
 
 def node(

@@ -9,6 +9,7 @@ import pytest
 
 from designer_schema import (
     DIAGNOSTIC_CODES,
+    NOTE_TYPE,
     Diagram,
     Edge,
     JoinSpec,
@@ -105,7 +106,7 @@ def test_happy_path_compiles_to_graph() -> None:
 
 
 def test_every_emitted_code_is_documented() -> None:
-    assert len(set(DIAGNOSTIC_CODES)) == len(DIAGNOSTIC_CODES) == 12
+    assert len(set(DIAGNOSTIC_CODES)) == len(DIAGNOSTIC_CODES) == 13
 
 
 # --- nodes ------------------------------------------------------------------------------
@@ -680,3 +681,39 @@ def test_deeply_nested_expression_field_is_reported_not_crashed() -> None:
     graph, diagnostics = compile_(with_trigger(node("s", "control.set", values={"v": value})))
     assert graph is None
     assert codes(diagnostics) == ["invalid_config"]
+
+
+# --- sticky notes -----------------------------------------------------------------------
+
+
+def test_sticky_notes_are_left_out_of_the_graph_and_its_hash() -> None:
+    plain, diagnostics = compile_(happy_diagram())
+    assert plain is not None and diagnostics == []
+    base = happy_diagram()
+    note = Node(id="note_1", type=NOTE_TYPE, config={"text": "ask finance first"})
+    noted = msgspec.structs.replace(base, nodes=[*base.nodes, note])
+
+    graph, diagnostics = compile_(noted)
+
+    assert diagnostics == [], "a note is neither unknown nor unreachable"
+    assert graph is not None
+    assert "note_1" not in [s.id for s in graph.steps]
+    assert graph.content_hash == plain.content_hash
+
+
+def test_edge_to_a_sticky_note_is_a_note_edge() -> None:
+    note = Node(id="note_1", type=NOTE_TYPE, config={"text": "hi"})
+    diagram = with_trigger(node("s", "control.set", values={"a": 1}), edges=[edge("t", "s")])
+    diagram = msgspec.structs.replace(
+        diagram, nodes=[*diagram.nodes, note], edges=[*diagram.edges, edge("s", "note_1")]
+    )
+    graph, diagnostics = compile_(diagram)
+    assert graph is None
+    assert [(d.code, d.edge_id) for d in diagnostics] == [("note_edge", "s.out->note_1.in")]
+
+
+def test_a_note_sharing_a_node_id_is_a_duplicate() -> None:
+    note = Node(id="s", type=NOTE_TYPE)
+    diagram = with_trigger(node("s", "control.set", values={"a": 1}))
+    diagram = msgspec.structs.replace(diagram, nodes=[*diagram.nodes, note])
+    assert "duplicate_node_id" in codes(compile_(diagram)[1])

@@ -12,17 +12,19 @@ from designer_schema import (
     DIAGNOSTIC_CODES,
     Diagram,
     Edge,
+    JoinSpec,
     Node,
     Position,
     Transition,
     canonical_hash,
 )
 
-from ._fakes import compile_
+from ._fakes import CATALOG, compile_
 
 # node type -> (config, output ports) of a valid node of that type
 VALID_NODES: dict[str, tuple[dict[str, Any], tuple[str, ...]]] = {
     "control.merge": ({}, ("out",)),
+    "control.join": ({"mode": "n_of_m", "count": 2}, ("out",)),
     "control.if": ({"condition": "=x > (1)"}, ("true", "false")),
     "control.switch": ({"value": "=kind", "cases": ["a", "b"]}, ("default", "a", "b")),
     "test.risky": ({"retry": {"max_attempts": 2}}, ("out", "error")),
@@ -83,6 +85,14 @@ def test_random_dags_compile_and_keep_every_edge(dag: Dag) -> None:
     assert [s.id for s in graph.steps] == [n.id for n in dag.diagram.nodes]
     assert graph.trigger == "n0"
     assert graph.content_hash == canonical_hash(graph)
+    for step in graph.steps:
+        spec = CATALOG.get(step.type)
+        assert spec is not None
+        assert step.type_version == spec.version  # every step pins its node-type version
+        if spec.config_join:  # a Join's mode/count are compiled, never read at run time
+            assert step.join == JoinSpec(mode="n_of_m", count=2)
+        else:
+            assert step.join == JoinSpec()
 
 
 @settings(max_examples=100, deadline=None)

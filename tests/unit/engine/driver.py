@@ -19,13 +19,11 @@ from typing import Any
 import msgspec
 
 from backend.engine import orchestrator
-from backend.engine.control import CONTROL_NODE_TYPES
 from backend.engine.expressions import JsonataChecker
 from backend.engine.model import ChildRun, RunState
-from backend.engine.nodes import FLOW_NODE_TYPES
-from backend.engine.nodes.waits import TIMER_TYPES
+from backend.engine.nodes import NODE_TYPES, NodeRegistry
 from backend.engine.states import RunStatus, StepStatus
-from designer_schema.catalog import NodeTypeSpec, StaticCatalog
+from designer_schema.catalog import Catalog, NodeTypeSpec, StaticCatalog
 from designer_schema.compiler import compile_diagram
 from designer_schema.diagram import Diagram
 from designer_schema.graph import WorkflowGraph
@@ -37,7 +35,7 @@ ACTION = NodeTypeSpec(
     config_schema={"type": "object", "properties": {"name": {"type": "string"}}},
     expression_fields=("name",),
 )
-CATALOG = StaticCatalog([*CONTROL_NODE_TYPES, *FLOW_NODE_TYPES, ACTION])
+CATALOG = StaticCatalog([*NODE_TYPES.latest_specs(), ACTION])
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 Action = Callable[[Any], Any]
@@ -52,9 +50,9 @@ class ActionFailed(Exception):
         self.kind = kind
 
 
-def compile_dict(d: dict[str, Any]) -> WorkflowGraph:
+def compile_dict(d: dict[str, Any], catalog: Catalog = CATALOG) -> WorkflowGraph:
     """Compile a diagram dict; fails the test on any diagnostic."""
-    graph, diagnostics = compile_diagram(msgspec.convert(d, Diagram), CATALOG, JsonataChecker())
+    graph, diagnostics = compile_diagram(msgspec.convert(d, Diagram), catalog, JsonataChecker())
     assert graph is not None, diagnostics
     return graph
 
@@ -82,7 +80,9 @@ class Sim:
         actions: dict[str, Action] | None = None,
         durations: dict[str, float] | None = None,
         workflows: dict[str, WorkflowGraph] | None = None,
+        nodes: NodeRegistry = NODE_TYPES,
     ) -> None:
+        self.nodes = nodes
         self.actions = actions or {}
         self.durations = durations or {}
         self.workflows = workflows or {}
@@ -115,7 +115,7 @@ class Sim:
         )
         sim_run = SimRun(graph, state, parent=parent)
         self.runs[run_id] = sim_run
-        self._after(sim_run, orchestrator.start(graph, state, self.now))
+        self._after(sim_run, orchestrator.start(graph, state, self.now, nodes=self.nodes))
         return sim_run
 
     def cancel(self, run_id: str, reason: str = "cancelled by test") -> None:
@@ -138,7 +138,10 @@ class Sim:
             sim_run = self.runs[run_id]
             state, graph = sim_run.state, sim_run.graph
             if kind == "timer":
-                self._after(sim_run, orchestrator.fire_timer(graph, state, step_id, self.now))
+                self._after(
+                    sim_run,
+                    orchestrator.fire_timer(graph, state, step_id, self.now, nodes=self.nodes),
+                )
             elif kind == "exec":
                 self._exec(sim_run, step_id)
             elif kind == "done":
@@ -171,7 +174,9 @@ class Sim:
         if state.status.terminal or rec.status != StepStatus.RUNNING:
             return
         if outcome[0] == "ok":
-            more = orchestrator.complete_action(graph, state, step_id, outcome[1], self.now)
+            more = orchestrator.complete_action(
+                graph, state, step_id, outcome[1], self.now, nodes=self.nodes
+            )
         else:
             exc = outcome[1]
             more, delay = orchestrator.fail_action(
@@ -181,6 +186,7 @@ class Sim:
                 {"message": str(exc), "kind": exc.kind},
                 self.now,
                 retryable=exc.retryable,
+                nodes=self.nodes,
             )
             if delay is not None:
                 more = [*more, step_id]
@@ -196,7 +202,7 @@ class Sim:
         state.events.clear()
         for sid in dispatch:
             rec = state.steps[sid]
-            if graph.step(sid).type in TIMER_TYPES:
+            if orchestrator.behaviour_kind(graph.step(sid), self.nodes) == "timer":
                 self._push(rec.not_before or self.now, "timer", state.run_id, sid)
             else:
                 self._push(rec.not_before or self.now, "exec", state.run_id, sid)
@@ -214,7 +220,7 @@ class Sim:
             parent = (state.run_id, req.step_id, req.index) if req.wait else None
             self.start(child_graph, req.input, run_id=req.run_id, parent=parent)
         if requests:
-            self._after(sim_run, orchestrator.advance(graph, state, self.now))
+            self._after(sim_run, orchestrator.advance(graph, state, self.now, nodes=self.nodes))
         for child_id in cancels:
             child = self.runs.get(child_id)
             if child is not None and not child.state.status.terminal:
@@ -232,7 +238,10 @@ class Sim:
                 entry.status = child.state.status.value
                 entry.output = child.state.output
                 entry.error = child.state.error
-                self._after(parent, orchestrator.advance(parent.graph, parent.state, self.now))
+                self._after(
+                    parent,
+                    orchestrator.advance(parent.graph, parent.state, self.now, nodes=self.nodes),
+                )
 
 
 def run_graph(
@@ -242,13 +251,14 @@ def run_graph(
     *,
     durations: dict[str, float] | None = None,
     workflows: dict[str, WorkflowGraph] | None = None,
+    nodes: NodeRegistry = NODE_TYPES,
 ) -> tuple[RunState, list[str]]:
     """Run ``graph`` to the end in a fresh :class:`Sim`.
 
     Returns the final state and the ids of steps in the order they finished (skips
     excluded).
     """
-    sim = Sim(actions, durations, workflows)
+    sim = Sim(actions, durations, workflows, nodes)
     root = sim.start(graph, run_input)
     sim.run_all()
     return root.state, root.finished

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import datetime as dt
+import html
 import json
 import re
 from types import SimpleNamespace as NS
 
+import msgspec
 import pytest
 from jinja2.sandbox import SandboxedEnvironment
 
+from backend.engine.states import RUN_STATUSES
 from frontend.forms import STATIC_DIR, create_environment
 
 NOW = dt.datetime(2024, 5, 1, 12, 0, tzinfo=dt.UTC)
@@ -26,6 +29,10 @@ def render(env: SandboxedEnvironment, name: str, **ctx: object) -> str:
     ctx.setdefault("user", USER)
     ctx.setdefault("csrf_token", "tok-123")
     ctx.setdefault("request", None)
+    ctx.setdefault("can", lambda _name: True)
+    for flag in ("can_edit", "can_run", "can_manage", "can_control"):
+        ctx.setdefault(flag, True)
+    ctx.setdefault("manageable", set())
     return env.get_template(name).render(**ctx)
 
 
@@ -83,6 +90,36 @@ def test_designer_embeds_json_safely(env: SandboxedEnvironment) -> None:
     assert '<script type="module" src="/static/js/designer.js">' in out
     assert re.search(r'id="webhook-url" class="webhook-url" hidden>', out)
     assert 'id="diagnostics-toggle"' in out and 'aria-expanded="true"' in out
+
+
+def test_designer_for_a_reader_has_no_save_publish_or_run(env: SandboxedEnvironment) -> None:
+    out = render(
+        env,
+        "designer.html",
+        workflow=NS(id="w-1", name="n", active_version=2, webhook=None),
+        diagram_json="{}",
+        catalog_json="[]",
+        can_edit=False,
+        can_run=False,
+        can_manage=False,
+    )
+    for id_ in ("save-btn", "publish-btn", "run-btn", "settings-btn", "access-link"):
+        assert f'id="{id_}"' not in out
+    assert 'id="read-only-badge"' in out
+
+
+def test_run_detail_without_run_permission_has_no_controls(env: SandboxedEnvironment) -> None:
+    out = render(
+        env, "run_detail.html", run=_run(), diagram_json='{"nodes": []}', can_control=False
+    )
+    assert "data-run-action" not in out and "data-rerun" not in out
+
+
+def test_pages_hide_what_the_user_may_not_do(env: SandboxedEnvironment) -> None:
+    nothing = lambda _name: False  # noqa: E731
+    assert 'id="new-workflow-form"' not in render(env, "workflows.html", workflows=[], can=nothing)
+    assert "/admin/groups" not in render(env, "workflows.html", workflows=[], can=nothing)
+    assert "/admin/groups" in render(env, "workflows.html", workflows=[])
 
 
 def test_designer_webhook_box_shows_methods_full_url_and_copy(env: SandboxedEnvironment) -> None:
@@ -225,3 +262,39 @@ def test_error_accepts_status_code_under_either_name(env: SandboxedEnvironment) 
     assert "Not found" in out and 'id="error-code">404<' in out
     out = render(env, "error.html", message="boom")
     assert "Something went wrong" in out
+
+
+def test_runs_status_filter_offers_every_run_status_paused_included(
+    env: SandboxedEnvironment,
+) -> None:
+    out = render(env, "runs.html", runs=[], workflow_id=None, status="paused")
+    options = re.findall(r'<option value="([a-z_]+)"( selected)?>([^<]+)</option>', out)
+    assert [value for value, _, _ in options] == [s.value for s in RUN_STATUSES]
+    assert ("paused", " selected", "Paused") in options
+    assert ("timed_out", "", "Timed out") in options
+
+
+@pytest.mark.parametrize(
+    ("status", "shown"),
+    [
+        ("running", {"pause", "cancel"}),
+        ("paused", {"resume", "cancel"}),
+        ("queued", {"cancel"}),
+        ("failed", {"failed_step", "start"}),
+        ("succeeded", {"start"}),
+    ],
+)
+def test_run_detail_controls_follow_the_actions_of_the_run_status(
+    env: SandboxedEnvironment, status: str, shown: set[str]
+) -> None:
+    run = NS(**{**vars(_run()), "status": status})
+    out = render(env, "run_detail.html", run=run, diagram_json="{}")
+    visible = set(re.findall(r'data-run-action="(\w+)" >', out))
+    visible |= set(re.findall(r'data-rerun="(\w+)"', out))
+    assert visible == shown
+    # scripts get the same list (run-detail.js reads data-run-statuses)
+    match = re.search(r'data-run-statuses="([^"]+)"', out)
+    assert match is not None
+    statuses = json.loads(html.unescape(match.group(1)))
+    assert statuses == msgspec.json.decode(msgspec.json.encode(RUN_STATUSES))
+    assert {s["value"]: s["actions"] for s in statuses}["paused"] == ["resume", "cancel"]

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import itertools
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from backend.triggers.cron_dst import is_wildcard
 from backend.triggers.schedule_rules import (
     ScheduleError,
     local_to_utc,
@@ -80,8 +82,56 @@ def test_sydney_spring_forward_and_fall_back() -> None:
         utc(2024, 4, 6, 14),
         utc(2024, 4, 6, 17),
     )
-    # 7 Apr 03:00 AEDT -> 02:00 AEST at 16:00Z: local 02:00 fires once (15:00Z).
-    assert fall == [utc(2024, 4, 6, 14), utc(2024, 4, 6, 15), utc(2024, 4, 6, 17)]
+    # 7 Apr 03:00 AEDT -> 02:00 AEST at 16:00Z: hourly is a wildcard job (hour field `*`),
+    # so it fires every real hour, at both 02:00s (15:00Z and 16:00Z), as Vixie cron does.
+    assert fall == [utc(2024, 4, 6, h) for h in (14, 15, 16, 17)]
+    fixed = fires(
+        {"cron": "0 2 * * *", "timezone": "Australia/Sydney"},
+        utc(2024, 4, 6, 0),
+        utc(2024, 4, 7, 0),
+    )
+    assert fixed == [utc(2024, 4, 6, 15)]  # a fixed-time job: first occurrence only
+
+
+LONDON_FALL_BACK = (utc(2025, 10, 26, 0, 58), utc(2025, 10, 26, 2, 2))  # 01:00-02:00 twice
+
+
+def test_london_fall_back_seconds_cron_keeps_real_spacing() -> None:
+    got = fires({"cron": "*/15 * * * * *", "timezone": "Europe/London"}, *LONDON_FALL_BACK)
+    assert len(got) == 64 * 4 + 1
+    assert {b - a for a, b in itertools.pairwise(got)} == {timedelta(seconds=15)}
+
+
+def test_london_fall_back_every_five_minutes_keeps_real_spacing() -> None:
+    got = fires({"cron": "*/5 * * * *", "timezone": "Europe/London"}, *LONDON_FALL_BACK)
+    assert got == [utc(2025, 10, 26, 1) + timedelta(minutes=5 * i) for i in range(13)]
+
+
+def test_london_fall_back_fixed_time_fires_once_that_night() -> None:
+    got = fires(
+        {"cron": "30 1 * * *", "timezone": "Europe/London"},
+        utc(2025, 10, 25, 12),
+        utc(2025, 10, 26, 12),
+    )
+    assert got == [utc(2025, 10, 26, 0, 30)]  # 01:30 BST; 01:30 GMT (01:30Z) does not fire
+
+
+@pytest.mark.parametrize(
+    ("expr", "wildcard"),
+    [
+        ("*/15 * * * * *", True),
+        ("0 */5 * * * *", True),
+        ("0 0 * * * *", True),
+        ("0 0 3 * * *", False),
+        ("*/5 * * * *", True),
+        ("0 * * * *", True),
+        ("0,30 1 * * *", False),
+        ("0-59 2 * * *", False),
+        ("30 1 * * *", False),
+    ],
+)
+def test_wildcard_jobs_as_vixie_cron_classifies_them(expr: str, wildcard: bool) -> None:
+    assert is_wildcard(expr, seconds_first=len(expr.split()) == 6) is wildcard
 
 
 def test_zone_without_dst_is_a_fixed_offset() -> None:

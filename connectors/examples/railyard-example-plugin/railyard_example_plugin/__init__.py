@@ -1,4 +1,9 @@
-"""Example Railyard plugin: ``example.reverse_text`` reverses a string (optionally per word)."""
+"""Example Railyard plugin, the running example of docs/connectors.md.
+
+- ``example.reverse_text`` reverses a string (optionally per word);
+- ``example.get_item`` fetches an item from the Example API with an API key, at the base
+  URL of the deployment setting ``example.api_url`` (``RAILYARD_EXAMPLE_API_URL``).
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,34 @@ from typing import Annotated, Any
 import msgspec
 
 from connectors import sdk
+
+EXAMPLE_KEY = sdk.credential_type(
+    "example.api_key", label="Example API key", kind="api_key", fields=sdk.ApiKeyFields
+)
+
+
+class GetItemConfig(msgspec.Struct, kw_only=True):
+    credential: Annotated[str, sdk.credential_meta("example.api_key")]
+    item_id: Annotated[str, msgspec.Meta(title="Item id")]
+
+
+@sdk.action(
+    "example.get_item",
+    label="Example: get item",
+    config=GetItemConfig,
+    category="Example",
+    icon="box",
+    expression_fields=("item_id",),
+)
+async def get_item(config: GetItemConfig, input: Any) -> dict[str, Any]:
+    """Fetch one item."""
+    key = sdk.credential("credential")["api_key"]
+    base = sdk.setting("example.api_url", "https://api.example.com")
+    url = f"{base}/items/{config.item_id}"
+    with sdk.http_errors(url, method="GET", service="Example"):  # timeouts, refused connections
+        response = await sdk.http_client().get(url, headers={"X-API-Key": key})
+    sdk.raise_for_status(response)  # 429/503 retry after Retry-After, 4xx fail
+    return response.json()
 
 
 class ReverseConfig(msgspec.Struct, kw_only=True):
@@ -46,6 +79,7 @@ connector = sdk.Connector(
     label="Example",
     version="0.1.0",
     description="An example third-party plugin",
-    actions=[reverse_text],
+    actions=[get_item, reverse_text],
+    credential_types=[EXAMPLE_KEY],
     icon="repeat",
 )

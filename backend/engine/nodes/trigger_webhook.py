@@ -1,23 +1,17 @@
-"""Trigger node types: how runs start (webhook, schedule, manual/API).
+"""``trigger.webhook``: an HTTP request to ``/hooks/<token>[/<path_suffix>]`` starts a run.
 
-A trigger node has no input port; its step completes with the run input as its output
-(``orchestrator.start``). The config lives in the published version's graph, so the
-webhook endpoint and the scheduler always follow the workflow's active version.
-
-- ``trigger.webhook``: an HTTP request to ``/hooks/<token>[/<path_suffix>]``. Config: accepted
-  ``methods``, ``path_suffix``, ``enabled``, ``max_body`` (bytes), ``auth`` (none, header
-  token, basic, HMAC with presets), ``respond`` mode, ``delivery_id_header`` and
-  ``idempotency_hours``, ``rate_limit`` (requests per minute). The secret (token, password or
-  HMAC key) is write-only and stored encrypted outside the config (see docs/webhooks.md).
-  The run input shape is documented in ``backend.triggers.webhook_input``.
-- ``trigger.schedule``: cron (5 or 6 fields, seconds first), fixed interval or one-off time in
-  an IANA time zone, with a catch-up policy (see docs/schedules.md). The run input is
-  ``{"schedule_id", "scheduled_at", "fired_at", "timezone", "local_time"}``.
-- ``trigger.manual``: the designer's Run button and ``POST /api/workflows/{id}/runs``.
+Config: accepted ``methods``, ``path_suffix``, ``enabled``, ``max_body`` (bytes), ``auth``
+(none, header token, basic, HMAC with presets), ``respond`` mode, ``delivery_id_header`` and
+``idempotency_hours``, ``rate_limit`` (requests per minute), ``redact_headers`` (extra secret
+header names, backend.triggers.redaction). The secret (token, password or HMAC key) is
+write-only and stored encrypted outside the config (see docs/webhooks.md).
+The run input shape is documented in ``backend.triggers.webhook_input``; the config lives
+in the published version's graph, so the endpoint always follows the active version.
 """
 
 from __future__ import annotations
 
+from backend.engine.nodes.base import NodeType, TriggerBehaviour
 from designer_schema.catalog import NodeTypeSpec
 
 RESPOND_MODES = ["immediately", "respond_node", "last_step"]
@@ -45,7 +39,38 @@ HMAC_PRESET_LABELS = {
 DEFAULT_MAX_BODY = 1024 * 1024
 DEFAULT_IDEMPOTENCY_HOURS = 24.0
 
-TRIGGER_WEBHOOK = NodeTypeSpec(
+OUTPUT_SCHEMA: dict[str, object] = {
+    "type": "object",
+    "properties": {
+        "method": {"type": "string"},
+        "path": {"type": "string"},
+        "query": {
+            "type": "object",
+            "additionalProperties": {"type": ["string", "array"]},
+            "description": "Repeated keys become lists",
+        },
+        "headers": {
+            "type": "object",
+            "additionalProperties": {"type": "string"},
+            "description": "Names lower-cased",
+        },
+        "body": {"description": "Parsed by media type: JSON value, form object, text or null"},
+        "files": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    name: {"type": "integer" if name == "size" else "string"}
+                    for name in ("field", "filename", "content_type", "size", "sha256", "ref")
+                },
+            },
+        },
+    },
+    "required": ["method", "path", "query", "headers", "body", "files"],
+}
+"""The run input a webhook request makes (backend.triggers.webhook_input)."""
+
+SPEC = NodeTypeSpec(
     type="trigger.webhook",
     label="Webhook",
     kind="trigger",
@@ -57,6 +82,7 @@ TRIGGER_WEBHOOK = NodeTypeSpec(
     ),
     inputs=(),
     outputs=("out",),
+    output_schema=OUTPUT_SCHEMA,
     config_schema={
         "type": "object",
         "properties": {
@@ -183,98 +209,16 @@ TRIGGER_WEBHOOK = NodeTypeSpec(
                 "title": "Rate limit (requests per minute)",
                 "description": "0: unlimited. Over it: 429 with Retry-After.",
             },
-        },
-    },
-)
-
-TRIGGER_SCHEDULE = NodeTypeSpec(
-    type="trigger.schedule",
-    label="Schedule",
-    kind="trigger",
-    category="Triggers",
-    icon="clock",
-    description=(
-        "Starts a run at times given by a cron expression, a fixed interval or one date, in "
-        "a time zone. The run input is {schedule_id, scheduled_at, fired_at, timezone, "
-        "local_time}."
-    ),
-    inputs=(),
-    outputs=("out",),
-    config_schema={
-        "type": "object",
-        "properties": {
-            "enabled": {"type": "boolean", "default": True, "title": "Enabled"},
-            "mode": {
+            "redact_headers": {
                 "type": "string",
-                "enum": ["cron", "interval", "once"],
-                "x-enum-labels": {
-                    "cron": "Cron expression",
-                    "interval": "Fixed interval",
-                    "once": "Once",
-                },
-                "default": "cron",
-                "title": "Repeat",
-            },
-            "cron": {
-                "type": "string",
-                "title": "Cron expression",
+                "title": "Headers to redact",
                 "description": (
-                    "5 fields (minute hour day month weekday) or 6 with seconds first, "
-                    "e.g. 0 */2 * * *"
+                    "Comma-separated request headers whose values runs never store, besides "
+                    "Authorization, Cookie, signatures and the auth header (always redacted)."
                 ),
-            },
-            "interval_seconds": {
-                "type": "integer",
-                "minimum": 1,
-                "title": "Every (seconds)",
-            },
-            "at": {
-                "type": "string",
-                "title": "At (local time)",
-                "description": "For a one-off run: YYYY-MM-DDTHH:MM[:SS] in the time zone.",
-            },
-            "timezone": {
-                "type": "string",
-                "default": "UTC",
-                "title": "Time zone",
-                "description": "IANA name, e.g. Europe/Berlin",
-            },
-            "catch_up": {
-                "type": "string",
-                "enum": ["skip", "once", "all"],
-                "x-enum-labels": {"skip": "Skip them", "once": "Run once", "all": "Run each"},
-                "default": "skip",
-                "title": "Missed fire times",
-                "description": (
-                    "After downtime: skip them, run once, or run each within the catch-up window."
-                ),
-            },
-            "misfire_grace": {
-                "type": "number",
-                "minimum": 0,
-                "default": 60,
-                "title": "On-time tolerance (seconds)",
-                "description": "A fire time later than this counts as missed.",
-            },
-            "catch_up_window": {
-                "type": "number",
-                "minimum": 0,
-                "default": 3600,
-                "title": "Catch-up window (seconds)",
             },
         },
     },
 )
 
-TRIGGER_MANUAL = NodeTypeSpec(
-    type="trigger.manual",
-    label="Manual trigger",
-    kind="trigger",
-    category="Triggers",
-    icon="play",
-    description="Starts a run from the designer's Run button or the API; output is the input.",
-    inputs=(),
-    outputs=("out",),
-)
-
-TRIGGER_NODE_TYPES: list[NodeTypeSpec] = [TRIGGER_WEBHOOK, TRIGGER_SCHEDULE, TRIGGER_MANUAL]
+NODE = NodeType(SPEC, TriggerBehaviour())

@@ -1,0 +1,112 @@
+"""Security headers on every HTTP response (pages, API, static files, webhooks).
+
+Two policies (docs/security.md, "Security headers"):
+
+- **App** (everything but ``/hooks/...``): :data:`APP_CSP` (scripts, styles, images and
+  connections only from the app's own origin, no inline script or style, no plugins, no
+  framing: ``frame-ancestors 'none'``), ``X-Frame-Options: DENY``,
+  ``X-Content-Type-Options: nosniff``, ``Referrer-Policy: same-origin``,
+  ``Cross-Origin-Opener-Policy: same-origin``, and ``Strict-Transport-Security`` when
+  Railyard is served over HTTPS (``RAILYARD_SECURE_COOKIES=1`` or an ``https://``
+  ``RAILYARD_BASE_URL``).
+- **Webhook answers** (``/hooks/...``, which may carry a Respond to Webhook step's body
+  chosen by a workflow author): :data:`WEBHOOK_CSP` (``sandbox``: the document gets an
+  opaque origin and runs no script, so HTML sent back by a workflow can neither read
+  Railyard's cookies nor act as the app; ``default-src 'none'``: it loads nothing),
+  ``nosniff`` and ``Referrer-Policy: no-referrer``. These replace any same-named header a
+  workflow set.
+
+The headers are set in one place (:class:`SecurityHeaders`, the app's ``before_send``
+hook) so no route can forget them; a handler that sets one of them itself is overridden.
+"""
+
+from __future__ import annotations
+
+from litestar.enums import ScopeType
+from litestar.types import Message, Scope
+
+APP_CSP = "; ".join(
+    [
+        "default-src 'self'",
+        "script-src 'self'",
+        "style-src 'self'",
+        "img-src 'self' data:",
+        "font-src 'self'",
+        "connect-src 'self'",
+        "object-src 'none'",
+        "base-uri 'none'",
+        "form-action 'self'",
+        "frame-ancestors 'none'",
+    ]
+)
+"""The Content-Security-Policy of Railyard's own pages, API answers and static files."""
+
+WEBHOOK_CSP = "sandbox; default-src 'none'; frame-ancestors 'none'"
+"""The Content-Security-Policy of every answer under ``/hooks/``."""
+
+HSTS = "max-age=31536000; includeSubDomains"
+"""Strict-Transport-Security when served over HTTPS (one year)."""
+
+WEBHOOK_PREFIX = "/hooks/"
+
+
+def app_headers(*, https: bool) -> dict[str, str]:
+    """The headers of an app response (lower-case names); HSTS only when ``https``."""
+    headers = {
+        "content-security-policy": APP_CSP,
+        "x-frame-options": "DENY",
+        "x-content-type-options": "nosniff",
+        "referrer-policy": "same-origin",
+        "cross-origin-opener-policy": "same-origin",
+    }
+    if https:
+        headers["strict-transport-security"] = HSTS
+    return headers
+
+
+def webhook_headers(*, https: bool) -> dict[str, str]:
+    """The headers of an answer under ``/hooks/`` (lower-case names)."""
+    headers = {
+        "content-security-policy": WEBHOOK_CSP,
+        "x-content-type-options": "nosniff",
+        "referrer-policy": "no-referrer",
+    }
+    if https:
+        headers["strict-transport-security"] = HSTS
+    return headers
+
+
+def served_over_https(base_url: str, secure_cookies: bool) -> bool:
+    """Whether Railyard is configured as served over HTTPS (then HSTS is sent)."""
+    return secure_cookies or base_url.lower().startswith("https://")
+
+
+def merge_headers(
+    existing: list[tuple[bytes, bytes]], wanted: dict[str, str]
+) -> list[tuple[bytes, bytes]]:
+    """``existing`` ASGI headers minus any named in ``wanted``, plus ``wanted``."""
+    names = {name.encode() for name in wanted}
+    kept = [(k, v) for k, v in existing if k.lower() not in names]
+    return kept + [(k.encode(), v.encode("latin-1")) for k, v in wanted.items()]
+
+
+class SecurityHeaders:
+    """A Litestar ``before_send`` hook setting the app or webhook security headers on every
+    HTTP response start (module docstring).
+
+    A hook rather than a middleware: Litestar runs ``before_send`` for every response the
+    application sends, including the router's own 404/405 answers and static files.
+    """
+
+    def __init__(self, *, https: bool) -> None:
+        self.app_headers = app_headers(https=https)
+        self.webhook_headers = webhook_headers(https=https)
+
+    async def __call__(self, message: Message, scope: Scope) -> None:
+        """Replace the security headers of an ``http.response.start`` message."""
+        if message["type"] != "http.response.start" or scope["type"] != ScopeType.HTTP:
+            return
+        path = scope.get("path", "")
+        wanted = self.webhook_headers if path.startswith(WEBHOOK_PREFIX) else self.app_headers
+        headers = merge_headers(list(message.get("headers", [])), wanted)
+        message["headers"] = headers  # type: ignore[typeddict-unknown-key]

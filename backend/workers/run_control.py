@@ -1,0 +1,63 @@
+"""A worker's run-control loops: cancel notices and run deadlines.
+
+- :func:`listen_for_cancels` subscribes to
+  :data:`~backend.services.channels.CANCEL_CHANNEL` and stops this process's attempts of
+  each run announced there (backend/services/cancellation.py). When Redis is away it
+  resubscribes every ``retry`` seconds; meanwhile leases are the backstop (an attempt of
+  an ended run stops at its next heartbeat).
+- :func:`enforce_deadlines` sleeps until the earliest run deadline (looking again at least
+  every ``poll`` seconds, for runs started meanwhile) and times out the overdue runs, which
+  announces their cancellation. The sweeper's pass does the same, less promptly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from redis.asyncio import Redis
+
+from backend.services.cancellation import CancelWatch
+from backend.services.channels import CANCEL_CHANNEL
+from backend.services.deadlines import next_deadline, time_out_overdue
+from backend.services.execution import Execution
+
+log = logging.getLogger(__name__)
+
+
+async def listen_for_cancels(redis: Redis, watch: CancelWatch, *, retry: float = 1.0) -> None:
+    """Stop attempts of the runs announced on the cancel channel, until cancelled."""
+    while True:
+        pubsub = redis.pubsub(ignore_subscribe_messages=True)
+        try:
+            await pubsub.subscribe(CANCEL_CHANNEL)
+            async for message in pubsub.listen():
+                if message.get("type") != "message":
+                    continue
+                data = message["data"]
+                run_id = data.decode() if isinstance(data, bytes) else str(data)
+                if watch.cancel(run_id):
+                    log.info("stopped the running attempts of ended run %s", run_id)
+        except Exception as exc:  # Redis away or restarted: resubscribe, never stop
+            log.warning("cancel notices unavailable (%s); retrying in %g s", exc, retry)
+        finally:
+            try:
+                await pubsub.aclose()
+            except Exception:  # the connection is gone already
+                pass
+        await asyncio.sleep(retry)
+
+
+async def enforce_deadlines(execution: Execution, *, poll: float = 1.0) -> None:
+    """Time out runs at their deadline (within about ``poll`` seconds), until cancelled."""
+    while True:
+        delay = poll
+        try:
+            await time_out_overdue(execution.recovery)
+            due = await next_deadline(execution.recovery)
+            if due is not None:
+                until = (due - execution.clock.now()).total_seconds()
+                delay = min(poll, max(until, 0.0) + 0.005)  # strictly past the deadline
+        except Exception:  # a failed look (database restarting) must not end the loop
+            log.exception("run deadline check failed")
+        await asyncio.sleep(delay)

@@ -1,0 +1,123 @@
+"""Helpers driving the designer page with the mouse and keyboard (Playwright sync API)."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from typing import Any
+
+from e2e.conftest import RailyardServer
+
+DIAGRAM = (
+    "() => { const d = window.railyardDesigner.model.toJSON();"
+    " return {nodes: d.nodes, edges: d.edges}; }"
+)
+"""JS: the designer's nodes and edges (no viewport)."""
+
+SELECTED = "() => [...window.railyardDesigner.canvas.sel.nodes].sort()"
+
+
+def new_workflow(page: Any, server: RailyardServer, name: str) -> str:
+    """Create a workflow from the list page; returns its id, with the designer open."""
+    page.goto(f"{server.base_url}/workflows")
+    page.fill("#new-workflow-name", name)
+    page.click("#create-workflow")
+    page.wait_for_url(re.compile(r".*/workflows/[0-9a-f-]+/designer$"))
+    page.locator(".palette-item").first.wait_for()
+    match = re.search(r"/workflows/([0-9a-f-]+)/designer", page.url)
+    assert match
+    return match.group(1)
+
+
+def open_designer(page: Any, server: RailyardServer, workflow_id: str) -> None:
+    page.goto(f"{server.base_url}/workflows/{workflow_id}/designer")
+    page.locator(".palette-item").first.wait_for()
+
+
+def diagram(page: Any) -> dict[str, Any]:
+    return dict(page.evaluate(DIAGRAM))
+
+
+def canonical(d: dict[str, Any]) -> str:
+    return json.dumps(d, sort_keys=True)
+
+
+def node_el(page: Any, node_id: str) -> Any:
+    return page.locator(f'#canvas g.node[data-node-id="{node_id}"]')
+
+
+def body_point(page: Any, node_id: str, dx: float = 110, dy: float = 5) -> tuple[float, float]:
+    """A point on the node's body near its top edge (clear of label, icon and ports)."""
+    deadline = time.monotonic() + 10
+    while True:
+        box = node_el(page, node_id).locator("rect.node-body").bounding_box()
+        if box is not None:
+            zoom = box["width"] / 200
+            return box["x"] + dx * zoom, box["y"] + dy * zoom
+        assert time.monotonic() < deadline, f"node {node_id} is not visible"
+        time.sleep(0.05)
+
+
+def drag(
+    page: Any, start: tuple[float, float], end: tuple[float, float], *, shift: bool = False
+) -> None:
+    """Press, move in steps, release: a person's drag."""
+    if shift:
+        page.keyboard.down("Shift")
+    page.mouse.move(*start)
+    page.mouse.down()
+    page.mouse.move((start[0] + end[0]) / 2, (start[1] + end[1]) / 2, steps=6)
+    page.mouse.move(*end, steps=6)
+    page.mouse.up()
+    if shift:
+        page.keyboard.up("Shift")
+
+
+def drag_node(page: Any, node_id: str, dx: float, dy: float) -> None:
+    x, y = body_point(page, node_id)
+    drag(page, (x, y), (x + dx, y + dy))
+
+
+def port_center(page: Any, node_id: str, side: str, port: str) -> tuple[float, float]:
+    box = node_el(page, node_id).locator(f'circle.port-{side}[data-port="{port}"]').bounding_box()
+    assert box, f"no {side} port {port} on {node_id}"
+    return box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+
+
+def connect(page: Any, source: str, port: str, target: str, target_port: str = "in") -> None:
+    drag(page, port_center(page, source, "out", port), port_center(page, target, "in", target_port))
+
+
+def edge_point(page: Any, edge_id: str) -> tuple[float, float]:
+    """Screen point in the middle of an edge's path."""
+    point = page.evaluate(
+        """id => {
+          const p = document.querySelector(`#canvas path.edge[data-edge-id="${id}"]`);
+          const at = p.getPointAtLength(p.getTotalLength() / 2);
+          const m = p.getScreenCTM();
+          return [at.x * m.a + at.y * m.c + m.e, at.x * m.b + at.y * m.d + m.f];
+        }""",
+        edge_id,
+    )
+    return float(point[0]), float(point[1])
+
+
+def focus_canvas(page: Any) -> None:
+    """Move the keyboard focus to the canvas (out of the side panel's fields)."""
+    page.locator("#canvas").focus()
+
+
+def press(page: Any, keys: str) -> None:
+    focus_canvas(page)
+    page.keyboard.press(keys)
+
+
+def wait_layout_done(page: Any) -> None:
+    page.wait_for_function("() => window.railyardDesigner.editor.animation === null")
+
+
+def wait_saved(page: Any) -> None:
+    page.wait_for_function(
+        "() => !window.railyardDesigner.saver.dirty && !window.railyardDesigner.saver.inFlight"
+    )

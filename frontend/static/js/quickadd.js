@@ -1,0 +1,107 @@
+// Quick-add: a searchable list of node types that pops up where a connection from an output
+// port was dropped on empty canvas (or the port was clicked, or "A" pressed with a node
+// selected). Choosing a type adds that node there, connected from the port.
+// Keyboard: type to filter, ArrowUp/ArrowDown to move, Enter to add, Escape to close.
+
+import { iconElement, iconName } from "./icons.js";
+
+export class QuickAdd {
+  /**
+   * @param {HTMLElement} host  positioned container of the canvas (.canvas-wrap)
+   * @param {object[]} catalog  NodeTypeSpec objects (triggers are not offered)
+   */
+  constructor(host, catalog) {
+    this.host = host;
+    this.specs = catalog.filter((s) => s.kind !== "trigger");
+    this.onPick = null;
+    this.root = document.createElement("div");
+    this.root.className = "quick-add";
+    this.root.hidden = true;
+    this.root.setAttribute("role", "dialog");
+    this.root.setAttribute("aria-label", "Add a connected node");
+    this.input = document.createElement("input");
+    this.input.type = "search";
+    this.input.placeholder = "Add node…";
+    this.input.setAttribute("aria-label", "Search node types");
+    this.input.setAttribute("aria-controls", "quick-add-list");
+    this.list = document.createElement("ul");
+    this.list.id = "quick-add-list";
+    this.list.setAttribute("role", "listbox");
+    this.root.append(this.input, this.list);
+    host.append(this.root);
+    this.input.addEventListener("input", () => this.filter());
+    this.input.addEventListener("keydown", (e) => this.onKey(e));
+    this.list.addEventListener("mousedown", (e) => {
+      const li = e.target.closest("li");
+      if (!li) return;
+      e.preventDefault();
+      this.pick(li.dataset.type);
+    });
+    this.input.addEventListener("blur", () => setTimeout(() => this.close(), 120));
+  }
+
+  /**
+   * Open at viewport point (clientX, clientY); onPick(type) is called with the choice.
+   */
+  open(clientX, clientY, onPick) {
+    this.onPick = onPick;
+    const r = this.host.getBoundingClientRect();
+    const x = Math.min(Math.max(8, clientX - r.left), Math.max(8, r.width - 270));
+    const y = Math.min(Math.max(8, clientY - r.top), Math.max(8, r.height - 320));
+    this.root.style.left = `${x}px`;
+    this.root.style.top = `${y}px`;
+    this.root.hidden = false;
+    this.input.value = "";
+    this.filter();
+    this.input.focus();
+  }
+
+  close() {
+    this.root.hidden = true;
+    this.onPick = null;
+  }
+
+  filter() {
+    const q = this.input.value.trim().toLowerCase();
+    this.list.replaceChildren();
+    const matches = this.specs.filter((s) => !q || `${s.label} ${s.type} ${s.category || ""} ${s.description || ""}`.toLowerCase().includes(q));
+    for (const spec of matches.slice(0, 50)) {
+      const li = document.createElement("li");
+      li.dataset.type = spec.type;
+      li.setAttribute("role", "option");
+      li.title = spec.description || spec.type;
+      const label = document.createElement("span");
+      label.textContent = spec.label;
+      li.append(iconElement(iconName(spec, spec.type), spec.label, 14), label);
+      this.list.append(li);
+    }
+    this.setActive(0);
+  }
+
+  setActive(i) {
+    const items = [...this.list.children];
+    items.forEach((li, j) => li.setAttribute("aria-selected", String(j === i)));
+    this.active = items.length ? Math.max(0, Math.min(i, items.length - 1)) : -1;
+    items[this.active]?.scrollIntoView({ block: "nearest" });
+  }
+
+  onKey(e) {
+    if (e.key === "ArrowDown" || e.key === "ArrowUp") {
+      e.preventDefault();
+      this.setActive(this.active + (e.key === "ArrowDown" ? 1 : -1));
+    } else if (e.key === "Enter") {
+      e.preventDefault();
+      const li = this.list.children[this.active];
+      if (li) this.pick(li.dataset.type);
+    } else if (e.key === "Escape") {
+      e.preventDefault();
+      this.close();
+    }
+  }
+
+  pick(type) {
+    const fn = this.onPick;
+    this.close();
+    if (fn) fn(type);
+  }
+}

@@ -1,0 +1,495 @@
+"""The authorization matrix: every route of the app, from the router, against the documented
+permission table (docs/security.md), for anonymous callers, each role without grants, and
+users holding each grant level; and every HTML form of every page, for each of them.
+
+A route whose handler declares no permission fails :func:`test_every_route_declares_a_
+permission`; a route missing from ``ROUTES`` fails :func:`test_route_table_is_complete`
+(unless it is an admin-only page of another area, which is then checked by its declared
+permission). Each subject then calls each route: a caller the table refuses must get 401
+(API) or a redirect to the login page (pages) when anonymous, 404 when it may not even read
+the object, 403 otherwise; a caller the table allows must not be refused.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
+from html.parser import HTMLParser
+from typing import Any
+
+import httpx
+import pytest
+from litestar import Litestar
+
+from backend.app import create_app
+from backend.auth.guards import declared_permission
+from backend.auth.policy import OBJECT_PERMISSIONS, ObjectKind
+from backend.auth.policy import Permission as P
+from backend.db.models import StoredFile
+from backend.runtime import Runtime
+from backend.settings import Settings
+from tests.diagrams import diagram, node
+from tests.integration.conftest import login
+from tests.integration.rbac import PASSWORD, grant, make_user
+
+pytestmark = pytest.mark.integration
+
+# The documented table: (method, route path) -> the permission it needs.
+ROUTES: dict[tuple[str, str], P] = {
+    ("GET", "/"): P.PUBLIC,
+    ("GET", "/admin/groups"): P.GROUPS_MANAGE,
+    ("POST", "/admin/groups"): P.GROUPS_MANAGE,
+    ("POST", "/admin/groups/{group_id:uuid}/delete"): P.GROUPS_MANAGE,
+    ("POST", "/admin/groups/{group_id:uuid}/members"): P.GROUPS_MANAGE,
+    ("POST", "/admin/groups/{group_id:uuid}/members/{user_id:uuid}/remove"): P.GROUPS_MANAGE,
+    ("GET", "/admin/projects"): P.PROJECTS_MANAGE,
+    ("POST", "/admin/projects"): P.PROJECTS_MANAGE,
+    ("POST", "/admin/projects/move"): P.PROJECTS_MANAGE,
+    ("POST", "/admin/projects/{project_id:uuid}/delete"): P.PROJECTS_MANAGE,
+    ("POST", "/admin/projects/{project_id:uuid}/grants"): P.PROJECTS_MANAGE,
+    ("POST", "/admin/projects/{project_id:uuid}/grants/{grant_id:uuid}/delete"): P.PROJECTS_MANAGE,
+    ("POST", "/admin/service-accounts"): P.USERS_MANAGE,
+    ("POST", "/admin/service-accounts/{user_id:uuid}/tokens"): P.TOKENS_MANAGE,
+    ("GET", "/admin/tokens"): P.TOKENS_MANAGE,
+    ("GET", "/admin/users"): P.USERS_MANAGE,
+    ("POST", "/admin/users"): P.USERS_MANAGE,
+    ("POST", "/admin/users/{user_id:uuid}/role"): P.USERS_MANAGE,
+    ("POST", "/admin/users/{user_id:uuid}/deactivate"): P.USERS_MANAGE,
+    ("POST", "/admin/users/{user_id:uuid}/reactivate"): P.USERS_MANAGE,
+    ("POST", "/admin/users/{user_id:uuid}/reset-password"): P.USERS_MANAGE,
+    ("POST", "/admin/users/{user_id:uuid}/sign-out-everywhere"): P.USERS_MANAGE,
+    ("GET", "/admin/sessions"): P.USERS_MANAGE,
+    ("POST", "/admin/sessions/{session_id:uuid}/revoke"): P.USERS_MANAGE,
+    ("GET", "/api/admin/users"): P.USERS_MANAGE,
+    ("POST", "/api/admin/users"): P.USERS_MANAGE,
+    ("GET", "/api/admin/users/{user_id:uuid}"): P.USERS_MANAGE,
+    ("PATCH", "/api/admin/users/{user_id:uuid}"): P.USERS_MANAGE,
+    ("POST", "/api/admin/users/{user_id:uuid}/deactivate"): P.USERS_MANAGE,
+    ("POST", "/api/admin/users/{user_id:uuid}/reactivate"): P.USERS_MANAGE,
+    ("POST", "/api/admin/users/{user_id:uuid}/password-reset"): P.USERS_MANAGE,
+    ("POST", "/api/admin/users/{user_id:uuid}/sign-out-everywhere"): P.USERS_MANAGE,
+    ("GET", "/api/admin/sessions"): P.USERS_MANAGE,
+    ("DELETE", "/api/admin/sessions/{session_id:uuid}"): P.USERS_MANAGE,
+    ("POST", "/admin/tokens/{token_id:uuid}/revoke"): P.TOKENS_MANAGE,
+    ("GET", "/api/admin/groups"): P.GROUPS_MANAGE,
+    ("POST", "/api/admin/groups"): P.GROUPS_MANAGE,
+    ("DELETE", "/api/admin/groups/{group_id:uuid}"): P.GROUPS_MANAGE,
+    ("DELETE", "/api/admin/groups/{group_id:uuid}/members/{user_id:uuid}"): P.GROUPS_MANAGE,
+    ("PUT", "/api/admin/groups/{group_id:uuid}/members/{user_id:uuid}"): P.GROUPS_MANAGE,
+    ("GET", "/api/admin/projects"): P.PROJECTS_MANAGE,
+    ("POST", "/api/admin/projects"): P.PROJECTS_MANAGE,
+    ("POST", "/api/admin/projects/move"): P.PROJECTS_MANAGE,
+    ("DELETE", "/api/admin/projects/{project_id:uuid}"): P.PROJECTS_MANAGE,
+    ("GET", "/api/admin/projects/{project_id:uuid}/grants"): P.PROJECTS_MANAGE,
+    ("POST", "/api/admin/projects/{project_id:uuid}/grants"): P.PROJECTS_MANAGE,
+    ("DELETE", "/api/admin/projects/{project_id:uuid}/grants/{grant_id:uuid}"): P.PROJECTS_MANAGE,
+    ("GET", "/api/admin/service-accounts"): P.USERS_MANAGE,
+    ("POST", "/api/admin/service-accounts"): P.USERS_MANAGE,
+    ("POST", "/api/admin/service-accounts/{user_id:uuid}/tokens"): P.TOKENS_MANAGE,
+    ("GET", "/api/admin/tokens"): P.TOKENS_MANAGE,
+    ("DELETE", "/api/admin/tokens/{token_id:uuid}"): P.TOKENS_MANAGE,
+    ("POST", "/api/auth/login"): P.PUBLIC,
+    ("POST", "/api/auth/logout"): P.AUTHENTICATED,
+    ("GET", "/api/auth/me"): P.AUTHENTICATED,
+    ("GET", "/api/auth/sessions"): P.AUTHENTICATED,
+    ("DELETE", "/api/auth/sessions/{session_id:uuid}"): P.AUTHENTICATED,
+    ("POST", "/api/auth/sign-out-everywhere"): P.AUTHENTICATED,
+    ("GET", "/account"): P.AUTHENTICATED,
+    ("POST", "/account/sessions/{session_id:uuid}/revoke"): P.AUTHENTICATED,
+    ("POST", "/account/sign-out-everywhere"): P.AUTHENTICATED,
+    ("GET", "/login/oidc"): P.PUBLIC,
+    ("GET", "/login/oidc/callback"): P.PUBLIC,
+    ("GET", "/reset-password/{token:str}"): P.PUBLIC,
+    ("POST", "/reset-password/{token:str}"): P.PUBLIC,
+    ("GET", "/api/catalog"): P.AUTHENTICATED,
+    ("GET", "/api/credentials"): P.CREDENTIAL_LIST,
+    ("POST", "/api/credentials"): P.CREDENTIAL_CREATE,
+    ("GET", "/api/credentials/oauth2/callback"): P.AUTHENTICATED,
+    ("GET", "/api/credentials/types"): P.AUTHENTICATED,
+    ("DELETE", "/api/credentials/{credential_id:str}"): P.CREDENTIAL_MANAGE,
+    ("GET", "/api/credentials/{credential_id:str}"): P.CREDENTIAL_USE,
+    ("PATCH", "/api/credentials/{credential_id:str}"): P.CREDENTIAL_MANAGE,
+    ("GET", "/api/credentials/{credential_id:str}/connect"): P.CREDENTIAL_MANAGE,
+    ("GET", "/api/credentials/{credential_id:uuid}/grants"): P.CREDENTIAL_MANAGE,
+    ("POST", "/api/credentials/{credential_id:uuid}/grants"): P.CREDENTIAL_MANAGE,
+    ("DELETE", "/api/credentials/{credential_id:uuid}/grants/{grant_id:uuid}"): P.CREDENTIAL_MANAGE,
+    ("GET", "/api/files/{file_id:uuid}"): P.FILE_READ,
+    ("GET", "/api/runs"): P.WORKFLOW_LIST,
+    ("GET", "/api/runs/{run_id:uuid}"): P.RUN_READ,
+    ("GET", "/api/runs/{run_id:uuid}/values/{digest:str}"): P.RUN_READ,
+    ("POST", "/api/runs/{run_id:uuid}/cancel"): P.RUN_CONTROL,
+    ("POST", "/api/runs/{run_id:uuid}/pause"): P.RUN_CONTROL,
+    ("POST", "/api/runs/{run_id:uuid}/rerun"): P.RUN_CONTROL,
+    ("POST", "/api/runs/{run_id:uuid}/resume"): P.RUN_CONTROL,
+    ("GET", "/api/tokens"): P.TOKENS_OWN,
+    ("POST", "/api/tokens"): P.TOKENS_OWN,
+    ("DELETE", "/api/tokens/{token_id:uuid}"): P.TOKENS_OWN,
+    ("GET", "/api/workflows"): P.WORKFLOW_LIST,
+    ("POST", "/api/workflows"): P.WORKFLOW_CREATE,
+    ("GET", "/api/workflows/{workflow_id:uuid}"): P.WORKFLOW_READ,
+    ("DELETE", "/api/workflows/{workflow_id:uuid}"): P.WORKFLOW_MANAGE,
+    ("PATCH", "/api/workflows/{workflow_id:uuid}"): P.WORKFLOW_EDIT,
+    ("POST", "/api/workflows/{workflow_id:uuid}/compile"): P.WORKFLOW_READ,
+    ("PUT", "/api/workflows/{workflow_id:uuid}/draft"): P.WORKFLOW_EDIT,
+    ("GET", "/api/workflows/{workflow_id:uuid}/grants"): P.WORKFLOW_MANAGE,
+    ("POST", "/api/workflows/{workflow_id:uuid}/grants"): P.WORKFLOW_MANAGE,
+    ("GET", "/api/workflows/{workflow_id:uuid}/grants/subjects"): P.WORKFLOW_MANAGE,
+    ("DELETE", "/api/workflows/{workflow_id:uuid}/grants/{grant_id:uuid}"): P.WORKFLOW_MANAGE,
+    ("POST", "/api/workflows/{workflow_id:uuid}/publish"): P.WORKFLOW_EDIT,
+    ("POST", "/api/workflows/{workflow_id:uuid}/runs"): P.WORKFLOW_RUN,
+    ("GET", "/api/workflows/{workflow_id:uuid}/versions"): P.WORKFLOW_READ,
+    ("GET", "/api/workflows/{workflow_id:uuid}/webhook"): P.WORKFLOW_READ,
+    ("GET", "/api/workflows/{workflow_id:uuid}/webhook/deliveries"): P.WORKFLOW_READ,
+    ("POST", "/api/workflows/{workflow_id:uuid}/webhook/listen"): P.WORKFLOW_EDIT,
+    ("DELETE", "/api/workflows/{workflow_id:uuid}/webhook/secret"): P.WORKFLOW_EDIT,
+    ("PUT", "/api/workflows/{workflow_id:uuid}/webhook/secret"): P.WORKFLOW_EDIT,
+    ("GET", "/api/workflows/{workflow_id:uuid}/webhook/test-call"): P.WORKFLOW_READ,
+    ("GET", "/catalog"): P.AUTHENTICATED,
+    ("GET", "/credentials"): P.CREDENTIAL_LIST,
+    ("POST", "/credentials"): P.CREDENTIAL_CREATE,
+    ("POST", "/credentials/{credential_id:str}/delete"): P.CREDENTIAL_MANAGE,
+    ("GET", "/credentials/{credential_id:uuid}/access"): P.CREDENTIAL_MANAGE,
+    ("POST", "/credentials/{credential_id:uuid}/access"): P.CREDENTIAL_MANAGE,
+    (
+        "POST",
+        "/credentials/{credential_id:uuid}/access/{grant_id:uuid}/delete",
+    ): P.CREDENTIAL_MANAGE,
+    ("POST", "/designer/config-panel"): P.AUTHENTICATED,
+    ("POST", "/designer/schedule-preview"): P.AUTHENTICATED,
+    ("GET", "/health/live"): P.PUBLIC,
+    ("GET", "/health/ready"): P.PUBLIC,
+    ("DELETE", "/hooks/test/{token:str}"): P.PUBLIC,
+    ("GET", "/hooks/test/{token:str}"): P.PUBLIC,
+    ("PATCH", "/hooks/test/{token:str}"): P.PUBLIC,
+    ("POST", "/hooks/test/{token:str}"): P.PUBLIC,
+    ("PUT", "/hooks/test/{token:str}"): P.PUBLIC,
+    ("DELETE", "/hooks/test/{token:str}/{suffix:path}"): P.PUBLIC,
+    ("GET", "/hooks/test/{token:str}/{suffix:path}"): P.PUBLIC,
+    ("PATCH", "/hooks/test/{token:str}/{suffix:path}"): P.PUBLIC,
+    ("POST", "/hooks/test/{token:str}/{suffix:path}"): P.PUBLIC,
+    ("PUT", "/hooks/test/{token:str}/{suffix:path}"): P.PUBLIC,
+    ("DELETE", "/hooks/{token:str}"): P.PUBLIC,
+    ("GET", "/hooks/{token:str}"): P.PUBLIC,
+    ("PATCH", "/hooks/{token:str}"): P.PUBLIC,
+    ("POST", "/hooks/{token:str}"): P.PUBLIC,
+    ("PUT", "/hooks/{token:str}"): P.PUBLIC,
+    ("DELETE", "/hooks/{token:str}/{suffix:path}"): P.PUBLIC,
+    ("GET", "/hooks/{token:str}/{suffix:path}"): P.PUBLIC,
+    ("PATCH", "/hooks/{token:str}/{suffix:path}"): P.PUBLIC,
+    ("POST", "/hooks/{token:str}/{suffix:path}"): P.PUBLIC,
+    ("PUT", "/hooks/{token:str}/{suffix:path}"): P.PUBLIC,
+    ("GET", "/login"): P.PUBLIC,
+    ("POST", "/login"): P.PUBLIC,
+    ("POST", "/logout"): P.PUBLIC,
+    ("GET", "/runs"): P.WORKFLOW_LIST,
+    ("GET", "/runs/{run_id:uuid}"): P.RUN_READ,
+    ("GET", "/runs/{run_id:uuid}/events"): P.RUN_READ,
+    ("GET", "/tokens"): P.TOKENS_OWN,
+    ("POST", "/tokens"): P.TOKENS_OWN,
+    ("POST", "/tokens/{token_id:uuid}/revoke"): P.TOKENS_OWN,
+    ("GET", "/workflows"): P.WORKFLOW_LIST,
+    ("POST", "/workflows"): P.WORKFLOW_CREATE,
+    ("GET", "/workflows/{workflow_id:uuid}/access"): P.WORKFLOW_MANAGE,
+    ("POST", "/workflows/{workflow_id:uuid}/access"): P.WORKFLOW_MANAGE,
+    ("POST", "/workflows/{workflow_id:uuid}/access/{grant_id:uuid}/delete"): P.WORKFLOW_MANAGE,
+    ("GET", "/workflows/{workflow_id:uuid}/deliveries"): P.WORKFLOW_READ,
+    ("GET", "/workflows/{workflow_id:uuid}/designer"): P.WORKFLOW_READ,
+}
+
+# Who is tested (role, then the grant held). The workflow W, its run and file, and the
+# credential C belong to the admin; the grant-holding subjects hold the named level on W
+# (and on C).
+SUBJECTS = (
+    "anonymous",
+    "admin",
+    "editor",
+    "operator",
+    "viewer",
+    "viewer_read",
+    "viewer_edit",
+    "operator_run",
+    "operator_manage",
+    "editor_edit",
+    "editor_manage",
+)
+ROLE_OF = {s: s.split("_")[0] for s in SUBJECTS if s != "anonymous"}
+GRANTS: dict[str, tuple[str | None, str | None]] = {  # subject -> (level on W, level on C)
+    "viewer_read": ("read", None),
+    "viewer_edit": ("edit", "manage"),  # capped by the role: reads W, uses (sees) C
+    "operator_run": ("run", None),
+    "operator_manage": ("manage", "use"),  # capped by the role: runs W, uses C
+    "editor_edit": ("edit", "use"),
+    "editor_manage": ("manage", "manage"),
+}
+LOGGED_IN = set(SUBJECTS) - {"anonymous"}
+EDITORS = {"admin", "editor", "editor_edit", "editor_manage"}
+W_RUN = {"admin", "operator_run", "operator_manage", "editor_edit", "editor_manage"}
+W_READ = W_RUN | {"viewer_read", "viewer_edit"}
+C_USE = {"admin", "viewer_edit", "operator_manage", "editor_edit", "editor_manage"}
+
+# The permission table (docs/security.md): permission -> subjects allowed.
+ALLOWED: dict[P, set[str]] = {
+    P.PUBLIC: set(SUBJECTS),
+    P.AUTHENTICATED: LOGGED_IN,
+    P.TOKENS_OWN: LOGGED_IN,
+    P.WORKFLOW_LIST: LOGGED_IN,
+    P.CREDENTIAL_LIST: LOGGED_IN,
+    P.WORKFLOW_CREATE: EDITORS,
+    P.CREDENTIAL_CREATE: EDITORS,
+    P.USERS_MANAGE: {"admin"},
+    P.GROUPS_MANAGE: {"admin"},
+    P.PROJECTS_MANAGE: {"admin"},
+    P.AUDIT_READ: {"admin"},
+    P.SETTINGS_READ: {"admin"},
+    P.TOKENS_MANAGE: {"admin"},
+    P.WORKFLOW_READ: W_READ,
+    P.RUN_READ: W_READ,
+    P.FILE_READ: W_READ,
+    P.WORKFLOW_RUN: W_RUN,
+    P.RUN_CONTROL: W_RUN,
+    P.WORKFLOW_EDIT: {"admin", "editor_edit", "editor_manage"},
+    P.WORKFLOW_MANAGE: {"admin", "editor_manage"},
+    P.CREDENTIAL_USE: C_USE,
+    P.CREDENTIAL_MANAGE: {"admin", "editor_manage"},
+}
+READERS = {ObjectKind.WORKFLOW: W_READ, ObjectKind.CREDENTIAL: C_USE}
+ADMIN_ONLY = {P.USERS_MANAGE, P.AUDIT_READ, P.SETTINGS_READ, P.TOKENS_MANAGE}
+
+
+def _handlers(app: Litestar) -> list[tuple[str, str, Any]]:
+    """(method, path, handler) of every route of the app (OPTIONS/HEAD are Litestar's)."""
+    found = []
+    for route in app.routes:
+        for handler in getattr(route, "route_handlers", []):
+            for method in sorted(set(getattr(handler, "http_methods", ())) - {"OPTIONS", "HEAD"}):
+                found.append((method, route.path, handler))
+    return found
+
+
+def _skip(path: str) -> bool:
+    """OpenAPI documents and static files are public by declaration (checked below)."""
+    return path.startswith(("/schema", "/static"))
+
+
+def test_every_route_declares_a_permission(settings: Settings) -> None:
+    app = create_app(settings)
+    missing = [f"{m} {p}" for m, p, h in _handlers(app) if declared_permission(h) is None]
+    assert missing == [], f"routes without opt={{'permission': ...}}: {missing}"
+    public = {declared_permission(h) for m, p, h in _handlers(app) if _skip(p)}
+    assert public == {P.PUBLIC}
+
+
+def test_route_table_is_complete(settings: Settings) -> None:
+    app = create_app(settings)
+    declared = {(m, p): declared_permission(h) for m, p, h in _handlers(app) if not _skip(p)}
+    for key, permission in ROUTES.items():
+        assert key in declared, f"documented route {key} no longer exists"
+        assert declared[key] is permission, f"{key}: declares {declared[key]}, table {permission}"
+    undocumented = {k: v for k, v in declared.items() if k not in ROUTES and v not in ADMIN_ONLY}
+    assert undocumented == {}, f"add these routes to the table: {undocumented}"
+
+
+def test_table_covers_every_permission() -> None:
+    assert set(ALLOWED) == set(P)
+
+
+@dataclass
+class World:
+    """The objects the routes' path parameters name, and a client per subject."""
+
+    params: dict[str, str]
+    clients: dict[str, httpx.AsyncClient]
+
+
+async def _world(
+    stack: AsyncExitStack, settings: Settings, runtime: Runtime, admin: httpx.AsyncClient
+) -> World:
+    cred = (
+        await admin.post(
+            "/api/credentials", json={"name": "C", "type": "bearer", "data": {"token": "t0k"}}
+        )
+    ).json()["id"]
+    wf = (await admin.post("/api/workflows", json={"name": "W"})).json()
+    d = diagram([node("hook", "trigger.webhook")], [])
+    assert (await admin.put(f"/api/workflows/{wf['id']}/draft", json={"diagram": d})).json()["ok"]
+    assert (await admin.post(f"/api/workflows/{wf['id']}/publish")).status_code == 201
+    # an input above the inline limit is stored by reference: the run holds a downloadable value
+    big = {"blob": "x" * (300 * 1024)}
+    run = (await admin.post(f"/api/workflows/{wf['id']}/runs", json={"input": big})).json()
+    await admin.post(f"/api/runs/{run['run_id']}/cancel")  # ended: its SSE stream ends
+    detail = (await admin.get(f"/api/runs/{run['run_id']}")).text
+    digest = re.search(r"/values/([0-9a-f]{64})", detail)
+    assert digest, "the run's large input must be offered for download"
+    token = (await admin.post("/api/tokens", json={"name": "t"})).json()["id"]
+    group = (await admin.post("/api/admin/groups", json={"name": "G"})).json()["id"]
+    project = (await admin.post("/api/admin/projects", json={"name": "P"})).json()["id"]
+    async with runtime.sessionmaker() as session, session.begin():
+        f = StoredFile(
+            workflow_id=uuid.UUID(wf["id"]),
+            filename="a.txt",
+            content_type="text/plain",
+            size=1,
+            sha256="0" * 64,
+            content=b"a",
+        )
+        session.add(f)
+        await session.flush()
+        file_id = str(f.id)
+    clients: dict[str, httpx.AsyncClient] = {"admin": admin}
+    ids: dict[str, uuid.UUID] = {}
+    for subject in SUBJECTS:
+        if subject in ("anonymous", "admin"):
+            continue
+        ids[subject] = await make_user(runtime, f"{subject}@example.com", ROLE_OF[subject])
+        w_level, c_level = GRANTS.get(subject, (None, None))
+        if w_level:
+            await grant(runtime, "workflow", wf["id"], f"user:{ids[subject]}", w_level)
+        if c_level:
+            await grant(runtime, "credential", cred, f"user:{ids[subject]}", c_level)
+    grant_id = await grant(runtime, "project", project, f"user:{ids['viewer']}", "read")
+    for subject in SUBJECTS:
+        if subject == "admin":
+            continue
+        transport = httpx.ASGITransport(app=create_app(settings, runtime))
+        c = await stack.enter_async_context(
+            httpx.AsyncClient(transport=transport, base_url="http://testserver.local")
+        )
+        if subject == "anonymous":
+            await c.get("/login")
+            c.headers["x-csrftoken"] = c.cookies.get("csrftoken") or ""
+        else:
+            await login(c, f"{subject}@example.com", PASSWORD)
+        clients[subject] = c
+    params = {
+        "workflow_id": wf["id"],
+        "run_id": run["run_id"],
+        "digest": digest[1],
+        "credential_id": cred,
+        "file_id": file_id,
+        "token_id": token,
+        "group_id": group,
+        "project_id": project,
+        "grant_id": str(grant_id),
+        "user_id": str(ids["viewer"]),
+        "session_id": str(uuid.uuid4()),  # own-session routes: anyone's unknown id is a 404
+    }
+    return World(params, clients)
+
+
+def _fill(path: str, params: dict[str, str]) -> str:
+    return re.sub(r"\{(\w+):\w+\}", lambda m: params.get(m.group(1), "x"), path)
+
+
+def _expected(permission: P, subject: str) -> str:
+    """allow | login | hide | forbid, from the table."""
+    if subject in ALLOWED[permission]:
+        return "allow"
+    if subject == "anonymous":
+        return "login"
+    needed = OBJECT_PERMISSIONS.get(permission)
+    if needed is not None and subject not in READERS[needed[0]]:
+        return "hide"
+    return "forbid"
+
+
+def _outcome(r: httpx.Response) -> str:
+    if r.status_code == 401 or (
+        r.status_code in (302, 303) and r.headers["location"].startswith("/login")
+    ):
+        return "login"
+    if r.status_code == 403:
+        return "forbid"
+    if r.status_code == 404:
+        return "hide"
+    return "allow"
+
+
+@pytest.fixture
+async def world(
+    client: httpx.AsyncClient, settings: Settings, runtime: Runtime
+) -> AsyncIterator[World]:
+    async with AsyncExitStack() as stack:
+        yield await _world(stack, settings, runtime, client)
+
+
+async def test_authorization_matrix(world: World) -> None:
+    """Every route x every subject: refused exactly as the table says. Unsafe requests are
+    sent only where the table refuses them (an allowed one would change the world); safe
+    ones both ways."""
+    failures = []
+    for (method, path), permission in sorted(ROUTES.items()):
+        if permission is P.PUBLIC:
+            continue  # reachable by everyone; webhooks and login have their own tests
+        url = _fill(path, world.params)
+        for subject in SUBJECTS:
+            expected = _expected(permission, subject)
+            if method != "GET" and expected == "allow":
+                continue
+            r = await world.clients[subject].request(
+                method, url, json={} if method in ("POST", "PUT", "PATCH") else None
+            )
+            assert r.status_code < 500, (method, url, subject, r.text)
+            got = _outcome(r)
+            ok = got == expected  # every object exists: an allowed GET is never a 404
+            if not ok:
+                failures.append(f"{subject:14} {method:6} {path}: {got} ({r.status_code})")
+    assert failures == [], "\n" + "\n".join(failures)
+
+
+class _Forms(HTMLParser):
+    """Collects (method, action) of every <form>."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.forms: list[tuple[str, str]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "form":
+            a = dict(attrs)
+            self.forms.append(((a.get("method") or "get").upper(), a.get("action") or ""))
+
+
+def _route_of(method: str, action: str) -> tuple[str, str] | None:
+    for m, path in ROUTES:
+        pattern = re.sub(r"\{\w+:path\}", ".+", path)
+        pattern = re.sub(r"\{\w+:\w+\}", "[^/]+", pattern)
+        if m == method and re.fullmatch(pattern, action):
+            return (m, path)
+    return None
+
+
+async def test_every_form_posts_to_a_declared_route_its_viewer_may_use(world: World) -> None:
+    """Render every page as every subject: each form's action is a documented route, and a
+    form is shown only to subjects the table allows to use it (Publish, Run, Delete and the
+    admin forms are hidden from the rest)."""
+    pages = [
+        p
+        for (m, p), perm in ROUTES.items()
+        if m == "GET" and not p.startswith(("/api", "/hooks", "/health"))
+    ]
+    failures = []
+    seen_actions = 0
+    for subject in SUBJECTS:
+        for path in pages:
+            if path.endswith("/events"):
+                continue
+            r = await world.clients[subject].get(_fill(path, world.params))
+            if r.status_code != 200 or "text/html" not in r.headers.get("content-type", ""):
+                continue
+            parser = _Forms()
+            parser.feed(r.text)
+            for method, action in parser.forms:
+                if method == "DIALOG" or (method == "GET" and action == "/runs"):
+                    continue
+                seen_actions += 1
+                route = _route_of(method, action.split("?")[0].split("#")[0])
+                if route is None:
+                    failures.append(f"{subject}: {path} has a form to {method} {action}: no route")
+                    continue
+                if _expected(ROUTES[route], subject) != "allow":
+                    failures.append(f"{subject}: {path} shows a form to {method} {action}")
+    assert seen_actions > 20
+    assert failures == [], "\n" + "\n".join(failures)

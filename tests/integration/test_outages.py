@@ -1,0 +1,246 @@
+"""Outages of Redis and PostgreSQL with real processes: ``railyard worker`` and
+``railyard scheduler`` run as subprocesses (tests/integration/test_faults.py's harness)
+against a Redis / PostgreSQL of the test's own, which is killed and started again.
+
+Each test checks that the same worker process is alive afterwards (nobody restarted
+it), that its readiness probe said 503 during the outage and 200 after, and that every
+run acknowledged before, during or after the outage completed exactly once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from sqlalchemy import text
+
+from backend.embedded import EmbeddedRedis
+from backend.runtime import Runtime
+from backend.settings import Settings
+from tests.http_sink import HttpSink
+from tests.integration.conftest import wait_for_run
+from tests.integration.test_faults import (
+    api,
+    http_flow,
+    own_postgres,
+    own_settings,
+    processes,
+    until,
+)
+from tests.integration.test_runs import publish, sink
+
+pytestmark = [pytest.mark.integration, pytest.mark.faults]
+__all__ = ["sink"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+async def probe(port: int) -> tuple[int, dict[str, str]]:
+    """Status and body of the process's ``/health/ready`` (599 while it does not listen)."""
+    try:
+        async with httpx.AsyncClient(timeout=5) as c:
+            r = await c.get(f"http://127.0.0.1:{port}/health/ready")
+    except httpx.TransportError:
+        return 599, {}
+    return r.status_code, r.json()
+
+
+async def until_probe(port: int, status: int, down: str | None = None) -> None:
+    """Wait until the probe answers ``status`` (naming ``down`` as down when given)."""
+
+    async def check() -> bool:
+        got, body = await probe(port)
+        return got == status and (down is None or body.get(down, "").startswith("down"))
+
+    await until(check, 30, f"/health/ready to answer {status}")
+
+
+def kill_redis(redis: EmbeddedRedis) -> None:
+    """SIGKILL the server (no shutdown, connections reset)."""
+    assert redis.pid is not None
+    os.kill(redis.pid, signal.SIGKILL)
+    redis.stop()
+
+
+async def run_outcomes(rt: Runtime, run_ids: list[str]) -> list[tuple[str, int, int]]:
+    """Per run: (status, succeeded attempts of ``call``, succeeded records of ``after``)."""
+    async with rt.engine.connect() as conn:
+        rows = await conn.execute(
+            text(
+                "select r.status,"
+                " (select count(*) from attempts a where a.run_id = r.id and a.step_id = 'call'"
+                "  and a.status = 'succeeded'),"
+                " (select count(*) from step_runs s where s.run_id = r.id and s.step_id = 'after'"
+                "  and s.status = 'succeeded')"
+                " from runs r where r.id = any(cast(:ids as uuid[])) order by r.created_at"
+            ),
+            {"ids": run_ids},
+        )
+        return [(str(a), int(b), int(c)) for a, b, c in rows]
+
+
+async def start_runs(client: httpx.AsyncClient, path: str, first: int, count: int) -> list[str]:
+    ids = []
+    for n in range(first, first + count):
+        r = await client.post(path, json={"order": n})
+        assert r.status_code == 202, r.text
+        ids.append(r.json()["run_id"])
+    return ids
+
+
+async def all_succeed(rt: Runtime, run_ids: list[str], timeout: float) -> None:
+    for run_id in run_ids:
+        assert await wait_for_run(rt, run_id, timeout=timeout) == "succeeded", run_id
+    assert await run_outcomes(rt, run_ids) == [("succeeded", 1, 1)] * len(run_ids)
+
+
+async def test_worker_redis_outage(
+    migrated_url: str, runtime: Runtime, sink: HttpSink, embedded_tmp_dir: Path
+) -> None:
+    redis = EmbeddedRedis(embedded_tmp_dir / "redis-0", persistence_off=True)
+    redis.start()
+    port = redis.port
+    health = free_port()
+    try:
+        settings = own_settings(migrated_url, redis.url)
+        sink.delay = 0.2
+        async with api(settings) as (rt, client):
+            wf = await publish(client, http_flow(sink.url))
+            with processes(settings, embedded_tmp_dir) as start:
+                start("scheduler")
+                worker = start("worker", "worker", "--health-port", str(health))
+                await until_probe(health, 200)
+
+                # an idle worker, Redis killed for 3 s
+                kill_redis(redis)
+                await until_probe(health, 503, down="redis")
+                await asyncio.sleep(3)
+                redis = EmbeddedRedis(embedded_tmp_dir / "redis-1", port, persistence_off=True)
+                redis.start()
+                await until_probe(health, 200)
+                first = await start_runs(client, wf["webhook_path"], 0, 1)
+                await all_succeed(rt, first, timeout=30)
+
+                # 30 runs in flight, Redis down for 30 s and back empty
+                before = await start_runs(client, wf["webhook_path"], 1, 30)
+
+                async def in_flight() -> bool:
+                    return len(sink.requests) >= 3
+
+                await until(in_flight, 30, "runs to be in flight")
+                kill_redis(redis)
+                during = await start_runs(client, wf["webhook_path"], 31, 5)
+                await until_probe(health, 503, down="redis")
+                await asyncio.sleep(30)
+                redis = EmbeddedRedis(embedded_tmp_dir / "redis-2", port, persistence_off=True)
+                redis.start()
+                after = await start_runs(client, wf["webhook_path"], 36, 5)
+                await all_succeed(rt, before + during + after, timeout=90)
+                await until_probe(health, 200)
+                assert worker.poll() is None, "the worker exited"
+    finally:
+        redis.stop()
+
+
+async def test_worker_postgres_outage(sink: HttpSink, embedded_tmp_dir: Path) -> None:
+    pg = await own_postgres(embedded_tmp_dir)
+    redis = EmbeddedRedis(embedded_tmp_dir / "redis", persistence_off=True)
+    redis.start()
+    health = free_port()
+    try:
+        settings: Settings = own_settings(pg.url, redis.url)
+        sink.delay = 0.2
+        async with api(settings) as (rt, client):
+            wf = await publish(client, http_flow(sink.url))
+            with processes(settings, embedded_tmp_dir) as start:
+                scheduler = start("scheduler")
+                worker = start("worker", "worker", "--health-port", str(health))
+                await until_probe(health, 200)
+                runs = await start_runs(client, wf["webhook_path"], 0, 20)
+
+                async def in_flight() -> bool:
+                    return len(sink.requests) >= 3
+
+                await until(in_flight, 30, "runs to be in flight")
+                await asyncio.to_thread(pg.stop)
+                await until_probe(health, 503, down="database")
+                await asyncio.sleep(10)
+                await asyncio.to_thread(pg.start)
+                await until_probe(health, 200)
+                await all_succeed(rt, runs, timeout=90)
+                late = await start_runs(client, wf["webhook_path"], 20, 3)
+                await all_succeed(rt, late, timeout=30)
+                assert worker.poll() is None, "the worker exited"
+                assert scheduler.poll() is None, "the scheduler exited"
+    finally:
+        redis.stop()
+        pg.stop()
+
+
+async def test_api_during_postgres_restart_answers_503_never_500(
+    sink: HttpSink, embedded_tmp_dir: Path
+) -> None:
+    """Requests keep coming while PostgreSQL shuts down, is down, and starts up: each
+    answers 2xx or 503 with ``Retry-After`` (an HTML page for browser pages), never 500."""
+    pg = await own_postgres(embedded_tmp_dir)
+    redis = EmbeddedRedis(embedded_tmp_dir / "redis", persistence_off=True)
+    redis.start()
+    try:
+        settings = own_settings(pg.url, redis.url)
+        async with api(settings) as (_, client):
+            wf = await publish(client, http_flow(sink.url))
+            html = {"accept": "text/html"}
+            requests: list[tuple[str, str, dict[str, str], Any]] = [
+                ("GET", f"/api/workflows/{wf['id']}", {}, None),
+                ("GET", "/api/runs", {}, None),
+                ("POST", wf["webhook_path"], {}, {"order": 1}),
+                ("GET", "/runs", html, None),
+                ("GET", f"/workflows/{wf['id']}/designer", html, None),
+            ]
+            answers: list[tuple[str, int, str, str | None]] = []
+            restarted = asyncio.Event()
+
+            async def keep_asking() -> None:
+                while not restarted.is_set():
+                    for method, url, headers, body in requests:
+                        r = await client.request(method, url, headers=headers, json=body)
+                        kind = r.headers.get("content-type", "").split(";")[0]
+                        answers.append((url, r.status_code, kind, r.headers.get("retry-after")))
+                    await asyncio.sleep(0.02)
+
+            asker = asyncio.create_task(keep_asking())
+            await asyncio.sleep(0.3)
+            await asyncio.to_thread(pg.stop)
+            await asyncio.sleep(1.0)
+            await asyncio.to_thread(pg.start)
+
+            async def ready() -> bool:
+                return (await client.get("/health/ready")).status_code == 200
+
+            await until(ready, 30, "the API to see the database again")
+            await asyncio.sleep(0.5)
+            restarted.set()
+            await asker
+    finally:
+        redis.stop()
+        pg.stop()
+    odd = [a for a in answers if a[1] not in (200, 202, 503)]
+    assert not odd, odd
+    unavailable = [a for a in answers if a[1] == 503]
+    assert {url for url, *_ in unavailable} == {url for _, url, _, _ in requests}
+    for url, _, kind, retry_after in unavailable:
+        assert retry_after == "5", url
+        assert kind == (
+            "text/html" if not url.startswith(("/api/", "/hooks/")) else "application/json"
+        ), (url, kind)
+    assert [a[1] for a in answers[-len(requests) :]] == [200, 200, 202, 200, 200]

@@ -1,0 +1,90 @@
+"""Large values by reference: which parts are stored, references, substitution (no I/O)."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import msgspec
+
+from backend.db.payloads import MARKER, Externalizer, preview_of, references, substitute
+
+LIMIT = 1024
+
+
+def ref_of(value: Any) -> dict[str, Any]:
+    data = msgspec.json.encode(value)
+    return {MARKER: hashlib.sha256(data).hexdigest(), "bytes": len(data)}
+
+
+def test_small_values_stay_inline_and_are_the_same_object() -> None:
+    ext = Externalizer(LIMIT)
+    value = {"a": [1, 2, 3], "b": "x" * 100}
+    assert ext.value(value) is value
+    assert ext.payloads == {}
+
+
+def test_the_large_part_is_stored_and_the_rest_stays_inline() -> None:
+    ext = Externalizer(LIMIT)
+    rows = [{"i": i, "text": "t" * 50} for i in range(100)]
+    stored = ext.value({"body": {"records": rows, "source": "crm"}, "method": "POST"})
+    assert stored == {"body": {"records": ref_of(rows), "source": "crm"}, "method": "POST"}
+    (payload,) = ext.payloads.values()
+    assert payload.data == msgspec.json.encode(rows)
+    assert payload.summary == "list of 100 items"
+    assert payload.preview.startswith('[{"i":0,') and payload.preview.endswith("…")
+
+
+def test_the_same_content_is_one_payload() -> None:
+    ext = Externalizer(LIMIT)
+    big = "x" * 5000
+    assert ext.value({"a": big}) == {"a": ref_of(big)}
+    assert ext.value([big, big]) == [ref_of(big), ref_of(big)]
+    assert len(ext.payloads) == 1
+
+
+def test_a_container_of_many_small_parts_is_stored_whole() -> None:
+    ext = Externalizer(LIMIT)
+    many = list(range(2000))
+    assert ext.value(many) == ref_of(many)
+
+
+def test_user_data_with_the_marker_key_is_never_stored_inline() -> None:
+    ext = Externalizer(LIMIT)
+    tricky = {MARKER: "not a reference", "bytes": 1}
+    stored = ext.value({"x": tricky})
+    assert stored == {"x": ref_of(tricky)}
+    table = {d: msgspec.json.decode(p.data) for d, p in ext.payloads.items()}
+    assert substitute(stored, table) == {"x": tricky}
+
+
+def test_references_and_substitute_put_values_back() -> None:
+    ext = Externalizer(LIMIT)
+    inner = ["y" * 2000]
+    outer = {"inner": inner, "pad": ["z" * 300] * 5}
+    stored = ext.value({"v": outer})
+    found = references(stored, set())
+    table = {d: msgspec.json.decode(p.data) for d, p in ext.payloads.items()}
+    assert found <= table.keys()
+    for d, v in table.items():
+        table[d] = substitute(v, table)
+    assert substitute(stored, table) == {"v": outer}
+
+
+def test_preview_is_bounded() -> None:
+    assert preview_of(b'"' + b"a" * 5000 + b'"') == '"' + "a" * 999 + "…"
+    assert preview_of(b"[1,2]") == "[1,2]"
+
+
+def test_deeply_nested_values_are_handled_without_recursion_errors() -> None:
+    deep: Any = ["x" * 2000]
+    for _ in range(900):
+        deep = [deep]
+    ext = Externalizer(LIMIT)
+    stored = ext.value({"deep": deep})
+    table = {d: msgspec.json.decode(p.data) for d, p in ext.payloads.items()}
+    assert references(stored, set()) <= table.keys()
+    assert references(deep, set()) == set()
+    for d, v in table.items():
+        table[d] = substitute(v, table)
+    assert substitute(stored, table) == {"deep": deep}
