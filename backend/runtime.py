@@ -17,6 +17,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from backend import crypto
 from backend.db import payloads
 from backend.db.engine import make_engine, make_sessionmaker
+from backend.db.recovery_queries import PgRecoveryQueries
+from backend.db.run_store import PgRunStore
 from backend.services import credentials
 from backend.services.catalog import AppCatalog, load_catalog
 from backend.services.execution import Execution
@@ -126,10 +128,11 @@ async def build_runtime(settings: Settings, *, pool_size: int = 10) -> Runtime:
     payloads.configure(settings.payload_inline_limit)
     http_pool = sdk.guarded_connection_pool(ssrf_policy(settings))
     execution = Execution(
-        sessionmaker,
+        PgRunStore(sessionmaker),
         ArqDispatcher(redis),
         catalog,
         make_context_factory(settings, sessionmaker, catalog, http_pool=http_pool),
+        recovery_queries=PgRecoveryQueries(sessionmaker),
         lease_seconds=settings.lease_seconds,
         base_url=settings.base_url,
     )

@@ -19,9 +19,11 @@ here, ``timer`` steps wait on a durable timer, ``call`` steps wait for child run
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
+from backend.engine import step_timeouts
 from backend.engine.expressions import ExpressionError, resolve_config
 from backend.engine.model import ChildRequest, RunState
 from backend.engine.nodes import NODE_TYPES
@@ -38,7 +40,7 @@ from backend.engine.nodes.base import (
 from backend.engine.nodes.children import child_run_id
 from backend.engine.nodes.registry import NodeRegistry
 from backend.engine.outcomes import AttemptOutcome, AttemptSucceeded
-from backend.engine.planner import activated_sources, plan
+from backend.engine.planner import activated_sources, graph_index, plan
 from backend.engine.retry import retry_delay, should_retry
 from backend.engine.states import RunStatus, StepStatus
 from designer_schema.graph import Step, WorkflowGraph
@@ -86,9 +88,16 @@ def step_input(
 
 
 def start(
-    graph: WorkflowGraph, state: RunState, now: datetime, *, nodes: NodeRegistry = NODE_TYPES
+    graph: WorkflowGraph,
+    state: RunState,
+    now: datetime,
+    *,
+    should_yield: Callable[[], bool] | None = None,
+    nodes: NodeRegistry = NODE_TYPES,
 ) -> list[str]:
-    """Start a queued run: complete the trigger step with the run input, then advance.
+    """Start a queued run: complete the trigger step with the run input, then advance
+    (``should_yield`` and ``nodes`` as for :func:`advance`; in a fresh run only the
+    trigger's targets can be decided, so the first round plans just those).
 
     Returns the action step ids to dispatch.
     """
@@ -103,29 +112,69 @@ def start(
     trigger.started_at = trigger.finished_at = now
     state.touch(graph.trigger)
     state.emit("step.succeeded", graph.trigger)
-    return advance(graph, state, now, nodes=nodes)
+    # a fresh run has only the trigger's record: only its targets can be decided (a re-run
+    # that copied finished steps is planned in full)
+    first = {t.target for t in graph.outgoing(graph.trigger)} if len(state.steps) == 1 else None
+    return advance(graph, state, now, should_yield=should_yield, candidates=first, nodes=nodes)
 
 
 def advance(
-    graph: WorkflowGraph, state: RunState, now: datetime, *, nodes: NodeRegistry = NODE_TYPES
+    graph: WorkflowGraph,
+    state: RunState,
+    now: datetime,
+    *,
+    should_yield: Callable[[], bool] | None = None,
+    candidates: set[str] | None = None,
+    nodes: NodeRegistry = NODE_TYPES,
 ) -> list[str]:
     """Make ready what can run, run inline/timer/call steps here, settle the run.
 
     Returns the ids of action steps that became ready now (to dispatch after commit) and
-    of timers armed for later. Idempotent: advancing a run with nothing new to do changes
-    nothing.
+    of timers (and waiting steps with a step timeout) armed for later. Idempotent:
+    advancing a run with nothing new to do changes nothing.
+
+    Linear in the size of the graph: each round plans only the targets of the steps it
+    finished (:func:`~backend.engine.planner.plan` with candidates), and the expression
+    bindings are built once and kept current. ``should_yield()`` (checked before each
+    inline step) lets the caller bound the time spent: once it answers True, the inline
+    steps not yet evaluated stay ``ready`` (:func:`inline_ready` lists them) and the next
+    ``advance`` evaluates them first. ``candidates`` are the only pending steps the
+    first round may decide (``None``: every step).
     """
     dispatch: list[str] = []
     if state.status.terminal or state.status == RunStatus.PAUSED:
         return dispatch
+    context = _LazyBindings(graph, state)
+    calls = [
+        sid
+        for sid, rec in state.steps.items()
+        if rec.status == StepStatus.RUNNING
+        and rec.data is not None
+        and isinstance(nodes.behaviour(graph.step(sid)), CallBehaviour)
+    ]
+    failed = _has_unhandled_failure(state)
+    yielded = False
+    leftover = inline_ready(graph, state, nodes)  # left ready by an advance that yielded
     while True:
-        if _has_unhandled_failure(state):
+        if failed:
             _settle(graph, state, now)
             return []
-        progressed = _progress_calls(graph, state, now, nodes)
-        if _has_unhandled_failure(state):
+        touched = _progress_calls(graph, state, now, calls, nodes)
+        if _unhandled(state, touched):
+            failed = True
             continue
-        decision = plan(graph, state.steps)
+        for sid in leftover:
+            if should_yield is not None and should_yield():
+                yielded = True
+                break
+            step = graph.step(sid)
+            inline = nodes.behaviour(step)
+            assert isinstance(inline, InlineBehaviour)  # inline_ready lists only those
+            _run_inline(graph, state, step, inline, now, context.get())
+            context.record(sid)
+            touched.append(sid)
+        leftover = []
+        decision = plan(graph, state.steps, candidates)
         for sid in decision.skipped:
             rec = state.step(sid)
             rec.move(StepStatus.SKIPPED)
@@ -141,24 +190,75 @@ def advance(
             state.touch(sid)
             behaviour = nodes.behaviour(step)
             if isinstance(behaviour, TimerBehaviour):
-                if _start_timer(graph, state, step, behaviour, now):
+                if _start_timer(graph, state, step, behaviour, now, context.get()):
                     dispatch.append(sid)
-                progressed = True
             elif isinstance(behaviour, CallBehaviour):
-                _start_call(graph, state, step, behaviour, now)
-                progressed = True
+                _start_call(graph, state, step, behaviour, now, context.get())
+                calls.append(sid)
             elif isinstance(behaviour, InlineBehaviour):
-                _run_inline(graph, state, step, behaviour, now)
-                progressed = True
+                yielded = yielded or (should_yield is not None and should_yield())
+                if yielded:
+                    continue  # stays ready: evaluated by the next advance
+                _run_inline(graph, state, step, behaviour, now, context.get())
             else:
                 state.emit("step.ready", sid)
                 dispatch.append(sid)
-        if not (progressed or decision.skipped):
+                continue
+            context.record(sid)
+            touched.append(sid)
+        failed = _unhandled(state, touched)
+        if not (touched or decision.skipped):
             break
+        candidates = {
+            t.target for sid in [*touched, *decision.skipped] for t in graph.outgoing(sid)
+        }
     if _settle(graph, state, now):
         return []
+    dispatch += step_timeouts.arm(graph, state, now, nodes)
     _update_waiting(graph, state, nodes)
     return dispatch
+
+
+def inline_ready(
+    graph: WorkflowGraph, state: RunState, nodes: NodeRegistry = NODE_TYPES
+) -> list[str]:
+    """Inline steps left ``ready`` by an :func:`advance` that yielded, in graph order."""
+    found = [
+        sid
+        for sid, rec in state.steps.items()
+        if rec.status == StepStatus.READY and behaviour_kind(graph.step(sid), nodes) == "inline"
+    ]
+    order = graph_index(graph)
+    return sorted(found, key=lambda sid: order.get(sid, 0))
+
+
+class _LazyBindings:
+    """The expression bindings of one :func:`advance`, built on first use (an advance
+    that evaluates nothing never builds them) and kept current as steps finish."""
+
+    def __init__(self, graph: WorkflowGraph, state: RunState) -> None:
+        self._graph = graph
+        self._state = state
+        self._context: dict[str, Any] | None = None
+
+    def get(self) -> dict[str, Any]:
+        if self._context is None:
+            self._context = bindings(self._graph, self._state)
+        return self._context
+
+    def record(self, step_id: str) -> None:
+        """A finished step's output joins ``$steps`` (when the bindings exist)."""
+        rec = self._state.steps[step_id]
+        if self._context is not None and rec.status in (StepStatus.SUCCEEDED, StepStatus.FAILED):
+            self._context["steps"][step_id] = rec.output
+
+
+def _unhandled(state: RunState, step_ids: list[str]) -> bool:
+    """True when one of ``step_ids`` failed without routing the failure to a port."""
+    return any(
+        state.steps[sid].status == StepStatus.FAILED and not state.steps[sid].ports
+        for sid in step_ids
+    )
 
 
 def _update_waiting(graph: WorkflowGraph, state: RunState, nodes: NodeRegistry) -> None:
@@ -188,12 +288,12 @@ def _succeed(state: RunState, step_id: str, output: Any, now: datetime, **data: 
 
 
 def _resolved(
-    graph: WorkflowGraph, state: RunState, step: Step, now: datetime
+    state: RunState, step: Step, now: datetime, context: dict[str, Any]
 ) -> dict[str, Any] | None:
     """The step's config with expressions evaluated; ``None`` after failing the step."""
     rec = state.step(step.id)
     try:
-        return resolve_config(step.config, step.expressions, rec.input, bindings(graph, state))
+        return resolve_config(step.config, step.expressions, rec.input, context)
     except ExpressionError as exc:
         error = {"message": str(exc), "kind": "expression_error", "field": exc.field}
         _finish_failed(step, state, error, now)
@@ -201,12 +301,17 @@ def _resolved(
 
 
 def _start_timer(
-    graph: WorkflowGraph, state: RunState, step: Step, timer: TimerBehaviour, now: datetime
+    graph: WorkflowGraph,
+    state: RunState,
+    step: Step,
+    timer: TimerBehaviour,
+    now: datetime,
+    context: dict[str, Any],
 ) -> bool:
     """Arm a timer step (Delay, Wait Until); True when it must be dispatched for later."""
     rec = state.step(step.id)
     rec.started_at = now
-    config = _resolved(graph, state, step, now)
+    config = _resolved(state, step, now, context)
     if config is None:
         return False
     try:
@@ -251,7 +356,12 @@ def fire_timer(
 
 
 def _start_call(
-    graph: WorkflowGraph, state: RunState, step: Step, call: CallBehaviour, now: datetime
+    graph: WorkflowGraph,
+    state: RunState,
+    step: Step,
+    call: CallBehaviour,
+    now: datetime,
+    context: dict[str, Any],
 ) -> None:
     """Start a call step (Sub-workflow, For-each): it runs, without a worker, until its
     child runs end; fire-and-forget calls start every child and succeed at once."""
@@ -259,7 +369,7 @@ def _start_call(
     rec.move(StepStatus.RUNNING)
     rec.started_at = now
     rec.attempts += 1
-    config = _resolved(graph, state, step, now)
+    config = _resolved(state, step, now, context)
     if config is None:
         return
     try:
@@ -299,30 +409,39 @@ def _request_child(state: RunState, step_id: str, index: int, child_input: Any) 
 
 
 def _progress_calls(
-    graph: WorkflowGraph, state: RunState, now: datetime, nodes: NodeRegistry
-) -> bool:
-    """Advance running call steps from their children; True if one ended."""
-    ended = False
-    for sid, rec in list(state.steps.items()):
-        if rec.status != StepStatus.RUNNING or rec.data is None:
+    graph: WorkflowGraph,
+    state: RunState,
+    now: datetime,
+    calls: list[str],
+    nodes: NodeRegistry,
+) -> list[str]:
+    """Advance the running call steps ``calls`` (Sub-workflow, For-each) from their
+    children; returns those that ended (and drops them from ``calls``)."""
+    ended: list[str] = []
+    for sid in list(calls):
+        rec = state.steps.get(sid)
+        if rec is None or rec.status != StepStatus.RUNNING or rec.data is None:
+            calls.remove(sid)
             continue
         step = graph.step(sid)
         call = nodes.behaviour(step)
         if not isinstance(call, CallBehaviour):
+            calls.remove(sid)
             continue
         children = {c.index: c for c in state.children.get(sid, [])}
         requested = frozenset(r.index for r in state.child_requests if r.step_id == sid)
         progress = call.progress(rec.data, rec.input, children, requested)
         if isinstance(progress, CallSucceeded):
             _succeed(state, sid, progress.output, now, **progress.details)
-            ended = True
         elif isinstance(progress, CallFailed):
             state.child_cancels.extend(progress.cancel)
             _finish_failed(step, state, progress.error, now)
-            ended = True
         else:
             for index, child_input in progress.request:
                 _request_child(state, sid, index, child_input)
+            continue
+        calls.remove(sid)
+        ended.append(sid)
     return ended
 
 
@@ -331,14 +450,19 @@ def _has_unhandled_failure(state: RunState) -> bool:
 
 
 def _run_inline(
-    graph: WorkflowGraph, state: RunState, step: Step, inline: InlineBehaviour, now: datetime
+    graph: WorkflowGraph,
+    state: RunState,
+    step: Step,
+    inline: InlineBehaviour,
+    now: datetime,
+    context: dict[str, Any],
 ) -> None:
     rec = state.step(step.id)
     rec.move(StepStatus.RUNNING)
     rec.started_at = now
     rec.attempts += 1
     try:
-        config = resolve_config(step.config, step.expressions, rec.input, bindings(graph, state))
+        config = resolve_config(step.config, step.expressions, rec.input, context)
         result = inline.evaluate(step, config, rec.input)
     except ExpressionError as exc:
         error = {"message": str(exc), "kind": "expression_error", "field": exc.field}

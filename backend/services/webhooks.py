@@ -18,8 +18,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import msgspec
-from sqlalchemy import delete, select, update
-from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy import delete, func, literal, select, update
+from sqlalchemy.dialects.postgresql import JSONPATH, insert
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from backend import crypto
@@ -33,9 +33,8 @@ from backend.db.models import (
     Workflow,
     WorkflowVersion,
 )
+from backend.engine.ports import VersionRow
 from backend.services import audit
-from backend.services.schedules import trigger_config
-from backend.services.workflows import active_version
 from backend.triggers.webhook_input import UploadedFile
 from designer_schema.diagram import Diagram
 
@@ -47,7 +46,7 @@ class Endpoint:
     """What a webhook request needs: workflow, active version, trigger config, secret."""
 
     workflow_id: uuid.UUID
-    version: WorkflowVersion | None
+    version: VersionRow | None
     config: dict[str, Any]
     secret: bytes | None
     is_webhook: bool = True
@@ -138,23 +137,45 @@ async def load_endpoint(
 
     ``None`` when no workflow has the token. ``version`` is ``None`` when never published.
     """
-    wf = (
-        await session.execute(select(Workflow).where(Workflow.webhook_token == token))
-    ).scalar_one_or_none()
-    if wf is None:
-        return None
-    secret = await get_secret(session, wf.id)
     if draft:
+        wf = (
+            await session.execute(select(Workflow).where(Workflow.webhook_token == token))
+        ).scalar_one_or_none()
+        if wf is None:
+            return None
+        secret = await get_secret(session, wf.id)
         diagram = msgspec.convert(wf.draft, Diagram)
         nodes = [n for n in diagram.nodes if n.type == WEBHOOK_TRIGGER]
         config = dict(nodes[0].config) if nodes else {}
         return Endpoint(wf.id, None, config, secret, bool(nodes))
-    version = await active_version(session, wf)
-    if version is None:
-        return Endpoint(wf.id, None, {}, secret, False)
-    node_type, _, config = trigger_config(version.graph)
-    session.expunge(version)
-    return Endpoint(wf.id, version, config, secret, node_type == WEBHOOK_TRIGGER)
+    # only the version's identity and its trigger step: a large workflow's diagram and
+    # graph documents are never read (or decoded) to answer a webhook
+    trigger_step = func.jsonb_path_query_first(
+        WorkflowVersion.graph,
+        literal("$.steps[*] ? (@.id == $t)", JSONPATH),
+        func.jsonb_build_object("t", WorkflowVersion.graph["trigger"]),
+    )
+    found = (
+        await session.execute(
+            select(Workflow.id, WorkflowVersion.id, WorkflowVersion.number, trigger_step)
+            .outerjoin(
+                WorkflowVersion,
+                (WorkflowVersion.workflow_id == Workflow.id)
+                & (WorkflowVersion.number == Workflow.active_version),
+            )
+            .where(Workflow.webhook_token == token)
+        )
+    ).one_or_none()
+    if found is None:
+        return None
+    workflow_id, version_id, number, step = found
+    secret = await get_secret(session, workflow_id)
+    if version_id is None:
+        return Endpoint(workflow_id, None, {}, secret, False)
+    step = step or {}
+    version = VersionRow(version_id, workflow_id, int(number))
+    config = dict(step.get("config") or {})
+    return Endpoint(workflow_id, version, config, secret, step.get("type") == WEBHOOK_TRIGGER)
 
 
 _CACHE: dict[str, tuple[float, Endpoint | None]] = {}

@@ -53,8 +53,8 @@ async def enforce_deadlines(execution: Execution, *, poll: float = 1.0) -> None:
     while True:
         delay = poll
         try:
-            await time_out_overdue(execution)
-            due = await next_deadline(execution)
+            await time_out_overdue(execution.recovery)
+            due = await next_deadline(execution.recovery)
             if due is not None:
                 until = (due - execution.clock.now()).total_seconds()
                 delay = min(poll, max(until, 0.0) + 0.005)  # strictly past the deadline

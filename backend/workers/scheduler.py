@@ -105,7 +105,7 @@ async def _lead(
         try:
             while not stop.is_set():
                 try:
-                    counts = await sweep(runtime.execution, grace_seconds=interval)
+                    counts = await sweep(runtime.execution.recovery, grace_seconds=interval)
                     if any(counts.values()):
                         log.info("sweep: %s", counts)
                 except Exception as exc:  # a failed pass must not end leadership

@@ -86,7 +86,9 @@ async def _database(ctx: dict[str, Any]) -> AsyncIterator[None]:
 async def _sweeper(runtime: Runtime, health: ServiceHealth) -> None:
     while True:
         try:
-            counts = await sweep(runtime.execution, grace_seconds=runtime.settings.sweep_interval)
+            counts = await sweep(
+                runtime.execution.recovery, grace_seconds=runtime.settings.sweep_interval
+            )
             if any(counts.values()):
                 log.info("sweeper: %s", counts)
             health.up("database")

@@ -46,7 +46,7 @@ async def test_flushed_redis_loses_nothing(
     run_id = (await client.post(wf["webhook_path"], json={"n": 1})).json()["run_id"]
     await runtime.redis.flushall()  # the job is gone before any worker saw it
     await asyncio.sleep(0.05)
-    counts = await sweep(runtime.execution, grace_seconds=0)
+    counts = await sweep(runtime.execution.recovery, grace_seconds=0)
     assert counts["redispatched"] == 1
     async with worker_factory():
         assert await wait_for_run(runtime, run_id) == "succeeded"
@@ -62,7 +62,8 @@ async def test_expired_lease_of_a_dead_worker_is_retried_once(
     # A worker claims the attempt and dies before completing: simulate the claim.
     from sqlalchemy import select
 
-    from backend.db.run_store import claim_attempt, load_state, lock_run, save_state
+    from backend.db.run_store import load_state, lock_run, save_state
+    from backend.services.execution.steps import claim_attempt
 
     now = runtime.execution.clock.now()
     async with runtime.sessionmaker() as session, session.begin():
@@ -88,7 +89,7 @@ async def test_expired_lease_of_a_dead_worker_is_retried_once(
             .where(Attempt.id == dead_id)
             .values(lease_expires_at=now - timedelta(seconds=1))
         )
-    counts = await sweep(runtime.execution, grace_seconds=0)
+    counts = await sweep(runtime.execution.recovery, grace_seconds=0)
     assert counts["expired"] == 1
     async with worker_factory():
         assert await wait_for_run(runtime, run_id) == "succeeded"

@@ -2,7 +2,7 @@
 token (backend/db/run_store.py). A stale token writes nothing at all.
 
 No worker runs here: each run's first job is flushed from Redis, and the tests drive the
-run store (and ``Execution._complete``) themselves.
+run store (and the step-execution use case's ``complete``) themselves.
 """
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ import pytest
 from arq.constants import default_queue_name
 from sqlalchemy import text
 
+from backend.db.graphs import graph_for_version
 from backend.db.run_store import (
     FinishedAttempt,
     NewAttempt,
     StaleAttempt,
-    claim_attempt,
     load_state,
     lock_run,
     save_state,
@@ -28,7 +28,7 @@ from backend.db.run_store import (
 from backend.engine import orchestrator
 from backend.engine.outcomes import AttemptSucceeded
 from backend.runtime import Runtime
-from backend.services.graphs import graph_for_version
+from backend.services.execution.steps import claim_attempt
 from tests.diagrams import diagram, edge, node
 from tests.integration.test_engine_cases import start_manual
 from tests.integration.test_runs import publish
@@ -206,7 +206,7 @@ async def test_execution_discards_a_completion_its_fence_refuses(
     client: httpx.AsyncClient, runtime: Runtime, moved: bool
 ) -> None:
     run_id = await _run(client, runtime, steps=2)
-    claimed = await runtime.execution._start_step(run_id, "s0")
+    claimed = await runtime.execution.steps.claim(run_id, "s0")
     assert claimed is not None
     if moved:  # the run changed after the claim: the completion reloads it under the lock
         await _touch(runtime, run_id)
@@ -219,7 +219,9 @@ async def test_execution_discards_a_completion_its_fence_refuses(
         )
     before = await _snapshot(runtime)
 
-    follow_on = await runtime.execution._complete(run_id, claimed, AttemptSucceeded({"late": True}))
+    follow_on = await runtime.execution.steps.complete(
+        run_id, claimed, AttemptSucceeded({"late": True})
+    )
 
     assert follow_on is None  # s1 not claimed for this worker
     assert await _snapshot(runtime) == before

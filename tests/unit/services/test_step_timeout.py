@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import uuid
 from typing import Any
 
 from backend.engine.outcomes import AttemptFailed, AttemptSucceeded
 from backend.services.execution import Execution
+from backend.services.execution.steps import Claimed
 from connectors.sdk import ActionInfo
 
 INFO = ActionInfo("run-1", "wf-1", "step-1", 1, "run-1:step-1", "test.slow")
@@ -45,7 +47,7 @@ class Context:
 
 def execution(action: Any) -> Execution:
     return Execution(
-        None,  # type: ignore[arg-type]  # no heartbeat within the test's lease
+        None,  # type: ignore[arg-type]  # no heartbeat within the test's lease: no store
         None,  # type: ignore[arg-type]
         Registry(action),
         lambda info, heartbeat, is_cancelled: Context(is_cancelled),
@@ -53,11 +55,13 @@ def execution(action: Any) -> Execution:
     )
 
 
+def claimed(node_type: str, input: Any, timeout: float | None) -> Claimed:
+    return Claimed(1, "t", 1, "run:step", input, {}, "step", node_type, timeout, "wf", uuid.uuid4())
+
+
 async def test_timeout_sets_is_cancelled_then_cancels_the_task() -> None:
     action = SlowAction()
-    outcome = await execution(action)._run_action(
-        "test.slow", {}, None, INFO, attempt_id=1, token="t", timeout=0.05
-    )
+    outcome = await execution(action).steps.run_action(claimed("test.slow", None, 0.05), INFO)
     assert outcome == AttemptFailed(
         {"message": "step timed out after 0.05 s", "kind": "timeout"}, retryable=True
     )
@@ -69,18 +73,14 @@ async def test_no_timeout_returns_the_output() -> None:
         async def run(self, config: dict[str, Any], input: Any, context: Any) -> Any:
             return {"echo": input}
 
-    outcome = await execution(Quick())._run_action(
-        "test.quick", {}, 5, INFO, attempt_id=1, token="t", timeout=None
-    )
+    outcome = await execution(Quick()).steps.run_action(claimed("test.quick", 5, None), INFO)
     assert outcome == AttemptSucceeded({"echo": 5})
 
 
 async def test_a_cancel_notice_for_the_run_stops_the_action_at_once() -> None:
     action = SlowAction()
     ex = execution(action)
-    running = asyncio.ensure_future(
-        ex._run_action("test.slow", {}, None, INFO, attempt_id=1, token="t", timeout=None)
-    )
+    running = asyncio.ensure_future(ex.steps.run_action(claimed("test.slow", None, None), INFO))
     await asyncio.wait_for(action.started.wait(), 5)
     assert ex.cancel_watch.running_runs() == {"run-1"}
     assert ex.cancel_watch.cancel("other run") == 0

@@ -1,0 +1,207 @@
+"""The transaction adapter of the run store
+(:class:`~backend.engine.ports.RunTransaction` over an SQLAlchemy session)."""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+from collections.abc import Awaitable, Callable, Iterator
+from datetime import datetime
+from typing import Any, TypeVar
+
+from sqlalchemy import func, literal, select, update
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from backend.db import graphs
+from backend.db.models import Attempt, Event, Run, StepRun, Workflow, WorkflowVersion
+from backend.db.run_state import (
+    _ADMISSION_LOCK,
+    _STEP_RUNS,
+    ACTIVE_RUN_STATUSES,
+    ADMISSION_LOCK_CLASS,
+    finish_attempt,
+    load_state,
+    lock_run,
+    run_row,
+    save_state,
+    workflow_settings,
+)
+from backend.db.run_writes import STEP_FIELDS, insert_run
+from backend.engine.model import RunState
+from backend.engine.ports import (
+    DuplicateRun,
+    FinishedAttempt,
+    HeldSteps,
+    NewAttempt,
+    NewRun,
+    RunRow,
+    WorkflowSettings,
+)
+from backend.engine.states import RunStatus
+from designer_schema.graph import WorkflowGraph
+
+_T = TypeVar("_T")
+
+
+@contextlib.contextmanager
+def duplicate_key(new: NewRun) -> Iterator[None]:
+    """Turn the unique violation of a taken idempotency key into :class:`DuplicateRun`."""
+    try:
+        yield
+    except IntegrityError as exc:
+        if new.idempotency_key is None:
+            raise
+        raise DuplicateRun(new.idempotency_key) from exc
+
+
+class PgRunTransaction:
+    """One transaction of a run transition (:class:`~backend.engine.ports.RunTransaction`).
+
+    Keeps the ORM rows it locked so :meth:`save` updates them in memory."""
+
+    def __init__(self, session: AsyncSession) -> None:
+        self.session = session
+        self._rows: dict[uuid.UUID, Run] = {}
+
+    async def lock_admission(self, workflow_id: uuid.UUID) -> None:
+        await self.session.execute(
+            _ADMISSION_LOCK, {"cls": ADMISSION_LOCK_CLASS, "workflow_id": str(workflow_id)}
+        )
+
+    async def peek(self, run_id: uuid.UUID) -> tuple[str, uuid.UUID] | None:
+        found = (
+            await self.session.execute(select(Run.status, Run.workflow_id).where(Run.id == run_id))
+        ).one_or_none()
+        return None if found is None else (str(found[0]), found[1])
+
+    async def lock(self, run_id: uuid.UUID) -> RunRow | None:
+        run = await lock_run(self.session, run_id)
+        if run is None:
+            return None
+        self._rows[run.id] = run
+        return run_row(run)
+
+    async def load(
+        self, row: RunRow, *, children: bool = True, held: HeldSteps | None = None
+    ) -> RunState:
+        return await load_state(self.session, self._rows[row.id], children=children, steps=held)
+
+    async def graph(self, version_id: uuid.UUID) -> WorkflowGraph:
+        return await graphs.graph_for_version(self.session, version_id)
+
+    async def settings(self, workflow_id: uuid.UUID) -> WorkflowSettings:
+        return await workflow_settings(self.session, workflow_id)
+
+    async def insert_run(self, new: NewRun, state: RunState | None = None) -> bool:
+        if self.session.new or self.session.dirty:
+            await self.session.flush()
+        with duplicate_key(new):
+            return (await insert_run(self.session, new, state)).written
+
+    async def save(
+        self,
+        row: RunRow,
+        state: RunState,
+        *,
+        finish: FinishedAttempt | None = None,
+        start: NewAttempt | None = None,
+        deadline_at: datetime | None = None,
+    ) -> RunRow:
+        run = self._rows[row.id]
+        await save_state(
+            self.session, run, state, finish=finish, start=start, deadline_at=deadline_at
+        )
+        return run_row(run)
+
+    async def close_attempt(self, finish: FinishedAttempt, status: str | None = None) -> bool:
+        return await finish_attempt(
+            self.session,
+            finish.id,
+            finish.fencing_token,
+            status=status or finish.status,
+            output=finish.output,
+            error=finish.error,
+            now=finish.finished_at,
+        )
+
+    async def cancel_running_attempts(self, run_id: uuid.UUID, now: datetime) -> None:
+        await self.session.execute(
+            update(Attempt)
+            .where(Attempt.run_id == run_id, Attempt.status == "running")
+            .values(status="cancelled", finished_at=now)
+        )
+
+    async def active_count(self, workflow_id: uuid.UUID) -> int:
+        found = await self.session.execute(
+            select(func.count())
+            .select_from(Run)
+            .where(Run.workflow_id == workflow_id, Run.status.in_(ACTIVE_RUN_STATUSES))
+        )
+        return int(found.scalar_one())
+
+    async def oldest_queued(self, workflow_id: uuid.UUID, limit: int) -> list[uuid.UUID]:
+        found = await self.session.execute(
+            select(Run.id)
+            .where(Run.workflow_id == workflow_id, Run.status == RunStatus.QUEUED.value)
+            .order_by(Run.created_at, Run.id)
+            .limit(limit)
+        )
+        return list(found.scalars().all())
+
+    async def resolve_version(
+        self, workflow_id: str, number: int | None
+    ) -> tuple[uuid.UUID, uuid.UUID, int] | None:
+        try:
+            wf_id = uuid.UUID(workflow_id)
+        except ValueError:
+            return None
+        query = select(WorkflowVersion.workflow_id, WorkflowVersion.id, WorkflowVersion.number)
+        if number is None:
+            query = query.join(
+                Workflow,
+                (WorkflowVersion.workflow_id == Workflow.id)
+                & (WorkflowVersion.number == Workflow.active_version),
+            )
+        else:
+            query = query.where(WorkflowVersion.number == number)
+        found = (
+            await self.session.execute(query.where(WorkflowVersion.workflow_id == wf_id))
+        ).one_or_none()
+        return None if found is None else (found[0], found[1], int(found[2]))
+
+    async def workflow_name(self, workflow_id: uuid.UUID) -> str | None:
+        found = await self.session.execute(select(Workflow.name).where(Workflow.id == workflow_id))
+        return found.scalar_one_or_none()
+
+    async def step_outcomes(self, run_id: uuid.UUID) -> dict[str, str]:
+        found = await self.session.execute(
+            select(StepRun.step_id, StepRun.status).where(StepRun.run_id == run_id)
+        )
+        return {str(step_id): str(status) for step_id, status in found}
+
+    async def copy_steps(
+        self, source_run_id: uuid.UUID, target_run_id: uuid.UUID, step_ids: list[str]
+    ) -> None:
+        """One ``INSERT ... SELECT`` of every field a write stores."""
+        if not step_ids:
+            return
+        source = select(
+            literal(target_run_id, type_=_STEP_RUNS.c.run_id.type),
+            _STEP_RUNS.c.step_id,
+            *(_STEP_RUNS.c[name] for name in STEP_FIELDS),
+        ).where(_STEP_RUNS.c.run_id == source_run_id, _STEP_RUNS.c.step_id.in_(step_ids))
+        await self.session.execute(
+            insert(_STEP_RUNS).from_select(["run_id", "step_id", *STEP_FIELDS], source)
+        )
+
+    async def add_event(self, run_id: uuid.UUID, kind: str, data: dict[str, Any]) -> None:
+        self.session.add(Event(run_id=run_id, kind=kind, data=data))
+        await self.session.flush()
+
+    async def within(self, hook: Callable[[Any], Awaitable[_T]]) -> _T:
+        """``hook(session)`` in this transaction (pending ORM changes flushed first)."""
+        if self.session.new or self.session.dirty:
+            await self.session.flush()
+        return await hook(self.session)

@@ -1,0 +1,191 @@
+"""Run control: advance, pause, resume, cancel, time out, re-run.
+
+Each operation is one locked transition (backend/services/execution/transition.py) whose
+decision is a pure engine call; re-run starts a new run through the start use case.
+``audit`` (pause, resume, cancel, re-run) adds the request's audit row in the transaction
+that makes the change. Ending a run (cancel, time out) stops its running attempts at once:
+this process's directly, other workers' through a cancel notice
+(backend/services/cancellation.py).
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from backend.engine import orchestrator
+from backend.engine.states import RunStatus, StepStatus
+from backend.services.execution.starts import StartedRun, Starts, VersionRef
+from backend.services.execution.transition import (
+    AuditHook,
+    Change,
+    Decide,
+    Env,
+    Locked,
+    RunNotActive,
+    RunNotFound,
+    Transitions,
+    run_audit,
+)
+
+
+class Control:
+    """The run-control use case (see the module doc)."""
+
+    def __init__(self, env: Env, transitions: Transitions, starts: Starts) -> None:
+        self.env = env
+        self.transitions = transitions
+        self.starts = starts
+
+    async def advance_run(self, run_id: uuid.UUID) -> None:
+        """Advance a run (after recovery, a child's end, a lost job); a queued run starts
+        when its workflow's concurrency limit allows (else the oldest queued ones that
+        fit). A run that does not exist is ignored."""
+        async with self.env.store.transaction() as tx:
+            peek = await tx.peek(run_id)
+        if peek is None:
+            return
+        status, workflow_id = peek
+        if status == RunStatus.QUEUED.value:
+            await self.starts.start_or_admit(run_id, workflow_id)
+            return
+
+        async def decide(run: Locked) -> Change:
+            return Change(dispatch=orchestrator.advance(run.graph, run.state, run.now))
+
+        try:
+            await self.transitions.locked(run_id, decide)
+        except RunNotFound:
+            pass
+
+    async def pause_run(self, run_id: uuid.UUID, audit: AuditHook | None = None) -> None:
+        """Pause a running or waiting run: nothing new starts; running attempts finish.
+
+        Raises :class:`RunNotFound` or :class:`RunNotActive` (the run is not running or
+        waiting). ``audit`` adds the audit row in the pausing transaction.
+        """
+
+        async def decide(run: Locked) -> Change:
+            state = run.state
+            if state.status not in (RunStatus.RUNNING, RunStatus.WAITING):
+                raise RunNotActive(f"run is {state.status.value}; only active runs pause")
+            state.move(RunStatus.PAUSED)
+            state.emit("run.paused", at=run.now.isoformat())
+            await run_audit(run.tx, audit, run_id)
+            return Change()
+
+        await self.transitions.locked(run_id, decide)
+
+    async def resume_run(self, run_id: uuid.UUID, audit: AuditHook | None = None) -> None:
+        """Resume a paused run: advance it and dispatch every ready step again.
+
+        Raises :class:`RunNotFound` or :class:`RunNotActive` (the run is not paused).
+        ``audit`` adds the audit row in the resuming transaction.
+        """
+
+        async def decide(run: Locked) -> Change:
+            state = run.state
+            if state.status != RunStatus.PAUSED:
+                raise RunNotActive(f"run is {state.status.value}; only paused runs resume")
+            state.move(RunStatus.RUNNING)
+            state.emit("run.resumed")
+            dispatch = orchestrator.advance(run.graph, state, run.now)
+            dispatch += [
+                sid
+                for sid, rec in state.steps.items()
+                if rec.status == StepStatus.READY and sid not in dispatch
+            ]
+            await run_audit(run.tx, audit, run_id)
+            return Change(dispatch=dispatch)
+
+        await self.transitions.locked(run_id, decide)
+
+    async def cancel_run(
+        self, run_id: uuid.UUID, reason: str, audit: AuditHook | None = None
+    ) -> bool:
+        """Cancel a run that has not ended. Returns False when it had already ended.
+        Raises :class:`RunNotFound`. ``audit`` adds the audit row in the cancelling
+        transaction (not for an ended run). Its running attempts stop at once."""
+
+        async def decide(run: Locked) -> Change | None:
+            if run.state.status.terminal:
+                return Change(result=False, write=False)
+            orchestrator.cancel(run.state, run.now, reason)
+            await run.tx.cancel_running_attempts(run.row.id, run.now)
+            await run_audit(run.tx, audit, run_id)
+            return Change(result=True)
+
+        return await self._end_run(run_id, decide)
+
+    async def timeout_run(self, run_id: uuid.UUID) -> bool:
+        """End a run whose run timeout (``runs.deadline_at``) has passed: ``timed_out``.
+
+        Running attempts are cancelled and stopped at once (a cancel notice reaches
+        their workers, backend/services/cancellation.py; the next heartbeat is the
+        backstop: the SDK's ``is_cancelled()`` turns true and the action task is
+        cancelled; a late completion is discarded), unfinished children are cancelled,
+        the error workflow starts. Returns False when the run already ended or is not
+        overdue. Raises :class:`RunNotFound`.
+        """
+
+        async def decide(run: Locked) -> Change | None:
+            row = run.row
+            if run.state.status.terminal or row.deadline_at is None or row.deadline_at > run.now:
+                return Change(result=False, write=False)
+            seconds = (row.deadline_at - (row.started_at or row.created_at)).total_seconds()
+            orchestrator.time_out(run.state, run.now, f"run timed out after {seconds:g} s")
+            await run.tx.cancel_running_attempts(row.id, run.now)
+            return Change(result=True)
+
+        return await self._end_run(run_id, decide)
+
+    async def _end_run(self, run_id: uuid.UUID, decide: Decide) -> bool:
+        """The transition ``decide`` ending a run; once it ended, the run's attempts
+        running here stop at once and the other workers are told to stop theirs."""
+        change = await self.transitions.locked(run_id, decide)
+        if change is None or not change.result:
+            return False
+        self.env.cancel_watch.cancel(str(run_id))
+        await self.env.dispatcher.announce_cancel(str(run_id))
+        return True
+
+    async def rerun(
+        self,
+        run_id: uuid.UUID,
+        *,
+        start_from: str,
+        user_id: uuid.UUID | None = None,
+        audit: AuditHook | None = None,
+    ) -> StartedRun:
+        """Start a new run repeating ended run ``run_id`` (linked by ``rerun_of``).
+
+        ``start_from="failed_step"``: same version, same input; the original's succeeded
+        steps (not downstream of a failure) are copied with their outputs and execution
+        resumes at the failed step(s); only for failed, timed-out or cancelled runs.
+        ``start_from="start"``: the workflow's current active version with the original
+        input. Raises :class:`RunNotFound`,
+        :class:`RunNotActive` (the run has not ended, did not fail, or the workflow has no
+        active version) or ``ValueError`` for another ``start_from``. ``audit`` is handed
+        to the start (called with the new run).
+        """
+        if start_from not in ("failed_step", "start"):
+            raise ValueError(f'"from" must be "failed_step" or "start", got {start_from!r}')
+        found = await self.env.store.rerun_source(run_id, latest=start_from == "start")
+        if found is None:
+            raise RunNotFound(f"run {run_id} not found")
+        status, run_input, version = found
+        if not RunStatus(status).terminal:
+            raise RunNotActive(f"run is {status}; only ended runs can be re-run")
+        if start_from == "failed_step" and status == RunStatus.SUCCEEDED.value:
+            raise RunNotActive("run succeeded; it has no failed step to re-run from")
+        if version is None:
+            raise RunNotActive("the workflow has no active version to re-run")
+        chosen: VersionRef = version
+        return await self.starts.start_run(
+            chosen,
+            run_input,
+            trigger="rerun",
+            user_id=user_id,
+            rerun_of=run_id,
+            copy_steps_from=run_id if start_from == "failed_step" else None,
+            audit=audit,
+        )

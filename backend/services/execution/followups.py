@@ -1,0 +1,206 @@
+"""Follow-ups of a run transition: child runs, the error workflow, freed slots, notices.
+
+Inside the transaction (so a crash never separates a change from what it implies):
+:meth:`Followups.create_children` inserts the child runs the engine asked for and
+:meth:`Followups.on_run_ended` frees the ended run's concurrency slot and inserts the error
+workflow's run. After commit, :meth:`Followups.after_commit` dispatches steps, advances
+queued runs, cancels child runs, wakes a parent and announces the change.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from backend.auth.policy import Permission
+from backend.engine.model import ChildRun, RunState
+from backend.engine.ports import NewRun, RunRow, RunTransaction
+from backend.engine.states import RunStatus
+from backend.services import references
+from backend.services.execution.transition import Env, Followup, RunNotFound
+
+ANNOUNCE_DELAY_SECONDS = 0.002
+"""How long a run-change notice waits behind the work that follows a commit (seconds)."""
+
+ERROR_RUN_NAMESPACE = uuid.UUID("5f0c7a52-3d1e-4f53-9a53-6c1f2b7e0e11")
+
+
+def error_run_id(failed_run_id: uuid.UUID | str) -> uuid.UUID:
+    """Deterministic id of the error-workflow run started for ``failed_run_id`` (UUID 5),
+    so it is inserted at most once and the failed run's page can link it."""
+    return uuid.uuid5(ERROR_RUN_NAMESPACE, str(failed_run_id))
+
+
+async def _refusal(session: Any, *, run_id: uuid.UUID, workflow_id: str) -> str | None:
+    """Why the publisher of run ``run_id``'s version may not run ``workflow_id`` (``None``:
+    it may); ``session`` is the run transaction's database handle."""
+    return await references.run_publisher_refusal(
+        session, run_id, workflow_id, Permission.WORKFLOW_RUN
+    )
+
+
+CancelRun = Callable[[uuid.UUID, str], Awaitable[bool]]
+
+
+class Followups:
+    """The follow-up work of transitions (see the module doc). ``cancel_run`` is the
+    control use case's cancel, set once the use cases are wired."""
+
+    def __init__(self, env: Env) -> None:
+        self.env = env
+        self.cancel_run: CancelRun | None = None
+        self._announcing: set[asyncio.Task[None]] = set()
+
+    async def create_children(
+        self, tx: RunTransaction, parent: RunRow, state: RunState, followup: Followup
+    ) -> None:
+        """Insert the queued child runs ``state.child_requests`` asks for (a no-op for a
+        child that exists) and hand each to the engine as a child of its step. A target
+        workflow or version that does not exist becomes a ``failed`` child with kind
+        ``subworkflow_not_found``; one the publisher of the parent's version may not run
+        (backend/services/references.py) a ``failed`` child with kind
+        ``subworkflow_not_granted``."""
+        requests, state.child_requests = state.child_requests, []
+        refusals: dict[str, str | None] = {}  # called workflow -> why the publisher may not
+        for request in requests:
+            entry = ChildRun(request.step_id, request.index, request.run_id)
+            called = request.workflow_id
+            if called not in refusals:
+                refusals[called] = await tx.within(
+                    functools.partial(_refusal, run_id=parent.id, workflow_id=called)
+                )
+            refusal = refusals[called]
+            version = None
+            if refusal is None:
+                version = await tx.resolve_version(request.workflow_id, request.version)
+            if refusal is not None:
+                entry.status = RunStatus.FAILED.value
+                entry.error = {"message": refusal, "kind": "subworkflow_not_granted"}
+                if not request.wait:
+                    state.emit("child.not_started", request.step_id, error=entry.error)
+            elif version is None:
+                which = (
+                    "active version" if request.version is None else f"version {request.version}"
+                )
+                entry.status = RunStatus.FAILED.value
+                entry.error = {
+                    "message": f"workflow {request.workflow_id} has no {which}",
+                    "kind": "subworkflow_not_found",
+                }
+                if not request.wait:
+                    state.emit("child.not_started", request.step_id, error=entry.error)
+            else:
+                workflow_id, version_id, number = version
+                await tx.insert_run(
+                    NewRun(
+                        id=uuid.UUID(request.run_id),
+                        workflow_id=workflow_id,
+                        version_id=version_id,
+                        version_number=number,
+                        trigger="subworkflow",
+                        input=request.input,
+                        created_by=parent.created_by,
+                        parent_run_id=parent.id,
+                        parent_step_id=request.step_id,
+                        parent_index=request.index,
+                    )
+                )
+                followup.advance.append(request.run_id)
+            if request.wait:
+                state.children.setdefault(request.step_id, []).append(entry)
+
+    async def on_run_ended(
+        self, tx: RunTransaction, run: RunRow, state: RunState, followup: Followup
+    ) -> None:
+        """In the transaction that ended ``run``: free its concurrency slot (advance the
+        oldest queued run of the workflow after commit) and, for a failed or timed-out run,
+        insert the error workflow's run (queued, trigger ``error``)."""
+        settings = await tx.settings(run.workflow_id)
+        if settings.max_concurrent_runs:
+            followup.advance += [str(i) for i in await tx.oldest_queued(run.workflow_id, 1)]
+        target = settings.error_workflow_id
+        if (
+            target
+            and state.status in (RunStatus.FAILED, RunStatus.TIMED_OUT)
+            and run.trigger != "error"
+            and target != str(run.workflow_id)
+        ):
+            started = await self._insert_error_run(tx, run, state, target)
+            if started is not None:
+                followup.advance.append(started)
+
+    async def _insert_error_run(
+        self, tx: RunTransaction, run: RunRow, state: RunState, error_workflow_id: str
+    ) -> str | None:
+        """Insert the queued error-workflow run for failed ``run``; ``None`` (and an event
+        on the failed run) when the error workflow has no active version."""
+        version = await tx.resolve_version(error_workflow_id, None)
+        if version is None:
+            await tx.add_event(
+                run.id,
+                "error_workflow.not_started",
+                {"error_workflow_id": error_workflow_id, "reason": "not published"},
+            )
+            return None
+        error = dict(state.error or {})
+        context = {
+            "run_id": str(run.id),
+            "workflow_id": str(run.workflow_id),
+            "workflow_name": await tx.workflow_name(run.workflow_id),
+            "status": state.status.value,
+            "error": error,
+            "failed_step": error.get("step_id"),
+            "input": run.input,
+            "url": f"{self.env.base_url}/runs/{run.id}",
+        }
+        new_id = error_run_id(run.id)
+        workflow_id, version_id, number = version
+        await tx.insert_run(
+            NewRun(
+                id=new_id,
+                workflow_id=workflow_id,
+                version_id=version_id,
+                version_number=number,
+                trigger="error",
+                input=context,
+                created_by=run.created_by,
+            )
+        )
+        await tx.add_event(run.id, "error_workflow.started", {"run_id": str(new_id)})
+        return str(new_id)
+
+    async def after_commit(self, run_id: str, followup: Followup) -> None:
+        """Do what follows a committed transition of ``run_id`` (see :class:`Followup`)."""
+        dispatcher = self.env.dispatcher
+        for step_id, delay in followup.dispatch:
+            await dispatcher.dispatch_step(run_id, step_id, delay=delay)
+        for other in followup.advance:
+            await dispatcher.dispatch_advance(other)
+        for child in followup.cancel:
+            if self.cancel_run is None:
+                continue
+            try:
+                await self.cancel_run(uuid.UUID(child), "parent step ended")
+            except RunNotFound:
+                pass
+        if followup.wake_parent is not None:
+            await dispatcher.dispatch_advance(followup.wake_parent)
+        if followup.notify:
+            task = asyncio.create_task(self._announce(run_id))
+            self._announcing.add(task)
+            task.add_done_callback(self._announcing.discard)
+
+    async def _announce(self, run_id: str) -> None:
+        """Publish a run-change notice a moment later, in the background: a worker that
+        continues the run inline sends the next step's request first (the notice is for
+        live pages and waiting webhooks, which then read PostgreSQL)."""
+        await asyncio.sleep(ANNOUNCE_DELAY_SECONDS)
+        await self.env.events.notify(run_id)
+
+    async def drain(self) -> None:
+        """Wait for run-change announcements still being published (before closing Redis)."""
+        while self._announcing:
+            await asyncio.gather(*self._announcing, return_exceptions=True)

@@ -1,0 +1,364 @@
+"""Start and admission: how a run is stored and started.
+
+- Fast start (:meth:`Starts.start_run` without a concurrency limit, child runs or an
+  immediate failure): a new run has no rows to load or lock, so the engine computes its
+  start in memory (trigger step completed, inline steps evaluated, first action steps
+  ready) and ONE autocommit statement stores run, step records and events
+  (:meth:`~backend.engine.ports.RunStore.insert_started`). The workflow settings it
+  decided from (the run timeout's due time; no limit) are checked by that statement
+  to be still the stored ones; if they changed, the start is decided again.
+- Locked start (a limit, a re-run copying steps, an audited start, child runs at start,
+  a run failing at once): one transaction inserts the run ``queued`` and starts it, or,
+  under a limit, admits the workflow's oldest queued runs that fit. Admission takes the workflow's
+  advisory lock before it writes anything, so concurrent starts of one workflow queue
+  behind each other instead of deadlocking (docs/engine.md, "Run control").
+
+Both paths compute the start with the same pure function, ``orchestrator.start``, and
+the same :class:`~backend.engine.ports.WorkflowSettings`.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections import OrderedDict
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Protocol
+
+from backend.engine import orchestrator
+from backend.engine.model import RunState
+from backend.engine.ports import DuplicateRun, NewRun, RunTransaction, WorkflowSettings
+from backend.engine.states import RunStatus, StepStatus
+from backend.services.execution.followups import Followups
+from backend.services.execution.transition import (
+    AuditHook,
+    Change,
+    Env,
+    Followup,
+    Transitions,
+    dispatch_entries,
+    has_calls,
+    run_audit,
+)
+from designer_schema.graph import WorkflowGraph
+
+_SETTINGS_CACHE_SIZE = 1024
+
+INLINE_BUDGET_SECONDS = 0.01
+"""Wall time a start may spend evaluating inline steps where it was asked for (the API's
+event loop, the scheduler; seconds); past it the run is stored with the inline steps not yet
+evaluated left ``ready`` and a worker continues it (docs/engine.md, "Limits")."""
+
+
+class InlineBudget:
+    """``should_yield`` for :func:`backend.engine.orchestrator.start`: True once
+    ``seconds`` of wall time have passed since its first question (so the database round
+    trips before the engine runs do not count); ``spent`` says whether it ever answered
+    True."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.deadline: float | None = None
+        self.spent = False
+
+    def __call__(self) -> bool:
+        now = time.perf_counter()
+        if self.deadline is None:
+            self.deadline = now + self.seconds
+        elif not self.spent and now > self.deadline:
+            self.spent = True
+        return self.spent
+
+
+class VersionRef(Protocol):
+    """What a start needs of a workflow version (a ``WorkflowVersion`` row has it)."""
+
+    @property
+    def id(self) -> uuid.UUID: ...
+
+    @property
+    def workflow_id(self) -> uuid.UUID: ...
+
+    @property
+    def number(self) -> int: ...
+
+
+@dataclass
+class StartedRun:
+    """Result of :meth:`Starts.start_run`; ``created`` is False for an idempotent replay."""
+
+    run_id: uuid.UUID
+    status: str
+    created: bool
+
+
+Started = list[tuple[uuid.UUID, Followup, str]]
+"""Runs a transaction started: ``(run id, what follows its commit, its new status)``."""
+
+
+class Starts:
+    """The start-and-admission use case (see the module doc)."""
+
+    def __init__(self, env: Env, transitions: Transitions, followups: Followups) -> None:
+        self.env = env
+        self.transitions = transitions
+        self.followups = followups
+        self._settings: OrderedDict[uuid.UUID, WorkflowSettings] = OrderedDict()
+
+    async def start_run(
+        self,
+        version: VersionRef,
+        input: Any,
+        *,
+        trigger: str,
+        idempotency_key: str | None = None,
+        user_id: uuid.UUID | None = None,
+        rerun_of: uuid.UUID | None = None,
+        copy_steps_from: uuid.UUID | None = None,
+        audit: AuditHook | None = None,
+    ) -> StartedRun:
+        """Store and start a run of ``version`` with ``input`` (JSON-able).
+
+        With ``idempotency_key``, a second call with the same key returns the first run
+        (``created=False``) instead of starting another. When the workflow's
+        ``max_concurrent_runs`` is reached, the run is stored ``queued`` and starts when a
+        slot frees (oldest first). ``rerun_of`` links the run it repeats;
+        ``copy_steps_from`` (a run of the same version) copies that run's succeeded step
+        records not downstream of a failure, so execution resumes at the failed step(s).
+        ``audit`` adds the start's audit row in the run's transaction (such starts take the
+        locked path); an idempotent replay records nothing. A large input is stored once
+        by reference (backend/db/payloads.py).
+        """
+        now = self.env.clock.now()
+        new = NewRun(
+            id=uuid.uuid4(),
+            workflow_id=version.workflow_id,
+            version_id=version.id,
+            version_number=version.number,
+            trigger=trigger,
+            input=input,
+            created_at=now,
+            created_by=user_id,
+            idempotency_key=idempotency_key,
+            rerun_of=rerun_of,
+        )
+        try:
+            started = None
+            if copy_steps_from is None and audit is None:
+                started = await self._start_in_one_statement(new, now)
+            if started is None:
+                started = await self._start_in_transaction(new, copy_steps_from, now, audit)
+        except DuplicateRun:
+            run_id, status = await self.env.store.run_by_idempotency_key(str(idempotency_key))
+            return StartedRun(run_id, status, False)
+        status = RunStatus.QUEUED.value
+        for run_id, followup, run_status in started:
+            if run_id == new.id:
+                status = run_status
+            await self.followups.after_commit(str(run_id), followup)
+        return StartedRun(new.id, status, True)
+
+    async def _start_in_one_statement(self, new: NewRun, now: datetime) -> Started | None:
+        """The fast start (module doc), or ``None`` with nothing written when the run
+        needs the locked start."""
+        graph = await self.env.store.graph(new.version_id)
+        settings = await self.settings(new.workflow_id)
+        for _ in range(2):  # decided again at most once when the settings just changed
+            if settings.max_concurrent_runs:
+                return None
+            state = new_run_state(new)
+            budget = InlineBudget(INLINE_BUDGET_SECONDS)
+            dispatch = orchestrator.start(graph, state, now, should_yield=budget)
+            if needs_transaction(state):
+                return None
+            new.deadline_at = settings.deadline(now)
+            current = await self.env.store.insert_started(new, state, settings)
+            if current is None:
+                # the run's id is unknown until this commit and every listener subscribes
+                # before it reads PostgreSQL: no announcement needed
+                followup = Followup(dispatch=dispatch_entries(state, dispatch, now), notify=False)
+                if budget.spent:  # a worker evaluates the inline steps left ready
+                    followup.advance.append(str(new.id))
+                return [(new.id, followup, state.status.value)]
+            settings = self._remember(new.workflow_id, current)
+        return None
+
+    async def _start_in_transaction(
+        self,
+        new: NewRun,
+        copy_steps_from: uuid.UUID | None,
+        now: datetime,
+        audit: AuditHook | None = None,
+    ) -> Started:
+        """The locked start: insert ``new`` queued (copying steps for a re-run, with its
+        audit row), then start it, or admit the workflow's oldest queued runs under its
+        limit."""
+        async with self.env.store.transaction() as tx:
+            settings = self._remember(new.workflow_id, await tx.settings(new.workflow_id))
+            if settings.max_concurrent_runs:
+                await tx.lock_admission(new.workflow_id)  # before any write: one lock order
+                # stamped once admission is ours, so creation order is admission order
+                now = new.created_at = self.env.clock.now()
+            new.deadline_at = None
+            await tx.insert_run(new)
+            await tx.add_event(new.id, "run.created", {"trigger": new.trigger})
+            if copy_steps_from is not None:
+                await self._copy_steps(tx, new, copy_steps_from)
+            await run_audit(tx, audit, new.id)
+            budget = InlineBudget(INLINE_BUDGET_SECONDS)
+            if settings.max_concurrent_runs:
+                return await self.admit(tx, new.workflow_id, settings, budget)
+            started = await self.start_queued(tx, new.id, settings, now, budget)
+        return [started] if started is not None else []
+
+    async def start_queued(
+        self,
+        tx: RunTransaction,
+        run_id: uuid.UUID,
+        settings: WorkflowSettings,
+        now: datetime,
+        budget: InlineBudget | None = None,
+    ) -> tuple[uuid.UUID, Followup, str] | None:
+        """Start queued run ``run_id`` in ``tx``: the trigger step completes, the first
+        steps become ready, the run timeout's due time is set. ``None`` when the run is
+        gone or no longer queued. With ``budget`` (a start on the API's event loop) the
+        inline steps left when it is spent are handed to a worker."""
+        row = await tx.lock(run_id)
+        if row is None or row.status != RunStatus.QUEUED.value:
+            return None
+        graph = await tx.graph(row.version_id)
+        state = await tx.load(row, children=has_calls(graph))
+        dispatch = orchestrator.start(graph, state, now, should_yield=budget)
+        change = Change(dispatch=dispatch, deadline_at=settings.deadline(now))
+        followup = await self.transitions.persist(tx, row, state, graph, change, now)
+        if budget is not None and budget.spent:
+            followup.advance.append(str(run_id))
+        return run_id, followup, state.status.value
+
+    async def admit(
+        self,
+        tx: RunTransaction,
+        workflow_id: uuid.UUID,
+        settings: WorkflowSettings,
+        budget: InlineBudget | None = None,
+    ) -> Started:
+        """Start the oldest queued runs of a workflow while fewer than its limit are
+        active (all of them without a limit), in creation order. The caller holds the
+        workflow's admission lock (:meth:`~backend.engine.ports.RunTransaction.lock_admission`).
+
+        The start instant is read after the active runs were counted, so a run never
+        starts (``started_at``) before the end of the run whose slot it takes."""
+        limit = settings.max_concurrent_runs or 1_000_000
+        free = limit - await tx.active_count(workflow_id)
+        now = self.env.clock.now()
+        started: Started = []
+        if free <= 0:
+            return started
+        for queued_id in await tx.oldest_queued(workflow_id, free):
+            entry = await self.start_queued(tx, queued_id, settings, now, budget)
+            if entry is not None:
+                started.append(entry)
+        return started
+
+    async def admit_queued(self, workflow_id: uuid.UUID) -> int:
+        """Start the oldest queued runs of ``workflow_id`` that fit its concurrency limit
+        (all of them when it has none). Returns how many started."""
+        async with self.env.store.transaction() as tx:
+            await tx.lock_admission(workflow_id)
+            settings = self._remember(workflow_id, await tx.settings(workflow_id))
+            started = await self.admit(tx, workflow_id, settings)
+        for run_id, followup, _ in started:
+            await self.followups.after_commit(str(run_id), followup)
+        return len(started)
+
+    async def start_or_admit(self, run_id: uuid.UUID, workflow_id: uuid.UUID) -> None:
+        """Start queued run ``run_id`` (advance of a queued run): under a concurrency
+        limit, admit the workflow's oldest queued runs that fit instead."""
+        async with self.env.store.transaction() as tx:
+            settings = self._remember(workflow_id, await tx.settings(workflow_id))
+            if settings.max_concurrent_runs:
+                await tx.lock_admission(workflow_id)
+                started = await self.admit(tx, workflow_id, settings)
+            else:
+                entry = await self.start_queued(tx, run_id, settings, self.env.clock.now())
+                started = [entry] if entry is not None else []
+        for started_id, followup, _ in started:
+            await self.followups.after_commit(str(started_id), followup)
+
+    async def settings(self, workflow_id: uuid.UUID) -> WorkflowSettings:
+        """The workflow's settings as last seen by this process (read once, then kept
+        current by every write that checks them and every locked start)."""
+        known = self._settings.get(workflow_id)
+        if known is not None:
+            self._settings.move_to_end(workflow_id)
+            return known
+        async with self.env.store.transaction() as tx:
+            return self._remember(workflow_id, await tx.settings(workflow_id))
+
+    def _remember(self, workflow_id: uuid.UUID, settings: WorkflowSettings) -> WorkflowSettings:
+        self._settings[workflow_id] = settings
+        self._settings.move_to_end(workflow_id)
+        if len(self._settings) > _SETTINGS_CACHE_SIZE:
+            self._settings.popitem(last=False)
+        return settings
+
+    async def _copy_steps(self, tx: RunTransaction, new: NewRun, source_id: uuid.UUID) -> None:
+        """Copy the succeeded step records of run ``source_id`` into new run ``new``.
+
+        A succeeded step downstream of a step that did not succeed (failed, cancelled,
+        unfinished; also an error-port branch) is not copied: it runs again after the
+        failed step. Skipped steps are not copied either (dead-path elimination decides
+        them again).
+        """
+        graph = await tx.graph(new.version_id)
+        outcomes = await tx.step_outcomes(source_id)
+        copied = steps_to_copy(graph, outcomes)
+        await tx.copy_steps(source_id, new.id, copied)
+        await tx.add_event(
+            new.id, "run.steps_copied", {"from_run_id": str(source_id), "steps": copied}
+        )
+
+
+def steps_to_copy(graph: WorkflowGraph, outcomes: dict[str, str]) -> list[str]:
+    """Steps of a re-run copied from the original (``outcomes``: step id -> status):
+    succeeded steps not downstream of a step that did not succeed or was skipped."""
+    done = (StepStatus.SUCCEEDED.value, StepStatus.SKIPPED.value)
+    dirty: set[str] = set()
+    todo = [s.id for s in graph.steps if outcomes.get(s.id) not in done]
+    while todo:
+        sid = todo.pop()
+        if sid in dirty:
+            continue
+        dirty.add(sid)
+        todo.extend(t.target for t in graph.outgoing(sid))
+    return [
+        s.id
+        for s in graph.steps
+        if s.id not in dirty and outcomes.get(s.id) == StepStatus.SUCCEEDED.value
+    ]
+
+
+def new_run_state(new: NewRun) -> RunState:
+    """The engine state of a run about to start (queued, no step records yet)."""
+    state = RunState(
+        run_id=str(new.id),
+        workflow_id=str(new.workflow_id),
+        version_number=new.version_number,
+        status=RunStatus.QUEUED,
+        input=new.input,
+        steps={},
+    )
+    state.emit("run.created", trigger=new.trigger)
+    return state
+
+
+def needs_transaction(state: RunState) -> bool:
+    """True when a start computed in memory cannot be stored by the one statement: it
+    asks for child runs, or the run already failed (the error workflow's run and the
+    freed slot are written in the failing transaction)."""
+    return bool(
+        state.child_requests
+        or state.child_cancels
+        or state.status in (RunStatus.FAILED, RunStatus.TIMED_OUT)
+    )

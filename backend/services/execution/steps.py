@@ -1,0 +1,493 @@
+"""Step execution: claim an attempt, run the connector, complete the attempt.
+
+- :meth:`Steps.claim` claims a ready action step with a lease and a fencing token (or
+  fires a due timer) in a locked transition.
+- :meth:`Steps.run_action` runs the connector outside any transaction
+  (backend/services/attempts.py), renewing the lease.
+- :meth:`Steps.complete` records the outcome. The change is computed by ONE pure
+  function, :func:`completion` (outcome applied, the run advanced, and when exactly one
+  action step became ready now, that step claimed for this worker). It is written by
+  the fast path, one autocommit statement fenced by the run revision this worker wrote
+  with its claim, or, when the run moved since or the change needs more than that
+  statement (child runs, the run ending), by the locked path, which recomputes it with
+  the same function from the state it loads. A late or duplicate completion is
+  discarded: a step completes exactly once.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from backend.engine import orchestrator, step_timeouts
+from backend.engine.expressions import ExpressionError, resolve_config
+from backend.engine.model import RunState
+from backend.engine.outcomes import AttemptFailed, AttemptOutcome, AttemptSucceeded
+from backend.engine.ports import (
+    ConnectorRegistry,
+    FinishedAttempt,
+    HeldSteps,
+    NewAttempt,
+    StaleAttempt,
+)
+from backend.engine.states import RunStatus, StepStatus
+from backend.services.attempts import failure, run_attempt
+from backend.services.execution.followups import Followups
+from backend.services.execution.transition import (
+    Change,
+    Env,
+    Followup,
+    Locked,
+    RunNotFound,
+    Transitions,
+    dispatch_entries,
+    has_calls,
+)
+from connectors.sdk import ActionInfo
+from designer_schema.graph import WorkflowGraph
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Claimed:
+    """An attempt this worker claimed and is about to run, with the run state as this
+    worker wrote it with the claim and the revision that write gave the run (completing
+    the attempt starts from that state while the revision has not moved)."""
+
+    attempt_id: int
+    token: str
+    number: int
+    idempotency_key: str
+    input: Any
+    config: dict[str, Any]
+    step_id: str
+    node_type: str
+    timeout: float | None
+    workflow_id: str
+    version_id: uuid.UUID
+    revision: int | None = None
+    state: RunState | None = None
+    node_version: int = 1  # the node-type version the step's graph pins
+    workflow_version: int = 0  # the run's version number
+
+
+class Steps:
+    """The step-execution use case (see the module doc). ``context_factory(info,
+    heartbeat, is_cancelled)`` builds the connector SDK's action context."""
+
+    def __init__(
+        self,
+        env: Env,
+        transitions: Transitions,
+        followups: Followups,
+        registry: ConnectorRegistry,
+        context_factory: Any,
+    ) -> None:
+        self.env = env
+        self.transitions = transitions
+        self.followups = followups
+        self.registry = registry
+        self.context_factory = context_factory
+
+    async def execute_step(self, run_id: uuid.UUID, step_id: str) -> None:
+        """Claim, run and complete one attempt of ``step_id`` (an arq job body).
+
+        Safe to call twice for the same step: only a ``ready`` step can be claimed. When
+        completing the step makes exactly one next action step ready now, the same write
+        claims it and this worker runs it directly (no queue round trip, one commit per
+        step transition; measured in bench/engine.py); other ready steps go through the
+        dispatcher. A job also enqueued for a claimed step finds it claimed and stops.
+        """
+        claimed = await self.claim(run_id, step_id)
+        while claimed is not None:
+            info = ActionInfo(
+                run_id=str(run_id),
+                workflow_id=claimed.workflow_id,
+                step_id=claimed.step_id,
+                attempt=claimed.number,
+                idempotency_key=claimed.idempotency_key,
+                node_type=claimed.node_type,
+                workflow_version=claimed.workflow_version,
+                node_version=claimed.node_version,
+            )
+            outcome = await self.run_action(claimed, info)
+            claimed = await self.complete(run_id, claimed, outcome)
+
+    async def claim(self, run_id: uuid.UUID, step_id: str) -> Claimed | None:
+        """Claim ready action ``step_id`` (or fire it when it is a due timer); ``None``
+        when there is nothing for this worker to run."""
+        worker, lease = self.env.worker, self.env.lease_seconds
+
+        async def decide(run: Locked) -> Change | None:
+            state, now = run.state, run.now
+            if state.status.terminal or state.status == RunStatus.PAUSED:
+                return None
+            expired = step_timeouts.expire(run.graph, state, step_id, now)
+            if expired is not None:  # a timer or call step's own timeout
+                error = {"message": expired, "kind": "timeout"}
+                dispatch, _ = orchestrator.fail_action(
+                    run.graph, state, step_id, error, now, retryable=False
+                )
+                return Change(dispatch=dispatch)
+            rec = state.steps.get(step_id)
+            if rec is None or rec.status != StepStatus.READY:
+                return None
+            if rec.not_before is not None and rec.not_before > now:
+                return Change(dispatch=[step_id])  # early: dispatched again for its time
+            kind = orchestrator.behaviour_kind(run.graph.step(step_id))
+            if kind == "inline":
+                # an inline step left ready by a start that spent its budget
+                return Change(dispatch=orchestrator.advance(run.graph, state, now))
+            if kind == "timer":
+                return Change(dispatch=orchestrator.fire_timer(run.graph, state, step_id, now))
+            change = claim_change(run.graph, state, step_id, run.row.id, now, worker, lease)
+            change.result = run
+            return change
+
+        try:
+            change = await self.transitions.locked(run_id, decide)
+        except RunNotFound:
+            return None
+        return self._claimed(change)
+
+    async def run_action(self, claimed: Claimed, info: ActionInfo) -> AttemptOutcome:
+        """Run one attempt (backend/services/attempts.py) with the connector action of
+        the node-type version the step pins, renewing its lease in PostgreSQL while it
+        runs and stopping it at once when its run ends (``Env.cancel_watch``); returns
+        the outcome."""
+        runner = self.registry.action(claimed.node_type, info.node_version)
+        if runner is None:
+            return failure(
+                f"no installed connector provides {claimed.node_type}", "unknown_node_type"
+            )
+
+        async def renew_lease() -> bool:
+            until = self.env.clock.now() + timedelta(seconds=self.env.lease_seconds)
+            return await self.env.store.extend_lease(claimed.attempt_id, claimed.token, until)
+
+        return await run_attempt(
+            runner,
+            claimed.config,
+            claimed.input,
+            lambda heartbeat, is_cancelled: self.context_factory(info, heartbeat, is_cancelled),
+            renew_lease=renew_lease,
+            heartbeat_every=self.env.lease_seconds / 3,
+            timeout=claimed.timeout,
+            stop_hook=functools.partial(self.env.cancel_watch.register, info.run_id),
+        )
+
+    async def complete(
+        self, run_id: uuid.UUID, done: Claimed, outcome: AttemptOutcome
+    ) -> Claimed | None:
+        """Record the outcome of attempt ``done`` and advance the run; returns the next
+        attempt this worker runs (see the module doc), else ``None``."""
+        if done.state is not None:
+            written = await self._complete_unlocked(run_id, done, outcome)
+            if written is not _MOVED:
+                return written if isinstance(written, Claimed) else None
+        return await self._complete_locked(run_id, done, outcome)
+
+    async def _complete_unlocked(
+        self, run_id: uuid.UUID, done: Claimed, outcome: AttemptOutcome
+    ) -> Claimed | object | None:
+        """The fast path: :func:`completion` from the state this worker wrote with the
+        claim, written by ONE autocommit statement only if the run is still at that
+        revision (docs/engine.md, "Performance"). ``_MOVED`` (nothing written) when the
+        run changed since, or the change needs the locked path."""
+        graph = self.env.store.cached_graph(done.version_id)
+        state = done.state
+        if state is None or graph is None or has_calls(graph) or not is_current(state, done):
+            return _MOVED
+        done.state = None  # changed below: the locked path must not reuse it
+        now = self.env.clock.now()
+        change = completion(
+            graph, state, done, outcome, now, self.env.worker, self.env.lease_seconds
+        )
+        if needs_lock(state):
+            return _MOVED
+        written = await self.env.store.write_unlocked(
+            run_id,
+            state,
+            finish=change.finish,
+            start=change.start,
+            expected_revision=done.revision or 0,
+        )
+        if written.revision is None:
+            if written.moved:
+                return _MOVED
+            log.info("discarded late completion of %s/%s", run_id, done.step_id)
+            return None
+        change.revision = written.revision
+        await self.followups.after_commit(
+            str(run_id), Followup(dispatch=dispatch_entries(state, change.dispatch, now))
+        )
+        return _claimed_from(graph, state, change, done.workflow_id, done.version_id)
+
+    async def _complete_locked(
+        self, run_id: uuid.UUID, done: Claimed, outcome: AttemptOutcome
+    ) -> Claimed | None:
+        """The locked path: the same :func:`completion` under the run lock; a
+        completion that lost its lease (token refused) writes nothing."""
+        held = None
+        if done.state is not None and done.revision is not None:
+            held = HeldSteps(done.revision, done.state.steps)
+        worker, lease = self.env.worker, self.env.lease_seconds
+
+        async def decide(run: Locked) -> Change:
+            if not is_current(run.state, done):
+                # no longer the step's current attempt: close it if still open, discard
+                if not await run.tx.close_attempt(finished(done, outcome, run.now)):
+                    log.info("discarded late completion of %s/%s", run_id, done.step_id)
+                return Change(write=False)
+            change = completion(run.graph, run.state, done, outcome, run.now, worker, lease)
+            change.result = run
+            return change
+
+        try:
+            change = await self.transitions.locked(run_id, decide, held=held)
+        except (StaleAttempt, RunNotFound):
+            log.info("discarded late completion of %s/%s", run_id, done.step_id)
+            return None
+        return self._claimed(change)
+
+    def _claimed(self, change: Change | None) -> Claimed | None:
+        """The attempt a locked transition claimed for this worker (``None``: none)."""
+        if change is None or not isinstance(change.result, Locked):
+            return None
+        run = change.result
+        return _claimed_from(run.graph, run.state, change, run.row.workflow_id, run.row.version_id)
+
+    async def expire_lease(
+        self, run_id: uuid.UUID, step_id: str, attempt_id: int, token: str
+    ) -> bool:
+        """Expire a running attempt whose lease ran out (its worker is lost): the step
+        is ready again without using up a retry. False when the attempt was no longer
+        running with ``token``."""
+        error = {"message": "lease expired: worker lost", "kind": "lease_expired"}
+
+        async def decide(run: Locked) -> Change:
+            closed = FinishedAttempt(attempt_id, token, "expired", None, error, run.now)
+            if not await run.tx.close_attempt(closed):
+                return Change(result=False, write=False)
+            state = run.state
+            rec = state.steps.get(step_id)
+            if rec is not None and rec.status == StepStatus.RUNNING and not state.status.terminal:
+                rec.move(StepStatus.READY)
+                rec.not_before = run.now
+                state.touch(step_id)
+                state.emit("step.lease_expired", step_id, attempt_id=attempt_id)
+            return Change(dispatch=[step_id], result=True)
+
+        try:
+            change = await self.transitions.locked(run_id, decide)
+        except RunNotFound:
+            return False
+        return bool(change is not None and change.result)
+
+
+class _Moved:
+    """Marker: the run moved since the worker's own write; complete under the lock."""
+
+
+_MOVED = _Moved()
+
+
+def claim_attempt(
+    state: RunState,
+    step_id: str,
+    *,
+    run_id: uuid.UUID,
+    worker: str,
+    input: Any,
+    config: Any,
+    now: datetime,
+    lease_until: datetime,
+) -> NewAttempt:
+    """Start a new attempt of ready step ``step_id`` in ``state`` and return it, to be
+    written with the state (``start=``).
+
+    The fencing token is random per attempt; completion must present it. The idempotency
+    key ``<run id>:<step id>`` is the same for every attempt of the step.
+    """
+    rec = state.steps[step_id]
+    rec.move(StepStatus.RUNNING)
+    rec.attempts += 1
+    rec.not_before = None
+    if rec.started_at is None:
+        rec.started_at = now
+    state.touch(step_id)
+    state.emit("step.started", step_id, attempt=rec.attempts, worker=worker)
+    return NewAttempt(
+        step_id=step_id,
+        number=rec.attempts,
+        fencing_token=uuid.uuid4().hex,
+        idempotency_key=f"{run_id}:{step_id}",
+        worker=worker,
+        input=input,
+        config=config,
+        lease_expires_at=lease_until,
+        started_at=now,
+    )
+
+
+def claim_change(
+    graph: WorkflowGraph,
+    state: RunState,
+    step_id: str,
+    run_id: uuid.UUID,
+    now: datetime,
+    worker: str,
+    lease_seconds: float,
+) -> Change:
+    """Resolve ``step_id``'s config and claim an attempt of it (``Change.start``); or, on
+    an expression error, fail the step (its retry policy does not apply: the same
+    config would fail again). Pure over ``state``."""
+    try:
+        config = resolve(graph, state, step_id)
+    except ExpressionError as exc:
+        state.steps[step_id].attempts += 1
+        error = {"message": str(exc), "kind": "expression_error"}
+        dispatch, _ = orchestrator.fail_action(graph, state, step_id, error, now, retryable=False)
+        return Change(dispatch=dispatch)
+    attempt = claim_attempt(
+        state,
+        step_id,
+        run_id=run_id,
+        worker=worker,
+        input=state.steps[step_id].input,
+        config=config,
+        now=now,
+        lease_until=now + timedelta(seconds=lease_seconds),
+    )
+    return Change(start=attempt)
+
+
+def completion(
+    graph: WorkflowGraph,
+    state: RunState,
+    done: Claimed,
+    outcome: AttemptOutcome,
+    now: datetime,
+    worker: str,
+    lease_seconds: float,
+) -> Change:
+    """THE change of completing attempt ``done`` with ``outcome`` (pure over ``state``):
+    the attempt closed, the outcome applied by the engine (success, retry or failure),
+    and when exactly one action step became ready now, that step claimed. Both write
+    paths of :meth:`Steps.complete` write what this computes."""
+    dispatch = apply_outcome(graph, state, done, outcome, now)
+    inline = inline_candidate(graph, state, dispatch, now)
+    if inline is None:
+        change = Change(dispatch=dispatch)
+    else:
+        change = claim_change(
+            graph, state, inline, uuid.UUID(state.run_id), now, worker, lease_seconds
+        )
+    change.finish = finished(done, outcome, now)
+    return change
+
+
+def needs_lock(state: RunState) -> bool:
+    """True when a computed change needs more than the one fenced statement: child runs
+    to create or cancel, or the run ending (slot freed, error workflow, parent woken)."""
+    return bool(state.child_requests or state.child_cancels or state.status.terminal)
+
+
+def is_current(state: RunState, done: Claimed) -> bool:
+    """True while ``done`` is the current attempt of its step in an active run (not
+    expired and re-claimed, not cancelled or timed out with the run)."""
+    rec = state.steps.get(done.step_id)
+    return (
+        not state.status.terminal
+        and rec is not None
+        and rec.status == StepStatus.RUNNING
+        and rec.attempts == done.number
+    )
+
+
+def apply_outcome(
+    graph: WorkflowGraph, state: RunState, done: Claimed, outcome: AttemptOutcome, now: datetime
+) -> list[str]:
+    """Let the engine complete or fail ``done``'s step; the steps to dispatch (the step
+    itself when it waits to be retried)."""
+    dispatch, delay = orchestrator.record_outcome(graph, state, done.step_id, outcome, now)
+    return [done.step_id] if delay is not None else dispatch
+
+
+def resolve(graph: WorkflowGraph, state: RunState, step_id: str) -> dict[str, Any]:
+    """The config of ``step_id`` with its expressions evaluated against the run state.
+
+    Raises :class:`~backend.engine.expressions.ExpressionError`."""
+    step = graph.step(step_id)
+    bindings = orchestrator.bindings(graph, state)
+    return resolve_config(step.config, step.expressions, state.steps[step_id].input, bindings)
+
+
+def finished(done: Claimed, outcome: AttemptOutcome, now: datetime) -> FinishedAttempt:
+    """The attempt row's closing values for ``outcome``."""
+    return FinishedAttempt(
+        done.attempt_id,
+        done.token,
+        status="succeeded" if isinstance(outcome, AttemptSucceeded) else "failed",
+        output=outcome.output if isinstance(outcome, AttemptSucceeded) else None,
+        error=outcome.error if isinstance(outcome, AttemptFailed) else None,
+        finished_at=now,
+    )
+
+
+def inline_candidate(
+    graph: WorkflowGraph, state: RunState, dispatch: list[str], now: datetime
+) -> str | None:
+    """The step to claim in the completing write: the only step to dispatch, when it is
+    an action step due now and no child runs are being created (they may make more
+    steps ready)."""
+    if len(set(dispatch)) != 1 or state.child_requests:
+        return None
+    step_id = dispatch[0]
+    rec = state.steps.get(step_id)
+    if (
+        orchestrator.behaviour_kind(graph.step(step_id)) != "action"
+        or rec is None
+        or rec.status != StepStatus.READY
+    ):
+        return None
+    if rec.not_before is not None and rec.not_before > now:
+        return None
+    return step_id
+
+
+def _claimed_from(
+    graph: WorkflowGraph,
+    state: RunState,
+    change: Change,
+    workflow_id: str | uuid.UUID,
+    version_id: uuid.UUID,
+) -> Claimed | None:
+    """The attempt this worker runs next (``change.start`` once written), with the run
+    state as of that write."""
+    attempt = change.start
+    if attempt is None or attempt.id is None:
+        return None
+    step = graph.step(attempt.step_id)
+    return Claimed(
+        attempt.id,
+        attempt.fencing_token,
+        attempt.number,
+        attempt.idempotency_key,
+        attempt.input,
+        attempt.config,
+        step_id=attempt.step_id,
+        node_type=step.type,
+        timeout=step.timeout,
+        workflow_id=str(workflow_id),
+        version_id=version_id,
+        revision=change.revision,
+        state=state,
+        node_version=step.type_version,
+        workflow_version=state.version_number,
+    )
