@@ -46,9 +46,12 @@ async def principal_for(
     """
     member_of = select(GroupMember.group_id).where(GroupMember.user_id == user.id)
     claimed = [g for g in (user.external_groups or []) if isinstance(g, str)]
-    if claimed:
-        member_of = member_of.union(select(GroupRow.id).where(GroupRow.name.in_(claimed)))
-    groups = await session.execute(member_of)
+    query = (
+        member_of.union(select(GroupRow.id).where(GroupRow.name.in_(claimed)))
+        if claimed
+        else member_of
+    )
+    groups = await session.execute(query)
     return Principal(
         user_id=str(user.id),
         role=parse_role(user.role),

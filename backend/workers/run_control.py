@@ -24,6 +24,9 @@ from backend.services.execution import Execution
 
 log = logging.getLogger(__name__)
 
+IDLE_READ_SECONDS = 1.0
+"""How long one read of the cancel subscription waits for a notice, in seconds."""
+
 
 async def listen_for_cancels(redis: Redis, watch: CancelWatch, *, retry: float = 1.0) -> None:
     """Stop attempts of the runs announced on the cancel channel, until cancelled."""
@@ -31,8 +34,13 @@ async def listen_for_cancels(redis: Redis, watch: CancelWatch, *, retry: float =
         pubsub = redis.pubsub(ignore_subscribe_messages=True)
         try:
             await pubsub.subscribe(CANCEL_CHANNEL)
-            async for message in pubsub.listen():
-                if message.get("type") != "message":
+            while True:
+                # a short read timeout (under the client's socket timeout) keeps an idle
+                # subscription open instead of failing and resubscribing every few seconds
+                message = await pubsub.get_message(
+                    ignore_subscribe_messages=True, timeout=IDLE_READ_SECONDS
+                )
+                if message is None or message.get("type") != "message":
                     continue
                 data = message["data"]
                 run_id = data.decode() if isinstance(data, bytes) else str(data)
