@@ -21,6 +21,7 @@ from backend.services.cancellation import CancelWatch
 from backend.services.channels import CANCEL_CHANNEL
 from backend.services.deadlines import next_deadline, time_out_overdue
 from backend.services.execution import Execution
+from backend.workers.wake import raise_if_cancelling
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +48,7 @@ async def listen_for_cancels(redis: Redis, watch: CancelWatch, *, retry: float =
                 if watch.cancel(run_id):
                     log.info("stopped the running attempts of ended run %s", run_id)
         except Exception as exc:  # Redis away or restarted: resubscribe, never stop
+            raise_if_cancelling()
             log.warning("cancel notices unavailable (%s); retrying in %g s", exc, retry)
         finally:
             try:

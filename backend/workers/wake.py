@@ -97,6 +97,7 @@ class WakeableWorker(Worker):
                     if self.burst and await self._burst_done():
                         return
                 except (RedisError, OSError) as exc:  # any Redis trouble: back off, retry
+                    raise_if_cancelling()
                     self.health.down("redis", exc)
                     await self._unsubscribe()
                     await self._reclaim_slots()
@@ -164,6 +165,7 @@ class WakeableWorker(Worker):
             while message is not None:  # one look at the queue serves every pending wake-up
                 message = await self._wake.get_message(timeout=0)
         except (RedisError, OSError) as exc:  # Redis gone or restarted: re-subscribe later
+            raise_if_cancelling()
             log.debug("wake-up subscription lost: %s", exc)
             await self._unsubscribe()
             await asyncio.sleep(self.poll_delay_s)
@@ -180,6 +182,19 @@ class WakeableWorker(Worker):
         if not due:
             return self.idle_poll_s
         return max(0.0, min(self.idle_poll_s, (float(due[0][1]) - now) / 1000))
+
+
+def raise_if_cancelling() -> None:
+    """Re-raise a cancellation that a Redis client call turned into a connection error.
+
+    redis-py closes the connection of a read that is cancelled, and the error that close
+    raises can replace the :class:`asyncio.CancelledError`; a loop that retries on Redis
+    errors would then never stop. The task's pending cancel request (``cancelling()``,
+    Python 3.11) still says it was cancelled.
+    """
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        raise asyncio.CancelledError
 
 
 async def _close(pubsub: PubSub) -> None:

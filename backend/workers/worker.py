@@ -181,7 +181,10 @@ async def stop_worker(worker: Worker, *, grace_seconds: float = 10.0) -> None:
         log.warning("jobs cancelled at shutdown; the sweeper will re-dispatch their steps")
     await asyncio.gather(*worker.tasks.values(), return_exceptions=True)
     if worker.main_task is not None:
-        await asyncio.gather(worker.main_task, return_exceptions=True)
+        # bounded: a poll loop that missed its cancellation must not hold the shutdown
+        done, _ = await asyncio.wait([worker.main_task], timeout=grace_seconds)
+        if not done:
+            log.warning("the worker's poll loop did not stop within %g s", grace_seconds)
     if worker._pool is None:
         return
     if worker.on_shutdown is not None:
