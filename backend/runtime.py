@@ -23,8 +23,8 @@ from backend.services import credentials
 from backend.services.catalog import AppCatalog, load_catalog
 from backend.services.execution import Execution
 from backend.settings import Settings
-from backend.workers.dispatch import ArqDispatcher
-from backend.workers.redis_client import redis_client
+from backend.transport.dispatch import ArqDispatcher
+from backend.transport.redis_client import redis_client
 from connectors import sdk
 
 log = logging.getLogger(__name__)

@@ -13,8 +13,8 @@ import pytest
 from sqlalchemy import text
 
 from backend.runtime import Runtime, build_runtime
+from backend.services.schedule_firing import fire_due
 from backend.settings import Settings
-from backend.triggers.scheduling import fire_due
 from tests.diagrams import diagram, edge, node
 from tests.integration.test_runs import publish
 

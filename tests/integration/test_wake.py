@@ -17,9 +17,9 @@ import pytest_asyncio
 from arq.constants import default_queue_name
 
 from backend.runtime import Runtime
+from backend.services.channels import WAKE_CHANNEL
 from backend.settings import Settings
-from backend.workers.dispatch import ArqDispatcher
-from backend.workers.wake import WAKE_CHANNEL
+from backend.transport.dispatch import ArqDispatcher
 from backend.workers.worker import make_worker, stop_worker
 from tests.diagrams import diagram, edge, node
 from tests.http_sink import HttpSink
