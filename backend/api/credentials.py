@@ -29,7 +29,7 @@ from backend.auth.web import AppRuntime, CurrentUser, DbSession
 from backend.runtime import Runtime, ssrf_policy
 from backend.services import access
 from backend.services import credentials as svc
-from connectors import sdk
+from connectors.host.outbound import SsrfGuardTransport
 
 
 class CredentialIn(msgspec.Struct, forbid_unknown_fields=True):
@@ -237,7 +237,7 @@ class CredentialController(Controller):
                     state=oauth_state,
                     code=code,
                     user_id=user.id,
-                    transport=sdk.SsrfGuardTransport(ssrf_policy(runtime.settings)),
+                    transport=SsrfGuardTransport(ssrf_policy(runtime.settings)),
                 )
         except (svc.CredentialError, svc.CredentialNotFound) as err:
             return Redirect(f"/credentials?error={quote(str(err))}")
