@@ -17,7 +17,7 @@ from backend.runtime import Runtime
 from backend.services import credentials as svc
 from connectors import sdk
 from tests.fakes.oauth2_provider import OAuth2Provider
-from tests.integration.test_credentials import settings  # noqa: F401  (encryption key)
+from tests.integration.encrypted_settings import settings  # noqa: F401  (the fixture)
 
 pytestmark = pytest.mark.integration
 

@@ -24,11 +24,9 @@ from backend.workers.worker import make_worker, stop_worker
 from tests.diagrams import diagram, edge, node
 from tests.http_sink import HttpSink
 from tests.integration.conftest import wait_for_run
-from tests.integration.test_engine_cases import start_manual
-from tests.integration.test_runs import publish, sink
+from tests.integration.flows import publish, start_manual
 
 pytestmark = pytest.mark.integration
-__all__ = ["sink"]  # the fixture, shared with test_runs
 
 LONG_IDLE_POLL = 30.0  # seconds: far beyond every bound below
 BOUND = 5.0  # seconds a woken worker may take to finish a one-step run (generous)
