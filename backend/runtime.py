@@ -19,7 +19,7 @@ from backend.db import payloads
 from backend.db.engine import make_engine, make_sessionmaker
 from backend.db.recovery_queries import PgRecoveryQueries
 from backend.db.run_store import PgRunStore
-from backend.services import credentials
+from backend.services import credential_use
 from backend.services.catalog import AppCatalog, load_catalog
 from backend.services.execution import Execution
 from backend.settings import Settings
@@ -76,7 +76,7 @@ def make_context_factory(
     each attempt opens its own connections.
 
     With ``sessionmaker`` and ``catalog`` the context resolves credential fields of the
-    node config through :func:`backend.services.credentials.resolve_for_action` (decrypt,
+    node config through :func:`backend.services.credential_use.resolve_for_action` (decrypt,
     refresh OAuth2 tokens through the SSRF-guarded transport, audit the use).
     """
     policy = ssrf_policy(settings)
@@ -92,7 +92,7 @@ def make_context_factory(
         resolver = None
         if sessionmaker is not None and catalog is not None:
             resolver = functools.partial(
-                credentials.resolve_for_action,
+                credential_use.resolve_for_action,
                 sessionmaker,
                 catalog,
                 keyring,

@@ -13,6 +13,7 @@ from sqlalchemy import select, text
 from backend import crypto
 from backend.db.models.credentials import AuditLog, Credential
 from backend.runtime import Runtime
+from backend.services import credential_use
 from backend.services import credentials as svc
 from connectors import sdk
 from tests.diagrams import diagram, edge, node
@@ -159,7 +160,7 @@ async def test_rotate_keys_reencrypts_everything(runtime: Runtime) -> None:
         rows = (await session.execute(select(Credential))).scalars().all()
         assert {r.key_id for r in rows} == {new.current_id}
     only_new = crypto.Keyring(new.current)
-    resolved = await svc.resolve_for_action(
+    resolved = await credential_use.resolve_for_action(
         runtime.sessionmaker,
         runtime.catalog,
         only_new,
