@@ -2,6 +2,8 @@
 
 - Test helpers live in conftest and helper modules: no test module imports another test
   module (``test_*.py``), so running, moving or deleting one test file never breaks another.
+- No product module is longer than :data:`MAX_MODULE_LINES` lines: a module holds one job,
+  and one that grows past the limit is split into modules named for what they hold.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 TEST_TREES = ("tests", "e2e", "bench")
+PRODUCT_TREES = ("backend", "frontend", "designer_schema", "connectors")
+MAX_MODULE_LINES = 500
 _TEST_MODULE = re.compile(r"(^|\.)test_[A-Za-z0-9_]*$")
 
 
@@ -67,3 +71,33 @@ def test_the_import_check_sees_every_form(tmp_path: Path) -> None:
         encoding="utf-8",
     )
     assert [line for line, _ in imported_test_modules(sample)] == [1, 2, 3, 4]
+
+
+def oversized_modules(root: Path, trees: tuple[str, ...], limit: int) -> list[str]:
+    """``"<path>: <n> lines"`` of every Python module under ``trees`` longer than ``limit``
+    lines, longest first."""
+    sizes = [
+        (len(path.read_text(encoding="utf-8").splitlines()), path)
+        for tree in trees
+        for path in (root / tree).rglob("*.py")
+    ]
+    return [
+        f"{path.relative_to(root)}: {n} lines"
+        for n, path in sorted(sizes, reverse=True)
+        if n > limit
+    ]
+
+
+def test_no_product_module_exceeds_the_size_limit() -> None:
+    offenders = oversized_modules(ROOT, PRODUCT_TREES, MAX_MODULE_LINES)
+    assert not offenders, (
+        f"split these into modules with one job each (limit {MAX_MODULE_LINES} lines):\n"
+        + "\n".join(offenders)
+    )
+
+
+def test_the_size_check_counts_lines(tmp_path: Path) -> None:
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "small.py").write_text("x = 1\n" * 3, encoding="utf-8")
+    (tmp_path / "pkg" / "large.py").write_text("x = 1\n" * 4, encoding="utf-8")
+    assert oversized_modules(tmp_path, ("pkg",), 3) == ["pkg/large.py: 4 lines"]
