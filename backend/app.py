@@ -42,7 +42,8 @@ from frontend.admin_pages import AdminPages
 from frontend.audit_pages import AdminAuditPages
 from frontend.connector_pages import ConnectorPages
 from frontend.identity_pages import AccountPages, SsoPages
-from frontend.pages import STATIC, AppPages, AuthPages, html_error, wants_html
+from frontend.pages import AppPages, AuthPages, html_error, wants_html
+from frontend.rendering import STATIC
 from frontend.trigger_pages import TriggerPages
 from frontend.user_admin_pages import AdminUserPages
 

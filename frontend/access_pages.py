@@ -14,7 +14,7 @@ from litestar.response import Redirect
 from backend.auth.policy import Permission
 from backend.auth.web import DbSession
 from backend.services import grants
-from frontend.pages import LoginRequiredPages, render
+from frontend.rendering import LoginRequiredPages, render
 
 WF = {"permission": Permission.WORKFLOW_MANAGE}
 CRED = {"permission": Permission.CREDENTIAL_MANAGE}

@@ -17,8 +17,8 @@ from backend.auth.policy import Permission, Role, Scope
 from backend.auth.web import DbSession
 from backend.services import api_tokens, grants, groups, projects, service_accounts
 from backend.services.naming import InvalidName
-from frontend.pages import LoginRequiredPages, render
-from frontend.trigger_pages import form_days, form_scopes
+from frontend.rendering import LoginRequiredPages, render
+from frontend.token_forms import form_days, form_scopes
 
 GROUPS = {"permission": Permission.GROUPS_MANAGE}
 PROJECTS = {"permission": Permission.PROJECTS_MANAGE}

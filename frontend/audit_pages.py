@@ -22,7 +22,7 @@ from backend.auth.web import AppRuntime, DbSession
 from backend.services import audit_log
 from backend.services.settings_view import effective_settings
 from backend.services.workflows import InvalidInput
-from frontend.pages import LoginRequiredPages, render
+from frontend.rendering import LoginRequiredPages, render
 
 KNOWN_ACTIONS = (
     "auth.",

@@ -25,7 +25,7 @@ from backend.runtime import Runtime
 from backend.services import access
 from backend.services import credentials as creds
 from backend.services.identity import Identity
-from frontend.pages import LoginRequiredPages, render
+from frontend.rendering import LoginRequiredPages, render
 
 
 def _return_path(value: str) -> str:

@@ -30,7 +30,7 @@ from backend.auth.web import (
 )
 from backend.services import login_sessions, oidc, password_links, sso
 from backend.services.passwords import MIN_LENGTH, WeakPassword
-from frontend.pages import LoginRequiredPages, _safe_next, login_page, render
+from frontend.rendering import LoginRequiredPages, login_page, render, safe_next
 
 PUBLIC = permission_opt(Permission.PUBLIC)
 AUTHENTICATED = permission_opt(Permission.AUTHENTICATED)
@@ -55,7 +55,7 @@ class SsoPages(Controller):
         next: FromQuery[str | None] = None,
     ) -> Response[Any]:
         """Send the browser to the identity provider (authorization code + PKCE)."""
-        target = _safe_next(next)
+        target = safe_next(next)
         try:
             sso.check_settings(runtime.settings)
             url = await oidc.start(db, runtime.settings, next_path=target)
@@ -100,7 +100,7 @@ class SsoPages(Controller):
                 error=f"Single sign-on failed: {exc}",
                 status_code=exc.status,
             )
-        response: Response[Any] = Redirect(_safe_next(target))
+        response: Response[Any] = Redirect(safe_next(target))
         response.set_cookie(session_cookie(runtime, token))
         return response
 

@@ -8,23 +8,19 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncGenerator
-from pathlib import Path
 from typing import Any
-from urllib.parse import quote, urlparse
+from urllib.parse import urlparse
 
-import jinja2
 import msgspec
-from jinja2.sandbox import SandboxedEnvironment
 from litestar import Controller, MediaType, Request, Response, get, post
 from litestar.datastructures import State
 from litestar.di import Provide
-from litestar.exceptions import HTTPException, NotAuthorizedException
+from litestar.exceptions import HTTPException
 from litestar.params import FromPath, FromQuery, JSONBody, URLEncodedBody
 from litestar.response import Redirect, ServerSentEvent, ServerSentEventMessage
-from litestar.utils.scope.state import ScopeState
 
-from backend.auth.guards import PRINCIPAL_KEY, CurrentPrincipal, provide_principal
-from backend.auth.policy import Level, Permission, allows
+from backend.auth.guards import CurrentPrincipal
+from backend.auth.policy import Level, Permission
 from backend.auth.web import (
     SESSION_COOKIE,
     AppRuntime,
@@ -41,22 +37,15 @@ from backend.services import access, login_sessions, run_watch, runs, workflows
 from backend.services import credentials as creds
 from backend.services.identity import Identity
 from backend.services.records import WorkflowRecord
-from frontend import display
 from frontend.forms import CREDENTIAL_SCHEMA_KEY, CredentialChoice, render_config_panel
-from frontend.webhook_view import active_webhook
-
-TEMPLATES = Path(__file__).parent / "templates"
-STATIC = Path(__file__).parent / "static"
-
-ENV = SandboxedEnvironment(
-    loader=jinja2.FileSystemLoader(TEMPLATES),
-    autoescape=jinja2.select_autoescape(default=True),
-    undefined=jinja2.ChainableUndefined,
+from frontend.rendering import (
+    ENV,
+    LoginRequiredPages,
+    login_page,
+    render,
+    safe_next,
 )
-ENV.filters["tojson_pretty"] = lambda v: msgspec.json.format(
-    msgspec.json.encode(v), indent=2
-).decode()
-display.install(ENV)
+from frontend.webhook_view import active_webhook
 
 
 class ConfigPanelIn(msgspec.Struct):
@@ -67,45 +56,6 @@ class ConfigPanelIn(msgspec.Struct):
     label: str = ""
     config: dict[str, Any] = msgspec.field(default_factory=dict)
     return_to: str = ""  # the designer's path, for "New credential" links to come back to
-
-
-def _csrf(request: Request) -> str:
-    token = ScopeState.from_scope(request.scope).csrf_token
-    return token if isinstance(token, str) else ""
-
-
-def render(
-    request: Request, template: str, status_code: int = 200, **context: Any
-) -> Response[str]:
-    """Render ``template`` with the common context (user, csrf_token, request, and
-    ``can(name)``: whether the caller holds a system permission, for showing links)."""
-    state = request.scope.get("state", {})
-    user = state.get("user")
-    principal = state.get(PRINCIPAL_KEY)
-
-    def can(name: str) -> bool:
-        return allows(principal, Permission(name))
-
-    html = ENV.get_template(template).render(
-        request=request, user=user, csrf_token=_csrf(request), can=can, **context
-    )
-    return Response(html, status_code=status_code, media_type=MediaType.HTML)
-
-
-def _safe_next(value: str | None) -> str:
-    """Only same-site relative paths are followed after login (no open redirect)."""
-    if not value:
-        return "/workflows"
-    parsed = urlparse(value)
-    if parsed.scheme or parsed.netloc or not value.startswith("/") or value.startswith("//"):
-        return "/workflows"
-    return value
-
-
-def redirect_to_login(request: Request, _: Exception) -> Response[Any]:
-    """Exception handler: send anonymous visitors to the login page."""
-    target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
-    return Redirect(f"/login?next={quote(target)}")
 
 
 def webhook_url(runtime: Runtime, wf: WorkflowRecord) -> str:
@@ -134,7 +84,7 @@ class AuthPages(Controller):
     ) -> Response[str]:
         """The login form (with a "Sign in with <provider>" button when SSO is set up)."""
         await load_user(request)
-        return login_page(request, runtime, next=_safe_next(next))
+        return login_page(request, runtime, next=safe_next(next))
 
     @post("/login", operation_id="page_login_submit", opt={"permission": Permission.PUBLIC})
     async def login(
@@ -149,7 +99,7 @@ class AuthPages(Controller):
         Wrong credentials answer 401 with one message whatever was wrong; a locked account
         or address answers 429 with ``Retry-After``.
         """
-        target = _safe_next(data.get("next"))
+        target = safe_next(data.get("next"))
         outcome, token = await password_sign_in(
             db, request, data.get("email", ""), data.get("password", "")
         )
@@ -176,43 +126,6 @@ class AuthPages(Controller):
         response: Response[Any] = Redirect("/login")
         response.delete_cookie(SESSION_COOKIE)
         return response
-
-
-def login_page(
-    request: Request,
-    runtime: Runtime,
-    *,
-    next: str,
-    error: str | None = None,
-    notice: str | None = None,
-    status_code: int = 200,
-) -> Response[str]:
-    """The login page; shows the single sign-on button when OIDC is configured."""
-    settings = runtime.settings
-    return render(
-        request,
-        "login.html",
-        status_code=status_code,
-        error=error,
-        notice=notice,
-        next=next,
-        sso_name=settings.oidc_provider_name if settings.oidc_enabled else None,
-    )
-
-
-class LoginRequiredPages(Controller):
-    """Base of the HTML page controllers behind the login: not in the OpenAPI schema, a
-    request without a session is redirected to the login page, handlers get ``db`` and
-    ``runtime``. Declares no routes itself."""
-
-    path = "/"
-    include_in_schema = False
-    exception_handlers = {NotAuthorizedException: redirect_to_login}
-    dependencies = {
-        "db": Provide(provide_db),
-        "runtime": Provide(provide_runtime, sync_to_thread=False),
-        "principal": Provide(provide_principal),
-    }
 
 
 class AppPages(LoginRequiredPages):

@@ -19,7 +19,8 @@ from backend.auth.web import DbSession
 from backend.services import api_tokens, schedules, webhooks, workflows
 from backend.services.identity import Identity
 from backend.triggers.schedule_rules import ScheduleError
-from frontend.pages import ENV, LoginRequiredPages, render
+from frontend.rendering import ENV, LoginRequiredPages, render
+from frontend.token_forms import form_days, form_scopes
 
 
 class SchedulePreviewIn(msgspec.Struct):
@@ -30,24 +31,6 @@ class SchedulePreviewIn(msgspec.Struct):
 
 def _scopes(user: Identity) -> list[str]:
     return [s.value for s in scopes_for_role(parse_role(user.role))]
-
-
-def form_scopes(form: dict[str, str]) -> list[str] | None:
-    """The scope chosen in a token form (absent: the strongest the owner's role allows)."""
-    chosen = form.get("scopes", "").strip()
-    return [chosen] if chosen else None
-
-
-def form_days(value: str) -> int | None:
-    """Days from a form field (empty: None); raises :class:`api_tokens.TokenError`."""
-    if not value.strip():
-        return None
-    try:
-        return int(value)
-    except ValueError:
-        raise api_tokens.TokenError(
-            "expiry must be a whole number of days", "expires_in_days"
-        ) from None
 
 
 class TriggerPages(LoginRequiredPages):

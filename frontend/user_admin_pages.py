@@ -20,7 +20,7 @@ from backend.auth.policy import Permission
 from backend.auth.web import AppRuntime, CurrentUser, DbSession, provide_user
 from backend.services import accounts, login_sessions, password_links
 from backend.services.passwords import MIN_LENGTH, WeakPassword
-from frontend.pages import LoginRequiredPages, render
+from frontend.rendering import LoginRequiredPages, render
 
 USERS = {"permission": Permission.USERS_MANAGE}
 
