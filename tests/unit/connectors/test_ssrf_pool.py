@@ -1,4 +1,4 @@
-"""One SSRF-guarded keep-alive pool shared by many clients (connectors/sdk/ssrf.py;
+"""One SSRF-guarded keep-alive pool shared by many clients (connectors/host/outbound.py;
 backend/runtime.py hands one per Runtime to every attempt's client).
 
 The local HTTP/1.1 server keeps connections alive and counts the TCP connections it
