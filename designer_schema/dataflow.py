@@ -37,6 +37,7 @@ Diagnostics (all on the node and the expression's field):
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Mapping
 from typing import Any, Final, Literal, Protocol
 
@@ -150,9 +151,9 @@ class DataFlow:
         self._outputs: dict[str, dict[str, Any]] = {}
         self._ancestors: dict[str, frozenset[str]] = {}
         waiting = {node_id: len(self._incoming[node_id]) for node_id in specs}
-        ready = [node_id for node_id, count in waiting.items() if count == 0]
+        ready = deque(node_id for node_id, count in waiting.items() if count == 0)
         while ready:
-            node_id = ready.pop(0)
+            node_id = ready.popleft()
             self._inputs[node_id] = self._input_of(node_id)
             self._outputs[node_id] = self._output_of(node_id)
             for target in outgoing[node_id]:
@@ -245,7 +246,7 @@ class DataFlow:
         else:
             output = declared
             replaced = declared.get("x-property-schemas")
-            if isinstance(replaced, Mapping):
+            if isinstance(replaced, dict):
                 output = _with_property_schemas(declared, replaced, node.config)
         if node.config.get("on_error") == "continue":
             output = union([output, _failure(data)])
@@ -255,7 +256,7 @@ class DataFlow:
         self, node: Node, declared: Mapping[str, Any], data: dict[str, Any]
     ) -> dict[str, Any]:
         mapping = node.config.get(declared["x-fields-from"])
-        if not isinstance(mapping, Mapping):
+        if not isinstance(mapping, dict):
             return {"type": "object"}
         properties: dict[str, Any] = {}
         for key, value in mapping.items():
@@ -273,7 +274,7 @@ class DataFlow:
         if isinstance(merge, str) and node.config.get(merge):
             kept = data.get("properties")
             closed = "anyOf" not in data and not data.get("additionalProperties")
-            if isinstance(kept, Mapping) and closed:
+            if isinstance(kept, dict) and closed:
                 output["properties"] = {**kept, **properties}
             else:
                 output["additionalProperties"] = True

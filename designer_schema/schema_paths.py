@@ -73,9 +73,9 @@ def _types(schema: Mapping[str, Any]) -> list[str]:
         return [declared]
     if isinstance(declared, list | tuple):
         return [t for t in declared if isinstance(t, str)]
-    if isinstance(schema.get("properties"), Mapping):
+    if isinstance(schema.get("properties"), dict):
         return ["object"]
-    if isinstance(schema.get("items"), Mapping):
+    if isinstance(schema.get("items"), dict):
         return ["array"]
     return []
 
@@ -84,14 +84,14 @@ def _alternatives(schema: Mapping[str, Any]) -> list[Mapping[str, Any]] | None:
     for key in ("anyOf", "oneOf"):
         options = schema.get(key)
         if isinstance(options, list | tuple) and options:
-            return [o for o in options if isinstance(o, Mapping)]
+            return [o for o in options if isinstance(o, dict)]
     return None
 
 
 def describe_type(schema: Any) -> str:
     """A short name of what ``schema`` holds: ``string``, ``object``, ``list of number``,
     ``string or null``, ``any``."""
-    if not isinstance(schema, Mapping):
+    if not isinstance(schema, dict):
         return "any"
     options = _alternatives(schema)
     if options is not None:
@@ -106,7 +106,7 @@ def describe_type(schema: Any) -> str:
             items = schema.get("items")
             names.append(
                 "list"
-                if not isinstance(items, Mapping) or not items
+                if not isinstance(items, dict) or not items
                 else f"list of {describe_type(items)}"
             )
         else:
@@ -116,7 +116,7 @@ def describe_type(schema: Any) -> str:
 
 def is_list(schema: Any) -> bool:
     """True when ``schema`` holds only lists (every alternative is an ``array``)."""
-    if not isinstance(schema, Mapping):
+    if not isinstance(schema, dict):
         return False
     options = _alternatives(schema)
     if options is not None:
@@ -149,7 +149,7 @@ def child_schema(schema: Any, name: str, owner: str) -> dict[str, Any] | Missing
     schema (``{}`` when anything may be there) or a :class:`Missing` saying why the field
     cannot exist (see the module docstring for the rules).
     """
-    if not isinstance(schema, Mapping) or not schema:
+    if not isinstance(schema, dict) or not schema:
         return ANYTHING
     options = _alternatives(schema)
     if options is not None:
@@ -193,13 +193,13 @@ def _article(type_name: str) -> str:
 
 def _object_field(schema: Mapping[str, Any], name: str, owner: str) -> dict[str, Any] | Missing:
     properties = schema.get("properties")
-    if isinstance(properties, Mapping) and name in properties:
+    if isinstance(properties, dict) and name in properties:
         found = properties[name]
         return found if isinstance(found, dict) else ANYTHING
     extra = schema.get("additionalProperties")
     if isinstance(extra, dict):
         return extra
-    if extra is True or not isinstance(properties, Mapping):
+    if extra is True or not isinstance(properties, dict):
         return ANYTHING
     known = sorted(str(k) for k in properties)
     listed = ", ".join(known[:_MAX_KNOWN]) + (", …" if len(known) > _MAX_KNOWN else "")
@@ -225,7 +225,7 @@ def value_schema(value: Any, depth: int = 0) -> dict[str, Any]:
         return {"type": "number"}
     if isinstance(value, str):
         return {"type": "string"}
-    if isinstance(value, Mapping):
+    if isinstance(value, dict):
         return {
             "type": "object",
             "properties": {str(k): value_schema(v, depth + 1) for k, v in value.items()},
@@ -252,7 +252,7 @@ def list_fields(schema: Any, prefix: str = "", depth: int = 4, limit: int = 200)
 
 
 def _walk_fields(schema: Any, prefix: str, depth: int, limit: int, found: list[FieldInfo]) -> None:
-    if depth <= 0 or not isinstance(schema, Mapping):
+    if depth <= 0 or not isinstance(schema, dict):
         return
     options = _alternatives(schema)
     if options is not None:
@@ -262,7 +262,7 @@ def _walk_fields(schema: Any, prefix: str, depth: int, limit: int, found: list[F
     if "array" in _types(schema):
         _walk_fields(schema.get("items"), prefix, depth, limit, found)
     properties = schema.get("properties")
-    if not isinstance(properties, Mapping):
+    if not isinstance(properties, dict):
         return
     seen = {f.path for f in found}
     for name, sub in properties.items():
@@ -270,6 +270,6 @@ def _walk_fields(schema: Any, prefix: str, depth: int, limit: int, found: list[F
             return
         path = f"{prefix}.{_path_part(str(name))}" if prefix else _path_part(str(name))
         if path not in seen:
-            description = sub.get("description", "") if isinstance(sub, Mapping) else ""
+            description = sub.get("description", "") if isinstance(sub, dict) else ""
             found.append(FieldInfo(path, describe_type(sub), str(description)[:200]))
         _walk_fields(sub, path, depth - 1, limit, found)
