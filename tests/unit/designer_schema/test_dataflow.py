@@ -277,3 +277,55 @@ def test_child_schema_accepts(schema: dict[str, Any], name: str, expected: dict[
 def test_child_schema_alternatives_all_missing_reports_the_first() -> None:
     found = child_schema({"anyOf": [{"type": "string"}, {"type": "null"}]}, "x", "v")
     assert isinstance(found, Missing) and found.message == "v is a string; it has no field x"
+
+
+class _NoConfig(msgspec.Struct):
+    pass
+
+
+class _Push(msgspec.Struct):
+    ref: str
+    commits: list[dict[str, Any]]
+
+
+def test_connector_trigger_and_action_outputs_are_declared_schemas() -> None:
+    from connectors.sdk import Connector, action, trigger
+
+    @action("demo.lookup", label="Lookup", config=_NoConfig)
+    async def lookup(config: _NoConfig, input: Any) -> _Push:
+        return _Push(ref="", commits=[])
+
+    catalog = AppCatalog()
+    catalog.add_connector(
+        Connector(
+            name="demo",
+            label="Demo",
+            version="1",
+            actions=[lookup],
+            triggers=[trigger("demo.push", label="Push", output=_Push)],
+        )
+    )
+    doc = diagram(
+        [
+            node("t", "demo.push"),
+            node("a", "demo.lookup"),
+            node(
+                "s",
+                "control.set",
+                mapping={"x": "=$trigger.reff", "y": "=commits.sha", "z": "=ref"},
+            ),
+        ],
+        [edge("t", "a"), edge("a", "s")],
+    )
+    _, found = compile_diagram(
+        msgspec.convert(doc, Diagram), catalog, JsonataChecker(), JsonataReader()
+    )
+    assert by_field(found) == {
+        "mapping.x": [
+            (
+                "error",
+                "unknown_field",
+                "$trigger has no field reff; known: commits, ref (did you mean ref?)",
+            )
+        ]
+    }
