@@ -22,6 +22,7 @@ from backend.api.auth import AuthController
 from backend.api.catalog import CatalogController
 from backend.api.credentials import CredentialController
 from backend.api.errors import API_EXCEPTION_HANDLERS, ErrorHandler
+from backend.api.expressions import ExpressionController
 from backend.api.grants import CredentialGrantController, WorkflowGrantController
 from backend.api.health import HealthController
 from backend.api.openapi import StrictStructSchemaPlugin, document_responses, openapi_config
@@ -100,6 +101,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> Litestar:
             AuditController,
             SettingsController,
             WorkflowController,
+            ExpressionController,
             RunController,
             CatalogController,
             CredentialController,

@@ -76,7 +76,7 @@ def big_diagram(seed: int = 7) -> dict[str, Any]:
             node = {
                 "id": f"set_{i}",
                 "type": "control.set",
-                "config": {"mapping": {"n": i, "total": f"=$number(trigger.body.n) + {i}"}},
+                "config": {"mapping": {"n": i, "total": f"=$number($trigger.body.n) + {i}"}},
             }
         node["position"] = {"x": (i % 25) * 260, "y": (i // 25) * 120}
         nodes.append(node)

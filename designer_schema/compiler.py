@@ -90,6 +90,12 @@ Graph
   (each strongly connected component), the message names all its nodes. Loops will come
   as explicit loop nodes.
 
+Data flow (only when an :class:`~designer_schema.dataflow.ExpressionReader` is given):
+every path an expression reads is checked against the schemas of the data it reads
+(:mod:`designer_schema.dataflow`): ``unknown_field``, ``wrong_type`` and ``unknown_step``
+are errors; ``not_upstream`` and ``list_value`` are warnings. They come after the
+graph-wide checks.
+
 Node-type versions: each step pins the version of the spec the catalog returned
 (``Step.type_version`` = ``NodeTypeSpec.version``, the latest), so a published graph keeps
 running that version's behaviour after a newer version is installed.
@@ -113,6 +119,7 @@ from designer_schema.config_expressions import (
     ESCAPED_MARKER,
     EXPRESSION_MARKER,
 )
+from designer_schema.dataflow import DATAFLOW_CODES, DataFlow, ExpressionReader
 from designer_schema.diagnostic_sink import DiagnosticSink
 from designer_schema.diagnostics import Diagnostic
 from designer_schema.diagram import NOTE_TYPE, Diagram, Node
@@ -144,19 +151,25 @@ DIAGNOSTIC_CODES: Final = (
     "multiple_triggers",
     "unreachable_node",
     "cycle",
+    *DATAFLOW_CODES,
 )
 """Every code :func:`compile_diagram` emits."""
 
 
 def compile_diagram(
-    diagram: Diagram, catalog: Catalog, expressions: ExpressionChecker
+    diagram: Diagram,
+    catalog: Catalog,
+    expressions: ExpressionChecker,
+    reader: ExpressionReader | None = None,
 ) -> tuple[WorkflowGraph | None, list[Diagnostic]]:
     """Compile ``diagram`` into a :class:`WorkflowGraph`.
 
     ``catalog`` resolves node types; ``expressions`` checks the syntax of each expression
-    (source without the leading ``=``). Returns ``(graph, diagnostics)``: ``graph`` is
-    ``None`` when any diagnostic is an error. Diagnostics come in a stable order (nodes in
-    diagram order, then edges, then graph-wide checks). Never raises for a diagram whose
+    (source without the leading ``=``); ``reader``, when given, tells which paths each
+    expression reads, and they are checked against the upstream output schemas. Returns
+    ``(graph, diagnostics)``: ``graph`` is ``None`` when any diagnostic is an error.
+    Diagnostics come in a stable order (nodes in diagram order, then edges, then
+    graph-wide checks, then data flow). Never raises for a diagram whose
     fields have their declared types; see the module docstring for the rules and codes.
     """
     sink = DiagnosticSink()
@@ -244,6 +257,11 @@ def compile_diagram(
                 "(use a loop node to repeat steps)",
                 node_id=node_id,
             )
+
+    if reader is not None:
+        flow = DataFlow(nodes, specs, list(wired.edges), reader)
+        for node_id, step in steps.items():
+            sink.items.extend(flow.check(node_id, step.expressions))
 
     if sink.has_errors:
         return None, sink.items

@@ -16,9 +16,10 @@ class Diagnostic(msgspec.Struct, frozen=True):
     :data:`designer_schema.compiler.DIAGNOSTIC_CODES` (``duplicate_node_id``,
     ``unknown_node_type``, ``missing_config``, ``invalid_config``, ``expression_syntax``,
     ``dangling_edge``, ``unknown_port``, ``duplicate_edge``, ``note_edge``, ``no_trigger``,
-    ``multiple_triggers``, ``unreachable_node``, ``cycle``). ``node_id`` and ``edge_id``
-    say where (either may be ``None``); ``field`` is a config field path such as
-    ``mapping.total`` when the problem is in one field.
+    ``multiple_triggers``, ``unreachable_node``, ``cycle``, and the data-flow codes
+    ``unknown_field``, ``wrong_type``, ``unknown_step``, ``not_upstream``, ``list_value``).
+    ``node_id`` and ``edge_id`` say where (either may be ``None``); ``field`` is a config
+    field path such as ``mapping.total`` when the problem is in one field.
     """
 
     severity: Severity

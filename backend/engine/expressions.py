@@ -185,6 +185,11 @@ class CompiledExpression:
     def __repr__(self) -> str:
         return f"CompiledExpression({self.source!r})"
 
+    @property
+    def tree(self) -> Any:
+        """The parse tree (jsonata-python's ``Parser.Symbol`` nodes; read-only, shared)."""
+        return self._jsonata.ast
+
     def evaluate(
         self,
         data: Any,

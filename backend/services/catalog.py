@@ -162,6 +162,7 @@ def spec_for_trigger(trig: Any, connector_name: str) -> NodeTypeSpec:
         outputs=("out",),
         config_schema=trig.config_json_schema(),
         connector=connector_name,
+        output_schema=trig.output_json_schema(),
     )
 
 

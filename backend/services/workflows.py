@@ -15,6 +15,7 @@ from sqlalchemy import ColumnElement, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.db.models import Run, User, Workflow, WorkflowVersion
+from backend.engine.expression_paths import JsonataReader
 from backend.engine.expressions import JsonataChecker
 from backend.engine.workflow_settings import SettingError, WorkflowSettings
 from backend.services import schedules, workflow_audit
@@ -31,6 +32,7 @@ from designer_schema.limits import (
 )
 
 _CHECKER = JsonataChecker()
+_READER = JsonataReader()
 
 
 class WorkflowNotFound(LookupError):
@@ -71,8 +73,9 @@ def new_webhook_token() -> str:
 
 
 def compile_for(diagram: Diagram, catalog: Catalog) -> tuple[Any, list[Diagnostic]]:
-    """Compile ``diagram`` with the app's expression checker."""
-    return compile_diagram(diagram, catalog, _CHECKER)
+    """Compile ``diagram`` with the app's expression checker, checking the paths its
+    expressions read against the upstream output schemas (docs/expressions.md)."""
+    return compile_diagram(diagram, catalog, _CHECKER, _READER)
 
 
 def check_diagram_limits(diagram: Diagram, limits: DiagramLimits) -> None:

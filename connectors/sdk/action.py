@@ -214,6 +214,9 @@ class TriggerDefinition:
         source: one of :data:`TRIGGER_SOURCES`.
         config_type: the ``msgspec.Struct`` of the trigger config.
         output_example: a JSON-able example of the run input this trigger produces.
+        output_type: the type of that run input (a ``msgspec.Struct``, ``TypedDict``,
+            ...; ``Any`` when undeclared): its JSON Schema is the trigger's output schema,
+            against which the designer checks the paths expressions read.
     """
 
     type: str
@@ -224,10 +227,15 @@ class TriggerDefinition:
     category: str = "Triggers"
     icon: str = ""
     output_example: Any = None
+    output_type: Any = Any
 
     def config_json_schema(self) -> dict[str, Any]:
         """JSON Schema of the trigger config with ``$ref`` inlined."""
         return config_json_schema(self.config_type)
+
+    def output_json_schema(self) -> dict[str, Any]:
+        """JSON Schema of the run input (from ``output_type``; ``{}`` when it is ``Any``)."""
+        return output_json_schema(self.output_type)
 
 
 class _NoConfig(msgspec.Struct):
@@ -244,8 +252,10 @@ def trigger(
     category: str = "Triggers",
     icon: str = "",
     output_example: Any = None,
+    output: Any = Any,
 ) -> TriggerDefinition:
-    """Declare a trigger node type (see :class:`TriggerDefinition`).
+    """Declare a trigger node type (see :class:`TriggerDefinition`; ``output`` is its
+    ``output_type``).
 
     Raises ``ValueError`` for an unknown ``source`` and ``TypeError`` when ``config`` is
     not a ``msgspec.Struct``.
@@ -263,6 +273,7 @@ def trigger(
         category=category,
         icon=icon,
         output_example=output_example,
+        output_type=output,
     )
 
 

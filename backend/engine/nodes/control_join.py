@@ -50,6 +50,7 @@ SPEC = NodeTypeSpec(
         "type": "object",
         "additionalProperties": True,
         "description": "Arrived predecessor step id -> its output, in edge order.",
+        "x-same-as-input": True,
     },
 )
 

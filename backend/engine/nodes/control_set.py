@@ -41,6 +41,8 @@ SPEC = NodeTypeSpec(
     output_schema={
         "type": "object",
         "description": "The mapped fields (over the input's fields with Keep input fields).",
+        "x-fields-from": "mapping",
+        "x-merge-input-if": "keep_input",
     },
 )
 

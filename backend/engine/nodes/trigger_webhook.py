@@ -67,6 +67,7 @@ OUTPUT_SCHEMA: dict[str, object] = {
         },
     },
     "required": ["method", "path", "query", "headers", "body", "files"],
+    "x-property-schemas": {"body": "body_schema"},
 }
 """The run input a webhook request makes (backend.triggers.webhook_input)."""
 
@@ -208,6 +209,15 @@ SPEC = NodeTypeSpec(
                 "default": 0,
                 "title": "Rate limit (requests per minute)",
                 "description": "0: unlimited. Over it: 429 with Retry-After.",
+            },
+            "body_schema": {
+                "type": "object",
+                "title": "Body schema",
+                "x-body-schema": True,
+                "description": (
+                    "JSON Schema of the request body. Expressions reading body fields are "
+                    "checked against it; infer it from a sample body or the last delivery."
+                ),
             },
             "redact_headers": {
                 "type": "string",

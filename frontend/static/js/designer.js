@@ -8,6 +8,7 @@ import { Canvas } from "./canvas.js";
 import { attachCopyButton } from "./clipboard.js";
 import { wireEditing } from "./designer-edit.js";
 import { DiagnosticsList, problems } from "./diagnostics.js";
+import { attachExpressionEditor } from "./expression-editor.js";
 import { DiagramModel, NODE_WIDTH } from "./model.js";
 import { acceptDrops, renderPalette } from "./palette.js";
 import { ConfigPanel } from "./panel.js";
@@ -55,6 +56,7 @@ const panel = new ConfigPanel(document.getElementById("config-panel"), model, {
   beforeLeave: async () => readOnly || !dirty || (await save()),
 });
 attachTriggerPanels(document.getElementById("config-panel"), model, workflowId);
+attachExpressionEditor(document.getElementById("config-panel"), model, workflowId);
 
 const quickAdd = new QuickAdd(document.querySelector(".canvas-wrap"), catalog);
 const canvas = new Canvas(document.getElementById("canvas"), model, {

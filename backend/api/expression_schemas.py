@@ -1,0 +1,52 @@
+"""Wire types of the expression editor's API (``/api/workflows/{id}/expressions``)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import msgspec
+
+from backend.services.expression_data import FieldSource
+from designer_schema.diagram import Diagram
+
+
+class FieldsIn(msgspec.Struct, forbid_unknown_fields=True):
+    """Which node of the (unsaved) ``diagram`` the picker is for; ``pinned`` maps step ids
+    to data that stands in for their outputs in the last run."""
+
+    diagram: Diagram
+    node_id: str
+    pinned: dict[str, Any] = {}
+
+
+class FieldsOut(msgspec.Struct):
+    """The picker's groups, and which data their examples come from (``None``: no data)."""
+
+    sources: list[FieldSource]
+    data_from: str | None
+
+
+class PreviewIn(msgspec.Struct, forbid_unknown_fields=True):
+    """An ``expression`` (with or without its leading ``=``) of node ``node_id``, to
+    evaluate against the last run's data (``pinned`` as for :class:`FieldsIn`)."""
+
+    diagram: Diagram
+    node_id: str
+    expression: str
+    pinned: dict[str, Any] = {}
+
+
+class InferSchemaIn(msgspec.Struct, forbid_unknown_fields=True):
+    """Infer a body schema from ``sample`` (any JSON value; ``source`` ``sample``), from the
+    last webhook test call (``test_call``) or from the newest run's body (``last_run``)."""
+
+    source: Literal["sample", "test_call", "last_run"] = "sample"
+    sample: Any = None
+
+
+class InferSchemaOut(msgspec.Struct):
+    """The inferred JSON Schema and where the sample came from (``sample``, ``test call``,
+    ``run <id>``)."""
+
+    schema: dict[str, Any]
+    source: str
