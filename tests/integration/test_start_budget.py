@@ -1,0 +1,112 @@
+"""A start evaluates inline steps on the API only within its budget; a version whose
+start ran out of it hands its inline work to a worker at once (docs/engine.md, "Limits").
+Every step still completes exactly once."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import httpx
+import pytest
+from arq.constants import default_queue_name
+from sqlalchemy import text
+
+from backend.runtime import Runtime
+from tests.diagrams import diagram, edge, node
+from tests.integration.conftest import wait_for_run
+from tests.integration.test_runs import publish
+
+pytestmark = pytest.mark.integration
+
+LONG = 1000  # Set steps: far more than 10 ms of evaluation on any machine
+
+
+def _chain(n: int) -> dict[str, Any]:
+    nodes = [node("hook", "trigger.webhook")]
+    edges = []
+    for i in range(n):
+        nodes.append(node(f"s{i}", "control.set", mapping={"i": "=($.i ? $.i : 0) + 1"}))
+        edges.append(edge("hook" if i == 0 else f"s{i - 1}", f"s{i}"))
+    return diagram(nodes, edges)
+
+
+async def _start(client: httpx.AsyncClient, wf: dict[str, Any]) -> str:
+    r = await client.post(wf["webhook_path"], json={"i": 0})
+    assert r.status_code == 202, r.text
+    return str(r.json()["run_id"])
+
+
+async def _stored(runtime: Runtime, run_id: str) -> tuple[str, uuid.UUID, dict[str, int]]:
+    """(run status, version id, step status -> count) as stored."""
+    async with runtime.engine.connect() as conn:
+        status, version_id = (
+            await conn.execute(
+                text("select status, version_id from runs where id = :r"), {"r": run_id}
+            )
+        ).one()
+        counts = (
+            await conn.execute(
+                text("select status, count(*) from step_runs where run_id = :r group by status"),
+                {"r": run_id},
+            )
+        ).all()
+    return status, version_id, {s: int(n) for s, n in counts}
+
+
+async def _succeeded_events(runtime: Runtime, run_id: str) -> list[str]:
+    async with runtime.engine.connect() as conn:
+        rows = await conn.execute(
+            text("select step_id from events where run_id = :r and kind = 'step.succeeded'"),
+            {"r": run_id},
+        )
+        return [str(step_id) for (step_id,) in rows]
+
+
+async def _output(runtime: Runtime, run_id: str) -> Any:
+    async with runtime.engine.connect() as conn:
+        return (
+            await conn.execute(text("select output from runs where id = :r"), {"r": run_id})
+        ).scalar_one()
+
+
+async def test_a_start_past_its_budget_is_continued_by_a_worker_and_remembered(
+    client: httpx.AsyncClient, runtime: Runtime, worker_factory: Any
+) -> None:
+    wf = await publish(client, _chain(LONG))
+    overruns = runtime.execution.starts.overruns
+
+    first = await _start(client, wf)
+    status, version_id, counts = await _stored(runtime, first)
+    # the API evaluated what fitted into its budget, left the next Set ready, queued an
+    # advance for a worker and remembered that this version does not fit
+    assert status == "running"
+    assert 1 < counts["succeeded"] < LONG + 1
+    assert counts["ready"] == 1
+    assert await runtime.redis.zcard(default_queue_name) == 1
+    assert overruns.remembers(version_id)
+
+    second = await _start(client, wf)
+    # the next start of the version evaluates one Set and hands the rest over at once
+    assert await _stored(runtime, second) == ("running", version_id, {"succeeded": 2, "ready": 1})
+    assert await runtime.redis.zcard(default_queue_name) == 2
+
+    async with worker_factory():
+        assert await wait_for_run(runtime, first, timeout=120) == "succeeded"
+        assert await wait_for_run(runtime, second, timeout=120) == "succeeded"
+    for run_id in (first, second):
+        assert await _output(runtime, run_id) == {"i": LONG}
+        succeeded = await _succeeded_events(runtime, run_id)
+        assert sorted(succeeded) == sorted(["hook", *(f"s{i}" for i in range(LONG))])
+
+
+async def test_a_start_that_fits_its_budget_finishes_without_a_worker(
+    client: httpx.AsyncClient, runtime: Runtime
+) -> None:
+    wf = await publish(client, _chain(3))
+    run_id = await _start(client, wf)
+    status, version_id, counts = await _stored(runtime, run_id)
+    assert (status, counts) == ("succeeded", {"succeeded": 4})
+    assert await _output(runtime, run_id) == {"i": 3}
+    assert await runtime.redis.zcard(default_queue_name) == 0
+    assert not runtime.execution.starts.overruns.remembers(version_id)
