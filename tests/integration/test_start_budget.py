@@ -22,8 +22,8 @@ pytestmark = pytest.mark.integration
 LONG = 1000  # Set steps: far more than 10 ms of evaluation on any machine
 
 
-def _chain(n: int) -> dict[str, Any]:
-    nodes = [node("hook", "trigger.webhook")]
+def _chain(n: int, trigger: str = "trigger.webhook") -> dict[str, Any]:
+    nodes = [node("hook", trigger)]
     edges = []
     for i in range(n):
         nodes.append(node(f"s{i}", "control.set", mapping={"i": "=($.i ? $.i : 0) + 1"}))
@@ -32,8 +32,16 @@ def _chain(n: int) -> dict[str, Any]:
 
 
 async def _start(client: httpx.AsyncClient, wf: dict[str, Any]) -> str:
+    """A webhook call: the one-statement start."""
     r = await client.post(wf["webhook_path"], json={"i": 0})
     assert r.status_code == 202, r.text
+    return str(r.json()["run_id"])
+
+
+async def _start_manually(client: httpx.AsyncClient, wf: dict[str, Any]) -> str:
+    """A manual start through the API: audited, so the locked start."""
+    r = await client.post(f"/api/workflows/{wf['id']}/runs", json={"input": {"i": 0}})
+    assert r.status_code == 201, r.text
     return str(r.json()["run_id"])
 
 
@@ -70,13 +78,18 @@ async def _output(runtime: Runtime, run_id: str) -> Any:
         ).scalar_one()
 
 
+@pytest.mark.parametrize(
+    ("trigger", "start"),
+    [("trigger.webhook", _start), ("trigger.manual", _start_manually)],
+    ids=["one_statement_start", "locked_start"],
+)
 async def test_a_start_past_its_budget_is_continued_by_a_worker_and_remembered(
-    client: httpx.AsyncClient, runtime: Runtime, worker_factory: Any
+    client: httpx.AsyncClient, runtime: Runtime, worker_factory: Any, trigger: str, start: Any
 ) -> None:
-    wf = await publish(client, _chain(LONG))
+    wf = await publish(client, _chain(LONG, trigger))
     overruns = runtime.execution.starts.overruns
 
-    first = await _start(client, wf)
+    first = await start(client, wf)
     status, version_id, counts = await _stored(runtime, first)
     # the API evaluated what fitted into its budget, left the next Set ready, queued an
     # advance for a worker and remembered that this version does not fit
@@ -86,7 +99,7 @@ async def test_a_start_past_its_budget_is_continued_by_a_worker_and_remembered(
     assert await runtime.redis.zcard(default_queue_name) == 1
     assert overruns.remembers(version_id)
 
-    second = await _start(client, wf)
+    second = await start(client, wf)
     # the next start of the version evaluates one Set and hands the rest over at once
     assert await _stored(runtime, second) == ("running", version_id, {"succeeded": 2, "ready": 1})
     assert await runtime.redis.zcard(default_queue_name) == 2

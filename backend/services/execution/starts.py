@@ -9,7 +9,7 @@
   to be still the stored ones; if they changed, the start is decided again. Its inline
   budget comes from :class:`~backend.services.execution.inline_budget.Overruns`: a
   version whose last start ran out of it evaluates one inline step and hands the rest
-  to a worker at once.
+  to a worker at once (the locked start of a run without a limit does the same).
 - Locked start (a limit, a re-run copying steps, an audited start, child runs at start,
   a run failing at once): one transaction inserts the run ``queued`` and starts it, or,
   under a limit, admits the workflow's oldest queued runs that fit. Admission takes the workflow's
@@ -192,11 +192,15 @@ class Starts:
             if copy_steps_from is not None:
                 await self._copy_steps(tx, new, copy_steps_from)
             await run_audit(tx, audit, new.id)
-            budget = InlineBudget(INLINE_BUDGET_SECONDS)
             if settings.max_concurrent_runs:
+                budget = InlineBudget(INLINE_BUDGET_SECONDS)  # shared by the runs admitted
                 return await self.admit(tx, new.workflow_id, settings, budget)
+            budget = self.overruns.budget(new.version_id)
             started = await self.start_queued(tx, new.id, settings, now, budget)
-        return [started] if started is not None else []
+        if started is None:
+            return []
+        self.overruns.record(new.version_id, budget)
+        return [started]
 
     async def start_queued(
         self,
