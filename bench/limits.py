@@ -15,6 +15,9 @@ for each size:
 - meanwhile polls ``/health/live`` every 5 ms on another connection and reports its
   median and p99 latency (``health_live_p50_<n>``, ``health_live_p99_<n>``): how long the
   API's event loop was blocked;
+- then posts it ``--cpu-starts`` more times without the probe and reports the API
+  process's CPU time (all its threads, from /proc) per start (``start_api_cpu_<n>``): less
+  sensitive than wall times to the machine's other work;
 - waits until every run of that size has succeeded (``run_complete_<n>``: the median
   time from the webhook call to the run's ``finished_at``; the worker's share).
 
@@ -175,6 +178,34 @@ async def measure(
     return api_times, health, runs
 
 
+def cpu_seconds(pid: int) -> float:
+    """Seconds on a CPU of every thread of process ``pid`` (Linux: the first field of
+    /proc/<pid>/task/<tid>/schedstat, in nanoseconds; ticks would be 10 ms coarse)."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            total += int((task / "schedstat").read_text().split()[0])
+        except FileNotFoundError:  # the thread ended meanwhile
+            continue
+    return total / 1e9
+
+
+async def cpu_per_start(base: str, token: str, pid: int, starts: int) -> tuple[float, list[str]]:
+    """API process CPU seconds per webhook start over ``starts`` starts (nothing else asks
+    it anything meanwhile), and the run ids."""
+    runs = []
+    async with httpx.AsyncClient(timeout=httpx.Timeout(300.0)) as hooks:
+        before = cpu_seconds(pid)
+        for _ in range(starts):
+            answer = await hooks.post(f"{base}/hooks/{token}", json={"i": 0})
+            if answer.status_code != 202:
+                raise RuntimeError(f"webhook answered {answer.status_code}: {answer.text}")
+            runs.append(answer.json()["run_id"])
+            await asyncio.sleep(0.05)
+        used = cpu_seconds(pid) - before
+    return used / starts, runs
+
+
 def percentile(values: list[float], fraction: float) -> float:
     """The ``fraction`` quantile of ``values`` (nearest rank)."""
     ordered = sorted(values)
@@ -199,6 +230,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1, 100, 1000, 5000])
     parser.add_argument("--starts", type=int, default=30)
+    parser.add_argument("--cpu-starts", type=int, default=10)
     args = parser.parse_args()
 
     from backend import crypto
@@ -240,10 +272,12 @@ def main() -> None:
         for size in args.sizes:
             _, token = published[size]
             api_times, health, runs = asyncio.run(measure(base, token, args.starts))
-            finished = asyncio.run(finished_after(env, [r for r, _ in runs], 300))
+            cpu, cpu_runs = asyncio.run(cpu_per_start(base, token, api.pid, args.cpu_starts))
+            finished = asyncio.run(finished_after(env, [r for r, _ in runs] + cpu_runs, 600))
             figure(f"start_api_time_{size}", statistics.median(api_times) * 1000, "ms")
             figure(f"start_api_time_p95_{size}", percentile(api_times, 0.95) * 1000, "ms")
             figure(f"start_api_time_max_{size}", max(api_times) * 1000, "ms")
+            figure(f"start_api_cpu_{size}", cpu * 1000, "ms")
             figure(f"health_live_p50_{size}", statistics.median(health) * 1000, "ms")
             figure(f"health_live_p99_{size}", percentile(health, 0.99) * 1000, "ms")
             complete = [finished[run_id] - sent for run_id, sent in runs[1:]]
