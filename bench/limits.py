@@ -122,16 +122,17 @@ async def finished_after(
                 rows = (
                     await conn.execute(
                         text(
-                            "select id::text, status, extract(epoch from finished_at) from runs"
-                            " where id = any(cast(:ids as uuid[]))"
+                            "select id::text, status, extract(epoch from finished_at), error"
+                            " from runs where id = any(cast(:ids as uuid[]))"
                         ),
                         {"ids": run_ids},
                     )
                 ).all()
             if len(rows) == len(run_ids) and all(r[1] == "succeeded" for r in rows):
                 return {str(r[0]): float(r[2]) for r in rows}
-            if any(r[1] in ("failed", "cancelled", "timed_out") for r in rows):
-                raise RuntimeError(f"a run did not succeed: {[r[1] for r in rows]}")
+            ended = [r for r in rows if r[1] in ("failed", "cancelled", "timed_out")]
+            if ended:
+                raise RuntimeError(f"run {ended[0][0]} ended {ended[0][1]}: {ended[0][3]}")
             if time.monotonic() > deadline:
                 raise TimeoutError(f"runs not finished after {timeout} s")
             await asyncio.sleep(0.2)
