@@ -8,9 +8,11 @@ the rest stays ``ready`` and a worker continues it (docs/engine.md, "Limits").
 When the inline work does not fit, the part the start did evaluate was spent on the
 caller's time for nothing: the run needs a worker anyway, and the API also wrote one step
 record and one event per evaluated step. :class:`Overruns` remembers, per workflow
-version (immutable once published) and per process, that its last start ran out of the
-budget; the starts of that version within the next :data:`OVERRUN_MEMO_SECONDS` evaluate
-one inline step and hand the rest to a worker at once. Such a start that finds nothing
+version (immutable once published) and per process, that its last
+:data:`OVERRUN_STRIKES` starts ran out of the budget (one alone may be a hiccup: a
+process warming up, a busy machine); the starts of that version within the next
+:data:`OVERRUN_MEMO_SECONDS` evaluate one inline step and hand the rest to a worker at
+once. Such a start that finds nothing
 more to evaluate (a data-dependent path that turned out short) forgets the entry, and so
 does its expiry, after which a start gets the whole budget again: a version whose runs
 differ is judged anew at least once a minute.
@@ -22,6 +24,7 @@ import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable
+from typing import Any
 
 INLINE_BUDGET_SECONDS = 0.01
 """Wall time a start may spend evaluating inline steps where it was asked for (the API's
@@ -31,6 +34,10 @@ evaluated left ``ready`` and a worker continues it (docs/engine.md, "Limits").""
 OVERRUN_MEMO_SECONDS = 60.0
 """How long a version whose start ran out of the inline budget starts with the least
 budget (seconds of :func:`time.monotonic`)."""
+
+OVERRUN_STRIKES = 2
+"""Consecutive starts of a version with the whole budget that must run out of it before
+the version is remembered."""
 
 OVERRUN_MEMO_SIZE = 1024
 """Versions :class:`Overruns` remembers at most (least recently overrun forgotten first)."""
@@ -75,6 +82,7 @@ class Overruns:
         self.size = size
         self.clock = clock
         self._until: OrderedDict[uuid.UUID, float] = OrderedDict()
+        self._strikes: OrderedDict[uuid.UUID, int] = OrderedDict()
 
     def budget(self, version_id: uuid.UUID) -> InlineBudget:
         """The budget of a start of ``version_id``: one inline step while the version is
@@ -88,17 +96,31 @@ class Overruns:
 
     def record(self, version_id: uuid.UUID, budget: InlineBudget) -> None:
         """Learn from a finished start of ``version_id`` that used ``budget`` (from
-        :meth:`budget`): a whole budget spent is remembered for ``seconds``; a start that
-        did not run out (whatever its budget) forgets the version."""
+        :meth:`budget`). The whole budget spent :data:`OVERRUN_STRIKES` times in a row
+        makes the version remembered for ``seconds``; a start that did not run out
+        (whatever its budget) forgets the version and its strikes."""
         if not budget.spent:
             self._until.pop(version_id, None)
-        elif budget.seconds > 0:
-            self._until[version_id] = self.clock() + self.seconds
-            self._until.move_to_end(version_id)
-            if len(self._until) > self.size:
-                self._until.popitem(last=False)
+            self._strikes.pop(version_id, None)
+            return
+        if budget.seconds <= 0:
+            return  # the least budget: the memo's expiry judges the version again
+        strikes = self._strikes.pop(version_id, 0) + 1
+        if strikes < OVERRUN_STRIKES:
+            self._strikes[version_id] = strikes
+            _trim(self._strikes, self.size)
+            return
+        self._until[version_id] = self.clock() + self.seconds
+        self._until.move_to_end(version_id)
+        _trim(self._until, self.size)
 
     def remembers(self, version_id: uuid.UUID) -> bool:
         """True while starts of ``version_id`` get the least budget."""
         until = self._until.get(version_id)
         return until is not None and until > self.clock()
+
+
+def _trim(entries: OrderedDict[uuid.UUID, Any], size: int) -> None:
+    """Drop the oldest entries beyond ``size``."""
+    while len(entries) > size:
+        entries.popitem(last=False)

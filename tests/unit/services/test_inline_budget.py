@@ -11,6 +11,7 @@ from backend.engine.model import RunState
 from backend.engine.states import RunStatus, StepStatus
 from backend.services.execution.inline_budget import (
     INLINE_BUDGET_SECONDS,
+    OVERRUN_STRIKES,
     InlineBudget,
     Overruns,
 )
@@ -33,12 +34,18 @@ def _spent(budget: InlineBudget) -> InlineBudget:
     return budget
 
 
+def _overrun(memo: Overruns, version: uuid.UUID) -> None:
+    """Starts of ``version`` that ran out of their whole budget, enough to be remembered."""
+    for _ in range(OVERRUN_STRIKES):
+        budget = memo.budget(version)
+        assert budget.seconds == INLINE_BUDGET_SECONDS
+        memo.record(version, _spent(budget))
+
+
 def test_a_version_that_overran_gets_the_least_budget_until_the_memo_expires() -> None:
     clock = FakeClock()
     memo = Overruns(seconds=60, clock=clock)
-    first = memo.budget(V1)
-    assert first.seconds == INLINE_BUDGET_SECONDS
-    memo.record(V1, _spent(first))
+    _overrun(memo, V1)
     assert memo.remembers(V1)
     assert memo.budget(V1).seconds == 0
     assert memo.budget(V2).seconds == INLINE_BUDGET_SECONDS  # other versions unaffected
@@ -50,9 +57,20 @@ def test_a_version_that_overran_gets_the_least_budget_until_the_memo_expires() -
     assert memo.budget(V1).seconds == INLINE_BUDGET_SECONDS  # judged anew
 
 
-def test_a_start_that_did_not_run_out_forgets_the_version() -> None:
+def test_one_overrun_alone_is_not_remembered() -> None:
     memo = Overruns(clock=FakeClock())
     memo.record(V1, _spent(memo.budget(V1)))
+    assert not memo.remembers(V1)
+    memo.record(V1, memo.budget(V1))  # the next start fitted: the strike is forgotten
+    memo.record(V1, _spent(memo.budget(V1)))
+    assert not memo.remembers(V1)
+    memo.record(V1, _spent(memo.budget(V1)))
+    assert memo.remembers(V1)
+
+
+def test_a_start_that_did_not_run_out_forgets_the_version() -> None:
+    memo = Overruns(clock=FakeClock())
+    _overrun(memo, V1)
     least = memo.budget(V1)
     assert least.seconds == 0
     memo.record(V1, least)  # the run's inline work fitted into one step
@@ -63,7 +81,7 @@ def test_a_start_that_did_not_run_out_forgets_the_version() -> None:
 def test_the_memo_keeps_the_most_recently_overrun_versions() -> None:
     memo = Overruns(size=2, clock=FakeClock())
     for version in (V1, V2, V3):
-        memo.record(version, _spent(memo.budget(version)))
+        _overrun(memo, version)
     assert [memo.remembers(v) for v in (V1, V2, V3)] == [False, True, True]
 
 
