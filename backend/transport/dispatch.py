@@ -11,8 +11,7 @@ from arq.jobs import serialize_job
 from arq.utils import timestamp_ms
 from redis.exceptions import RedisError
 
-from backend.services.channels import CANCEL_CHANNEL, run_channel
-from backend.workers.wake import WAKE_CHANNEL
+from backend.services.channels import CANCEL_CHANNEL, WAKE_CHANNEL, run_channel
 
 log = logging.getLogger(__name__)
 
