@@ -21,11 +21,13 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+import asyncpg
 import msgspec
 from sqlalchemy import Boolean, text
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.dialects.postgresql import UUID as PG_UUID
 from sqlalchemy.dialects.postgresql.asyncpg import dialect as asyncpg_dialect
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from backend.db import payloads
@@ -150,12 +152,17 @@ class _Positional:
         self, db: AsyncSession | AsyncConnection, params: dict[str, Any]
     ) -> Sequence[Any]:
         """Run the statement and return its one row: through the session inside its
-        transaction, or straight on the asyncpg connection of an autocommit connection."""
+        transaction, or straight on the asyncpg connection of an autocommit connection.
+
+        Either way a violated constraint raises SQLAlchemy's ``IntegrityError`` (asyncpg's
+        own error is its ``orig``), as callers such as the idempotency key check expect."""
         if isinstance(db, AsyncSession):
             return (await db.execute(self.statement, params)).one()
-        return await _autocommit_driver(db).fetchrow(
-            self.sql, *(params[name] for name in self.names)
-        )
+        values = [params[name] for name in self.names]
+        try:
+            return await _autocommit_driver(db).fetchrow(self.sql, *values)
+        except asyncpg.IntegrityConstraintViolationError as exc:
+            raise IntegrityError(self.sql, values, exc) from exc
 
 
 _SAVE_POSITIONAL = _Positional(_SAVE)
