@@ -17,14 +17,17 @@ run may start without admission) and passes values.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+import asyncpg
 import msgspec
 from sqlalchemy import Boolean, text
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.dialects.postgresql import UUID as PG_UUID
 from sqlalchemy.dialects.postgresql.asyncpg import dialect as asyncpg_dialect
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from backend.db import payloads
@@ -127,14 +130,42 @@ _SAVE = text(
            (SELECT revision FROM run_row) AS revision
     """
 ).columns()
-# The hottest statement goes to asyncpg directly (SQLAlchemy's execute path costs ~0.2 ms
-# of CPU per call here): compiled once to asyncpg's positional form; asyncpg prepares it
-# once per connection. JSON parameters are JSON text, as SQLAlchemy's jsonb codec on the
-# connection expects.
-_COMPILED_SAVE = _SAVE.compile(dialect=asyncpg_dialect())
-_SAVE_SQL = str(_COMPILED_SAVE)
-_SAVE_PARAMS = tuple(_COMPILED_SAVE.positiontup or ())
+# The hottest statements (every engine write, every run start) go to asyncpg directly in
+# autocommit (SQLAlchemy's execute path costs ~0.2 ms of CPU per call here): compiled once
+# to asyncpg's positional form; asyncpg prepares each once per connection. JSON parameters
+# are JSON text, as SQLAlchemy's jsonb codec on the connection expects (it also decodes
+# jsonb results with msgspec).
 _RUN_FIELDS = ("status", "output", "error", "response", "started_at", "finished_at")
+
+
+class _Positional:
+    """A ``text()`` statement compiled once to asyncpg's ``$n`` form, with the order of
+    its named parameters."""
+
+    def __init__(self, statement: Any) -> None:
+        compiled = statement.compile(dialect=asyncpg_dialect())
+        self.statement = statement
+        self.sql = str(compiled)
+        self.names = tuple(compiled.positiontup or ())
+
+    async def fetchrow(
+        self, db: AsyncSession | AsyncConnection, params: dict[str, Any]
+    ) -> Sequence[Any]:
+        """Run the statement and return its one row: through the session inside its
+        transaction, or straight on the asyncpg connection of an autocommit connection.
+
+        Either way a violated constraint raises SQLAlchemy's ``IntegrityError`` (asyncpg's
+        own error is its ``orig``), as callers such as the idempotency key check expect."""
+        if isinstance(db, AsyncSession):
+            return (await db.execute(self.statement, params)).one()
+        values = [params[name] for name in self.names]
+        try:
+            return await _autocommit_driver(db).fetchrow(self.sql, *values)
+        except asyncpg.IntegrityConstraintViolationError as exc:
+            raise IntegrityError(self.sql, values, exc) from exc
+
+
+_SAVE_POSITIONAL = _Positional(_SAVE)
 
 
 def _autocommit_driver(connection: AsyncConnection) -> Any:
@@ -143,7 +174,7 @@ def _autocommit_driver(connection: AsyncConnection) -> Any:
     begin on the wire)."""
     sync = connection.sync_connection
     if sync is None or sync.get_execution_options().get("isolation_level") != "AUTOCOMMIT":
-        raise ValueError("write_state needs an AsyncSession or an autocommit connection")
+        raise ValueError("run writes need an AsyncSession or an autocommit connection")
     return sync.connection.driver_connection
 
 
@@ -206,12 +237,7 @@ async def write_state(
         "deadline_at": deadline_at,
     }
     await payloads.store(db, ext.payloads)
-    if isinstance(db, AsyncSession):
-        row = (await db.execute(_SAVE, params)).one()
-    else:
-        row = await _autocommit_driver(db).fetchrow(
-            _SAVE_SQL, *(params[name] for name in _SAVE_PARAMS)
-        )
+    row = await _SAVE_POSITIONAL.fetchrow(db, params)
     at_revision, written, attempt_id, revision = row
     if not written:
         return Written(None, moved=not at_revision)
@@ -292,6 +318,9 @@ _INSERT_RUN = text(
 ).columns(id=PG_UUID(as_uuid=True), settings=JSONB(), go=Boolean())
 
 
+_INSERT_POSITIONAL = _Positional(_INSERT_RUN)
+
+
 class Inserted(msgspec.Struct, frozen=True):
     """What :func:`insert_run` did: ``written`` when the run row was inserted;
     ``settings_differ`` when nothing was written because the workflow's stored settings
@@ -350,8 +379,7 @@ async def insert_run(
         "events": _json(events),
     }
     await payloads.store(db, ext.payloads)
-    row = (await db.execute(_INSERT_RUN, params)).one()
-    run_id, settings, go = row
+    run_id, settings, go = await _INSERT_POSITIONAL.fetchrow(db, params)
     if run_id is not None and state is not None:
         state.changed.clear()
         state.events.clear()

@@ -6,7 +6,10 @@
   ready) and ONE autocommit statement stores run, step records and events
   (:meth:`~backend.engine.ports.RunStore.insert_started`). The workflow settings it
   decided from (the run timeout's due time; no limit) are checked by that statement
-  to be still the stored ones; if they changed, the start is decided again.
+  to be still the stored ones; if they changed, the start is decided again. Its inline
+  budget comes from :class:`~backend.services.execution.inline_budget.Overruns`: a
+  version whose last start ran out of it evaluates one inline step and hands the rest
+  to a worker at once (the locked start of a run without a limit does the same).
 - Locked start (a limit, a re-run copying steps, an audited start, child runs at start,
   a run failing at once): one transaction inserts the run ``queued`` and starts it, or,
   under a limit, admits the workflow's oldest queued runs that fit. Admission takes the workflow's
@@ -19,7 +22,6 @@ the same :class:`~backend.engine.ports.WorkflowSettings`.
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -31,6 +33,11 @@ from backend.engine.model import RunState
 from backend.engine.ports import DuplicateRun, NewRun, RunTransaction, WorkflowSettings
 from backend.engine.states import RunStatus, StepStatus
 from backend.services.execution.followups import Followups
+from backend.services.execution.inline_budget import (
+    INLINE_BUDGET_SECONDS,
+    InlineBudget,
+    Overruns,
+)
 from backend.services.execution.transition import (
     AuditHook,
     Change,
@@ -43,32 +50,9 @@ from backend.services.execution.transition import (
 )
 from designer_schema.graph import WorkflowGraph
 
+__all__ = ["INLINE_BUDGET_SECONDS", "InlineBudget", "StartedRun", "Starts"]
+
 _SETTINGS_CACHE_SIZE = 1024
-
-INLINE_BUDGET_SECONDS = 0.01
-"""Wall time a start may spend evaluating inline steps where it was asked for (the API's
-event loop, the scheduler; seconds); past it the run is stored with the inline steps not yet
-evaluated left ``ready`` and a worker continues it (docs/engine.md, "Limits")."""
-
-
-class InlineBudget:
-    """``should_yield`` for :func:`backend.engine.orchestrator.start`: True once
-    ``seconds`` of wall time have passed since its first question (so the database round
-    trips before the engine runs do not count); ``spent`` says whether it ever answered
-    True."""
-
-    def __init__(self, seconds: float) -> None:
-        self.seconds = seconds
-        self.deadline: float | None = None
-        self.spent = False
-
-    def __call__(self) -> bool:
-        now = time.perf_counter()
-        if self.deadline is None:
-            self.deadline = now + self.seconds
-        elif not self.spent and now > self.deadline:
-            self.spent = True
-        return self.spent
 
 
 class VersionRef(Protocol):
@@ -105,6 +89,7 @@ class Starts:
         self.transitions = transitions
         self.followups = followups
         self._settings: OrderedDict[uuid.UUID, WorkflowSettings] = OrderedDict()
+        self.overruns = Overruns()
 
     async def start_run(
         self,
@@ -168,13 +153,14 @@ class Starts:
             if settings.max_concurrent_runs:
                 return None
             state = new_run_state(new)
-            budget = InlineBudget(INLINE_BUDGET_SECONDS)
+            budget = self.overruns.budget(new.version_id)
             dispatch = orchestrator.start(graph, state, now, should_yield=budget)
             if needs_transaction(state):
                 return None
             new.deadline_at = settings.deadline(now)
             current = await self.env.store.insert_started(new, state, settings)
             if current is None:
+                self.overruns.record(new.version_id, budget)
                 # the run's id is unknown until this commit and every listener subscribes
                 # before it reads PostgreSQL: no announcement needed
                 followup = Followup(dispatch=dispatch_entries(state, dispatch, now), notify=False)
@@ -206,11 +192,15 @@ class Starts:
             if copy_steps_from is not None:
                 await self._copy_steps(tx, new, copy_steps_from)
             await run_audit(tx, audit, new.id)
-            budget = InlineBudget(INLINE_BUDGET_SECONDS)
             if settings.max_concurrent_runs:
+                budget = InlineBudget(INLINE_BUDGET_SECONDS)  # shared by the runs admitted
                 return await self.admit(tx, new.workflow_id, settings, budget)
+            budget = self.overruns.budget(new.version_id)
             started = await self.start_queued(tx, new.id, settings, now, budget)
-        return [started] if started is not None else []
+        if started is None:
+            return []
+        self.overruns.record(new.version_id, budget)
+        return [started]
 
     async def start_queued(
         self,
