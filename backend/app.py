@@ -41,6 +41,7 @@ from frontend.access_pages import AccessPages
 from frontend.admin_pages import AdminPages
 from frontend.audit_pages import AdminAuditPages
 from frontend.connector_pages import ConnectorPages
+from frontend.designer_fragments import DesignerFragments
 from frontend.identity_pages import AccountPages, SsoPages
 from frontend.pages import STATIC, AppPages, AuthPages, html_error, wants_html
 from frontend.trigger_pages import TriggerPages
@@ -116,6 +117,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> Litestar:
             HealthController,
             AuthPages,
             AppPages,
+            DesignerFragments,
             ConnectorPages,
             AdminPages,
             AccessPages,

@@ -40,10 +40,11 @@ from backend.auth.web import (
 from backend.db.models import User, Workflow
 from backend.engine.states import RunStatus
 from backend.runtime import Runtime
-from backend.services import access, login_sessions, runs, workflows
+from backend.services import access, login_sessions, runs, workflow_picker, workflows
 from backend.services import credentials as creds
 from backend.services.channels import run_channel
 from frontend import display
+from frontend.field_views import WORKFLOW_PICKER_KEY
 from frontend.forms import CREDENTIAL_SCHEMA_KEY, CredentialChoice, render_config_panel
 from frontend.webhook_view import active_webhook
 
@@ -327,6 +328,8 @@ class AppPages(LoginRequiredPages):
         types = _credential_types(spec.config_schema)
         usable = await access.credential_filter(db, principal)
         views = await creds.list_credentials(db, runtime.catalog, types, usable) if types else []
+        named = [v for k, v in data.config.items() if _is_picker(spec.config_schema, k)]
+        names = await workflow_picker.readable_names(db, principal, named) if named else {}
         html = render_config_panel(
             ENV,
             spec,
@@ -339,6 +342,7 @@ class AppPages(LoginRequiredPages):
                 name: ctype.label for name, ctype in runtime.catalog.credential_types.items()
             },
             return_to=urlparse(data.return_to).path if data.return_to.startswith("/") else "",
+            workflow_names=names,
         )
         return Response(html, media_type=MediaType.HTML)
 
@@ -412,6 +416,12 @@ def _credential_types(schema: dict[str, Any]) -> tuple[str, ...]:
             if name not in found:
                 found.append(str(name))
     return tuple(found)
+
+
+def _is_picker(schema: dict[str, Any], name: str) -> bool:
+    """Whether config field ``name`` is a workflow picker (``x-workflow-picker``)."""
+    prop = (schema.get("properties") or {}).get(name)
+    return isinstance(prop, dict) and bool(prop.get(WORKFLOW_PICKER_KEY))
 
 
 def _credential_choice(view: creds.CredentialView) -> CredentialChoice:

@@ -158,6 +158,7 @@ ROUTES: dict[tuple[str, str], P] = {
         "/credentials/{credential_id:uuid}/access/{grant_id:uuid}/delete",
     ): P.CREDENTIAL_MANAGE,
     ("POST", "/designer/config-panel"): P.AUTHENTICATED,
+    ("GET", "/designer/workflow-options"): P.WORKFLOW_LIST,
     ("POST", "/designer/schedule-preview"): P.AUTHENTICATED,
     ("GET", "/health/live"): P.PUBLIC,
     ("GET", "/health/ready"): P.PUBLIC,

@@ -50,6 +50,7 @@ function setStatus(text, kind = "") {
 // ------------------------------------------------------------------ components
 
 const panel = new ConfigPanel(document.getElementById("config-panel"), model, {
+  workflowId,
   onStatus: (m, k) => setStatus(m, k),
   // "New credential" leaves the page: keep the drawing first.
   beforeLeave: async () => readOnly || !dirty || (await save()),
