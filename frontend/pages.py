@@ -37,7 +37,7 @@ from backend.auth.web import (
     session_cookie,
     throttled_message,
 )
-from backend.db.models import User, Workflow
+from backend.db.models import Workflow
 from backend.engine.states import RunStatus
 from backend.runtime import Runtime
 from backend.services import access, login_sessions, runs, workflow_picker, workflows
@@ -219,45 +219,8 @@ class LoginRequiredPages(Controller):
 
 
 class AppPages(LoginRequiredPages):
-    """Workflow list, designer, run list and run detail (login required)."""
-
-    @get("/workflows", operation_id="page_workflows", opt={"permission": Permission.WORKFLOW_LIST})
-    async def workflows_page(
-        self, request: Request, db: DbSession, runtime: AppRuntime, principal: CurrentPrincipal
-    ) -> Response[str]:
-        """The workflows the user may read."""
-        visible = await access.workflow_filter(db, principal)
-        items = [
-            {
-                "id": str(wf.id),
-                "name": wf.name,
-                "description": wf.description,
-                "active_version": wf.active_version,
-                "updated_at": wf.updated_at,
-                "webhook_url": webhook_url(runtime, wf) if wf.active_version else None,
-            }
-            for wf in await workflows.list_workflows(db, visible)
-        ]
-        return render(request, "workflows.html", workflows=items)
-
-    @post(
-        "/workflows",
-        operation_id="page_create_workflow",
-        opt={"permission": Permission.WORKFLOW_CREATE},
-    )
-    async def create_workflow(
-        self,
-        request: Request,
-        db: DbSession,
-        data: URLEncodedBody[dict[str, str]],
-    ) -> Response[Any]:
-        """Create a workflow from the form and open it in the designer."""
-        user: User = request.scope["state"]["user"]
-        try:
-            wf = await workflows.create_workflow(db, data.get("name", ""), user.id)
-        except workflows.InvalidInput as exc:
-            raise HTTPException(status_code=400, detail=str(exc)) from exc
-        return Redirect(f"/workflows/{wf.id}/designer")
+    """Designer, run list and run detail (login required; the workflow list is in
+    :mod:`frontend.workflow_pages`)."""
 
     @get(
         "/workflows/{workflow_id:uuid}/designer",
@@ -281,15 +244,17 @@ class AppPages(LoginRequiredPages):
                 request, "error.html", status_code=404, status_code_=404, message=str(exc)
             )
         level = await access.workflow_level(db, principal, wf)
+        archived = wf.archived_at is not None  # read only until restored
         return render(
             request,
             "designer.html",
-            can_edit=level >= Level.EDIT,
-            can_run=level >= Level.RUN,
+            can_edit=level >= Level.EDIT and not archived,
+            can_run=level >= Level.RUN and not archived,
             can_manage=level >= Level.MANAGE,
             workflow={
                 "id": str(wf.id),
                 "name": wf.name,
+                "archived": archived,
                 "active_version": wf.active_version,
                 "draft_revision": wf.draft_revision,
                 "webhook": await active_webhook(db, runtime.settings.base_url, wf),

@@ -89,3 +89,16 @@ async def readable_names(
         )
     )
     return {str(wid): f"{name} (archived)" if archived else name for wid, name, archived in rows}
+
+
+async def ids_at_level(
+    session: AsyncSession, principal: Principal, minimum: Level, ids: Iterable[uuid.UUID]
+) -> set[uuid.UUID]:
+    """The workflows among ``ids`` that ``principal`` holds at ``minimum`` or above (one
+    query; for showing each row's buttons in a list)."""
+    wanted = list(ids)
+    if not wanted:
+        return set()
+    visible = await access.workflow_filter(session, principal, minimum)
+    rows = await session.execute(select(Workflow.id).where(Workflow.id.in_(wanted), visible))
+    return set(rows.scalars())

@@ -197,7 +197,10 @@ async function publish() {
   root.dataset.activeVersion = version.number;
   showWebhook(resp.data?.webhook_url);
   const note = resp.data?.created === false ? " (no changes since the last publish)" : "";
-  setStatus(`Published version ${version.number}${note}`, "ok");
+  const warnings = resp.data?.warnings || [];
+  showDiagnostics(warnings); // what runs will ignore stays listed under Problems
+  const warned = warnings.length ? ` · ${warnings.length} warning${warnings.length === 1 ? "" : "s"}` : "";
+  setStatus(`Published version ${version.number}${note}${warned}`, "ok");
 }
 
 /**
