@@ -138,7 +138,10 @@ def test_chips_retry_and_timeout_in_the_panel(page: Any, railyard_server: Railya
         "non_retryable_error_kinds": ["http_404"],
     }
     assert config["timeout"] == 5400
-    form.screenshot(path=str(ARTIFACTS_DIR / "config-panel.png"))
+    form.locator('[data-field-wrap="to"]').scroll_into_view_if_needed()
+    page.screenshot(path=str(ARTIFACTS_DIR / "config-panel.png"))
+    form.locator('[data-field-wrap="retry"]').scroll_into_view_if_needed()
+    page.screenshot(path=str(ARTIFACTS_DIR / "config-panel-retry.png"))
 
     # ------------------------------------------------------------ stored and shown again
     page.keyboard.press("Control+s")

@@ -33,6 +33,10 @@ export function attachWorkflowPickers(container, { workflowId, onPick }) {
     if (e.target.closest(".workflow-options [role=option]")) e.preventDefault();
   });
   container.addEventListener("click", (e) => {
+    const input = e.target.closest(".workflow-search");
+    if (input && input.closest(".workflow-picker").querySelector(".workflow-options").hidden) {
+      return search(input.closest(".workflow-picker"), "");
+    }
     const option = e.target.closest(".workflow-options [role=option]");
     if (option) return pick(option.closest(".workflow-picker"), option);
     const clear = e.target.closest(".workflow-clear");
