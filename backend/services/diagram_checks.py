@@ -2,18 +2,23 @@
 
 The compiler (:mod:`designer_schema.compiler`) is pure and cannot see credentials or other
 workflows, so :func:`check` compiles and then adds, for every literal reference
-(:func:`backend.services.references.references`), an ``error`` when:
+(:func:`backend.services.references.references`):
 
-- ``credential_missing``: the credential id names no saved credential;
-- ``credential_type``: the credential is of a type the field does not accept (an SMTP
-  login in a Slack step would fail at run time with a confusing error);
-- ``workflow_missing``: a Sub-workflow or For each step names a workflow that does not
-  exist;
-- ``workflow_archived``: it names an archived workflow (which starts no runs).
+- ``credential_type`` (error): the credential is of a type the field does not accept (an
+  SMTP login in a Slack step would fail at run time with a confusing error);
+- ``credential_missing`` (warning): the credential id names no saved credential;
+- ``workflow_missing`` (warning): a Sub-workflow or For each step names a workflow that
+  does not exist;
+- ``workflow_archived`` (warning): it names an archived workflow (which starts no runs
+  until it is restored).
+
+The missing and archived cases are warnings, not errors: an archived workflow can be
+restored before a run needs it, and a reference can be fixed after publishing; until then
+the step fails at run time with an error that says why.
 
 Existence is told without regard to permission (a reference the author may not use is
 refused at save and publish with 403 by :func:`backend.services.references.check_diagram`).
-The designer shows these with the compiler's diagnostics (live and at publish); any of them
+The designer shows these with the compiler's diagnostics (live and at publish); an error
 blocks publishing.
 """
 
@@ -41,7 +46,7 @@ REFERENCE_CODES: Final = (
     "workflow_missing",
     "workflow_archived",
 )
-"""Codes of the diagnostics :func:`reference_diagnostics` emits (all errors)."""
+"""Codes of the diagnostics :func:`reference_diagnostics` emits."""
 
 
 def _uuid(value: str) -> uuid.UUID | None:
@@ -88,9 +93,10 @@ async def reference_diagnostics(
             if known is None:
                 found.append(
                     Diagnostic(
-                        "error",
+                        "warning",
                         "credential_missing",
-                        f"credential {object_id} does not exist (deleted?): choose another",
+                        f"credential {object_id} does not exist (deleted?): the step will fail; "
+                        "choose another",
                         node_id,
                         None,
                         field,
@@ -113,9 +119,10 @@ async def reference_diagnostics(
             if target is None:
                 found.append(
                     Diagnostic(
-                        "error",
+                        "warning",
                         "workflow_missing",
-                        f"workflow {object_id} does not exist: choose another",
+                        f"workflow {object_id} does not exist: the call will fail; choose "
+                        "another",
                         node_id,
                         None,
                         field,
@@ -124,10 +131,10 @@ async def reference_diagnostics(
             elif target[1]:
                 found.append(
                     Diagnostic(
-                        "error",
+                        "warning",
                         "workflow_archived",
-                        f"workflow {target[0]!r} is archived and starts no runs: restore it "
-                        "or choose another",
+                        f"workflow {target[0]!r} is archived and starts no runs: the call "
+                        "will fail until it is restored; restore it or choose another",
                         node_id,
                         None,
                         field,
@@ -156,5 +163,6 @@ async def check(
     extra = await reference_diagnostics(session, diagram, catalog)
     if extra:
         diagnostics = [*diagnostics, *extra]
-        graph = None
+        if any(d.severity == "error" for d in extra):
+            graph = None
     return graph, diagnostics

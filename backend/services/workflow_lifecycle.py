@@ -8,7 +8,8 @@ the webhook token and secret. What stops:
 - its webhook answers ``410 Gone`` (:func:`backend.services.webhooks.load_endpoint`);
 - its schedule is disabled (:func:`backend.services.schedules.disable_schedule`);
 - it starts no new runs: manual and API runs are refused (409), Sub-workflow and For each
-  calls fail with ``subworkflow_not_found``, an error workflow is not started
+  calls fail (the child is recorded as ``subworkflow_not_found``, the step as
+  ``child_failed``), an error workflow is not started
   (``resolve_version`` skips archived workflows);
 - its draft, settings and name cannot change until it is restored (409).
 

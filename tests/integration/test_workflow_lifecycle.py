@@ -235,21 +235,21 @@ async def test_reference_diagnostics_for_credentials_and_called_workflows(
         ],
     )
 
-    async def found() -> list[tuple[str, str, str]]:
+    async def found() -> list[tuple[str, str, str, str]]:
         r = await client.post(f"/api/workflows/{host['id']}/compile", json={"diagram": d})
         return [
-            (x["code"], x["node_id"], x["field"])
+            (x["severity"], x["code"], x["node_id"], x["field"])
             for x in r.json()["diagnostics"]
             if x["code"].startswith(("credential_", "workflow_"))
         ]
 
     assert await found() == [
-        ("credential_type", "mail", "credential"),
-        ("credential_missing", "mail2", "credential"),
-        ("workflow_missing", "call2", "workflow_id"),
+        ("error", "credential_type", "mail", "credential"),
+        ("warning", "credential_missing", "mail2", "credential"),
+        ("warning", "workflow_missing", "call2", "workflow_id"),
     ]
     assert (await client.delete(f"/api/workflows/{callee['id']}")).status_code == 204
-    assert ("workflow_archived", "call", "workflow_id") in await found()
+    assert ("warning", "workflow_archived", "call", "workflow_id") in await found()
     r = await client.post(f"/api/workflows/{host['id']}/compile", json={"diagram": d})
     message = next(x["message"] for x in r.json()["diagnostics"] if x["code"] == "credential_type")
     assert "'API key'" in message and "'bearer'" in message and "'smtp'" in message
@@ -334,3 +334,28 @@ async def test_workflow_list_page_forms_rename_duplicate_archive_restore(
     r = await client.post(f"/workflows/{wf['id']}/restore")
     assert r.headers["location"] == "/workflows"
     assert (await client.get(f"/api/workflows/{wf['id']}")).json()["archived_at"] is None
+
+
+async def test_a_published_caller_of_an_archived_workflow_fails_that_step(
+    client: httpx.AsyncClient, runtime: Runtime, worker: Any
+) -> None:
+    callee = await publish(client, hook_flow())
+    caller = await publish(
+        client,
+        diagram(
+            [
+                node("start", "trigger.manual"),
+                node("call", "control.subworkflow", workflow_id=callee["id"]),
+            ],
+            [edge("start", "call")],
+        ),
+    )
+    assert (await client.delete(f"/api/workflows/{callee['id']}")).status_code == 204
+    r = await client.post(f"/api/workflows/{caller['id']}/runs", json={"input": {}})
+    assert r.status_code == 201, r.text
+    run_id = r.json()["run_id"]
+    assert await wait_for_run(runtime, run_id) == "failed"
+    detail = (await client.get(f"/api/runs/{run_id}")).json()
+    call = next(s for s in detail["steps"] if s["step_id"] == "call")
+    assert call["error"]["kind"] == "child_failed", call["error"]
+    assert "archived" in call["error"]["message"]

@@ -227,7 +227,8 @@ export class ConfigPanel {
         continue;
       }
       const result = readControl(control);
-      markInvalid(control, result.error);
+      // a group marks its own sub-fields; its error is not repeated on the group
+      if (control.dataset.kind !== "group") markInvalid(control, result.error);
       if (result.error) continue; // keep the last good value until the JSON parses
       if (result.omit) delete config[field];
       else config[field] = result.value;
