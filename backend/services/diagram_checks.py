@@ -121,8 +121,7 @@ async def reference_diagnostics(
                     Diagnostic(
                         "warning",
                         "workflow_missing",
-                        f"workflow {object_id} does not exist: the call will fail; choose "
-                        "another",
+                        f"workflow {object_id} does not exist: the call will fail; choose another",
                         node_id,
                         None,
                         field,
