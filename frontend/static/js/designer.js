@@ -160,7 +160,8 @@ const saver = new DraftSaver(workflowId, Number(root.dataset.draftRevision) || 0
     dirty = saver.dirty;
     showDiagnostics(data.diagnostics);
     const n = diagnostics.length;
-    setStatus(n ? `Saved · ${problems(n)}` : "Saved", n ? "error" : "ok");
+    const errors = diagnostics.filter((d) => d.severity !== "warning").length;
+    setStatus(n ? `Saved · ${problems(n)}` : "Saved", errors ? "error" : "ok");
   },
 });
 

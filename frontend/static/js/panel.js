@@ -264,3 +264,9 @@ export class ConfigPanel {
     }
   }
 }
+
+/** Make `control` the live one of a field (data-field) or park it (data-field-off). */
+function setLive(control, live, name) {
+  control.removeAttribute(live ? "data-field-off" : "data-field");
+  control.setAttribute(live ? "data-field" : "data-field-off", name);
+}
