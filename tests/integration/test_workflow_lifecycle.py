@@ -8,27 +8,19 @@ from datetime import UTC, datetime
 from typing import Any
 
 import httpx
-import msgspec
 import pytest
 from sqlalchemy import select
 
-from backend import crypto
 from backend.db.models import Schedule
 from backend.db.models.credentials import AuditLog
 from backend.runtime import Runtime
-from backend.settings import Settings
 from tests.diagrams import diagram, edge, node
 from tests.integration.conftest import wait_for_run
+from tests.integration.encrypted_settings import settings  # noqa: F401  (the fixture)
+from tests.integration.flows import publish
 from tests.integration.rbac import client_as, grant, make_user
-from tests.integration.test_runs import publish
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture(scope="session")
-def settings(settings: Settings) -> Settings:
-    """The integration settings plus an encryption key (credentials need one)."""
-    return msgspec.structs.replace(settings, encryption_key=crypto.generate_key())
 
 
 def hook_flow() -> dict[str, Any]:
@@ -136,24 +128,24 @@ async def test_an_error_workflow_in_use_cannot_be_archived(client: httpx.AsyncCl
 
 
 async def test_only_managers_archive_and_restore(
-    client: httpx.AsyncClient, settings: Settings, runtime: Runtime
+    client: httpx.AsyncClient, runtime: Runtime
 ) -> None:
     wf = (await client.post("/api/workflows", json={"name": "Shared"})).json()
     editor = await make_user(runtime, "ed@example.com", "editor")
     await grant(runtime, "workflow", wf["id"], f"user:{editor}", "edit")
-    async with client_as(settings, runtime, "ed@example.com") as ed:
+    async with client_as(runtime.settings, runtime, "ed@example.com") as ed:
         assert (await ed.delete(f"/api/workflows/{wf['id']}")).status_code == 403
         assert (await client.delete(f"/api/workflows/{wf['id']}")).status_code == 204
         assert (await ed.post(f"/api/workflows/{wf['id']}/restore")).status_code == 403
     # the owner (an editor owning the workflow) may
-    async with client_as(settings, runtime, "own@example.com", "editor") as owner:
+    async with client_as(runtime.settings, runtime, "own@example.com", "editor") as owner:
         mine = (await owner.post("/api/workflows", json={"name": "Mine"})).json()
         assert (await owner.delete(f"/api/workflows/{mine['id']}")).status_code == 204
         assert (await owner.post(f"/api/workflows/{mine['id']}/restore")).status_code == 200
 
 
 async def test_duplicate_copies_the_draft_into_a_new_workflow_of_the_caller(
-    client: httpx.AsyncClient, settings: Settings, runtime: Runtime
+    client: httpx.AsyncClient, runtime: Runtime
 ) -> None:
     src = await publish(client, hook_flow())
     await client.patch(
@@ -164,10 +156,10 @@ async def test_duplicate_copies_the_draft_into_a_new_workflow_of_the_caller(
     editor = await make_user(runtime, "copy@example.com", "editor")
     await grant(runtime, "workflow", src["id"], f"user:{viewer}", "read")
     await grant(runtime, "workflow", src["id"], f"user:{editor}", "read")
-    async with client_as(settings, runtime, "view@example.com") as v:
+    async with client_as(runtime.settings, runtime, "view@example.com") as v:
         r = await v.post(f"/api/workflows/{src['id']}/duplicate", json={})
         assert r.status_code == 403 and "create" in r.json()["detail"]
-    async with client_as(settings, runtime, "copy@example.com") as ed:
+    async with client_as(runtime.settings, runtime, "copy@example.com") as ed:
         r = await ed.post(f"/api/workflows/{src['id']}/duplicate", json={})
         assert r.status_code == 201, r.text
         copy = r.json()
@@ -274,7 +266,7 @@ async def test_publish_answers_with_the_warnings(client: httpx.AsyncClient) -> N
 
 
 async def test_workflow_options_list_what_the_user_may_run(
-    client: httpx.AsyncClient, settings: Settings, runtime: Runtime
+    client: httpx.AsyncClient, runtime: Runtime
 ) -> None:
     names = ["Billing sync", "billing report", "Onboarding", "Old billing"]
     ids = {}
@@ -296,7 +288,7 @@ async def test_workflow_options_list_what_the_user_may_run(
     operator = await make_user(runtime, "op@example.com", "operator")
     await grant(runtime, "workflow", ids["Onboarding"], f"user:{operator}", "run")
     await grant(runtime, "workflow", ids["billing report"], f"user:{operator}", "read")
-    async with client_as(settings, runtime, "op@example.com") as op:
+    async with client_as(runtime.settings, runtime, "op@example.com") as op:
         r = await op.get("/designer/workflow-options")
         assert 'data-name="Onboarding"' in r.text
         assert "billing report" not in r.text  # read only: may not call it
