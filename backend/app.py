@@ -42,11 +42,13 @@ from frontend.access_pages import AccessPages
 from frontend.admin_pages import AdminPages
 from frontend.audit_pages import AdminAuditPages
 from frontend.connector_pages import ConnectorPages
+from frontend.designer_fragments import DesignerFragments
 from frontend.identity_pages import AccountPages, SsoPages
 from frontend.pages import AppPages, AuthPages, html_error, wants_html
 from frontend.rendering import STATIC
 from frontend.trigger_pages import TriggerPages
 from frontend.user_admin_pages import AdminUserPages
+from frontend.workflow_pages import WorkflowPages
 
 
 def _http_error(request: Request, exc: HTTPException) -> Response[object]:
@@ -119,6 +121,8 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> Litestar:
             HealthController,
             AuthPages,
             AppPages,
+            DesignerFragments,
+            WorkflowPages,
             ConnectorPages,
             AdminPages,
             AccessPages,

@@ -76,6 +76,9 @@ Edges
 
 - ``note_edge``: an edge from or to a sticky note (notes take no edges).
 
+Warnings (never block publishing): ``unknown_config_key``, ``ignored_setting`` and
+``ignored_step``, for what a run would silently ignore (:mod:`designer_schema.ignored`).
+
 Sticky notes (``type`` = :data:`~designer_schema.diagram.NOTE_TYPE`) are comments: they are
 not steps, so they are never unreachable, never checked against the catalog, and adding,
 editing or moving one leaves the content hash as it was.
@@ -125,6 +128,7 @@ from designer_schema.diagnostics import Diagnostic
 from designer_schema.diagram import NOTE_TYPE, Diagram, Node
 from designer_schema.graph import JoinSpec, Step, Transition, WorkflowGraph, canonical_hash
 from designer_schema.graph_checks import check_edges, cyclic_components, reachable
+from designer_schema.ignored import IGNORED_CODES, check_node_keys, check_trigger_needs
 from designer_schema.node_compiler import compile_node
 from designer_schema.step_options import RESERVED_CONFIG_KEYS
 
@@ -152,8 +156,10 @@ DIAGNOSTIC_CODES: Final = (
     "unreachable_node",
     "cycle",
     *DATAFLOW_CODES,
+    *IGNORED_CODES,
 )
-"""Every code :func:`compile_diagram` emits."""
+"""Every code :func:`compile_diagram` emits (the warnings of :mod:`designer_schema.ignored`
+last)."""
 
 
 def compile_diagram(
@@ -201,6 +207,7 @@ def compile_diagram(
             continue
         specs[node.id] = spec
         steps[node.id] = compile_node(node, spec, expressions, sink)
+        check_node_keys(node, spec, RESERVED_CONFIG_KEYS, sink.add)
         if "join" in node.config and node.config["join"] is not None:
             join_fields[node.id] = steps[node.id].join
 
@@ -238,6 +245,7 @@ def compile_diagram(
         )
 
     if triggers:
+        check_trigger_needs(nodes, specs, triggers[0], sink.add)
         reached = reachable(triggers[0], adjacency)
         trigger_set = set(triggers)
         for node_id in nodes:

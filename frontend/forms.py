@@ -5,7 +5,8 @@ answers with the fragment rendered here. The browser never gets to choose markup
 goes through the autoescaping template ``fragments/config_panel.html``.
 
 Each control carries ``data-field`` (the config key; ``__label`` for the node label) and
-``data-kind``, which tells ``static/js/panel.js`` how to read the value back:
+``data-kind``, which tells ``static/js/fields.js`` how to read the value back (which schema
+selects which kind: :mod:`frontend.field_views`):
 
 ============  =====================================  ==========================================
 kind          control                                value read back
@@ -18,6 +19,12 @@ kind          control                                value read back
                                                      ``data-json`` is set; omitted when empty)
 ``kv``        rows of key/value inputs               an object (values per ``data-value-kind``)
 ``json``      ``textarea``                           parsed JSON (omitted when empty)
+``chips``     chips plus an ``input`` (Enter adds)   a list (items per ``data-value-kind``;
+                                                     omitted when empty)
+``duration``  ``input[type=text]`` (``30s``, ``5m``)  seconds as a number (omitted when empty)
+``workflow``  a search box over a listbox            the chosen workflow id (omitted when none)
+``group``     sub-controls with ``data-subfield``    an object of the sub-values (omitted when
+                                                     every sub-control is empty)
 credential    ``select`` of saved credentials        the credential id (omitted when empty)
 expression    ``input[type=text]`` or ``textarea``   the text, ``=``-prefixed (omitted when
                                                      empty)
@@ -31,6 +38,11 @@ expression input (kind ``expression``), with an ``fx`` button between them. Exac
 the two carries ``data-field`` (the other ``data-field-off`` and sits in a hidden wrapper);
 ``panel.js`` swaps them and carries the value over (literal ``x`` <-> expression ``=x``).
 A field whose current value starts with ``=`` opens in expression mode.
+
+Settings: every step but a trigger gets a Settings section for the reserved config keys
+(``designer_schema.compiler``): ``on_error``, ``timeout`` (a duration) and, for actions
+(the steps the engine retries), ``retry`` as a group of the
+:class:`~designer_schema.graph.RetryPolicy` fields (:data:`RETRY_SCHEMA`).
 
 Enum labels: a select shows each option's label from the field schema's
 ``"x-enum-labels"`` (an object, option value -> label; non-string values are keyed by their
@@ -48,9 +60,8 @@ the designer with the new credential filled in.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -60,22 +71,125 @@ from jinja2.sandbox import SandboxedEnvironment
 
 from designer_schema.catalog import NodeTypeSpec
 from designer_schema.diagnostics import Diagnostic
+from designer_schema.graph import RetryPolicy
 from frontend import display
+from frontend.field_views import (
+    DURATION_KEY,
+    ENUM_LABELS_KEY,
+    SUGGESTIONS_KEY,
+    FieldView,
+    base_view,
+    enum_choices,
+    field_view,
+)
+
+__all__ = [
+    "CREDENTIAL_SCHEMA_KEY",
+    "ENUM_LABELS_KEY",
+    "RESERVED_FIELDS",
+    "CredentialChoice",
+    "create_environment",
+    "enum_choices",
+    "render_config_panel",
+    "settings_views",
+]
 
 TEMPLATES_DIR = Path(__file__).parent / "templates"
 STATIC_DIR = Path(__file__).parent / "static"
 PANEL_TEMPLATE = "fragments/config_panel.html"
 
 #: Config keys every node accepts, edited in the panel's "Settings" section.
-RESERVED_FIELDS = ("on_error", "timeout")
+RESERVED_FIELDS = ("on_error", "timeout", "retry")
 ON_ERROR_CHOICES = (
     ("fail", "Fail the run"),
     ("error_port", "Continue on the error port"),
+    ("continue", "Continue on the regular output"),
 )
+
+#: Error kinds offered when choosing what not to retry (any other kind can be typed):
+#: the kinds the built-in connectors and the SDK raise (connectors/sdk/errors.py).
+COMMON_ERROR_KINDS = (
+    "http_400",
+    "http_401",
+    "http_403",
+    "http_404",
+    "http_409",
+    "http_422",
+    "http_429",
+    "http_500",
+    "http_502",
+    "http_503",
+    "http_timeout",
+    "http_transport",
+    "ssrf_blocked",
+    "config",
+    "template_error",
+    "smtp_auth",
+    "smtp_connect",
+    "smtp_recipients_refused",
+)
+
+_DEFAULT_RETRY = RetryPolicy()
+RETRY_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "title": "Retry",
+    "properties": {
+        "max_attempts": {
+            "type": "integer",
+            "minimum": 1,
+            "default": _DEFAULT_RETRY.max_attempts,
+            "title": "Attempts",
+            "description": "Counts the first attempt: 1 means no retry.",
+        },
+        "initial_interval": {
+            "type": "number",
+            DURATION_KEY: True,
+            "minimum": 0,
+            "default": _DEFAULT_RETRY.initial_interval,
+            "title": "First retry after",
+        },
+        "backoff_coefficient": {
+            "type": "number",
+            "minimum": 1,
+            "default": _DEFAULT_RETRY.backoff_coefficient,
+            "title": "Backoff factor",
+            "description": "Each wait is the previous one times this (1: constant).",
+        },
+        "max_interval": {
+            "type": "number",
+            DURATION_KEY: True,
+            "minimum": 0,
+            "default": _DEFAULT_RETRY.max_interval,
+            "title": "Longest wait",
+        },
+        "jitter": {
+            "type": "number",
+            "minimum": 0,
+            "maximum": 1,
+            "default": _DEFAULT_RETRY.jitter,
+            "title": "Jitter",
+            "description": "Random spread of each wait: 0.1 is ±10 %.",
+        },
+        "non_retryable_error_kinds": {
+            "type": "array",
+            "items": {"type": "string"},
+            SUGGESTIONS_KEY: list(COMMON_ERROR_KINDS),
+            "title": "Never retry on",
+            "description": "Error kinds that fail the step at once, e.g. http_404.",
+        },
+    },
+}
+"""The panel's form of the reserved ``retry`` key (:class:`RetryPolicy`; defaults from it)."""
+
+TIMEOUT_SCHEMA: dict[str, Any] = {
+    "type": "number",
+    DURATION_KEY: True,
+    "title": "Timeout per attempt",
+    "description": "Empty: no limit. An attempt over it fails with kind timeout.",
+}
 
 
 CREDENTIAL_SCHEMA_KEY = "x-credential-type"
-ENUM_LABELS_KEY = "x-enum-labels"
 
 
 @dataclass(frozen=True)
@@ -87,36 +201,6 @@ class CredentialChoice:
     name: str
     type: str
     hint: str = ""
-
-
-@dataclass
-class FieldView:
-    """Everything the template needs to draw one config field."""
-
-    name: str
-    kind: str  # string | number | integer | boolean | enum | kv | json
-    title: str
-    description: str = ""
-    required: bool = False
-    expression: bool = False
-    multiline: bool = False
-    value: Any = None  # the text shown in the control (str), or bool for checkboxes
-    placeholder: str = ""
-    minimum: Any = None
-    maximum: Any = None
-    options: list[tuple[str, str]] = field(default_factory=list)  # (value, text)
-    enum_json: bool = False  # option values are JSON-encoded (non-string enums)
-    rows: list[tuple[str, str]] = field(default_factory=list)  # kv rows (key, value text)
-    value_kind: str = "auto"  # how kv values are read back
-    errors: list[str] = field(default_factory=list)
-    expr_active: bool = False  # the field holds an expression: its expression input is live
-    expr_value: str = ""  # text of the expression input ("=..." or "")
-    credential_types: list[str] = field(default_factory=list)
-    new_links: list[tuple[str, str]] = field(default_factory=list)  # (href, text)
-
-    @property
-    def is_expression_value(self) -> bool:
-        return isinstance(self.value, str) and self.value.startswith("=")
 
 
 def create_environment(extra_search_paths: list[Path] | None = None) -> SandboxedEnvironment:
@@ -135,6 +219,30 @@ def create_environment(extra_search_paths: list[Path] | None = None) -> Sandboxe
     return env
 
 
+def settings_views(spec: NodeTypeSpec, config: Mapping[str, Any]) -> list[FieldView]:
+    """The Settings section's fields of a step of ``spec``: the retry policy (a group of
+    :data:`RETRY_SCHEMA`'s fields; actions only, as only actions are retried) and the
+    timeout (a duration). Empty for triggers."""
+    if spec.kind == "trigger":
+        return []
+    views: list[FieldView] = []
+    if spec.kind == "action":
+        retry = config.get("retry")
+        current = retry if isinstance(retry, Mapping) else {}
+        group = base_view("retry", RETRY_SCHEMA, "group", required=False)
+        for name, prop in RETRY_SCHEMA["properties"].items():
+            sub = field_view(name, prop, current.get(name), required=False, expression=False)
+            sub.path = f"retry.{name}"
+            group.subfields.append(sub)
+        views.append(group)
+    views.append(
+        field_view(
+            "timeout", TIMEOUT_SCHEMA, config.get("timeout"), required=False, expression=False
+        )
+    )
+    return views
+
+
 def render_config_panel(
     env: jinja2.Environment,
     spec: NodeTypeSpec,
@@ -146,13 +254,16 @@ def render_config_panel(
     credentials: Sequence[CredentialChoice] = (),
     credential_type_labels: Mapping[str, str] | None = None,
     return_to: str = "",
+    workflow_names: Mapping[str, str] | None = None,
 ) -> str:
     """Render the side-panel form editing one node of type ``spec``.
 
     ``credentials`` are the saved credentials the pickers may offer (each picker keeps
     those of its field's types); ``credential_type_labels`` maps a credential type name to
     its label for the "New ..." links; ``return_to`` is the designer's path (same-site,
-    starting with ``/``) the credentials page sends the user back to.
+    starting with ``/``) the credentials page sends the user back to; ``workflow_names``
+    maps the workflow ids the config names to the names workflow pickers show (ids the
+    user may not read are left out and shown as an id).
     """
     schema = spec.config_schema or {}
     properties: dict[str, Any] = schema.get("properties") or {}
@@ -172,56 +283,49 @@ def render_config_panel(
                 view.credential_types, credential_type_labels or {}, return_to, node_id, name
             )
         else:
-            view = _field_view(
+            view = field_view(
                 name,
                 prop,
                 config.get(name),
                 required=name in required,
                 expression=name in expression_fields,
             )
+            if view.kind == "workflow":
+                view.workflow_name = (workflow_names or {}).get(view.value, "")
         fields.append(view)
-    by_name = {f.name: f for f in fields}
+    settings = settings_views(spec, config)
+    by_path = {f.path: f for f in fields}
+    for group in settings:
+        by_path[group.path] = group
+        by_path.update((sub.path, sub) for sub in group.subfields)
 
     node_errors: list[Diagnostic] = []
     for diag in diagnostics:
         if diag.node_id != node_id:
             continue
-        target = by_name.get(_top_field(diag.field)) if diag.field else None
+        target = None
+        if diag.field:
+            target = by_path.get(diag.field) or by_path.get(_top_field(diag.field))
         if target is not None:
             target.errors.append(diag.message)
         else:
             node_errors.append(diag)
 
-    timeout = config.get("timeout")
     return env.get_template(PANEL_TEMPLATE).render(
         spec=spec,
         node_id=node_id,
         label=label,
         fields=fields,
+        settings=settings,
         node_errors=node_errors,
         on_error=config.get("on_error") or "fail",
         on_error_choices=ON_ERROR_CHOICES,
-        timeout="" if timeout is None else str(timeout),
     )
 
 
 def _top_field(path: str) -> str:
     """``mapping.total`` -> ``mapping``; ``items[0].name`` -> ``items``."""
     return path.split(".", 1)[0].split("[", 1)[0]
-
-
-def _humanize(name: str) -> str:
-    return name.replace("_", " ").strip().capitalize() or name
-
-
-def _base_view(name: str, prop: dict[str, Any], kind: str, *, required: bool) -> FieldView:
-    return FieldView(
-        name=name,
-        kind=kind,
-        title=str(prop.get("title") or _humanize(name)),
-        description=str(prop.get("description") or ""),
-        required=required,
-    )
 
 
 def _credential_view(
@@ -234,7 +338,7 @@ def _credential_view(
 ) -> FieldView:
     accepted = prop[CREDENTIAL_SCHEMA_KEY]
     types = [accepted] if isinstance(accepted, str) else [str(t) for t in accepted or ()]
-    view = _base_view(name, prop, "credential", required=required)
+    view = base_view(name, prop, "credential", required=required)
     view.credential_types = types
     current = value if isinstance(value, str) else ""
     view.value = current
@@ -260,113 +364,3 @@ def _new_credential_links(
         label = labels.get(type_name, type_name)
         links.append((f"/credentials?{urlencode(query, quote_via=quote)}", f"New {label}"))
     return links
-
-
-def _field_view(
-    name: str, prop: dict[str, Any], value: Any, *, required: bool, expression: bool
-) -> FieldView:
-    if expression and isinstance(value, str) and value.startswith("="):
-        # Expression mode: the expression input holds the value, the literal widget waits
-        # (empty) behind the fx toggle.
-        view = _field_view(name, prop, None, required=required, expression=True)
-        view.expr_active = True
-        view.expr_value = value
-        return view
-    view = _base_view(name, prop, "json", required=required)
-    view.expression = expression
-    default = prop.get("default")
-    type_ = prop.get("type")
-
-    choices = enum_choices(prop)
-    if choices is not None:
-        _enum_view(view, choices, value if value is not None else default)
-        return view
-
-    if type_ == "string":
-        view.kind = "string"
-        view.multiline = prop.get("format") == "textarea" or bool(prop.get("x-multiline"))
-        view.value = "" if value is None else _as_text(value)
-        view.placeholder = "" if default is None else _as_text(default)
-    elif type_ in ("number", "integer"):
-        view.kind = type_
-        view.value = "" if value is None else _as_text(value)
-        view.placeholder = "" if default is None else _as_text(default)
-        view.minimum = prop.get("minimum")
-        view.maximum = prop.get("maximum")
-    elif type_ == "boolean":
-        view.kind = "boolean"
-        view.value = bool(default if value is None else value)
-    elif type_ == "object" and prop.get("additionalProperties") and not prop.get("properties"):
-        view.kind = "kv"
-        extra = prop["additionalProperties"]
-        view.value_kind = _kv_value_kind(extra if isinstance(extra, dict) else {})
-        source = value if isinstance(value, dict) else (default or {})
-        view.rows = [(str(k), _kv_text(v)) for k, v in source.items()]
-    else:
-        view.kind = "json"
-        view.multiline = True
-        if value is None:
-            view.value = ""
-        else:
-            view.value = json.dumps(value, indent=2, ensure_ascii=False)
-        view.placeholder = "" if default is None else json.dumps(default)
-    return view
-
-
-def enum_choices(prop: Mapping[str, Any]) -> list[tuple[Any, str]] | None:
-    """``[(value, label), ...]`` of an enum field schema, ``None`` when it is no enum.
-
-    Values come from ``"enum"`` (labels from ``"x-enum-labels"``) or, without ``"enum"``,
-    from ``oneOf``/``anyOf`` branches that are all ``{"const": ..., "title": ...}``. A value
-    without a label is labelled with its own text (strings as they are, others as JSON).
-    """
-    enum = prop.get("enum")
-    if isinstance(enum, list):
-        labels = prop.get(ENUM_LABELS_KEY)
-        labels = labels if isinstance(labels, Mapping) else {}
-        # The labels' order is the display order (schema generators may sort ``enum``).
-        order = {key: i for i, key in enumerate(labels)}
-        ordered = sorted(enum, key=lambda v: order.get(_enum_key(v), len(order)))
-        return [(v, str(labels.get(_enum_key(v)) or _enum_key(v))) for v in ordered]
-    for key in ("oneOf", "anyOf"):
-        branches = prop.get(key)
-        if (
-            isinstance(branches, list)
-            and branches
-            and all(isinstance(b, Mapping) and "const" in b for b in branches)
-        ):
-            return [(b["const"], str(b.get("title") or _enum_key(b["const"]))) for b in branches]
-    return None
-
-
-def _enum_key(value: Any) -> str:
-    """The text an enum value is labelled under: a string itself, anything else its JSON."""
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-
-
-def _enum_view(view: FieldView, choices: list[tuple[Any, str]], current: Any) -> None:
-    view.kind = "enum"
-    view.enum_json = not all(isinstance(c, str) for c, _ in choices)
-    encode = json.dumps if view.enum_json else str
-    view.options = [(encode(c), label) for c, label in choices]
-    view.value = "" if current is None else encode(current)
-
-
-def _kv_value_kind(schema: dict[str, Any]) -> str:
-    type_ = schema.get("type")
-    return type_ if type_ in ("string", "number", "integer", "boolean") else "auto"
-
-
-def _kv_text(value: Any) -> str:
-    """Show strings as they are, anything else as JSON (read back with ``auto``)."""
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-
-
-def _as_text(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return str(value)
-    return json.dumps(value, ensure_ascii=False)

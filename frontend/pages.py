@@ -33,10 +33,10 @@ from backend.auth.web import (
     throttled_message,
 )
 from backend.runtime import Runtime
-from backend.services import access, login_sessions, run_watch, runs, workflows
+from backend.services import access, login_sessions, run_watch, runs, workflow_picker, workflows
 from backend.services import credentials as creds
-from backend.services.identity import Identity
 from backend.services.records import WorkflowRecord
+from frontend.field_views import WORKFLOW_PICKER_KEY
 from frontend.forms import CREDENTIAL_SCHEMA_KEY, CredentialChoice, render_config_panel
 from frontend.rendering import (
     ENV,
@@ -129,45 +129,8 @@ class AuthPages(Controller):
 
 
 class AppPages(LoginRequiredPages):
-    """Workflow list, designer, run list and run detail (login required)."""
-
-    @get("/workflows", operation_id="page_workflows", opt={"permission": Permission.WORKFLOW_LIST})
-    async def workflows_page(
-        self, request: Request, db: DbSession, runtime: AppRuntime, principal: CurrentPrincipal
-    ) -> Response[str]:
-        """The workflows the user may read."""
-        visible = await access.workflow_filter(db, principal)
-        items = [
-            {
-                "id": str(wf.id),
-                "name": wf.name,
-                "description": wf.description,
-                "active_version": wf.active_version,
-                "updated_at": wf.updated_at,
-                "webhook_url": webhook_url(runtime, wf) if wf.active_version else None,
-            }
-            for wf in await workflows.list_workflows(db, visible)
-        ]
-        return render(request, "workflows.html", workflows=items)
-
-    @post(
-        "/workflows",
-        operation_id="page_create_workflow",
-        opt={"permission": Permission.WORKFLOW_CREATE},
-    )
-    async def create_workflow(
-        self,
-        request: Request,
-        db: DbSession,
-        data: URLEncodedBody[dict[str, str]],
-    ) -> Response[Any]:
-        """Create a workflow from the form and open it in the designer."""
-        user: Identity = request.scope["state"]["user"]
-        try:
-            wf = await workflows.create_workflow(db, data.get("name", ""), user.id)
-        except workflows.InvalidInput as exc:
-            raise HTTPException(status_code=400, detail=str(exc)) from exc
-        return Redirect(f"/workflows/{wf.id}/designer")
+    """Designer, run list and run detail (login required; the workflow list is in
+    :mod:`frontend.workflow_pages`)."""
 
     @get(
         "/workflows/{workflow_id:uuid}/designer",
@@ -191,15 +154,17 @@ class AppPages(LoginRequiredPages):
                 request, "error.html", status_code=404, status_code_=404, message=str(exc)
             )
         level = await access.workflow_level(db, principal, wf)
+        archived = wf.archived_at is not None  # read only until restored
         return render(
             request,
             "designer.html",
-            can_edit=level >= Level.EDIT,
-            can_run=level >= Level.RUN,
+            can_edit=level >= Level.EDIT and not archived,
+            can_run=level >= Level.RUN and not archived,
             can_manage=level >= Level.MANAGE,
             workflow={
                 "id": str(wf.id),
                 "name": wf.name,
+                "archived": archived,
                 "active_version": wf.active_version,
                 "draft_revision": wf.draft_revision,
                 "webhook": await active_webhook(db, runtime.settings.base_url, wf),
@@ -238,6 +203,8 @@ class AppPages(LoginRequiredPages):
         types = _credential_types(spec.config_schema)
         usable = await access.credential_filter(db, principal)
         views = await creds.list_credentials(db, runtime.catalog, types, usable) if types else []
+        named = [v for k, v in data.config.items() if _is_picker(spec.config_schema, k)]
+        names = await workflow_picker.readable_names(db, principal, named) if named else {}
         html = render_config_panel(
             ENV,
             spec,
@@ -250,6 +217,7 @@ class AppPages(LoginRequiredPages):
                 name: ctype.label for name, ctype in runtime.catalog.credential_types.items()
             },
             return_to=urlparse(data.return_to).path if data.return_to.startswith("/") else "",
+            workflow_names=names,
         )
         return Response(html, media_type=MediaType.HTML)
 
@@ -323,6 +291,12 @@ def _credential_types(schema: dict[str, Any]) -> tuple[str, ...]:
             if name not in found:
                 found.append(str(name))
     return tuple(found)
+
+
+def _is_picker(schema: dict[str, Any], name: str) -> bool:
+    """Whether config field ``name`` is a workflow picker (``x-workflow-picker``)."""
+    prop = (schema.get("properties") or {}).get(name)
+    return isinstance(prop, dict) and bool(prop.get(WORKFLOW_PICKER_KEY))
 
 
 def _credential_choice(view: creds.CredentialView) -> CredentialChoice:

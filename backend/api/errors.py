@@ -25,10 +25,12 @@ from backend.services.passwords import WeakPassword
 from backend.services.projects import ProjectNotFound
 from backend.services.references import ReferenceNotGranted
 from backend.services.storable import UnstorableInput, refused_by_database
+from backend.services.workflow_lifecycle import CreateNotAllowed
 from backend.services.workflows import (
     DraftConflict,
     InvalidInput,
     PublishRejected,
+    WorkflowArchived,
     WorkflowInUse,
     WorkflowNotFound,
 )
@@ -98,6 +100,10 @@ def too_deep(request: Request, _: RecursionError) -> Response[bytes]:
 def name_taken(_: Request, exc: NameTaken) -> Response[bytes]:
     """409 naming the field whose value another object already uses."""
     return _json(409, str(exc), field=exc.field)
+
+
+def forbidden(_: Request, exc: Exception) -> Response[bytes]:
+    return _json(403, str(exc))
 
 
 def conflict(_: Request, exc: Exception) -> Response[bytes]:
@@ -177,6 +183,7 @@ API_EXCEPTION_HANDLERS: dict[int | type[Exception], ErrorHandler] = {
     RunNotFound: not_found,
     RunNotActive: conflict,
     WorkflowInUse: conflict,
+    WorkflowArchived: conflict,
     InvalidInput: invalid_input,
     ValidationException: validation_error,
     RecursionError: too_deep,
@@ -186,6 +193,7 @@ API_EXCEPTION_HANDLERS: dict[int | type[Exception], ErrorHandler] = {
     WeakPassword: weak_password,
     InvalidLink: invalid_link,
     ReferenceNotGranted: reference_not_granted,
+    CreateNotAllowed: forbidden,
     TokenError: bad_field,
     GrantError: bad_field,
     InvalidName: bad_field,

@@ -113,6 +113,14 @@ class WorkflowOut(msgspec.Struct):
     updated_at: datetime
     settings: WorkflowSettings = msgspec.field(default_factory=WorkflowSettings)
     draft_revision: int = 0
+    archived_at: datetime | None = None  # set: archived (no webhook, schedule or new runs)
+
+
+class WorkflowDuplicate(msgspec.Struct):
+    """Body of POST /api/workflows/{id}/duplicate; without ``name`` the copy is named
+    ``"<name> (copy)"``."""
+
+    name: str | None = None
 
 
 class DiagramIn(msgspec.Struct):
@@ -163,6 +171,7 @@ class PublishOut(msgspec.Struct):
     version: VersionOut
     created: bool
     webhook_url: str
+    warnings: list[Diagnostic] = msgspec.field(default_factory=list)  # never block publishing
 
 
 class RunCreate(msgspec.Struct):

@@ -3,7 +3,8 @@
 Order of checks (each failure is answered before any run exists; rejections other than
 404/429 are audited in ``webhook_deliveries`` and ``events``):
 
-1. unknown token or never published -> 404; disabled -> 404; wrong path suffix -> 404;
+1. unknown token or never published -> 404; archived workflow -> 410; disabled -> 404;
+   wrong path suffix -> 404;
    method not in the trigger's ``methods`` -> 405 with ``Allow``;
 2. rate limit (requests per minute) -> 429 with ``Retry-After``;
 3. body over ``max_body`` (declared or streamed) -> 413;
@@ -218,6 +219,10 @@ class WebhookController(Controller):
     ) -> Response[Any]:
         runtime: Runtime = request.app.state.runtime
         endpoint = await _endpoint(runtime, token)
+        if endpoint is not None and endpoint.archived:
+            raise HTTPException(
+                status_code=410, detail="this workflow was archived: its webhook starts no runs"
+            )
         if endpoint is None or endpoint.version is None or not endpoint.is_webhook:
             raise HTTPException(status_code=404, detail="no published workflow at this webhook")
         config = endpoint.config

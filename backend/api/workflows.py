@@ -7,7 +7,7 @@ import uuid
 import msgspec
 from litestar import Controller, Request, Response, delete, get, patch, post, put
 from litestar.exceptions import HTTPException
-from litestar.params import FromPath, JSONBody
+from litestar.params import FromPath, FromQuery, JSONBody
 
 from backend.api.run_links import run_started
 from backend.api.schemas import (
@@ -20,6 +20,7 @@ from backend.api.schemas import (
     RunStarted,
     VersionOut,
     WorkflowCreate,
+    WorkflowDuplicate,
     WorkflowOut,
     WorkflowPatch,
 )
@@ -28,7 +29,7 @@ from backend.auth.policy import Permission
 from backend.auth.web import AppRuntime, CurrentUser, DbSession
 from backend.engine.workflow_settings import WorkflowSettings
 from backend.runtime import Runtime
-from backend.services import access, references, runs, webhooks
+from backend.services import access, references, runs, webhooks, workflow_lifecycle
 from backend.services import workflows as svc
 from backend.services.records import VersionRecord, WorkflowRecord
 
@@ -51,6 +52,7 @@ def workflow_out(runtime: Runtime, wf: WorkflowRecord) -> WorkflowOut:
         updated_at=wf.updated_at,
         settings=WorkflowSettings.from_stored(wf.settings),
         draft_revision=wf.draft_revision,
+        archived_at=wf.archived_at,
     )
 
 
@@ -70,11 +72,17 @@ class WorkflowController(Controller):
 
     @get("/", operation_id="list_workflows", opt={"permission": Permission.WORKFLOW_LIST})
     async def list_workflows(
-        self, db: DbSession, runtime: AppRuntime, principal: CurrentPrincipal
+        self,
+        db: DbSession,
+        runtime: AppRuntime,
+        principal: CurrentPrincipal,
+        archived: FromQuery[bool] = False,
     ) -> list[WorkflowOut]:
-        """The workflows the caller may read, most recently updated first."""
+        """The workflows the caller may read, most recently updated first; with
+        ``?archived=true`` the archived ones instead, most recently archived first."""
         visible = await access.workflow_filter(db, principal)
-        return [workflow_out(runtime, wf) for wf in await svc.list_workflows(db, visible)]
+        found = await svc.list_workflows(db, visible, archived=archived)
+        return [workflow_out(runtime, wf) for wf in found]
 
     @post("/", operation_id="create_workflow", opt={"permission": Permission.WORKFLOW_CREATE})
     async def create_workflow(
@@ -177,10 +185,12 @@ class WorkflowController(Controller):
         db: DbSession,
         runtime: AppRuntime,
     ) -> DiagnosticsOut:
-        """Compile a diagram without saving it (400 naming the limit when it is too large)."""
+        """Compile a diagram without saving it (400 naming the limit when it is too large);
+        the diagnostics include references to missing or wrong-typed credentials and to
+        missing or archived workflows."""
         await svc.get_workflow(db, workflow_id)
         svc.check_diagram_limits(data.diagram, runtime.settings.diagram_limits())
-        graph, diagnostics = svc.compile_for(data.diagram, runtime.catalog)
+        graph, diagnostics = await svc.check_for(db, data.diagram, runtime.catalog)
         return DiagnosticsOut(ok=graph is not None, diagnostics=diagnostics)
 
     @post(
@@ -196,27 +206,73 @@ class WorkflowController(Controller):
         user: CurrentUser,
         principal: CurrentPrincipal,
     ) -> Response[PublishOut]:
-        """Publish the draft: 201 with a new version, 200 when unchanged, 422 with
-        diagnostics, 403 when it references a credential the caller may not use."""
+        """Publish the draft: 201 with a new version, 200 when unchanged (both with the
+        draft's ``warnings``), 422 with diagnostics, 403 when it references a credential the
+        caller may not use, 409 when the workflow is archived."""
         draft = (await svc.get_workflow(db, workflow_id)).draft
         await references.check_diagram(db, principal, draft, runtime.catalog)
         result = await svc.publish(db, workflow_id, runtime.catalog, user.id)
         webhooks.clear_endpoint_cache()
         wf = await svc.get_workflow(db, workflow_id)
-        body = PublishOut(version_out(result.version), result.created, webhook_url(runtime, wf))
+        body = PublishOut(
+            version_out(result.version), result.created, webhook_url(runtime, wf), result.warnings
+        )
         return Response(body, status_code=201 if result.created else 200)
 
     @delete(
         "/{workflow_id:uuid}",
-        operation_id="delete_workflow",
+        operation_id="archive_workflow",
         opt={"permission": Permission.WORKFLOW_MANAGE},
         status_code=204,
     )
-    async def delete_workflow(self, workflow_id: FromPath[uuid.UUID], db: DbSession) -> None:
-        """Delete a workflow with its versions and ended runs (409 while runs have not
-        ended or another workflow uses it as its error workflow)."""
-        await svc.delete_workflow(db, workflow_id)
+    async def archive_workflow(
+        self, workflow_id: FromPath[uuid.UUID], db: DbSession, user: CurrentUser
+    ) -> None:
+        """Delete = archive: the workflow leaves the lists, its webhook answers 410, its
+        schedule stops and it starts no new runs; versions and runs are kept (runs stay
+        listed and searchable). 409 while an active workflow uses it as its error workflow.
+        ``POST .../restore`` undoes it."""
+        await workflow_lifecycle.archive_workflow(db, workflow_id, user.id)
         webhooks.clear_endpoint_cache()
+
+    @post(
+        "/{workflow_id:uuid}/restore",
+        operation_id="restore_workflow",
+        opt={"permission": Permission.WORKFLOW_MANAGE},
+        status_code=200,
+    )
+    async def restore_workflow(
+        self, workflow_id: FromPath[uuid.UUID], db: DbSession, runtime: AppRuntime
+    ) -> WorkflowOut:
+        """Restore an archived workflow: back in the lists, webhook and schedule active."""
+        wf = await workflow_lifecycle.restore_workflow(db, workflow_id)
+        webhooks.clear_endpoint_cache()
+        await db.refresh(wf)
+        return workflow_out(runtime, wf)
+
+    @post(
+        "/{workflow_id:uuid}/duplicate",
+        operation_id="duplicate_workflow",
+        opt={"permission": Permission.WORKFLOW_READ},
+    )
+    async def duplicate_workflow(
+        self,
+        workflow_id: FromPath[uuid.UUID],
+        data: JSONBody[WorkflowDuplicate],
+        db: DbSession,
+        runtime: AppRuntime,
+        principal: CurrentPrincipal,
+        user: CurrentUser,
+    ) -> WorkflowOut:
+        """Copy a workflow the caller may read into a new one the caller owns (201): draft,
+        description and settings, no versions or runs. 403 without the right to create
+        workflows, or when the draft names a credential or workflow (or the settings an
+        error workflow) the caller may not use."""
+        wf = await workflow_lifecycle.duplicate_as(
+            db, principal, workflow_id, user.id, runtime.catalog, name=data.name
+        )
+        await db.refresh(wf)
+        return workflow_out(runtime, wf)
 
     @get(
         "/{workflow_id:uuid}/versions",
@@ -248,6 +304,7 @@ class WorkflowController(Controller):
         """
         svc.check_json_limit(data.input, runtime.settings.max_json_depth, "input")
         wf = await svc.get_workflow(db, workflow_id)
+        svc.ensure_active(wf)
         version = await svc.active_version(db, wf)
         if version is None:
             raise HTTPException(status_code=409, detail="publish the workflow before running it")

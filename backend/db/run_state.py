@@ -273,7 +273,8 @@ async def workflow_settings(session: AsyncSession, workflow_id: uuid.UUID) -> Wo
 async def active_version_of(
     session: AsyncSession, workflow_id: uuid.UUID
 ) -> WorkflowVersion | None:
-    """The active version of a workflow (``None``: never published, or no such workflow)."""
+    """The active version of a workflow (``None``: never published, archived, or no such
+    workflow)."""
     return (
         await session.execute(
             select(WorkflowVersion)
@@ -282,6 +283,6 @@ async def active_version_of(
                 (WorkflowVersion.workflow_id == Workflow.id)
                 & (WorkflowVersion.number == Workflow.active_version),
             )
-            .where(Workflow.id == workflow_id)
+            .where(Workflow.id == workflow_id, Workflow.archived_at.is_(None))
         )
     ).scalar_one_or_none()

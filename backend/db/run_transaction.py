@@ -157,6 +157,7 @@ class PgRunTransaction:
             wf_id = uuid.UUID(workflow_id)
         except ValueError:
             return None
+        # an archived workflow starts no runs (backend.services.workflow_lifecycle)
         query = select(WorkflowVersion.workflow_id, WorkflowVersion.id, WorkflowVersion.number)
         if number is None:
             query = query.join(
@@ -165,7 +166,10 @@ class PgRunTransaction:
                 & (WorkflowVersion.number == Workflow.active_version),
             )
         else:
-            query = query.where(WorkflowVersion.number == number)
+            query = query.join(Workflow, WorkflowVersion.workflow_id == Workflow.id).where(
+                WorkflowVersion.number == number
+            )
+        query = query.where(Workflow.archived_at.is_(None))
         found = (
             await self.session.execute(query.where(WorkflowVersion.workflow_id == wf_id))
         ).one_or_none()

@@ -45,6 +45,10 @@ class WorkflowRecord(Protocol):
         """The unguessable token of its webhook URL (``/hooks/<token>``)."""
 
     @property
+    def archived_at(self) -> datetime | None:
+        """When it was archived (deleted in the UI); None while it is active."""
+
+    @property
     def settings(self) -> dict[str, Any]:
         """Stored workflow settings (read with ``WorkflowSettings.from_stored``)."""
 

@@ -78,12 +78,8 @@ async def sync_schedule(
         )
     ).scalar_one_or_none()
     if node_type != SCHEDULE_TRIGGER:
-        if row is not None and row.enabled:
-            disabled_from = _audited(row)
-            row.enabled = False
-            row.next_fire_at = None
-            row.revision += 1
-            await _record(session, "schedule.disable", row, disabled_from)
+        if row is not None:
+            await _disable(session, row)
         return row
     spec = parse_spec(config)
     if row is not None and row.definition == config and row.enabled == spec.enabled:
@@ -102,6 +98,29 @@ async def sync_schedule(
     await session.flush()
     await _record(session, "schedule.create" if before is None else "schedule.update", row, before)
     return row
+
+
+async def disable_schedule(session: AsyncSession, workflow_id: uuid.UUID) -> None:
+    """Stop the workflow's schedule (its workflow was archived): no fire after this;
+    :func:`sync_schedule` with the active version's graph starts it again."""
+    row = (
+        await session.execute(
+            select(Schedule).where(Schedule.workflow_id == workflow_id).with_for_update()
+        )
+    ).scalar_one_or_none()
+    if row is not None:
+        await _disable(session, row)
+
+
+async def _disable(session: AsyncSession, row: Schedule) -> None:
+    """Disable an enabled schedule row (new revision, no next fire), audited."""
+    if not row.enabled:
+        return
+    disabled_from = _audited(row)
+    row.enabled = False
+    row.next_fire_at = None
+    row.revision += 1
+    await _record(session, "schedule.disable", row, disabled_from)
 
 
 def _audited(row: Schedule) -> dict[str, Any]:

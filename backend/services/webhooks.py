@@ -51,6 +51,7 @@ class Endpoint:
     secret: bytes | None
     is_webhook: bool = True
     extra: dict[str, Any] = field(default_factory=dict)
+    archived: bool = False  # the workflow is archived: the webhook answers 410 Gone
 
 
 def secret_aad(workflow_id: uuid.UUID) -> bytes:
@@ -136,12 +137,14 @@ async def load_endpoint(
     """The endpoint of webhook ``token`` (active version; ``draft`` uses the draft diagram).
 
     ``None`` when no workflow has the token. ``version`` is ``None`` when never published.
+    An archived workflow's endpoint has ``archived`` set and nothing else (no test calls
+    either: ``draft`` answers ``None``).
     """
     if draft:
         wf = (
             await session.execute(select(Workflow).where(Workflow.webhook_token == token))
         ).scalar_one_or_none()
-        if wf is None:
+        if wf is None or wf.archived_at is not None:
             return None
         secret = await get_secret(session, wf.id)
         diagram = msgspec.convert(wf.draft, Diagram)
@@ -157,7 +160,13 @@ async def load_endpoint(
     )
     found = (
         await session.execute(
-            select(Workflow.id, WorkflowVersion.id, WorkflowVersion.number, trigger_step)
+            select(
+                Workflow.id,
+                WorkflowVersion.id,
+                WorkflowVersion.number,
+                trigger_step,
+                Workflow.archived_at,
+            )
             .outerjoin(
                 WorkflowVersion,
                 (WorkflowVersion.workflow_id == Workflow.id)
@@ -168,7 +177,9 @@ async def load_endpoint(
     ).one_or_none()
     if found is None:
         return None
-    workflow_id, version_id, number, step = found
+    workflow_id, version_id, number, step, archived_at = found
+    if archived_at is not None:
+        return Endpoint(workflow_id, None, {}, None, archived=True)
     secret = await get_secret(session, workflow_id)
     if version_id is None:
         return Endpoint(workflow_id, None, {}, secret, False)

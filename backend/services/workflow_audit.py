@@ -9,8 +9,11 @@ transaction of each change).
   :data:`DRAFT_AUDIT_SECONDS`;
 - ``workflow.publish``: publish (before/after: the active version; details: ``version``,
   ``created``, ``content_hash``);
-- ``workflow.delete``: a workflow is deleted (before: its fields and active version;
-  details: how many ended runs went with it);
+- ``workflow.archive``: a workflow is archived, the UI's "delete" (before/after:
+  ``archived``; details: its active version and how many runs it keeps);
+- ``workflow.restore``: an archived workflow is restored (before/after: ``archived``);
+- ``workflow.duplicate``: a workflow is copied (on the copy; after: its fields; details:
+  ``source`` id and name);
 - ``webhook.settings``: a publish changes the Webhook trigger's config (before/after: the
   trigger config; the secret lives apart and is never in it).
 
@@ -64,15 +67,41 @@ async def created(session: AsyncSession, wf: Workflow) -> None:
     await audit.record(session, "workflow.create", "workflow", wf.id, after=workflow_fields(wf))
 
 
-async def deleted(session: AsyncSession, wf: Workflow, runs: int) -> None:
-    """Record ``workflow.delete`` (``runs``: the number of runs deleted with it)."""
+async def archived(session: AsyncSession, wf: Workflow, runs: int) -> None:
+    """Record ``workflow.archive`` (``runs``: how many runs the workflow keeps)."""
     await audit.record(
         session,
-        "workflow.delete",
+        "workflow.archive",
         "workflow",
         wf.id,
-        before={**workflow_fields(wf), "active_version": wf.active_version},
-        details={"runs": runs},
+        before={"archived": False},
+        after={"archived": True},
+        details={"name": wf.name, "active_version": wf.active_version, "runs": runs},
+    )
+
+
+async def restored(session: AsyncSession, wf: Workflow) -> None:
+    """Record ``workflow.restore``."""
+    await audit.record(
+        session,
+        "workflow.restore",
+        "workflow",
+        wf.id,
+        before={"archived": True},
+        after={"archived": False},
+        details={"name": wf.name},
+    )
+
+
+async def duplicated(session: AsyncSession, copy: Workflow, source: Workflow) -> None:
+    """Record ``workflow.duplicate`` on the new workflow ``copy`` of ``source``."""
+    await audit.record(
+        session,
+        "workflow.duplicate",
+        "workflow",
+        copy.id,
+        after=workflow_fields(copy),
+        details={"source": str(source.id), "source_name": source.name},
     )
 
 

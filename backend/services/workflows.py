@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import secrets
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -18,7 +18,7 @@ from backend.db.models import Run, User, Workflow, WorkflowVersion
 from backend.engine.expression_paths import JsonataReader
 from backend.engine.expressions import JsonataChecker
 from backend.engine.workflow_settings import SettingError, WorkflowSettings
-from backend.services import schedules, workflow_audit
+from backend.services import diagram_checks, schedules, workflow_audit
 from backend.triggers.schedule_rules import ScheduleError
 from designer_schema.catalog import Catalog
 from designer_schema.compiler import compile_diagram
@@ -59,12 +59,21 @@ class WorkflowInUse(Exception):
     """The workflow cannot be deleted now; the message says what holds it."""
 
 
+class WorkflowArchived(WorkflowInUse):
+    """The workflow is archived: restore it before editing, publishing or running it."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"workflow {name!r} is archived: restore it first")
+
+
 @dataclass
 class PublishResult:
-    """The version now active; ``created`` is False when the diagram was unchanged."""
+    """The version now active; ``created`` is False when the diagram was unchanged;
+    ``warnings`` are the draft's warning diagnostics (they never block publishing)."""
 
     version: WorkflowVersion
     created: bool
+    warnings: list[Diagnostic] = field(default_factory=list)
 
 
 def new_webhook_token() -> str:
@@ -76,6 +85,21 @@ def compile_for(diagram: Diagram, catalog: Catalog) -> tuple[Any, list[Diagnosti
     """Compile ``diagram`` with the app's expression checker, checking the paths its
     expressions read against the upstream output schemas (docs/expressions.md)."""
     return compile_diagram(diagram, catalog, _CHECKER, _READER)
+
+
+async def check_for(
+    session: AsyncSession, diagram: Diagram, catalog: Catalog
+) -> tuple[Any, list[Diagnostic]]:
+    """:func:`compile_for` plus the diagnostics of what the diagram references
+    (:mod:`backend.services.diagram_checks`: missing or wrong-typed credentials, missing or
+    archived called workflows); the graph is ``None`` when any diagnostic is an error."""
+    return await diagram_checks.check(session, diagram, catalog, _CHECKER, _READER)
+
+
+def ensure_active(wf: Workflow) -> None:
+    """Raise :class:`WorkflowArchived` when ``wf`` is archived."""
+    if wf.archived_at is not None:
+        raise WorkflowArchived(wf.name)
 
 
 def check_diagram_limits(diagram: Diagram, limits: DiagramLimits) -> None:
@@ -134,11 +158,21 @@ async def get_workflow(session: AsyncSession, workflow_id: uuid.UUID) -> Workflo
 
 
 async def list_workflows(
-    session: AsyncSession, visible: ColumnElement[bool] | None = None
+    session: AsyncSession,
+    visible: ColumnElement[bool] | None = None,
+    *,
+    archived: bool = False,
 ) -> list[Workflow]:
-    """All workflows (those matching ``visible``, a filter of
-    :func:`backend.services.access.workflow_filter`), most recently updated first."""
-    query = select(Workflow).order_by(Workflow.updated_at.desc())
+    """The workflows matching ``visible`` (a filter of
+    :func:`backend.services.access.workflow_filter`), most recently updated first: the
+    active ones, or with ``archived`` only the archived ones (most recently archived
+    first)."""
+    if archived:
+        query = select(Workflow).where(Workflow.archived_at.is_not(None))
+        query = query.order_by(Workflow.archived_at.desc())
+    else:
+        query = select(Workflow).where(Workflow.archived_at.is_(None))
+        query = query.order_by(Workflow.updated_at.desc())
     if visible is not None:
         query = query.where(visible)
     rows = await session.execute(query)
@@ -154,6 +188,7 @@ async def update_workflow(
 ) -> Workflow:
     """Rename or re-describe a workflow."""
     wf = await get_workflow(session, workflow_id)
+    ensure_active(wf)
     before = workflow_audit.workflow_fields(wf)
     if name is not None:
         wf.name = _validate_name(name)
@@ -162,52 +197,6 @@ async def update_workflow(
     await session.flush()
     await workflow_audit.updated(session, wf, before)
     return wf
-
-
-ACTIVE_RUN_STATUSES = ("queued", "running", "waiting", "paused")
-
-
-async def delete_workflow(session: AsyncSession, workflow_id: uuid.UUID) -> None:
-    """Delete a workflow with its versions, runs, schedule, webhook secret and files,
-    audited as ``workflow.delete``.
-
-    Raises :class:`WorkflowNotFound`, or :class:`WorkflowInUse` while it has runs that
-    have not ended (cancel them first) or is another workflow's error workflow.
-    """
-    wf = (
-        await session.execute(select(Workflow).where(Workflow.id == workflow_id).with_for_update())
-    ).scalar_one_or_none()
-    if wf is None:
-        raise WorkflowNotFound(f"workflow {workflow_id} not found")
-    active = (
-        await session.execute(
-            select(func.count())
-            .select_from(Run)
-            .where(Run.workflow_id == workflow_id, Run.status.in_(ACTIVE_RUN_STATUSES))
-        )
-    ).scalar_one()
-    if active:
-        raise WorkflowInUse(f"{active} run(s) of this workflow have not ended: cancel them first")
-    users = (
-        await session.execute(
-            select(Workflow.name).where(
-                Workflow.settings["error_workflow_id"].astext == str(workflow_id)
-            )
-        )
-    ).scalars()
-    names = sorted(users)
-    if names:
-        raise WorkflowInUse(
-            "this workflow is the error workflow of " + ", ".join(repr(n) for n in names)
-        )
-    runs = (
-        await session.execute(
-            select(func.count()).select_from(Run).where(Run.workflow_id == workflow_id)
-        )
-    ).scalar_one()
-    await workflow_audit.deleted(session, wf, runs)
-    await session.delete(wf)
-    await session.flush()
 
 
 WORKFLOW_SETTINGS = tuple(WorkflowSettings.__struct_fields__)
@@ -224,6 +213,7 @@ async def update_settings(
     (``settings.<key>``) or :class:`WorkflowNotFound`.
     """
     wf = await get_workflow(session, workflow_id)
+    ensure_active(wf)
     before = dict(wf.settings or {})
     try:
         settings = WorkflowSettings.from_stored(wf.settings).changed(
@@ -297,6 +287,7 @@ async def save_draft(
     wf = row.scalar_one_or_none()
     if wf is None:
         raise WorkflowNotFound(f"workflow {workflow_id} not found")
+    ensure_active(wf)
     if base_revision is not None and base_revision != wf.draft_revision:
         saved_by = await session.get(User, wf.draft_saved_by) if wf.draft_saved_by else None
         raise DraftConflict(
@@ -311,7 +302,7 @@ async def save_draft(
     wf.draft_saved_at = datetime.now(UTC)
     await session.flush()
     await workflow_audit.draft_saved(session, workflow_id, before, wf.draft)
-    _, diagnostics = compile_for(diagram, catalog)
+    _, diagnostics = await check_for(session, diagram, catalog)
     return DraftSaved(wf.draft_revision, diagnostics)
 
 
@@ -331,12 +322,14 @@ async def publish(
     ).scalar_one_or_none()
     if wf is None:
         raise WorkflowNotFound(f"workflow {workflow_id} not found")
+    ensure_active(wf)
     previous = wf.active_version
     diagram = msgspec.convert(wf.draft, Diagram)
-    graph, diagnostics = compile_for(diagram, catalog)
+    graph, diagnostics = await check_for(session, diagram, catalog)
     errors = [d for d in diagnostics if d.severity == "error"]
     if graph is None or errors:
         raise PublishRejected(errors or diagnostics)
+    warnings = [d for d in diagnostics if d.severity == "warning"]
     existing = (
         await session.execute(
             select(WorkflowVersion).where(
@@ -350,7 +343,7 @@ async def publish(
         await session.flush()
         await _sync_triggers(session, wf.id, existing)
         await workflow_audit.published(session, wf, existing, False, previous)
-        return PublishResult(existing, False)
+        return PublishResult(existing, False, warnings)
     latest = (
         await session.execute(
             select(func.max(WorkflowVersion.number)).where(
@@ -371,7 +364,7 @@ async def publish(
     await session.flush()
     await _sync_triggers(session, wf.id, version)
     await workflow_audit.published(session, wf, version, True, previous)
-    return PublishResult(version, True)
+    return PublishResult(version, True, warnings)
 
 
 async def _sync_triggers(session: AsyncSession, workflow_id: uuid.UUID, v: WorkflowVersion) -> None:

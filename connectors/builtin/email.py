@@ -64,11 +64,15 @@ class Attachment(msgspec.Struct, kw_only=True):
     content_type: str = ""
 
 
+EmailAddress = Annotated[str, msgspec.Meta(extra_json_schema={"format": "email"})]
+"""A recipient address (the designer shows list fields of these as address chips)."""
+
+
 class EmailSendConfig(msgspec.Struct, kw_only=True):
     """Config of ``email.send``."""
 
     credential: Annotated[str, sdk.credential_meta("smtp", title="SMTP server")]
-    to: Annotated[list[str], msgspec.Meta(title="To", min_length=1)]
+    to: Annotated[list[EmailAddress], msgspec.Meta(title="To", min_length=1)]
     subject: Annotated[str, msgspec.Meta(title="Subject", description="Jinja2 template")]
     text: Annotated[
         str,
@@ -89,8 +93,8 @@ class EmailSendConfig(msgspec.Struct, kw_only=True):
     from_address: Annotated[
         str, msgspec.Meta(title="From", description="Defaults to the credential's sender")
     ] = ""
-    cc: Annotated[list[str], msgspec.Meta(title="Cc")] = []
-    bcc: Annotated[list[str], msgspec.Meta(title="Bcc")] = []
+    cc: Annotated[list[EmailAddress], msgspec.Meta(title="Cc")] = []
+    bcc: Annotated[list[EmailAddress], msgspec.Meta(title="Bcc")] = []
     reply_to: Annotated[str, msgspec.Meta(title="Reply-To")] = ""
     data: Annotated[
         Any, msgspec.Meta(title="Template data", description="Available as `data` in templates")

@@ -239,34 +239,3 @@ async def test_webhook_starts_are_not_audited_and_schedule_starts_are_actorless(
         "2024-05-01T12:00:02+00:00",
         "2024-05-01T12:00:03+00:00",
     ]
-
-
-async def test_deleting_a_workflow_is_refused_while_in_use_then_audited(
-    client: httpx.AsyncClient, runtime: Runtime
-) -> None:
-    wf = await publish(client, waiting_flow())
-    r = await client.post(f"/api/workflows/{wf['id']}/runs", json={"input": {}})
-    run_id = r.json()["run_id"]
-    r = await client.delete(f"/api/workflows/{wf['id']}")
-    assert r.status_code == 409 and "have not ended" in r.json()["detail"]
-    await client.post(f"/api/runs/{run_id}/cancel")
-
-    other = (await client.post("/api/workflows", json={"name": "Uses it"})).json()
-    r = await client.patch(
-        f"/api/workflows/{other['id']}", json={"settings": {"error_workflow_id": wf["id"]}}
-    )
-    assert r.status_code == 200, r.text
-    r = await client.delete(f"/api/workflows/{wf['id']}")
-    assert r.status_code == 409 and "'Uses it'" in r.json()["detail"]
-    await client.patch(
-        f"/api/workflows/{other['id']}", json={"settings": {"error_workflow_id": None}}
-    )
-
-    assert (await client.delete(f"/api/workflows/{wf['id']}")).status_code == 204
-    assert (await client.get(f"/api/workflows/{wf['id']}")).status_code == 404
-    assert (await client.get(f"/api/runs/{run_id}")).status_code == 404
-    (deleted,) = await rows(runtime, "workflow.delete")
-    assert deleted.object_id == wf["id"] and deleted.details == {"runs": 1}
-    assert deleted.before["name"] == "Test" and deleted.before["active_version"] == 1
-    # the run's audit rows outlive the run
-    assert actions(await rows(runtime, "run.")) == ["run.start", "run.cancel"]

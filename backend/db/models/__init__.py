@@ -121,6 +121,14 @@ class Workflow(Base):
         ForeignKey("users.id", ondelete="SET NULL"), nullable=True
     )
     draft_saved_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    # archived ("deleted" in the UI): out of the lists, no webhook, schedule or new runs;
+    # versions and runs stay (backend.services.workflow_lifecycle)
+    archived_at: Mapped[datetime | None] = mapped_column(
+        DateTime(timezone=True), nullable=True, index=True
+    )
+    archived_by: Mapped[uuid.UUID | None] = mapped_column(
+        ForeignKey("users.id", ondelete="SET NULL"), nullable=True
+    )
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
     updated_at: Mapped[datetime] = mapped_column(
         DateTime(timezone=True), server_default=func.now(), onupdate=func.now()

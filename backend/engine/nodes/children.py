@@ -23,7 +23,12 @@ from backend.engine.nodes.base import NodeError
 _CHILD_NAMESPACE = uuid.UUID("6f1f0c3e-5b7a-4a59-9d0e-2b8f3f7c9a11")
 
 TARGET_PROPERTIES: dict[str, Any] = {
-    "workflow_id": {"type": "string", "title": "Workflow id"},
+    "workflow_id": {
+        "type": "string",
+        "title": "Workflow",
+        "description": "The workflow each call runs (one you may run).",
+        "x-workflow-picker": True,
+    },
     "version": {
         "type": ["integer", "null"],
         "title": "Version",

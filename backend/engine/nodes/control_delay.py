@@ -24,7 +24,9 @@ SPEC = NodeTypeSpec(
     description="Waits a number of seconds on a durable timer, then passes the input on.",
     config_schema={
         "type": "object",
-        "properties": {"seconds": {"type": "number", "title": "Seconds", "minimum": 0}},
+        "properties": {
+            "seconds": {"type": "number", "title": "Wait", "minimum": 0, "x-duration": True}
+        },
         "required": ["seconds"],
     },
     expression_fields=("seconds",),

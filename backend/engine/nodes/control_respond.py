@@ -34,6 +34,11 @@ SPEC = NodeTypeSpec(
                 "description": "JSON value or =expression; empty sends the step input",
             },
         },
+        # designer_schema.ignored: without a Webhook that waits for it, nothing is answered
+        "x-requires-trigger": {
+            "type": "trigger.webhook",
+            "config": {"respond": ["respond_node"]},
+        },
     },
     expression_fields=("status", "headers", "body"),
     output_schema={

@@ -87,7 +87,8 @@ class Followups:
                 )
                 entry.status = RunStatus.FAILED.value
                 entry.error = {
-                    "message": f"workflow {request.workflow_id} has no {which}",
+                    "message": f"workflow {request.workflow_id} has no {which} "
+                    "(or does not exist, or is archived)",
                     "kind": "subworkflow_not_found",
                 }
                 if not request.wait:

@@ -350,7 +350,9 @@ export class Canvas {
       const classes = ["node", `kind-${kind}`];
       if (this.sel.has("node", node.id)) classes.push("selected");
       const diags = this.diagnostics.get(node.id);
-      if (diags) classes.push("has-error");
+      // warnings only (what runs would ignore): amber, not red
+      const onlyWarnings = diags && diags.every((d) => d.severity === "warning");
+      if (diags) classes.push(onlyWarnings ? "has-warning" : "has-error");
       const status = this.statuses.get(node.id);
       if (this.statuses.size) classes.push(`status-${status || "pending"}`);
       const g = el("g", {
@@ -404,7 +406,7 @@ export class Canvas {
       }
 
       if (diags) {
-        const badge = el("g", { class: "error-badge", transform: `translate(${NODE_WIDTH - 2} 2)` }, g);
+        const badge = el("g", { class: onlyWarnings ? "error-badge warning-badge" : "error-badge", transform: `translate(${NODE_WIDTH - 2} 2)` }, g);
         el("circle", { r: 10 }, badge);
         el("text", { "text-anchor": "middle", "dominant-baseline": "central" }, badge).textContent = String(diags.length);
         el("title", {}, badge).textContent = diags.map((d) => d.message).join("\n");

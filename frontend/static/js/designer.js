@@ -51,6 +51,7 @@ function setStatus(text, kind = "") {
 // ------------------------------------------------------------------ components
 
 const panel = new ConfigPanel(document.getElementById("config-panel"), model, {
+  workflowId,
   onStatus: (m, k) => setStatus(m, k),
   // "New credential" leaves the page: keep the drawing first.
   beforeLeave: async () => readOnly || !dirty || (await save()),
@@ -161,7 +162,8 @@ const saver = new DraftSaver(workflowId, Number(root.dataset.draftRevision) || 0
     dirty = saver.dirty;
     showDiagnostics(data.diagnostics);
     const n = diagnostics.length;
-    setStatus(n ? `Saved · ${problems(n)}` : "Saved", n ? "error" : "ok");
+    const errors = diagnostics.filter((d) => d.severity !== "warning").length;
+    setStatus(n ? `Saved · ${problems(n)}` : "Saved", errors ? "error" : "ok");
   },
 });
 
@@ -198,7 +200,10 @@ async function publish() {
   root.dataset.activeVersion = version.number;
   showWebhook(resp.data?.webhook_url);
   const note = resp.data?.created === false ? " (no changes since the last publish)" : "";
-  setStatus(`Published version ${version.number}${note}`, "ok");
+  const warnings = resp.data?.warnings || [];
+  showDiagnostics(warnings); // what runs will ignore stays listed under Problems
+  const warned = warnings.length ? ` · ${warnings.length} warning${warnings.length === 1 ? "" : "s"}` : "";
+  setStatus(`Published version ${version.number}${note}${warned}`, "ok");
 }
 
 /**

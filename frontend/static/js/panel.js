@@ -1,16 +1,20 @@
 // The config panel (#config-panel): server-rendered HTML for the selected node
 // (POST /designer/config-panel), read back into the node on every input/change.
 // How each data-kind is read is documented in frontend/forms.py.
+// Field widgets (how each kind is read, chips, durations, groups) live in fields.js; its
+// onFieldMount() hook is where an expression editor attaches to a field.
 // Expression fields have an "fx" toggle: the literal widget and an expression input are
 // both in the page, only the live one carries data-field (the other data-field-off).
 // Credential pickers link to /credentials; beforeLeave() (the designer saves its draft)
 // runs before the page is left.
 
 import { errorMessage, postJSON } from "./api.js";
+import { chipsKeydown, commitChips, kvRow, literalText, markInvalid, mountFields, readControl, removeChip, setLiteral } from "./fields.js";
 import { isNote } from "./model.js";
+import { attachWorkflowPickers } from "./workflow-picker.js";
 
 export class ConfigPanel {
-  constructor(container, model, { onStatus, beforeLeave = async () => true }) {
+  constructor(container, model, { onStatus, beforeLeave = async () => true, workflowId = "" }) {
     this.container = container;
     this.model = model;
     this.onStatus = onStatus;
@@ -22,6 +26,10 @@ export class ConfigPanel {
     container.addEventListener("input", (e) => this.onEdit(e));
     container.addEventListener("change", (e) => this.onEdit(e));
     container.addEventListener("click", (e) => this.onClick(e));
+    container.addEventListener("keydown", (e) => this.onKeydown(e));
+    container.addEventListener("focusout", (e) => this.onFocusOut(e));
+    container.addEventListener("paste", (e) => this.onPaste(e));
+    attachWorkflowPickers(container, { workflowId, onPick: (picker) => this.apply(picker) });
   }
 
   async open(nodeId) {
@@ -51,6 +59,9 @@ export class ConfigPanel {
     this.container.innerHTML = resp.text;
     this.container.scrollTop = 0;
     this.showDiagnostics(this.diagnostics);
+    const form = this.container.querySelector(".config-form");
+    if (form) mountFields(form, this);
+    this.container.dispatchEvent(new CustomEvent("config-panel:rendered", { detail: { nodeId, form } }));
   }
 
   /** A sticky note's panel: its text (no server round trip: notes have no schema). */
@@ -101,7 +112,12 @@ export class ConfigPanel {
     const remove = e.target.closest(".kv-remove");
     const fx = e.target.closest(".fx-toggle");
     const newCredential = e.target.closest("a.credential-new");
-    if (fx) {
+    const chipRemove = e.target.closest(".chip-remove");
+    if (chipRemove) {
+      const editor = chipRemove.closest(".chips-editor");
+      removeChip(chipRemove.closest(".value-chip"));
+      this.apply(editor);
+    } else if (fx) {
       this.toggleExpression(fx);
     } else if (newCredential) {
       e.preventDefault();
@@ -116,6 +132,40 @@ export class ConfigPanel {
       remove.closest(".kv-row").remove();
       this.apply(editor);
     }
+  }
+
+  onKeydown(e) {
+    if (chipsKeydown(e)) this.apply(e.target.closest(".chips-editor"));
+    else if (e.key === "Enter" && e.target.classList.contains("kv-value")) {
+      // Enter in the last value adds a row
+      const row = e.target.closest(".kv-row");
+      if (!row.nextElementSibling) {
+        e.preventDefault();
+        const next = kvRow();
+        row.after(next);
+        next.querySelector(".kv-key").focus();
+      }
+    }
+  }
+
+  /** Leaving a chip box with text in it adds that text (a typed address is not lost). */
+  onFocusOut(e) {
+    const input = e.target.closest(".chip-input");
+    if (input && input.value.trim()) {
+      commitChips(input.closest(".chips-editor"));
+      this.apply(input);
+    }
+  }
+
+  /** Pasting "a@x.com, b@y.com" into a chip box adds one chip per entry. */
+  onPaste(e) {
+    const input = e.target.closest(".chip-input");
+    const text = e.clipboardData ? e.clipboardData.getData("text") : "";
+    if (!input || !/[,;\n]/.test(text)) return;
+    e.preventDefault();
+    input.value = `${input.value}${text}`;
+    commitChips(input.closest(".chips-editor"));
+    this.apply(input);
   }
 
   async leaveTo(href) {
@@ -154,6 +204,11 @@ export class ConfigPanel {
 
   onEdit(e) {
     const t = e.target;
+    if (t.hasAttribute("data-aux")) {
+      // search and chip boxes hold no value yet; typing clears a rejected entry's error
+      if (t.classList.contains("chip-input")) markInvalid(t, null);
+      return;
+    }
     if (t.matches("input[type=text], textarea")) t.classList.toggle("is-expression", t.value.startsWith("="));
     this.apply(t);
   }
@@ -172,7 +227,8 @@ export class ConfigPanel {
         continue;
       }
       const result = readControl(control);
-      markInvalid(control, result.error);
+      // a group marks its own sub-fields; its error is not repeated on the group
+      if (control.dataset.kind !== "group") markInvalid(control, result.error);
       if (result.error) continue; // keep the last good value until the JSON parses
       if (result.omit) delete config[field];
       else config[field] = result.value;
@@ -192,7 +248,8 @@ export class ConfigPanel {
     const top = form.querySelector(".node-errors");
     for (const d of mine) {
       const name = d.field ? d.field.split(".")[0].split("[")[0] : null;
-      const wrap = name && form.querySelector(`[data-field-wrap="${CSS.escape(name)}"]`);
+      const wrap = (d.field && form.querySelector(`[data-field-wrap="${CSS.escape(d.field)}"]`))
+        || (name && form.querySelector(`[data-field-wrap="${CSS.escape(name)}"]`));
       const p = document.createElement("p");
       p.setAttribute("role", "alert");
       p.textContent = d.message;
@@ -208,153 +265,8 @@ export class ConfigPanel {
   }
 }
 
-function kvRow() {
-  const row = document.createElement("div");
-  row.className = "kv-row";
-  const key = Object.assign(document.createElement("input"), { type: "text", className: "kv-key", placeholder: "key" });
-  const value = Object.assign(document.createElement("input"), { type: "text", className: "kv-value", placeholder: "value" });
-  key.setAttribute("aria-label", "Key");
-  value.setAttribute("aria-label", "Value");
-  const remove = Object.assign(document.createElement("button"), { type: "button", className: "kv-remove icon-btn", title: "Remove row", textContent: "×" });
-  row.append(key, value, remove);
-  return row;
-}
-
+/** Make `control` the live one of a field (data-field) or park it (data-field-off). */
 function setLive(control, live, name) {
   control.removeAttribute(live ? "data-field-off" : "data-field");
   control.setAttribute(live ? "data-field" : "data-field-off", name);
-}
-
-/** The literal widget's value as text (what "fx" starts the expression from). */
-function literalText(control) {
-  const kind = control.dataset.kind;
-  if (kind === "boolean" && control.type === "checkbox") return String(control.checked);
-  if (kind === "kv") {
-    const result = readKv(control);
-    return Object.keys(result.value).length ? JSON.stringify(result.value) : "";
-  }
-  if (kind === "json") {
-    try {
-      return control.value.trim() ? JSON.stringify(JSON.parse(control.value)) : "";
-    } catch {
-      return control.value;
-    }
-  }
-  return control.value;
-}
-
-/** Put text back into a literal widget (leaving expression mode); what does not fit is dropped. */
-function setLiteral(control, text) {
-  const kind = control.dataset.kind;
-  if (kind === "boolean" && control.type === "checkbox") {
-    control.checked = text.trim() === "true";
-  } else if (kind === "kv") {
-    const rows = control.querySelector(".kv-rows");
-    rows.replaceChildren();
-    let obj = null;
-    try {
-      obj = JSON.parse(text);
-    } catch {
-      obj = null;
-    }
-    if (obj && typeof obj === "object" && !Array.isArray(obj)) {
-      for (const [k, v] of Object.entries(obj)) {
-        const row = kvRow();
-        row.querySelector(".kv-key").value = k;
-        row.querySelector(".kv-value").value = typeof v === "string" ? v : JSON.stringify(v);
-        rows.appendChild(row);
-      }
-    }
-  } else if (kind === "enum") {
-    const match = [...control.options].find((o) => o.value === text);
-    control.value = match ? text : "";
-  } else if (kind === "number" || kind === "integer") {
-    control.value = Number.isFinite(Number(text)) && text.trim() !== "" ? text : "";
-  } else {
-    control.value = text;
-  }
-}
-
-const isExpr = (control, text) => control.hasAttribute("data-expression") && text.startsWith("=");
-
-/** -> {value} | {omit: true} | {error: "..."} */
-function readControl(control) {
-  const kind = control.dataset.kind;
-  if (kind === "kv") return readKv(control);
-  if (kind === "boolean" && control.type === "checkbox") return { value: control.checked };
-  const text = control.value;
-  if (text.trim() === "") return { omit: true };
-  if (kind === "expression") {
-    if (text.trim() === "=") return { omit: true };
-    return { value: text.startsWith("=") ? text : `=${text}` };
-  }
-  if (isExpr(control, text)) return { value: text };
-  switch (kind) {
-    case "number":
-    case "integer": {
-      const n = Number(text);
-      if (!Number.isFinite(n) || (kind === "integer" && !Number.isInteger(n))) {
-        return { error: kind === "integer" ? "Enter a whole number" : "Enter a number" };
-      }
-      return { value: n };
-    }
-    case "boolean":
-      if (text === "true" || text === "false") return { value: text === "true" };
-      return { error: "Enter true, false or an expression starting with =" };
-    case "enum":
-      return { value: control.hasAttribute("data-json") ? JSON.parse(text) : text };
-    case "json":
-      try {
-        return { value: JSON.parse(text) };
-      } catch (err) {
-        return { error: `Invalid JSON: ${err.message}` };
-      }
-    default:
-      return { value: text };
-  }
-}
-
-function readKv(editor) {
-  const valueKind = editor.dataset.valueKind || "auto";
-  const out = {};
-  for (const row of editor.querySelectorAll(".kv-row")) {
-    const key = row.querySelector(".kv-key").value.trim();
-    if (!key) continue;
-    const text = row.querySelector(".kv-value").value;
-    out[key] = kvValue(text, valueKind);
-  }
-  return { value: out };
-}
-
-function kvValue(text, valueKind) {
-  if (text.startsWith("=") || valueKind === "string") return text;
-  if (valueKind === "number" || valueKind === "integer") {
-    const n = Number(text);
-    return text.trim() !== "" && Number.isFinite(n) ? n : text;
-  }
-  if (valueKind === "boolean") return text === "true" ? true : text === "false" ? false : text;
-  // auto: JSON literals (numbers, true, null, {...}) are parsed, anything else is a string.
-  try {
-    return JSON.parse(text);
-  } catch {
-    return text;
-  }
-}
-
-function markInvalid(control, message) {
-  const wrap = control.closest(".field");
-  if (!wrap) return;
-  let p = wrap.querySelector(".field-error.parse-error");
-  control.classList.toggle("invalid", Boolean(message));
-  if (!message) {
-    if (p) p.remove();
-    return;
-  }
-  if (!p) {
-    p = document.createElement("p");
-    p.className = "field-error parse-error";
-    p.setAttribute("role", "alert");
-    wrap.appendChild(p);
-  }
-  p.textContent = message;
 }

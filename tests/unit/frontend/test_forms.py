@@ -74,10 +74,10 @@ def test_environment_is_sandboxed_and_autoescapes(env: SandboxedEnvironment) -> 
         ("headers", "kv", "div"),
         ("mapping", "kv", "div"),
         ("payload", "json", "textarea"),
-        ("tags", "json", "textarea"),
+        ("tags", "chips", "div"),
         ("__label", "string", "input"),
         ("on_error", "enum", "select"),
-        ("timeout", "number", "input"),
+        ("timeout", "duration", "input"),
     ],
 )
 def test_each_field_kind_gets_its_control(
@@ -136,7 +136,7 @@ def test_values_are_shown(env: SandboxedEnvironment) -> None:
     assert 'value="5"' in out
     assert "&#34;a&#34;: [" in out  # pretty-printed JSON, escaped
     assert '<option value="error_port" selected>' in out
-    assert 'value="30"' in control(out, "timeout")
+    assert 'value="30s"' in control(out, "timeout")
 
 
 def test_expression_fields_get_a_hint_and_marker(env: SandboxedEnvironment) -> None:

@@ -1,0 +1,172 @@
+"""Diagnostics that need the database: what a diagram's references point at.
+
+The compiler (:mod:`designer_schema.compiler`) is pure and cannot see credentials or other
+workflows, so :func:`check` compiles and then adds, for every literal reference
+(:func:`backend.services.references.references`):
+
+- ``credential_type`` (error): the credential is of a type the field does not accept (an
+  SMTP login in a Slack step would fail at run time with a confusing error);
+- ``credential_missing`` (warning): the credential id names no saved credential;
+- ``workflow_missing`` (warning): a Sub-workflow or For each step names a workflow that
+  does not exist;
+- ``workflow_archived`` (warning): it names an archived workflow (which starts no runs
+  until it is restored).
+
+The missing and archived cases are warnings, not errors: an archived workflow can be
+restored before a run needs it, and a reference can be fixed after publishing; until then
+the step fails at run time with an error that says why.
+
+Existence is told without regard to permission (a reference the author may not use is
+refused at save and publish with 403 by :func:`backend.services.references.check_diagram`).
+The designer shows these with the compiler's diagnostics (live and at publish); an error
+blocks publishing.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any, Final
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from backend.auth.policy import Permission
+from backend.db.models import Credential, Workflow
+from backend.services.references import references
+from connectors.sdk.credentials import credential_types_of_schema
+from designer_schema.catalog import Catalog
+from designer_schema.compiler import compile_diagram
+from designer_schema.diagnostics import Diagnostic
+from designer_schema.diagram import Diagram
+from designer_schema.graph import WorkflowGraph
+
+REFERENCE_CODES: Final = (
+    "credential_missing",
+    "credential_type",
+    "workflow_missing",
+    "workflow_archived",
+)
+"""Codes of the diagnostics :func:`reference_diagnostics` emits."""
+
+
+def _uuid(value: str) -> uuid.UUID | None:
+    try:
+        return uuid.UUID(value)
+    except ValueError:
+        return None
+
+
+async def reference_diagnostics(
+    session: AsyncSession, diagram: Diagram | dict[str, Any], catalog: Catalog
+) -> list[Diagnostic]:
+    """Errors for references to missing or wrong-typed credentials and to missing or
+    archived workflows, in diagram order (see the module docstring)."""
+    refs = list(references(diagram, catalog))
+    credential_ids = {
+        u for _, _, oid, p in refs if p is Permission.CREDENTIAL_USE if (u := _uuid(oid))
+    }
+    workflow_ids = {u for _, _, oid, p in refs if p is Permission.WORKFLOW_RUN if (u := _uuid(oid))}
+    credentials: dict[str, tuple[str, str]] = {}
+    if credential_ids:
+        rows = await session.execute(
+            select(Credential.id, Credential.name, Credential.type).where(
+                Credential.id.in_(credential_ids)
+            )
+        )
+        credentials = {str(cid): (name, ctype) for cid, name, ctype in rows}
+    workflows: dict[str, tuple[str, bool]] = {}
+    if workflow_ids:
+        rows2 = await session.execute(
+            select(Workflow.id, Workflow.name, Workflow.archived_at).where(
+                Workflow.id.in_(workflow_ids)
+            )
+        )
+        workflows = {str(wid): (name, archived is not None) for wid, name, archived in rows2}
+
+    types_of_node = {node_id: node_type for node_id, node_type, _ in _node_types(diagram)}
+    found: list[Diagnostic] = []
+    for node_id, field, object_id, permission in refs:
+        if permission is Permission.CREDENTIAL_USE:
+            spec = catalog.get(types_of_node.get(node_id, ""))
+            accepted = credential_types_of_schema(spec.config_schema).get(field, ()) if spec else ()
+            known = credentials.get(object_id)
+            if known is None:
+                found.append(
+                    Diagnostic(
+                        "warning",
+                        "credential_missing",
+                        f"credential {object_id} does not exist (deleted?): the step will fail; "
+                        "choose another",
+                        node_id,
+                        None,
+                        field,
+                    )
+                )
+            elif accepted and known[1] not in accepted:
+                found.append(
+                    Diagnostic(
+                        "error",
+                        "credential_type",
+                        f"credential {known[0]!r} is of type {known[1]!r}; this field takes "
+                        + " or ".join(repr(t) for t in accepted),
+                        node_id,
+                        None,
+                        field,
+                    )
+                )
+        else:
+            target = workflows.get(object_id)
+            if target is None:
+                found.append(
+                    Diagnostic(
+                        "warning",
+                        "workflow_missing",
+                        f"workflow {object_id} does not exist: the call will fail; choose another",
+                        node_id,
+                        None,
+                        field,
+                    )
+                )
+            elif target[1]:
+                found.append(
+                    Diagnostic(
+                        "warning",
+                        "workflow_archived",
+                        f"workflow {target[0]!r} is archived and starts no runs: the call "
+                        "will fail until it is restored; restore it or choose another",
+                        node_id,
+                        None,
+                        field,
+                    )
+                )
+    return found
+
+
+def _node_types(diagram: Diagram | dict[str, Any]) -> list[tuple[str, str, Any]]:
+    nodes = diagram.get("nodes", []) if isinstance(diagram, dict) else diagram.nodes
+    out = []
+    for node in nodes or ():
+        if isinstance(node, dict):
+            out.append((str(node.get("id")), str(node.get("type")), node.get("config")))
+        else:
+            out.append((node.id, node.type, node.config))
+    return out
+
+
+async def check(
+    session: AsyncSession,
+    diagram: Diagram,
+    catalog: Catalog,
+    checker: Any,
+    reader: Any = None,
+) -> tuple[WorkflowGraph | None, list[Diagnostic]]:
+    """Compile ``diagram`` (expression syntax by ``checker``, expression paths against the
+    upstream output schemas by ``reader`` when given) and add :func:`reference_diagnostics`;
+    the graph is ``None`` when any diagnostic is an error."""
+    graph, diagnostics = compile_diagram(diagram, catalog, checker, reader)
+    extra = await reference_diagnostics(session, diagram, catalog)
+    if extra:
+        diagnostics = [*diagnostics, *extra]
+        if any(d.severity == "error" for d in extra):
+            graph = None
+    return graph, diagnostics
