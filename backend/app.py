@@ -27,6 +27,7 @@ from backend.api.health import HealthController
 from backend.api.openapi import StrictStructSchemaPlugin, document_responses, openapi_config
 from backend.api.runs import RunController
 from backend.api.storable_input import DEFAULT_MAX_SCAN_BYTES, StorableInputMiddleware
+from backend.api.test_runs import PinController, TestRunController
 from backend.api.triggers import ApiTokenController, FileController, WebhookSettingsController
 from backend.api.users import SessionAdminController, UserAdminController
 from backend.api.webhooks import WebhookController
@@ -100,6 +101,8 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> Litestar:
             SettingsController,
             WorkflowController,
             RunController,
+            PinController,
+            TestRunController,
             CatalogController,
             CredentialController,
             WebhookController,

@@ -29,6 +29,7 @@ from backend.db.run_state import (
     workflow_settings,
 )
 from backend.db.run_writes import STEP_FIELDS, insert_run
+from backend.db.versions import PUBLISHED
 from backend.engine.model import RunState
 from backend.engine.ports import (
     DuplicateRun,
@@ -167,7 +168,9 @@ class PgRunTransaction:
         else:
             query = query.where(WorkflowVersion.number == number)
         found = (
-            await self.session.execute(query.where(WorkflowVersion.workflow_id == wf_id))
+            await self.session.execute(
+                query.where(WorkflowVersion.workflow_id == wf_id, WorkflowVersion.kind == PUBLISHED)
+            )
         ).one_or_none()
         return None if found is None else (found[0], found[1], int(found[2]))
 
@@ -195,6 +198,12 @@ class PgRunTransaction:
         await self.session.execute(
             insert(_STEP_RUNS).from_select(["run_id", "step_id", *STEP_FIELDS], source)
         )
+
+    async def seed_step(self, run_id: uuid.UUID, step_id: str, data: dict[str, Any]) -> None:
+        self.session.add(
+            StepRun(run_id=run_id, step_id=step_id, status="pending", ports=[], data=data)
+        )
+        await self.session.flush()
 
     async def add_event(self, run_id: uuid.UUID, kind: str, data: dict[str, Any]) -> None:
         self.session.add(Event(run_id=run_id, kind=kind, data=data))

@@ -15,6 +15,7 @@ from sqlalchemy import ColumnElement, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.db.models import Run, User, Workflow, WorkflowVersion
+from backend.db.versions import PUBLISHED
 from backend.engine.expressions import JsonataChecker
 from backend.engine.workflow_settings import SettingError, WorkflowSettings
 from backend.services import schedules, workflow_audit
@@ -338,6 +339,7 @@ async def publish(
         await session.execute(
             select(WorkflowVersion).where(
                 WorkflowVersion.workflow_id == workflow_id,
+                WorkflowVersion.kind == PUBLISHED,
                 WorkflowVersion.content_hash == graph.content_hash,
             )
         )
@@ -351,7 +353,7 @@ async def publish(
     latest = (
         await session.execute(
             select(func.max(WorkflowVersion.number)).where(
-                WorkflowVersion.workflow_id == workflow_id
+                WorkflowVersion.workflow_id == workflow_id, WorkflowVersion.kind == PUBLISHED
             )
         )
     ).scalar_one()
@@ -383,10 +385,10 @@ async def _sync_triggers(session: AsyncSession, workflow_id: uuid.UUID, v: Workf
 
 
 async def list_versions(session: AsyncSession, workflow_id: uuid.UUID) -> list[WorkflowVersion]:
-    """Versions of a workflow, newest first."""
+    """Published versions of a workflow, newest first (test-run snapshots are unlisted)."""
     rows = await session.execute(
         select(WorkflowVersion)
-        .where(WorkflowVersion.workflow_id == workflow_id)
+        .where(WorkflowVersion.workflow_id == workflow_id, WorkflowVersion.kind == PUBLISHED)
         .order_by(WorkflowVersion.number.desc())
     )
     return list(rows.scalars())
