@@ -173,3 +173,36 @@ async def test_engine_replay_from_step_with_edited_input(
     assert r.status_code == 400 and r.json()["field"] == "step_id", r.text
     r = await client.post(f"/api/runs/{original}/replay", json={"step_id": "call"})
     assert r.status_code == 400, r.text  # input is required
+
+
+async def test_engine_failed_test_run_starts_no_error_workflow(
+    client: httpx.AsyncClient, runtime: Runtime, worker: Any
+) -> None:
+    fallback = await publish(
+        client,
+        diagram(
+            [node("start", "trigger.manual"), node("note", "control.set", mapping={"ctx": "=$"})],
+            [edge("start", "note")],
+        ),
+    )
+    failing = diagram(
+        [node("start", "trigger.manual"), node("stop", "control.stop_error", message="boom")],
+        [edge("start", "stop")],
+    )
+    main = await publish(client, failing)
+    r = await client.patch(
+        f"/api/workflows/{main['id']}", json={"settings": {"error_workflow_id": fallback["id"]}}
+    )
+    assert r.status_code == 200, r.text
+
+    published = (await client.post(f"/api/workflows/{main['id']}/runs", json={})).json()
+    assert await wait_for_run(runtime, published["run_id"]) == "failed"
+    assert (await run_detail(client, published["run_id"]))["error_run_id"] is not None
+
+    started = await start_test(client, main["id"])
+    assert await wait_for_run(runtime, started["run_id"]) == "failed"
+    await runtime.execution.drain()
+    detail = await run_detail(client, started["run_id"])
+    assert detail["test"] is True and detail["error_run_id"] is None
+    fallback_runs = (await client.get(f"/api/runs?workflow_id={fallback['id']}")).json()
+    assert len(fallback_runs) == 1  # the published run's error workflow only
