@@ -72,6 +72,7 @@ def designer_with(page: Any, server: RailyardServer, name: str, url: str) -> str
     assert page.evaluate(PUT_DRAFT, [workflow_id, pipeline(url)]) == 200
     open_designer(page, server, workflow_id)
     node_el(page, "set_1").wait_for()
+    page.click("#zoom-fit")
     return workflow_id
 
 
@@ -102,6 +103,8 @@ def test_designer_pinned_data_and_test_step(
     page.click("#pin-save")
     page.locator("#pin-box.pinned .pin-data").wait_for()
     assert "from the pin" in page.locator("#pin-box .pin-data pre").inner_text()
+    note = page.locator('#canvas g.node[data-node-id="call"] text.node-run-note')
+    assert note.text_content() == "pinned"  # the canvas marks pinned nodes
 
     click_node(page, "set_1")
     page.locator("#test-step-btn").focus()
@@ -113,6 +116,8 @@ def test_designer_pinned_data_and_test_step(
     output.wait_for()
     assert json.loads(output.inner_text()) == {"got": "from the pin"}
     assert http_endpoint.requests == []  # the pinned step was not executed
+    assert note.text_content() == "pinned data"
+    assert page.locator("#overlay-executes").inner_text() == "· no connector called"
     assert "no connector is called" in page.locator("#status").inner_text()
 
     # the pin is stored with the draft: still there after a reload
@@ -136,6 +141,7 @@ def test_designer_live_overlay_and_replay_from_step(
     overlay_status(page, "running")
     canvas_status(page, "start", "succeeded")
     assert "really runs: call" in page.locator("#status").inner_text()
+    assert page.locator("#overlay-executes").inner_text() == "· really runs: call"
     ARTIFACTS_DIR.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS_DIR / "designer-run-overlay-live.png"))
     http_endpoint.release()

@@ -51,7 +51,27 @@ export class TestRuns {
   async loadPins() {
     const resp = await getJSON(`/api/workflows/${this.workflowId}/pins`);
     if (resp.ok && resp.data) this.pins = resp.data;
+    this.paint();
     this.render();
+  }
+
+  /**
+   * Draw on the canvas: without a run, "pinned" under each node with pinned data; with a
+   * run, its statuses, and under each node its attempts and duration, or where the test
+   * replaced the step by data, "pinned data" / "last run data" (the step did not execute).
+   */
+  paint() {
+    if (!this.run) {
+      const notes = {};
+      for (const id of Object.keys(this.pins)) notes[id] = "pinned";
+      this.canvas.setStatuses({}, {}, notes);
+      return;
+    }
+    const o = overlayOf(this.model.toJSON(), this.run);
+    for (const [id, how] of Object.entries(this.info?.substituted || {})) {
+      o.notes[id] = how === "pinned" ? "pinned data" : "last run data";
+    }
+    this.canvas.setStatuses(o.statuses, o.edges, o.notes);
   }
 
   /** The canvas selection changed: a node id, or null. */
@@ -119,8 +139,7 @@ export class TestRuns {
 
   update(run) {
     this.run = run;
-    const o = overlayOf(this.model.toJSON(), run);
-    this.canvas.setStatuses(o.statuses, o.edges, o.notes);
+    this.paint();
     this.renderBar();
     if (!this.editing) this.render(); // keep what is being typed
   }
@@ -130,7 +149,8 @@ export class TestRuns {
     this.follow = null;
     this.run = null;
     this.editing = this.editing === "replay" ? null : this.editing;
-    this.canvas.setStatuses({}, {}, {});
+    this.info = {};
+    this.paint();
     this.renderBar();
     this.render();
   }
@@ -149,7 +169,15 @@ export class TestRuns {
     const close = h("button", { type: "button", class: "btn btn-small", id: "overlay-clear", title: "Hide the run from the canvas", text: "Clear" });
     close.addEventListener("click", () => this.clear());
     const dur = formatDuration(r.duration_ms);
-    bar.replaceChildren(h("span", { text: `${kind} ` }), badge, dur ? h("span", { class: "muted", text: ` ${dur} ` }) : null, " ", link, " ", close);
+    const real = this.info?.executes;
+    const called = real ? h("span", {
+      class: "overlay-executes small",
+      id: "overlay-executes",
+      title: "Action steps this test run really executes (their connectors are called); pin data on a step to keep it from running",
+      text: real.length ? `· really runs: ${real.join(", ")}` : "· no connector called",
+    }) : null;
+    const parts = [h("span", { text: `${kind} ` }), badge, dur ? h("span", { class: "muted", text: ` ${dur} ` }) : null, called, " ", link, " ", close];
+    bar.replaceChildren(...parts.filter((p) => p !== null));
     bar.dataset.runId = r.id;
     bar.dataset.status = r.status;
     bar.hidden = false;
@@ -201,6 +229,7 @@ export class TestRuns {
         if (!resp.ok) { err.textContent = errorMessage(resp); err.hidden = false; return; }
         this.pins[node.id] = resp.data;
         this.editing = null;
+        this.paint();
         this.setStatus(`Data pinned on ${node.id}`, "ok");
         this.render();
       });
@@ -224,6 +253,7 @@ export class TestRuns {
           const resp = await postJSON(`/api/workflows/${this.workflowId}/pins/${encodeURIComponent(node.id)}/delete`, {});
           if (!resp.ok && resp.status !== 404) { this.setStatus(errorMessage(resp), "error"); return; }
           delete this.pins[node.id];
+          this.paint();
           this.render();
         });
         row.append(" ", unpin);
