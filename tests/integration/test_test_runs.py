@@ -73,6 +73,10 @@ async def test_engine_pinned_data_and_test_step(
     assert steps["set_1"]["output"] == {"got": "pinned", "n": 7}
     assert steps["call_a"]["output"] == pinned
     assert sink.requests == []
+    page = await client.get(f"/runs/{started['run_id']}", headers={"accept": "text/html"})
+    assert page.status_code == 200
+    assert 'id="test-run-badge"' in page.text
+    assert 'data-replay-step="set_1"' in page.text and 'data-replay-step="call_a"' in page.text
 
     # Test workflow: the unpinned HTTP step really runs, with the pinned step's data
     started = await start_test(client, wf_id)

@@ -4,7 +4,7 @@
 
 import { errorMessage, request } from "./api.js";
 import { edgeStates, renderGraph } from "./graph-view.js";
-import { stepNote } from "./run-overlay.js";
+import { NOT_RUN, stepNote } from "./run-overlay.js";
 
 const view = document.getElementById("run-view");
 // Run statuses, from the server's one list (backend/engine/states.py, RUN_STATUSES):
@@ -91,7 +91,18 @@ function notesOf(run) {
   return notes;
 }
 let notes = notesOf(parseJSON(view.dataset.run));
-canvas.setStatuses(statusesFromDom(), edgeStates(diagram, statusesFromDom(), portsFromDom()), notes);
+
+// Nodes of the diagram that are not steps of the run's graph (a test of one step runs only
+// that step and the ones before it): not run once the run ended.
+function withUnreached(statuses, runStatus) {
+  const all = { ...statuses };
+  for (const node of diagram.nodes || []) {
+    if (node.type !== "ui.note" && !(node.id in all)) all[node.id] = TERMINAL.has(runStatus) ? NOT_RUN : "pending";
+  }
+  return all;
+}
+const shown = withUnreached(statusesFromDom(), initialStatus);
+canvas.setStatuses(shown, edgeStates(diagram, shown, portsFromDom()), notes);
 
 // Replay from a step with its input edited: POST /api/runs/{id}/replay {step_id, input},
 // then open the new run.
@@ -223,7 +234,7 @@ function applyUpdate(run) {
     setBadge(section.querySelector(".badge"), step.status);
     section.querySelector(".step-duration").textContent = formatDuration(step.duration_ms);
   }
-  const all = { ...statusesFromDom(), ...statuses };
+  const all = withUnreached({ ...statusesFromDom(), ...statuses }, run.status);
   notes = notesOf(run);
   canvas.setStatuses(all, edgeStates(diagram, all, ports), notes);
 }
