@@ -21,13 +21,13 @@ from backend.api.audit import AuditController, SettingsController
 from backend.api.auth import AuthController
 from backend.api.catalog import CatalogController
 from backend.api.credentials import CredentialController
+from backend.api.draft_runs import PinController, TestRunController
 from backend.api.errors import API_EXCEPTION_HANDLERS, ErrorHandler
 from backend.api.grants import CredentialGrantController, WorkflowGrantController
 from backend.api.health import HealthController
 from backend.api.openapi import StrictStructSchemaPlugin, document_responses, openapi_config
 from backend.api.runs import RunController
 from backend.api.storable_input import DEFAULT_MAX_SCAN_BYTES, StorableInputMiddleware
-from backend.api.test_runs import PinController, TestRunController
 from backend.api.triggers import ApiTokenController, FileController, WebhookSettingsController
 from backend.api.users import SessionAdminController, UserAdminController
 from backend.api.webhooks import WebhookController
@@ -170,7 +170,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> Litestar:
             ),
         ),
         plugins=[StrictStructSchemaPlugin()],
-        # the process owns the root logger (level RAILYARD_LOG_LEVEL, one format: cli.py)
+        # the process owns the root logger (level RAILYARD_LOG_LEVEL, one format: backend/cli)
         logging_config=LoggingConfig(configure_root_logger=False),
         debug=False,
     )

@@ -1,7 +1,7 @@
 """Pinned data: sample output stored with a workflow's draft, per node, for test runs.
 
 Pinning data on a step makes test runs use it as the step's output instead of executing
-the step (backend/services/test_graph.py); pinned data on the trigger is a test run's
+the step (backend/services/pinned_graph.py); pinned data on the trigger is a test run's
 input. Published runs never see pinned data. Stored in ``workflows.pinned_data`` as
 ``{node_id: {"data": ..., "pinned_at": ISO time, "pinned_by": user id or null}}``; every
 change is audited (``workflow.pin``, ``workflow.unpin``).

@@ -95,7 +95,7 @@ class RunDetail(msgspec.Struct):
     ``rerun_of``/``reruns``: the run this one repeats / runs repeating this one (oldest
     first); ``error_run_id``: the error workflow's run started because this run failed.
     ``test``: a test run of the draft (its version is an unlisted draft snapshot,
-    backend/services/test_runs.py). Steps an ended run never reached are ``not_run``.
+    backend/services/draft_runs.py). Steps an ended run never reached are ``not_run``.
     """
 
     id: str

@@ -137,7 +137,7 @@ class WorkflowVersion(Base):
 
     ``kind`` is ``published`` for the versions publishing creates (numbered 1, 2, ...) and
     ``draft`` for the unlisted snapshots of the draft that test runs execute (number 0,
-    never active, never listed; backend.services.test_runs). Numbers and hashes are
+    never active, never listed; backend.services.draft_runs). Numbers and hashes are
     unique among published versions; snapshots are unique by hash.
     """
 

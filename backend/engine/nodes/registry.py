@@ -20,7 +20,7 @@ from backend.engine.nodes.base import (
     NodeType,
     TriggerBehaviour,
 )
-from backend.engine.nodes.test_pinned import PINNED, PINNED_TYPE
+from backend.engine.nodes.pinned_output import PINNED, PINNED_TYPE
 from designer_schema.catalog import NodeTypeSpec
 from designer_schema.graph import Step
 

@@ -13,10 +13,9 @@ from backend.runtime import Runtime
 from tests.diagrams import diagram, edge, node
 from tests.http_sink import HttpSink
 from tests.integration.conftest import wait_for_run
-from tests.integration.test_runs import publish, run_detail, sink, steps_by_id
+from tests.integration.flows import publish, run_detail, steps_by_id
 
 pytestmark = pytest.mark.integration
-__all__ = ["sink"]
 
 
 def call_set_call(url: str) -> dict[str, Any]:

@@ -3,7 +3,7 @@
 Pure functions over :class:`~designer_schema.graph.WorkflowGraph` (no I/O).
 
 - *Test workflow*: every step with pinned data is replaced by a ``test.pinned`` step
-  (:mod:`backend.engine.nodes.test_pinned`) that outputs the pinned data without running.
+  (:mod:`backend.engine.nodes.pinned_output`) that outputs the pinned data without running.
 - *Test step* (``target``): the graph is cut down to the target and the steps it depends
   on (its ancestors); every ancestor with pinned data, else with an output in the last
   run, is replaced the same way, so usually only the target executes. An ancestor with
@@ -21,7 +21,7 @@ from typing import Any
 
 import msgspec
 
-from backend.engine.nodes.test_pinned import PINNED_TYPE
+from backend.engine.nodes.pinned_output import PINNED_TYPE
 from designer_schema.graph import ERROR_PORT, Step, WorkflowGraph, canonical_hash
 
 PINNED = "pinned"

@@ -4,7 +4,7 @@ A test run is a real durable run (same engine, workers, retries, events, audit) 
 unlisted snapshot of the draft: a ``workflow_versions`` row of kind ``draft`` (number 0,
 never active, never listed; reused while the draft and its pins are unchanged, found by
 content hash). The snapshot graph is the draft's compiled graph with pinned data
-substituted (backend/services/test_graph.py). Run detail marks such runs ``test``.
+substituted (backend/services/pinned_graph.py). Run detail marks such runs ``test``.
 
 Nothing is simulated: every action step that is not replaced by data really executes
 (HTTP requests are sent, Slack messages posted, emails delivered); the plan's
@@ -27,7 +27,7 @@ from backend.db.payloads import resolve_values
 from backend.db.versions import DRAFT, DRAFT_NUMBER
 from backend.services import pins, runs
 from backend.services.execution import Execution
-from backend.services.test_graph import UnknownStep, ancestors, plan_test
+from backend.services.pinned_graph import UnknownStep, ancestors, plan_test
 from backend.services.workflows import (
     InvalidInput,
     PublishRejected,

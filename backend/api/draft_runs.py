@@ -15,7 +15,7 @@ from litestar.params import FromPath, JSONBody
 from backend.auth.guards import CurrentPrincipal, access_dependencies
 from backend.auth.policy import Permission
 from backend.auth.web import AppRuntime, CurrentUser, DbSession
-from backend.services import pins, references, test_runs
+from backend.services import draft_runs, pins, references
 from backend.services import workflows as workflow_svc
 
 
@@ -130,7 +130,7 @@ class TestRunController(Controller):
             workflow_svc.check_json_limit(data.input, runtime.settings.max_json_depth, "input")
         draft = (await workflow_svc.get_workflow(db, workflow_id)).draft
         await references.check_diagram(db, principal, draft, runtime.catalog)
-        started = await test_runs.start_test_run(
+        started = await draft_runs.start_test_run(
             db,
             runtime.execution,
             runtime.catalog,
