@@ -344,27 +344,37 @@ async def cancel(
     )
 
 
-async def rerun(
-    execution: Execution, run_id: uuid.UUID, *, start_from: str, user_id: uuid.UUID
-) -> StartedRun:
-    """Re-run ended run ``run_id``, audited as ``run.rerun`` on the original run with the
-    new run's id in the details; raises as :meth:`Execution.rerun`."""
+def _repeat_audit(
+    action: str, original: uuid.UUID, *, after: Any = None, **details: Any
+) -> AuditHook:
+    """The audit hook of a run repeating ``original`` (re-run, replay): ``action`` on the
+    original run, with the new run's id, workflow and version added to ``details``."""
 
     async def hook(session: AsyncSession, new_run_id: uuid.UUID) -> None:
         run = await session.get(Run, new_run_id)
         await audit.record(
             session,
-            "run.rerun",
+            action,
             "run",
-            run_id,
+            original,
+            after=after,
             details={
-                "from": start_from,
+                **details,
                 "new_run_id": str(new_run_id),
                 "workflow_id": str(run.workflow_id) if run else None,
                 "version": run.version_number if run else None,
             },
         )
 
+    return hook
+
+
+async def rerun(
+    execution: Execution, run_id: uuid.UUID, *, start_from: str, user_id: uuid.UUID
+) -> StartedRun:
+    """Re-run ended run ``run_id``, audited as ``run.rerun`` on the original run with the
+    new run's id in the details; raises as :meth:`Execution.rerun`."""
+    hook = _repeat_audit("run.rerun", run_id, **{"from": start_from})
     return await execution.rerun(run_id, start_from=start_from, user_id=user_id, audit=hook)
 
 
@@ -378,24 +388,9 @@ async def replay(
 ) -> StartedRun:
     """Replay ended run ``run_id`` from ``step_id`` with that step's input replaced by
     ``input``, audited as ``run.replay`` on the original run (new run id, step, and the
-    edited input in the details); raises as :meth:`Execution.replay`."""
-
-    async def hook(session: AsyncSession, new_run_id: uuid.UUID) -> None:
-        run = await session.get(Run, new_run_id)
-        await audit.record(
-            session,
-            "run.replay",
-            "run",
-            run_id,
-            after={"input": input},
-            details={
-                "step_id": step_id,
-                "new_run_id": str(new_run_id),
-                "workflow_id": str(run.workflow_id) if run else None,
-                "version": run.version_number if run else None,
-            },
-        )
-
+    edited input in the details); raises as :meth:`Execution.replay`, a step that cannot be
+    replayed from as :class:`~backend.services.workflows.InvalidInput` (``step_id``)."""
+    hook = _repeat_audit("run.replay", run_id, after={"input": input}, step_id=step_id)
     try:
         return await execution.replay(
             run_id, step_id=step_id, input=input, user_id=user_id, audit=hook
