@@ -21,6 +21,7 @@ from backend.api.audit import AuditController, SettingsController
 from backend.api.auth import AuthController
 from backend.api.catalog import CatalogController
 from backend.api.credentials import CredentialController
+from backend.api.draft_runs import PinController, TestRunController
 from backend.api.errors import API_EXCEPTION_HANDLERS, ErrorHandler
 from backend.api.expressions import ExpressionController
 from backend.api.grants import CredentialGrantController, WorkflowGrantController
@@ -105,6 +106,8 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> Litestar:
             WorkflowController,
             ExpressionController,
             RunController,
+            PinController,
+            TestRunController,
             CatalogController,
             CredentialController,
             WebhookController,

@@ -10,17 +10,21 @@ from typing import Any
 
 #: The key that marks a large value's preview (backend.db.payloads.MARKER).
 _MARKER = "$railyard.payload"
+#: How a webhook's uploaded file is referenced in run data (backend.services.webhooks).
+_FILE_PREFIX = "file:"
 
 
 @dataclass(frozen=True)
 class LargeValue:
     """One large part of a value: ``path`` where it sits (``$``, ``$.body``, ``$[2]``),
-    ``size`` human-readable, ``summary`` its shape, ``url`` the download link."""
+    ``size`` human-readable, ``summary`` its shape, ``url`` the download link; ``file``:
+    an uploaded file (shown whole by its link, not a preview)."""
 
     path: str
     size: str
     summary: str
     url: str
+    file: bool = False
 
 
 def human_size(n: int) -> str:
@@ -33,7 +37,9 @@ def human_size(n: int) -> str:
 
 
 def large_values(value: Any, path: str = "$") -> list[LargeValue]:
-    """The large-value previews inside ``value`` (depth first, in document order)."""
+    """The large-value previews and uploaded-file descriptors (``{"filename", "size",
+    "ref": "file:<id>", ...}``, downloaded from ``/api/files/<id>``) inside ``value``
+    (depth first, in document order)."""
     if isinstance(value, dict):
         url = value.get("download_url")
         if isinstance(value.get(_MARKER), str) and isinstance(url, str):
@@ -44,6 +50,18 @@ def large_values(value: Any, path: str = "$") -> list[LargeValue]:
                     human_size(size) if isinstance(size, int) else "?",
                     str(value.get("summary") or ""),
                     url,
+                )
+            ]
+        ref = value.get("ref")
+        if isinstance(ref, str) and ref.startswith(_FILE_PREFIX) and "filename" in value:
+            size = value.get("size")
+            return [
+                LargeValue(
+                    path,
+                    human_size(size) if isinstance(size, int) else "?",
+                    f"uploaded file {value.get('filename')}",
+                    f"/api/files/{ref[len(_FILE_PREFIX) :]}",
+                    file=True,
                 )
             ]
         found: list[LargeValue] = []

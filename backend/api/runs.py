@@ -1,5 +1,5 @@
 """``/api/runs``: run lists, run detail with steps and attempts, cancel, pause, resume,
-re-run."""
+re-run, replay from a step."""
 
 from __future__ import annotations
 
@@ -9,13 +9,14 @@ from litestar import Controller, Response, get, post
 from litestar.params import FromPath, FromQuery, JSONBody
 
 from backend.api.run_links import run_started
-from backend.api.schemas import RerunIn, RunStarted
+from backend.api.schemas import ReplayIn, RerunIn, RunStarted
 from backend.auth.guards import CurrentPrincipal, access_dependencies
 from backend.auth.policy import Permission
 from backend.auth.web import AppRuntime, CurrentUser, DbSession
 from backend.services import access, run_values
 from backend.services import runs as svc
 from backend.services.execution import RunNotFound
+from backend.services.workflows import check_json_limit
 
 
 class RunController(Controller):
@@ -118,5 +119,28 @@ class RunController(Controller):
         not ended (or succeeded, for ``failed_step``); 400 for another ``from``."""
         started = await svc.rerun(
             runtime.execution, run_id, start_from=data.start_from, user_id=user.id
+        )
+        return run_started(runtime, started.run_id, started.status)
+
+    @post(
+        "/{run_id:uuid}/replay",
+        operation_id="replay_run",
+        opt={"permission": Permission.RUN_CONTROL},
+    )
+    async def replay(
+        self,
+        run_id: FromPath[uuid.UUID],
+        data: JSONBody[ReplayIn],
+        runtime: AppRuntime,
+        user: CurrentUser,
+    ) -> RunStarted:
+        """Replay an ended run from ``step_id`` with that step's input replaced by
+        ``input`` (201): a new run of the same version, linked by ``rerun_of``; the steps
+        before it keep their recorded outputs. 409 when the run has not ended; 400 naming
+        ``step_id`` when the step is not in the run's version or was never reached, or
+        ``input`` when it nests too deep."""
+        check_json_limit(data.input, runtime.settings.max_json_depth, "input")
+        started = await svc.replay(
+            runtime.execution, run_id, step_id=data.step_id, input=data.input, user_id=user.id
         )
         return run_started(runtime, started.run_id, started.status)

@@ -186,6 +186,13 @@ class RerunIn(msgspec.Struct):
     start_from: Literal["failed_step", "start"] = msgspec.field(name="from")
 
 
+class ReplayIn(msgspec.Struct, forbid_unknown_fields=True):
+    """Body of POST /api/runs/{id}/replay: the step to run again and its edited input."""
+
+    step_id: str
+    input: Any
+
+
 class RunStarted(msgspec.Struct):
     """A run that was accepted; ``url`` is its page, ``status_url`` its JSON."""
 

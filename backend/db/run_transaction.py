@@ -29,6 +29,7 @@ from backend.db.run_state import (
     workflow_settings,
 )
 from backend.db.run_writes import STEP_FIELDS, insert_run
+from backend.db.versions import PUBLISHED
 from backend.engine.model import RunState
 from backend.engine.ports import (
     DuplicateRun,
@@ -171,7 +172,9 @@ class PgRunTransaction:
             )
         query = query.where(Workflow.archived_at.is_(None))
         found = (
-            await self.session.execute(query.where(WorkflowVersion.workflow_id == wf_id))
+            await self.session.execute(
+                query.where(WorkflowVersion.workflow_id == wf_id, WorkflowVersion.kind == PUBLISHED)
+            )
         ).one_or_none()
         return None if found is None else (found[0], found[1], int(found[2]))
 
@@ -199,6 +202,12 @@ class PgRunTransaction:
         await self.session.execute(
             insert(_STEP_RUNS).from_select(["run_id", "step_id", *STEP_FIELDS], source)
         )
+
+    async def seed_step(self, run_id: uuid.UUID, step_id: str, data: dict[str, Any]) -> None:
+        self.session.add(
+            StepRun(run_id=run_id, step_id=step_id, status="pending", ports=[], data=data)
+        )
+        await self.session.flush()
 
     async def add_event(self, run_id: uuid.UUID, kind: str, data: dict[str, Any]) -> None:
         self.session.add(Event(run_id=run_id, kind=kind, data=data))

@@ -83,6 +83,25 @@ def step_input(
     return {sid: state.steps[sid].output for sid in sources}
 
 
+INPUT_OVERRIDE = "input_override"
+"""Key of a pending step record's ``data`` holding the input it runs with instead of its
+predecessors' output (a replay from that step with its input edited)."""
+
+
+def _ready_input(graph: WorkflowGraph, state: RunState, step_id: str, nodes: NodeRegistry) -> Any:
+    """Input of a step becoming ready: the edited input of a replay when its pending
+    record carries one (consumed here, event ``step.input_edited``), else
+    :func:`step_input`."""
+    rec = state.steps[step_id]
+    if rec.data and INPUT_OVERRIDE in rec.data:
+        data = dict(rec.data)
+        value = data.pop(INPUT_OVERRIDE)
+        rec.data = data or None
+        state.emit("step.input_edited", step_id)
+        return value
+    return step_input(graph, state, step_id, nodes)
+
+
 def start(
     graph: WorkflowGraph,
     state: RunState,
@@ -181,7 +200,7 @@ def advance(
             step = graph.step(sid)
             rec = state.step(sid)
             rec.move(StepStatus.READY)
-            rec.input = step_input(graph, state, sid, nodes)
+            rec.input = _ready_input(graph, state, sid, nodes)
             rec.not_before = now
             state.touch(sid)
             behaviour = nodes.behaviour(step)

@@ -329,6 +329,11 @@ class RunTransaction(Protocol):
         """Copy step records ``step_ids`` of one run into another."""
         ...
 
+    async def seed_step(self, run_id: uuid.UUID, step_id: str, data: dict[str, Any]) -> None:
+        """Insert a ``pending`` step record of ``run_id`` carrying ``data`` (a replay's
+        edited input, read by the engine when the step becomes ready)."""
+        ...
+
     async def add_event(self, run_id: uuid.UUID, kind: str, data: dict[str, Any]) -> None:
         """Append an event to a run's log (outside the engine's own batch)."""
         ...

@@ -1,5 +1,5 @@
 """Run queries (lists, the run detail with steps and attempts) and the audited run
-requests of users and API tokens (start, pause, resume, cancel, re-run)."""
+requests of users and API tokens (start, pause, resume, cancel, re-run, replay)."""
 
 from __future__ import annotations
 
@@ -12,10 +12,18 @@ from sqlalchemy import ColumnElement, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.db.models import Attempt, Run, StepRun, Workflow, WorkflowVersion
+from backend.db.versions import DRAFT
 from backend.engine.states import RunStatus
 from backend.services import audit
-from backend.services.execution import AuditHook, Execution, StartedRun, error_run_id
+from backend.services.execution import (
+    AuditHook,
+    Execution,
+    StartedRun,
+    StepNotReplayable,
+    error_run_id,
+)
 from backend.services.run_values import with_previews
+from backend.services.workflows import InvalidInput
 from designer_schema.graph import WorkflowGraph
 
 
@@ -86,6 +94,8 @@ class RunDetail(msgspec.Struct):
     ``deadline_at``: when the run times out (workflow setting ``run_timeout_seconds``);
     ``rerun_of``/``reruns``: the run this one repeats / runs repeating this one (oldest
     first); ``error_run_id``: the error workflow's run started because this run failed.
+    ``test``: a test run of the draft (its version is an unlisted draft snapshot,
+    backend/services/draft_runs.py). Steps an ended run never reached are ``not_run``.
     """
 
     id: str
@@ -108,6 +118,11 @@ class RunDetail(msgspec.Struct):
     rerun_of: str | None = None
     reruns: list[str] = msgspec.field(default_factory=list)
     error_run_id: str | None = None
+    test: bool = False
+
+
+NOT_RUN = "not_run"
+"""Status shown for a step an ended run never reached (it has no step record)."""
 
 
 def _ms(start: datetime | None, end: datetime | None) -> int | None:
@@ -193,8 +208,8 @@ async def get_run_detail(
                 wait_ms=_ms(previous[-1].finished_at, a.started_at) if previous else None,
             )
         )
-    # a step never reached in an ended run will never run: cancelled, not pending
-    unreached = "cancelled" if RunStatus(run.status).terminal else "pending"
+    # a step never reached in an ended run will never run: "not_run", not pending
+    unreached = NOT_RUN if RunStatus(run.status).terminal else "pending"
     steps = []
     for spec in graph.steps:
         s = step_rows.get(spec.id)
@@ -241,6 +256,7 @@ async def get_run_detail(
             ).scalars()
         ],
         error_run_id=await _error_run(session, run),
+        test=version.kind == DRAFT,
     )
     await _preview_large_values(session, detail)
     return detail, version.diagram
@@ -328,25 +344,56 @@ async def cancel(
     )
 
 
-async def rerun(
-    execution: Execution, run_id: uuid.UUID, *, start_from: str, user_id: uuid.UUID
-) -> StartedRun:
-    """Re-run ended run ``run_id``, audited as ``run.rerun`` on the original run with the
-    new run's id in the details; raises as :meth:`Execution.rerun`."""
+def _repeat_audit(
+    action: str, original: uuid.UUID, *, after: Any = None, **details: Any
+) -> AuditHook:
+    """The audit hook of a run repeating ``original`` (re-run, replay): ``action`` on the
+    original run, with the new run's id, workflow and version added to ``details``."""
 
     async def hook(session: AsyncSession, new_run_id: uuid.UUID) -> None:
         run = await session.get(Run, new_run_id)
         await audit.record(
             session,
-            "run.rerun",
+            action,
             "run",
-            run_id,
+            original,
+            after=after,
             details={
-                "from": start_from,
+                **details,
                 "new_run_id": str(new_run_id),
                 "workflow_id": str(run.workflow_id) if run else None,
                 "version": run.version_number if run else None,
             },
         )
 
+    return hook
+
+
+async def rerun(
+    execution: Execution, run_id: uuid.UUID, *, start_from: str, user_id: uuid.UUID
+) -> StartedRun:
+    """Re-run ended run ``run_id``, audited as ``run.rerun`` on the original run with the
+    new run's id in the details; raises as :meth:`Execution.rerun`."""
+    hook = _repeat_audit("run.rerun", run_id, **{"from": start_from})
     return await execution.rerun(run_id, start_from=start_from, user_id=user_id, audit=hook)
+
+
+async def replay(
+    execution: Execution,
+    run_id: uuid.UUID,
+    *,
+    step_id: str,
+    input: Any,
+    user_id: uuid.UUID,
+) -> StartedRun:
+    """Replay ended run ``run_id`` from ``step_id`` with that step's input replaced by
+    ``input``, audited as ``run.replay`` on the original run (new run id, step, and the
+    edited input in the details); raises as :meth:`Execution.replay`, a step that cannot be
+    replayed from as :class:`~backend.services.workflows.InvalidInput` (``step_id``)."""
+    hook = _repeat_audit("run.replay", run_id, after={"input": input}, step_id=step_id)
+    try:
+        return await execution.replay(
+            run_id, step_id=step_id, input=input, user_id=user_id, audit=hook
+        )
+    except StepNotReplayable as exc:
+        raise InvalidInput(str(exc), "step_id") from exc

@@ -16,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.db.models import Run, User, Workflow, WorkflowVersion
 from backend.engine.expression_paths import JsonataReader
+from backend.db.versions import PUBLISHED
 from backend.engine.expressions import JsonataChecker
 from backend.engine.workflow_settings import SettingError, WorkflowSettings
 from backend.services import diagram_checks, schedules, workflow_audit
@@ -334,6 +335,7 @@ async def publish(
         await session.execute(
             select(WorkflowVersion).where(
                 WorkflowVersion.workflow_id == workflow_id,
+                WorkflowVersion.kind == PUBLISHED,
                 WorkflowVersion.content_hash == graph.content_hash,
             )
         )
@@ -347,7 +349,7 @@ async def publish(
     latest = (
         await session.execute(
             select(func.max(WorkflowVersion.number)).where(
-                WorkflowVersion.workflow_id == workflow_id
+                WorkflowVersion.workflow_id == workflow_id, WorkflowVersion.kind == PUBLISHED
             )
         )
     ).scalar_one()
@@ -379,10 +381,10 @@ async def _sync_triggers(session: AsyncSession, workflow_id: uuid.UUID, v: Workf
 
 
 async def list_versions(session: AsyncSession, workflow_id: uuid.UUID) -> list[WorkflowVersion]:
-    """Versions of a workflow, newest first."""
+    """Published versions of a workflow, newest first (test-run snapshots are unlisted)."""
     rows = await session.execute(
         select(WorkflowVersion)
-        .where(WorkflowVersion.workflow_id == workflow_id)
+        .where(WorkflowVersion.workflow_id == workflow_id, WorkflowVersion.kind == PUBLISHED)
         .order_by(WorkflowVersion.number.desc())
     )
     return list(rows.scalars())

@@ -1,6 +1,6 @@
 """Shared case engine-run-timeout-cancels-in-flight: a run timeout, or a user's Cancel,
 stops the connector call that is still running at once (the remote end sees the
-connection closed), and the steps that will never run are shown cancelled.
+connection closed), and the steps that will never run are shown as not run.
 
 The worker runs with a 60 s lease, so its heartbeat (every 20 s) cannot be what stops the
 call: only the cancel notice can.
@@ -80,14 +80,14 @@ async def check_stopped(
     assert detail["status"] == status
     steps = steps_by_id(detail)
     assert steps["slow"]["status"] == "cancelled"
-    assert steps["join"]["status"] == "cancelled"  # never runs: not "pending"
-    assert steps["last"]["status"] == "cancelled"
+    assert steps["join"]["status"] == "not_run"  # never runs: not "pending"
+    assert steps["last"]["status"] == "not_run"
     assert slow.call("/sleep/7") is None  # the last step never started
     assert (await attempts_of(runtime, run_id))["slow"] == "cancelled"
     page = await client.get(f"/runs/{run_id}")
     assert page.status_code == 200
-    assert 'data-step-id="join" data-status="cancelled"' in page.text
-    assert 'data-step-id="last" data-status="cancelled"' in page.text
+    assert 'data-step-id="join" data-status="not_run"' in page.text
+    assert 'data-step-id="last" data-status="not_run"' in page.text
 
 
 async def test_engine_run_timeout_cancels_in_flight(

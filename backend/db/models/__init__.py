@@ -129,6 +129,11 @@ class Workflow(Base):
     archived_by: Mapped[uuid.UUID | None] = mapped_column(
         ForeignKey("users.id", ondelete="SET NULL"), nullable=True
     )
+    # data pinned on the draft's nodes for test runs (backend.services.pins):
+    # {node_id: {"data": any JSON, "pinned_at": ISO time, "pinned_by": user id or null}}
+    pinned_data: Mapped[dict[str, Any]] = mapped_column(
+        JSONB, default=dict, server_default=text("'{}'::jsonb")
+    )
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
     updated_at: Mapped[datetime] = mapped_column(
         DateTime(timezone=True), server_default=func.now(), onupdate=func.now()
@@ -136,12 +141,24 @@ class Workflow(Base):
 
 
 class WorkflowVersion(Base):
-    """An immutable published version: diagram, compiled graph, content hash, who, when."""
+    """An immutable version: diagram, compiled graph, content hash, who, when.
+
+    ``kind`` is ``published`` for the versions publishing creates (numbered 1, 2, ...) and
+    ``draft`` for the unlisted snapshots of the draft that test runs execute (number 0,
+    never active, never listed; backend.services.draft_runs). Numbers and hashes are
+    unique among published versions; snapshots are unique by hash.
+    """
 
     __tablename__ = "workflow_versions"
     __table_args__ = (
-        UniqueConstraint("workflow_id", "number"),
-        UniqueConstraint("workflow_id", "content_hash"),
+        Index(
+            "uq_workflow_versions_number",
+            "workflow_id",
+            "number",
+            unique=True,
+            postgresql_where=text("kind = 'published'"),
+        ),
+        Index("uq_workflow_versions_hash", "workflow_id", "kind", "content_hash", unique=True),
     )
 
     id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True, default=_uuid)
@@ -152,6 +169,7 @@ class WorkflowVersion(Base):
     diagram: Mapped[dict[str, Any]] = mapped_column(JSONB)
     graph: Mapped[dict[str, Any]] = mapped_column(JSONB)
     content_hash: Mapped[str] = mapped_column(String(64))
+    kind: Mapped[str] = mapped_column(String(10), default="published", server_default="published")
     created_by: Mapped[uuid.UUID | None] = mapped_column(
         ForeignKey("users.id", ondelete="SET NULL"), nullable=True
     )

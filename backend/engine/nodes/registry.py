@@ -20,6 +20,7 @@ from backend.engine.nodes.base import (
     NodeType,
     TriggerBehaviour,
 )
+from backend.engine.nodes.pinned_output import PINNED, PINNED_TYPE
 from designer_schema.catalog import NodeTypeSpec
 from designer_schema.graph import Step
 
@@ -105,8 +106,11 @@ class NodeRegistry:
 
         Types not registered here are a connector's: ``action`` steps dispatch to workers,
         ``trigger`` steps complete at the start. A ``control`` step whose version is not
-        registered gets a behaviour that fails it (kind ``unknown_node_type``).
+        registered gets a behaviour that fails it (kind ``unknown_node_type``). A test
+        run's pinned step (``test.pinned``) outputs its pinned data.
         """
+        if step.type == PINNED_TYPE:
+            return PINNED
         node = self._nodes.get((step.type, step.type_version))
         if node is not None:
             return node.behaviour

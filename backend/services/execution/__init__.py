@@ -21,6 +21,7 @@ docs/engine.md.
 """
 
 from backend.db.run_store import ACTIVE_RUN_STATUSES, active_version_of
+from backend.services.execution.control import StepNotReplayable
 from backend.services.execution.followups import error_run_id
 from backend.services.execution.service import Execution, worker_name
 from backend.services.execution.starts import StartedRun
@@ -38,6 +39,7 @@ __all__ = [
     "RunNotActive",
     "RunNotFound",
     "StartedRun",
+    "StepNotReplayable",
     "active_version_of",
     "error_run_id",
     "has_calls",

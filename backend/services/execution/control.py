@@ -11,10 +11,11 @@ this process's directly, other workers' through a cancel notice
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from backend.engine import orchestrator
 from backend.engine.states import RunStatus, StepStatus
-from backend.services.execution.starts import StartedRun, Starts, VersionRef
+from backend.services.execution.starts import Replay, StartedRun, Starts, VersionRef
 from backend.services.execution.transition import (
     AuditHook,
     Change,
@@ -26,6 +27,13 @@ from backend.services.execution.transition import (
     Transitions,
     run_audit,
 )
+
+
+class StepNotReplayable(ValueError):
+    """The step named for a replay is not in the run's graph or was never reached."""
+
+
+_NOT_REACHED = (StepStatus.PENDING.value, StepStatus.SKIPPED.value)
 
 
 class Control:
@@ -188,4 +196,49 @@ class Control:
             rerun_of=run_id,
             copy_steps_from=run_id if start_from == "failed_step" else None,
             audit=audit,
+        )
+
+    async def replay(
+        self,
+        run_id: uuid.UUID,
+        *,
+        step_id: str,
+        input: Any,
+        user_id: uuid.UUID | None = None,
+        audit: AuditHook | None = None,
+    ) -> StartedRun:
+        """Start a new run of ended run ``run_id``'s version (linked by ``rerun_of``)
+        from step ``step_id``, which runs with ``input`` instead of its recorded input.
+
+        The original's succeeded steps not downstream of ``step_id`` are copied with their
+        outputs (as for a re-run from the failed step); ``step_id`` and everything after it
+        run again. Replaying from the trigger starts the version afresh with ``input`` as
+        the run input. Raises :class:`RunNotFound`, :class:`RunNotActive` (the run has not
+        ended) or :class:`StepNotReplayable` (no such step in the run's graph, or it was
+        never reached in the run: pending or skipped).
+        """
+        found = await self.env.store.rerun_source(run_id, latest=False)
+        if found is None:
+            raise RunNotFound(f"run {run_id} not found")
+        status, run_input, version = found
+        if not RunStatus(status).terminal:
+            raise RunNotActive(f"run is {status}; only ended runs can be replayed")
+        assert version is not None  # the run's own version always exists
+        async with self.env.store.transaction() as tx:
+            graph = await tx.graph(version.id)
+            outcomes = await tx.step_outcomes(run_id)
+        if step_id not in {s.id for s in graph.steps}:
+            raise StepNotReplayable(f"step {step_id!r} is not in the run's workflow version")
+        if outcomes.get(step_id, StepStatus.PENDING.value) in _NOT_REACHED:
+            raise StepNotReplayable(f"step {step_id!r} was not reached in run {run_id}")
+        from_trigger = step_id == graph.trigger
+        return await self.starts.start_run(
+            version,
+            input if from_trigger else run_input,
+            trigger="replay",
+            user_id=user_id,
+            rerun_of=run_id,
+            copy_steps_from=None if from_trigger else run_id,
+            audit=audit,
+            replay=None if from_trigger else Replay(step_id, input),
         )

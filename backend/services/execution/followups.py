@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from backend.auth.policy import Permission
+from backend.db.versions import DRAFT_NUMBER
 from backend.engine.model import ChildRun, RunState
 from backend.engine.ports import NewRun, RunRow, RunTransaction
 from backend.engine.states import RunStatus
@@ -118,7 +119,8 @@ class Followups:
     ) -> None:
         """In the transaction that ended ``run``: free its concurrency slot (advance the
         oldest queued run of the workflow after commit) and, for a failed or timed-out run,
-        insert the error workflow's run (queued, trigger ``error``)."""
+        insert the error workflow's run (queued, trigger ``error``); test runs of the draft
+        (draft snapshot versions, number 0) start no error workflow."""
         settings = await tx.settings(run.workflow_id)
         if settings.max_concurrent_runs:
             followup.advance += [str(i) for i in await tx.oldest_queued(run.workflow_id, 1)]
@@ -127,6 +129,7 @@ class Followups:
             target
             and state.status in (RunStatus.FAILED, RunStatus.TIMED_OUT)
             and run.trigger != "error"
+            and run.version_number != DRAFT_NUMBER  # a test run of the draft
             and target != str(run.workflow_id)
         ):
             started = await self._insert_error_run(tx, run, state, target)

@@ -157,6 +157,21 @@ class Execution:
         """Start a run repeating an ended one (:meth:`Control.rerun`)."""
         return await self.control.rerun(run_id, start_from=start_from, user_id=user_id, audit=audit)
 
+    async def replay(
+        self,
+        run_id: uuid.UUID,
+        *,
+        step_id: str,
+        input: Any,
+        user_id: uuid.UUID | None = None,
+        audit: AuditHook | None = None,
+    ) -> StartedRun:
+        """Start a run repeating an ended one from ``step_id`` with its input edited
+        (:meth:`Control.replay`)."""
+        return await self.control.replay(
+            run_id, step_id=step_id, input=input, user_id=user_id, audit=audit
+        )
+
     async def execute_step(self, run_id: uuid.UUID, step_id: str) -> None:
         """Claim, run and complete a step (an arq job body; :meth:`Steps.execute_step`)."""
         await self.steps.execute_step(run_id, step_id)

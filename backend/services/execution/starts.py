@@ -69,6 +69,14 @@ class VersionRef(Protocol):
 
 
 @dataclass
+class Replay:
+    """A replay's restart point: ``step_id`` runs again with ``input`` (JSON-able)."""
+
+    step_id: str
+    input: Any
+
+
+@dataclass
 class StartedRun:
     """Result of :meth:`Starts.start_run`; ``created`` is False for an idempotent replay."""
 
@@ -102,6 +110,7 @@ class Starts:
         rerun_of: uuid.UUID | None = None,
         copy_steps_from: uuid.UUID | None = None,
         audit: AuditHook | None = None,
+        replay: Replay | None = None,
     ) -> StartedRun:
         """Store and start a run of ``version`` with ``input`` (JSON-able).
 
@@ -110,9 +119,11 @@ class Starts:
         ``max_concurrent_runs`` is reached, the run is stored ``queued`` and starts when a
         slot frees (oldest first). ``rerun_of`` links the run it repeats;
         ``copy_steps_from`` (a run of the same version) copies that run's succeeded step
-        records not downstream of a failure, so execution resumes at the failed step(s).
-        ``audit`` adds the start's audit row in the run's transaction (such starts take the
-        locked path); an idempotent replay records nothing. A large input is stored once
+        records not downstream of a failure, so execution resumes at the failed step(s);
+        with ``replay`` it copies the records not downstream of ``replay.step_id`` and that
+        step runs again with ``replay.input``. ``audit`` adds the start's audit row in the
+        run's transaction (such starts take the locked path); an idempotent start records
+        nothing. A large input is stored once
         by reference (backend/db/payloads.py).
         """
         now = self.env.clock.now()
@@ -133,7 +144,7 @@ class Starts:
             if copy_steps_from is None and audit is None:
                 started = await self._start_in_one_statement(new, now)
             if started is None:
-                started = await self._start_in_transaction(new, copy_steps_from, now, audit)
+                started = await self._start_in_transaction(new, copy_steps_from, now, audit, replay)
         except DuplicateRun:
             run_id, status = await self.env.store.run_by_idempotency_key(str(idempotency_key))
             return StartedRun(run_id, status, False)
@@ -176,6 +187,7 @@ class Starts:
         copy_steps_from: uuid.UUID | None,
         now: datetime,
         audit: AuditHook | None = None,
+        replay: Replay | None = None,
     ) -> Started:
         """The locked start: insert ``new`` queued (copying steps for a re-run, with its
         audit row), then start it, or admit the workflow's oldest queued runs under its
@@ -190,7 +202,7 @@ class Starts:
             await tx.insert_run(new)
             await tx.add_event(new.id, "run.created", {"trigger": new.trigger})
             if copy_steps_from is not None:
-                await self._copy_steps(tx, new, copy_steps_from)
+                await self._copy_steps(tx, new, copy_steps_from, replay)
             await run_audit(tx, audit, new.id)
             if settings.max_concurrent_runs:
                 budget = InlineBudget(INLINE_BUDGET_SECONDS)  # shared by the runs admitted
@@ -293,21 +305,35 @@ class Starts:
             self._settings.popitem(last=False)
         return settings
 
-    async def _copy_steps(self, tx: RunTransaction, new: NewRun, source_id: uuid.UUID) -> None:
+    async def _copy_steps(
+        self,
+        tx: RunTransaction,
+        new: NewRun,
+        source_id: uuid.UUID,
+        replay: Replay | None = None,
+    ) -> None:
         """Copy the succeeded step records of run ``source_id`` into new run ``new``.
 
         A succeeded step downstream of a step that did not succeed (failed, cancelled,
         unfinished; also an error-port branch) is not copied: it runs again after the
         failed step. Skipped steps are not copied either (dead-path elimination decides
-        them again).
+        them again). With ``replay``, its step and everything downstream of it run again
+        too, and the step gets a pending record holding its edited input.
         """
         graph = await tx.graph(new.version_id)
         outcomes = await tx.step_outcomes(source_id)
+        if replay is not None:
+            outcomes[replay.step_id] = StepStatus.PENDING.value
         copied = steps_to_copy(graph, outcomes)
         await tx.copy_steps(source_id, new.id, copied)
         await tx.add_event(
             new.id, "run.steps_copied", {"from_run_id": str(source_id), "steps": copied}
         )
+        if replay is not None and replay.step_id != graph.trigger:
+            await tx.seed_step(new.id, replay.step_id, {orchestrator.INPUT_OVERRIDE: replay.input})
+            await tx.add_event(
+                new.id, "run.replay", {"from_run_id": str(source_id), "step_id": replay.step_id}
+            )
 
 
 def steps_to_copy(graph: WorkflowGraph, outcomes: dict[str, str]) -> list[str]:

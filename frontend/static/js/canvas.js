@@ -210,10 +210,12 @@ export class Canvas {
     this.render();
   }
 
-  // statuses: {nodeId: step status}; edgeStates: {edgeId: "taken" | "dead"} (run view).
-  setStatuses(map, edgeStates = {}) {
+  // statuses: {nodeId: step status}; edgeStates: {edgeId: "taken" | "dead"} (run view);
+  // notes: {nodeId: short text under the node, e.g. "2 attempts · 1.4 s"} (run overlay).
+  setStatuses(map, edgeStates = {}, notes = {}) {
     this.statuses = new Map(Object.entries(map || {}));
     this.edgeStates = new Map(Object.entries(edgeStates || {}));
+    this.runNotes = new Map(Object.entries(notes || {}));
     this.render();
   }
 
@@ -403,6 +405,11 @@ export class Canvas {
           el("text", { class: `port-name${port === "error" ? " port-name-error" : ""}`, x: p.x - 12, y: p.y, "text-anchor": "end", "dominant-baseline": "central" }, g).textContent = truncate(port, 10);
         }
         el("circle", { class: `port port-out${port === "error" ? " port-error" : ""}`, "data-port": port, cx: p.x, cy: p.y, r: 7 }, g);
+      }
+
+      const runNote = this.runNotes?.get(node.id);
+      if (runNote) {
+        el("text", { class: "node-run-note", x: NODE_WIDTH, y: h + 13, "text-anchor": "end" }, g).textContent = runNote;
       }
 
       if (diags) {

@@ -13,6 +13,7 @@ import { DiagramModel, NODE_WIDTH } from "./model.js";
 import { acceptDrops, renderPalette } from "./palette.js";
 import { ConfigPanel } from "./panel.js";
 import { QuickAdd } from "./quickadd.js";
+import { TestRuns } from "./test-runs.js";
 import { attachTriggerPanels } from "./trigger-panels.js";
 import { mountSettings } from "./workflow-settings.js";
 
@@ -30,6 +31,7 @@ let diagnostics = [];
 let compileTimer = null;
 let compileSeq = 0;
 let addCount = 0;
+let testRuns = null; // set below, once the toolbar is wired
 
 function parseJSON(text, fallback) {
   if (!text) return fallback;
@@ -64,6 +66,7 @@ const canvas = new Canvas(document.getElementById("canvas"), model, {
   onSelect(sel) {
     if (sel && sel.kind === "node") panel.open(sel.id);
     else panel.close();
+    testRuns?.select(sel && sel.kind === "node" ? sel.id : null);
   },
   onQuickAdd(source, port, clientX, clientY) {
     const at = canvas.screenToCanvas(clientX, clientY);
@@ -321,6 +324,21 @@ const editor = wireEditing({
   quickAdd,
 });
 
+// Pinned data, test step, test workflow, the run overlay (test-runs.js).
+const testSection = document.getElementById("test-data");
+testRuns = new TestRuns({
+  workflowId,
+  model,
+  canvas,
+  save: () => (saveBtn ? save() : Promise.resolve(true)),
+  setStatus,
+  canEdit: Boolean(testSection.dataset.canEdit),
+  canRun: Boolean(testSection.dataset.canRun),
+  section: testSection,
+  overlayBar: document.getElementById("run-overlay"),
+  testButton: document.getElementById("test-btn"),
+});
+
 window.addEventListener("beforeunload", (e) => {
   if (saver.dirty && saveBtn) {
     e.preventDefault();
@@ -350,4 +368,4 @@ updateEmptyHint();
 if (model.nodes.length && !root.dataset.diagram.includes('"viewport"')) canvas.fit();
 applyReturnFromCredentials();
 if (model.nodes.length) compile(); // show the draft's diagnostics right away
-window.railyardDesigner = { model, canvas, panel, editor, saver, history: editor.history }; // for debugging and e2e tests
+window.railyardDesigner = { model, canvas, panel, editor, saver, history: editor.history, testRuns }; // for debugging and e2e tests

@@ -2,8 +2,9 @@
 // (GET /runs/{id}/events, event "update", data = the run as JSON). When the run reaches a
 // terminal status the page reloads once to show final outputs.
 
-import { request } from "./api.js";
+import { errorMessage, request } from "./api.js";
 import { edgeStates, renderGraph } from "./graph-view.js";
+import { NOT_RUN, stepNote } from "./run-overlay.js";
 
 const view = document.getElementById("run-view");
 // Run statuses, from the server's one list (backend/engine/states.py, RUN_STATUSES):
@@ -50,6 +51,90 @@ const canvas = renderGraph(document.getElementById("run-graph"), diagram, {
     section.classList.add("flash");
   },
 });
+
+// Graph view: zoom buttons (the wheel zooms and dragging pans too); the card is resizable
+// (drag its lower edge), and the view fits again when it is resized.
+const MIN_READABLE_ZOOM = 0.75;
+document.getElementById("graph-zoom-in")?.addEventListener("click", () => canvas.zoomAt(1.25));
+document.getElementById("graph-zoom-out")?.addEventListener("click", () => canvas.zoomAt(1 / 1.25));
+document.getElementById("graph-actual")?.addEventListener("click", () => canvas.zoomAt(1 / canvas.model.viewport.zoom));
+document.getElementById("graph-fit")?.addEventListener("click", () => canvas.fit());
+// A large graph fitted into the card is too small to read: show it at a readable zoom
+// instead, starting at the trigger (Fit still shows all of it).
+function readableStart() {
+  if (canvas.model.viewport.zoom >= MIN_READABLE_ZOOM) return;
+  canvas.zoomAt(MIN_READABLE_ZOOM / canvas.model.viewport.zoom);
+  const first = [...(diagram.nodes || [])].sort((a, b) => a.position.x - b.position.x)[0];
+  if (first) {
+    const r = canvas.svg.getBoundingClientRect();
+    const vp = canvas.model.viewport;
+    canvas.model.setViewport({ ...vp, x: 40 - first.position.x * vp.zoom, y: r.height / 2 - (first.position.y + 28) * vp.zoom });
+  }
+}
+readableStart();
+if (window.ResizeObserver) {
+  let last = null;
+  new ResizeObserver(([entry]) => {
+    const height = Math.round(entry.contentRect.height);
+    if (last !== null && height !== last) canvas.render();
+    last = height;
+  }).observe(document.getElementById("run-graph"));
+}
+
+// Attempts and duration under each node.
+function notesOf(run) {
+  const notes = {};
+  for (const step of run?.steps || []) {
+    const note = stepNote(step);
+    if (note) notes[step.step_id] = note;
+  }
+  return notes;
+}
+let notes = notesOf(parseJSON(view.dataset.run));
+
+// Nodes of the diagram that are not steps of the run's graph (a test of one step runs only
+// that step and the ones before it): not run once the run ended.
+function withUnreached(statuses, runStatus) {
+  const all = { ...statuses };
+  for (const node of diagram.nodes || []) {
+    if (node.type !== "ui.note" && !(node.id in all)) all[node.id] = TERMINAL.has(runStatus) ? NOT_RUN : "pending";
+  }
+  return all;
+}
+const shown = withUnreached(statusesFromDom(), initialStatus);
+canvas.setStatuses(shown, edgeStates(diagram, shown, portsFromDom()), notes);
+
+// Replay from a step with its input edited: POST /api/runs/{id}/replay {step_id, input},
+// then open the new run.
+for (const button of document.querySelectorAll("[data-replay-step]")) {
+  button.addEventListener("click", async () => {
+    const box = button.closest(".step-replay");
+    const error = box.querySelector(".replay-error");
+    error.hidden = true;
+    let input;
+    try {
+      input = JSON.parse(box.querySelector(".replay-input").value);
+    } catch (err) {
+      error.textContent = `Invalid JSON: ${err.message}`;
+      error.hidden = false;
+      return;
+    }
+    button.disabled = true;
+    try {
+      const result = await request("POST", `/api/runs/${view.dataset.runId}/replay`, { step_id: button.dataset.replayStep, input });
+      if (result.ok && result.data) {
+        window.location.assign(`/runs/${result.data.run_id}`);
+        return;
+      }
+      error.textContent = errorMessage(result);
+    } catch (err) {
+      error.textContent = err.message;
+    } finally {
+      button.disabled = false;
+    }
+    error.hidden = false;
+  });
+}
 
 // Run controls: POST /api/runs/{id}/{pause|resume|cancel}; the buttons shown follow the
 // actions the status allows.
@@ -149,8 +234,9 @@ function applyUpdate(run) {
     setBadge(section.querySelector(".badge"), step.status);
     section.querySelector(".step-duration").textContent = formatDuration(step.duration_ms);
   }
-  const all = { ...statusesFromDom(), ...statuses };
-  canvas.setStatuses(all, edgeStates(diagram, all, ports));
+  const all = withUnreached({ ...statusesFromDom(), ...statuses }, run.status);
+  notes = notesOf(run);
+  canvas.setStatuses(all, edgeStates(diagram, all, ports), notes);
 }
 
 if (!TERMINAL.has(initialStatus) && window.EventSource) {
