@@ -30,6 +30,7 @@ from backend.api.storable_input import DEFAULT_MAX_SCAN_BYTES, StorableInputMidd
 from backend.api.triggers import ApiTokenController, FileController, WebhookSettingsController
 from backend.api.users import SessionAdminController, UserAdminController
 from backend.api.webhooks import WebhookController
+from backend.api.workflow_versions import WorkflowVersionController
 from backend.api.workflows import WorkflowController
 from backend.auth.guards import authorize, permission_opt
 from backend.auth.policy import Permission
@@ -99,6 +100,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> Litestar:
             AuditController,
             SettingsController,
             WorkflowController,
+            WorkflowVersionController,
             RunController,
             CatalogController,
             CredentialController,

@@ -22,6 +22,7 @@ from backend.api.schemas import (
     WorkflowOut,
     WorkflowPatch,
 )
+from backend.api.version_schemas import PublishIn
 from backend.auth.guards import CurrentPrincipal, access_dependencies
 from backend.auth.policy import Permission
 from backend.auth.web import AppRuntime, CurrentUser, DbSession
@@ -56,7 +57,11 @@ def workflow_out(runtime: Runtime, wf: Workflow) -> WorkflowOut:
 def version_out(v: WorkflowVersion) -> VersionOut:
     """Wire form of a version."""
     return VersionOut(
-        v.number, v.content_hash, v.created_at, str(v.created_by) if v.created_by else None
+        v.number,
+        v.content_hash,
+        v.created_at,
+        str(v.created_by) if v.created_by else None,
+        note=v.note,
     )
 
 
@@ -205,12 +210,15 @@ class WorkflowController(Controller):
         runtime: AppRuntime,
         user: CurrentUser,
         principal: CurrentPrincipal,
+        data: JSONBody[PublishIn | None] = None,
     ) -> Response[PublishOut]:
-        """Publish the draft: 201 with a new version, 200 when unchanged, 422 with
-        diagnostics, 403 when it references a credential the caller may not use."""
+        """Publish the draft, with an optional ``note`` (body ``{"note": "..."}``): 201 with
+        a new version, 200 when unchanged, 422 with diagnostics, 403 when it references a
+        credential the caller may not use."""
         draft = (await svc.get_workflow(db, workflow_id)).draft
         await references.check_diagram(db, principal, draft, runtime.catalog)
-        result = await svc.publish(db, workflow_id, runtime.catalog, user.id)
+        note = data.note if data is not None else ""
+        result = await svc.publish(db, workflow_id, runtime.catalog, user.id, note)
         webhooks.clear_endpoint_cache()
         wf = await svc.get_workflow(db, workflow_id)
         body = PublishOut(version_out(result.version), result.created, webhook_url(runtime, wf))
@@ -227,16 +235,6 @@ class WorkflowController(Controller):
         ended or another workflow uses it as its error workflow)."""
         await svc.delete_workflow(db, workflow_id)
         webhooks.clear_endpoint_cache()
-
-    @get(
-        "/{workflow_id:uuid}/versions",
-        operation_id="list_versions",
-        opt={"permission": Permission.WORKFLOW_READ},
-    )
-    async def versions(self, workflow_id: FromPath[uuid.UUID], db: DbSession) -> list[VersionOut]:
-        """Published versions, newest first."""
-        await svc.get_workflow(db, workflow_id)
-        return [version_out(v) for v in await svc.list_versions(db, workflow_id)]
 
     @post(
         "/{workflow_id:uuid}/runs",

@@ -128,7 +128,8 @@ class Workflow(Base):
 
 
 class WorkflowVersion(Base):
-    """An immutable published version: diagram, compiled graph, content hash, who, when."""
+    """An immutable published version: diagram, compiled graph, content hash, who, when,
+    and the publisher's note."""
 
     __tablename__ = "workflow_versions"
     __table_args__ = (
@@ -148,6 +149,8 @@ class WorkflowVersion(Base):
         ForeignKey("users.id", ondelete="SET NULL"), nullable=True
     )
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    # the publisher's note (what changed, why); "" when none was given
+    note: Mapped[str] = mapped_column(Text, default="", server_default=text("''"))
 
 
 class Run(Base):
