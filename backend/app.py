@@ -46,6 +46,7 @@ from frontend.identity_pages import AccountPages, SsoPages
 from frontend.pages import STATIC, AppPages, AuthPages, html_error, wants_html
 from frontend.trigger_pages import TriggerPages
 from frontend.user_admin_pages import AdminUserPages
+from frontend.version_pages import VersionPages
 
 
 def _http_error(request: Request, exc: HTTPException) -> Response[object]:
@@ -121,6 +122,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> Litestar:
             ConnectorPages,
             AdminPages,
             AccessPages,
+            VersionPages,
             SsoPages,
             AccountPages,
             AdminUserPages,

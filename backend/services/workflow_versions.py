@@ -65,6 +65,21 @@ class Comparison:
     diff: DiagramDiff
 
 
+@dataclass(frozen=True)
+class DraftInfo:
+    """The draft's ``revision`` and who saved it last (name; None when unknown), when."""
+
+    revision: int
+    saved_by: str | None
+    saved_at: datetime | None
+
+
+async def draft_info(session: AsyncSession, wf: Workflow) -> DraftInfo:
+    """Revision and last saver of ``wf``'s draft."""
+    user = await session.get(User, wf.draft_saved_by) if wf.draft_saved_by else None
+    return DraftInfo(wf.draft_revision, _publisher(user), wf.draft_saved_at)
+
+
 def parse_ref(value: str | int | None, where: str) -> int | str:
     """A version number (``"3"``, ``3``) or :data:`DRAFT`; raises :class:`InvalidInput`
     naming ``where`` (the query parameter) for anything else."""

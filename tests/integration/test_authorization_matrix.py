@@ -203,6 +203,8 @@ ROUTES: dict[tuple[str, str], P] = {
     ("POST", "/workflows/{workflow_id:uuid}/access/{grant_id:uuid}/delete"): P.WORKFLOW_MANAGE,
     ("GET", "/workflows/{workflow_id:uuid}/deliveries"): P.WORKFLOW_READ,
     ("GET", "/workflows/{workflow_id:uuid}/designer"): P.WORKFLOW_READ,
+    ("GET", "/workflows/{workflow_id:uuid}/versions"): P.WORKFLOW_READ,
+    ("GET", "/workflows/{workflow_id:uuid}/compare"): P.WORKFLOW_READ,
 }
 
 # Who is tested (role, then the grant held). The workflow W, its run and file, and the

@@ -173,3 +173,23 @@ async def test_restore_refuses_a_credential_the_restorer_may_not_use(
         r = await c.post(f"/api/workflows/{wf}/versions/1/restore", json={})
         assert r.status_code == 403 and "may not use credential" in r.json()["detail"]
         assert (await c.post(f"/api/workflows/{wf}/versions/2/restore")).status_code == 200
+
+
+async def test_history_and_diff_pages(client: httpx.AsyncClient) -> None:
+    wf = await _workflow(client)
+    await _publish(client, wf, V1, "first <b>cut</b>")
+    await _publish(client, wf, V2)
+    page = await client.get(f"/workflows/{wf}/versions")
+    assert page.status_code == 200
+    assert "first &lt;b&gt;cut&lt;/b&gt;" in page.text  # notes are escaped
+    assert f"/workflows/{wf}/designer?restore=1" in page.text
+    assert f"/api/workflows/{wf}/export?version=2" in page.text
+    diff = await client.get(f"/workflows/{wf}/compare", params={"from": "1", "to": "2"})
+    assert diff.status_code == 200
+    assert "Version 1 → Version 2" in diff.text
+    assert 'data-path="config.mapping.a"' in diff.text
+    assert 'data-node-id="respond" data-kind="added"' in diff.text
+    bad = await client.get(f"/workflows/{wf}/compare", params={"from": "x"})
+    assert bad.status_code == 400 and "from must be a version number" in bad.text
+    gone = await client.get(f"/workflows/{wf}/compare", params={"from": "8"})
+    assert gone.status_code == 404

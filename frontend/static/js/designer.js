@@ -11,6 +11,7 @@ import { DiagnosticsList, problems } from "./diagnostics.js";
 import { DiagramModel, NODE_WIDTH } from "./model.js";
 import { acceptDrops, renderPalette } from "./palette.js";
 import { ConfigPanel } from "./panel.js";
+import { askPublishNote } from "./publish-note.js";
 import { QuickAdd } from "./quickadd.js";
 import { attachTriggerPanels } from "./trigger-panels.js";
 import { mountSettings } from "./workflow-settings.js";
@@ -171,11 +172,13 @@ async function save() {
 }
 
 async function publish() {
+  const versionNote = await askPublishNote();
+  if (versionNote === null) return;
   if (!(await save())) return;
   setStatus("Publishing…", "busy");
   let resp;
   try {
-    resp = await postJSON(`/api/workflows/${workflowId}/publish`, {});
+    resp = await postJSON(`/api/workflows/${workflowId}/publish`, { note: versionNote });
   } catch (err) {
     setStatus(`Publish failed: ${err.message}`, "error");
     return;
