@@ -32,6 +32,9 @@ from designer_schema.catalog import Catalog
 from designer_schema.diagram import Diagram
 from designer_schema.diff import DiagramDiff, diff_diagrams
 
+MAX_VERSION = 2**31 - 1
+"""The highest version number there can be (``workflow_versions.number`` is an integer)."""
+
 DRAFT = "draft"
 """The name of the draft where a version number is expected (``?from=draft``)."""
 
@@ -128,6 +131,9 @@ async def get_version(
 ) -> tuple[WorkflowVersion, str | None]:
     """Version ``number`` of the workflow and its publisher's name; raises
     :class:`WorkflowNotFound` when the workflow or the version does not exist."""
+    if not 1 <= number <= MAX_VERSION:
+        await get_workflow(session, workflow_id)
+        raise WorkflowNotFound(f"workflow {workflow_id} has no version {number}")
     row = (
         await session.execute(
             select(WorkflowVersion, User)

@@ -193,3 +193,18 @@ async def test_history_and_diff_pages(client: httpx.AsyncClient) -> None:
     assert bad.status_code == 400 and "from must be a version number" in bad.text
     gone = await client.get(f"/workflows/{wf}/compare", params={"from": "8"})
     assert gone.status_code == 404
+
+
+@pytest.mark.parametrize("number", ["0", "99999999999", "-1"])
+async def test_out_of_range_version_numbers_are_404_or_400(
+    client: httpx.AsyncClient, number: str
+) -> None:
+    wf = await _workflow(client)
+    for r in (
+        await client.get(f"/api/workflows/{wf}/versions/{number}"),
+        await client.post(f"/api/workflows/{wf}/versions/{number}/restore"),
+        await client.get(f"/api/workflows/{wf}/diff", params={"from": number}),
+        await client.get(f"/api/workflows/{wf}/export", params={"version": number}),
+        await client.get(f"/workflows/{wf}/compare", params={"from": number}),
+    ):
+        assert r.status_code in (400, 404), (r.request.url, r.status_code, r.text)
