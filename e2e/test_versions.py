@@ -122,6 +122,7 @@ def test_history_diff_view_and_restore(page: Any, railyard_server: RailyardServe
     v2 = page.locator('tr.version-row[data-ref="2"]')
     assert "answers the caller instead" in v2.inner_text() and "Active" in v2.inner_text()
     assert "first cut" in page.locator('tr.version-row[data-ref="1"]').inner_text()
+    page.screenshot(path=str(ARTIFACTS_DIR / "versions-history.png"), full_page=True)
 
     # ---------------------------------------------------------------- the diff view
     page.select_option("#compare-from", "1")
