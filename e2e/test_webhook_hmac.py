@@ -21,7 +21,7 @@ import pytest
 
 from e2e.conftest import ARTIFACTS_DIR, RailyardServer, login
 from e2e.designer_page import publish
-from e2e.test_designer_to_run import drag_from_palette, node_id, select_node
+from e2e.nodes_by_type import drag_from_palette, node_id, select_node
 
 pytestmark = pytest.mark.e2e
 

@@ -4,7 +4,7 @@ Leadership is a PostgreSQL session-level advisory lock held on a dedicated conne
 the first ``railyard scheduler`` to take it sweeps, times out runs at their deadline
 (:func:`~backend.workers.run_control.enforce_deadlines`), fires schedules and applies the
 audit log's retention (hourly)
-(:mod:`backend.triggers.scheduling`); others stand by and retry every
+(:mod:`backend.services.schedule_firing`); others stand by and retry every
 ``sweep_interval`` seconds, so a standby takes over within one interval of the leader's
 connection closing (process exit or crash).
 """
@@ -21,7 +21,7 @@ from backend.runtime import Runtime
 from backend.services import audit_log
 from backend.services.availability import database_unavailable
 from backend.services.recovery import sweep
-from backend.triggers.scheduling import run_schedules
+from backend.services.schedule_firing import run_schedules
 from backend.workers.health import Backoff, ServiceHealth
 from backend.workers.run_control import enforce_deadlines
 
