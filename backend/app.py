@@ -32,6 +32,7 @@ from backend.api.storable_input import DEFAULT_MAX_SCAN_BYTES, StorableInputMidd
 from backend.api.triggers import ApiTokenController, FileController, WebhookSettingsController
 from backend.api.users import SessionAdminController, UserAdminController
 from backend.api.webhooks import WebhookController
+from backend.api.workflow_versions import WorkflowVersionController
 from backend.api.workflows import WorkflowController
 from backend.auth.guards import authorize, permission_opt
 from backend.auth.policy import Permission
@@ -50,6 +51,7 @@ from frontend.rendering import STATIC
 from frontend.trigger_pages import TriggerPages
 from frontend.user_admin_pages import AdminUserPages
 from frontend.workflow_pages import WorkflowPages
+from frontend.version_pages import VersionPages
 
 
 def _http_error(request: Request, exc: HTTPException) -> Response[object]:
@@ -105,6 +107,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> Litestar:
             SettingsController,
             WorkflowController,
             ExpressionController,
+            WorkflowVersionController,
             RunController,
             PinController,
             TestRunController,
@@ -129,6 +132,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> Litestar:
             ConnectorPages,
             AdminPages,
             AccessPages,
+            VersionPages,
             SsoPages,
             AccountPages,
             AdminUserPages,

@@ -30,6 +30,15 @@ def new_workflow(page: Any, server: RailyardServer, name: str) -> str:
     return match.group(1)
 
 
+def publish(page: Any, note: str = "") -> None:
+    """Click Publish and confirm its dialog, with ``note`` as the version's note."""
+    page.click("#publish-btn")
+    page.locator("#publish-note").wait_for()
+    if note:
+        page.fill("#publish-note", note)
+    page.click("#publish-confirm")
+
+
 def open_designer(page: Any, server: RailyardServer, workflow_id: str) -> None:
     page.goto(f"{server.base_url}/workflows/{workflow_id}/designer")
     page.locator(".palette-item").first.wait_for()

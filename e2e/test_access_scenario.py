@@ -20,6 +20,7 @@ import pytest
 
 from e2e.conftest import ARTIFACTS_DIR, RailyardServer, login
 from e2e.designer_page import connect, drag_node, wait_saved
+from e2e.designer_page import publish as publish_draft
 
 pytestmark = pytest.mark.e2e
 
@@ -159,7 +160,7 @@ def test_admin_restricts_editor_and_viewer_to_one_workflow(
         editor.click("#save-btn")
         wait_saved(editor)
         status_contains(editor, "Saved")
-        editor.click("#publish-btn")
+        publish_draft(editor)
         status_contains(editor, "Published version 1")
         assert editor.locator("#version-badge").inner_text() == "v1"
 

@@ -15,6 +15,7 @@ import httpx
 import pytest
 
 from e2e.conftest import ARTIFACTS_DIR, RailyardServer, RecordingEndpoint, login
+from e2e.designer_page import publish
 from e2e.nodes_by_type import (
     HTTP,
     IF,
@@ -86,7 +87,7 @@ def test_designer_publish_webhook_run(
     page.locator(f'#canvas g.node.has-error[data-type="{IF}"]').wait_for()
     page.locator("#diagnostics li.diagnostic").first.wait_for()
     assert page.locator(f'#diagnostics li.diagnostic[data-node-id="{ids[IF]}"]').count() >= 1
-    page.click("#publish-btn")
+    publish(page)
     page.wait_for_function(
         "() => /not published/.test(document.querySelector('#status').textContent)"
     )
@@ -159,7 +160,7 @@ def test_designer_publish_webhook_run(
     page.click("#save-btn")
     page.wait_for_function("() => /^Saved/.test(document.querySelector('#status').textContent)")
     assert status_text(page) == "Saved · 1 problem", status_text(page)
-    page.click("#publish-btn")
+    publish(page)
     page.wait_for_function(
         "() => document.querySelector('#status').textContent.includes('Published version 1')"
     )

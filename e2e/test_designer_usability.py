@@ -18,6 +18,7 @@ import httpx
 import pytest
 
 from e2e.conftest import ARTIFACTS_DIR, RailyardServer, login
+from e2e.designer_page import publish
 
 pytestmark = pytest.mark.e2e
 
@@ -111,7 +112,7 @@ def test_problems_webhook_copy_and_readable_run_error(
         [ids, missing],
     )
     page.wait_for_function("() => document.querySelector('#diagnostics').hidden")
-    page.click("#publish-btn")
+    publish(page)
     page.wait_for_function(
         "() => document.querySelector('#status').textContent.includes('Published version 1')"
     )

@@ -18,6 +18,7 @@ import httpx
 import pytest
 
 from e2e.conftest import ARTIFACTS_DIR, RailyardServer, login
+from e2e.designer_page import publish
 from e2e.nodes_by_type import connect, io_block, node, node_id, select_node
 from tests.fakes.smtp import SmtpServer
 
@@ -171,7 +172,7 @@ def test_email_with_smtp_credential(
     )
 
     # ------------------------------------------------------------ publish, trigger
-    page.click("#publish-btn")
+    publish(page)
     page.wait_for_function(
         "() => document.querySelector('#status').textContent.includes('Published version 1')"
     )

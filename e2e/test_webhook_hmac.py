@@ -20,6 +20,7 @@ import httpx
 import pytest
 
 from e2e.conftest import ARTIFACTS_DIR, RailyardServer, login
+from e2e.designer_page import publish
 from e2e.nodes_by_type import drag_from_palette, node_id, select_node
 
 pytestmark = pytest.mark.e2e
@@ -80,7 +81,7 @@ def test_webhook_hmac_signed_and_unsigned(page: Any, railyard_server: RailyardSe
     output.wait_for()
     assert "refs/tags/simple-tag" in output.inner_text()
 
-    page.click("#publish-btn")
+    publish(page)
     page.locator("#version-badge:not([hidden])").wait_for()
     hook_url = page.locator("#webhook-url code").inner_text().strip()
 

@@ -24,6 +24,7 @@ from backend.api.schemas import (
     WorkflowOut,
     WorkflowPatch,
 )
+from backend.api.version_schemas import PublishIn
 from backend.auth.guards import CurrentPrincipal, access_dependencies
 from backend.auth.policy import Permission
 from backend.auth.web import AppRuntime, CurrentUser, DbSession
@@ -59,7 +60,11 @@ def workflow_out(runtime: Runtime, wf: WorkflowRecord) -> WorkflowOut:
 def version_out(v: VersionRecord) -> VersionOut:
     """Wire form of a version."""
     return VersionOut(
-        v.number, v.content_hash, v.created_at, str(v.created_by) if v.created_by else None
+        v.number,
+        v.content_hash,
+        v.created_at,
+        str(v.created_by) if v.created_by else None,
+        note=v.note,
     )
 
 
@@ -205,13 +210,16 @@ class WorkflowController(Controller):
         runtime: AppRuntime,
         user: CurrentUser,
         principal: CurrentPrincipal,
+        data: JSONBody[PublishIn | None] = None,
     ) -> Response[PublishOut]:
-        """Publish the draft: 201 with a new version, 200 when unchanged (both with the
-        draft's ``warnings``), 422 with diagnostics, 403 when it references a credential the
-        caller may not use, 409 when the workflow is archived."""
+        """Publish the draft, with an optional ``note`` (body ``{"note": "..."}``): 201 with
+        a new version, 200 when unchanged (both with the draft's ``warnings``), 422 with
+        diagnostics, 403 when it references a credential the caller may not use, 409 when the
+        workflow is archived."""
         draft = (await svc.get_workflow(db, workflow_id)).draft
         await references.check_diagram(db, principal, draft, runtime.catalog)
-        result = await svc.publish(db, workflow_id, runtime.catalog, user.id)
+        note = data.note if data is not None else ""
+        result = await svc.publish(db, workflow_id, runtime.catalog, user.id, note)
         webhooks.clear_endpoint_cache()
         wf = await svc.get_workflow(db, workflow_id)
         body = PublishOut(
@@ -273,16 +281,6 @@ class WorkflowController(Controller):
         )
         await db.refresh(wf)
         return workflow_out(runtime, wf)
-
-    @get(
-        "/{workflow_id:uuid}/versions",
-        operation_id="list_versions",
-        opt={"permission": Permission.WORKFLOW_READ},
-    )
-    async def versions(self, workflow_id: FromPath[uuid.UUID], db: DbSession) -> list[VersionOut]:
-        """Published versions, newest first."""
-        await svc.get_workflow(db, workflow_id)
-        return [version_out(v) for v in await svc.list_versions(db, workflow_id)]
 
     @post(
         "/{workflow_id:uuid}/runs",

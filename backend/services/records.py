@@ -79,3 +79,7 @@ class VersionRecord(Protocol):
     @property
     def created_by(self) -> uuid.UUID | None:
         """Who published it (None when that account was deleted)."""
+
+    @property
+    def note(self) -> str:
+        """The publisher's note ("" when none was given)."""

@@ -177,6 +177,7 @@ async def published(
             "version": version.number,
             "created": created,
             "content_hash": version.content_hash,
+            "note": version.note,
         },
     )
     old_graph: dict[str, Any] = {}

@@ -312,11 +312,14 @@ async def publish(
     workflow_id: uuid.UUID,
     catalog: Catalog,
     user_id: uuid.UUID | None,
+    note: str = "",
 ) -> PublishResult:
-    """Compile the draft and store it as the next immutable version, made active.
+    """Compile the draft and store it as the next immutable version, made active, with the
+    publisher's ``note`` (what changed, why; stripped, may be empty).
 
     An unchanged graph (same content hash as an existing version) creates no version: that
-    version becomes active again. Raises :class:`PublishRejected` on compile errors.
+    version becomes active again (its note is kept). Raises :class:`PublishRejected` on
+    compile errors.
     """
     wf = (
         await session.execute(select(Workflow).where(Workflow.id == workflow_id).with_for_update())
@@ -360,6 +363,7 @@ async def publish(
         graph=msgspec.to_builtins(graph),
         content_hash=graph.content_hash,
         created_by=user_id,
+        note=note.strip(),
     )
     session.add(version)
     wf.active_version = version.number
@@ -378,16 +382,6 @@ async def _sync_triggers(session: AsyncSession, workflow_id: uuid.UUID, v: Workf
         raise PublishRejected(
             [Diagnostic("error", "invalid_config", str(exc), node_id, None, exc.field)]
         ) from exc
-
-
-async def list_versions(session: AsyncSession, workflow_id: uuid.UUID) -> list[WorkflowVersion]:
-    """Published versions of a workflow, newest first (test-run snapshots are unlisted)."""
-    rows = await session.execute(
-        select(WorkflowVersion)
-        .where(WorkflowVersion.workflow_id == workflow_id, WorkflowVersion.kind == PUBLISHED)
-        .order_by(WorkflowVersion.number.desc())
-    )
-    return list(rows.scalars())
 
 
 async def active_version(session: AsyncSession, wf: Workflow) -> WorkflowVersion | None:

@@ -151,6 +151,12 @@ ROUTES: dict[tuple[str, str], P] = {
     ("POST", "/api/workflows/{workflow_id:uuid}/pins/{node_id:str}/delete"): P.WORKFLOW_EDIT,
     ("POST", "/api/workflows/{workflow_id:uuid}/test-runs"): P.WORKFLOW_RUN,
     ("GET", "/api/workflows/{workflow_id:uuid}/versions"): P.WORKFLOW_READ,
+    ("GET", "/api/workflows/{workflow_id:uuid}/versions/{number:int}"): P.WORKFLOW_READ,
+    ("POST", "/api/workflows/{workflow_id:uuid}/versions/{number:int}/restore"): P.WORKFLOW_EDIT,
+    ("GET", "/api/workflows/{workflow_id:uuid}/diff"): P.WORKFLOW_READ,
+    ("GET", "/api/workflows/{workflow_id:uuid}/export"): P.WORKFLOW_READ,
+    ("POST", "/api/workflows/{workflow_id:uuid}/import"): P.WORKFLOW_EDIT,
+    ("POST", "/api/workflows/import"): P.WORKFLOW_CREATE,
     ("GET", "/api/workflows/{workflow_id:uuid}/webhook"): P.WORKFLOW_READ,
     ("GET", "/api/workflows/{workflow_id:uuid}/webhook/deliveries"): P.WORKFLOW_READ,
     ("POST", "/api/workflows/{workflow_id:uuid}/webhook/listen"): P.WORKFLOW_EDIT,
@@ -212,6 +218,8 @@ ROUTES: dict[tuple[str, str], P] = {
     ("POST", "/workflows/{workflow_id:uuid}/access/{grant_id:uuid}/delete"): P.WORKFLOW_MANAGE,
     ("GET", "/workflows/{workflow_id:uuid}/deliveries"): P.WORKFLOW_READ,
     ("GET", "/workflows/{workflow_id:uuid}/designer"): P.WORKFLOW_READ,
+    ("GET", "/workflows/{workflow_id:uuid}/versions"): P.WORKFLOW_READ,
+    ("GET", "/workflows/{workflow_id:uuid}/compare"): P.WORKFLOW_READ,
 }
 
 # Who is tested (role, then the grant held). The workflow W, its run and file, and the
@@ -389,6 +397,7 @@ async def _world(
         "project_id": project,
         "grant_id": str(grant_id),
         "user_id": str(ids["viewer"]),
+        "number": "1",  # the version W published above
         "session_id": str(uuid.uuid4()),  # own-session routes: anyone's unknown id is a 404
     }
     return World(params, clients)

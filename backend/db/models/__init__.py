@@ -141,7 +141,8 @@ class Workflow(Base):
 
 
 class WorkflowVersion(Base):
-    """An immutable version: diagram, compiled graph, content hash, who, when.
+    """An immutable version: diagram, compiled graph, content hash, who, when, and the
+    publisher's note.
 
     ``kind`` is ``published`` for the versions publishing creates (numbered 1, 2, ...) and
     ``draft`` for the unlisted snapshots of the draft that test runs execute (number 0,
@@ -174,6 +175,8 @@ class WorkflowVersion(Base):
         ForeignKey("users.id", ondelete="SET NULL"), nullable=True
     )
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    # the publisher's note (what changed, why); "" when none was given
+    note: Mapped[str] = mapped_column(Text, default="", server_default=text("''"))
 
 
 class Run(Base):

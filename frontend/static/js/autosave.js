@@ -86,6 +86,17 @@ export class DraftSaver {
     return true;
   }
 
+  /**
+   * The server stored the current diagram itself (a restore from the version history):
+   * take its revision; nothing is left to save.
+   */
+  adopt(revision) {
+    clearTimeout(this.timer);
+    this.revision = revision;
+    this.dirty = false;
+    this.conflict = null;
+  }
+
   /** The conflict dialog: who changed the draft, and Reload / Overwrite. */
   showConflict(info) {
     const dialog = scriptDialog("conflict-dialog", "", (d) => {

@@ -12,6 +12,7 @@ import { attachExpressionEditor } from "./expression-editor.js";
 import { DiagramModel, NODE_WIDTH } from "./model.js";
 import { acceptDrops, renderPalette } from "./palette.js";
 import { ConfigPanel } from "./panel.js";
+import { askPublishNote } from "./publish-note.js";
 import { QuickAdd } from "./quickadd.js";
 import { TestRuns } from "./test-runs.js";
 import { attachTriggerPanels } from "./trigger-panels.js";
@@ -178,11 +179,13 @@ async function save() {
 }
 
 async function publish() {
+  const versionNote = await askPublishNote();
+  if (versionNote === null) return;
   if (!(await save())) return;
   setStatus("Publishing…", "busy");
   let resp;
   try {
-    resp = await postJSON(`/api/workflows/${workflowId}/publish`, {});
+    resp = await postJSON(`/api/workflows/${workflowId}/publish`, { note: versionNote });
   } catch (err) {
     setStatus(`Publish failed: ${err.message}`, "error");
     return;

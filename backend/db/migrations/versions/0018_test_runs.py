@@ -1,7 +1,7 @@
 """test runs: pinned step data on workflows, draft snapshot versions
 
 Revision ID: 0018_test_runs
-Revises: 0015_draft_revision
+Revises: 0016_workflow_archive
 Create Date: 2026-12-01 10:55:00
 
 ``workflows.pinned_data`` holds the data pinned on the draft's nodes
