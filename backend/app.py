@@ -24,9 +24,11 @@ from backend.api.credentials import CredentialController
 from backend.api.errors import API_EXCEPTION_HANDLERS, ErrorHandler
 from backend.api.grants import CredentialGrantController, WorkflowGrantController
 from backend.api.health import HealthController
+from backend.api.metrics import MetricsController
 from backend.api.openapi import StrictStructSchemaPlugin, document_responses, openapi_config
 from backend.api.runs import RunController
 from backend.api.storable_input import DEFAULT_MAX_SCAN_BYTES, StorableInputMiddleware
+from backend.api.telemetry import TelemetryMiddleware
 from backend.api.triggers import ApiTokenController, FileController, WebhookSettingsController
 from backend.api.users import SessionAdminController, UserAdminController
 from backend.api.webhooks import WebhookController
@@ -85,7 +87,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> Litestar:
         if runtime is not None:
             yield
             return
-        app.state.runtime = await build_runtime(settings)
+        app.state.runtime = await build_runtime(settings, name="api")
         try:
             yield
         finally:
@@ -114,6 +116,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> Litestar:
             FileController,
             TriggerPages,
             HealthController,
+            MetricsController,
             AuthPages,
             AppPages,
             ConnectorPages,
@@ -136,6 +139,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> Litestar:
             SecurityHeaders(https=served_over_https(settings.base_url, settings.secure_cookies))
         ],
         middleware=[
+            TelemetryMiddleware(),
             RequestContextMiddleware(),
             # before CSRF: it reads the body before CSRF's form lookup and hands it on
             StorableInputMiddleware(max(DEFAULT_MAX_SCAN_BYTES, settings.webhook_max_body)),

@@ -7,6 +7,7 @@ import logging
 from arq.connections import ArqRedis
 from redis.exceptions import RedisError
 
+from backend.observability import tracing
 from backend.services.channels import CANCEL_CHANNEL, run_channel
 from backend.workers.wake import WAKE_CHANNEL
 
@@ -16,7 +17,8 @@ log = logging.getLogger(__name__)
 class ArqDispatcher:
     """Enqueue ``execute_step`` / ``advance_run`` jobs and publish run-change notices.
 
-    Each enqueue is followed by a message on
+    With tracing on, each job carries the current trace context as its ``trace`` keyword
+    argument (backend/observability/tracing.py). Each enqueue is followed by a message on
     :data:`~backend.workers.wake.WAKE_CHANNEL` that wakes idle workers (backend/workers/wake.py).
 
     A Redis failure is logged, not raised: the work is durable in PostgreSQL and the
@@ -48,7 +50,11 @@ class ArqDispatcher:
     async def _enqueue(self, function: str, *args: str, delay: float | None = None) -> None:
         """Enqueue an arq job (after ``delay`` seconds) and wake the idle workers."""
         defer = delay if delay and delay > 0 else None
-        await self.pool.enqueue_job(function, *args, _defer_by=defer)
+        trace = tracing.carrier()  # empty while tracing is off: the job stays as it was
+        if trace:
+            await self.pool.enqueue_job(function, *args, _defer_by=defer, trace=trace)
+        else:
+            await self.pool.enqueue_job(function, *args, _defer_by=defer)
         await self.pool.publish(WAKE_CHANNEL, b"")
         if self._failing:
             self._failing = False
