@@ -43,6 +43,7 @@ from frontend.access_pages import AccessPages
 from frontend.admin_pages import AdminPages
 from frontend.audit_pages import AdminAuditPages
 from frontend.connector_pages import ConnectorPages
+from frontend.dashboard_pages import DashboardPages
 from frontend.identity_pages import AccountPages, SsoPages
 from frontend.pages import STATIC, AppPages, AuthPages, html_error, wants_html
 from frontend.trigger_pages import TriggerPages
@@ -126,6 +127,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> Litestar:
             AccountPages,
             AdminUserPages,
             AdminAuditPages,
+            DashboardPages,
             create_static_files_router(
                 path="/static",
                 directories=[STATIC],

@@ -41,6 +41,7 @@ pytestmark = pytest.mark.integration
 ROUTES: dict[tuple[str, str], P] = {
     ("GET", "/"): P.PUBLIC,
     ("GET", "/metrics"): P.METRICS_READ,
+    ("GET", "/admin/dashboard"): P.METRICS_READ,
     ("GET", "/admin/groups"): P.GROUPS_MANAGE,
     ("POST", "/admin/groups"): P.GROUPS_MANAGE,
     ("POST", "/admin/groups/{group_id:uuid}/delete"): P.GROUPS_MANAGE,
