@@ -173,7 +173,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> Litestar:
             ),
         ),
         plugins=[StrictStructSchemaPlugin()],
-        # the process owns the root logger (level RAILYARD_LOG_LEVEL, one format: cli.py)
+        # the process owns the root logger (level RAILYARD_LOG_LEVEL, one format: backend/cli)
         logging_config=LoggingConfig(configure_root_logger=False),
         debug=False,
     )

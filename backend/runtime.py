@@ -20,13 +20,15 @@ from backend.db.engine import make_engine, make_sessionmaker
 from backend.db.recovery_queries import PgRecoveryQueries
 from backend.db.run_store import PgRunStore
 from backend.observability import metrics, tracing
-from backend.services import credentials
+from backend.services import credential_use
 from backend.services.catalog import AppCatalog, load_catalog
 from backend.services.execution import Execution
 from backend.settings import Settings
-from backend.workers.dispatch import ArqDispatcher
-from backend.workers.redis_client import redis_client
+from backend.transport.dispatch import ArqDispatcher
+from backend.transport.redis_client import redis_client
 from connectors import sdk
+from connectors.host.contexts import action_context
+from connectors.host.outbound import SsrfGuardTransport, guarded_connection_pool
 
 log = logging.getLogger(__name__)
 
@@ -69,13 +71,13 @@ def make_context_factory(
 ) -> Any:
     """Build ``factory(info: sdk.ActionInfo, heartbeat, is_cancelled) -> sdk.ActionContext``.
 
-    ``http_pool`` (from ``sdk.guarded_connection_pool`` for this settings' SSRF policy) is
-    shared by every attempt's HTTP client and OAuth2 token refresh, so connections are
-    kept alive across steps; the caller closes it. Without it each attempt opens its own
-    connections.
+    ``http_pool`` (from :func:`connectors.host.outbound.guarded_connection_pool` for this
+    settings' SSRF policy) is shared by every attempt's HTTP client and OAuth2 token
+    refresh, so connections are kept alive across steps; the caller closes it. Without it
+    each attempt opens its own connections.
 
     With ``sessionmaker`` and ``catalog`` the context resolves credential fields of the
-    node config through :func:`backend.services.credentials.resolve_for_action` (decrypt,
+    node config through :func:`backend.services.credential_use.resolve_for_action` (decrypt,
     refresh OAuth2 tokens through the SSRF-guarded transport, audit the use).
     """
     policy = ssrf_policy(settings)
@@ -84,27 +86,27 @@ def make_context_factory(
 
     # over a shared pool the guard holds no connections of its own: one serves every attempt
     shared_guard = (
-        sdk.SsrfGuardTransport(policy, inner=http_pool, close_inner=False) if http_pool else None
+        SsrfGuardTransport(policy, inner=http_pool, close_inner=False) if http_pool else None
     )
 
     def factory(info: sdk.ActionInfo, heartbeat: Any, is_cancelled: Any) -> Any:
         resolver = None
         if sessionmaker is not None and catalog is not None:
             resolver = functools.partial(
-                credentials.resolve_for_action,
+                credential_use.resolve_for_action,
                 sessionmaker,
                 catalog,
                 keyring,
                 info=info,
                 refresh_margin=settings.oauth2_refresh_margin,
-                transport=shared_guard or sdk.SsrfGuardTransport(policy),
+                transport=shared_guard or SsrfGuardTransport(policy),
             )
-        return sdk.ActionContext(
-            info=info,
+        return action_context(
+            info,
+            ssrf=policy,  # connectors dialling other protocols (SMTP) check the same policy
+            pool=http_pool,
             heartbeat=heartbeat,
             cancelled=is_cancelled,
-            http_client=lambda: sdk.make_http_client(policy, pool=http_pool),
-            ssrf=policy,  # connectors dialling other protocols (SMTP) check the same policy
             logger=logging.getLogger(f"railyard.connector.{info.node_type}"),
             settings=connector_settings,
             credential_resolver=resolver,
@@ -128,7 +130,7 @@ async def build_runtime(settings: Settings, *, pool_size: int = 10, name: str = 
     if settings.encryption_key:
         crypto.configure(crypto.keyring_from_settings(settings))
     payloads.configure(settings.payload_inline_limit)
-    http_pool = sdk.guarded_connection_pool(ssrf_policy(settings))
+    http_pool = guarded_connection_pool(ssrf_policy(settings))
     metrics.POOLS.watch(name, engine.sync_engine.pool)
     # with tracing on, every connector HTTP call is a span (the pool itself is closed below)
     calls: Any = tracing.TracingTransport(http_pool) if tracing.enabled() else http_pool

@@ -15,7 +15,8 @@
         await env.run(send_email, {"credential": "smtp-1", "to": ["a@example.com"]}, input=None)
         assert env.credential_uses == [("smtp-1", "credential")]
 
-The environment builds an :class:`~connectors.sdk.ActionContext` per call with fixed
+The environment builds an :class:`~connectors.sdk.ActionContext` per call (through the
+host's :func:`connectors.host.contexts.action_context`) with fixed
 identifiers, records heartbeats, lets a test request cancellation, resolves credential
 fields from :attr:`ActionTestEnvironment.credentials`, and uses an SSRF policy that allows
 private addresses by default (so local test servers are reachable).
@@ -29,8 +30,8 @@ from typing import Any
 
 import httpx
 
+from connectors.host.contexts import action_context
 from connectors.sdk import (
-    ActionContext,
     ActionDefinition,
     ActionInfo,
     CredentialType,
@@ -132,14 +133,14 @@ class ActionTestEnvironment:
             self.credential_uses.append((credential_id, fields_by_id.get(credential_id, "")))
             return {**fields, "id": credential_id, "type": type_name, "kind": kind}
 
-        context = ActionContext(
-            info=self.info_for(action_def),
+        context = action_context(
+            self.info_for(action_def),
+            ssrf=self.ssrf,
+            http_client=self.http_client,
             heartbeat=self.heartbeats.append,
             cancelled=lambda: self.cancelled,
-            http_client=self.http_client,
             logger=self.logger,
-            ssrf=self.ssrf,
-            credential_resolver=resolve,
             settings=dict(self.settings),
+            credential_resolver=resolve,
         )
         return await action_def.run(config, input, context)

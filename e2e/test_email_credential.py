@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from e2e.conftest import ARTIFACTS_DIR, RailyardServer, login
-from e2e.test_designer_to_run import connect, io_block, node, node_id, select_node
+from e2e.nodes_by_type import connect, io_block, node, node_id, select_node
 from tests.fakes.smtp import SmtpServer
 
 pytestmark = pytest.mark.e2e

@@ -20,7 +20,7 @@ import httpx
 import pytest
 
 from e2e.conftest import ARTIFACTS_DIR, RailyardServer, login
-from e2e.test_designer_to_run import drag_from_palette, node_id, select_node
+from e2e.nodes_by_type import drag_from_palette, node_id, select_node
 
 pytestmark = pytest.mark.e2e
 

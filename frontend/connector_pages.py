@@ -21,10 +21,10 @@ from backend import crypto
 from backend.auth.guards import CurrentPrincipal
 from backend.auth.policy import Level, Permission, Principal
 from backend.auth.web import AppRuntime, DbSession
-from backend.db.models import User
 from backend.runtime import Runtime
 from backend.services import access
 from backend.services import credentials as creds
+from backend.services.identity import Identity
 from frontend.pages import LoginRequiredPages, render
 
 
@@ -167,7 +167,7 @@ class ConnectorPages(LoginRequiredPages):
         data: URLEncodedBody[dict[str, str]],
     ) -> Response[Any]:
         """Create from the form; on error re-render with the message (secrets not echoed)."""
-        user: User = request.scope["state"]["user"]
+        user: Identity = request.scope["state"]["user"]
         type_name = data.get("type", "")
         try:
             ctype = runtime.catalog.credential_type(type_name)
@@ -212,7 +212,7 @@ class ConnectorPages(LoginRequiredPages):
         self, request: Request[Any, Any, Any], db: DbSession, credential_id: FromPath[str]
     ) -> Redirect:
         """Delete and go back to the list."""
-        user: User = request.scope["state"]["user"]
+        user: Identity = request.scope["state"]["user"]
         try:
             await creds.delete_credential(db, credential_id, user_id=user.id)
         except creds.CredentialNotFound:

@@ -6,7 +6,6 @@ A request without a login session is redirected to ``/login?next=<path>``.
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from collections.abc import AsyncGenerator
 from pathlib import Path
@@ -37,12 +36,11 @@ from backend.auth.web import (
     session_cookie,
     throttled_message,
 )
-from backend.db.models import User, Workflow
-from backend.engine.states import RunStatus
 from backend.runtime import Runtime
-from backend.services import access, login_sessions, runs, workflows
+from backend.services import access, login_sessions, run_watch, runs, workflows
 from backend.services import credentials as creds
-from backend.services.channels import run_channel
+from backend.services.identity import Identity
+from backend.services.records import WorkflowRecord
 from frontend import display
 from frontend.forms import CREDENTIAL_SCHEMA_KEY, CredentialChoice, render_config_panel
 from frontend.webhook_view import active_webhook
@@ -110,7 +108,7 @@ def redirect_to_login(request: Request, _: Exception) -> Response[Any]:
     return Redirect(f"/login?next={quote(target)}")
 
 
-def webhook_url(runtime: Runtime, wf: Workflow) -> str:
+def webhook_url(runtime: Runtime, wf: WorkflowRecord) -> str:
     """Public URL of ``wf``'s webhook."""
     return f"{runtime.settings.base_url.rstrip('/')}/hooks/{wf.webhook_token}"
 
@@ -251,7 +249,7 @@ class AppPages(LoginRequiredPages):
         data: URLEncodedBody[dict[str, str]],
     ) -> Response[Any]:
         """Create a workflow from the form and open it in the designer."""
-        user: User = request.scope["state"]["user"]
+        user: Identity = request.scope["state"]["user"]
         try:
             wf = await workflows.create_workflow(db, data.get("name", ""), user.id)
         except workflows.InvalidInput as exc:
@@ -423,28 +421,8 @@ def _credential_choice(view: creds.CredentialView) -> CredentialChoice:
 
 
 async def _run_updates(runtime: Runtime, run_id: uuid.UUID) -> AsyncGenerator[Any, None]:
-    pubsub = runtime.redis.pubsub()
-    await pubsub.subscribe(run_channel(str(run_id)))
-    last = b""
-    try:
-        while True:
-            async with runtime.sessionmaker() as session:
-                found = await runs.get_run_detail(session, run_id)
-            if found is None:
-                return
-            payload = msgspec.json.encode(found[0])
-            if payload != last:
-                last = payload
-                yield ServerSentEventMessage(data=payload.decode(), event="update")
-            if RunStatus(found[0].status).terminal:
-                return
-            try:
-                await pubsub.get_message(ignore_subscribe_messages=True, timeout=1.0)
-            except Exception:
-                await asyncio.sleep(1.0)
-    finally:
-        await pubsub.unsubscribe()
-        await pubsub.aclose()
+    async for payload in run_watch.run_updates(runtime.sessionmaker, runtime.redis, run_id):
+        yield ServerSentEventMessage(data=payload.decode(), event="update")
 
 
 def wants_html(request: Request) -> bool:

@@ -16,8 +16,8 @@ from litestar.response import Redirect
 
 from backend.auth.policy import Permission, parse_role, scopes_for_role
 from backend.auth.web import DbSession
-from backend.db.models import User
 from backend.services import api_tokens, schedules, webhooks, workflows
+from backend.services.identity import Identity
 from backend.triggers.schedule_rules import ScheduleError
 from frontend.pages import ENV, LoginRequiredPages, render
 
@@ -28,7 +28,7 @@ class SchedulePreviewIn(msgspec.Struct):
     config: dict[str, Any] = msgspec.field(default_factory=dict)
 
 
-def _scopes(user: User) -> list[str]:
+def _scopes(user: Identity) -> list[str]:
     return [s.value for s in scopes_for_role(parse_role(user.role))]
 
 
@@ -92,7 +92,7 @@ class TriggerPages(LoginRequiredPages):
     @get("/tokens", operation_id="page_api_tokens", opt={"permission": Permission.TOKENS_OWN})
     async def tokens(self, request: Request[Any, Any, Any], db: DbSession) -> Response[str]:
         """The user's API tokens."""
-        user: User = request.scope["state"]["user"]
+        user: Identity = request.scope["state"]["user"]
         return render(
             request,
             "api_tokens.html",
@@ -110,7 +110,7 @@ class TriggerPages(LoginRequiredPages):
         data: URLEncodedBody[dict[str, str]],
     ) -> Response[str]:
         """Create a token and show its text once."""
-        user: User = request.scope["state"]["user"]
+        user: Identity = request.scope["state"]["user"]
         try:
             _, token = await api_tokens.create_for(
                 db,
@@ -141,6 +141,6 @@ class TriggerPages(LoginRequiredPages):
         self, request: Request[Any, Any, Any], token_id: FromPath[uuid.UUID], db: DbSession
     ) -> Redirect:
         """Revoke a token and go back to the list."""
-        user: User = request.scope["state"]["user"]
+        user: Identity = request.scope["state"]["user"]
         await api_tokens.revoke_token(db, user.id, token_id)
         return Redirect("/tokens")

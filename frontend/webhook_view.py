@@ -10,10 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncSession
-
-from backend.db.models import Workflow
 from backend.services import webhooks
+from backend.services.records import WorkflowRecord
+from backend.services.unit_of_work import UnitOfWork
 
 
 def webhook_view(base_url: str, token: str, config: dict[str, Any]) -> dict[str, Any]:
@@ -34,7 +33,9 @@ def webhook_view(base_url: str, token: str, config: dict[str, Any]) -> dict[str,
     }
 
 
-async def active_webhook(db: AsyncSession, base_url: str, wf: Workflow) -> dict[str, Any] | None:
+async def active_webhook(
+    db: UnitOfWork, base_url: str, wf: WorkflowRecord
+) -> dict[str, Any] | None:
     """:func:`webhook_view` of ``wf``'s active version; ``None`` when unpublished or when
     its trigger is not a webhook."""
     if wf.active_version is None:

@@ -25,12 +25,12 @@ from backend.auth.web import (
     session_cookie,
     throttled_message,
 )
-from backend.db.models import User
 from backend.runtime import Runtime
 from backend.services import login_sessions
+from backend.services.identity import Account
 
 
-def user_out(user: User) -> UserOut:
+def user_out(user: Account) -> UserOut:
     """Wire form of a user."""
     return UserOut(str(user.id), user.email, user.display_name, user.role)
 

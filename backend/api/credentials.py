@@ -27,9 +27,9 @@ from backend.auth.guards import CurrentPrincipal, access_dependencies
 from backend.auth.policy import Permission
 from backend.auth.web import AppRuntime, CurrentUser, DbSession
 from backend.runtime import Runtime, ssrf_policy
-from backend.services import access
+from backend.services import access, credential_oauth
 from backend.services import credentials as svc
-from connectors import sdk
+from connectors.host.outbound import SsrfGuardTransport
 
 
 class CredentialIn(msgspec.Struct, forbid_unknown_fields=True):
@@ -200,7 +200,7 @@ class CredentialController(Controller):
         self, db: DbSession, runtime: AppRuntime, user: CurrentUser, credential_id: FromPath[str]
     ) -> Redirect:
         """Start the OAuth2 authorization-code flow: 302 to the provider."""
-        url = await svc.start_oauth(
+        url = await credential_oauth.start_oauth(
             db,
             runtime.catalog,
             crypto.keyring_from_settings(runtime.settings),
@@ -230,14 +230,14 @@ class CredentialController(Controller):
             return Redirect(f"/credentials?error={quote(message)}")
         try:
             async with runtime.sessionmaker() as session, session.begin():
-                view = await svc.finish_oauth(
+                view = await credential_oauth.finish_oauth(
                     session,
                     runtime.catalog,
                     crypto.keyring_from_settings(runtime.settings),
                     state=oauth_state,
                     code=code,
                     user_id=user.id,
-                    transport=sdk.SsrfGuardTransport(ssrf_policy(runtime.settings)),
+                    transport=SsrfGuardTransport(ssrf_policy(runtime.settings)),
                 )
         except (svc.CredentialError, svc.CredentialNotFound) as err:
             return Redirect(f"/credentials?error={quote(str(err))}")

@@ -8,8 +8,8 @@ import uuid
 from litestar import Controller, Response, get, post
 from litestar.params import FromPath, FromQuery, JSONBody
 
+from backend.api.run_links import run_started
 from backend.api.schemas import RerunIn, RunStarted
-from backend.api.workflows import run_started
 from backend.auth.guards import CurrentPrincipal, access_dependencies
 from backend.auth.policy import Permission
 from backend.auth.web import AppRuntime, CurrentUser, DbSession

@@ -17,17 +17,17 @@ import msgspec
 from litestar import Controller, Response, delete, get, post, put
 from litestar.exceptions import HTTPException, NotFoundException
 from litestar.params import FromPath, JSONBody
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.api.schemas import Secret
 from backend.api.token_schemas import TokenIn, TokenOut, token_out
-from backend.api.webhooks import LISTEN_SECONDS, listen_key
 from backend.auth.policy import Permission
 from backend.auth.web import AppRuntime, CurrentUser, DbSession, user_dependencies
 from backend.runtime import Runtime
 from backend.services import api_tokens
+from backend.services import webhook_listening as listening
 from backend.services import webhooks as hooks
 from backend.services import workflows as svc
+from backend.services.unit_of_work import UnitOfWork
 
 _DEPS = user_dependencies()
 
@@ -72,7 +72,7 @@ def hook_urls(runtime: Runtime, token: str, suffix: str = "") -> tuple[str, str]
     return f"{base}/hooks/{token}{tail}", f"{base}/hooks/test/{token}{tail}"
 
 
-async def _info(workflow_id: uuid.UUID, db: AsyncSession, runtime: Runtime) -> WebhookInfo:
+async def _info(workflow_id: uuid.UUID, db: UnitOfWork, runtime: Runtime) -> WebhookInfo:
     wf = await svc.get_workflow(db, workflow_id)
     endpoint = await hooks.load_endpoint(db, wf.webhook_token, draft=True)
     suffix = str((endpoint.config if endpoint else {}).get("path_suffix") or "")
@@ -81,7 +81,7 @@ async def _info(workflow_id: uuid.UUID, db: AsyncSession, runtime: Runtime) -> W
         url=url,
         test_url=test_url,
         secret_set=await hooks.secret_is_set(db, workflow_id),
-        listening=bool(await runtime.redis.get(listen_key(workflow_id))),
+        listening=await listening.is_listening(runtime.redis, workflow_id),
     )
 
 
@@ -138,7 +138,7 @@ class WebhookSettingsController(Controller):
     ) -> WebhookInfo:
         """Accept one request on the test URL during the next 120 seconds."""
         await svc.get_workflow(db, workflow_id)
-        await runtime.redis.set(listen_key(workflow_id), "1", ex=LISTEN_SECONDS)
+        await listening.start_listening(runtime.redis, workflow_id)
         return await _info(workflow_id, db, runtime)
 
     @get(

@@ -21,7 +21,6 @@ field mapping; no run starts.
 
 from __future__ import annotations
 
-import asyncio
 import time
 import uuid
 from dataclasses import dataclass
@@ -32,23 +31,20 @@ from litestar import Controller, MediaType, Request, Response, route
 from litestar.enums import HttpMethod
 from litestar.exceptions import HTTPException
 from litestar.params import FromPath
-from sqlalchemy import select
 
-from backend.api.workflows import run_started
+from backend.api.run_links import run_started
 from backend.auth.policy import Permission
-from backend.db.models import Run
 from backend.engine.nodes.trigger_webhook import DEFAULT_IDEMPOTENCY_HOURS
 from backend.runtime import Runtime
-from backend.services import run_values
+from backend.services import run_watch
+from backend.services import webhook_listening as listening
 from backend.services import webhooks as hooks
-from backend.services.channels import run_channel
 from backend.triggers import rate_limit
 from backend.triggers.response_headers import answer_headers, safe_media_type
 from backend.triggers.webhook_auth import AuthFailure, verify
 from backend.triggers.webhook_input import BodyError, build_run_input, parse_request_body
 
 DEFAULT_WAIT_TIMEOUT = 30.0
-LISTEN_SECONDS = 120
 _METHODS: list[HttpMethod] = [
     HttpMethod.GET,
     HttpMethod.POST,
@@ -56,11 +52,6 @@ _METHODS: list[HttpMethod] = [
     HttpMethod.PATCH,
     HttpMethod.DELETE,
 ]
-
-
-def listen_key(workflow_id: uuid.UUID | str) -> str:
-    """Redis key set while the designer listens for a test call."""
-    return f"railyard:webhook-listen:{workflow_id}"
 
 
 @dataclass
@@ -265,8 +256,12 @@ class WebhookController(Controller):
         # a run queued behind the workflow's concurrency limit is answered 202 at once
         if mode in ("respond_node", "last_step") and started.status != "queued":
             timeout = float(config.get("wait_timeout") or DEFAULT_WAIT_TIMEOUT)
-            answer = await wait_for_response(
-                runtime, started.run_id, timeout, last_step=mode == "last_step"
+            answer = await run_watch.wait_for_answer(
+                runtime.sessionmaker,
+                runtime.redis,
+                started.run_id,
+                timeout,
+                last_step=mode == "last_step",
             )
             if answer is not None:
                 return _respond(answer)
@@ -303,7 +298,7 @@ class WebhookController(Controller):
             endpoint = await hooks.load_endpoint(session, token, draft=True)
         if endpoint is None or not endpoint.is_webhook:
             raise HTTPException(status_code=404, detail="no webhook trigger at this test URL")
-        if not await runtime.redis.get(listen_key(endpoint.workflow_id)):
+        if not await listening.is_listening(runtime.redis, endpoint.workflow_id):
             raise HTTPException(
                 status_code=404,
                 detail="not listening: click 'Listen for test call' in the designer first",
@@ -317,7 +312,7 @@ class WebhookController(Controller):
             async with runtime.sessionmaker() as session, session.begin():
                 await hooks.save_test_call(session, endpoint.workflow_id, now, None, rej.reason)
             await _audit(runtime, endpoint.workflow_id, request.method, rej, test=True)
-            await runtime.redis.delete(listen_key(endpoint.workflow_id))
+            await listening.stop_listening(runtime.redis, endpoint.workflow_id)
             return _error(rej)
         async with runtime.sessionmaker() as session, session.begin():
             if parsed.files:
@@ -325,7 +320,7 @@ class WebhookController(Controller):
                     session, endpoint.workflow_id, parsed.files
                 )
             await hooks.save_test_call(session, endpoint.workflow_id, now, run_input)
-        await runtime.redis.delete(listen_key(endpoint.workflow_id))
+        await listening.stop_listening(runtime.redis, endpoint.workflow_id)
         return Response(
             {"test": True, "message": "test call received; see the designer"}, status_code=200
         )
@@ -354,50 +349,3 @@ def _respond(answer: dict[str, Any]) -> Response[Any]:
         headers=headers,
         media_type=safe_media_type(media),
     )
-
-
-async def wait_for_response(
-    runtime: Runtime, run_id: uuid.UUID, timeout: float, *, last_step: bool = False
-) -> dict[str, Any] | None:
-    """Wait up to ``timeout`` seconds for the run's answer.
-
-    ``respond_node`` (default): the Respond step's ``{"status", "headers", "body"}``;
-    ``last_step``: 200 with the run's output once it succeeded. A run that failed gives a
-    500 answer naming the error; ``None`` on timeout (or a run that ended without answer).
-    """
-    pubsub = runtime.redis.pubsub()
-    await pubsub.subscribe(run_channel(str(run_id)))
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    try:
-        while True:
-            async with runtime.sessionmaker() as session:
-                row = (
-                    await session.execute(
-                        select(Run.status, Run.response, Run.error, Run.output).where(
-                            Run.id == run_id
-                        )
-                    )
-                ).one()
-                status, response, error, output = row
-                if status == "succeeded" and last_step:
-                    output = await run_values.full_value(session, output)
-            if response is not None and not last_step:
-                return dict(response)
-            if status in ("failed", "cancelled", "timed_out"):
-                return {
-                    "status": 500,
-                    "headers": {},
-                    "body": {"run_id": str(run_id), "status": status, "error": error},
-                }
-            if status == "succeeded":
-                if last_step:
-                    return {"status": 200, "headers": {}, "body": output}
-                return None
-            remaining = deadline - loop.time()
-            if remaining <= 0:
-                return None
-            await pubsub.get_message(ignore_subscribe_messages=True, timeout=min(remaining, 1.0))
-    finally:
-        await pubsub.unsubscribe()
-        await pubsub.aclose()

@@ -9,6 +9,7 @@ from litestar import Controller, Request, Response, delete, get, patch, post, pu
 from litestar.exceptions import HTTPException
 from litestar.params import FromPath, JSONBody
 
+from backend.api.run_links import run_started
 from backend.api.schemas import (
     DiagnosticsOut,
     DiagramIn,
@@ -25,19 +26,19 @@ from backend.api.schemas import (
 from backend.auth.guards import CurrentPrincipal, access_dependencies
 from backend.auth.policy import Permission
 from backend.auth.web import AppRuntime, CurrentUser, DbSession
-from backend.db.models import Workflow, WorkflowVersion
 from backend.engine.workflow_settings import WorkflowSettings
 from backend.runtime import Runtime
 from backend.services import access, references, runs, webhooks
 from backend.services import workflows as svc
+from backend.services.records import VersionRecord, WorkflowRecord
 
 
-def webhook_url(runtime: Runtime, wf: Workflow) -> str:
+def webhook_url(runtime: Runtime, wf: WorkflowRecord) -> str:
     """Public URL of the workflow's webhook."""
     return f"{runtime.settings.base_url.rstrip('/')}/hooks/{wf.webhook_token}"
 
 
-def workflow_out(runtime: Runtime, wf: Workflow) -> WorkflowOut:
+def workflow_out(runtime: Runtime, wf: WorkflowRecord) -> WorkflowOut:
     """Wire form of a workflow."""
     return WorkflowOut(
         id=str(wf.id),
@@ -53,21 +54,10 @@ def workflow_out(runtime: Runtime, wf: Workflow) -> WorkflowOut:
     )
 
 
-def version_out(v: WorkflowVersion) -> VersionOut:
+def version_out(v: VersionRecord) -> VersionOut:
     """Wire form of a version."""
     return VersionOut(
         v.number, v.content_hash, v.created_at, str(v.created_by) if v.created_by else None
-    )
-
-
-def run_started(runtime: Runtime, run_id: uuid.UUID, status: str) -> RunStarted:
-    """Links of an accepted run."""
-    base = runtime.settings.base_url.rstrip("/")
-    return RunStarted(
-        run_id=str(run_id),
-        status=status,
-        url=f"{base}/runs/{run_id}",
-        status_url=f"{base}/api/runs/{run_id}",
     )
 
 

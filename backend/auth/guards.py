@@ -26,7 +26,6 @@ from litestar.connection import ASGIConnection
 from litestar.di import NamedDependency, Provide
 from litestar.exceptions import NotAuthorizedException, NotFoundException, PermissionDeniedException
 from litestar.handlers.base import BaseRouteHandler
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.auth.policy import (
     OBJECT_PERMISSIONS,
@@ -38,6 +37,7 @@ from backend.auth.policy import (
 )
 from backend.auth.web import bearer_token, load_user, runtime_of, user_dependencies
 from backend.services import access
+from backend.services.unit_of_work import UnitOfWork
 
 PRINCIPAL_KEY = "principal"
 
@@ -49,7 +49,7 @@ def declared_permission(handler: BaseRouteHandler) -> Permission | None:
 
 
 async def principal_of(
-    connection: ASGIConnection[Any, Any, Any, Any], session: AsyncSession | None = None
+    connection: ASGIConnection[Any, Any, Any, Any], session: UnitOfWork | None = None
 ) -> Principal | None:
     """The request's principal (None when anonymous), computed once per request (in
     ``session`` when given, else in a session of its own)."""
@@ -69,7 +69,7 @@ async def principal_of(
 
 
 async def _object(
-    session: AsyncSession, permission: Permission, params: dict[str, Any]
+    session: UnitOfWork, permission: Permission, params: dict[str, Any]
 ) -> ObjectAccess | None:
     """The facts of the object a permission is about, from the path parameters."""
     if permission in (Permission.CREDENTIAL_USE, Permission.CREDENTIAL_MANAGE):

@@ -17,13 +17,13 @@ from litestar.handlers.base import BaseRouteHandler
 from litestar.middleware import ASGIMiddleware
 from litestar.middleware.csrf import CSRFMiddleware
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
-from sqlalchemy.ext.asyncio import AsyncSession
 
-from backend.db.models import User
 from backend.observability import logs
 from backend.runtime import Runtime
 from backend.services import accounts, api_tokens, audit, login_sessions, oidc, sso
+from backend.services.identity import Identity
 from backend.services.login_throttle import Lock, ThrottlePolicy
+from backend.services.unit_of_work import UnitOfWork
 
 SESSION_COOKIE = "railyard_session"
 
@@ -31,11 +31,11 @@ SESSION_COOKIE = "railyard_session"
 # (``"db"``, ``"runtime"``, ``"user"``). Litestar injects a dependency into a parameter of
 # the same name only when the parameter is marked with ``NamedDependency``; unmarked
 # parameters would be read as query parameters from Litestar 3 on.
-DbSession: TypeAlias = NamedDependency[AsyncSession]
+DbSession: TypeAlias = NamedDependency[UnitOfWork]
 """Parameter ``db``: the request's session in a transaction (:func:`provide_db`)."""
 AppRuntime: TypeAlias = NamedDependency[Runtime]
 """Parameter ``runtime``: the process's :class:`Runtime` (:func:`provide_runtime`)."""
-CurrentUser: TypeAlias = NamedDependency[User]
+CurrentUser: TypeAlias = NamedDependency[Identity]
 """Parameter ``user``: the logged-in user (:func:`provide_user`, behind ``login_required``)."""
 
 
@@ -45,7 +45,7 @@ def runtime_of(state: State) -> Runtime:
     return runtime
 
 
-async def provide_db(state: State) -> AsyncGenerator[AsyncSession, None]:
+async def provide_db(state: State) -> AsyncGenerator[UnitOfWork, None]:
     """A session in a transaction, committed when the handler returns without error."""
     async with runtime_of(state).sessionmaker() as session, session.begin():
         yield session
@@ -56,10 +56,10 @@ def provide_runtime(state: State) -> Runtime:
     return runtime_of(state)
 
 
-async def load_user(connection: ASGIConnection) -> User | None:
+async def load_user(connection: ASGIConnection) -> Identity | None:
     """The user of the request's session cookie (cached on the connection), or None."""
     if "user" in connection.scope.get("state", {}):
-        user: User | None = connection.scope["state"]["user"]
+        user: Identity | None = connection.scope["state"]["user"]
         return user
     user = None
     bearer = bearer_token(connection)
@@ -68,7 +68,7 @@ async def load_user(connection: ASGIConnection) -> User | None:
         # may skip CSRF: see BearerAwareCSRFMiddleware).
         runtime = runtime_of(connection.app.state)
         async with runtime.sessionmaker() as session, session.begin():
-            found = await api_tokens.token_owner(session, bearer, datetime.now(UTC))
+            found = await api_tokens.token_identity(session, bearer, datetime.now(UTC))
         state = connection.scope.setdefault("state", {})
         state["auth"] = "token"
         if found is not None:
@@ -77,7 +77,7 @@ async def load_user(connection: ASGIConnection) -> User | None:
     elif token := connection.cookies.get(SESSION_COOKIE):
         runtime = runtime_of(connection.app.state)
         async with runtime.sessionmaker() as session:
-            user = await login_sessions.user_for_session(session, token)
+            user = await login_sessions.identity_for_session(session, token)
     connection.scope.setdefault("state", {})["user"] = user
     if user is not None:
         audit.bind_actor(user.id, user.email)
@@ -95,7 +95,7 @@ def user_agent(connection: ASGIConnection) -> str:
 
 
 async def password_sign_in(
-    db: AsyncSession, connection: ASGIConnection, email: str, password: str
+    db: UnitOfWork, connection: ASGIConnection, email: str, password: str
 ) -> tuple[accounts.SignIn, str | None]:
     """Check a password sign-in (throttled, audited) and open a session when it succeeds;
     returns the outcome and the new session's cookie token (``None`` on failure). The
@@ -119,7 +119,7 @@ async def password_sign_in(
 
 
 async def oidc_sign_in(
-    db: AsyncSession, connection: ASGIConnection, *, state: str, code: str
+    db: UnitOfWork, connection: ASGIConnection, *, state: str, code: str
 ) -> tuple[str, str]:
     """Complete a single sign-on (:func:`backend.services.oidc.finish`, then
     :func:`backend.services.sso.user_for_claims`) and open a session; returns the cookie
@@ -230,7 +230,7 @@ async def login_required(connection: ASGIConnection, _: BaseRouteHandler) -> Non
         raise NotAuthorizedException("log in first")
 
 
-async def provide_user(request: ASGIConnection) -> User:
+async def provide_user(request: ASGIConnection) -> Identity:
     """The logged-in user (use behind :func:`login_required`)."""
     user = await load_user(request)
     if user is None:

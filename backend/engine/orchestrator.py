@@ -14,6 +14,11 @@ looked up by the node type and the version the graph pins: ``inline`` steps are 
 here, ``timer`` steps wait on a durable timer, ``call`` steps wait for child runs, and
 ``action`` steps are returned for dispatch. ``nodes`` (default: the process registry,
 :data:`backend.engine.nodes.NODE_TYPES`) is the registry to look behaviours up in.
+
+This module holds the run-level operations; the steps it runs itself are in
+:mod:`backend.engine.flow_steps`, how a step's result is recorded in
+:mod:`backend.engine.step_results`, how a run ends or waits in :mod:`backend.engine.run_end`
+and the expression variables in :mod:`backend.engine.expression_bindings`.
 """
 
 from __future__ import annotations
@@ -24,48 +29,39 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from backend.engine import step_timeouts
-from backend.engine.expressions import ExpressionError, resolve_config
-from backend.engine.model import ChildRequest, RunState
+from backend.engine.expression_bindings import LazyBindings, bindings
+from backend.engine.flow_steps import progress_calls, run_inline, start_call, start_timer
+from backend.engine.model import RunState
 from backend.engine.nodes import NODE_TYPES
 from backend.engine.nodes.base import (
-    WAITING_KINDS,
     BehaviourKind,
     CallBehaviour,
-    CallFailed,
-    CallSucceeded,
     InlineBehaviour,
-    NodeError,
     TimerBehaviour,
 )
-from backend.engine.nodes.children import child_run_id
 from backend.engine.nodes.registry import NodeRegistry
 from backend.engine.outcomes import AttemptOutcome, AttemptSucceeded
 from backend.engine.planner import activated_sources, graph_index, plan
 from backend.engine.retry import retry_delay, should_retry
+from backend.engine.run_end import cancel, settle, time_out, update_waiting
 from backend.engine.states import RunStatus, StepStatus
+from backend.engine.step_results import finish_failed, has_unhandled_failure, succeed, unhandled
 from designer_schema.graph import Step, WorkflowGraph
 
-ON_ERROR_FAIL = "fail"
-ON_ERROR_PORT = "error_port"
-ON_ERROR_CONTINUE = "continue"
-
-
-def bindings(graph: WorkflowGraph, state: RunState) -> dict[str, Any]:
-    """Expression variables: ``$trigger``, ``$steps`` (id -> output) and ``$run``."""
-    steps = {
-        sid: rec.output
-        for sid, rec in state.steps.items()
-        if rec.status in (StepStatus.SUCCEEDED, StepStatus.FAILED)
-    }
-    return {
-        "trigger": steps.get(graph.trigger),
-        "steps": steps,
-        "run": {
-            "id": state.run_id,
-            "workflow_id": state.workflow_id,
-            "version": state.version_number,
-        },
-    }
+__all__ = [
+    "advance",
+    "behaviour_kind",
+    "bindings",
+    "cancel",
+    "complete_action",
+    "fail_action",
+    "fire_timer",
+    "inline_ready",
+    "record_outcome",
+    "start",
+    "step_input",
+    "time_out",
+]
 
 
 def behaviour_kind(step: Step, nodes: NodeRegistry = NODE_TYPES) -> BehaviourKind:
@@ -144,7 +140,7 @@ def advance(
     dispatch: list[str] = []
     if state.status.terminal or state.status == RunStatus.PAUSED:
         return dispatch
-    context = _LazyBindings(graph, state)
+    context = LazyBindings(graph, state)
     calls = [
         sid
         for sid, rec in state.steps.items()
@@ -152,15 +148,15 @@ def advance(
         and rec.data is not None
         and isinstance(nodes.behaviour(graph.step(sid)), CallBehaviour)
     ]
-    failed = _has_unhandled_failure(state)
+    failed = has_unhandled_failure(state)
     yielded = False
     leftover = inline_ready(graph, state, nodes)  # left ready by an advance that yielded
     while True:
         if failed:
-            _settle(graph, state, now)
+            settle(graph, state, now)
             return []
-        touched = _progress_calls(graph, state, now, calls, nodes)
-        if _unhandled(state, touched):
+        touched = progress_calls(graph, state, now, calls, nodes)
+        if unhandled(state, touched):
             failed = True
             continue
         for sid in leftover:
@@ -170,7 +166,7 @@ def advance(
             step = graph.step(sid)
             inline = nodes.behaviour(step)
             assert isinstance(inline, InlineBehaviour)  # inline_ready lists only those
-            _run_inline(graph, state, step, inline, now, context.get())
+            run_inline(graph, state, step, inline, now, context.get())
             context.record(sid)
             touched.append(sid)
         leftover = []
@@ -190,32 +186,32 @@ def advance(
             state.touch(sid)
             behaviour = nodes.behaviour(step)
             if isinstance(behaviour, TimerBehaviour):
-                if _start_timer(graph, state, step, behaviour, now, context.get()):
+                if start_timer(graph, state, step, behaviour, now, context.get()):
                     dispatch.append(sid)
             elif isinstance(behaviour, CallBehaviour):
-                _start_call(graph, state, step, behaviour, now, context.get())
+                start_call(graph, state, step, behaviour, now, context.get())
                 calls.append(sid)
             elif isinstance(behaviour, InlineBehaviour):
                 yielded = yielded or (should_yield is not None and should_yield())
                 if yielded:
                     continue  # stays ready: evaluated by the next advance
-                _run_inline(graph, state, step, behaviour, now, context.get())
+                run_inline(graph, state, step, behaviour, now, context.get())
             else:
                 state.emit("step.ready", sid)
                 dispatch.append(sid)
                 continue
             context.record(sid)
             touched.append(sid)
-        failed = _unhandled(state, touched)
+        failed = unhandled(state, touched)
         if not (touched or decision.skipped):
             break
         candidates = {
             t.target for sid in [*touched, *decision.skipped] for t in graph.outgoing(sid)
         }
-    if _settle(graph, state, now):
+    if settle(graph, state, now):
         return []
     dispatch += step_timeouts.arm(graph, state, now, nodes)
-    _update_waiting(graph, state, nodes)
+    update_waiting(graph, state, nodes)
     return dispatch
 
 
@@ -230,103 +226,6 @@ def inline_ready(
     ]
     order = graph_index(graph)
     return sorted(found, key=lambda sid: order.get(sid, 0))
-
-
-class _LazyBindings:
-    """The expression bindings of one :func:`advance`, built on first use (an advance
-    that evaluates nothing never builds them) and kept current as steps finish."""
-
-    def __init__(self, graph: WorkflowGraph, state: RunState) -> None:
-        self._graph = graph
-        self._state = state
-        self._context: dict[str, Any] | None = None
-
-    def get(self) -> dict[str, Any]:
-        if self._context is None:
-            self._context = bindings(self._graph, self._state)
-        return self._context
-
-    def record(self, step_id: str) -> None:
-        """A finished step's output joins ``$steps`` (when the bindings exist)."""
-        rec = self._state.steps[step_id]
-        if self._context is not None and rec.status in (StepStatus.SUCCEEDED, StepStatus.FAILED):
-            self._context["steps"][step_id] = rec.output
-
-
-def _unhandled(state: RunState, step_ids: list[str]) -> bool:
-    """True when one of ``step_ids`` failed without routing the failure to a port."""
-    return any(
-        state.steps[sid].status == StepStatus.FAILED and not state.steps[sid].ports
-        for sid in step_ids
-    )
-
-
-def _update_waiting(graph: WorkflowGraph, state: RunState, nodes: NodeRegistry) -> None:
-    """``waiting`` while every unfinished step is a timer or a call, else ``running``."""
-    if state.status not in (RunStatus.RUNNING, RunStatus.WAITING):
-        return
-    active = [
-        sid
-        for sid, rec in state.steps.items()
-        if rec.status in (StepStatus.READY, StepStatus.RUNNING)
-    ]
-    if not active:
-        return
-    waiting = all(nodes.behaviour(graph.step(sid)).kind in WAITING_KINDS for sid in active)
-    state.move(RunStatus.WAITING if waiting else RunStatus.RUNNING)
-
-
-def _succeed(state: RunState, step_id: str, output: Any, now: datetime, **data: Any) -> None:
-    rec = state.step(step_id)
-    rec.move(StepStatus.SUCCEEDED)
-    rec.output = output
-    rec.ports = ("out",)
-    rec.error = None
-    rec.finished_at = now
-    state.touch(step_id)
-    state.emit("step.succeeded", step_id, **data)
-
-
-def _resolved(
-    state: RunState, step: Step, now: datetime, context: dict[str, Any]
-) -> dict[str, Any] | None:
-    """The step's config with expressions evaluated; ``None`` after failing the step."""
-    rec = state.step(step.id)
-    try:
-        return resolve_config(step.config, step.expressions, rec.input, context)
-    except ExpressionError as exc:
-        error = {"message": str(exc), "kind": "expression_error", "field": exc.field}
-        _finish_failed(step, state, error, now)
-        return None
-
-
-def _start_timer(
-    graph: WorkflowGraph,
-    state: RunState,
-    step: Step,
-    timer: TimerBehaviour,
-    now: datetime,
-    context: dict[str, Any],
-) -> bool:
-    """Arm a timer step (Delay, Wait Until); True when it must be dispatched for later."""
-    rec = state.step(step.id)
-    rec.started_at = now
-    config = _resolved(state, step, now, context)
-    if config is None:
-        return False
-    try:
-        due = timer.due(config, now)
-    except NodeError as exc:
-        rec.move(StepStatus.RUNNING)
-        _finish_failed(step, state, {"message": str(exc), "kind": exc.kind}, now)
-        return False
-    if due <= now:
-        _succeed(state, step.id, rec.input, now)
-        return False
-    rec.not_before = due
-    rec.data = {"due": due.isoformat()}
-    state.emit("step.timer_set", step.id, due=due.isoformat())
-    return True
 
 
 def fire_timer(
@@ -351,195 +250,8 @@ def fire_timer(
         or (rec.not_before is not None and rec.not_before > now)
     ):
         return []
-    _succeed(state, step_id, rec.input, now, fired=True)
+    succeed(state, step_id, rec.input, now, fired=True)
     return advance(graph, state, now, nodes=nodes)
-
-
-def _start_call(
-    graph: WorkflowGraph,
-    state: RunState,
-    step: Step,
-    call: CallBehaviour,
-    now: datetime,
-    context: dict[str, Any],
-) -> None:
-    """Start a call step (Sub-workflow, For-each): it runs, without a worker, until its
-    child runs end; fire-and-forget calls start every child and succeed at once."""
-    rec = state.step(step.id)
-    rec.move(StepStatus.RUNNING)
-    rec.started_at = now
-    rec.attempts += 1
-    config = _resolved(state, step, now, context)
-    if config is None:
-        return
-    try:
-        data = call.start(config, rec.input)
-    except NodeError as exc:
-        _finish_failed(step, state, {"message": str(exc), "kind": exc.kind}, now)
-        return
-    rec.data = data
-    state.touch(step.id)
-    state.emit("step.waiting", step.id)
-    if data["wait"]:
-        return
-    ids = [
-        _request_child(state, step.id, i, child_input)
-        for i, child_input in enumerate(call.forget(data, rec.input))
-    ]
-    _succeed(state, step.id, call.forgotten_output(ids), now, fire_and_forget=True)
-
-
-def _request_child(state: RunState, step_id: str, index: int, child_input: Any) -> str:
-    rec = state.step(step_id)
-    data = rec.data or {}
-    run_id = child_run_id(state.run_id, step_id, index)
-    state.child_requests.append(
-        ChildRequest(
-            step_id=step_id,
-            index=index,
-            run_id=run_id,
-            workflow_id=str(data["workflow_id"]),
-            version=data.get("version"),
-            input=child_input,
-            wait=bool(data.get("wait", True)),
-        )
-    )
-    state.emit("child.requested", step_id, index=index, child_run_id=run_id)
-    return run_id
-
-
-def _progress_calls(
-    graph: WorkflowGraph,
-    state: RunState,
-    now: datetime,
-    calls: list[str],
-    nodes: NodeRegistry,
-) -> list[str]:
-    """Advance the running call steps ``calls`` (Sub-workflow, For-each) from their
-    children; returns those that ended (and drops them from ``calls``)."""
-    ended: list[str] = []
-    for sid in list(calls):
-        rec = state.steps.get(sid)
-        if rec is None or rec.status != StepStatus.RUNNING or rec.data is None:
-            calls.remove(sid)
-            continue
-        step = graph.step(sid)
-        call = nodes.behaviour(step)
-        if not isinstance(call, CallBehaviour):
-            calls.remove(sid)
-            continue
-        children = {c.index: c for c in state.children.get(sid, [])}
-        requested = frozenset(r.index for r in state.child_requests if r.step_id == sid)
-        progress = call.progress(rec.data, rec.input, children, requested)
-        if isinstance(progress, CallSucceeded):
-            _succeed(state, sid, progress.output, now, **progress.details)
-        elif isinstance(progress, CallFailed):
-            state.child_cancels.extend(progress.cancel)
-            _finish_failed(step, state, progress.error, now)
-        else:
-            for index, child_input in progress.request:
-                _request_child(state, sid, index, child_input)
-            continue
-        calls.remove(sid)
-        ended.append(sid)
-    return ended
-
-
-def _has_unhandled_failure(state: RunState) -> bool:
-    return any(r.status == StepStatus.FAILED and not r.ports for r in state.steps.values())
-
-
-def _run_inline(
-    graph: WorkflowGraph,
-    state: RunState,
-    step: Step,
-    inline: InlineBehaviour,
-    now: datetime,
-    context: dict[str, Any],
-) -> None:
-    rec = state.step(step.id)
-    rec.move(StepStatus.RUNNING)
-    rec.started_at = now
-    rec.attempts += 1
-    try:
-        config = resolve_config(step.config, step.expressions, rec.input, context)
-        result = inline.evaluate(step, config, rec.input)
-    except ExpressionError as exc:
-        error = {"message": str(exc), "kind": "expression_error", "field": exc.field}
-        _finish_failed(step, state, error, now)
-        return
-    except NodeError as exc:
-        error = {"message": str(exc), "kind": exc.kind, "field": exc.field}
-        _finish_failed(step, state, error, now)
-        return
-    rec.move(StepStatus.SUCCEEDED)
-    rec.output = result.output
-    rec.ports = result.ports
-    rec.finished_at = now
-    if result.response is not None:
-        state.response = result.response
-        state.run_changed = True
-        state.emit("run.responded", step.id, status=result.response["status"])
-    state.emit("step.succeeded", step.id, ports=list(result.ports))
-
-
-def _finish_failed(step: Step, state: RunState, error: dict[str, Any], now: datetime) -> None:
-    """Record a final failure of ``step``, honouring its ``on_error`` setting."""
-    rec = state.step(step.id)
-    on_error = step.on_error
-    rec.error = error
-    rec.finished_at = now
-    state.touch(step.id)
-    if on_error == ON_ERROR_CONTINUE:
-        rec.move(StepStatus.SUCCEEDED)
-        rec.output = {"error": error, "input": rec.input}
-        rec.ports = ("out",)
-        state.emit("step.succeeded", step.id, continued_on_error=True)
-        return
-    rec.move(StepStatus.FAILED)
-    if on_error == ON_ERROR_PORT:
-        rec.output = {"error": error, "input": rec.input}
-        rec.ports = ("error",)
-    else:
-        rec.ports = ()
-    state.emit("step.failed", step.id, error=error)
-
-
-def _settle(graph: WorkflowGraph, state: RunState, now: datetime) -> bool:
-    """End the run when a failure is unhandled or every step is finished. True if ended."""
-    failed = [
-        sid for sid, rec in state.steps.items() if rec.status == StepStatus.FAILED and not rec.ports
-    ]
-    if failed:
-        for sid, rec in state.steps.items():
-            if rec.status in (StepStatus.PENDING, StepStatus.READY, StepStatus.RUNNING):
-                rec.move(StepStatus.CANCELLED)
-                rec.finished_at = now
-                state.touch(sid)
-        first = state.steps[failed[0]]
-        state.error = {"step_id": failed[0], **(first.error or {})}
-        state.move(RunStatus.FAILED)
-        state.finished_at = now
-        state.emit("run.failed", failed[0], error=state.error)
-        return True
-    if all(
-        sid in state.steps and state.steps[sid].status.terminal
-        for sid in (s.id for s in graph.steps)
-    ):
-        ends = [
-            s.id
-            for s in graph.steps
-            if not graph.outgoing(s.id) and state.steps[s.id].status == StepStatus.SUCCEEDED
-        ]
-        if len(ends) == 1:
-            state.output = state.steps[ends[0]].output
-        else:
-            state.output = {sid: state.steps[sid].output for sid in ends}
-        state.move(RunStatus.SUCCEEDED)
-        state.finished_at = now
-        state.emit("run.succeeded")
-        return True
-    return False
 
 
 def complete_action(
@@ -556,7 +268,7 @@ def complete_action(
     The caller has already checked the attempt is the current one (fencing). Returns the
     action step ids to dispatch.
     """
-    _succeed(state, step_id, output, now, attempt=state.step(step_id).attempts)
+    succeed(state, step_id, output, now, attempt=state.step(step_id).attempts)
     return advance(graph, state, now, nodes=nodes)
 
 
@@ -589,7 +301,7 @@ def fail_action(
         rec.not_before = now + timedelta(seconds=delay)
         state.emit("step.retry_scheduled", step_id, delay=delay, attempt=rec.attempts, error=error)
         return [], delay
-    _finish_failed(step, state, error, now)
+    finish_failed(step, state, error, now)
     return advance(graph, state, now, nodes=nodes), None
 
 
@@ -617,35 +329,3 @@ def record_outcome(
         retry_after=outcome.retry_after,
         nodes=nodes,
     )
-
-
-def cancel(state: RunState, now: datetime, reason: str) -> None:
-    """Cancel a run that has not ended: unfinished steps are cancelled (cooperatively)."""
-    _end_unfinished(state, now, RunStatus.CANCELLED, {"message": reason, "kind": "cancelled"})
-
-
-def time_out(state: RunState, now: datetime, message: str) -> None:
-    """End a run that passed its run timeout: status ``timed_out``, error kind ``timeout``.
-
-    Like :func:`cancel`, unfinished steps (running ones included) become ``cancelled``,
-    unfinished child runs are asked to cancel, and nothing downstream starts.
-    """
-    _end_unfinished(state, now, RunStatus.TIMED_OUT, {"message": message, "kind": "timeout"})
-
-
-def _end_unfinished(
-    state: RunState, now: datetime, status: RunStatus, error: dict[str, Any]
-) -> None:
-    if state.status.terminal:
-        return
-    for children in state.children.values():
-        state.child_cancels.extend(c.run_id for c in children if not RunStatus(c.status).terminal)
-    for sid, rec in state.steps.items():
-        if not rec.status.terminal:
-            rec.move(StepStatus.CANCELLED)
-            rec.finished_at = now
-            state.touch(sid)
-    state.error = error
-    state.move(status)
-    state.finished_at = now
-    state.emit(f"run.{status.value}", reason=error["message"])

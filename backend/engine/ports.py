@@ -1,6 +1,6 @@
 """Ports: what the engine needs from the outside world, as Protocols.
 
-Adapters live outside the core: ``backend.workers.dispatch`` (arq) implements
+Adapters live outside the core: ``backend.transport.dispatch`` (arq) implements
 :class:`Dispatcher` and :class:`EventSink`, ``backend.services.catalog`` implements
 :class:`ConnectorRegistry`, ``backend.db.run_store`` implements :class:`RunStore`.
 """

@@ -118,6 +118,19 @@ def job_span(function: str, trace_context: Mapping[str, str] | None, run_id: str
     )
 
 
+def step_span(info: Any) -> Any:
+    """The span of one attempt; ``info`` is the attempt's ``connectors.sdk.ActionInfo``."""
+    return span(
+        f"step {info.step_id}",
+        attributes={
+            "railyard.run_id": info.run_id,
+            "railyard.step_id": info.step_id,
+            "railyard.node_type": info.node_type,
+            "railyard.attempt": info.attempt,
+        },
+    )
+
+
 def server_span(method: str, route: str, headers: Mapping[str, str]) -> Any:
     """The SERVER span of an API request, continuing an incoming ``traceparent``."""
     parent = {k: v for k, v in headers.items() if k in ("traceparent", "tracestate")}

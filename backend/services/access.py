@@ -28,13 +28,14 @@ from backend.auth.policy import (
     parse_role,
     parse_scopes,
 )
-from backend.db.models import Credential, GroupMember, Run, StoredFile, User, Workflow
+from backend.db.models import Credential, GroupMember, Run, StoredFile, Workflow
 from backend.db.models import Grant as GrantRow
 from backend.db.models import Group as GroupRow
+from backend.services.identity import Account
 
 
 async def principal_for(
-    session: AsyncSession, user: User, scopes: Iterable[str] | None = None
+    session: AsyncSession, user: Account, scopes: Iterable[str] | None = None
 ) -> Principal:
     """The :class:`Principal` of ``user``: role, groups, and the token's ``scopes`` (None for
     a login session).

@@ -22,6 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from backend.auth.policy import Scope, parse_role, scopes_for_role
 from backend.db.models import ApiToken, User
 from backend.services import audit
+from backend.services.identity import Account, Identity, identity_of
 
 PREFIX = "ry_"
 SCOPES = tuple(s.value for s in Scope)
@@ -155,6 +156,14 @@ async def token_owner(
     return user, list(row.scopes)
 
 
+async def token_identity(
+    session: AsyncSession, token: str, now: datetime
+) -> tuple[Identity, list[str]] | None:
+    """:func:`token_owner` with the owner as a :class:`~backend.services.identity.Identity`."""
+    found = await token_owner(session, token, now)
+    return None if found is None else (identity_of(found[0]), found[1])
+
+
 async def user_for_token(session: AsyncSession, token: str, now: datetime) -> User | None:
     """The active owner of an unexpired ``token`` (see :func:`token_owner`), or ``None``."""
     found = await token_owner(session, token, now)
@@ -166,7 +175,7 @@ MAX_EXPIRY_DAYS = 3650
 
 async def create_for(
     session: AsyncSession,
-    owner: User,
+    owner: Account,
     name: str,
     scopes: Iterable[str] | None,
     expires_in_days: int | None,

@@ -11,3 +11,7 @@ def run_channel(run_id: str) -> str:
 CANCEL_CHANNEL = "railyard:cancel"
 """Channel carrying the id of each run that was cancelled or timed out, so the workers
 running its attempts stop them at once (backend/services/cancellation.py)."""
+
+WAKE_CHANNEL = "railyard:queue:wake"
+"""Channel on which the dispatcher announces an enqueued job, waking idle workers
+(backend/workers/wake.py)."""

@@ -21,6 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.db.models import Session, User
 from backend.services import audit
+from backend.services.identity import Account, Identity, identity_of
 
 __all__ = [
     "SessionRow",
@@ -44,7 +45,7 @@ def _token_hash(token: str) -> str:
 
 async def open_session(
     session: AsyncSession,
-    user: User,
+    user: Account,
     hours: float,
     *,
     address: str | None = None,
@@ -94,6 +95,12 @@ async def user_for_session(session: AsyncSession, token: str) -> User | None:
         )
         await session.commit()
     return user
+
+
+async def identity_for_session(session: AsyncSession, token: str) -> Identity | None:
+    """:func:`user_for_session` as the request's :class:`~backend.services.identity.Identity`."""
+    user = await user_for_session(session, token)
+    return None if user is None else identity_of(user)
 
 
 async def session_id_of(session: AsyncSession, token: str) -> uuid.UUID | None:

@@ -3,7 +3,7 @@
 Leadership is a PostgreSQL session-level advisory lock held on a dedicated connection:
 the first ``railyard scheduler`` to take it sweeps, times out runs at their deadline
 (:func:`~backend.workers.run_control.enforce_deadlines`), fires schedules
-(:mod:`backend.triggers.scheduling`) and applies retention every
+(:mod:`backend.services.schedule_firing`) and applies retention every
 ``RAILYARD_RETENTION_INTERVAL`` seconds (:mod:`backend.services.retention`); others
 stand by and retry every ``sweep_interval`` seconds, so a standby takes over within one
 interval of the leader's connection closing (process exit or crash).
@@ -21,7 +21,7 @@ from backend.runtime import Runtime
 from backend.services import retention
 from backend.services.availability import database_unavailable
 from backend.services.recovery import sweep
-from backend.triggers.scheduling import run_schedules
+from backend.services.schedule_firing import run_schedules
 from backend.workers.health import Backoff, ServiceHealth
 from backend.workers.run_control import enforce_deadlines
 

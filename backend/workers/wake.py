@@ -24,13 +24,11 @@ from arq.worker import Worker
 from redis.asyncio.client import PubSub
 from redis.exceptions import RedisError
 
+from backend.services.channels import WAKE_CHANNEL
+from backend.transport.redis_client import redis_client
 from backend.workers.health import Backoff, ServiceHealth
-from backend.workers.redis_client import redis_client
 
 log = logging.getLogger(__name__)
-
-WAKE_CHANNEL = "railyard:queue:wake"
-"""Redis pub/sub channel on which the dispatcher announces an enqueued job."""
 
 DEFAULT_IDLE_POLL_SECONDS = 1.0
 """Longest sleep of an idle worker between two looks at the queue, in seconds."""

@@ -24,7 +24,9 @@ read the decrypted fields with :func:`credential`. Trigger node types are declar
 
 Register the connector under the ``railyard.connectors`` entry point. Test it with
 :class:`connectors.testing.ActionTestEnvironment`. The SDK depends only on the standard
-library, msgspec and httpx; it never imports the rest of Railyard.
+library, msgspec and httpx; it never imports the rest of Railyard. This package is the
+author API only: what runs actions (the guarded HTTP client and its connection pool,
+building each attempt's context) is the host's, in :mod:`connectors.host`.
 """
 
 from .action import (
@@ -70,13 +72,7 @@ from .errors import (
     redact_url,
 )
 from .schema import config_json_schema
-from .ssrf import (
-    SsrfGuardTransport,
-    SsrfPolicy,
-    guarded_connection_pool,
-    make_http_client,
-    user_agent,
-)
+from .ssrf import SsrfPolicy
 
 __all__ = [
     "ActionContext",
@@ -95,7 +91,6 @@ __all__ = [
     "NonRetryableError",
     "OAuth2Fields",
     "SmtpFields",
-    "SsrfGuardTransport",
     "SsrfPolicy",
     "TriggerDefinition",
     "action",
@@ -104,19 +99,16 @@ __all__ = [
     "credential_meta",
     "credential_type",
     "current_context",
-    "guarded_connection_pool",
     "heartbeat",
     "http_client",
     "http_errors",
     "info",
     "is_cancelled",
     "logger",
-    "make_http_client",
     "parse_retry_after",
     "raise_for_status",
     "redact_url",
     "secret",
     "setting",
     "trigger",
-    "user_agent",
 ]

@@ -31,7 +31,7 @@ import httpx
 import msgspec
 
 from .errors import ConfigError
-from .ssrf import SsrfPolicy, make_http_client
+from .ssrf import SsrfPolicy
 
 __all__ = [
     "ActionContext",
@@ -94,7 +94,11 @@ def _never_cancelled() -> bool:
 
 @dataclass
 class ActionContext:
-    """Everything the engine hands an action attempt.
+    """Everything the host hands an action attempt (what the context functions read).
+
+    Connectors read it through :func:`current_context` and the context functions; the
+    host builds it (:func:`connectors.host.contexts.action_context` for Railyard and for
+    :class:`connectors.testing.ActionTestEnvironment`).
 
     Attributes:
         info: identifiers of the attempt.
@@ -102,10 +106,11 @@ class ActionContext:
         cancelled: returns ``True`` once the engine asked the attempt to stop.
         http_client: an ``httpx.AsyncClient`` to share (not closed by the SDK), or a
             zero-argument factory called lazily at most once per attempt (that client is
-            closed when the action returns). ``None`` builds the default guarded client
-            from ``ssrf`` on first use.
+            closed when the action returns). ``None``: the attempt has no HTTP client
+            (:func:`http_client` raises ``RuntimeError``).
         logger: logger for the action; defaults to ``railyard.connectors.<node_type>``.
-        ssrf: policy for the default client when ``http_client`` is ``None``.
+        ssrf: the outbound policy the host's HTTP client enforces; connectors dialling
+            other protocols check it themselves (``ssrf.resolve_and_check(host, port)``).
         settings: deployment settings for connectors, e.g. ``{"slack.api_url": ...}``
             (read with :func:`setting`); base URLs of SaaS APIs live here, never in node
             config, so a workflow cannot send a credential to a host of its choosing.
@@ -133,8 +138,7 @@ class ActionContext:
             if isinstance(source, httpx.AsyncClient):
                 self._client = source
             elif source is None:
-                self._client = make_http_client(self.ssrf)
-                self._owns_client = True
+                raise RuntimeError("this attempt has no HTTP client (the host provided none)")
             else:
                 self._client = source()
                 self._owns_client = True

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -24,6 +24,7 @@ from backend.runtime import Runtime, build_runtime
 from backend.services import accounts
 from backend.settings import Settings, load_settings
 from backend.workers.worker import make_worker, stop_worker
+from tests.http_sink import HttpSink
 
 pytestmark = pytest.mark.integration
 
@@ -146,3 +147,11 @@ async def wait_for_run(runtime: Runtime, run_id: str | uuid.UUID, timeout: float
             return str(status)
         await asyncio.sleep(0.05)
     raise AssertionError(f"run {run_id} did not finish within {timeout} s (status {status})")
+
+
+@pytest.fixture
+def sink() -> Iterator[HttpSink]:
+    """A local HTTP server recording requests (the third-party API of a test)."""
+    s = HttpSink().start()
+    yield s
+    s.stop()

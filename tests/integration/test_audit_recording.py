@@ -14,12 +14,12 @@ from sqlalchemy import select
 from backend import crypto
 from backend.db.models.credentials import AuditLog
 from backend.runtime import Runtime
+from backend.services.schedule_firing import fire_due
 from backend.settings import Settings
-from backend.triggers.scheduling import fire_due
 from tests.diagrams import diagram, edge, node
 from tests.integration.conftest import ADMIN_EMAIL
-from tests.integration.test_runs import publish
-from tests.integration.test_schedules import FakeClock, resync
+from tests.integration.fake_clock import FakeClock, resync
+from tests.integration.flows import publish
 
 pytestmark = pytest.mark.integration
 

@@ -5,7 +5,6 @@ version may use it (docs/security.md)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -16,19 +15,12 @@ from backend.settings import Settings
 from tests.diagrams import diagram, edge, node
 from tests.http_sink import HttpSink
 from tests.integration.conftest import wait_for_run
+from tests.integration.flows import run_detail, steps_by_id
 from tests.integration.rbac import client_as, grant, make_user, revoke
-from tests.integration.test_runs import run_detail, steps_by_id
 
 pytestmark = pytest.mark.integration
 
 SECRET = "sk-admin-only-7f3c2b1a"
-
-
-@pytest.fixture
-def sink() -> Iterator[HttpSink]:
-    s = HttpSink().start()
-    yield s
-    s.stop()
 
 
 async def _admin_credential(client: httpx.AsyncClient) -> str:

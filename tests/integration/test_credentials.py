@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -14,31 +13,18 @@ from sqlalchemy import select, text
 from backend import crypto
 from backend.db.models.credentials import AuditLog, Credential
 from backend.runtime import Runtime
+from backend.services import credential_use
 from backend.services import credentials as svc
-from backend.settings import Settings
 from connectors import sdk
 from tests.diagrams import diagram, edge, node
 from tests.http_sink import HttpSink
 from tests.integration.conftest import wait_for_run
-from tests.integration.test_runs import publish, run_detail, steps_by_id
+from tests.integration.encrypted_settings import KEY, settings  # noqa: F401  (the fixture)
+from tests.integration.flows import publish, run_detail, steps_by_id
 
 pytestmark = pytest.mark.integration
 
-KEY = crypto.generate_key()
 SECRET = "tok-9f8e7d6c5b4a3210-very-secret"
-
-
-@pytest.fixture(scope="session")
-def settings(settings: Settings) -> Settings:
-    """The integration settings plus an encryption key."""
-    return msgspec.structs.replace(settings, encryption_key=KEY)
-
-
-@pytest.fixture
-def sink() -> Iterator[HttpSink]:
-    s = HttpSink().start()
-    yield s
-    s.stop()
 
 
 async def test_secrets_are_write_only_and_audited(
@@ -174,7 +160,7 @@ async def test_rotate_keys_reencrypts_everything(runtime: Runtime) -> None:
         rows = (await session.execute(select(Credential))).scalars().all()
         assert {r.key_id for r in rows} == {new.current_id}
     only_new = crypto.Keyring(new.current)
-    resolved = await svc.resolve_for_action(
+    resolved = await credential_use.resolve_for_action(
         runtime.sessionmaker,
         runtime.catalog,
         only_new,

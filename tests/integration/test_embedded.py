@@ -1,4 +1,4 @@
-"""The embedded PostgreSQL and Redis servers (backend/embedded.py) against the real binaries."""
+"""The embedded PostgreSQL and Redis servers (backend/embedded/) against the real binaries."""
 
 from __future__ import annotations
 

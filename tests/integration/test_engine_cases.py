@@ -13,16 +13,9 @@ from backend.runtime import Runtime
 from tests.diagrams import diagram, edge, join_after_dead_branch, join_fan_out, node
 from tests.http_sink import HttpSink, Recorded
 from tests.integration.conftest import wait_for_run
-from tests.integration.test_runs import publish, run_detail, sink, steps_by_id
+from tests.integration.flows import publish, run_detail, start_manual, steps_by_id
 
 pytestmark = pytest.mark.integration
-__all__ = ["sink"]  # the fixture, shared with test_runs
-
-
-async def start_manual(client: httpx.AsyncClient, wf: dict[str, Any], data: Any) -> str:
-    r = await client.post(f"/api/workflows/{wf['id']}/runs", json={"input": data})
-    assert r.status_code == 201, r.text
-    return str(r.json()["run_id"])
 
 
 def _retrying_call(url: str) -> dict[str, Any]:

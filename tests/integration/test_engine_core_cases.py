@@ -22,8 +22,7 @@ from backend.services.execution.transition import ChangeSet
 from tests.diagrams import diagram, edge, node
 from tests.http_sink import HttpSink
 from tests.integration.conftest import wait_for_run
-from tests.integration.test_run_control import set_settings
-from tests.integration.test_runs import publish, run_detail, steps_by_id
+from tests.integration.flows import publish, run_detail, set_settings, steps_by_id
 
 pytestmark = pytest.mark.integration
 

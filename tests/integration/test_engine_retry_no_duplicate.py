@@ -19,7 +19,7 @@ from backend.runtime import Runtime
 from tests.diagrams import diagram, edge, node
 from tests.fakes.apis import LocalApi, Recorded, Reply
 from tests.integration.conftest import wait_for_run
-from tests.integration.test_runs import publish, run_detail, steps_by_id
+from tests.integration.flows import publish, run_detail, steps_by_id
 
 pytestmark = pytest.mark.integration
 

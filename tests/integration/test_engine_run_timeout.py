@@ -22,9 +22,7 @@ from backend.runtime import Runtime
 from backend.settings import Settings
 from tests.diagrams import diagram, edge, node
 from tests.integration.conftest import running_worker, wait_for_run
-from tests.integration.test_engine_cases import start_manual
-from tests.integration.test_run_control import set_settings
-from tests.integration.test_runs import publish, run_detail, steps_by_id
+from tests.integration.flows import publish, run_detail, set_settings, start_manual, steps_by_id
 from tests.slow_endpoint import SlowEndpoint
 
 pytestmark = pytest.mark.integration

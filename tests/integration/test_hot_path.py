@@ -17,11 +17,9 @@ from backend.runtime import Runtime
 from tests.diagrams import diagram, edge, node
 from tests.http_sink import HttpSink
 from tests.integration.conftest import wait_for_run
-from tests.integration.test_engine_cases import start_manual
-from tests.integration.test_runs import publish, sink
+from tests.integration.flows import publish, start_manual
 
 pytestmark = pytest.mark.integration
-__all__ = ["sink"]  # the fixture, shared with test_runs
 
 
 def _chain(url: str, n: int) -> dict[str, Any]:

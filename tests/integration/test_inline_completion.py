@@ -16,12 +16,9 @@ from backend.runtime import Runtime
 from tests.diagrams import diagram, edge, node
 from tests.http_sink import HttpSink, Recorded
 from tests.integration.conftest import wait_for_run
-from tests.integration.test_engine_cases import start_manual
-from tests.integration.test_run_control import attempt_rows
-from tests.integration.test_runs import publish, run_detail, sink, steps_by_id
+from tests.integration.flows import attempt_rows, publish, run_detail, start_manual, steps_by_id
 
 pytestmark = pytest.mark.integration
-__all__ = ["sink"]  # the fixture, shared with test_runs
 
 
 def three_calls(url: str) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from sqlalchemy import text
 
 from backend.runtime import Runtime
 from tests.diagrams import diagram, edge, node
-from tests.integration.test_runs import publish
+from tests.integration.flows import publish
 
 EXAMPLES = settings(
     max_examples=40,

@@ -20,8 +20,8 @@ from backend.workers.health import ProbeServer
 from tests.diagrams import order_pipeline
 from tests.http_sink import HttpSink
 from tests.integration.conftest import wait_for_run
+from tests.integration.flows import publish
 from tests.integration.rbac import client_as
-from tests.integration.test_runs import publish
 
 pytestmark = pytest.mark.integration
 

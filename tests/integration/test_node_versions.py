@@ -17,8 +17,7 @@ from backend.runtime import Runtime
 from tests.diagrams import diagram, edge, node
 from tests.fakes.node_versions import registered
 from tests.integration.conftest import wait_for_run
-from tests.integration.test_engine_cases import start_manual
-from tests.integration.test_runs import publish, run_detail
+from tests.integration.flows import publish, run_detail, start_manual
 
 pytestmark = pytest.mark.integration
 

@@ -14,10 +14,11 @@ from sqlalchemy import select, update
 from backend import crypto
 from backend.db.models.credentials import AuditLog, Credential
 from backend.runtime import Runtime
+from backend.services import credential_use
 from backend.services import credentials as svc
 from connectors import sdk
 from tests.fakes.oauth2_provider import OAuth2Provider
-from tests.integration.test_credentials import settings  # noqa: F401  (encryption key)
+from tests.integration.encrypted_settings import settings  # noqa: F401  (the fixture)
 
 pytestmark = pytest.mark.integration
 
@@ -83,7 +84,7 @@ async def test_connect_stores_tokens_encrypted_and_refreshes_before_expiry(
 
     keyring = crypto.keyring_from_settings(runtime.settings)
     info = sdk.ActionInfo("r1", "w1", "s1", 1, "r1:s1", "test.action")
-    fresh = await svc.resolve_for_action(
+    fresh = await credential_use.resolve_for_action(
         runtime.sessionmaker,
         runtime.catalog,
         keyring,
@@ -103,10 +104,10 @@ async def test_connect_stores_tokens_encrypted_and_refreshes_before_expiry(
     # The token is about to expire: the next use refreshes it first (once).
     async with runtime.sessionmaker() as session, session.begin():
         row = (await session.execute(select(Credential))).scalar_one()
-        payload = svc._open(keyring, row)
+        payload = svc.open_payload(keyring, row)
         payload["token"]["expires_at"] = time.time() + 5
-        row.ciphertext = svc._seal(keyring, row.id, payload)
-    refreshed = await svc.resolve_for_action(
+        row.ciphertext = svc.seal_payload(keyring, row.id, payload)
+    refreshed = await credential_use.resolve_for_action(
         runtime.sessionmaker,
         runtime.catalog,
         keyring,
@@ -119,7 +120,7 @@ async def test_connect_stores_tokens_encrypted_and_refreshes_before_expiry(
     assert provider.state.token_requests == ["authorization_code", "refresh_token"]
     assert refreshed["access_token"] != token.access_token
     assert refreshed["expires_at"] > time.time() + 3000
-    again = await svc.resolve_for_action(
+    again = await credential_use.resolve_for_action(
         runtime.sessionmaker,
         runtime.catalog,
         keyring,
@@ -160,12 +161,12 @@ async def test_revoked_refresh_token_needs_reconnect(
         await session.execute(update(Credential).values(token_expires_at=None))
         row = (await session.execute(select(Credential))).scalar_one()
         keyring = crypto.keyring_from_settings(runtime.settings)
-        payload = svc._open(keyring, row)
+        payload = svc.open_payload(keyring, row)
         payload["token"]["expires_at"] = time.time() - 1
-        row.ciphertext = svc._seal(keyring, row.id, payload)
+        row.ciphertext = svc.seal_payload(keyring, row.id, payload)
 
     with pytest.raises(sdk.NonRetryableError) as err:
-        await svc.resolve_for_action(
+        await credential_use.resolve_for_action(
             runtime.sessionmaker,
             runtime.catalog,
             keyring,

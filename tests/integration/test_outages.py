@@ -25,7 +25,8 @@ from backend.runtime import Runtime
 from backend.settings import Settings
 from tests.http_sink import HttpSink
 from tests.integration.conftest import wait_for_run
-from tests.integration.test_faults import (
+from tests.integration.flows import publish
+from tests.integration.railyard_processes import (
     api,
     http_flow,
     own_postgres,
@@ -33,10 +34,8 @@ from tests.integration.test_faults import (
     processes,
     until,
 )
-from tests.integration.test_runs import publish, sink
 
 pytestmark = [pytest.mark.integration, pytest.mark.faults]
-__all__ = ["sink"]
 
 
 def free_port() -> int:

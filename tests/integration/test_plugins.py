@@ -22,10 +22,9 @@ from backend.settings import Settings, load_settings
 from tests.diagrams import diagram, edge, node
 from tests.http_sink import HttpSink
 from tests.integration.conftest import running_worker, wait_for_run
-from tests.integration.test_runs import publish, run_detail, sink, steps_by_id
+from tests.integration.flows import publish, run_detail, steps_by_id
 
 pytestmark = pytest.mark.integration
-__all__ = ["sink"]
 
 EXAMPLE = Path(__file__).parents[2] / "connectors" / "examples" / "railyard-example-plugin"
 

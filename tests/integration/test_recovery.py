@@ -17,16 +17,9 @@ from backend.workers.scheduler import run_scheduler
 from tests.diagrams import diagram, edge, node
 from tests.http_sink import HttpSink
 from tests.integration.conftest import wait_for_run
-from tests.integration.test_runs import publish
+from tests.integration.flows import publish
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-def sink() -> Any:
-    s = HttpSink().start()
-    yield s
-    s.stop()
 
 
 def http_flow(url: str) -> dict[str, Any]:

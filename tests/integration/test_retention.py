@@ -16,8 +16,8 @@ from backend.runtime import Runtime
 from backend.services import retention
 from backend.settings import Settings
 from tests.diagrams import diagram, edge, node
+from tests.integration.audit_rows import add_row, refused
 from tests.integration.conftest import wait_for_run
-from tests.integration.test_audit_log import add_row, refused
 
 pytestmark = pytest.mark.integration
 

@@ -20,18 +20,17 @@ from backend.services.recovery import sweep
 from tests.diagrams import diagram, edge, node
 from tests.http_sink import HttpSink, Recorded
 from tests.integration.conftest import wait_for_run
-from tests.integration.test_engine_cases import start_manual
-from tests.integration.test_runs import publish, run_detail, sink, steps_by_id
-from tests.integration.test_schedules import FakeClock
+from tests.integration.fake_clock import FakeClock
+from tests.integration.flows import (
+    attempt_rows,
+    publish,
+    run_detail,
+    set_settings,
+    start_manual,
+    steps_by_id,
+)
 
 pytestmark = pytest.mark.integration
-__all__ = ["sink"]  # the fixture, shared with test_runs
-
-
-async def set_settings(client: httpx.AsyncClient, wf: dict[str, Any], **settings: Any) -> Any:
-    r = await client.patch(f"/api/workflows/{wf['id']}", json={"settings": settings})
-    assert r.status_code == 200, r.text
-    return r.json()["settings"]
 
 
 def call_then_set(url: str, **call_config: Any) -> dict[str, Any]:
@@ -44,18 +43,6 @@ def call_then_set(url: str, **call_config: Any) -> dict[str, Any]:
         ],
         [edge("start", "call"), edge("call", "after")],
     )
-
-
-async def attempt_rows(runtime: Runtime, run_id: str) -> list[tuple[Any, ...]]:
-    async with runtime.engine.connect() as conn:
-        rows = await conn.execute(
-            text(
-                "select step_id, number, status, error->>'kind' from attempts"
-                " where run_id = :id order by step_id, number"
-            ),
-            {"id": run_id},
-        )
-        return [tuple(r) for r in rows]
 
 
 async def test_step_timeout_is_retried_then_fails_and_nothing_downstream_starts(

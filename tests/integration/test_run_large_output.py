@@ -16,11 +16,9 @@ from backend.runtime import Runtime
 from tests.diagrams import diagram, edge, node
 from tests.http_sink import HttpSink
 from tests.integration.conftest import wait_for_run
-from tests.integration.test_run_control import set_settings
-from tests.integration.test_runs import publish, run_detail, sink, steps_by_id
+from tests.integration.flows import publish, run_detail, set_settings, steps_by_id
 
 pytestmark = pytest.mark.integration
-__all__ = ["sink"]
 
 MARKER = "$railyard.payload"
 

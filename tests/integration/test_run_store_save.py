@@ -30,8 +30,7 @@ from backend.engine.outcomes import AttemptSucceeded
 from backend.runtime import Runtime
 from backend.services.execution.steps import claim_attempt
 from tests.diagrams import diagram, edge, node
-from tests.integration.test_engine_cases import start_manual
-from tests.integration.test_runs import publish
+from tests.integration.flows import publish, start_manual
 
 pytestmark = pytest.mark.integration
 

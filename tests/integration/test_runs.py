@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -14,34 +13,9 @@ from backend.runtime import Runtime
 from tests.diagrams import diagram, edge, node, order_pipeline
 from tests.http_sink import HttpSink
 from tests.integration.conftest import wait_for_run
+from tests.integration.flows import publish, run_detail, steps_by_id
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-def sink() -> Iterator[HttpSink]:
-    s = HttpSink().start()
-    yield s
-    s.stop()
-
-
-async def publish(client: httpx.AsyncClient, d: dict[str, Any]) -> dict[str, Any]:
-    wf = (await client.post("/api/workflows", json={"name": "Test"})).json()
-    r = await client.put(f"/api/workflows/{wf['id']}/draft", json={"diagram": d})
-    assert r.json()["ok"], r.json()
-    r = await client.post(f"/api/workflows/{wf['id']}/publish")
-    assert r.status_code == 201, r.text
-    return {**wf, "webhook_path": "/hooks/" + r.json()["webhook_url"].rsplit("/hooks/", 1)[1]}
-
-
-async def run_detail(client: httpx.AsyncClient, run_id: str) -> dict[str, Any]:
-    r = await client.get(f"/api/runs/{run_id}")
-    assert r.status_code == 200, r.text
-    return r.json()
-
-
-def steps_by_id(detail: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    return {s["step_id"]: s for s in detail["steps"]}
 
 
 async def test_webhook_set_if_http_true_branch(

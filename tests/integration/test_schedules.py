@@ -13,25 +13,13 @@ import pytest
 from sqlalchemy import text
 
 from backend.runtime import Runtime, build_runtime
+from backend.services.schedule_firing import fire_due
 from backend.settings import Settings
-from backend.triggers.scheduling import fire_due
 from tests.diagrams import diagram, edge, node
-from tests.integration.test_runs import publish
+from tests.integration.fake_clock import FakeClock, resync
+from tests.integration.flows import publish
 
 pytestmark = pytest.mark.integration
-
-
-class FakeClock:
-    """A settable UTC clock (the engine's Clock port)."""
-
-    def __init__(self, now: datetime) -> None:
-        self.current = now
-
-    def now(self) -> datetime:
-        return self.current
-
-    def advance(self, seconds: float) -> None:
-        self.current += timedelta(seconds=seconds)
 
 
 def utc(*args: int) -> datetime:
@@ -55,19 +43,6 @@ async def publish_at(
     wf = await publish(client, scheduled(**config))
     await resync(runtime, clock)
     return wf
-
-
-async def resync(runtime: Runtime, clock: FakeClock) -> None:
-    from backend.services import schedules
-    from backend.triggers.schedule_rules import next_fire
-
-    async with runtime.sessionmaker() as session, session.begin():
-        for row in (await session.execute(text("select id, definition from schedules"))).all():
-            spec = schedules.spec_of(row.definition)
-            await session.execute(
-                text("update schedules set anchor_at = :a, next_fire_at = :n where id = :id"),
-                {"a": clock.now(), "n": next_fire(spec, clock.now(), clock.now()), "id": row.id},
-            )
 
 
 async def fired(runtime: Runtime) -> list[datetime]:

@@ -14,7 +14,7 @@ from backend.auth.security_headers import APP_CSP, WEBHOOK_CSP
 from backend.runtime import Runtime
 from backend.settings import Settings
 from tests.diagrams import diagram, edge, node
-from tests.integration.test_runs import publish
+from tests.integration.flows import publish
 
 pytestmark = pytest.mark.integration
 

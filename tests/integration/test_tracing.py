@@ -17,7 +17,7 @@ from backend.runtime import Runtime
 from tests.diagrams import order_pipeline
 from tests.http_sink import HttpSink
 from tests.integration.conftest import wait_for_run
-from tests.integration.test_runs import publish
+from tests.integration.flows import publish
 
 pytestmark = pytest.mark.integration
 

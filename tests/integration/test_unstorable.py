@@ -12,9 +12,7 @@ from backend.runtime import Runtime
 from tests.diagrams import diagram, edge, node
 from tests.http_sink import HttpSink
 from tests.integration.conftest import wait_for_run
-from tests.integration.test_runs import publish, run_detail, sink, steps_by_id
-
-__all__ = ["sink"]
+from tests.integration.flows import publish, run_detail, steps_by_id
 
 TABLES = ("workflows", "workflow_versions", "runs", "step_runs", "credentials", "audit_log")
 

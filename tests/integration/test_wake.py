@@ -17,18 +17,16 @@ import pytest_asyncio
 from arq.constants import default_queue_name
 
 from backend.runtime import Runtime
+from backend.services.channels import WAKE_CHANNEL
 from backend.settings import Settings
-from backend.workers.dispatch import ArqDispatcher
-from backend.workers.wake import WAKE_CHANNEL
+from backend.transport.dispatch import ArqDispatcher
 from backend.workers.worker import make_worker, stop_worker
 from tests.diagrams import diagram, edge, node
 from tests.http_sink import HttpSink
 from tests.integration.conftest import wait_for_run
-from tests.integration.test_engine_cases import start_manual
-from tests.integration.test_runs import publish, sink
+from tests.integration.flows import publish, start_manual
 
 pytestmark = pytest.mark.integration
-__all__ = ["sink"]  # the fixture, shared with test_runs
 
 LONG_IDLE_POLL = 30.0  # seconds: far beyond every bound below
 BOUND = 5.0  # seconds a woken worker may take to finish a one-step run (generous)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -18,7 +17,7 @@ from backend.settings import Settings
 from tests.diagrams import diagram, edge, node
 from tests.http_sink import HttpSink
 from tests.integration.conftest import wait_for_run
-from tests.integration.test_runs import publish, run_detail
+from tests.integration.flows import publish, run_detail
 
 pytestmark = pytest.mark.integration
 
@@ -41,13 +40,6 @@ STORED_TABLES = (
 def settings(settings: Settings) -> Settings:
     """The integration settings plus one extra header name to redact everywhere."""
     return msgspec.structs.replace(settings, redact_headers=("X-Tenant-Secret",))
-
-
-@pytest.fixture
-def sink() -> Iterator[HttpSink]:
-    s = HttpSink().start()
-    yield s
-    s.stop()
 
 
 def echo_pipeline(sink_url: str, **hook_config: Any) -> dict[str, Any]:

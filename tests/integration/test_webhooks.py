@@ -24,7 +24,7 @@ from backend.services import credentials as creds
 from backend.services import webhooks as hooks
 from tests.diagrams import diagram, edge, node
 from tests.integration.conftest import TEST_ENCRYPTION_KEY, wait_for_run
-from tests.integration.test_runs import publish, run_detail
+from tests.integration.flows import publish, run_detail
 
 pytestmark = pytest.mark.integration
 

@@ -117,15 +117,7 @@ class Steps:
                 node_version=claimed.node_version,
             )
             logs.bind(step_id=claimed.step_id)
-            with tracing.span(
-                f"step {claimed.step_id}",
-                attributes={
-                    "railyard.run_id": info.run_id,
-                    "railyard.step_id": claimed.step_id,
-                    "railyard.node_type": claimed.node_type,
-                    "railyard.attempt": claimed.number,
-                },
-            ) as current:
+            with tracing.step_span(info) as current:
                 outcome = await self.run_action(claimed, info)
                 failed = isinstance(outcome, AttemptFailed)
                 tracing.set_attributes(current, outcome="failed" if failed else "succeeded")

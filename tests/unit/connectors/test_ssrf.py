@@ -6,7 +6,8 @@ import httpx
 import pytest
 
 from connectors import sdk
-from connectors.sdk.ssrf import SsrfGuardTransport
+from connectors.host import outbound
+from connectors.host.outbound import SsrfGuardTransport
 
 
 @pytest.mark.parametrize(
@@ -26,7 +27,7 @@ from connectors.sdk.ssrf import SsrfGuardTransport
     ],
 )
 async def test_default_policy_blocks_non_public(url: str) -> None:
-    async with sdk.make_http_client(sdk.SsrfPolicy()) as client:
+    async with outbound.make_http_client(sdk.SsrfPolicy()) as client:
         with pytest.raises(sdk.NonRetryableError) as info:
             await client.get(url)
     err = info.value
@@ -38,7 +39,7 @@ async def test_default_policy_blocks_non_public(url: str) -> None:
 
 
 async def test_localhost_message_names_host_and_address() -> None:
-    async with sdk.make_http_client(sdk.SsrfPolicy()) as client:
+    async with outbound.make_http_client(sdk.SsrfPolicy()) as client:
         with pytest.raises(sdk.NonRetryableError) as info:
             await client.get("http://localhost:1/")
     assert "localhost (" in info.value.message
@@ -59,14 +60,14 @@ async def test_allowlist_admits(local_server: str, entry: str) -> None:
     url = f"{local_server}/text"
     if entry == "localhost":
         url = url.replace("127.0.0.1", "localhost")
-    async with sdk.make_http_client(sdk.SsrfPolicy(allowlist=(entry,))) as client:
+    async with outbound.make_http_client(sdk.SsrfPolicy(allowlist=(entry,))) as client:
         response = await client.get(url)
     assert response.status_code == 200
     assert response.text == "hello"
 
 
 async def test_allowlist_does_not_open_other_addresses() -> None:
-    async with sdk.make_http_client(sdk.SsrfPolicy(allowlist=("127.0.0.1",))) as client:
+    async with outbound.make_http_client(sdk.SsrfPolicy(allowlist=("127.0.0.1",))) as client:
         with pytest.raises(sdk.NonRetryableError):
             await client.get("http://10.0.0.1/")
 
@@ -85,7 +86,7 @@ def test_policy_address_rules() -> None:
 
 async def test_response_size_cap(local_server: str) -> None:
     policy = sdk.SsrfPolicy(allow_private=True)
-    async with sdk.make_http_client(policy, max_response_bytes=1000) as client:
+    async with outbound.make_http_client(policy, max_response_bytes=1000) as client:
         with pytest.raises(sdk.NonRetryableError) as info:
             await client.get(f"{local_server}/big")
         assert info.value.kind == "response_too_large"
@@ -94,7 +95,7 @@ async def test_response_size_cap(local_server: str) -> None:
 
 
 async def test_client_defaults() -> None:
-    async with sdk.make_http_client() as client:
+    async with outbound.make_http_client() as client:
         assert client.timeout.read == 30.0
         assert client.headers["user-agent"].startswith("Railyard/")
         assert client.trust_env is False

@@ -13,6 +13,7 @@ from backend.runtime import make_context_factory
 from backend.settings import load_settings
 from connectors import sdk
 from connectors.builtin.http import http_request
+from connectors.host import outbound
 
 FAKE_DNS = {
     "metadata.attacker.example": "169.254.169.254",
@@ -39,7 +40,7 @@ def fake_dns(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.mark.parametrize("host", sorted(FAKE_DNS))
 async def test_names_resolving_to_blocked_ranges_are_refused(fake_dns: None, host: str) -> None:
-    async with sdk.make_http_client(sdk.SsrfPolicy()) as client:
+    async with outbound.make_http_client(sdk.SsrfPolicy()) as client:
         with pytest.raises(sdk.NonRetryableError) as err:
             await client.get(f"http://{host}/")
     assert err.value.kind == "ssrf_blocked"

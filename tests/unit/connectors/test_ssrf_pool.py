@@ -20,6 +20,7 @@ import pytest_asyncio
 from backend.runtime import make_context_factory
 from backend.settings import load_settings
 from connectors import sdk
+from connectors.host import outbound
 
 OPEN = sdk.SsrfPolicy(allow_private=True)  # the test server is on loopback
 STRICT = sdk.SsrfPolicy()  # public addresses only
@@ -70,7 +71,7 @@ def _url(srv: _CountingServer, path: str = "/") -> str:
 
 @pytest_asyncio.fixture
 async def pool() -> AsyncIterator[httpx.AsyncHTTPTransport]:
-    p = sdk.guarded_connection_pool(OPEN)
+    p = outbound.guarded_connection_pool(OPEN)
     try:
         yield p
     finally:
@@ -83,8 +84,8 @@ async def two_clients(
 ) -> AsyncIterator[tuple[httpx.AsyncClient, httpx.AsyncClient]]:
     """Two clients (two attempts) sharing ``pool``."""
     async with (
-        sdk.make_http_client(OPEN, pool=pool) as first,
-        sdk.make_http_client(OPEN, pool=pool) as second,
+        outbound.make_http_client(OPEN, pool=pool) as first,
+        outbound.make_http_client(OPEN, pool=pool) as second,
     ):
         yield first, second
 
@@ -102,7 +103,7 @@ async def test_clients_sharing_a_pool_reuse_one_connection(
 async def test_clients_without_a_shared_pool_each_connect(server: _CountingServer) -> None:
     # the counter sees separate connections (the test above is not vacuous)
     for _ in range(2):
-        async with sdk.make_http_client(OPEN) as client:
+        async with outbound.make_http_client(OPEN) as client:
             assert (await client.get(_url(server))).status_code == 200
     assert server.accepted == 2
 
@@ -110,20 +111,20 @@ async def test_clients_without_a_shared_pool_each_connect(server: _CountingServe
 async def test_closing_a_client_leaves_the_shared_pool_open(
     server: _CountingServer, pool: httpx.AsyncHTTPTransport
 ) -> None:
-    first = sdk.make_http_client(OPEN, pool=pool)
+    first = outbound.make_http_client(OPEN, pool=pool)
     assert (await first.get(_url(server))).status_code == 200
     await first.aclose()
-    async with sdk.make_http_client(OPEN, pool=pool) as later:
+    async with outbound.make_http_client(OPEN, pool=pool) as later:
         assert (await later.get(_url(server))).status_code == 200
     # the kept-alive connection survived the first client's close and served the later one
     assert server.accepted == 1
 
 
 async def test_shared_pool_checks_the_address_at_connect_time(server: _CountingServer) -> None:
-    strict_pool = sdk.guarded_connection_pool(STRICT)
+    strict_pool = outbound.guarded_connection_pool(STRICT)
     try:
         # the client's own up-front check allows loopback; the pool's dial must not
-        async with sdk.make_http_client(OPEN, pool=strict_pool) as client:
+        async with outbound.make_http_client(OPEN, pool=strict_pool) as client:
             with pytest.raises(sdk.NonRetryableError) as info:
                 await client.get(_url(server))
         assert info.value.kind == "ssrf_blocked"
@@ -140,7 +141,7 @@ async def test_shared_pool_checks_the_address_at_connect_time(server: _CountingS
 async def test_client_checks_up_front_even_over_a_permissive_pool(
     server: _CountingServer, pool: httpx.AsyncHTTPTransport
 ) -> None:
-    async with sdk.make_http_client(STRICT, pool=pool) as client:
+    async with outbound.make_http_client(STRICT, pool=pool) as client:
         with pytest.raises(sdk.NonRetryableError) as info:
             await client.get(_url(server))
     assert info.value.kind == "ssrf_blocked"

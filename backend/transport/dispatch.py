@@ -8,8 +8,7 @@ from arq.connections import ArqRedis
 from redis.exceptions import RedisError
 
 from backend.observability import tracing
-from backend.services.channels import CANCEL_CHANNEL, run_channel
-from backend.workers.wake import WAKE_CHANNEL
+from backend.services.channels import CANCEL_CHANNEL, WAKE_CHANNEL, run_channel
 
 log = logging.getLogger(__name__)
 

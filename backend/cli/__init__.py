@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import getpass
 import logging
 import os
 import secrets
@@ -23,6 +22,7 @@ from typing import Any
 
 import uvicorn
 
+from backend.cli.admin_tools import cmd_create_user, cmd_rotate_key
 from backend.settings import Settings, SettingsError, load_settings
 
 log = logging.getLogger("railyard")
@@ -356,139 +356,6 @@ def cmd_migrate(_: argparse.Namespace) -> int:
     return 0
 
 
-def read_new_password(args: argparse.Namespace) -> str:
-    """The new account's password: one line of stdin with ``--password-stdin``, else asked
-    twice at a terminal prompt (getpass; never from the command line). Raises
-    :class:`SettingsError` when they differ, stdin is empty or no terminal is attached."""
-    if args.password_stdin:
-        password = sys.stdin.readline().rstrip("\r\n")
-        if not password:
-            raise SettingsError("no password on stdin")
-        return password
-    if not sys.stdin.isatty():
-        raise SettingsError("no terminal to ask for the password: pass --password-stdin")
-    first = getpass.getpass(f"Password for {args.email}: ")
-    if first != getpass.getpass("Repeat the password: "):
-        raise SettingsError("the passwords differ; nothing was created")
-    return first
-
-
-def settings_for_tool(data_dir: str) -> tuple[Settings, Any]:
-    """Settings of a one-off command (``create-user``): ``DATABASE_URL`` when set, else the
-    embedded PostgreSQL of the ``railyard dev`` data directory ``data_dir`` (started when it
-    is not running, reused when it is, migrated). Returns the settings and the embedded
-    server (``None`` with ``DATABASE_URL``) for the caller to ``stop()`` (which leaves a
-    server it did not start running)."""
-    from backend.db.migrate import upgrade
-    from backend.embedded import EmbeddedPostgres
-
-    settings = load_settings()
-    if settings.database_url:
-        return settings, None
-    path = Path(data_dir).resolve()
-    if not (path / "postgres").exists():
-        raise SettingsError(
-            f"no Railyard data directory at {path}: run `railyard dev` first, pass --data-dir,"
-            " or set DATABASE_URL"
-        )
-    pg = EmbeddedPostgres(path / "postgres")
-    pg.start()
-    try:
-        settings = load_settings(database_url=pg.url)
-        upgrade(settings.database_url)
-    except BaseException:
-        pg.stop()
-        raise
-    return settings, pg
-
-
-def cmd_create_user(args: argparse.Namespace) -> int:
-    """Create a local account; the password comes from a prompt or stdin, never argv."""
-    from backend.db.engine import make_engine, make_sessionmaker
-    from backend.services import accounts
-    from backend.services.passwords import WeakPassword, check_password
-
-    password = read_new_password(args)
-    try:
-        check_password(password, email=args.email)  # before starting or reaching a database
-    except WeakPassword as exc:
-        print(f"railyard: no account created: password: {exc}", file=sys.stderr)
-        return 1
-    settings, pg = settings_for_tool(args.data_dir)
-    where = (
-        f"the railyard dev data directory {Path(args.data_dir).resolve()}"
-        if pg
-        else ("DATABASE_URL")
-    )
-
-    async def main() -> Any:
-        engine = make_engine(settings.database_url, pool_size=1)
-        try:
-            async with make_sessionmaker(engine)() as session, session.begin():
-                return await accounts.create_user(
-                    session, args.email, password, role=args.role, name=args.name
-                )
-        finally:
-            await engine.dispose()
-
-    try:
-        user = asyncio.run(main())
-    except (accounts.AccountError, WeakPassword) as exc:
-        print(f"railyard: no account created: {exc}", file=sys.stderr)
-        return 1
-    finally:
-        if pg is not None:
-            pg.stop()
-    print(f"created {user.role} account {user.email} (id {user.id}) in {where}")
-    print(f"  sign in at {settings.base_url.rstrip('/')}/login")
-    return 0
-
-
-def cmd_rotate_key(args: argparse.Namespace) -> int:
-    """Re-encrypt every credential and webhook secret under RAILYARD_ENCRYPTION_KEY, in one
-    transaction (a blob under a key that is not configured changes nothing).
-
-    Rotation: (1) ``railyard rotate-key --generate-key`` prints a new key; (2) deploy with
-    RAILYARD_ENCRYPTION_KEY=<new> and RAILYARD_ENCRYPTION_OLD_KEYS=<old>; (3) run
-    ``railyard rotate-key``; (4) drop the old key from RAILYARD_ENCRYPTION_OLD_KEYS.
-    """
-    from backend import crypto
-
-    if args.generate_key:
-        print(crypto.generate_key())
-        return 0
-    from backend.db.engine import make_engine, make_sessionmaker
-    from backend.services.credentials import rotate_keys
-    from backend.services.webhooks import rotate_secrets
-
-    settings = load_settings()
-    settings.require_services()
-    try:
-        keyring = crypto.keyring_from_settings(settings)
-    except crypto.CryptoError as exc:
-        print(f"railyard: {exc}", file=sys.stderr)
-        return 2
-
-    async def main() -> tuple[int, int]:
-        engine = make_engine(settings.database_url, pool_size=1)
-        try:
-            async with make_sessionmaker(engine)() as session, session.begin():
-                return await rotate_keys(session, keyring), await rotate_secrets(session, keyring)
-        finally:
-            await engine.dispose()
-
-    try:
-        credentials, hook_secrets = asyncio.run(main())
-    except crypto.CryptoError as exc:
-        print(f"railyard: nothing changed: {exc}", file=sys.stderr)
-        return 1
-    print(
-        f"re-encrypted {credentials} credential(s) and {hook_secrets} webhook secret(s)"
-        f" with key {keyring.current_id}"
-    )
-    return 0
-
-
 HEALTH_PORT_HELP = (
     "serve /health/live and /health/ready on this port (default: $RAILYARD_HEALTH_PORT, else off)"
 )
@@ -551,7 +418,3 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,0 +1,23 @@
+"""The answer to a request that started a run: its id, status and where to follow it.
+
+Shared by the controllers that start runs (workflows, runs, webhooks), which do not
+import each other.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from backend.api.schemas import RunStarted
+from backend.runtime import Runtime
+
+
+def run_started(runtime: Runtime, run_id: uuid.UUID, status: str) -> RunStarted:
+    """Links of an accepted run: its page (``/runs/<id>``) and its API status URL."""
+    base = runtime.settings.base_url.rstrip("/")
+    return RunStarted(
+        run_id=str(run_id),
+        status=status,
+        url=f"{base}/runs/{run_id}",
+        status_url=f"{base}/api/runs/{run_id}",
+    )

@@ -1,0 +1,183 @@
+"""Steps the orchestrator runs itself, by behaviour kind: inline steps evaluated at once,
+timer steps armed on a durable timer, call steps waiting for their child runs.
+
+Pure over :class:`~backend.engine.model.RunState`; :func:`backend.engine.orchestrator.advance`
+calls these for the steps that became ready (see :mod:`backend.engine.nodes` for the kinds).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from backend.engine.expressions import ExpressionError, resolve_config
+from backend.engine.model import ChildRequest, RunState
+from backend.engine.nodes.base import (
+    CallBehaviour,
+    CallFailed,
+    CallSucceeded,
+    InlineBehaviour,
+    NodeError,
+    TimerBehaviour,
+)
+from backend.engine.nodes.children import child_run_id
+from backend.engine.nodes.registry import NodeRegistry
+from backend.engine.states import StepStatus
+from backend.engine.step_results import finish_failed, resolved_config, succeed
+from designer_schema.graph import Step, WorkflowGraph
+
+
+def run_inline(
+    graph: WorkflowGraph,
+    state: RunState,
+    step: Step,
+    inline: InlineBehaviour,
+    now: datetime,
+    context: dict[str, Any],
+) -> None:
+    """Evaluate an inline step (If, Set, Switch, ...) now: it succeeds on the ports the
+    behaviour chose, or fails (expression or node error) honouring ``on_error``."""
+    rec = state.step(step.id)
+    rec.move(StepStatus.RUNNING)
+    rec.started_at = now
+    rec.attempts += 1
+    try:
+        config = resolve_config(step.config, step.expressions, rec.input, context)
+        result = inline.evaluate(step, config, rec.input)
+    except ExpressionError as exc:
+        error = {"message": str(exc), "kind": "expression_error", "field": exc.field}
+        finish_failed(step, state, error, now)
+        return
+    except NodeError as exc:
+        error = {"message": str(exc), "kind": exc.kind, "field": exc.field}
+        finish_failed(step, state, error, now)
+        return
+    rec.move(StepStatus.SUCCEEDED)
+    rec.output = result.output
+    rec.ports = result.ports
+    rec.finished_at = now
+    if result.response is not None:
+        state.response = result.response
+        state.run_changed = True
+        state.emit("run.responded", step.id, status=result.response["status"])
+    state.emit("step.succeeded", step.id, ports=list(result.ports))
+
+
+def start_timer(
+    graph: WorkflowGraph,
+    state: RunState,
+    step: Step,
+    timer: TimerBehaviour,
+    now: datetime,
+    context: dict[str, Any],
+) -> bool:
+    """Arm a timer step (Delay, Wait Until); True when it must be dispatched for later."""
+    rec = state.step(step.id)
+    rec.started_at = now
+    config = resolved_config(state, step, now, context)
+    if config is None:
+        return False
+    try:
+        due = timer.due(config, now)
+    except NodeError as exc:
+        rec.move(StepStatus.RUNNING)
+        finish_failed(step, state, {"message": str(exc), "kind": exc.kind}, now)
+        return False
+    if due <= now:
+        succeed(state, step.id, rec.input, now)
+        return False
+    rec.not_before = due
+    rec.data = {"due": due.isoformat()}
+    state.emit("step.timer_set", step.id, due=due.isoformat())
+    return True
+
+
+def start_call(
+    graph: WorkflowGraph,
+    state: RunState,
+    step: Step,
+    call: CallBehaviour,
+    now: datetime,
+    context: dict[str, Any],
+) -> None:
+    """Start a call step (Sub-workflow, For-each): it runs, without a worker, until its
+    child runs end; fire-and-forget calls start every child and succeed at once."""
+    rec = state.step(step.id)
+    rec.move(StepStatus.RUNNING)
+    rec.started_at = now
+    rec.attempts += 1
+    config = resolved_config(state, step, now, context)
+    if config is None:
+        return
+    try:
+        data = call.start(config, rec.input)
+    except NodeError as exc:
+        finish_failed(step, state, {"message": str(exc), "kind": exc.kind}, now)
+        return
+    rec.data = data
+    state.touch(step.id)
+    state.emit("step.waiting", step.id)
+    if data["wait"]:
+        return
+    ids = [
+        request_child(state, step.id, i, child_input)
+        for i, child_input in enumerate(call.forget(data, rec.input))
+    ]
+    succeed(state, step.id, call.forgotten_output(ids), now, fire_and_forget=True)
+
+
+def request_child(state: RunState, step_id: str, index: int, child_input: Any) -> str:
+    """Ask for child run ``index`` of call step ``step_id`` (created after commit); its id."""
+    rec = state.step(step_id)
+    data = rec.data or {}
+    run_id = child_run_id(state.run_id, step_id, index)
+    state.child_requests.append(
+        ChildRequest(
+            step_id=step_id,
+            index=index,
+            run_id=run_id,
+            workflow_id=str(data["workflow_id"]),
+            version=data.get("version"),
+            input=child_input,
+            wait=bool(data.get("wait", True)),
+        )
+    )
+    state.emit("child.requested", step_id, index=index, child_run_id=run_id)
+    return run_id
+
+
+def progress_calls(
+    graph: WorkflowGraph,
+    state: RunState,
+    now: datetime,
+    calls: list[str],
+    nodes: NodeRegistry,
+) -> list[str]:
+    """Advance the running call steps ``calls`` (Sub-workflow, For-each) from their
+    children; returns those that ended (and drops them from ``calls``)."""
+    ended: list[str] = []
+    for sid in list(calls):
+        rec = state.steps.get(sid)
+        if rec is None or rec.status != StepStatus.RUNNING or rec.data is None:
+            calls.remove(sid)
+            continue
+        step = graph.step(sid)
+        call = nodes.behaviour(step)
+        if not isinstance(call, CallBehaviour):
+            calls.remove(sid)
+            continue
+        children = {c.index: c for c in state.children.get(sid, [])}
+        requested = frozenset(r.index for r in state.child_requests if r.step_id == sid)
+        progress = call.progress(rec.data, rec.input, children, requested)
+        if isinstance(progress, CallSucceeded):
+            succeed(state, sid, progress.output, now, **progress.details)
+        elif isinstance(progress, CallFailed):
+            state.child_cancels.extend(progress.cancel)
+            finish_failed(step, state, progress.error, now)
+        else:
+            for index, child_input in progress.request:
+                request_child(state, sid, index, child_input)
+            continue
+        calls.remove(sid)
+        ended.append(sid)
+    return ended

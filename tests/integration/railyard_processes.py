@@ -1,0 +1,139 @@
+"""Real Railyard processes and servers of a test's own, for the fault and outage tests:
+``railyard worker``/``scheduler`` subprocesses, an app over its own PostgreSQL."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from backend.app import create_app
+from backend.db.migrate import upgrade
+from backend.embedded import EmbeddedPostgres
+from backend.runtime import Runtime, build_runtime
+from backend.services import accounts
+from backend.settings import Settings, load_settings
+from tests.diagrams import diagram, edge, node
+from tests.integration.conftest import ADMIN_EMAIL, ADMIN_PASSWORD, login
+from tests.servers import pg_template
+
+RAILYARD = str(Path(sys.executable).with_name("railyard"))
+LEASE_SECONDS = 3
+
+
+@contextmanager
+def processes(settings: Settings, log_dir: Path) -> Iterator[Any]:
+    """Yields ``start(kind, name=None, *args) -> Popen``: runs ``railyard <kind> <args>``
+    (worker or scheduler) against ``settings``' servers, output in ``<log_dir>/<name>.log``;
+    every process started is stopped (SIGTERM, then SIGKILL) on exit."""
+    env = {
+        **os.environ,
+        "DATABASE_URL": settings.database_url,
+        "REDIS_URL": settings.redis_url,
+        "RAILYARD_LEASE_SECONDS": str(LEASE_SECONDS),
+        "RAILYARD_SWEEP_INTERVAL": "0.5",
+        "RAILYARD_HTTP_ALLOW_PRIVATE": "true",
+        "RAILYARD_BASE_URL": settings.base_url,
+    }
+    running: dict[str, subprocess.Popen[bytes]] = {}
+    logs: list[Any] = []
+
+    def start(kind: str, name: str | None = None, *args: str) -> subprocess.Popen[bytes]:
+        name = name or kind
+        log = (log_dir / f"{name}.log").open("wb")
+        logs.append(log)
+        proc = subprocess.Popen(
+            [RAILYARD, kind, *args],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        running[name] = proc
+        return proc
+
+    try:
+        yield start
+    finally:
+        for proc in running.values():
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        for proc in running.values():
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(5)
+        for log in logs:
+            log.close()
+
+
+def http_flow(url: str) -> dict[str, Any]:
+    """webhook -> HTTP POST ``url`` (the slow third-party API) -> Set."""
+    return diagram(
+        [
+            node("hook", "trigger.webhook"),
+            node("call", "http.request", method="POST", url=url, body="=body"),
+            node("after", "control.set", mapping={"status": "=status"}),
+        ],
+        [edge("hook", "call"), edge("call", "after")],
+    )
+
+
+async def until(predicate: Any, timeout: float, what: str) -> None:
+    """Poll ``await predicate()`` every 50 ms until true; AssertionError naming ``what``
+    after ``timeout`` seconds."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while loop.time() < deadline:
+        if await predicate():
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+@asynccontextmanager
+async def api(settings: Settings) -> AsyncIterator[tuple[Runtime, httpx.AsyncClient]]:
+    """A runtime and a logged-in client of the app for ``settings`` (own servers)."""
+    rt = await build_runtime(settings, pool_size=3)
+    try:
+        async with rt.sessionmaker() as session, session.begin():
+            await accounts.create_user(session, ADMIN_EMAIL, ADMIN_PASSWORD, role="admin")
+        transport = httpx.ASGITransport(app=create_app(settings, rt))
+        async with httpx.AsyncClient(transport=transport, base_url="http://testserver.local") as c:
+            await login(c)
+            yield rt, c
+    finally:
+        await rt.close()
+
+
+def own_settings(database_url: str, redis_url: str) -> Settings:
+    """Settings for servers of the test's own (short lease, fast sweep)."""
+    return load_settings(
+        environ={},
+        database_url=database_url,
+        redis_url=redis_url,
+        base_url="http://testserver.local",
+        http_allow_private=True,
+        lease_seconds=float(LEASE_SECONDS),
+        sweep_interval=0.5,
+    )
+
+
+async def own_postgres(directory: Path) -> EmbeddedPostgres:
+    """A started, migrated PostgreSQL of the test's own under ``directory / "pg"``."""
+    data = directory / "pg"
+    shutil.copytree(pg_template(), data, symlinks=True, ignore=shutil.ignore_patterns(".railyard*"))
+    pg = EmbeddedPostgres(data, fast=True)
+    pg.start()
+    await asyncio.to_thread(upgrade, pg.url)
+    return pg
