@@ -26,9 +26,11 @@ from backend.api.errors import API_EXCEPTION_HANDLERS, ErrorHandler
 from backend.api.expressions import ExpressionController
 from backend.api.grants import CredentialGrantController, WorkflowGrantController
 from backend.api.health import HealthController
+from backend.api.metrics import MetricsController
 from backend.api.openapi import StrictStructSchemaPlugin, document_responses, openapi_config
 from backend.api.runs import RunController
 from backend.api.storable_input import DEFAULT_MAX_SCAN_BYTES, StorableInputMiddleware
+from backend.api.telemetry import TelemetryMiddleware
 from backend.api.triggers import ApiTokenController, FileController, WebhookSettingsController
 from backend.api.users import SessionAdminController, UserAdminController
 from backend.api.webhooks import WebhookController
@@ -44,6 +46,7 @@ from frontend.access_pages import AccessPages
 from frontend.admin_pages import AdminPages
 from frontend.audit_pages import AdminAuditPages
 from frontend.connector_pages import ConnectorPages
+from frontend.dashboard_pages import DashboardPages
 from frontend.designer_fragments import DesignerFragments
 from frontend.identity_pages import AccountPages, SsoPages
 from frontend.pages import AppPages, AuthPages, html_error, wants_html
@@ -92,7 +95,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> Litestar:
         if runtime is not None:
             yield
             return
-        app.state.runtime = await build_runtime(settings)
+        app.state.runtime = await build_runtime(settings, name="api")
         try:
             yield
         finally:
@@ -125,6 +128,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> Litestar:
             FileController,
             TriggerPages,
             HealthController,
+            MetricsController,
             AuthPages,
             AppPages,
             DesignerFragments,
@@ -137,6 +141,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> Litestar:
             AccountPages,
             AdminUserPages,
             AdminAuditPages,
+            DashboardPages,
             create_static_files_router(
                 path="/static",
                 directories=[STATIC],
@@ -150,6 +155,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> Litestar:
             SecurityHeaders(https=served_over_https(settings.base_url, settings.secure_cookies))
         ],
         middleware=[
+            TelemetryMiddleware(),
             RequestContextMiddleware(),
             # before CSRF: it reads the body before CSRF's form lookup and hands it on
             StorableInputMiddleware(max(DEFAULT_MAX_SCAN_BYTES, settings.webhook_max_body)),

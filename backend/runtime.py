@@ -19,6 +19,7 @@ from backend.db import payloads
 from backend.db.engine import make_engine, make_sessionmaker
 from backend.db.recovery_queries import PgRecoveryQueries
 from backend.db.run_store import PgRunStore
+from backend.observability import metrics, tracing
 from backend.services import credential_use
 from backend.services.catalog import AppCatalog, load_catalog
 from backend.services.execution import Execution
@@ -66,7 +67,7 @@ def make_context_factory(
     sessionmaker: async_sessionmaker[AsyncSession] | None = None,
     catalog: AppCatalog | None = None,
     *,
-    http_pool: httpx.AsyncHTTPTransport | None = None,
+    http_pool: httpx.AsyncBaseTransport | None = None,
 ) -> Any:
     """Build ``factory(info: sdk.ActionInfo, heartbeat, is_cancelled) -> sdk.ActionContext``.
 
@@ -114,8 +115,9 @@ def make_context_factory(
     return factory
 
 
-async def build_runtime(settings: Settings, *, pool_size: int = 10) -> Runtime:
-    """Wire the services to PostgreSQL and Redis.
+async def build_runtime(settings: Settings, *, pool_size: int = 10, name: str = "app") -> Runtime:
+    """Wire the services to PostgreSQL and Redis; ``name`` labels this runtime's database
+    pool in ``railyard_db_pool_*`` metrics (``api``, ``worker``, ``scheduler``).
 
     Nothing connects here: the database pool and the Redis client connect on first use,
     so a process starts (and reports not-ready) while either server is down.
@@ -129,11 +131,14 @@ async def build_runtime(settings: Settings, *, pool_size: int = 10) -> Runtime:
         crypto.configure(crypto.keyring_from_settings(settings))
     payloads.configure(settings.payload_inline_limit)
     http_pool = guarded_connection_pool(ssrf_policy(settings))
+    metrics.POOLS.watch(name, engine.sync_engine.pool)
+    # with tracing on, every connector HTTP call is a span (the pool itself is closed below)
+    calls: Any = tracing.TracingTransport(http_pool) if tracing.enabled() else http_pool
     execution = Execution(
         PgRunStore(sessionmaker),
         ArqDispatcher(redis),
         catalog,
-        make_context_factory(settings, sessionmaker, catalog, http_pool=http_pool),
+        make_context_factory(settings, sessionmaker, catalog, http_pool=calls),
         recovery_queries=PgRecoveryQueries(sessionmaker),
         lease_seconds=settings.lease_seconds,
         base_url=settings.base_url,

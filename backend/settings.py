@@ -37,6 +37,12 @@
 | ``RAILYARD_PAYLOAD_INLINE_LIMIT`` | bytes of JSON text above which a part of a run value (input, output, error) is stored once by reference and shown as a preview with a download link (docs/engine.md, "Large values"); at least 1024 | ``262144`` (256 KiB) |
 | ``RAILYARD_REDACT_HEADERS`` | comma-separated extra request header names whose values webhook runs never store (docs/security.md, "Secrets in run data") | empty |
 | ``RAILYARD_AUDIT_RETENTION_DAYS`` | audit log rows older than this many days are deleted by the scheduler's sweeper; ``0`` keeps them forever | ``365`` |
+| ``RAILYARD_RETENTION_<CLASS>_DAYS`` / ``..._MAX`` | retention per data class (``RUNS``, ``PAYLOADS``, ``STEPS``, ``EVENTS``, ``FILES``): rows older than the days, or beyond the newest MAX rows, are removed by the scheduler (docs/operations.md, "Retention"); ``0`` turns a rule off | runs 90 days, events 90 days, files 90 days, the rest off |
+| ``RAILYARD_RETENTION_BATCH`` | rows removed per short transaction | ``500`` |
+| ``RAILYARD_RETENTION_INTERVAL`` | seconds between retention passes of the scheduler | ``3600`` |
+| ``RAILYARD_METRICS_TOKEN`` | bearer token that may read ``/metrics`` (besides admins); also required on the worker/scheduler probe port's ``/metrics`` when set | empty |
+| ``RAILYARD_OTLP_ENDPOINT`` | OTLP/HTTP traces endpoint (``http://collector:4318/v1/traces``); empty: tracing off | empty |
+| ``RAILYARD_OTEL_SERVICE_NAME`` | ``service.name`` of exported spans | ``railyard`` |
 | ``RAILYARD_MAX_DIAGRAM_NODES`` | nodes in one diagram (draft, compile) | ``5000`` |
 | ``RAILYARD_MAX_DIAGRAM_EDGES`` | edges in one diagram | ``10000`` |
 | ``RAILYARD_MAX_CONFIG_DEPTH`` | nesting levels of one node's config | ``32`` |
@@ -105,6 +111,23 @@ class Settings(msgspec.Struct, kw_only=True):
     payload_inline_limit: int = 256 * 1024
     redact_headers: tuple[str, ...] = ()
     audit_retention_days: Annotated[int, msgspec.Meta(ge=0)] = 365
+    # retention per data class (backend/services/retention.py): days (0 = no age limit) and
+    # the newest rows kept (0 = no count limit)
+    retention_runs_days: Annotated[int, msgspec.Meta(ge=0)] = 90
+    retention_runs_max: Annotated[int, msgspec.Meta(ge=0)] = 0
+    retention_payloads_days: Annotated[int, msgspec.Meta(ge=0)] = 0
+    retention_payloads_max: Annotated[int, msgspec.Meta(ge=0)] = 0
+    retention_steps_days: Annotated[int, msgspec.Meta(ge=0)] = 0
+    retention_steps_max: Annotated[int, msgspec.Meta(ge=0)] = 0
+    retention_events_days: Annotated[int, msgspec.Meta(ge=0)] = 90
+    retention_events_max: Annotated[int, msgspec.Meta(ge=0)] = 0
+    retention_files_days: Annotated[int, msgspec.Meta(ge=0)] = 90
+    retention_files_max: Annotated[int, msgspec.Meta(ge=0)] = 0
+    retention_batch: Annotated[int, msgspec.Meta(ge=1, le=100000)] = 500
+    retention_interval: Annotated[float, msgspec.Meta(ge=1)] = 3600.0
+    metrics_token: str = ""
+    otlp_endpoint: str = ""
+    otel_service_name: str = "railyard"
 
     login_max_failures: int = 5
     login_address_max_failures: int = 50
@@ -222,6 +245,21 @@ _ENV = {
     "RAILYARD_PAYLOAD_INLINE_LIMIT": "payload_inline_limit",
     "RAILYARD_REDACT_HEADERS": "redact_headers",
     "RAILYARD_AUDIT_RETENTION_DAYS": "audit_retention_days",
+    "RAILYARD_RETENTION_RUNS_DAYS": "retention_runs_days",
+    "RAILYARD_RETENTION_RUNS_MAX": "retention_runs_max",
+    "RAILYARD_RETENTION_PAYLOADS_DAYS": "retention_payloads_days",
+    "RAILYARD_RETENTION_PAYLOADS_MAX": "retention_payloads_max",
+    "RAILYARD_RETENTION_STEPS_DAYS": "retention_steps_days",
+    "RAILYARD_RETENTION_STEPS_MAX": "retention_steps_max",
+    "RAILYARD_RETENTION_EVENTS_DAYS": "retention_events_days",
+    "RAILYARD_RETENTION_EVENTS_MAX": "retention_events_max",
+    "RAILYARD_RETENTION_FILES_DAYS": "retention_files_days",
+    "RAILYARD_RETENTION_FILES_MAX": "retention_files_max",
+    "RAILYARD_RETENTION_BATCH": "retention_batch",
+    "RAILYARD_RETENTION_INTERVAL": "retention_interval",
+    "RAILYARD_METRICS_TOKEN": "metrics_token",
+    "RAILYARD_OTLP_ENDPOINT": "otlp_endpoint",
+    "RAILYARD_OTEL_SERVICE_NAME": "otel_service_name",
     "RAILYARD_MAX_DIAGRAM_NODES": "max_diagram_nodes",
     "RAILYARD_MAX_DIAGRAM_EDGES": "max_diagram_edges",
     "RAILYARD_MAX_CONFIG_DEPTH": "max_config_depth",

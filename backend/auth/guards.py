@@ -9,7 +9,9 @@ it runs for every route) answers:
 - object permissions: the workflow, run, file or credential named by the path parameter
   (``workflow_id``, ``run_id``, ``file_id``, ``credential_id``) is looked up; an unknown
   object, or one the caller cannot even read, is 404; readable but not allowed is 403,
-- system permissions: the role (and API token scope) decides, 403 otherwise.
+- system permissions: the role (and API token scope) decides, 403 otherwise; a route
+  needing ``metrics:read`` also lets in ``Authorization: Bearer <RAILYARD_METRICS_TOKEN>``
+  when that setting is set (a Prometheus scraper holds no user account).
 
 The caller's :class:`~backend.auth.policy.Principal` is cached on the request scope
 (:func:`principal_of`) for list filtering and for pages hiding buttons.
@@ -17,6 +19,7 @@ The caller's :class:`~backend.auth.policy.Principal` is cached on the request sc
 
 from __future__ import annotations
 
+import hmac
 from typing import Any, TypeAlias
 
 from litestar.connection import ASGIConnection
@@ -32,7 +35,7 @@ from backend.auth.policy import (
     Principal,
     decide,
 )
-from backend.auth.web import load_user, runtime_of, user_dependencies
+from backend.auth.web import bearer_token, load_user, runtime_of, user_dependencies
 from backend.services import access
 from backend.services.unit_of_work import UnitOfWork
 
@@ -95,6 +98,8 @@ async def authorize(
         raise PermissionDeniedException("this route declares no permission")
     if permission is Permission.PUBLIC:
         return
+    if permission is Permission.METRICS_READ and _metrics_token_matches(connection):
+        return
     async with runtime_of(connection.app.state).sessionmaker() as session:
         principal = await principal_of(connection, session)
         obj = None
@@ -108,6 +113,13 @@ async def authorize(
     if decision is Decision.HIDE:
         raise NotFoundException("not found")
     raise PermissionDeniedException(f"you do not have the {permission.value} permission here")
+
+
+def _metrics_token_matches(connection: ASGIConnection[Any, Any, Any, Any]) -> bool:
+    """True when the request's bearer token is the configured metrics token."""
+    expected = runtime_of(connection.app.state).settings.metrics_token
+    given = bearer_token(connection)
+    return bool(expected and given) and hmac.compare_digest(str(given).encode(), expected.encode())
 
 
 def permission_opt(permission: Permission) -> dict[str, Any]:

@@ -74,6 +74,7 @@ class Permission(StrEnum):
     PROJECTS_MANAGE = "projects:manage"
     AUDIT_READ = "audit:read"
     SETTINGS_READ = "settings:read"
+    METRICS_READ = "metrics:read"  # /metrics and the dashboard (or the metrics token)
     TOKENS_OWN = "tokens:own"  # one's own API tokens
     TOKENS_MANAGE = "tokens:manage"  # every token and service account
     WORKFLOW_CREATE = "workflow:create"

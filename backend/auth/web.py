@@ -18,6 +18,7 @@ from litestar.middleware import ASGIMiddleware
 from litestar.middleware.csrf import CSRFMiddleware
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
+from backend.observability import logs
 from backend.runtime import Runtime
 from backend.services import accounts, api_tokens, audit, login_sessions, oidc, sso
 from backend.services.identity import Identity
@@ -190,6 +191,8 @@ class RequestContextMiddleware(ASGIMiddleware):
         request_id = incoming if _REQUEST_ID_RE.match(incoming) else secrets.token_hex(16)
         client = scope.get("client")
         audit.bind_request(client[0] if client else None, request_id)
+        logs.clear()
+        logs.bind(request_id=request_id)
 
         async def send_with_id(message: Message) -> None:
             if message["type"] == "http.response.start":
@@ -202,6 +205,7 @@ class RequestContextMiddleware(ASGIMiddleware):
             await next_app(scope, receive, send_with_id)
         finally:
             audit.end_request()
+            logs.clear()
 
 
 class BearerAwareCSRFMiddleware(CSRFMiddleware):

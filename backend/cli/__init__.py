@@ -28,11 +28,19 @@ from backend.settings import Settings, SettingsError, load_settings
 log = logging.getLogger("railyard")
 
 
-def _setup_logging() -> None:
-    logging.basicConfig(
-        level=os.environ.get("RAILYARD_LOG_LEVEL", "INFO"),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+def _setup_logging(command: str | None = None) -> None:
+    """Root logging of the process: JSON lines, or plain ones for ``railyard dev`` and the
+    one-shot tools (``RAILYARD_LOG_FORMAT`` decides when set; backend/observability/logs.py)."""
+    from backend.observability import logs
+
+    default = "json" if command in ("api", "worker", "scheduler") else "plain"
+    try:
+        logs.configure(
+            os.environ.get("RAILYARD_LOG_LEVEL", "INFO"),
+            fmt=os.environ.get("RAILYARD_LOG_FORMAT", default).lower(),
+        )
+    except ValueError as exc:
+        raise SettingsError(str(exc)) from exc
     # httpx logs every request at INFO, URL and query string included (a connector's
     # API key can sit there): the engine records each step's outcome instead
     logging.getLogger("httpx").setLevel(logging.WARNING)
@@ -95,6 +103,8 @@ async def serve(
     from backend.app import create_app
     from backend.workers.worker import make_worker, stop_worker
 
+    _tracing(settings)
+
     app = create_app(settings)
     server = uvicorn.Server(
         uvicorn.Config(
@@ -104,6 +114,7 @@ async def serve(
             log_level="info" if logging.getLogger().isEnabledFor(logging.INFO) else "warning",
             lifespan="on",
             access_log=os.environ.get("RAILYARD_ACCESS_LOG", "1") != "0",
+            log_config=None,  # uvicorn's records go through the root handler (JSON or plain)
         )
     )
     server.capture_signals = contextlib.nullcontext  # type: ignore[method-assign,assignment]
@@ -118,7 +129,7 @@ async def serve(
 
         tasks.append(asyncio.create_task(worker.async_run()))
         # dev: the leader-elected scheduler (sweeps and schedules) runs in-process too
-        scheduler_runtime = await build_runtime(settings, pool_size=3)
+        scheduler_runtime = await build_runtime(settings, pool_size=3, name="scheduler")
         tasks.append(asyncio.create_task(run_scheduler(scheduler_runtime, stop)))
     waiter: asyncio.Task[Any] = asyncio.create_task(stop.wait())
     done, _ = await asyncio.wait([*tasks, waiter], return_when=asyncio.FIRST_COMPLETED)
@@ -133,6 +144,7 @@ async def serve(
     await asyncio.gather(*tasks, return_exceptions=True)
     if scheduler_runtime is not None:
         await scheduler_runtime.close()
+    _end_tracing()
     for task in done:
         if task is not waiter and task.exception():
             raise task.exception()  # type: ignore[misc]
@@ -227,9 +239,12 @@ def cmd_worker(args: argparse.Namespace) -> int:
     settings.require_services()
 
     async def main() -> None:
+        _tracing(settings)
         worker = make_worker(settings, max_jobs=args.max_jobs, sweep=False)
         stop = _stop_on_signals()
-        probes = await _start_probes(args.health_port, lambda: worker.ctx.get("runtime"))
+        probes = await _start_probes(
+            args.health_port, lambda: worker.ctx.get("runtime"), settings.metrics_token
+        )
         task = asyncio.create_task(worker.async_run())
         try:
             await asyncio.wait(
@@ -241,6 +256,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
         finally:
             if probes is not None:
                 await probes.close()
+            _end_tracing()
         if not stop.is_set() and task.done() and not task.cancelled() and task.exception():
             raise task.exception()  # type: ignore[misc]
 
@@ -259,18 +275,34 @@ def cmd_scheduler(args: argparse.Namespace) -> int:
     settings.require_services()
 
     async def main() -> None:
-        runtime = await build_runtime(settings, pool_size=2)
+        _tracing(settings)
+        runtime = await build_runtime(settings, pool_size=2, name="scheduler")
         stop = _stop_on_signals()
-        probes = await _start_probes(args.health_port, lambda: runtime)
+        probes = await _start_probes(args.health_port, lambda: runtime, settings.metrics_token)
         try:
             await run_scheduler(runtime, stop)
         finally:
             if probes is not None:
                 await probes.close()
             await runtime.close()
+            _end_tracing()
 
     asyncio.run(main())
     return 0
+
+
+def _tracing(settings: Settings) -> None:
+    """Turn tracing on when ``RAILYARD_OTLP_ENDPOINT`` is set (backend/observability/tracing.py)."""
+    from backend.observability import tracing
+
+    tracing.configure(endpoint=settings.otlp_endpoint, service_name=settings.otel_service_name)
+
+
+def _end_tracing() -> None:
+    """Export the spans still buffered before the process exits."""
+    from backend.observability import tracing
+
+    tracing.shutdown()
 
 
 def _stop_on_signals() -> asyncio.Event:
@@ -282,8 +314,9 @@ def _stop_on_signals() -> asyncio.Event:
     return stop
 
 
-async def _start_probes(port: int | None, runtime: Any) -> Any:
-    """Serve ``/health/live`` and ``/health/ready`` on ``port`` (None: no probes).
+async def _start_probes(port: int | None, runtime: Any, metrics_token: str = "") -> Any:
+    """Serve ``/health/live``, ``/health/ready`` and ``/metrics`` on ``port`` (None: no
+    probes).
 
     ``runtime()`` returns the process's Runtime, or None while it is being built; ready
     means PostgreSQL and Redis both answer (backend/workers/health.py).
@@ -302,7 +335,12 @@ async def _start_probes(port: int | None, runtime: Any) -> Any:
         )
         return {"database": database, "redis": redis}
 
-    server = ProbeServer(ready, host=os.environ.get("RAILYARD_HEALTH_HOST", "0.0.0.0"), port=port)
+    server = ProbeServer(
+        ready,
+        host=os.environ.get("RAILYARD_HEALTH_HOST", "0.0.0.0"),
+        port=port,
+        metrics_token=metrics_token,
+    )
     await server.start()
     return server
 
@@ -330,7 +368,6 @@ def _env_port() -> int | None:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``railyard`` console script."""
-    _setup_logging()
     parser = argparse.ArgumentParser(prog="railyard", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     dev = sub.add_parser("dev", help="run everything on embedded PostgreSQL and Redis")
@@ -374,6 +411,7 @@ def main(argv: list[str] | None = None) -> int:
     rot.set_defaults(func=cmd_rotate_key)
     args = parser.parse_args(argv)
     try:
+        _setup_logging(args.command)
         return int(args.func(args))
     except SettingsError as exc:
         print(f"railyard: {exc}", file=sys.stderr)

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import msgspec
-from sqlalchemy import select
+from sqlalchemy import func, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
@@ -155,14 +155,21 @@ class Externalizer:
 
 
 async def store(db: Db, payloads: dict[str, StoredPayload]) -> None:
-    """Insert the payloads not stored yet (looked up first, so a value already stored is
-    not sent again). Call it in the transaction (or autocommit connection) that then
-    writes the references."""
+    """Insert the payloads not stored yet (the stored ones are found first, so a value
+    already stored is not sent again, and their ``last_used_at`` is set to now: retention
+    removes a payload only when no kept run can reference it, see
+    backend/services/retention.py). Call it in the transaction (or autocommit connection)
+    that then writes the references."""
     if not payloads:
         return
     present = set(
         (
-            await db.execute(select(Payload.sha256).where(Payload.sha256.in_(list(payloads))))
+            await db.execute(
+                update(Payload)
+                .where(Payload.sha256.in_(list(payloads)))
+                .values(last_used_at=func.now())
+                .returning(Payload.sha256)
+            )
         ).scalars()
     )
     missing = [p for digest, p in payloads.items() if digest not in present]

@@ -33,6 +33,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 from backend.db import payloads
 from backend.engine.model import RunState, StepRecord
 from backend.engine.ports import FinishedAttempt, NewAttempt, NewRun, Written
+from backend.observability import metrics
 
 # Step record fields written back by write_state (all but the key columns).
 STEP_FIELDS = (
@@ -243,6 +244,7 @@ async def write_state(
         return Written(None, moved=not at_revision)
     if start is not None:
         start.id = int(attempt_id)
+    metrics.engine_events(state)
     state.changed.clear()
     state.events.clear()
     return Written(int(revision))
@@ -380,7 +382,10 @@ async def insert_run(
     }
     await payloads.store(db, ext.payloads)
     run_id, settings, go = await _INSERT_POSITIONAL.fetchrow(db, params)
+    if run_id is not None:
+        metrics.run_started(new.workflow_id, new.trigger)
     if run_id is not None and state is not None:
+        metrics.engine_events(state)
         state.changed.clear()
         state.events.clear()
     return Inserted(

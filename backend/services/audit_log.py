@@ -224,23 +224,34 @@ def diff(before: Any, after: Any, path: str = "") -> list[Change]:
     return [] if before == after else [Change(path, before, after)]
 
 
-async def purge_expired(session: AsyncSession, keep_days: int) -> int:
+async def purge_expired(
+    session: AsyncSession, keep_days: int, *, max_rows: int | None = None, record: bool = True
+) -> int:
     """Delete rows older than ``keep_days`` days through ``audit_log_purge`` (the only way
-    PostgreSQL lets audit rows go) and record ``audit.purge`` with the count when any went.
+    PostgreSQL lets audit rows go): all of them, or at most the ``max_rows`` oldest (one
+    batch of retention, backend/services/retention.py). With ``record`` the deletion is
+    audited as ``audit.purge`` when any row went (retention records one per pass instead).
 
     ``keep_days`` 0 keeps everything (returns 0). Returns the number of rows deleted.
     """
     if keep_days <= 0:
         return 0
-    deleted = int(
-        (await session.execute(text("select audit_log_purge(:d)"), {"d": keep_days})).scalar_one()
-    )
-    if deleted:
-        await audit.record(
-            session,
-            "audit.purge",
-            "audit_log",
-            f"older-than-{keep_days}-days",
-            details={"deleted": deleted, "keep_days": keep_days},
-        )
+    if max_rows is None:
+        sql, params = "select audit_log_purge(:d)", {"d": keep_days}
+    else:
+        sql, params = "select audit_log_purge(:d, :n)", {"d": keep_days, "n": max_rows}
+    deleted = int((await session.execute(text(sql), params)).scalar_one())
+    if deleted and record:
+        await record_purge(session, deleted, days=keep_days)
     return deleted
+
+
+async def record_purge(session: AsyncSession, deleted: int, *, days: int) -> None:
+    """Audit that ``deleted`` rows older than ``days`` days were purged (``audit.purge``)."""
+    await audit.record(
+        session,
+        "audit.purge",
+        "audit_log",
+        f"older-than-{days}-days",
+        details={"deleted": deleted, "keep_days": days},
+    )

@@ -19,6 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from backend.db.models import WorkflowVersion
 from backend.engine.ports import Clock
+from backend.observability import metrics
 from backend.services import schedules
 from backend.services.execution import Execution, active_version_of
 
@@ -66,6 +67,7 @@ async def start_fire(
     )
     async with sessionmaker() as session, session.begin():
         await schedules.record_started(session, fire, started.run_id, fired_at)
+    metrics.schedule_lag((fired_at - fire.fire_at).total_seconds(), catch_up=fire.catch_up)
     return True
 
 

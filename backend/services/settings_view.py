@@ -15,7 +15,9 @@ import msgspec
 
 from backend.settings import SETTING_VARIABLES, Settings
 
-SECRET_SETTINGS = frozenset({"secret_key", "encryption_key", "encryption_old_keys"})
+SECRET_SETTINGS = frozenset(
+    {"secret_key", "encryption_key", "encryption_old_keys", "metrics_token"}
+)
 """Settings whose value is never shown (only whether they are set)."""
 
 URL_SETTINGS = frozenset({"database_url", "redis_url"})

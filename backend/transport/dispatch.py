@@ -11,6 +11,7 @@ from arq.jobs import serialize_job
 from arq.utils import timestamp_ms
 from redis.exceptions import RedisError
 
+from backend.observability import tracing
 from backend.services.channels import CANCEL_CHANNEL, WAKE_CHANNEL, run_channel
 
 log = logging.getLogger(__name__)
@@ -19,7 +20,8 @@ log = logging.getLogger(__name__)
 class ArqDispatcher:
     """Enqueue ``execute_step`` / ``advance_run`` jobs and publish run-change notices.
 
-    Each enqueue is followed by a message on
+    With tracing on, each job carries the current trace context as its ``trace`` keyword
+    argument (backend/observability/tracing.py). Each enqueue is followed by a message on
     :data:`~backend.workers.wake.WAKE_CHANNEL` that wakes idle workers (backend/workers/wake.py).
     Job and wake-up travel in ONE round trip (:meth:`_enqueue`).
 
@@ -57,13 +59,18 @@ class ArqDispatcher:
         id scored by the due time in ms in the queue), plus the wake-up message, in one
         ``MULTI``/``EXEC`` pipeline: one round trip instead of four. arq's ``WATCH`` and
         ``EXISTS`` guard against a caller-chosen job id that is already taken; these ids
-        are fresh random UUIDs, so there is nothing to guard against.
+        are fresh random UUIDs, so there is nothing to guard against. With tracing on, the
+        job also carries the current trace context as its ``trace`` keyword argument.
         """
         pool = self.pool
         defer_ms = round(delay * 1000) if delay and delay > 0 else 0
         job_id = uuid.uuid4().hex
         enqueued_ms = timestamp_ms()
-        job = serialize_job(function, args, {}, None, enqueued_ms, serializer=pool.job_serializer)
+        trace = tracing.carrier()  # empty while tracing is off: the job stays as it was
+        kwargs = {"trace": trace} if trace else {}
+        job = serialize_job(
+            function, args, kwargs, None, enqueued_ms, serializer=pool.job_serializer
+        )
         async with pool.pipeline(transaction=True) as pipe:
             pipe.psetex(job_key_prefix + job_id, defer_ms + pool.expires_extra_ms, job)
             pipe.zadd(pool.default_queue_name, {job_id: enqueued_ms + defer_ms})

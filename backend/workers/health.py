@@ -14,12 +14,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hmac
 import logging
 import random
 import time
 from collections.abc import Awaitable, Callable
 
 import msgspec
+
+from backend.observability import metrics
 
 log = logging.getLogger(__name__)
 
@@ -98,17 +101,28 @@ ReadinessCheck = Callable[[], Awaitable[dict[str, str]]]
 
 
 class ProbeServer:
-    """HTTP/1.1 liveness and readiness endpoint on ``host:port`` (see the module docstring).
+    """HTTP/1.1 liveness and readiness endpoint on ``host:port`` (see the module docstring),
+    plus ``GET /metrics``: this process's Prometheus metrics (backend/observability/
+    metrics.py). When ``metrics_token`` is set, ``/metrics`` answers 401 unless the request
+    sends ``Authorization: Bearer <metrics_token>``.
 
     ``ready`` is called for each ``/health/ready`` request. Any other path answers 404.
     One request per connection (``Connection: close``); the request head is limited to
     8 KiB and 5 seconds.
     """
 
-    def __init__(self, ready: ReadinessCheck, host: str = "0.0.0.0", port: int = 0) -> None:
+    def __init__(
+        self,
+        ready: ReadinessCheck,
+        host: str = "0.0.0.0",
+        port: int = 0,
+        *,
+        metrics_token: str = "",
+    ) -> None:
         self.ready = ready
         self.host = host
         self.port = port
+        self.metrics_token = metrics_token
         self._server: asyncio.Server | None = None
 
     async def start(self) -> None:
@@ -126,26 +140,51 @@ class ProbeServer:
             self._server = None
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        content_type = "application/json"
         try:
             async with asyncio.timeout(5):
                 head = await reader.readuntil(b"\r\n\r\n")
             if len(head) > 8192:
                 raise ValueError("request head too large")
-            method, _, rest = head.decode("latin-1").partition(" ")
+            line, *header_lines = head.decode("latin-1").split("\r\n")
+            method, _, rest = line.partition(" ")
             path = rest.partition(" ")[0].partition("?")[0]
-            status, body = await self._answer(method, path)
+            headers = {
+                name.strip().lower(): value.strip()
+                for name, _, value in (h.partition(":") for h in header_lines if h)
+            }
+            if method == "GET" and path == "/metrics":
+                status, content_type, payload = self._metrics(headers.get("authorization", ""))
+            else:
+                status, body = await self._answer(method, path)
+                payload = msgspec.json.encode(body)
         except (TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError):
-            status, body = 400, {"detail": "bad request"}
-        payload = msgspec.json.encode(body)
-        reason = {200: "OK", 400: "Bad Request", 404: "Not Found", 503: "Service Unavailable"}
+            status, payload = 400, msgspec.json.encode({"detail": "bad request"})
+        reason = {
+            200: "OK",
+            400: "Bad Request",
+            401: "Unauthorized",
+            404: "Not Found",
+            503: "Service Unavailable",
+        }
         writer.write(
-            f"HTTP/1.1 {status} {reason.get(status, '')}\r\ncontent-type: application/json\r\n"
+            f"HTTP/1.1 {status} {reason.get(status, '')}\r\ncontent-type: {content_type}\r\n"
             f"content-length: {len(payload)}\r\nconnection: close\r\n\r\n".encode()
             + payload
         )
         with contextlib.suppress(ConnectionError):
             await writer.drain()
         writer.close()
+
+    def _metrics(self, authorization: str) -> tuple[int, str, bytes]:
+        if self.metrics_token:
+            scheme, _, token = authorization.partition(" ")
+            if scheme.lower() != "bearer" or not hmac.compare_digest(
+                token.strip().encode(), self.metrics_token.encode()
+            ):
+                body = msgspec.json.encode({"detail": "send the metrics token as a bearer token"})
+                return 401, "application/json", body
+        return 200, metrics.CONTENT_TYPE, metrics.exposition()
 
     async def _answer(self, method: str, path: str) -> tuple[int, dict[str, str]]:
         if method != "GET":

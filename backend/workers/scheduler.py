@@ -2,11 +2,11 @@
 
 Leadership is a PostgreSQL session-level advisory lock held on a dedicated connection:
 the first ``railyard scheduler`` to take it sweeps, times out runs at their deadline
-(:func:`~backend.workers.run_control.enforce_deadlines`), fires schedules and applies the
-audit log's retention (hourly)
-(:mod:`backend.services.schedule_firing`); others stand by and retry every
-``sweep_interval`` seconds, so a standby takes over within one interval of the leader's
-connection closing (process exit or crash).
+(:func:`~backend.workers.run_control.enforce_deadlines`), fires schedules
+(:mod:`backend.services.schedule_firing`) and applies retention every
+``RAILYARD_RETENTION_INTERVAL`` seconds (:mod:`backend.services.retention`); others
+stand by and retry every ``sweep_interval`` seconds, so a standby takes over within one
+interval of the leader's connection closing (process exit or crash).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import logging
 from sqlalchemy import text
 
 from backend.runtime import Runtime
-from backend.services import audit_log
+from backend.services import retention
 from backend.services.availability import database_unavailable
 from backend.services.recovery import sweep
 from backend.services.schedule_firing import run_schedules
@@ -29,22 +29,24 @@ log = logging.getLogger(__name__)
 
 # Any constant unique to Railyard: the ASCII bytes of "RYSCHED" as an integer.
 SCHEDULER_LOCK_KEY = 0x52595343484544
-RETENTION_EVERY = 3600.0
-"""Seconds between two audit retention passes of the leader (the first runs at once)."""
 
 
-async def apply_audit_retention(runtime: Runtime) -> int:
-    """Delete audit rows older than ``RAILYARD_AUDIT_RETENTION_DAYS`` (0: keep all) in one
-    transaction; returns how many went (see :func:`backend.services.audit_log.purge_expired`)."""
-    async with runtime.sessionmaker() as session, session.begin():
-        deleted = await audit_log.purge_expired(session, runtime.settings.audit_retention_days)
-    if deleted:
-        log.info(
-            "audit retention: %d rows older than %d days deleted",
-            deleted,
-            runtime.settings.audit_retention_days,
-        )
-    return deleted
+async def apply_retention(runtime: Runtime) -> int:
+    """One retention pass over every data class (backend/services/retention.py); returns
+    how many rows went in total."""
+    results = await retention.run_pass(runtime.sessionmaker, runtime.settings)
+    return sum(r.deleted for r in results)
+
+
+async def _retention_loop(runtime: Runtime, stop: asyncio.Event) -> None:
+    """Apply retention at once, then every ``retention_interval`` seconds, beside the
+    sweeps (a long pass never delays them)."""
+    while not stop.is_set():
+        try:
+            await apply_retention(runtime)
+        except Exception:  # the next pass tries again
+            log.exception("retention pass failed")
+        await _wait(stop, runtime.settings.retention_interval)
 
 
 async def run_scheduler(
@@ -100,8 +102,7 @@ async def _lead(
             )
         )
         deadlines = asyncio.create_task(enforce_deadlines(runtime.execution))
-        loop = asyncio.get_running_loop()
-        retention_due = loop.time()
+        pruning = asyncio.create_task(_retention_loop(runtime, stop))
         try:
             while not stop.is_set():
                 try:
@@ -113,19 +114,14 @@ async def _lead(
                         health.down("database", exc)
                     else:
                         log.exception("sweep failed")
-                if loop.time() >= retention_due:
-                    retention_due = loop.time() + RETENTION_EVERY
-                    try:
-                        await apply_audit_retention(runtime)
-                    except Exception:
-                        log.exception("audit retention failed")
                 await _wait(stop, interval)
                 await conn.execute(text("select 1"))  # still leader: the lock's session lives
                 await conn.commit()
         finally:
             firing.cancel()
             deadlines.cancel()
-            await asyncio.gather(firing, deadlines, return_exceptions=True)
+            pruning.cancel()
+            await asyncio.gather(firing, deadlines, pruning, return_exceptions=True)
             with contextlib.suppress(Exception):  # a dead connection released it already
                 await conn.execute(text("select pg_advisory_unlock(:k)"), {"k": SCHEDULER_LOCK_KEY})
                 await conn.commit()

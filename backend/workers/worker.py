@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 import uuid
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -20,8 +21,10 @@ from arq.constants import default_queue_name
 from arq.worker import Worker, func
 from redis.exceptions import RedisError
 
+from backend.observability import logs, metrics, tracing
 from backend.runtime import Runtime, build_runtime
 from backend.services.availability import database_unavailable
+from backend.services.metrics_view import forget_worker, heartbeat
 from backend.services.recovery import sweep
 from backend.settings import Settings
 from backend.workers.health import ServiceHealth
@@ -35,8 +38,21 @@ log = logging.getLogger(__name__)
 POLL_DELAY_SECONDS = 0.005
 
 
-async def execute_step(ctx: dict[str, Any], run_id: str, step_id: str) -> None:
-    """arq job: run one attempt of a ready step (and the steps it continues inline).
+def _started(ctx: dict[str, Any], function: str, run_id: str, **ids: str) -> None:
+    """Record how late the job started (its due time is arq's ``score``, in ms) and bind
+    the run (and step) ids to this job's log lines."""
+    score = ctx.get("score")
+    if score:
+        metrics.dispatch_latency(function, time.time() - score / 1000)
+    logs.clear()
+    logs.bind(run_id=run_id, **ids)
+
+
+async def execute_step(
+    ctx: dict[str, Any], run_id: str, step_id: str, trace: dict[str, str] | None = None
+) -> None:
+    """arq job: run one attempt of a ready step (and the steps it continues inline);
+    ``trace``: the dispatcher's trace context (tracing on only).
 
     The job first leaves arq's queue: arq keeps a running job in the queue until it ends,
     and every poll of every worker re-checks each such job with four Redis round trips
@@ -45,9 +61,11 @@ async def execute_step(ctx: dict[str, Any], run_id: str, step_id: str) -> None:
     exclusive, and a job lost before its claim is re-dispatched by the sweeper.
     """
     runtime: Runtime = ctx["runtime"]
+    _started(ctx, "execute_step", run_id, step_id=step_id)
     await _leave_queue(ctx)
-    async with _database(ctx):
-        await runtime.execution.execute_step(uuid.UUID(run_id), step_id)
+    with tracing.job_span("execute_step", trace, run_id):
+        async with _database(ctx):
+            await runtime.execution.execute_step(uuid.UUID(run_id), step_id)
 
 
 async def _leave_queue(ctx: dict[str, Any]) -> None:
@@ -57,11 +75,15 @@ async def _leave_queue(ctx: dict[str, Any]) -> None:
         log.debug("could not take job %s off the queue: %s", ctx.get("job_id"), exc)
 
 
-async def advance_run(ctx: dict[str, Any], run_id: str) -> None:
-    """arq job: advance (or start) a run."""
+async def advance_run(
+    ctx: dict[str, Any], run_id: str, trace: dict[str, str] | None = None
+) -> None:
+    """arq job: advance (or start) a run; ``trace``: the dispatcher's trace context."""
     runtime: Runtime = ctx["runtime"]
-    async with _database(ctx):
-        await runtime.execution.advance_run(uuid.UUID(run_id))
+    _started(ctx, "advance_run", run_id)
+    with tracing.job_span("advance_run", trace, run_id):
+        async with _database(ctx):
+            await runtime.execution.advance_run(uuid.UUID(run_id))
 
 
 @contextlib.asynccontextmanager
@@ -126,21 +148,28 @@ def make_worker(
     """
 
     async def startup(ctx: dict[str, Any]) -> None:
-        ctx["runtime"] = await build_runtime(settings)
+        ctx["runtime"] = await build_runtime(settings, name="worker")
         # httpx imports its transport stack on the first client (about 0.5 s on a 2-core
         # machine): pay that here, not in the first step this worker runs
         await httpx.AsyncHTTPTransport().aclose()
         runtime = ctx["runtime"]
-        tasks = [listen_for_cancels(runtime.redis, runtime.execution.cancel_watch)]
+        tasks = [
+            listen_for_cancels(runtime.redis, runtime.execution.cancel_watch),
+            heartbeat(runtime.redis, runtime.execution.env.worker),
+        ]
         if sweep and not burst:
             tasks += [_sweeper(runtime, ctx["health"]), enforce_deadlines(runtime.execution)]
         ctx["background"] = [asyncio.create_task(t) for t in tasks]
 
     async def shutdown(ctx: dict[str, Any]) -> None:
-        for task in ctx.get("background", ()):
+        background = ctx.get("background", ())
+        for task in background:
             task.cancel()
+        await asyncio.wait(background, timeout=2) if background else None
         if "runtime" in ctx:
-            await ctx["runtime"].close()
+            runtime = ctx["runtime"]
+            await forget_worker(runtime.redis, runtime.execution.env.worker)
+            await runtime.close()
 
     return WakeableWorker(
         functions=[func(execute_step, max_tries=1), func(advance_run, max_tries=1)],

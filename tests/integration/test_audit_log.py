@@ -9,39 +9,14 @@ from datetime import UTC, datetime, timedelta
 import msgspec
 import pytest
 from sqlalchemy import text
-from sqlalchemy.exc import DBAPIError
 
 from backend.runtime import Runtime, build_runtime
 from backend.services import accounts, audit, audit_log
 from backend.settings import Settings
 from backend.workers.scheduler import run_scheduler
+from tests.integration.audit_rows import add_row, refused
 
 pytestmark = pytest.mark.integration
-
-
-async def add_row(runtime: Runtime, action: str = "workflow.create", age_days: int = 0) -> int:
-    """Insert an audit row ``age_days`` old (inserting is allowed; it returns the id)."""
-    async with runtime.engine.begin() as conn:
-        return int(
-            (
-                await conn.execute(
-                    text(
-                        "insert into audit_log (at, action, object_type, object_id, details,"
-                        " actor_label) values (now() - make_interval(days => :d), :a, 'workflow',"
-                        " 'w1', '{}', 'ada@example.com') returning id"
-                    ),
-                    {"d": age_days, "a": action},
-                )
-            ).scalar_one()
-        )
-
-
-async def refused(runtime: Runtime, sql: str) -> str:
-    """Run ``sql`` in its own transaction and return PostgreSQL's refusal message."""
-    with pytest.raises(DBAPIError) as info:
-        async with runtime.engine.begin() as conn:
-            await conn.execute(text(sql))
-    return str(info.value)
 
 
 async def test_audit_log_refuses_update_delete_and_truncate(runtime: Runtime) -> None:

@@ -40,6 +40,8 @@ pytestmark = pytest.mark.integration
 # The documented table: (method, route path) -> the permission it needs.
 ROUTES: dict[tuple[str, str], P] = {
     ("GET", "/"): P.PUBLIC,
+    ("GET", "/metrics"): P.METRICS_READ,
+    ("GET", "/admin/dashboard"): P.METRICS_READ,
     ("GET", "/admin/groups"): P.GROUPS_MANAGE,
     ("POST", "/admin/groups"): P.GROUPS_MANAGE,
     ("POST", "/admin/groups/{group_id:uuid}/delete"): P.GROUPS_MANAGE,
@@ -267,6 +269,7 @@ ALLOWED: dict[P, set[str]] = {
     P.PROJECTS_MANAGE: {"admin"},
     P.AUDIT_READ: {"admin"},
     P.SETTINGS_READ: {"admin"},
+    P.METRICS_READ: {"admin"},
     P.TOKENS_MANAGE: {"admin"},
     P.WORKFLOW_READ: W_READ,
     P.RUN_READ: W_READ,

@@ -195,6 +195,8 @@ class Run(Base):
             "deadline_at",
             postgresql_where=text("status in ('running','waiting','paused')"),
         ),
+        Index("ix_runs_created", "created_at"),
+        Index("ix_runs_finished", "finished_at"),
     )
 
     id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True, default=_uuid)
@@ -285,7 +287,10 @@ class Event(Base):
     """Append-only outbox of state changes, written in the same transaction as the change."""
 
     __tablename__ = "events"
-    __table_args__ = (Index("ix_events_run", "run_id", "id"),)
+    __table_args__ = (
+        Index("ix_events_run", "run_id", "id"),
+        Index("ix_events_created", "created_at"),
+    )
 
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
     run_id: Mapped[uuid.UUID | None] = mapped_column(
@@ -307,4 +312,5 @@ from backend.db.models.identity import (  # noqa: E402,F401
     UserIdentity,
 )
 from backend.db.models.payloads import Payload  # noqa: E402,F401
+from backend.db.models.retention import RetentionPass  # noqa: E402,F401
 from backend.db.models.triggers import *  # noqa: E402, F403  (trigger tables)

@@ -15,7 +15,8 @@ class Payload(Base):
 
     ``size_bytes``: length of ``data``; ``summary`` (e.g. "list of 10000 items") and
     ``preview`` (the first characters of ``data``) are what APIs and pages show instead of
-    the value. Rows are immutable; two runs producing the same value share one row.
+    the value. Rows are immutable but for ``last_used_at``; two runs producing the same value
+    share one row.
     """
 
     __tablename__ = "payloads"
@@ -26,3 +27,7 @@ class Payload(Base):
     preview: Mapped[str] = mapped_column(Text)
     data: Mapped[bytes] = mapped_column(LargeBinary)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    # the last write of a reference to it (retention: backend/services/retention.py)
+    last_used_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), server_default=func.now(), index=True
+    )

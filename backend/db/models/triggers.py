@@ -92,6 +92,7 @@ class StoredFile(Base):
     """A file uploaded to a webhook (multipart/form-data); runs hold only a reference."""
 
     __tablename__ = "files"
+    __table_args__ = (Index("ix_files_created", "created_at"),)
 
     id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True, default=_uuid)
     workflow_id: Mapped[uuid.UUID | None] = mapped_column(

@@ -15,6 +15,7 @@ from backend.engine.ports import (
     RunStore,
     SystemClock,
 )
+from backend.observability import tracing
 from backend.services.cancellation import CancelWatch
 from backend.services.execution.control import Control
 from backend.services.execution.followups import Followups
@@ -110,15 +111,21 @@ class Execution:
         audit: AuditHook | None = None,
     ) -> StartedRun:
         """Store and start a run (:meth:`~backend.services.execution.starts.Starts.start_run`);
-        ``audit`` adds the start's audit row in the run's transaction."""
-        return await self.starts.start_run(
-            version,
-            input,
-            trigger=trigger,
-            idempotency_key=idempotency_key,
-            user_id=user_id,
-            audit=audit,
-        )
+        ``audit`` adds the start's audit row in the run's transaction. With tracing on this
+        is the ``run.start`` span the run's jobs continue."""
+        with tracing.span("run.start", attributes={"railyard.trigger": trigger}) as current:
+            started = await self.starts.start_run(
+                version,
+                input,
+                trigger=trigger,
+                idempotency_key=idempotency_key,
+                user_id=user_id,
+                audit=audit,
+            )
+            tracing.set_attributes(
+                current, run_id=started.run_id, workflow_id=getattr(version, "workflow_id", "")
+            )
+            return started
 
     async def admit_queued(self, workflow_id: uuid.UUID) -> int:
         """Start queued runs of a workflow that fit its concurrency limit; how many."""

@@ -35,6 +35,7 @@ from backend.engine.ports import (
     StaleAttempt,
 )
 from backend.engine.states import RunStatus, StepStatus
+from backend.observability import logs, tracing
 from backend.services.attempts import failure, run_attempt
 from backend.services.execution.followups import Followups
 from backend.services.execution.transition import (
@@ -115,7 +116,11 @@ class Steps:
                 workflow_version=claimed.workflow_version,
                 node_version=claimed.node_version,
             )
-            outcome = await self.run_action(claimed, info)
+            logs.bind(step_id=claimed.step_id)
+            with tracing.step_span(info) as current:
+                outcome = await self.run_action(claimed, info)
+                failed = isinstance(outcome, AttemptFailed)
+                tracing.set_attributes(current, outcome="failed" if failed else "succeeded")
             claimed = await self.complete(run_id, claimed, outcome)
 
     async def claim(self, run_id: uuid.UUID, step_id: str) -> Claimed | None:

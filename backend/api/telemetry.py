@@ -1,0 +1,47 @@
+"""Per-request telemetry of the API: the latency histogram (and webhook answers) of
+:mod:`backend.observability.metrics`, and the SERVER span of
+:mod:`backend.observability.tracing` when tracing is on."""
+
+from __future__ import annotations
+
+import time
+
+from litestar.enums import ScopeType
+from litestar.middleware import ASGIMiddleware
+from litestar.types import ASGIApp, Message, Receive, Scope, Send
+
+from backend.observability import metrics, tracing
+
+
+class TelemetryMiddleware(ASGIMiddleware):
+    """Time each HTTP request by its route template (``/api/runs/{run_id}``; paths no
+    route matches count as ``unmatched``) and status, and trace it when tracing is on."""
+
+    scopes = (ScopeType.HTTP,)
+
+    async def handle(self, scope: Scope, receive: Receive, send: Send, next_app: ASGIApp) -> None:
+        """Serve the request, recording its status and duration."""
+        started = time.perf_counter()
+        status = 500
+        route = str(scope.get("path_template") or "unmatched")
+        method = str(scope.get("method", "GET"))
+
+        async def send_status(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = int(message["status"])
+            await send(message)
+
+        try:
+            if tracing.enabled():
+                headers = {
+                    k.decode("latin-1"): v.decode("latin-1") for k, v in scope.get("headers", [])
+                }
+                with tracing.server_span(method, route, headers) as current:
+                    await next_app(scope, receive, send_status)
+                    if current is not None:
+                        current.set_attribute("http.response.status_code", status)
+            else:
+                await next_app(scope, receive, send_status)
+        finally:
+            metrics.http_request(method, route, status, time.perf_counter() - started)

@@ -1,0 +1,126 @@
+"""The dashboard renders real data after a burst of runs (one workflow succeeding, one
+failing), and its links lead to the runs behind a chart. Screenshot: dashboard.png."""
+
+from __future__ import annotations
+
+import itertools
+import time
+from typing import Any
+
+import httpx
+import pytest
+
+from e2e.conftest import ARTIFACTS_DIR, RailyardServer, RecordingEndpoint, login
+
+pytestmark = pytest.mark.e2e
+
+TERMINAL = {"succeeded", "failed", "cancelled", "timed_out"}
+
+
+def api_client(server: RailyardServer) -> httpx.Client:
+    """An API client logged in as the admin (session cookie and CSRF header)."""
+    api = httpx.Client(base_url=server.base_url, timeout=15)
+    api.get("/login")
+    api.headers["x-csrftoken"] = api.cookies["csrftoken"]
+    r = api.post("/api/auth/login", json={"email": server.email, "password": server.password})
+    assert r.status_code == 200, r.text
+    return api
+
+
+def node(node_id: str, node_type: str, x: int, **config: Any) -> dict[str, Any]:
+    return {
+        "id": node_id,
+        "type": node_type,
+        "label": node_id,
+        "position": {"x": x, "y": 0},
+        "config": config,
+    }
+
+
+def publish(api: httpx.Client, name: str, *nodes: dict[str, Any]) -> str:
+    """Publish a chain of ``nodes`` (the first a trigger) as workflow ``name``."""
+    edges = [
+        {
+            "id": f"e{i}",
+            "source": a["id"],
+            "source_port": "out",
+            "target": b["id"],
+            "target_port": "in",
+        }
+        for i, (a, b) in enumerate(itertools.pairwise(nodes))
+    ]
+    diagram = {
+        "nodes": list(nodes),
+        "edges": edges,
+        "viewport": {"x": 0, "y": 0, "zoom": 1},
+        "schema_version": 1,
+    }
+    wf = api.post("/api/workflows", json={"name": name}).json()
+    assert api.put(f"/api/workflows/{wf['id']}/draft", json={"diagram": diagram}).json()["ok"]
+    assert api.post(f"/api/workflows/{wf['id']}/publish").status_code == 201
+    return str(wf["id"])
+
+
+def run_burst(api: httpx.Client, workflow_id: str, count: int) -> list[str]:
+    return [
+        api.post(f"/api/workflows/{workflow_id}/runs", json={"input": {"i": i}}).json()["run_id"]
+        for i in range(count)
+    ]
+
+
+def wait_ended(api: httpx.Client, run_ids: list[str], timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    pending = set(run_ids)
+    while pending and time.monotonic() < deadline:
+        pending = {r for r in pending if api.get(f"/api/runs/{r}").json()["status"] not in TERMINAL}
+        time.sleep(0.2)
+    assert not pending, f"runs still going: {pending}"
+
+
+def test_dashboard_after_a_burst_of_runs(
+    railyard_server: RailyardServer, page: Any, http_endpoint: RecordingEndpoint
+) -> None:
+    base = railyard_server.base_url
+    api = api_client(railyard_server)
+    try:
+        start = node("start", "trigger.manual", 0)
+        good = publish(
+            api,
+            "Order intake",
+            start,
+            node("fetch", "http.request", 200, method="POST", url=http_endpoint.url, body="=$"),
+            node("map", "control.set", 400, mapping={"total": "=body.ok", "source": "shop"}),
+        )
+        bad = publish(
+            api,
+            "Flaky CRM sync",
+            start,
+            node("contact", "control.set", 200, mapping={"x": '=$error("CRM answered 503")'}),
+        )
+        runs = run_burst(api, good, 24) + run_burst(api, bad, 6)
+        wait_ended(api, runs)
+    finally:
+        api.close()
+
+    login(page, railyard_server)
+    page.click("nav >> text=Dashboard")
+    page.wait_for_url(f"{base}/admin/dashboard")
+    ended = int(page.locator('[data-figure="ended"] .tile-value').inner_text())
+    failed = int(page.locator('[data-figure="failed"] .tile-value').inner_text())
+    assert ended >= 30 and failed >= 6
+    assert page.locator("#chart-runs svg rect.bar.ok").count() >= 1
+    assert page.locator("#chart-runs svg rect.bar.bad").count() >= 1
+    assert (page.locator("#chart-success svg text").text_content() or "").endswith("%")
+    assert page.locator("#chart-durations svg rect").count() == 3
+    assert page.locator("#slowest tbody tr").first.get_by_text("Order intake").count() == 1
+    p50 = page.locator("#chart-durations svg text").nth(1).text_content() or ""
+    assert p50.endswith("ms") and p50 != "0.00 ms"  # the HTTP step takes real time
+    failing = page.locator("#most-failing tbody tr").first
+    assert "Flaky CRM sync" in failing.inner_text()
+    assert page.locator('[data-figure="workers"] .tile-value').inner_text() == "1"
+    page.screenshot(path=str(ARTIFACTS_DIR / "dashboard.png"), full_page=True)
+
+    # a chart's link opens the runs behind it
+    failing.locator("a").click()
+    page.wait_for_url(f"{base}/runs?workflow_id={bad}&status=failed")
+    assert page.locator("body").get_by_text("Flaky CRM sync").count() >= 6
