@@ -53,8 +53,8 @@ from frontend.pages import AppPages, AuthPages, html_error, wants_html
 from frontend.rendering import STATIC
 from frontend.trigger_pages import TriggerPages
 from frontend.user_admin_pages import AdminUserPages
-from frontend.workflow_pages import WorkflowPages
 from frontend.version_pages import VersionPages
+from frontend.workflow_pages import WorkflowPages
 
 
 def _http_error(request: Request, exc: HTTPException) -> Response[object]:

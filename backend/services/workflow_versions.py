@@ -19,8 +19,8 @@ import msgspec
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from backend.db.versions import PUBLISHED
 from backend.db.models import User, Workflow, WorkflowVersion
+from backend.db.versions import PUBLISHED
 from backend.services import audit, workflow_audit
 from backend.services.workflows import (
     DraftSaved,

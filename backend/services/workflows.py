@@ -14,9 +14,9 @@ import msgspec
 from sqlalchemy import ColumnElement, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from backend.db.models import Run, User, Workflow, WorkflowVersion
-from backend.engine.expression_paths import JsonataReader
+from backend.db.models import User, Workflow, WorkflowVersion
 from backend.db.versions import PUBLISHED
+from backend.engine.expression_paths import JsonataReader
 from backend.engine.expressions import JsonataChecker
 from backend.engine.workflow_settings import SettingError, WorkflowSettings
 from backend.services import diagram_checks, schedules, workflow_audit

@@ -122,7 +122,9 @@ async def test_restore_follows_the_revision_rule_and_is_audited(
     assert draft["active_version"] == 2  # restoring never publishes
     async with runtime.sessionmaker() as session:
         row = (
-            await session.execute(select(AuditLog).where(AuditLog.action == "workflow.version_restore"))
+            await session.execute(
+                select(AuditLog).where(AuditLog.action == "workflow.version_restore")
+            )
         ).scalar_one()
     assert row.details == {"version": 1, "revision": revision + 1}
     assert row.before["nodes"] == 3 and row.after["nodes"] == 2
