@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from e2e.conftest import ARTIFACTS_DIR, RailyardServer, login
-from e2e.designer_page import new_workflow, open_designer
+from e2e.designer_page import new_workflow, open_designer, publish
 
 pytestmark = pytest.mark.e2e
 
@@ -141,7 +141,7 @@ def test_expression_picker_diagnostic_and_run(page: Any, railyard_server: Railya
     )
 
     # ----------------------------------------------- publish and run for real
-    page.click("#publish-btn")
+    publish(page)
     page.wait_for_function(
         "() => /Published version 1/.test(document.querySelector('#status').textContent)"
     )
