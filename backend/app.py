@@ -26,6 +26,7 @@ from backend.api.grants import CredentialGrantController, WorkflowGrantControlle
 from backend.api.health import HealthController
 from backend.api.openapi import StrictStructSchemaPlugin, document_responses, openapi_config
 from backend.api.runs import RunController
+from backend.api.search import SearchController
 from backend.api.storable_input import DEFAULT_MAX_SCAN_BYTES, StorableInputMiddleware
 from backend.api.triggers import ApiTokenController, FileController, WebhookSettingsController
 from backend.api.users import SessionAdminController, UserAdminController
@@ -100,6 +101,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> Litestar:
             SettingsController,
             WorkflowController,
             RunController,
+            SearchController,
             CatalogController,
             CredentialController,
             WebhookController,

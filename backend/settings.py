@@ -37,6 +37,9 @@
 | ``RAILYARD_PAYLOAD_INLINE_LIMIT`` | bytes of JSON text above which a part of a run value (input, output, error) is stored once by reference and shown as a preview with a download link (docs/engine.md, "Large values"); at least 1024 | ``262144`` (256 KiB) |
 | ``RAILYARD_REDACT_HEADERS`` | comma-separated extra request header names whose values webhook runs never store (docs/security.md, "Secrets in run data") | empty |
 | ``RAILYARD_AUDIT_RETENTION_DAYS`` | audit log rows older than this many days are deleted by the scheduler's sweeper; ``0`` keeps them forever | ``365`` |
+| ``RAILYARD_SEARCH_BACKEND`` | ``postgres`` (the tables themselves) or ``elasticsearch`` (an index fed by ``railyard search-indexer``; docs/search.md) | ``postgres`` |
+| ``RAILYARD_ELASTICSEARCH_URL`` | Elasticsearch URL (credentials may be in it: ``https://user:pass@host:9200``) | empty |
+| ``RAILYARD_SEARCH_INDEX_PREFIX`` | prefix of the Elasticsearch index names (``<prefix>-runs``, ``-workflows``, ``-audit``) | ``railyard`` |
 | ``RAILYARD_MAX_DIAGRAM_NODES`` | nodes in one diagram (draft, compile) | ``5000`` |
 | ``RAILYARD_MAX_DIAGRAM_EDGES`` | edges in one diagram | ``10000`` |
 | ``RAILYARD_MAX_CONFIG_DEPTH`` | nesting levels of one node's config | ``32`` |
@@ -62,7 +65,7 @@ import secrets
 import tomllib
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import msgspec
 
@@ -105,6 +108,11 @@ class Settings(msgspec.Struct, kw_only=True):
     payload_inline_limit: int = 256 * 1024
     redact_headers: tuple[str, ...] = ()
     audit_retention_days: Annotated[int, msgspec.Meta(ge=0)] = 365
+    search_backend: Literal["postgres", "elasticsearch"] = "postgres"
+    elasticsearch_url: str = ""
+    search_index_prefix: Annotated[str, msgspec.Meta(pattern=r"^[a-z0-9][a-z0-9_-]{0,40}$")] = (
+        "railyard"
+    )
 
     login_max_failures: int = 5
     login_address_max_failures: int = 50
@@ -222,6 +230,9 @@ _ENV = {
     "RAILYARD_PAYLOAD_INLINE_LIMIT": "payload_inline_limit",
     "RAILYARD_REDACT_HEADERS": "redact_headers",
     "RAILYARD_AUDIT_RETENTION_DAYS": "audit_retention_days",
+    "RAILYARD_SEARCH_BACKEND": "search_backend",
+    "RAILYARD_ELASTICSEARCH_URL": "elasticsearch_url",
+    "RAILYARD_SEARCH_INDEX_PREFIX": "search_index_prefix",
     "RAILYARD_MAX_DIAGRAM_NODES": "max_diagram_nodes",
     "RAILYARD_MAX_DIAGRAM_EDGES": "max_diagram_edges",
     "RAILYARD_MAX_CONFIG_DEPTH": "max_config_depth",

@@ -75,10 +75,14 @@ class WorkflowCreate(msgspec.Struct):
 
     name: Name
     description: str = ""
+    tags: list[str] = msgspec.field(default_factory=list)
 
 
 class WorkflowPatch(msgspec.Struct):
     """Body of PATCH /api/workflows/{id}; absent fields are left unchanged.
+
+    ``tags``: the workflow's tags, replacing the old ones (lower-cased; 1-40 of
+    ``a-z 0-9 _ . -`` each, at most 20; searchable as ``tag:``, docs/search.md).
 
     ``settings``: run-control settings to change (``error_workflow_id``: another workflow's
     id; ``run_timeout_seconds``: a number in (0, 2592000]; ``max_concurrent_runs``: an
@@ -88,6 +92,7 @@ class WorkflowPatch(msgspec.Struct):
 
     name: Name | msgspec.UnsetType = msgspec.UNSET
     description: str | msgspec.UnsetType = msgspec.UNSET
+    tags: list[str] | msgspec.UnsetType = msgspec.UNSET
     settings: dict[str, Any] | msgspec.UnsetType = msgspec.UNSET
 
 
@@ -113,6 +118,7 @@ class WorkflowOut(msgspec.Struct):
     updated_at: datetime
     settings: WorkflowSettings = msgspec.field(default_factory=WorkflowSettings)
     draft_revision: int = 0
+    tags: list[str] = msgspec.field(default_factory=list)
 
 
 class DiagramIn(msgspec.Struct):

@@ -18,7 +18,7 @@ from backend.settings import SETTING_VARIABLES, Settings
 SECRET_SETTINGS = frozenset({"secret_key", "encryption_key", "encryption_old_keys"})
 """Settings whose value is never shown (only whether they are set)."""
 
-URL_SETTINGS = frozenset({"database_url", "redis_url"})
+URL_SETTINGS = frozenset({"database_url", "redis_url", "elasticsearch_url"})
 """Settings holding URLs whose password part is masked."""
 
 MASK = "***"

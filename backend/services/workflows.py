@@ -4,6 +4,7 @@ Every change is audited in its transaction (:mod:`backend.services.workflow_audi
 
 from __future__ import annotations
 
+import re
 import secrets
 import uuid
 from dataclasses import dataclass
@@ -101,8 +102,36 @@ def _validate_name(name: str) -> str:
     return name
 
 
+MAX_TAGS = 20
+_TAG = re.compile(r"[a-z0-9][a-z0-9_.-]{0,39}")
+
+
+def normalize_tags(tags: list[str]) -> list[str]:
+    """Tags as stored: lower case, surrounding spaces dropped, duplicates removed, order
+    kept. Raises :class:`InvalidInput` (field ``tags``) for more than :data:`MAX_TAGS` or
+    a tag that is not 1-40 of ``a-z 0-9 _ . -`` starting with a letter or digit."""
+    out: list[str] = []
+    for raw in tags:
+        tag = raw.strip().lower()
+        if not _TAG.fullmatch(tag):
+            raise InvalidInput(
+                f"tags: {raw!r} is not a tag (1-40 of a-z, 0-9, '_', '.', '-',"
+                " starting with a letter or digit)",
+                "tags",
+            )
+        if tag not in out:
+            out.append(tag)
+    if len(out) > MAX_TAGS:
+        raise InvalidInput(f"tags: at most {MAX_TAGS} tags", "tags")
+    return out
+
+
 async def create_workflow(
-    session: AsyncSession, name: str, owner_id: uuid.UUID | None, description: str = ""
+    session: AsyncSession,
+    name: str,
+    owner_id: uuid.UUID | None,
+    description: str = "",
+    tags: list[str] | None = None,
 ) -> Workflow:
     """Create a workflow whose draft holds a webhook trigger, ready to extend."""
     draft = Diagram(
@@ -112,6 +141,7 @@ async def create_workflow(
     wf = Workflow(
         name=_validate_name(name),
         description=description,
+        tags=normalize_tags(tags or []),
         owner_id=owner_id,
         draft=msgspec.to_builtins(draft),
         webhook_token=new_webhook_token(),
@@ -148,14 +178,17 @@ async def update_workflow(
     *,
     name: str | None = None,
     description: str | None = None,
+    tags: list[str] | None = None,
 ) -> Workflow:
-    """Rename or re-describe a workflow."""
+    """Rename, re-describe or re-tag a workflow (:func:`normalize_tags`)."""
     wf = await get_workflow(session, workflow_id)
     before = workflow_audit.workflow_fields(wf)
     if name is not None:
         wf.name = _validate_name(name)
     if description is not None:
         wf.description = description
+    if tags is not None:
+        wf.tags = normalize_tags(tags)
     await session.flush()
     await workflow_audit.updated(session, wf, before)
     return wf

@@ -23,7 +23,7 @@ from sqlalchemy import (
     func,
     text,
 )
-from sqlalchemy.dialects.postgresql import JSONB, UUID
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB, UUID
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 
@@ -121,6 +121,10 @@ class Workflow(Base):
         ForeignKey("users.id", ondelete="SET NULL"), nullable=True
     )
     draft_saved_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    # labels for search and facets (backend.services.workflows.normalize_tags): lower case
+    tags: Mapped[list[str]] = mapped_column(
+        ARRAY(Text), default=list, server_default=text("'{}'::text[]")
+    )
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
     updated_at: Mapped[datetime] = mapped_column(
         DateTime(timezone=True), server_default=func.now(), onupdate=func.now()
@@ -278,4 +282,5 @@ from backend.db.models.identity import (  # noqa: E402,F401
     UserIdentity,
 )
 from backend.db.models.payloads import Payload  # noqa: E402,F401
+from backend.db.models.search import SearchCursor  # noqa: E402,F401
 from backend.db.models.triggers import *  # noqa: E402, F403  (trigger tables)

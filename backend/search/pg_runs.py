@@ -1,0 +1,244 @@
+"""Searching runs in PostgreSQL: the ``runs`` table itself, through the GIN index on
+``run_search_vector(input, output, error)`` and the btree indexes for keyset pages
+(migration 0020_search), so a run is searchable the moment its transaction commits.
+
+Fields (docs/search.md): ``status``, ``workflow`` (name, case-insensitive, or id), ``tag``
+(the workflow's tags), ``trigger``, ``version``, ``step`` (a step id of the run), ``error``
+(text inside the run's error), ``id``; facets: status, workflow, trigger, tag.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import quote
+
+from sqlalchemy import (
+    BigInteger,
+    ColumnElement,
+    String,
+    Text,
+    cast,
+    exists,
+    func,
+    literal,
+    literal_column,
+    or_,
+    select,
+    union_all,
+)
+from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from backend.db.models import Run, StepRun, Workflow
+from backend.search.criteria import Criteria, Filter
+from backend.search.model import COUNT_LIMIT, Hit, SearchResult, Visibility, encode_cursor
+from backend.search.pg_common import (
+    TS_CONFIG,
+    Keyset,
+    capped,
+    combined_query,
+    facets_from_rows,
+    negate,
+    offset_of,
+    one_of,
+    text_conditions,
+    time_window,
+    uuids,
+    visible_condition,
+)
+
+RUN_VECTOR = func.run_search_vector(Run.input, Run.output, Run.error)
+DURATION_MS = func.coalesce(
+    cast(func.floor(func.extract("epoch", Run.finished_at - Run.started_at) * 1000), BigInteger),
+    -1,
+)
+KEYSETS = {
+    "newest": Keyset("newest", (Run.created_at, Run.id), True, ("time", "uuid")),
+    "oldest": Keyset("oldest", (Run.created_at, Run.id), False, ("time", "uuid")),
+    "duration": Keyset("duration", (DURATION_MS, Run.id), True, ("int", "uuid")),
+}
+FACETS = ("status", "workflow", "trigger", "tag")
+
+
+def _filter(f: Filter) -> ColumnElement[bool]:
+    values: list[Any] = list(f.values)
+    if f.field == "status":
+        return one_of(Run.status, values, f.negated)
+    if f.field == "trigger":
+        return one_of(Run.trigger, values, f.negated)
+    if f.field == "version":
+        return one_of(Run.version_number, values, f.negated)
+    if f.field == "id":
+        return one_of(Run.id, uuids(values), f.negated)
+    if f.field == "tag":
+        return negate(Workflow.tags.overlap(cast(values, ARRAY(Text))), f.negated)
+    if f.field == "workflow":
+        by_name = func.lower(Workflow.name).in_([str(v).lower() for v in values])
+        ids = uuids(values)
+        cond = or_(by_name, Run.workflow_id.in_(ids)) if ids else by_name
+        return negate(cond, f.negated)
+    if f.field == "step":
+        has = exists().where(StepRun.run_id == Run.id, StepRun.step_id.in_(values))
+        return negate(has, f.negated)
+    if f.field == "error":
+        text = cast(Run.error, Text)
+        cond = or_(*[text.ilike("%" + _escape_like(str(v)) + "%", escape="\\") for v in values])
+        return negate(Run.error.is_not(None) & cond, f.negated)
+    raise ValueError(f"runs cannot be filtered by {f.field}")
+
+
+def _escape_like(value: str) -> str:
+    return value.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def conditions(criteria: Criteria, visible: Visibility) -> list[ColumnElement[bool]]:
+    """The WHERE conditions of a run search (over ``runs`` joined with ``workflows``)."""
+    conds = [visible_condition(Run.workflow_id, visible.workflow_ids)]
+    conds += text_conditions(criteria, RUN_VECTOR)
+    conds += time_window(criteria, Run.created_at)
+    conds += [_filter(f) for f in criteria.filters]
+    return conds
+
+
+def run_url(run_id: str, query: str) -> str:
+    """The run page, carrying the search it was found by (its "Back to results" link)."""
+    return f"/runs/{run_id}" + (f"?search={quote(query, safe='')}" if query else "")
+
+
+async def _facets(
+    session: AsyncSession, conds: list[ColumnElement[bool]]
+) -> tuple[int, bool, list[Any]]:
+    matches = (
+        select(Run.id, Run.status, Run.trigger, Run.workflow_id, Workflow.name, Workflow.tags)
+        .join(Workflow, Workflow.id == Run.workflow_id)
+        .where(*conds)
+        .order_by(Run.created_at.desc())
+        .limit(COUNT_LIMIT + 1)
+        .cte("m")
+    )
+    m = matches.c
+    tags = select(func.unnest(m.tags).label("v")).select_from(matches).subquery()
+    parts = [
+        select(literal("total"), literal(None, String), func.count()).select_from(matches),
+        select(literal("status"), m.status, func.count()).group_by(m.status),
+        select(literal("trigger"), m.trigger, func.count()).group_by(m.trigger),
+        select(literal("workflow"), cast(m.workflow_id, String), func.count()).group_by(
+            m.workflow_id
+        ),
+        select(literal("tag"), tags.c.v, func.count()).group_by(tags.c.v),
+    ]
+    rows = list((await session.execute(union_all(*parts))).all())
+    names = await session.execute(
+        select(cast(Workflow.id, String), Workflow.name).where(
+            Workflow.id.in_(uuids([v for f, v, _ in rows if f == "workflow"]))
+        )
+    )
+    labels = {("workflow", wid): name for wid, name in names.all()}
+    total, facets = facets_from_rows(rows, FACETS, labels)
+    total, exact = capped(total)
+    return total, exact, facets
+
+
+async def search_runs(
+    session: AsyncSession,
+    criteria: Criteria,
+    visible: Visibility,
+    *,
+    query: str,
+    limit: int,
+    cursor: str | None,
+) -> SearchResult:
+    """One page of runs matching ``criteria`` among ``visible`` ones, with facets.
+
+    Raises :class:`~backend.search.model.CursorError` for a foreign cursor.
+    """
+    conds = conditions(criteria, visible)
+    q = combined_query(criteria)
+    snippet: ColumnElement[Any] = literal("")
+    if q is not None:
+        source = func.left(
+            func.concat_ws(
+                " ", cast(Run.input, Text), cast(Run.error, Text), cast(Run.output, Text)
+            ),
+            4000,
+        )
+        snippet = func.ts_headline(
+            literal_column(f"'{TS_CONFIG}'::regconfig"),
+            source,
+            q,
+            "StartSel=\ue000,StopSel=\ue001,MaxFragments=2,MaxWords=14,MinWords=4,"
+            "FragmentDelimiter= … ",
+        )
+    columns = (
+        Run.id,
+        Run.status,
+        Run.trigger,
+        Run.version_number,
+        Run.created_at,
+        Run.finished_at,
+        Run.workflow_id,
+        Workflow.name,
+        Workflow.tags,
+        Run.error["message"].astext,
+        DURATION_MS,
+        snippet,
+    )
+    page = select(*columns).join(Workflow, Workflow.id == Run.workflow_id).where(*conds)
+    relevance = criteria.sort == "relevance" and q is not None
+    offset = 0
+    keyset = KEYSETS.get(criteria.sort, KEYSETS["newest"])
+    if relevance:
+        offset = offset_of(cursor, "relevance")
+        page = page.order_by(func.ts_rank(RUN_VECTOR, q).desc(), Run.id.desc()).offset(offset)
+    else:
+        if cursor:
+            page = page.where(keyset.after(cursor))
+        page = page.order_by(*keyset.order_by())
+    rows = list((await session.execute(page.limit(limit + 1))).all())
+    more = len(rows) > limit
+    rows = rows[:limit]
+    hits = [_hit(r, query) for r in rows]
+    next_cursor = None
+    if more and rows:
+        last = rows[-1]
+        if relevance:
+            next_cursor = encode_cursor("relevance", [offset + limit])
+        elif keyset.name == "duration":
+            next_cursor = keyset.cursor_of([last[10], last[0]])
+        else:
+            next_cursor = keyset.cursor_of([last[4], last[0]])
+    total, exact, facets = await _facets(session, conds)
+    return SearchResult(
+        scope="runs",
+        query=query,
+        sort=criteria.sort,
+        total=total,
+        total_exact=exact,
+        hits=hits,
+        facets=facets,
+        next_cursor=next_cursor,
+        backend="postgres",
+    )
+
+
+def _hit(r: Any, query: str) -> Hit:
+    (rid, status, trigger, version, created, finished, wid, name, tags, error, dur, snip) = r
+    return Hit(
+        kind="run",
+        id=str(rid),
+        title=f"{name} #{version}",
+        url=run_url(str(rid), query),
+        at=created,
+        status=status,
+        snippet=(snip or "").replace("\ue000", "").replace("\ue001", "") or (error or ""),
+        detail={
+            "workflow_id": str(wid),
+            "workflow_name": name,
+            "version": version,
+            "trigger": trigger,
+            "tags": list(tags or []),
+            "finished_at": finished.isoformat() if finished else None,
+            "duration_ms": dur if dur is not None and dur >= 0 else None,
+            "error": error,
+        },
+    )
