@@ -44,6 +44,7 @@ from frontend.audit_pages import AdminAuditPages
 from frontend.connector_pages import ConnectorPages
 from frontend.identity_pages import AccountPages, SsoPages
 from frontend.pages import STATIC, AppPages, AuthPages, html_error, wants_html
+from frontend.search_pages import SearchPages
 from frontend.trigger_pages import TriggerPages
 from frontend.user_admin_pages import AdminUserPages
 
@@ -115,6 +116,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> Litestar:
             CredentialGrantController,
             FileController,
             TriggerPages,
+            SearchPages,
             HealthController,
             AuthPages,
             AppPages,

@@ -16,7 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from backend.auth.policy import Level, Permission, Principal, has_system
 from backend.db.models import Workflow
-from backend.search.criteria import build_criteria
+from backend.search.criteria import SORTS, build_criteria
 from backend.search.model import (
     MAX_PAGE_SIZE,
     PAGE_SIZE,
@@ -39,6 +39,14 @@ class SearchInputError(InvalidInput):
     def __init__(self, message: str, field: str, position: int | None = None) -> None:
         super().__init__(message, field)
         self.position = position
+
+
+SCOPES = tuple(s.value for s in Scope)
+
+
+def sorts_of(scope: str) -> tuple[str, ...]:
+    """The sorts a scope offers (docs/search.md, "Fields")."""
+    return SORTS[Scope(scope)] if scope in SCOPES else ()
 
 
 _backends: weakref.WeakKeyDictionary[Any, SearchBackend] = weakref.WeakKeyDictionary()
