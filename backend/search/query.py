@@ -13,7 +13,7 @@ Grammar (docs/search.md, "Query syntax")::
 the values of one clause with OR; ``-`` negates a clause. A word shaped like
 ``name:value`` whose ``name`` is made of letters but is not a known field is an error (a
 typo like ``stauts:failed`` should not silently become text); quote it to search for the
-text itself.
+text itself. ``scheme://...`` (a URL) is text.
 
 :func:`parse` raises :class:`QuerySyntaxError` carrying the 0-based character
 ``position`` in the query and a message naming what is wrong and what was expected.
@@ -123,7 +123,7 @@ class _Parser:
             self.pos += 1
         return self.text[start : self.pos]
 
-    def _values(self, name: str, name_pos: int) -> tuple[str, ...]:
+    def _values(self, name: str) -> tuple[str, ...]:
         values: list[str] = []
         while True:
             at = self.pos
@@ -135,7 +135,7 @@ class _Parser:
                 if not word:
                     raise QuerySyntaxError(
                         f'{name}: needs a value, e.g. {name}:value or {name}:"two words"',
-                        at if ch else name_pos,
+                        at,
                     )
                 values.append(word)
             if self._peek() != ",":
@@ -155,7 +155,8 @@ class _Parser:
             parsed.text.append(TextTerm(self._quoted(), True, negated, start))
             return
         word = self._word(":")
-        if self._peek() == ":" and word and _FIELD_NAME.fullmatch(word):
+        url = self.text.startswith("://", self.pos)
+        if self._peek() == ":" and word and _FIELD_NAME.fullmatch(word) and not url:
             name = word.lower()
             if name not in self.known:
                 close = difflib.get_close_matches(name, sorted(self.known), n=1)
@@ -166,7 +167,7 @@ class _Parser:
                     at,
                 )
             self.pos += 1  # the colon
-            parsed.clauses.append(FieldClause(name, self._values(name, at), negated, start))
+            parsed.clauses.append(FieldClause(name, self._values(name), negated, start))
             return
         # a word with a colon inside it that is not a field (a URL, a time): text
         rest = self._word("") if self._peek() == ":" else ""

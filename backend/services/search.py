@@ -62,7 +62,7 @@ def backend_for(
         if settings.search_backend == "elasticsearch":
             from backend.search.elastic import ElasticSearch
 
-            found = ElasticSearch.from_settings(settings)
+            found = ElasticSearch.from_settings(settings, sessionmaker)
         else:
             found = PostgresSearch(sessionmaker)
         _backends[sessionmaker] = found

@@ -182,7 +182,7 @@ async def test_search_sorts_and_cursor_pages(
     [
         ('status:failed "timeout', 14, "unterminated quote"),
         ("stauts:failed", 0, "did you mean status:"),
-        ("status:", 0, "status: needs a value"),
+        ("status:", 7, "status: needs a value"),
         ("status:broken", 0, "'broken' is not a run status"),
         ("after:yesterday", 0, "not a time"),
         ("type:slack.post_message", 0, "searches workflows"),
