@@ -6,8 +6,13 @@ workflow changes and deletions follow; a re-index rebuilds everything."""
 
 from __future__ import annotations
 
+import asyncio
+import os
+import signal
+import sys
 import uuid
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -208,3 +213,44 @@ async def test_es_reindex_rebuilds_every_document(
     assert set(server.docs(WORKFLOWS)) == {wf["id"]}
     assert len(server.docs(AUDIT)) == counts["audit"]
     assert uuid.UUID(run_ids[0])
+
+
+def _command_env(runtime: Runtime, server: ElasticsearchLike) -> dict[str, str]:
+    url = runtime.settings.database_url
+    return {
+        **os.environ,
+        "DATABASE_URL": url,
+        "RAILYARD_SEARCH_BACKEND": "elasticsearch",
+        "RAILYARD_ELASTICSEARCH_URL": server.url,
+        "RAILYARD_SEARCH_INDEX_PREFIX": PREFIX,
+    }
+
+
+async def test_search_commands_reindex_and_follow_the_outbox(
+    client: httpx.AsyncClient,
+    runtime: Runtime,
+    worker: Any,
+    es: tuple[ElasticsearchLike, ElasticSearch],
+) -> None:
+    server, _ = es
+    wf = await publish_greeter(client)
+    (first,) = await start_runs(client, runtime, wf["hook"], ["ada"])
+    railyard = str(Path(sys.executable).with_name("railyard"))
+    env = _command_env(runtime, server)
+    done = await asyncio.create_subprocess_exec(
+        railyard, "search-reindex", env=env, stdout=asyncio.subprocess.PIPE
+    )
+    out, _ = await done.communicate()
+    assert done.returncode == 0 and b"re-indexed 1 runs" in out
+    assert set(server.docs(RUNS)) == {first}
+    follower = await asyncio.create_subprocess_exec(railyard, "search-indexer", env=env)
+    try:
+        (second,) = await start_runs(client, runtime, wf["hook"], ["grace"])
+        for _ in range(400):  # up to 20 s
+            if second in server.docs(RUNS):
+                break
+            await asyncio.sleep(0.05)
+        assert server.docs(RUNS)[second]["status"] == "succeeded"
+    finally:
+        follower.send_signal(signal.SIGTERM)
+        assert await asyncio.wait_for(follower.wait(), 20) == 0
