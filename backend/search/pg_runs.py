@@ -24,14 +24,22 @@ from sqlalchemy import (
     literal_column,
     or_,
     select,
-    union_all,
+    tuple_,
 )
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.sql import Select
 
 from backend.db.models import Run, StepRun, Workflow
 from backend.search.criteria import Criteria, Filter
-from backend.search.model import COUNT_LIMIT, Hit, SearchResult, Visibility, encode_cursor
+from backend.search.model import (
+    COUNT_LIMIT,
+    Facet,
+    Hit,
+    SearchResult,
+    Visibility,
+    encode_cursor,
+)
 from backend.search.pg_common import (
     TS_CONFIG,
     Keyset,
@@ -105,38 +113,62 @@ def run_url(run_id: str, query: str) -> str:
     return f"/runs/{run_id}" + (f"?search={quote(query, safe='')}" if query else "")
 
 
+def _base(criteria: Criteria, *columns: Any) -> Select[Any]:
+    """SELECT ``columns`` FROM runs, joined with workflows only when a filter needs the
+    workflow's name or tags."""
+    query = select(*columns).select_from(Run)
+    if any(f.field in ("tag", "workflow") for f in criteria.filters):
+        query = query.join(Workflow, Workflow.id == Run.workflow_id)
+    return query
+
+
+async def _workflows(session: AsyncSession, ids: set[str]) -> dict[str, tuple[str, list[str]]]:
+    rows = await session.execute(
+        select(Workflow.id, Workflow.name, Workflow.tags).where(Workflow.id.in_(uuids(sorted(ids))))
+    )
+    return {str(i): (name, list(tags or [])) for i, name, tags in rows}
+
+
 async def _facets(
-    session: AsyncSession, conds: list[ColumnElement[bool]]
-) -> tuple[int, bool, list[Any]]:
-    matches = (
-        select(Run.id, Run.status, Run.trigger, Run.workflow_id, Workflow.name, Workflow.tags)
-        .join(Workflow, Workflow.id == Run.workflow_id)
+    session: AsyncSession, criteria: Criteria, conds: list[ColumnElement[bool]]
+) -> tuple[int, bool, list[Facet], dict[str, tuple[str, list[str]]]]:
+    """Counts over the newest :data:`COUNT_LIMIT` + 1 matches in one pass (GROUPING SETS);
+    the tag facet sums the per-workflow counts over each workflow's tags."""
+    m = (
+        _base(criteria, Run.status, Run.trigger, Run.workflow_id)
         .where(*conds)
         .order_by(Run.created_at.desc())
         .limit(COUNT_LIMIT + 1)
-        .cte("m")
+        .subquery("m")
     )
-    m = matches.c
-    tags = select(func.unnest(m.tags).label("v")).select_from(matches).subquery()
-    parts = [
-        select(literal("total"), literal(None, String), func.count()).select_from(matches),
-        select(literal("status"), m.status, func.count()).group_by(m.status),
-        select(literal("trigger"), m.trigger, func.count()).group_by(m.trigger),
-        select(literal("workflow"), cast(m.workflow_id, String), func.count()).group_by(
-            m.workflow_id
-        ),
-        select(literal("tag"), tags.c.v, func.count()).group_by(tags.c.v),
-    ]
-    rows = list((await session.execute(union_all(*parts))).all())
-    names = await session.execute(
-        select(cast(Workflow.id, String), Workflow.name).where(
-            Workflow.id.in_(uuids([v for f, v, _ in rows if f == "workflow"]))
+    grouped = select(
+        m.c.status,
+        m.c.trigger,
+        cast(m.c.workflow_id, String),
+        func.grouping(m.c.status, m.c.trigger, m.c.workflow_id),
+        func.count(),
+    ).group_by(
+        func.grouping_sets(
+            tuple_(m.c.status), tuple_(m.c.trigger), tuple_(m.c.workflow_id), tuple_()
         )
     )
-    labels = {("workflow", wid): name for wid, name in names.all()}
+    rows: list[tuple[str, Any, int]] = []
+    for status, trigger, wid, level, count in await session.execute(grouped):
+        # grouping(): a bit set per column left out of the set (status 4, trigger 2, wf 1)
+        name, value = {3: ("status", status), 5: ("trigger", trigger), 6: ("workflow", wid)}.get(
+            level, ("total", None)
+        )
+        rows.append((name, value, count))
+    workflows = await _workflows(session, {str(v) for f, v, _ in rows if f == "workflow"})
+    tags: dict[str, int] = {}
+    for f, wid, count in rows:
+        for tag in workflows.get(str(wid), ("", []))[1] if f == "workflow" else []:
+            tags[tag] = tags.get(tag, 0) + count
+    rows += [("tag", tag, count) for tag, count in tags.items()]
+    labels = {("workflow", wid): name for wid, (name, _) in workflows.items()}
     total, facets = facets_from_rows(rows, FACETS, labels)
     total, exact = capped(total)
-    return total, exact, facets
+    return total, exact, facets, workflows
 
 
 async def search_runs(
@@ -177,13 +209,10 @@ async def search_runs(
         Run.created_at,
         Run.finished_at,
         Run.workflow_id,
-        Workflow.name,
-        Workflow.tags,
         Run.error["message"].astext,
         DURATION_MS,
-        snippet,
     )
-    page = select(*columns).join(Workflow, Workflow.id == Run.workflow_id).where(*conds)
+    page = _base(criteria, *columns).where(*conds)
     relevance = criteria.sort == "relevance" and q is not None
     offset = 0
     keyset = KEYSETS.get(criteria.sort, KEYSETS["newest"])
@@ -197,17 +226,26 @@ async def search_runs(
     rows = list((await session.execute(page.limit(limit + 1))).all())
     more = len(rows) > limit
     rows = rows[:limit]
-    hits = [_hit(r, query) for r in rows]
+    snippets: dict[Any, str] = {}
+    if q is not None and rows:
+        found = await session.execute(
+            select(Run.id, snippet).where(Run.id.in_([r[0] for r in rows]))
+        )
+        snippets = {rid: text for rid, text in found}
     next_cursor = None
     if more and rows:
         last = rows[-1]
         if relevance:
             next_cursor = encode_cursor("relevance", [offset + limit])
         elif keyset.name == "duration":
-            next_cursor = keyset.cursor_of([last[10], last[0]])
+            next_cursor = keyset.cursor_of([last[8], last[0]])
         else:
             next_cursor = keyset.cursor_of([last[4], last[0]])
-    total, exact, facets = await _facets(session, conds)
+    total, exact, facets, workflows = await _facets(session, criteria, conds)
+    missing = {str(r[6]) for r in rows} - workflows.keys()
+    if missing:
+        workflows.update(await _workflows(session, missing))
+    hits = [_hit(r, snippets.get(r[0], ""), workflows, query) for r in rows]
     return SearchResult(
         scope="runs",
         query=query,
@@ -221,8 +259,9 @@ async def search_runs(
     )
 
 
-def _hit(r: Any, query: str) -> Hit:
-    (rid, status, trigger, version, created, finished, wid, name, tags, error, dur, snip) = r
+def _hit(r: Any, snip: str, workflows: dict[str, tuple[str, list[str]]], query: str) -> Hit:
+    (rid, status, trigger, version, created, finished, wid, error, dur) = r
+    name, tags = workflows.get(str(wid), ("(deleted workflow)", []))
     return Hit(
         kind="run",
         id=str(rid),
@@ -236,7 +275,7 @@ def _hit(r: Any, query: str) -> Hit:
             "workflow_name": name,
             "version": version,
             "trigger": trigger,
-            "tags": list(tags or []),
+            "tags": tags,
             "finished_at": finished.isoformat() if finished else None,
             "duration_ms": dur if dur is not None and dur >= 0 else None,
             "error": error,

@@ -8,6 +8,8 @@ Documents are checked against the strict mapping of the template that matched th
 (an unknown field is refused per item with ``strict_dynamic_mapping_exception``, as
 Elasticsearch does). ``stop()`` and ``start()`` again on the same port emulate an outage;
 ``overloaded`` makes ``_bulk`` answer 429 (``es_rejected_execution_exception``).
+``GET /_emulator/stored_at/<index>`` (not Elasticsearch's) answers when each document was
+first stored (Unix time), for measuring indexing lag from another process.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import fnmatch
 import json
 import socket
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
@@ -37,6 +40,7 @@ class ElasticsearchLike:
         self.port = 0
         self.server: ThreadingHTTPServer | None = None
         self.connections: set[socket.socket] = set()
+        self.stored_at: dict[str, dict[str, float]] = {}
 
     @property
     def url(self) -> str:
@@ -115,6 +119,8 @@ class ElasticsearchLike:
                 "version": {"number": "9.0.0", "build_flavor": "default"},
                 "tagline": "You Know, for Search",
             }
+        if parts[0] == "_emulator" and parts[1] == "stored_at":
+            return 200, self.stored_at.get(parts[2], {})
         if parts[0] == "_index_template" and method == "PUT":
             self.templates[parts[1]] = json.loads(raw)
             return 200, {"acknowledged": True}
@@ -192,6 +198,7 @@ class ElasticsearchLike:
                 continue
             created = doc_id not in self.indices[index]
             self.indices[index][doc_id] = source
+            self.stored_at.setdefault(index, {}).setdefault(doc_id, time.time())
             items.append(
                 {
                     action: {
@@ -224,3 +231,12 @@ def _error(kind: str, reason: str, status: int) -> dict[str, Any]:
         "error": {"root_cause": [{"type": kind, "reason": reason}], "type": kind, "reason": reason},
         "status": status,
     }
+
+
+if __name__ == "__main__":  # a separate process for benchmarks: prints its URL
+    import sys
+
+    emulator = ElasticsearchLike().start()
+    print(emulator.url, flush=True)
+    sys.stdin.read()  # until the parent closes stdin
+    emulator.stop()
