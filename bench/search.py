@@ -96,6 +96,8 @@ join (select id, (select id from workflow_versions v where v.workflow_id = wf.id
 
 
 async def setup(url: str, n: int) -> None:
+    """Workflows, then the runs with the search indexes dropped, then the indexes again
+    (the definitions the migration created)."""
     engine = make_engine(url, pool_size=2)
     async with engine.begin() as conn:
         for k in range(WORKFLOWS):
@@ -115,6 +117,14 @@ async def setup(url: str, n: int) -> None:
                 ),
                 {"id": wid, "h": uuid.uuid4().hex},
             )
+        definitions = [
+            (
+                await conn.execute(
+                    text("select indexdef from pg_indexes where indexname = :n"), {"n": name}
+                )
+            ).scalar_one()
+            for name in INDEXES
+        ]
         for name in INDEXES:
             await conn.execute(text(f"drop index {name}"))
     started = time.perf_counter()
@@ -133,16 +143,8 @@ async def setup(url: str, n: int) -> None:
     started = time.perf_counter()
     async with engine.begin() as conn:
         await conn.execute(text("set local maintenance_work_mem = '256MB'"))
-        await conn.execute(
-            text(
-                "create index ix_runs_search on runs using gin"
-                " (run_search_vector(input, output, error))"
-            )
-        )
-        await conn.execute(text("create index ix_runs_created_id on runs (created_at, id)"))
-        await conn.execute(
-            text("create index ix_runs_status_created_id on runs (status, created_at, id)")
-        )
+        for definition in definitions:  # as the migration made them
+            await conn.execute(text(definition))
     async with engine.connect() as conn:
         await conn.execute(text("commit"))
         await conn.execute(text("vacuum analyze runs"))

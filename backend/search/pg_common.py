@@ -50,7 +50,7 @@ def text_conditions(
     fuzzy name match), negated for ``-term``."""
     out: list[ColumnElement[bool]] = []
     for term in criteria.text:
-        cond: ColumnElement[bool] = vector.op("@@")(tsquery(term))
+        cond: ColumnElement[bool] = vector.bool_op("@@")(tsquery(term))
         if extra is not None:
             cond = or_(cond, extra(term))
         out.append(not_(cond) if term.negated else cond)

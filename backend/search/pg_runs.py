@@ -1,6 +1,7 @@
 """Searching runs in PostgreSQL: the ``runs`` table itself, through the GIN index on
-``run_search_vector(input, output, error)`` and the btree indexes for keyset pages
-(migration 0020_search), so a run is searchable the moment its transaction commits.
+``runs.search_vector`` (``run_search_vector(input, output, error)``, kept by a trigger) and
+the covering btree indexes for keyset pages and facets (migration 0020_search), so a run is
+searchable the moment its transaction commits.
 
 Fields (docs/search.md): ``status``, ``workflow`` (name, case-insensitive, or id), ``tag``
 (the workflow's tags), ``trigger``, ``version``, ``step`` (a step id of the run), ``error``
@@ -55,7 +56,7 @@ from backend.search.pg_common import (
     visible_condition,
 )
 
-RUN_VECTOR = func.run_search_vector(Run.input, Run.output, Run.error)
+RUN_VECTOR = Run.search_vector
 DURATION_MS = func.coalesce(
     cast(func.floor(func.extract("epoch", Run.finished_at - Run.started_at) * 1000), BigInteger),
     -1,

@@ -23,7 +23,7 @@ from sqlalchemy import (
     func,
     text,
 )
-from sqlalchemy.dialects.postgresql import ARRAY, JSONB, UUID
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB, TSVECTOR, UUID
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 
@@ -204,6 +204,9 @@ class Run(Base):
     # bumped by every engine write of the run (run_store.save_state): a worker that wrote
     # revision N and finds N again under the run lock may reuse the step records it holds
     revision: Mapped[int] = mapped_column(BigInteger, default=0, server_default=text("0"))
+    # full-text search: run_search_vector(input, output, error), kept by a trigger
+    # (migration 0020_search); deferred so loading a run never reads it
+    search_vector: Mapped[Any] = mapped_column(TSVECTOR, nullable=True, deferred=True)
 
 
 class StepRun(Base):

@@ -7,9 +7,12 @@ Create Date: 2026-12-01 10:45:00
 PostgreSQL search (docs/search.md) queries the tables themselves through:
 
 - ``run_search_vector(input, output, error)``: an IMMUTABLE ``tsvector`` of the string and
-  number values of a run's input and output, with the error's values at weight B, and a GIN
-  index on it (``ix_runs_search``); btree indexes for the newest-first keyset pages overall
-  and per status;
+  number values of a run's input and output, with the error's values at weight B, kept in
+  ``runs.search_vector`` by a trigger that recomputes it only when input, output or error
+  change (not on status-only updates), with a GIN index (``ix_runs_search``); storing it
+  keeps phrase rechecks, ranking and headlines from re-reading the JSON of every match;
+  btree indexes for the newest-first keyset pages overall and per status, covering the
+  facet columns (status, trigger, workflow);
 - ``audit_search_vector(...)`` and its GIN index over the audit log;
 - ``workflows.tags`` (``text[]``, GIN) and a trigram index (pg_trgm) on workflow names for
   fuzzy name matches. When the server lacks the pg_trgm extension the index is left out
@@ -42,6 +45,22 @@ returns tsvector language sql immutable parallel safe as $$
       || setweight(jsonb_to_tsvector('simple'::regconfig, coalesce(error, 'null'::jsonb),
                                      '["string", "numeric"]'::jsonb), 'B')
 $$;
+"""
+
+RUN_VECTOR_TRIGGER = """
+create function runs_search_vector() returns trigger language plpgsql as $$
+begin
+  if tg_op = 'INSERT' or new.input is distinct from old.input
+     or new.output is distinct from old.output or new.error is distinct from old.error then
+    new.search_vector := run_search_vector(new.input, new.output, new.error);
+  end if;
+  return new;
+end
+$$;
+"""
+RUN_VECTOR_TRIGGER_ON = """
+create trigger runs_search_vector before insert or update of input, output, error on runs
+  for each row execute function runs_search_vector();
 """
 
 AUDIT_VECTOR = """
@@ -91,11 +110,25 @@ def upgrade() -> None:
         )
     op.execute(RUN_VECTOR)
     op.execute(AUDIT_VECTOR)
-    op.execute(
-        "create index ix_runs_search on runs using gin (run_search_vector(input, output, error))"
+    op.add_column("runs", sa.Column("search_vector", postgresql.TSVECTOR(), nullable=True))
+    op.execute("update runs set search_vector = run_search_vector(input, output, error)")
+    op.execute(RUN_VECTOR_TRIGGER)
+    op.execute(RUN_VECTOR_TRIGGER_ON)
+    op.execute("create index ix_runs_search on runs using gin (search_vector)")
+    # covering (INCLUDE) the facet columns: the newest matches are counted by status,
+    # trigger and workflow from the index alone (an index-only scan)
+    op.create_index(
+        "ix_runs_created_id",
+        "runs",
+        ["created_at", "id"],
+        postgresql_include=["status", "trigger", "workflow_id"],
     )
-    op.create_index("ix_runs_created_id", "runs", ["created_at", "id"])
-    op.create_index("ix_runs_status_created_id", "runs", ["status", "created_at", "id"])
+    op.create_index(
+        "ix_runs_status_created_id",
+        "runs",
+        ["status", "created_at", "id"],
+        postgresql_include=["trigger", "workflow_id"],
+    )
     op.execute(
         "create index ix_audit_log_search on audit_log using gin (audit_search_vector("
         "action, object_type, object_id, actor_label, details, before, after))"
@@ -119,6 +152,9 @@ def downgrade() -> None:
     op.drop_index("ix_runs_status_created_id", table_name="runs")
     op.drop_index("ix_runs_created_id", table_name="runs")
     op.execute("drop index if exists ix_runs_search")
+    op.execute("drop trigger if exists runs_search_vector on runs")
+    op.execute("drop function if exists runs_search_vector")
+    op.drop_column("runs", "search_vector")
     op.execute("drop function if exists audit_search_vector")
     op.execute("drop function if exists run_search_vector")
     op.execute("drop index if exists ix_workflows_name_trgm")
