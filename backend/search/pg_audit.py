@@ -27,6 +27,7 @@ from backend.search.pg_common import (
     offset_of,
     text_conditions,
     time_window,
+    unindexed,
     uuids,
 )
 
@@ -111,7 +112,7 @@ async def search_audit(
     else:
         if cursor:
             page = page.where(keyset.after(cursor))
-        page = page.order_by(*keyset.order_by())
+        page = page.order_by(*keyset.order_by(by_index=q is None))
     rows = list((await session.execute(page.limit(limit + 1))).all())
     more, rows = len(rows) > limit, rows[:limit]
     next_cursor = None
@@ -125,7 +126,7 @@ async def search_audit(
     m = (
         select(AuditLog.action, AuditLog.object_type, AuditLog.actor_label)
         .where(*conds)
-        .order_by(AuditLog.at.desc())
+        .order_by((AuditLog.at if q is None else unindexed(AuditLog.at)).desc())
         .limit(COUNT_LIMIT + 1)
         .cte("m")
     )

@@ -117,9 +117,13 @@ class Keyset:
     descending: bool
     kinds: tuple[str, ...]  # "time", "num", "uuid", "int" per column
 
-    def order_by(self) -> list[Any]:
-        """ORDER BY items."""
-        return [c.desc() if self.descending else c.asc() for c in self.columns]
+    def order_by(self, *, by_index: bool = True) -> list[Any]:
+        """ORDER BY items. ``by_index=False`` (free-text searches) sorts by an expression no
+        btree index provides, so PostgreSQL finds the matches through the GIN index and
+        sorts them, rather than walking the time index and testing every row on the way
+        (which costs a full scan when the text is rare)."""
+        cols = self.columns if by_index else tuple(unindexed(c) for c in self.columns)
+        return [c.desc() if self.descending else c.asc() for c in cols]
 
     def after(self, cursor: str) -> ColumnElement[bool]:
         """The condition for rows after ``cursor`` (raises CursorError for a bad one)."""
@@ -136,6 +140,11 @@ class Keyset:
     def cursor_of(self, row_values: Sequence[Any]) -> str:
         """The cursor after a row whose sort values are ``row_values``."""
         return encode_cursor(self.name, [_dump(v) for v in row_values])
+
+
+def unindexed(column: Any) -> Any:
+    """``column`` wrapped so no index matches it (same value and order)."""
+    return func.coalesce(column, column)
 
 
 def _load(kind: str, value: Any) -> Any:

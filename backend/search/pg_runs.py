@@ -10,6 +10,7 @@ Fields (docs/search.md): ``status``, ``workflow`` (name, case-insensitive, or id
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 from urllib.parse import quote
 
@@ -26,6 +27,7 @@ from sqlalchemy import (
     or_,
     select,
     tuple_,
+    union_all,
 )
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -131,16 +133,25 @@ async def _workflows(session: AsyncSession, ids: set[str]) -> dict[str, tuple[st
 
 
 async def _facets(
-    session: AsyncSession, criteria: Criteria, conds: list[ColumnElement[bool]]
-) -> tuple[int, bool, list[Facet], dict[str, tuple[str, list[str]]]]:
-    """Counts over the newest :data:`COUNT_LIMIT` + 1 matches in one pass (GROUPING SETS);
-    the tag facet sums the per-workflow counts over each workflow's tags."""
+    session: AsyncSession,
+    criteria: Criteria,
+    conds: list[ColumnElement[bool]],
+    first_page: tuple[Keyset, int] | None = None,
+) -> tuple[int, bool, list[Facet], dict[str, tuple[str, list[str]]], list[Any]]:
+    """Counts over the first :data:`COUNT_LIMIT` + 1 matches (newest first, or in the
+    ``first_page`` keyset's order) in one pass (GROUPING SETS); the tag facet sums the
+    per-workflow counts over each workflow's tags. With ``first_page`` (keyset, size) the
+    same scan also yields the ids of the first page (one pass over the matches instead of
+    two); they are returned in order (empty otherwise)."""
+    by_index = not criteria.has_text
+    keyset = first_page[0] if first_page else KEYSETS["newest"]
     m = (
-        _base(criteria, Run.status, Run.trigger, Run.workflow_id)
+        _base(criteria, Run.id, Run.created_at, Run.status, Run.trigger, Run.workflow_id)
         .where(*conds)
-        .order_by(Run.created_at.desc())
+        .order_by(*keyset.order_by(by_index=by_index))
         .limit(COUNT_LIMIT + 1)
-        .subquery("m")
+        .cte("m")
+        .prefix_with("MATERIALIZED")
     )
     grouped = select(
         m.c.status,
@@ -153,8 +164,29 @@ async def _facets(
             tuple_(m.c.status), tuple_(m.c.trigger), tuple_(m.c.workflow_id), tuple_()
         )
     )
+    statement: Any = grouped
+    if first_page is not None:
+        order = [m.c.created_at, m.c.id]
+        rank = func.row_number().over(
+            order_by=[c.desc() if keyset.descending else c.asc() for c in order]
+        )
+        ranked = select(m.c.id, rank.label("rn")).subquery("p")
+        statement = union_all(
+            grouped,
+            select(
+                literal(None, String),
+                literal(None, String),
+                cast(ranked.c.id, String),
+                literal(-1),
+                ranked.c.rn,
+            ).where(ranked.c.rn <= first_page[1]),
+        )
     rows: list[tuple[str, Any, int]] = []
-    for status, trigger, wid, level, count in await session.execute(grouped):
+    page: list[tuple[int, str]] = []
+    for status, trigger, wid, level, count in await session.execute(statement):
+        if level == -1:
+            page.append((count, wid))
+            continue
         # grouping(): a bit set per column left out of the set (status 4, trigger 2, wf 1)
         name, value = {3: ("status", status), 5: ("trigger", trigger), 6: ("workflow", wid)}.get(
             level, ("total", None)
@@ -169,7 +201,7 @@ async def _facets(
     labels = {("workflow", wid): name for wid, (name, _) in workflows.items()}
     total, facets = facets_from_rows(rows, FACETS, labels)
     total, exact = capped(total)
-    return total, exact, facets, workflows
+    return total, exact, facets, workflows, [uuid.UUID(i) for _, i in sorted(page)]
 
 
 async def search_runs(
@@ -217,14 +249,24 @@ async def search_runs(
     relevance = criteria.sort == "relevance" and q is not None
     offset = 0
     keyset = KEYSETS.get(criteria.sort, KEYSETS["newest"])
-    if relevance:
+    one_pass = not relevance and cursor is None and keyset.name in ("newest", "oldest")
+    first: list[Any] = []
+    if one_pass:
+        total, exact, facets, workflows, first = await _facets(
+            session, criteria, conds, (keyset, limit + 1)
+        )
+        page = select(*columns).where(Run.id.in_(first))
+    elif relevance:
         offset = offset_of(cursor, "relevance")
         page = page.order_by(func.ts_rank(RUN_VECTOR, q).desc(), Run.id.desc()).offset(offset)
     else:
         if cursor:
             page = page.where(keyset.after(cursor))
-        page = page.order_by(*keyset.order_by())
+        page = page.order_by(*keyset.order_by(by_index=q is None))
     rows = list((await session.execute(page.limit(limit + 1))).all())
+    if one_pass:
+        position = {rid: i for i, rid in enumerate(first)}
+        rows.sort(key=lambda r: position[r[0]])
     more = len(rows) > limit
     rows = rows[:limit]
     snippets: dict[Any, str] = {}
@@ -242,7 +284,8 @@ async def search_runs(
             next_cursor = keyset.cursor_of([last[8], last[0]])
         else:
             next_cursor = keyset.cursor_of([last[4], last[0]])
-    total, exact, facets, workflows = await _facets(session, criteria, conds)
+    if not one_pass:
+        total, exact, facets, workflows, _ = await _facets(session, criteria, conds)
     missing = {str(r[6]) for r in rows} - workflows.keys()
     if missing:
         workflows.update(await _workflows(session, missing))
