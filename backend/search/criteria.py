@@ -112,22 +112,14 @@ def _time(value: str, clause: FieldClause, now: datetime) -> datetime:
 
 def _check(clause: FieldClause, scope: Scope) -> tuple[str | int, ...]:
     name, raw = clause.field, clause.values
-    if name == "status":
+    choices = {"status": RUN_STATUSES, "trigger": RUN_TRIGGERS}.get(name)
+    if choices is not None:
         values = tuple(v.lower() for v in raw)
-        bad = [v for v in values if v not in RUN_STATUSES]
+        bad = [v for v in values if v not in choices]
         if bad:
+            kind = "run status" if name == "status" else "trigger"
             raise QuerySyntaxError(
-                f"status: {bad[0]!r} is not a run status ({', '.join(RUN_STATUSES)})",
-                clause.position,
-            )
-        return values
-    if name == "trigger":
-        values = tuple(v.lower() for v in raw)
-        bad = [v for v in values if v not in RUN_TRIGGERS]
-        if bad:
-            raise QuerySyntaxError(
-                f"trigger: {bad[0]!r} is not a trigger ({', '.join(RUN_TRIGGERS)})",
-                clause.position,
+                f"{name}: {bad[0]!r} is not a {kind} ({', '.join(choices)})", clause.position
             )
         return values
     if name == "version":

@@ -17,14 +17,14 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.db.models import AuditLog
 from backend.search.criteria import Criteria, Filter
-from backend.search.model import COUNT_LIMIT, Hit, SearchResult, Visibility, encode_cursor
+from backend.search.model import COUNT_LIMIT, Hit, SearchResult, Visibility
 from backend.search.pg_common import (
     Keyset,
     capped,
     combined_query,
     facets_from_rows,
+    fetch_page,
     negate,
-    offset_of,
     text_conditions,
     time_window,
     unindexed,
@@ -103,26 +103,17 @@ async def search_audit(
     )
     page = select(*columns).where(*conds)
     relevance = criteria.sort == "relevance" and q is not None
-    offset = 0
-    keyset = KEYSETS.get(criteria.sort, KEYSETS["newest"])
-    if relevance:
-        offset = offset_of(cursor, "relevance")
-        page = page.order_by(func.ts_rank(AUDIT_VECTOR, q).desc(), AuditLog.id.desc())
-        page = page.offset(offset)
-    else:
-        if cursor:
-            page = page.where(keyset.after(cursor))
-        page = page.order_by(*keyset.order_by(by_index=q is None))
-    rows = list((await session.execute(page.limit(limit + 1))).all())
-    more, rows = len(rows) > limit, rows[:limit]
-    next_cursor = None
-    if more and rows:
-        last = rows[-1]
-        next_cursor = (
-            encode_cursor("relevance", [offset + limit])
-            if relevance
-            else keyset.cursor_of([last[1], last[0]])
-        )
+    rows, next_cursor = await fetch_page(
+        session,
+        page,
+        keyset=KEYSETS.get(criteria.sort, KEYSETS["newest"]),
+        key_of=lambda r: [r[1], r[0]],
+        rank=func.ts_rank(AUDIT_VECTOR, q) if relevance else None,
+        tiebreak=AuditLog.id,
+        cursor=cursor,
+        limit=limit,
+        by_index=q is None,
+    )
     m = (
         select(AuditLog.action, AuditLog.object_type, AuditLog.actor_label)
         .where(*conds)

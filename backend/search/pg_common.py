@@ -202,3 +202,37 @@ def facets_from_rows(
 def capped(total: int) -> tuple[int, bool]:
     """``(total, exact)`` of a count over at most ``COUNT_LIMIT + 1`` rows."""
     return (COUNT_LIMIT, False) if total > COUNT_LIMIT else (total, True)
+
+
+async def fetch_page(
+    session: Any,
+    page: Any,
+    *,
+    keyset: Keyset,
+    key_of: Callable[[Any], list[Any]],
+    rank: ColumnElement[Any] | None,
+    tiebreak: Expr,
+    cursor: str | None,
+    limit: int,
+    by_index: bool = True,
+) -> tuple[list[Any], str | None]:
+    """One page of ``page`` (a SELECT with its WHERE) and the cursor of the next one.
+
+    ``rank`` given: by relevance (rank descending, ``tiebreak`` descending), the cursor an
+    offset; otherwise by ``keyset`` after ``cursor``, the cursor ``key_of(last row)``.
+    """
+    offset = 0
+    if rank is not None:
+        offset = offset_of(cursor, "relevance")
+        page = page.order_by(rank.desc(), tiebreak.desc()).offset(offset)
+    else:
+        if cursor:
+            page = page.where(keyset.after(cursor))
+        page = page.order_by(*keyset.order_by(by_index=by_index))
+    rows = list((await session.execute(page.limit(limit + 1))).all())
+    more, rows = len(rows) > limit, rows[:limit]
+    if not (more and rows):
+        return rows, None
+    if rank is not None:
+        return rows, encode_cursor("relevance", [offset + limit])
+    return rows, keyset.cursor_of(key_of(rows[-1]))

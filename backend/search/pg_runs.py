@@ -41,7 +41,6 @@ from backend.search.model import (
     Hit,
     SearchResult,
     Visibility,
-    encode_cursor,
 )
 from backend.search.pg_common import (
     TS_CONFIG,
@@ -49,8 +48,8 @@ from backend.search.pg_common import (
     capped,
     combined_query,
     facets_from_rows,
+    fetch_page,
     negate,
-    offset_of,
     one_of,
     text_conditions,
     time_window,
@@ -247,7 +246,6 @@ async def search_runs(
     )
     page = _base(criteria, *columns).where(*conds)
     relevance = criteria.sort == "relevance" and q is not None
-    offset = 0
     keyset = KEYSETS.get(criteria.sort, KEYSETS["newest"])
     one_pass = not relevance and cursor is None and keyset.name in ("newest", "oldest")
     first: list[Any] = []
@@ -255,35 +253,30 @@ async def search_runs(
         total, exact, facets, workflows, first = await _facets(
             session, criteria, conds, (keyset, limit + 1)
         )
-        page = select(*columns).where(Run.id.in_(first))
-    elif relevance:
-        offset = offset_of(cursor, "relevance")
-        page = page.order_by(func.ts_rank(RUN_VECTOR, q).desc(), Run.id.desc()).offset(offset)
-    else:
-        if cursor:
-            page = page.where(keyset.after(cursor))
-        page = page.order_by(*keyset.order_by(by_index=q is None))
-    rows = list((await session.execute(page.limit(limit + 1))).all())
-    if one_pass:
+        found = await session.execute(select(*columns).where(Run.id.in_(first)))
+        rows = list(found.all())
         position = {rid: i for i, rid in enumerate(first)}
         rows.sort(key=lambda r: position[r[0]])
-    more = len(rows) > limit
-    rows = rows[:limit]
+        more, rows = len(rows) > limit, rows[:limit]
+        next_cursor = keyset.cursor_of([rows[-1][4], rows[-1][0]]) if more and rows else None
+    else:
+        rows, next_cursor = await fetch_page(
+            session,
+            page,
+            keyset=keyset,
+            key_of=lambda r: [r[8], r[0]] if keyset.name == "duration" else [r[4], r[0]],
+            rank=func.ts_rank(RUN_VECTOR, q) if relevance else None,
+            tiebreak=Run.id,
+            cursor=cursor,
+            limit=limit,
+            by_index=q is None,
+        )
     snippets: dict[Any, str] = {}
     if q is not None and rows:
         found = await session.execute(
             select(Run.id, snippet).where(Run.id.in_([r[0] for r in rows]))
         )
         snippets = {rid: text for rid, text in found}
-    next_cursor = None
-    if more and rows:
-        last = rows[-1]
-        if relevance:
-            next_cursor = encode_cursor("relevance", [offset + limit])
-        elif keyset.name == "duration":
-            next_cursor = keyset.cursor_of([last[8], last[0]])
-        else:
-            next_cursor = keyset.cursor_of([last[4], last[0]])
     if not one_pass:
         total, exact, facets, workflows, _ = await _facets(session, criteria, conds)
     missing = {str(r[6]) for r in rows} - workflows.keys()

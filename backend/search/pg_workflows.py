@@ -29,15 +29,15 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.db.models import User, Workflow
 from backend.search.criteria import Criteria, Filter
-from backend.search.model import COUNT_LIMIT, Hit, SearchResult, Visibility, encode_cursor
+from backend.search.model import COUNT_LIMIT, Hit, SearchResult, Visibility
 from backend.search.pg_common import (
     TS_CONFIG,
     Keyset,
     capped,
     combined_query,
     facets_from_rows,
+    fetch_page,
     negate,
-    offset_of,
     text_conditions,
     time_window,
     visible_condition,
@@ -144,29 +144,22 @@ async def search_workflows(
         func.lower(Workflow.name),
     )
     page = select(*columns).outerjoin(User, User.id == Workflow.owner_id).where(*conds)
-    offset = 0
+    rank: Any = None
     if sort == "relevance":
-        offset = offset_of(cursor, "relevance")
-        rank: Any = func.ts_rank(WORKFLOW_VECTOR, q) if q is not None else literal(0.0)
+        rank = func.ts_rank(WORKFLOW_VECTOR, q) if q is not None else literal(0.0)
         if trigram:
             rank = rank + func.similarity(func.lower(Workflow.name), _words(criteria))
-        page = page.order_by(rank.desc(), Workflow.id).offset(offset)
-    else:
-        keyset = KEYSETS[sort]
-        if cursor:
-            page = page.where(keyset.after(cursor))
-        page = page.order_by(*keyset.order_by())
-    rows = list((await session.execute(page.limit(limit + 1))).all())
-    more, rows = len(rows) > limit, rows[:limit]
-    next_cursor = None
-    if more and rows:
-        last = rows[-1]
-        if sort == "relevance":
-            next_cursor = encode_cursor("relevance", [offset + limit])
-        elif sort == "name":
-            next_cursor = KEYSETS[sort].cursor_of([last[8], last[0]])
-        else:
-            next_cursor = KEYSETS[sort].cursor_of([last[5], last[0]])
+    keyset = KEYSETS.get(sort, KEYSETS["name"])
+    rows, next_cursor = await fetch_page(
+        session,
+        page,
+        keyset=keyset,
+        key_of=lambda r: [r[8], r[0]] if keyset.name == "name" else [r[5], r[0]],
+        rank=rank,
+        tiebreak=Workflow.id,
+        cursor=cursor,
+        limit=limit,
+    )
     matches = select(Workflow.id, Workflow.tags, NODE_TYPES.label("types")).where(*conds)
     m = matches.limit(COUNT_LIMIT + 1).cte("m")
     tags = select(func.unnest(m.c.tags).label("v")).select_from(m).subquery()
