@@ -70,12 +70,23 @@ class SessionOut(msgspec.Struct):
     expires_at: str
 
 
+Tag = Annotated[
+    str,
+    msgspec.Meta(
+        pattern=r"^\s*[A-Za-z0-9][A-Za-z0-9_.-]{0,39}\s*$",
+        description="1 to 40 of a-z, 0-9, '_', '.', '-', starting with a letter or digit"
+        " (stored lower-cased)",
+    ),
+]
+Tags = Annotated[list[Tag], msgspec.Meta(max_length=20, description="At most 20 tags")]
+
+
 class WorkflowCreate(msgspec.Struct):
     """Body of POST /api/workflows."""
 
     name: Name
     description: str = ""
-    tags: list[str] = msgspec.field(default_factory=list)
+    tags: Tags = msgspec.field(default_factory=list)
 
 
 class WorkflowPatch(msgspec.Struct):
@@ -92,7 +103,7 @@ class WorkflowPatch(msgspec.Struct):
 
     name: Name | msgspec.UnsetType = msgspec.UNSET
     description: str | msgspec.UnsetType = msgspec.UNSET
-    tags: list[str] | msgspec.UnsetType = msgspec.UNSET
+    tags: Tags | msgspec.UnsetType = msgspec.UNSET
     settings: dict[str, Any] | msgspec.UnsetType = msgspec.UNSET
 
 

@@ -266,4 +266,4 @@ async def test_workflow_tags_are_checked(client: httpx.AsyncClient) -> None:
     wf = (await client.post("/api/workflows", json={"name": "T", "tags": ["a"]})).json()
     assert wf["tags"] == ["a"]
     r = await client.patch(f"/api/workflows/{wf['id']}", json={"tags": ["no spaces"]})
-    assert r.status_code == 400 and r.json()["field"] == "tags"
+    assert r.status_code == 400 and r.json()["field"].startswith("tags"), r.text
