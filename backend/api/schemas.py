@@ -70,15 +70,14 @@ class SessionOut(msgspec.Struct):
     expires_at: str
 
 
-Tag = Annotated[
-    str,
+Tags = Annotated[
+    list[str],
     msgspec.Meta(
-        pattern=r"^\s*[A-Za-z0-9][A-Za-z0-9_.-]{0,39}\s*$",
-        description="1 to 40 of a-z, 0-9, '_', '.', '-', starting with a letter or digit"
-        " (stored lower-cased)",
+        max_length=20,
+        description="At most 20; stored lower-cased, other characters than a-z 0-9 _ . -"
+        " become '-', at most 40 characters, empty ones dropped",
     ),
 ]
-Tags = Annotated[list[Tag], msgspec.Meta(max_length=20, description="At most 20 tags")]
 
 
 class WorkflowCreate(msgspec.Struct):

@@ -103,23 +103,18 @@ def _validate_name(name: str) -> str:
 
 
 MAX_TAGS = 20
-_TAG = re.compile(r"[a-z0-9][a-z0-9_.-]{0,39}")
+_NOT_TAG = re.compile(r"[^a-z0-9_.-]+")
 
 
 def normalize_tags(tags: list[str]) -> list[str]:
-    """Tags as stored: lower case, surrounding spaces dropped, duplicates removed, order
-    kept. Raises :class:`InvalidInput` (field ``tags``) for more than :data:`MAX_TAGS` or
-    a tag that is not 1-40 of ``a-z 0-9 _ . -`` starting with a letter or digit."""
+    """Tags as stored: lower case, each run of characters other than ``a-z 0-9 _ . -``
+    replaced by ``-``, trimmed of ``-`` and cut to 40 characters; empty ones and
+    duplicates dropped, order kept. Raises :class:`InvalidInput` (field ``tags``) for more
+    than :data:`MAX_TAGS`."""
     out: list[str] = []
     for raw in tags:
-        tag = raw.strip().lower()
-        if not _TAG.fullmatch(tag):
-            raise InvalidInput(
-                f"tags: {raw!r} is not a tag (1-40 of a-z, 0-9, '_', '.', '-',"
-                " starting with a letter or digit)",
-                "tags",
-            )
-        if tag not in out:
+        tag = _NOT_TAG.sub("-", raw.strip().lower()).strip("-")[:40]
+        if tag and tag not in out:
             out.append(tag)
     if len(out) > MAX_TAGS:
         raise InvalidInput(f"tags: at most {MAX_TAGS} tags", "tags")

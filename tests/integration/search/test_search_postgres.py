@@ -265,5 +265,7 @@ async def test_search_audit_log(client: httpx.AsyncClient, runtime: Runtime) -> 
 async def test_workflow_tags_are_checked(client: httpx.AsyncClient) -> None:
     wf = (await client.post("/api/workflows", json={"name": "T", "tags": ["a"]})).json()
     assert wf["tags"] == ["a"]
-    r = await client.patch(f"/api/workflows/{wf['id']}", json={"tags": ["no spaces"]})
+    r = await client.patch(f"/api/workflows/{wf['id']}", json={"tags": [" No Spaces! ", "", "-"]})
+    assert r.status_code == 200 and r.json()["tags"] == ["no-spaces"], r.text
+    r = await client.patch(f"/api/workflows/{wf['id']}", json={"tags": ["x"] * 21})
     assert r.status_code == 400 and r.json()["field"].startswith("tags"), r.text
