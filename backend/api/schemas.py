@@ -91,8 +91,9 @@ class WorkflowCreate(msgspec.Struct):
 class WorkflowPatch(msgspec.Struct):
     """Body of PATCH /api/workflows/{id}; absent fields are left unchanged.
 
-    ``tags``: the workflow's tags, replacing the old ones (lower-cased; 1-40 of
-    ``a-z 0-9 _ . -`` each, at most 20; searchable as ``tag:``, docs/search.md).
+    ``tags``: the workflow's tags, replacing the old ones (at most 20; lower-cased, other
+    characters than ``a-z 0-9 _ . -`` become ``-``, 40 characters each, empty ones dropped;
+    searchable as ``tag:``, docs/search.md).
 
     ``settings``: run-control settings to change (``error_workflow_id``: another workflow's
     id; ``run_timeout_seconds``: a number in (0, 2592000]; ``max_concurrent_runs``: an
