@@ -29,6 +29,7 @@ from backend.api.health import HealthController
 from backend.api.metrics import MetricsController
 from backend.api.openapi import StrictStructSchemaPlugin, document_responses, openapi_config
 from backend.api.runs import RunController
+from backend.api.search import SearchController
 from backend.api.storable_input import DEFAULT_MAX_SCAN_BYTES, StorableInputMiddleware
 from backend.api.telemetry import TelemetryMiddleware
 from backend.api.triggers import ApiTokenController, FileController, WebhookSettingsController
@@ -51,6 +52,7 @@ from frontend.designer_fragments import DesignerFragments
 from frontend.identity_pages import AccountPages, SsoPages
 from frontend.pages import AppPages, AuthPages, html_error, wants_html
 from frontend.rendering import STATIC
+from frontend.search_pages import SearchPages
 from frontend.trigger_pages import TriggerPages
 from frontend.user_admin_pages import AdminUserPages
 from frontend.version_pages import VersionPages
@@ -114,6 +116,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> Litestar:
             RunController,
             PinController,
             TestRunController,
+            SearchController,
             CatalogController,
             CredentialController,
             WebhookController,
@@ -127,6 +130,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> Litestar:
             CredentialGrantController,
             FileController,
             TriggerPages,
+            SearchPages,
             HealthController,
             MetricsController,
             AuthPages,

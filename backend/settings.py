@@ -43,6 +43,9 @@
 | ``RAILYARD_METRICS_TOKEN`` | bearer token that may read ``/metrics`` (besides admins); also required on the worker/scheduler probe port's ``/metrics`` when set | empty |
 | ``RAILYARD_OTLP_ENDPOINT`` | OTLP/HTTP traces endpoint (``http://collector:4318/v1/traces``); empty: tracing off | empty |
 | ``RAILYARD_OTEL_SERVICE_NAME`` | ``service.name`` of exported spans | ``railyard`` |
+| ``RAILYARD_SEARCH_BACKEND`` | ``postgres`` (the tables themselves) or ``elasticsearch`` (an index fed by ``railyard search-indexer``; docs/search.md) | ``postgres`` |
+| ``RAILYARD_ELASTICSEARCH_URL`` | Elasticsearch URL (credentials may be in it: ``https://user:pass@host:9200``) | empty |
+| ``RAILYARD_SEARCH_INDEX_PREFIX`` | prefix of the Elasticsearch index names (``<prefix>-runs``, ``-workflows``, ``-audit``) | ``railyard`` |
 | ``RAILYARD_MAX_DIAGRAM_NODES`` | nodes in one diagram (draft, compile) | ``5000`` |
 | ``RAILYARD_MAX_DIAGRAM_EDGES`` | edges in one diagram | ``10000`` |
 | ``RAILYARD_MAX_CONFIG_DEPTH`` | nesting levels of one node's config | ``32`` |
@@ -68,7 +71,7 @@ import secrets
 import tomllib
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import msgspec
 
@@ -128,6 +131,11 @@ class Settings(msgspec.Struct, kw_only=True):
     metrics_token: str = ""
     otlp_endpoint: str = ""
     otel_service_name: str = "railyard"
+    search_backend: Literal["postgres", "elasticsearch"] = "postgres"
+    elasticsearch_url: str = ""
+    search_index_prefix: Annotated[str, msgspec.Meta(pattern=r"^[a-z0-9][a-z0-9_-]{0,40}$")] = (
+        "railyard"
+    )
 
     login_max_failures: int = 5
     login_address_max_failures: int = 50
@@ -260,6 +268,9 @@ _ENV = {
     "RAILYARD_METRICS_TOKEN": "metrics_token",
     "RAILYARD_OTLP_ENDPOINT": "otlp_endpoint",
     "RAILYARD_OTEL_SERVICE_NAME": "otel_service_name",
+    "RAILYARD_SEARCH_BACKEND": "search_backend",
+    "RAILYARD_ELASTICSEARCH_URL": "elasticsearch_url",
+    "RAILYARD_SEARCH_INDEX_PREFIX": "search_index_prefix",
     "RAILYARD_MAX_DIAGRAM_NODES": "max_diagram_nodes",
     "RAILYARD_MAX_DIAGRAM_EDGES": "max_diagram_edges",
     "RAILYARD_MAX_CONFIG_DEPTH": "max_config_depth",

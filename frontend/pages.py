@@ -9,7 +9,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import AsyncGenerator
 from typing import Any
-from urllib.parse import urlparse
+from urllib.parse import urlencode, urlparse
 
 import msgspec
 from litestar import Controller, MediaType, Request, Response, get, post
@@ -252,8 +252,10 @@ class AppPages(LoginRequiredPages):
         db: DbSession,
         runtime: AppRuntime,
         principal: CurrentPrincipal,
+        search: FromQuery[str | None] = None,
     ) -> Response[str]:
-        """One run: the graph coloured by step status and every step's data."""
+        """One run: the graph coloured by step status and every step's data; ``search``
+        (the query it was found by) adds a link back to those results."""
         found = await runs.get_run_detail(db, run_id)
         if found is None:
             return render(request, "error.html", status_code=404, message="run not found")
@@ -264,6 +266,7 @@ class AppPages(LoginRequiredPages):
             request,
             "run_detail.html",
             can_control=level >= Level.RUN,
+            results_url="/search?" + urlencode({"q": search}) if search else None,
             run=detail,
             run_json=msgspec.json.encode(detail).decode(),
             diagram_json=msgspec.json.encode(diagram).decode(),

@@ -24,6 +24,7 @@ from backend.services.password_links import InvalidLink
 from backend.services.passwords import WeakPassword
 from backend.services.projects import ProjectNotFound
 from backend.services.references import ReferenceNotGranted
+from backend.services.search import SearchInputError
 from backend.services.storable import UnstorableInput, refused_by_database
 from backend.services.workflow_lifecycle import CreateNotAllowed
 from backend.services.workflows import (
@@ -49,6 +50,13 @@ def not_found(_: Request, exc: LookupError) -> Response[bytes]:
 
 def invalid_input(_: Request, exc: InvalidInput | UnstorableInput) -> Response[bytes]:
     return _json(400, str(exc), field=exc.field)
+
+
+def search_input(_: Request, exc: SearchInputError) -> Response[bytes]:
+    """400 naming the search parameter (``q``, ``cursor``, ...) and, for the query, the
+    0-based ``position`` of the fault (``extra.position``)."""
+    extra = {"position": exc.position} if exc.position is not None else None
+    return _json(400, str(exc), field=exc.field, extra=extra)
 
 
 def reference_not_granted(_: Request, exc: ReferenceNotGranted) -> Response[bytes]:
@@ -185,6 +193,7 @@ API_EXCEPTION_HANDLERS: dict[int | type[Exception], ErrorHandler] = {
     WorkflowInUse: conflict,
     WorkflowArchived: conflict,
     InvalidInput: invalid_input,
+    SearchInputError: search_input,
     ValidationException: validation_error,
     RecursionError: too_deep,
     UnstorableInput: invalid_input,

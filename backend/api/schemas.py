@@ -70,15 +70,30 @@ class SessionOut(msgspec.Struct):
     expires_at: str
 
 
+Tags = Annotated[
+    list[str],
+    msgspec.Meta(
+        max_length=20,
+        description="At most 20; stored lower-cased, other characters than a-z 0-9 _ . -"
+        " become '-', at most 40 characters, empty ones dropped",
+    ),
+]
+
+
 class WorkflowCreate(msgspec.Struct):
     """Body of POST /api/workflows."""
 
     name: Name
     description: str = ""
+    tags: Tags = msgspec.field(default_factory=list)
 
 
 class WorkflowPatch(msgspec.Struct):
     """Body of PATCH /api/workflows/{id}; absent fields are left unchanged.
+
+    ``tags``: the workflow's tags, replacing the old ones (at most 20; lower-cased, other
+    characters than ``a-z 0-9 _ . -`` become ``-``, 40 characters each, empty ones dropped;
+    searchable as ``tag:``, docs/search.md).
 
     ``settings``: run-control settings to change (``error_workflow_id``: another workflow's
     id; ``run_timeout_seconds``: a number in (0, 2592000]; ``max_concurrent_runs``: an
@@ -88,6 +103,7 @@ class WorkflowPatch(msgspec.Struct):
 
     name: Name | msgspec.UnsetType = msgspec.UNSET
     description: str | msgspec.UnsetType = msgspec.UNSET
+    tags: Tags | msgspec.UnsetType = msgspec.UNSET
     settings: dict[str, Any] | msgspec.UnsetType = msgspec.UNSET
 
 
@@ -120,6 +136,7 @@ class WorkflowOut(msgspec.Struct):
     settings: WorkflowSettings = msgspec.field(default_factory=WorkflowSettings)
     draft_revision: int = 0
     archived_at: datetime | None = None  # set: archived (no webhook, schedule or new runs)
+    tags: list[str] = msgspec.field(default_factory=list)
 
 
 class WorkflowDuplicate(msgspec.Struct):

@@ -54,6 +54,7 @@ def workflow_out(runtime: Runtime, wf: WorkflowRecord) -> WorkflowOut:
         settings=WorkflowSettings.from_stored(wf.settings),
         draft_revision=wf.draft_revision,
         archived_at=wf.archived_at,
+        tags=list(wf.tags or []),
     )
 
 
@@ -94,7 +95,7 @@ class WorkflowController(Controller):
         self, data: JSONBody[WorkflowCreate], db: DbSession, runtime: AppRuntime, user: CurrentUser
     ) -> WorkflowOut:
         """Create a workflow with an empty draft (201)."""
-        wf = await svc.create_workflow(db, data.name, user.id, data.description)
+        wf = await svc.create_workflow(db, data.name, user.id, data.description, data.tags)
         await db.refresh(wf)
         return workflow_out(runtime, wf)
 
@@ -133,6 +134,7 @@ class WorkflowController(Controller):
             workflow_id,
             name=None if data.name is msgspec.UNSET else data.name,
             description=None if data.description is msgspec.UNSET else data.description,
+            tags=None if data.tags is msgspec.UNSET else data.tags,
         )
         await db.refresh(wf)
         return workflow_out(runtime, wf)

@@ -366,6 +366,27 @@ def _env_port() -> int | None:
     return int(value) if value.isdigit() else None
 
 
+def cmd_search_indexer(_: argparse.Namespace) -> int:
+    """Follow the outbox into Elasticsearch (docs/search.md)."""
+    from backend.search.commands import run_indexer
+
+    settings = load_settings()
+    settings.require_services(redis=False)
+    asyncio.run(run_indexer(settings))
+    return 0
+
+
+def cmd_search_reindex(_: argparse.Namespace) -> int:
+    """Rebuild the Elasticsearch indexes from PostgreSQL."""
+    from backend.search.commands import reindex
+
+    settings = load_settings()
+    settings.require_services(redis=False)
+    counts = asyncio.run(reindex(settings))
+    print("re-indexed " + ", ".join(f"{n} {kind}" for kind, n in counts.items()))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``railyard`` console script."""
     parser = argparse.ArgumentParser(prog="railyard", description=__doc__.splitlines()[0])
@@ -409,6 +430,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     rot.add_argument("--generate-key", action="store_true", help="print a new random key and exit")
     rot.set_defaults(func=cmd_rotate_key)
+    indexer = sub.add_parser(
+        "search-indexer", help="follow the outbox into Elasticsearch (search backend)"
+    )
+    indexer.set_defaults(func=cmd_search_indexer)
+    reindex = sub.add_parser(
+        "search-reindex", help="rebuild the Elasticsearch indexes from PostgreSQL"
+    )
+    reindex.set_defaults(func=cmd_search_reindex)
     args = parser.parse_args(argv)
     try:
         _setup_logging(args.command)

@@ -29,6 +29,10 @@ class WorkflowRecord(Protocol):
         """Its description ("" when none)."""
 
     @property
+    def tags(self) -> list[str]:
+        """Its search labels, lower case (backend.services.workflows.normalize_tags)."""
+
+    @property
     def draft(self) -> dict[str, Any]:
         """The draft diagram (JSON object)."""
 

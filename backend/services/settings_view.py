@@ -20,7 +20,7 @@ SECRET_SETTINGS = frozenset(
 )
 """Settings whose value is never shown (only whether they are set)."""
 
-URL_SETTINGS = frozenset({"database_url", "redis_url"})
+URL_SETTINGS = frozenset({"database_url", "redis_url", "elasticsearch_url"})
 """Settings holding URLs whose password part is masked."""
 
 MASK = "***"

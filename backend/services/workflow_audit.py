@@ -46,6 +46,7 @@ def workflow_fields(wf: Workflow) -> dict[str, Any]:
     return {
         "name": wf.name,
         "description": wf.description,
+        "tags": list(wf.tags or []),
         "owner_id": str(wf.owner_id) if wf.owner_id else None,
     }
 

@@ -4,6 +4,7 @@ Every change is audited in its transaction (:mod:`backend.services.workflow_audi
 
 from __future__ import annotations
 
+import re
 import secrets
 import uuid
 from dataclasses import dataclass, field
@@ -129,8 +130,31 @@ def _validate_name(name: str) -> str:
     return name
 
 
+MAX_TAGS = 20
+_NOT_TAG = re.compile(r"[^a-z0-9_.-]+")
+
+
+def normalize_tags(tags: list[str]) -> list[str]:
+    """Tags as stored: lower case, each run of characters other than ``a-z 0-9 _ . -``
+    replaced by ``-``, trimmed of ``-`` and cut to 40 characters; empty ones and
+    duplicates dropped, order kept. Raises :class:`InvalidInput` (field ``tags``) for more
+    than :data:`MAX_TAGS`."""
+    out: list[str] = []
+    for raw in tags:
+        tag = _NOT_TAG.sub("-", raw.strip().lower()).strip("-")[:40]
+        if tag and tag not in out:
+            out.append(tag)
+    if len(out) > MAX_TAGS:
+        raise InvalidInput(f"tags: at most {MAX_TAGS} tags", "tags")
+    return out
+
+
 async def create_workflow(
-    session: AsyncSession, name: str, owner_id: uuid.UUID | None, description: str = ""
+    session: AsyncSession,
+    name: str,
+    owner_id: uuid.UUID | None,
+    description: str = "",
+    tags: list[str] | None = None,
 ) -> Workflow:
     """Create a workflow whose draft holds a webhook trigger, ready to extend."""
     draft = Diagram(
@@ -140,6 +164,7 @@ async def create_workflow(
     wf = Workflow(
         name=_validate_name(name),
         description=description,
+        tags=normalize_tags(tags or []),
         owner_id=owner_id,
         draft=msgspec.to_builtins(draft),
         webhook_token=new_webhook_token(),
@@ -186,8 +211,9 @@ async def update_workflow(
     *,
     name: str | None = None,
     description: str | None = None,
+    tags: list[str] | None = None,
 ) -> Workflow:
-    """Rename or re-describe a workflow."""
+    """Rename, re-describe or re-tag a workflow (:func:`normalize_tags`)."""
     wf = await get_workflow(session, workflow_id)
     ensure_active(wf)
     before = workflow_audit.workflow_fields(wf)
@@ -195,6 +221,8 @@ async def update_workflow(
         wf.name = _validate_name(name)
     if description is not None:
         wf.description = description
+    if tags is not None:
+        wf.tags = normalize_tags(tags)
     await session.flush()
     await workflow_audit.updated(session, wf, before)
     return wf

@@ -120,6 +120,8 @@ ROUTES: dict[tuple[str, str], P] = {
     ("DELETE", "/api/credentials/{credential_id:uuid}/grants/{grant_id:uuid}"): P.CREDENTIAL_MANAGE,
     ("GET", "/api/files/{file_id:uuid}"): P.FILE_READ,
     ("GET", "/api/runs"): P.WORKFLOW_LIST,
+    ("GET", "/api/search"): P.WORKFLOW_LIST,
+    ("GET", "/search"): P.WORKFLOW_LIST,
     ("GET", "/api/runs/{run_id:uuid}"): P.RUN_READ,
     ("GET", "/api/runs/{run_id:uuid}/values/{digest:str}"): P.RUN_READ,
     ("POST", "/api/runs/{run_id:uuid}/cancel"): P.RUN_CONTROL,

@@ -23,7 +23,7 @@ from sqlalchemy import (
     func,
     text,
 )
-from sqlalchemy.dialects.postgresql import JSONB, UUID
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB, TSVECTOR, UUID
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 
@@ -134,6 +134,10 @@ class Workflow(Base):
     pinned_data: Mapped[dict[str, Any]] = mapped_column(
         JSONB, default=dict, server_default=text("'{}'::jsonb")
     )
+    # labels for search and facets (backend.services.workflows.normalize_tags): lower case
+    tags: Mapped[list[str]] = mapped_column(
+        ARRAY(Text), default=list, server_default=text("'{}'::text[]")
+    )
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
     updated_at: Mapped[datetime] = mapped_column(
         DateTime(timezone=True), server_default=func.now(), onupdate=func.now()
@@ -231,6 +235,9 @@ class Run(Base):
     # bumped by every engine write of the run (run_store.save_state): a worker that wrote
     # revision N and finds N again under the run lock may reuse the step records it holds
     revision: Mapped[int] = mapped_column(BigInteger, default=0, server_default=text("0"))
+    # full-text search: run_search_vector(input, output, error), kept by a trigger
+    # (migration 0020_search); deferred so loading a run never reads it
+    search_vector: Mapped[Any] = mapped_column(TSVECTOR, nullable=True, deferred=True)
 
 
 class StepRun(Base):
@@ -313,4 +320,5 @@ from backend.db.models.identity import (  # noqa: E402,F401
 )
 from backend.db.models.payloads import Payload  # noqa: E402,F401
 from backend.db.models.retention import RetentionPass  # noqa: E402,F401
+from backend.db.models.search import SearchCursor  # noqa: E402,F401
 from backend.db.models.triggers import *  # noqa: E402, F403  (trigger tables)

@@ -1,7 +1,7 @@
 """retention: payload last use, run time indexes, retention passes, batched audit purge
 
 Revision ID: 0021_retention
-Revises: 0019_version_note
+Revises: 0020_search
 Create Date: 2026-12-01 10:50:00
 
 - ``payloads.last_used_at``: set whenever a write references the payload again, so
@@ -20,7 +20,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0021_retention"
-down_revision = "0019_version_note"
+down_revision = "0020_search"
 branch_labels = None
 depends_on = None
 
