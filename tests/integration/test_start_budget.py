@@ -27,7 +27,9 @@ def _chain(n: int, trigger: str = "trigger.webhook") -> dict[str, Any]:
     nodes = [node("hook", trigger)]
     edges = []
     for i in range(n):
-        nodes.append(node(f"s{i}", "control.set", mapping={"i": "=($.i ? $.i : 0) + 1"}))
+        # the first step counts from 1 (its input is the trigger's), each next one adds 1
+        count = "=1" if i == 0 else "=$.i + 1"
+        nodes.append(node(f"s{i}", "control.set", mapping={"i": count}))
         edges.append(edge("hook" if i == 0 else f"s{i - 1}", f"s{i}"))
     return diagram(nodes, edges)
 

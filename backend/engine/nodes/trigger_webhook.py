@@ -54,6 +54,18 @@ OUTPUT_SCHEMA: dict[str, object] = {
             "additionalProperties": {"type": "string"},
             "description": "Names lower-cased",
         },
+        "auth": {
+            "type": "object",
+            "description": "How the request was authenticated (backend.triggers.redaction)",
+            "properties": {
+                "kind": {"type": "string"},
+                "verified": {"type": "boolean"},
+                "scheme": {"type": "string"},
+                "user": {"type": "string"},
+                "header": {"type": "string"},
+            },
+            "required": ["kind", "verified"],
+        },
         "body": {"description": "Parsed by media type: JSON value, form object, text or null"},
         "files": {
             "type": "array",
@@ -66,7 +78,7 @@ OUTPUT_SCHEMA: dict[str, object] = {
             },
         },
     },
-    "required": ["method", "path", "query", "headers", "body", "files"],
+    "required": ["method", "path", "query", "headers", "auth", "body", "files"],
     "x-property-schemas": {"body": "body_schema"},
 }
 """The run input a webhook request makes (backend.triggers.webhook_input)."""
@@ -79,7 +91,7 @@ SPEC = NodeTypeSpec(
     icon="webhook",
     description=(
         "Starts a run when an HTTP request reaches the workflow's webhook URL. The run input "
-        "is {method, path, query, headers, body, files}."
+        "is {method, path, query, headers, auth, body, files}."
     ),
     inputs=(),
     outputs=("out",),
