@@ -16,11 +16,13 @@ list statuses of their own.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 import jinja2
 import msgspec
+from markupsafe import Markup, escape
 
 from backend.engine.states import RUN_STATUSES, run_status_info
 from frontend.large_values import large_values
@@ -103,10 +105,32 @@ def _text(value: Any) -> str:
         return str(value)
 
 
+_INLINE_DOC = re.compile(r"``(?P<literal>.+?)``|:[a-z:]+:`~?(?P<role>[^`]+)`")
+
+
+def inline_doc(text: str | None) -> Markup:
+    """Node type and connector descriptions come from docstrings written in
+    reStructuredText; show its inline markup as HTML instead of raw: ````x```` (an inline
+    literal) becomes ``<code>x</code>`` and a role such as ``:class:`~a.B``` becomes
+    ``<code>a.B</code>``. Everything else is escaped (the result is safe to insert)."""
+    if not text:
+        return Markup("")
+    out: list[str] = []
+    last = 0
+    for match in _INLINE_DOC.finditer(text):
+        out.append(str(escape(text[last : match.start()])))
+        code = match.group("literal") or match.group("role")
+        out.append(f"<code>{escape(code)}</code>")
+        last = match.end()
+    out.append(str(escape(text[last:])))
+    return Markup("".join(out))
+
+
 def install(env: jinja2.Environment) -> None:
     """Add the display helpers (``error_view``, ``large_values``) and the run statuses to
     ``env``'s template globals (see the module docstring)."""
     env.globals["error_view"] = error_view
+    env.filters["inline_doc"] = inline_doc
     env.globals["large_values"] = large_values
     env.globals["run_statuses"] = RUN_STATUSES
     env.globals["run_status"] = run_status_info

@@ -104,3 +104,22 @@ def test_error_block_without_kind_or_details(env: SandboxedEnvironment) -> None:
 def test_webhook_view(config: dict, url: str, methods: list[str], enabled: bool) -> None:
     view = webhook_view("https://r.example/", "tok", config)
     assert view == {"url": url, "methods": methods, "enabled": enabled}
+
+
+def test_inline_doc_renders_restructuredtext_literals_and_roles_as_code() -> None:
+    from frontend.display import inline_doc
+
+    assert str(inline_doc("Stable multi-key sort; ``None`` last.")) == (
+        "Stable multi-key sort; <code>None</code> last."
+    )
+    assert str(inline_doc("See :class:`~a.B` and <b>")) == "See <code>a.B</code> and &lt;b&gt;"
+    assert str(inline_doc("``<script>``")) == "<code>&lt;script&gt;</code>"
+    assert str(inline_doc(None)) == ""
+
+
+def test_the_catalog_page_shows_no_raw_restructuredtext() -> None:
+    from backend.services.catalog import load_catalog
+    from frontend.display import inline_doc
+
+    for spec in load_catalog().specs.values():
+        assert "``" not in str(inline_doc(spec.description)), spec.type
