@@ -203,7 +203,7 @@ def test_admin_restricts_editor_and_viewer_to_one_workflow(
 
     # ------------------------------------------------ 5. the admin reads the audit log
     page.goto(f"{base}/workflows")
-    page.click("nav >> text=Audit log")
+    page.click("nav a[href='/admin/audit']")
     page.wait_for_url(f"{base}/admin/audit")
     page.fill("#f-actor", EDITOR)
     with page.expect_navigation():

@@ -24,7 +24,7 @@ def test_audit_page_lists_filters_and_exports(railyard_server: RailyardServer, p
 
     # the Admin group of the navigation leads there
     page.goto(f"{base}/workflows")
-    page.click("nav >> text=Audit log")
+    page.click("nav a[href='/admin/audit']")
     page.wait_for_url(f"{base}/admin/audit")
     row = page.locator(f'tr.audit-row[data-action="workflow.create"]:has-text("{workflow_id}")')
     row.wait_for()

@@ -147,7 +147,7 @@ class ElasticSearch:
                 counts["runs"] += len(docs)
                 after = rows[-1]["id"]
             workflows = await load_workflows(session)
-            docs = [workflow_document(w) for w in workflows.values()]
+            docs = [workflow_document(w) for w in workflows.values() if not w["archived"]]
             if docs:
                 await self.bulk(bulk_operations(index_name(self.prefix, "workflows"), docs))
             counts["workflows"] = len(docs)

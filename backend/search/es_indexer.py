@@ -206,8 +206,15 @@ class OutboxIndexer:
         if wf_ids:
             found = await load_workflows(session, wf_ids)
             missing = [wid for wid in wf_ids if wid not in found]
-            docs = [workflow_document(found[wid]) for wid in wf_ids if wid in found]
-            ops += bulk_operations(index_name(self.prefix, "workflows"), docs, missing)
+            # an archived workflow leaves the workflow index (as it leaves the lists); its
+            # runs stay searchable; a workflow gone from the database takes its runs along
+            archived = [wid for wid in wf_ids if wid in found and found[wid]["archived"]]
+            docs = [
+                workflow_document(found[wid])
+                for wid in wf_ids
+                if wid in found and not found[wid]["archived"]
+            ]
+            ops += bulk_operations(index_name(self.prefix, "workflows"), docs, missing + archived)
             ops += [{"_delete_runs_of": wid} for wid in missing]
         return ops
 

@@ -67,7 +67,7 @@ async def load_workflows(
     session: AsyncSession, workflow_ids: Sequence[str] | None = None
 ) -> dict[str, dict[str, Any]]:
     """The workflows of ``workflow_ids`` (every workflow when None) as dicts with
-    ``owner`` (e-mail) and ``node_types`` (of the draft), by id."""
+    ``owner`` (e-mail), ``node_types`` (of the draft) and ``archived`` (bool), by id."""
     query = select(
         Workflow.id,
         Workflow.name,
@@ -77,6 +77,7 @@ async def load_workflows(
         Workflow.updated_at,
         User.email.label("owner"),
         NODE_TYPES.label("node_types"),
+        Workflow.archived_at.is_not(None).label("archived"),
     ).outerjoin(User, User.id == Workflow.owner_id)
     if workflow_ids is not None:
         query = query.where(Workflow.id.in_(_ids(workflow_ids)))

@@ -100,8 +100,9 @@ def _filter(f: Filter) -> ColumnElement[bool]:
 def conditions(
     criteria: Criteria, visible: Visibility, *, trigram: bool
 ) -> list[ColumnElement[bool]]:
-    """The WHERE conditions of a workflow search."""
-    conds = [visible_condition(Workflow.id, visible.workflow_ids)]
+    """The WHERE conditions of a workflow search (archived workflows are left out, as on
+    the workflow list; their runs stay searchable)."""
+    conds = [visible_condition(Workflow.id, visible.workflow_ids), Workflow.archived_at.is_(None)]
     terms = text_conditions(criteria, WORKFLOW_VECTOR, _name_like)
     if trigram and criteria.has_text:
         # every term matches, or the name as a whole is close to the words typed

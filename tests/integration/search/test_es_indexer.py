@@ -192,10 +192,16 @@ async def test_es_indexer_follows_workflow_changes_and_deletes(
     assert r.status_code == 200
     await catch_up(indexer)
     assert server.docs(WORKFLOWS)[wf["id"]]["name"] == "Greeter 2"
+    runs_before = set(server.docs(RUNS))
+    assert runs_before
+    # delete = archive: the workflow leaves the index, its runs stay searchable
     assert (await client.delete(f"/api/workflows/{wf['id']}")).status_code in (200, 204)
     await catch_up(indexer)
     assert wf["id"] not in server.docs(WORKFLOWS)
-    assert server.docs(RUNS) == {}
+    assert set(server.docs(RUNS)) == runs_before
+    assert (await client.post(f"/api/workflows/{wf['id']}/restore")).status_code == 200
+    await catch_up(indexer)
+    assert server.docs(WORKFLOWS)[wf["id"]]["name"] == "Greeter 2"
 
 
 async def test_es_reindex_rebuilds_every_document(

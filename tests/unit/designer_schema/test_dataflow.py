@@ -113,7 +113,7 @@ def test_without_a_body_schema_any_body_path_passes() -> None:
 def test_trigger_output_itself_is_closed() -> None:
     [(_, code, message)] = by_field(mapped({"x": "=$trigger.bdy"}))["mapping.x"]
     assert code == "unknown_field"
-    assert message.startswith("$trigger has no field bdy; known: body, files, headers")
+    assert message.startswith("$trigger has no field bdy; known: auth, body, files, headers")
 
 
 def test_set_output_is_typed_for_the_next_step() -> None:
