@@ -8,7 +8,7 @@ PORT ?= 8000
 DATA_DIR ?= .railyard
 PYTEST_ARGS ?=
 
-.PHONY: dev test lint unit integration e2e install chromium clean
+.PHONY: dev test lint unit integration e2e install chromium clean lock
 
 EXAMPLE_PLUGIN := connectors/examples/railyard-example-plugin
 
@@ -59,9 +59,26 @@ lint: install
 	$(VENV)/bin/lint-imports
 
 # pytest's exit code 5 (no tests collected) counts as a failure.
-test: install $(VENV)/.example-plugin chromium lint
+# checkov (Kubernetes misconfiguration checks, tests/unit/test_deploy_kubernetes.py) in a
+# virtualenv of its own: it pins ~100 packages that must not move the product's.
+CHECKOV := $(VENV)/checkov/bin/checkov
+$(CHECKOV):
+	@echo "make: installing checkov into $(VENV)/checkov (a few minutes the first time)"
+	@$(PYTHON) -m venv $(VENV)/checkov
+	@$(VENV)/checkov/bin/python -m pip install -qq --disable-pip-version-check 'checkov>=3.2'
+
+test: install $(VENV)/.example-plugin $(CHECKOV) chromium lint
 	$(PY) -m pytest -n 2 --dist loadgroup -q $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing"; exit 1; fi; exit $$rc
+
+# The container image's hash-pinned requirements, exported from pyproject.toml with uv
+# (docs/operations.md, "Container image"); needs uv (pip install uv); run after changing
+# [project] dependencies.
+UV_COMPILE = uv pip compile --quiet --generate-hashes --python-version 3.11 \
+	--python-platform x86_64-manylinux_2_28 --custom-compile-command 'make lock'
+lock:
+	$(UV_COMPILE) pyproject.toml -o deploy/requirements.lock
+	$(UV_COMPILE) deploy/build-requirements.in -o deploy/build-requirements.lock
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache test-artifacts
