@@ -71,7 +71,15 @@ async def test_catalog_api_exposes_node_type_versions_and_output_schemas(
     assert by_type["control.if"]["version"] == 1
     assert by_type["control.if"]["output_schema"]["x-same-as-input"] is True
     webhook = by_type["trigger.webhook"]["output_schema"]
-    assert set(webhook["required"]) == {"method", "path", "query", "headers", "auth", "body", "files"}
+    assert set(webhook["required"]) == {
+        "method",
+        "path",
+        "query",
+        "headers",
+        "auth",
+        "body",
+        "files",
+    }
     respond = by_type["control.respond"]["output_schema"]
     assert respond["properties"]["status"] == {"type": "integer"}
     # a connector action's output schema comes from its function's return type
