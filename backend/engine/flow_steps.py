@@ -41,6 +41,9 @@ def run_inline(
     rec.move(StepStatus.RUNNING)
     rec.started_at = now
     rec.attempts += 1
+    # written with this change whichever way it ends: a step left ready by an advance that
+    # yielded became ready (and was marked changed) in an earlier change, not this one
+    state.touch(step.id)
     try:
         config = resolve_config(step.config, step.expressions, rec.input, context)
         result = inline.evaluate(step, config, rec.input)

@@ -120,6 +120,8 @@ async def test_a_start_past_its_budget_is_continued_by_a_worker_and_remembered(
         assert await _output(runtime, run_id) == {"i": LONG}
         succeeded = await _succeeded_events(runtime, run_id)
         assert sorted(succeeded) == sorted(["hook", *(f"s{i}" for i in range(LONG))])
+        # the steps the start left ready are stored as the worker evaluated them
+        assert await _stored(runtime, run_id) == ("succeeded", version_id, {"succeeded": LONG + 1})
 
 
 async def test_a_start_that_fits_its_budget_finishes_without_a_worker(

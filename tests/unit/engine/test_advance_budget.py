@@ -3,6 +3,7 @@ a start that evaluates every inline step at once (the API hands the rest to a wo
 
 from __future__ import annotations
 
+import copy
 from datetime import UTC, datetime
 from typing import Any
 
@@ -93,3 +94,42 @@ def test_yielding_start_then_advance_matches_a_full_start(n: int, allowed: int) 
     assert orchestrator.inline_ready(graph, partial) == []
     assert sorted(dispatch) == sorted(full_dispatch) == ["act"]
     assert _outcome(partial) == _outcome(full)
+
+
+def _stored(state: RunState) -> dict[str, Any]:
+    """What a write of ``state`` would leave in ``step_runs``: copies of the records
+    ``state.changed`` names; clears ``changed`` as the write does."""
+    stored = {sid: copy.deepcopy(state.steps[sid]) for sid in state.changed}
+    state.changed.clear()
+    return stored
+
+
+@pytest.mark.parametrize("n", [0, 5])
+@pytest.mark.parametrize("allowed", range(0, 12))
+def test_steps_left_ready_are_written_by_the_advance_that_evaluates_them(
+    n: int, allowed: int
+) -> None:
+    """The inline steps a yielding start left ready, evaluated by a later advance, are
+    among the records that advance writes: none stays ``ready`` in the stored rows of a
+    run that succeeded."""
+    graph = _graph()
+    calls = 0
+
+    def should_yield() -> bool:
+        nonlocal calls
+        calls += 1
+        return calls > allowed
+
+    state = _state(n)
+    orchestrator.start(graph, state, NOW, should_yield=should_yield)
+    rows = _stored(state)  # the start's write
+    orchestrator.advance(graph, state, NOW)  # a worker continues the run
+    rows.update(_stored(state))
+    state.steps["act"].move(StepStatus.RUNNING)
+    orchestrator.complete_action(graph, state, "act", {"done": True}, NOW)
+    rows.update(_stored(state))
+
+    assert state.status == RunStatus.SUCCEEDED
+    assert {sid: rec.status for sid, rec in rows.items()} == {
+        sid: rec.status for sid, rec in state.steps.items()
+    }
