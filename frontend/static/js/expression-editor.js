@@ -60,6 +60,10 @@ export function attachExpressionEditor(container, model, workflowId) {
       suggestState.active = (suggestState.active + (e.key === "ArrowDown" ? 1 : n - 1)) % n;
       drawSuggestions();
     } else if (e.key === "Enter" || e.key === "Tab") {
+      // a fast typist can press Enter before the list of what was just typed is drawn:
+      // never insert from a list made for an earlier token
+      refreshIfStale();
+      if (!suggestState.items.length) return;
       e.preventDefault();
       insertPath(suggestState.items[suggestState.active].path, true);
     } else if (e.key === "Escape") {
@@ -175,7 +179,24 @@ export function attachExpressionEditor(container, model, workflowId) {
     if (seq !== suggestSeq || !control) return; // typed on meanwhile: a newer call draws
     const value = control.value;
     const token = value.startsWith("=") ? tokenBefore(value, control.selectionStart ?? value.length) : "";
-    suggestState = { items: token ? suggestions(result, token) : [], active: 0 };
+    suggestState = { items: token ? suggestions(result, token) : [], active: 0, token, result };
+    drawSuggestions();
+  }
+
+  function currentToken() {
+    const value = control.value;
+    return value.startsWith("=") ? tokenBefore(value, control.selectionStart ?? value.length) : "";
+  }
+
+  function refreshIfStale() {
+    const token = currentToken();
+    if (token === suggestState.token || !suggestState.result) return;
+    suggestState = {
+      items: token ? suggestions(suggestState.result, token) : [],
+      active: 0,
+      token,
+      result: suggestState.result,
+    };
     drawSuggestions();
   }
 
