@@ -44,6 +44,7 @@ sys.path.insert(0, str(ROOT))
 
 from backend.services.catalog import load_catalog  # noqa: E402
 from backend.services.workflows import compile_for  # noqa: E402
+from bench.common import figure  # noqa: E402
 from designer_schema.diagram import Diagram  # noqa: E402
 
 # The e2e fixtures' helpers (start, wait for, stop ``railyard dev``; Chromium's path and
@@ -56,10 +57,6 @@ CHROMIUM_ARGS: list[str] = E2E.CHROMIUM_ARGS
 
 NODES = 500
 EDGES = 600
-
-
-def figure(name: str, value: float, unit: str) -> None:
-    print(f"figure: {name} = {value:.4g} {unit}", flush=True)
 
 
 def big_diagram(seed: int = 7) -> dict[str, Any]:

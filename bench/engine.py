@@ -56,14 +56,11 @@ from backend.embedded import EmbeddedPostgres, EmbeddedRedis, pg_bin_dir
 from backend.runtime import Runtime, build_runtime
 from backend.services import workflows
 from backend.settings import load_settings
+from bench.common import cpu_seconds, figure
 from designer_schema.diagram import Diagram
 
 THROUGHPUT_RUNS = 200
 SEQ_RUNS = 9  # runs of (a); the figure is their median
-
-
-def figure(name: str, value: float, unit: str) -> None:
-    print(f"figure: {name} = {value:.4g} {unit}", flush=True)
 
 
 class Endpoint:
@@ -217,12 +214,6 @@ def fsync_floor(directory: Path) -> float:
     )
     found = re.search(r"fdatasync\s+[\d.]+ ops/sec\s+(\d+) usecs/op", done.stdout)
     return int(found.group(1)) / 1000 if found else float("nan")
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds of process ``pid`` so far (Linux /proc)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 async def main() -> None:

@@ -49,20 +49,18 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from backend.embedded import EmbeddedPostgres, EmbeddedRedis, free_port  # noqa: E402
-
-
-def figure(name: str, value: float, unit: str) -> None:
-    print(f"figure: {name} = {value:.4g} {unit}", flush=True)
+from bench.common import cpu_seconds, figure, percentile, wait_http  # noqa: E402
 
 
 def chain(size: int) -> dict[str, Any]:
-    """Webhook -> ``size`` Set nodes in a chain, each ``{"i": <previous i> + 1}``."""
+    """Webhook -> ``size`` Set nodes in a chain: ``{"i": 1}``, then each
+    ``{"i": <previous i> + 1}``."""
     nodes = [_node("hook", "trigger.webhook", 0, {})]
     edges = []
     previous = "hook"
     for i in range(size):
         nid = f"set_{i}"
-        mapping = {"i": "=($.i ? $.i : 0) + 1"}
+        mapping = {"i": "=i + 1" if i else "=1"}  # the webhook's input has no i
         nodes.append(_node(nid, "control.set", i + 1, {"mapping": mapping}))
         edges.append(
             {"id": f"e{i}", "source": previous, "source_port": "out", "target": nid}
@@ -179,18 +177,6 @@ async def measure(
     return api_times, health, runs
 
 
-def cpu_seconds(pid: int) -> float:
-    """Seconds on a CPU of every thread of process ``pid`` (Linux: the first field of
-    /proc/<pid>/task/<tid>/schedstat, in nanoseconds; ticks would be 10 ms coarse)."""
-    total = 0
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        try:
-            total += int((task / "schedstat").read_text().split()[0])
-        except FileNotFoundError:  # the thread ended meanwhile
-            continue
-    return total / 1e9
-
-
 async def cpu_per_start(base: str, token: str, pid: int, starts: int) -> tuple[float, list[str]]:
     """API process CPU seconds per webhook start over ``starts`` starts (nothing else asks
     it anything meanwhile), and the run ids."""
@@ -205,26 +191,6 @@ async def cpu_per_start(base: str, token: str, pid: int, starts: int) -> tuple[f
             await asyncio.sleep(0.05)
         used = cpu_seconds(pid) - before
     return used / starts, runs
-
-
-def percentile(values: list[float], fraction: float) -> float:
-    """The ``fraction`` quantile of ``values`` (nearest rank)."""
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
-
-
-def wait_http(url: str, proc: subprocess.Popen[bytes], timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"process exited with {proc.returncode}")
-        try:
-            if httpx.get(url, timeout=1).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.2)
-    raise TimeoutError(url)
 
 
 def main() -> None:

@@ -47,6 +47,7 @@ from backend.search.elastic import ElasticSearch, make_client
 from backend.search.es_indexer import OutboxIndexer
 from backend.search.model import Visibility
 from backend.search.postgres import PostgresSearch
+from bench.common import figure
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKFLOWS = 50
@@ -59,10 +60,6 @@ QUERIES = [
     ("everything", ""),
 ]
 INDEXES = ("ix_runs_search", "ix_runs_created_id", "ix_runs_status_created_id")
-
-
-def figure(name: str, value: float, unit: str) -> None:
-    print(f"figure: {name} = {value:.4g} {unit}", flush=True)
 
 
 GENERATE = """

@@ -37,23 +37,7 @@ sys.path.insert(0, str(ROOT))
 
 from backend.embedded import EmbeddedPostgres, EmbeddedRedis, free_port  # noqa: E402
 from backend.workers.worker import loop_factory  # noqa: E402
-
-
-def figure(name: str, value: float, unit: str) -> None:
-    print(f"figure: {name} = {value:.6g} {unit}", flush=True)
-
-
-def percentile(values: list[float], p: float) -> float:
-    if not values:
-        return float("nan")
-    ordered = sorted(values)
-    k = min(len(ordered) - 1, max(0, round(p / 100 * (len(ordered) - 1))))
-    return ordered[k]
-
-
-def railyard() -> str:
-    exe = Path(sys.executable).parent / "railyard"
-    return str(exe) if exe.exists() else shutil.which("railyard") or "railyard"
+from bench.common import figure, percentile, railyard, wait_http  # noqa: E402
 
 
 async def setup(env: dict[str, str], diagram: dict[str, Any]) -> str:
@@ -123,21 +107,12 @@ def schedule_diagram() -> dict[str, Any]:
         "config": {"cron": "* * * * * *", "timezone": "UTC"},
     }
     d["edges"][0]["source"] = "tick"
+    # A scheduled run's input is the fire record (no request body): map its real fields.
+    d["nodes"][1]["config"]["mapping"] = {
+        "id": "=schedule_id",
+        "total": "=$length(local_time) * 10",
+    }
     return d
-
-
-def wait_http(url: str, proc: subprocess.Popen[bytes], timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"{proc.args!r} exited with {proc.returncode}")
-        try:
-            if httpx.get(url, timeout=1).status_code < 500:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.2)
-    raise RuntimeError(f"{url} not ready")
 
 
 class Tally:
@@ -390,8 +365,8 @@ def main() -> int:
         lat = result["latencies"]
         figure("webhook_accepted_rps", len(lat) / result["elapsed"], "req/s")
         figure("webhook_errors", result["errors"], "requests")
-        figure("webhook_latency_p50", percentile(lat, 50) * 1000, "ms")
-        figure("webhook_latency_p99", percentile(lat, 99) * 1000, "ms")
+        figure("webhook_latency_p50", percentile(lat, 0.50) * 1000, "ms")
+        figure("webhook_latency_p99", percentile(lat, 0.99) * 1000, "ms")
         figure("webhook_accepted_total", len(lat), "requests")
         deadline = time.monotonic() + 120
         total, done = asyncio.run(count_runs(env))
@@ -409,8 +384,8 @@ def main() -> int:
             time.sleep(args.lag_seconds)
             lags = asyncio.run(fire_lags(env))
             figure("schedule_fires", len(lags), "fires")
-            figure("schedule_fire_lag_p50", percentile(lags, 50), "ms")
-            figure("schedule_fire_lag_p99", percentile(lags, 99), "ms")
+            figure("schedule_fire_lag_p50", percentile(lags, 0.50), "ms")
+            figure("schedule_fire_lag_p99", percentile(lags, 0.99), "ms")
             if lags:
                 figure("schedule_fire_lag_mean", statistics.fmean(lags), "ms")
     finally:

@@ -1,0 +1,1 @@
+"""Benchmark scripts (run each standalone from the repository root: ``python bench/<name>.py``)."""
