@@ -25,7 +25,7 @@ from backend.services.catalog import AppCatalog, load_catalog
 from backend.services.execution import Execution
 from backend.settings import Settings
 from backend.transport.dispatch import ArqDispatcher
-from backend.transport.redis_client import redis_client
+from backend.transport.redis_client import RedisTarget, redis_client
 from connectors import sdk
 from connectors.host.contexts import action_context
 from connectors.host.outbound import SsrfGuardTransport, guarded_connection_pool
@@ -125,7 +125,7 @@ async def build_runtime(settings: Settings, *, pool_size: int = 10, name: str = 
     settings.require_services()
     engine = make_engine(settings.database_url, pool_size=pool_size)
     sessionmaker = make_sessionmaker(engine)
-    redis = redis_client(settings.redis_url)
+    redis = redis_client(RedisTarget.from_settings(settings))
     catalog = load_catalog()
     if settings.encryption_key:
         crypto.configure(crypto.keyring_from_settings(settings))

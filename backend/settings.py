@@ -1,58 +1,9 @@
 """Settings from environment variables (and an optional TOML file).
 
-| variable | meaning | default |
-| --- | --- | --- |
-| ``DATABASE_URL`` | ``postgresql+asyncpg://user:pass@host:port/db`` | required outside ``railyard dev`` |
-| ``REDIS_URL`` | ``redis://host:port/db`` | required outside ``railyard dev`` |
-| ``RAILYARD_BASE_URL`` | public URL used in webhook links | ``http://127.0.0.1:8000`` |
-| ``RAILYARD_SECRET_KEY`` | secret for CSRF tokens | random per process (dev only) |
-| ``RAILYARD_SETTINGS_FILE`` | TOML file with the same keys in lower case | none |
-| ``RAILYARD_HTTP_ALLOWLIST`` | comma-separated hosts/IPs/CIDRs outbound HTTP may reach even when private | empty |
-| ``RAILYARD_HTTP_ALLOW_PRIVATE`` | ``1`` lets outbound HTTP reach private/loopback addresses | ``0`` |
-| ``RAILYARD_WEBHOOK_MAX_BODY`` | webhook body limit in bytes | ``1048576`` (1 MiB) |
-| ``RAILYARD_LEASE_SECONDS`` | attempt lease before the sweeper expires it | ``60`` |
-| ``RAILYARD_SWEEP_INTERVAL`` | seconds between sweeper passes | ``5`` |
-| ``RAILYARD_SESSION_HOURS`` | login session lifetime | ``336`` (14 days) |
-| ``RAILYARD_SECURE_COOKIES`` | ``1`` marks cookies Secure (behind HTTPS) | ``0`` |
-| ``RAILYARD_ENCRYPTION_KEY`` | base64 of 32 random bytes: the AES-256-GCM key credentials and webhook secrets are encrypted with (``railyard rotate-key --generate-key`` prints one) | generated into ``<data dir>/encryption.key`` by ``railyard dev``; required for credentials and webhook secrets otherwise |
-| ``RAILYARD_ENCRYPTION_OLD_KEYS`` | comma-separated old keys still readable during a rotation (see ``railyard rotate-key``) | empty |
-| ``RAILYARD_SLACK_API_URL`` | base URL of Slack's Web API (``chat.postMessage`` is appended) | ``https://slack.com/api`` |
-| ``RAILYARD_HUBSPOT_API_URL`` | base URL of HubSpot's API | ``https://api.hubapi.com`` |
-| ``RAILYARD_OAUTH2_REFRESH_MARGIN`` | seconds before expiry an OAuth2 access token is refreshed when an action asks for it | ``60`` |
-| ``RAILYARD_WEBHOOK_CACHE_SECONDS`` | how long an API process caches a webhook's workflow, version and settings | ``2`` |
-| ``RAILYARD_SCHEDULE_TICK`` | longest sleep of the schedule loop, seconds (it wakes at the next fire time) | ``1`` |
-| ``RAILYARD_LOGIN_MAX_FAILURES`` | failed sign-ins to one account within the window that lock it | ``5`` |
-| ``RAILYARD_LOGIN_ADDRESS_MAX_FAILURES`` | failed sign-ins from one client address within the window that lock it | ``50`` |
-| ``RAILYARD_LOGIN_WINDOW_MINUTES`` | the failure-counting window | ``15`` |
-| ``RAILYARD_LOGIN_LOCKOUT_MINUTES`` | how long a lock lasts | ``15`` |
-| ``RAILYARD_PASSWORD_LINK_HOURS`` | lifetime of a password reset or invitation link | ``72`` |
-| ``RAILYARD_OIDC_ISSUER`` | OpenID Connect issuer URL (discovery at ``<issuer>/.well-known/openid-configuration``); empty turns single sign-on off | empty |
-| ``RAILYARD_OIDC_CLIENT_ID`` / ``RAILYARD_OIDC_CLIENT_SECRET`` | the client registered at the provider (redirect URI ``<base url>/login/oidc/callback``) | empty |
-| ``RAILYARD_OIDC_SCOPES`` | scopes asked for | ``openid email profile`` |
-| ``RAILYARD_OIDC_PROVIDER_NAME`` | name on the login page's "Sign in with ..." button | ``SSO`` |
-| ``RAILYARD_OIDC_ROLE_CLAIM`` | id_token claim whose value (string or list) picks the role; empty: roles are managed in Railyard | empty |
-| ``RAILYARD_OIDC_ROLE_MAP`` | claim value to role, ``value=role`` pairs separated by commas (``rail-admins=admin,devs=editor``) | empty |
-| ``RAILYARD_OIDC_DEFAULT_ROLE`` | role of a new single sign-on user (and of one whose claim maps to nothing) | ``viewer`` |
-| ``RAILYARD_OIDC_GROUPS_CLAIM`` | id_token claim listing the user's groups, stored on the user | ``groups`` |
-| ``RAILYARD_PAYLOAD_INLINE_LIMIT`` | bytes of JSON text above which a part of a run value (input, output, error) is stored once by reference and shown as a preview with a download link (docs/engine.md, "Large values"); at least 1024 | ``262144`` (256 KiB) |
-| ``RAILYARD_REDACT_HEADERS`` | comma-separated extra request header names whose values webhook runs never store (docs/security.md, "Secrets in run data") | empty |
-| ``RAILYARD_AUDIT_RETENTION_DAYS`` | audit log rows older than this many days are deleted by the scheduler's sweeper; ``0`` keeps them forever | ``365`` |
-| ``RAILYARD_RETENTION_<CLASS>_DAYS`` / ``..._MAX`` | retention per data class (``RUNS``, ``PAYLOADS``, ``STEPS``, ``EVENTS``, ``FILES``): rows older than the days, or beyond the newest MAX rows, are removed by the scheduler (docs/operations.md, "Retention"); ``0`` turns a rule off | runs 90 days, events 90 days, files 90 days, the rest off |
-| ``RAILYARD_RETENTION_BATCH`` | rows removed per short transaction | ``500`` |
-| ``RAILYARD_RETENTION_INTERVAL`` | seconds between retention passes of the scheduler | ``3600`` |
-| ``RAILYARD_METRICS_TOKEN`` | bearer token that may read ``/metrics`` (besides admins); also required on the worker/scheduler probe port's ``/metrics`` when set | empty |
-| ``RAILYARD_OTLP_ENDPOINT`` | OTLP/HTTP traces endpoint (``http://collector:4318/v1/traces``); empty: tracing off | empty |
-| ``RAILYARD_OTEL_SERVICE_NAME`` | ``service.name`` of exported spans | ``railyard`` |
-| ``RAILYARD_SEARCH_BACKEND`` | ``postgres`` (the tables themselves) or ``elasticsearch`` (an index fed by ``railyard search-indexer``; docs/search.md) | ``postgres`` |
-| ``RAILYARD_ELASTICSEARCH_URL`` | Elasticsearch URL (credentials may be in it: ``https://user:pass@host:9200``) | empty |
-| ``RAILYARD_SEARCH_INDEX_PREFIX`` | prefix of the Elasticsearch index names (``<prefix>-runs``, ``-workflows``, ``-audit``) | ``railyard`` |
-| ``RAILYARD_MAX_DIAGRAM_NODES`` | nodes in one diagram (draft, compile) | ``5000`` |
-| ``RAILYARD_MAX_DIAGRAM_EDGES`` | edges in one diagram | ``10000`` |
-| ``RAILYARD_MAX_CONFIG_DEPTH`` | nesting levels of one node's config | ``32`` |
-| ``RAILYARD_MAX_CONFIG_BYTES`` | size of one node's config as JSON, bytes | ``131072`` (128 KiB) |
-| ``RAILYARD_MAX_JSON_DEPTH`` | nesting levels of a webhook JSON body or a run input | ``64`` |
-
-Environment variables win over the file.
+Every setting, its variable, type, default and meaning: docs/operations.md, "Settings"
+(generated from the :class:`Settings` fields by backend/settings_table.py: `railyard
+settings --markdown`). ``RAILYARD_SETTINGS_FILE`` names a TOML file with the same keys in
+lower case without the ``RAILYARD_`` prefix. Environment variables win over the file.
 
 Connector settings (what a connector reads with ``sdk.setting(name)``, e.g.
 ``sdk.setting("acme.api_url", default)``), for built-in and installed plugins alike: the
@@ -82,75 +33,225 @@ class SettingsError(Exception):
     """A required setting is missing or malformed."""
 
 
-class Settings(msgspec.Struct, kw_only=True):
-    """Resolved settings; see the module docstring for each field's variable."""
+def about(meaning: str, *, default: str = "", **constraints: Any) -> msgspec.Meta:
+    """Metadata of one :class:`Settings` field: ``meaning`` is its one-line description
+    (docs/operations.md's settings table is generated from it by
+    backend/settings_table.py), ``default`` replaces the shown default when the value
+    itself would mislead (random, required); ``constraints`` are msgspec's (``ge``, ...)."""
+    return msgspec.Meta(
+        description=meaning, extra={"default": default} if default else None, **constraints
+    )
 
-    database_url: str = ""
-    redis_url: str = ""
-    base_url: str = "http://127.0.0.1:8000"
-    secret_key: str = msgspec.field(default_factory=lambda: secrets.token_urlsafe(32))
-    http_allowlist: tuple[str, ...] = ()
-    http_allow_private: bool = False
-    webhook_max_body: int = 1024 * 1024
-    lease_seconds: float = 60.0
-    sweep_interval: float = 5.0
-    session_hours: float = 336.0
-    secure_cookies: bool = False
-    encryption_key: str = ""
-    encryption_old_keys: tuple[str, ...] = ()
-    slack_api_url: str = "https://slack.com/api"
-    hubspot_api_url: str = "https://api.hubapi.com"
-    oauth2_refresh_margin: float = 60.0
-    webhook_cache_seconds: float = 2.0
-    schedule_tick: float = 1.0
-    max_diagram_nodes: int = 5000
-    max_diagram_edges: int = 10000
-    max_config_depth: int = 32
-    max_config_bytes: int = 131072
-    max_json_depth: int = 64
+
+class Settings(msgspec.Struct, kw_only=True):
+    """Resolved settings. Every field is annotated with :func:`about` (its meaning) and has
+    an environment variable in ``SETTING_VARIABLES`` (except ``extra``); docs/operations.md
+    lists them all (``railyard settings --markdown``)."""
+
+    database_url: Annotated[
+        str,
+        about(
+            "PostgreSQL, `postgresql://user:pass@host:5432/db` (the asyncpg driver is used)",
+            default="required",
+        ),
+    ] = ""
+    redis_url: Annotated[
+        str,
+        about(
+            "Redis, `redis://[:pass@]host:6379/0` (`rediss://` for TLS); with "
+            "`RAILYARD_REDIS_SENTINELS` only its user, password, database and scheme are used",
+            default="required",
+        ),
+    ] = ""
+    redis_sentinels: Annotated[
+        tuple[str, ...],
+        about(
+            "Redis Sentinel addresses `host:port,...`; when set, every process asks them "
+            "for the current primary of `RAILYARD_REDIS_SENTINEL_MASTER`"
+        ),
+    ] = ()
+    redis_sentinel_master: Annotated[
+        str, about("name of the Redis primary the Sentinels watch")
+    ] = "mymaster"
+    redis_sentinel_password: Annotated[
+        str, about("password of the Sentinels themselves (`requirepass` in sentinel.conf)")
+    ] = ""
+    base_url: Annotated[str, about("public URL used in webhook and run links")] = (
+        "http://127.0.0.1:8000"
+    )
+    secret_key: Annotated[
+        str,
+        about(
+            "CSRF secret shared by every API process; set it in production",
+            default="random per process",
+        ),
+    ] = msgspec.field(default_factory=lambda: secrets.token_urlsafe(32))
+    http_allowlist: Annotated[
+        tuple[str, ...],
+        about("hosts, IPs or CIDRs outbound HTTP may reach even when private"),
+    ] = ()
+    http_allow_private: Annotated[
+        bool, about("outbound HTTP may reach private and loopback addresses (on in `railyard dev`)")
+    ] = False
+    webhook_max_body: Annotated[
+        int, about("webhook body limit, bytes (over it: 413, no run)", ge=1)
+    ] = 1024 * 1024
+    lease_seconds: Annotated[
+        float, about("attempt lease, seconds; a worker heartbeats every third of it", gt=0)
+    ] = 60.0
+    sweep_interval: Annotated[float, about("seconds between sweeper passes", gt=0)] = 5.0
+    session_hours: Annotated[float, about("login session lifetime, hours", gt=0)] = 336.0
+    secure_cookies: Annotated[bool, about("mark cookies `Secure` (behind HTTPS)")] = False
+    encryption_key: Annotated[
+        str,
+        about(
+            "AES-256-GCM key of secrets at rest (credentials, webhook secrets), base64 of "
+            "32 bytes (`railyard rotate-key --generate-key` prints one)",
+            default="none (`railyard dev`: `<data dir>/encryption.key`)",
+        ),
+    ] = ""
+    encryption_old_keys: Annotated[
+        tuple[str, ...],
+        about("old keys still readable while `railyard rotate-key` re-encrypts"),
+    ] = ()
+    slack_api_url: Annotated[
+        str, about("base URL of Slack's Web API (`chat.postMessage` is appended)")
+    ] = "https://slack.com/api"
+    hubspot_api_url: Annotated[str, about("base URL of HubSpot's API")] = "https://api.hubapi.com"
+    oauth2_refresh_margin: Annotated[
+        float, about("seconds before expiry an OAuth2 access token is refreshed", ge=0)
+    ] = 60.0
+    webhook_cache_seconds: Annotated[
+        float,
+        about("seconds an API process caches a webhook's workflow, version and settings", ge=0),
+    ] = 2.0
+    schedule_tick: Annotated[
+        float,
+        about("longest sleep of the schedule loop, seconds (it wakes at the next fire)", gt=0),
+    ] = 1.0
+    max_diagram_nodes: Annotated[int, about("nodes in one diagram", ge=1)] = 5000
+    max_diagram_edges: Annotated[int, about("edges in one diagram", ge=1)] = 10000
+    max_config_depth: Annotated[int, about("nesting levels of one node's config", ge=1)] = 32
+    max_config_bytes: Annotated[int, about("size of one node's config as JSON, bytes", ge=1)] = (
+        131072
+    )
+    max_json_depth: Annotated[
+        int, about("nesting levels of a webhook JSON body or a run input", ge=1)
+    ] = 64
     extra: dict[str, Any] = msgspec.field(default_factory=dict)
     """Every other ``RAILYARD_*`` variable and settings-file key, by :func:`setting_key`
     (where connector settings come from)."""
-    payload_inline_limit: int = 256 * 1024
-    redact_headers: tuple[str, ...] = ()
-    audit_retention_days: Annotated[int, msgspec.Meta(ge=0)] = 365
-    # retention per data class (backend/services/retention.py): days (0 = no age limit) and
-    # the newest rows kept (0 = no count limit)
-    retention_runs_days: Annotated[int, msgspec.Meta(ge=0)] = 90
-    retention_runs_max: Annotated[int, msgspec.Meta(ge=0)] = 0
-    retention_payloads_days: Annotated[int, msgspec.Meta(ge=0)] = 0
-    retention_payloads_max: Annotated[int, msgspec.Meta(ge=0)] = 0
-    retention_steps_days: Annotated[int, msgspec.Meta(ge=0)] = 0
-    retention_steps_max: Annotated[int, msgspec.Meta(ge=0)] = 0
-    retention_events_days: Annotated[int, msgspec.Meta(ge=0)] = 90
-    retention_events_max: Annotated[int, msgspec.Meta(ge=0)] = 0
-    retention_files_days: Annotated[int, msgspec.Meta(ge=0)] = 90
-    retention_files_max: Annotated[int, msgspec.Meta(ge=0)] = 0
-    retention_batch: Annotated[int, msgspec.Meta(ge=1, le=100000)] = 500
-    retention_interval: Annotated[float, msgspec.Meta(ge=1)] = 3600.0
-    metrics_token: str = ""
-    otlp_endpoint: str = ""
-    otel_service_name: str = "railyard"
-    search_backend: Literal["postgres", "elasticsearch"] = "postgres"
-    elasticsearch_url: str = ""
-    search_index_prefix: Annotated[str, msgspec.Meta(pattern=r"^[a-z0-9][a-z0-9_-]{0,40}$")] = (
-        "railyard"
-    )
-
-    login_max_failures: int = 5
-    login_address_max_failures: int = 50
-    login_window_minutes: float = 15.0
-    login_lockout_minutes: float = 15.0
-    password_link_hours: float = 72.0
-    oidc_issuer: str = ""
-    oidc_client_id: str = ""
-    oidc_client_secret: str = ""
-    oidc_scopes: str = "openid email profile"
-    oidc_provider_name: str = "SSO"
-    oidc_role_claim: str = ""
-    oidc_role_map: dict[str, str] = msgspec.field(default_factory=dict)
-    oidc_default_role: str = "viewer"
-    oidc_groups_claim: str = "groups"
+    payload_inline_limit: Annotated[
+        int,
+        about(
+            "bytes of JSON above which a part of a run value is stored once by reference "
+            '(docs/engine.md, "Large values")',
+            ge=1024,
+        ),
+    ] = 256 * 1024
+    redact_headers: Annotated[
+        tuple[str, ...], about("extra request headers whose values webhook runs never store")
+    ] = ()
+    audit_retention_days: Annotated[
+        int, about("days audit rows are kept; `0` keeps them forever", ge=0)
+    ] = 365
+    retention_runs_days: Annotated[
+        int, about("days an ended run is kept with its steps and events; `0`: no age rule", ge=0)
+    ] = 90
+    retention_runs_max: Annotated[
+        int, about("newest ended runs kept; `0`: no count rule", ge=0)
+    ] = 0
+    retention_payloads_days: Annotated[
+        int,
+        about("days the values (input, output) of an ended run are kept; `0`: no age rule", ge=0),
+    ] = 0
+    retention_payloads_max: Annotated[
+        int, about("newest ended runs whose values are kept; `0`: no count rule", ge=0)
+    ] = 0
+    retention_steps_days: Annotated[
+        int,
+        about("days step records and attempts of an ended run are kept; `0`: no age rule", ge=0),
+    ] = 0
+    retention_steps_max: Annotated[
+        int, about("newest ended runs whose step records are kept; `0`: no count rule", ge=0)
+    ] = 0
+    retention_events_days: Annotated[
+        int, about("days outbox events are kept; `0`: no age rule", ge=0)
+    ] = 90
+    retention_events_max: Annotated[
+        int, about("newest outbox events kept; `0`: no count rule", ge=0)
+    ] = 0
+    retention_files_days: Annotated[
+        int, about("days files uploaded to webhooks are kept; `0`: no age rule", ge=0)
+    ] = 90
+    retention_files_max: Annotated[
+        int, about("newest uploaded files kept; `0`: no count rule", ge=0)
+    ] = 0
+    retention_batch: Annotated[
+        int, about("rows retention removes per short transaction", ge=1, le=100000)
+    ] = 500
+    retention_interval: Annotated[
+        float, about("seconds between two retention passes of the leading scheduler", ge=1)
+    ] = 3600.0
+    metrics_token: Annotated[
+        str,
+        about(
+            "bearer token that may read `/metrics` besides admins (also required on the "
+            "worker and scheduler probe port when set)"
+        ),
+    ] = ""
+    otlp_endpoint: Annotated[
+        str, about("OTLP/HTTP traces endpoint (`http://collector:4318/v1/traces`); empty: off")
+    ] = ""
+    otel_service_name: Annotated[str, about("`service.name` of exported spans")] = "railyard"
+    search_backend: Annotated[
+        Literal["postgres", "elasticsearch"], about("where search runs (docs/search.md)")
+    ] = "postgres"
+    elasticsearch_url: Annotated[str, about("Elasticsearch URL, credentials may be in it")] = ""
+    search_index_prefix: Annotated[
+        str,
+        about(
+            "prefix of the Elasticsearch indexes (`<prefix>-runs`, `-workflows`, `-audit`)",
+            pattern=r"^[a-z0-9][a-z0-9_-]{0,40}$",
+        ),
+    ] = "railyard"
+    login_max_failures: Annotated[
+        int, about("failed sign-ins to one account within the window that lock it", ge=1)
+    ] = 5
+    login_address_max_failures: Annotated[
+        int, about("failed sign-ins from one client address within the window that lock it", ge=1)
+    ] = 50
+    login_window_minutes: Annotated[float, about("failure-counting window, minutes", gt=0)] = 15.0
+    login_lockout_minutes: Annotated[float, about("how long a lock lasts, minutes", gt=0)] = 15.0
+    password_link_hours: Annotated[
+        float, about("lifetime of a password reset or invitation link, hours", gt=0)
+    ] = 72.0
+    oidc_issuer: Annotated[
+        str, about("OpenID Connect issuer URL; empty turns single sign-on off")
+    ] = ""
+    oidc_client_id: Annotated[
+        str,
+        about(
+            "client id registered at the provider (redirect URI `<base url>/login/oidc/callback`)"
+        ),
+    ] = ""
+    oidc_client_secret: Annotated[str, about("client secret registered at the provider")] = ""
+    oidc_scopes: Annotated[str, about("scopes asked for, space-separated")] = "openid email profile"
+    oidc_provider_name: Annotated[
+        str, about('name on the login page\'s "Sign in with ..." button')
+    ] = "SSO"
+    oidc_role_claim: Annotated[
+        str, about("id_token claim whose value picks the role; empty: roles are set in Railyard")
+    ] = ""
+    oidc_role_map: Annotated[
+        dict[str, str], about("claim value to role (`rail-admins=admin,devs=editor`)")
+    ] = msgspec.field(default_factory=dict)
+    oidc_default_role: Annotated[
+        str, about("role of a new single sign-on user whose claim maps to nothing")
+    ] = "viewer"
+    oidc_groups_claim: Annotated[
+        str, about("id_token claim listing the user's groups, stored on the user")
+    ] = "groups"
 
     @property
     def oidc_enabled(self) -> bool:
@@ -220,6 +321,9 @@ class ConnectorSettings(Mapping[str, Any]):
 _ENV = {
     "DATABASE_URL": "database_url",
     "REDIS_URL": "redis_url",
+    "RAILYARD_REDIS_SENTINELS": "redis_sentinels",
+    "RAILYARD_REDIS_SENTINEL_MASTER": "redis_sentinel_master",
+    "RAILYARD_REDIS_SENTINEL_PASSWORD": "redis_sentinel_password",
     "RAILYARD_BASE_URL": "base_url",
     "RAILYARD_SECRET_KEY": "secret_key",
     "RAILYARD_HTTP_ALLOWLIST": "http_allowlist",
@@ -281,7 +385,7 @@ _ENV = {
 SETTING_VARIABLES: dict[str, str] = {name: var for var, name in _ENV.items()}
 """The environment variable of each setting (``{"base_url": "RAILYARD_BASE_URL", ...}``)."""
 
-_LISTS = ("http_allowlist", "encryption_old_keys", "redact_headers")
+_LISTS = ("http_allowlist", "encryption_old_keys", "redact_headers", "redis_sentinels")
 
 
 def load_settings(environ: dict[str, str] | None = None, **overrides: object) -> Settings:
@@ -314,6 +418,10 @@ def load_settings(environ: dict[str, str] | None = None, **overrides: object) ->
     except msgspec.ValidationError as exc:
         raise SettingsError(f"invalid setting: {exc}") from exc
     settings.database_url = normalize_database_url(settings.database_url)
+    for address in settings.redis_sentinels:
+        host, sep, port = address.rpartition(":")
+        if not (sep and host and port.isdigit()):
+            raise SettingsError(f"RAILYARD_REDIS_SENTINELS: {address!r} is not host:port")
     if settings.payload_inline_limit < 1024:
         raise SettingsError("RAILYARD_PAYLOAD_INLINE_LIMIT must be at least 1024 (bytes)")
     return settings

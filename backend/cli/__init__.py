@@ -22,6 +22,7 @@ from typing import Any
 
 import uvicorn
 
+from backend.cli import ops_tools
 from backend.cli.admin_tools import cmd_create_user, cmd_rotate_key
 from backend.settings import Settings, SettingsError, load_settings
 
@@ -438,6 +439,7 @@ def main(argv: list[str] | None = None) -> int:
         "search-reindex", help="rebuild the Elasticsearch indexes from PostgreSQL"
     )
     reindex.set_defaults(func=cmd_search_reindex)
+    ops_tools.add_commands(sub)
     args = parser.parse_args(argv)
     try:
         _setup_logging(args.command)

@@ -16,7 +16,13 @@ import msgspec
 from backend.settings import SETTING_VARIABLES, Settings
 
 SECRET_SETTINGS = frozenset(
-    {"secret_key", "encryption_key", "encryption_old_keys", "metrics_token"}
+    {
+        "secret_key",
+        "encryption_key",
+        "encryption_old_keys",
+        "metrics_token",
+        "redis_sentinel_password",
+    }
 )
 """Settings whose value is never shown (only whether they are set)."""
 

@@ -25,7 +25,7 @@ from redis.asyncio.client import PubSub
 from redis.exceptions import RedisError
 
 from backend.services.channels import WAKE_CHANNEL
-from backend.transport.redis_client import redis_client
+from backend.transport.redis_client import RedisTarget, redis_client
 from backend.workers.health import Backoff, ServiceHealth
 
 log = logging.getLogger(__name__)
@@ -58,13 +58,13 @@ class WakeableWorker(Worker):
     def __init__(
         self,
         *args: Any,
-        redis_url: str,
+        redis_target: str | RedisTarget,
         idle_poll: float = DEFAULT_IDLE_POLL_SECONDS,
         health: ServiceHealth | None = None,
         **kwargs: Any,
     ):
         super().__init__(*args, **kwargs)
-        self.redis_url = redis_url
+        self.redis_target = redis_target
         self.idle_poll_s = idle_poll
         self.health = health or ServiceHealth("worker")
         self._wake: PubSub | None = None
@@ -79,7 +79,7 @@ class WakeableWorker(Worker):
         Jobs lost with Redis are re-dispatched by the sweeper from PostgreSQL.
         """
         if self._pool is None:
-            self._pool = redis_client(self.redis_url)
+            self._pool = redis_client(self.redis_target)
         self.ctx["redis"] = self.pool
         self.ctx["health"] = self.health
         if self.on_startup:

@@ -16,7 +16,6 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import httpx
-from arq.connections import RedisSettings
 from arq.constants import default_queue_name
 from arq.worker import Worker, func
 from redis.exceptions import RedisError
@@ -27,6 +26,7 @@ from backend.services.availability import database_unavailable
 from backend.services.metrics_view import forget_worker, heartbeat
 from backend.services.recovery import sweep
 from backend.settings import Settings
+from backend.transport.redis_client import RedisTarget, arq_redis_settings
 from backend.workers.health import ServiceHealth
 from backend.workers.run_control import enforce_deadlines, listen_for_cancels
 from backend.workers.wake import DEFAULT_IDLE_POLL_SECONDS, WakeableWorker
@@ -171,10 +171,11 @@ def make_worker(
             await forget_worker(runtime.redis, runtime.execution.env.worker)
             await runtime.close()
 
+    target = RedisTarget.from_settings(settings)
     return WakeableWorker(
         functions=[func(execute_step, max_tries=1), func(advance_run, max_tries=1)],
-        redis_settings=RedisSettings.from_dsn(settings.redis_url),
-        redis_url=settings.redis_url,
+        redis_settings=arq_redis_settings(target),
+        redis_target=target,
         on_startup=startup,
         on_shutdown=shutdown,
         burst=burst,
