@@ -6,12 +6,15 @@ side-by-side runs can be compared by name).
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -72,3 +75,38 @@ def wait_http(url: str, proc: subprocess.Popen[bytes], timeout: float = 60) -> N
 def load_average() -> float:
     """The machine's 1-minute load average (quote it beside wall-time figures)."""
     return os.getloadavg()[0]
+
+
+@contextlib.contextmanager
+def embedded_stack(prefix: str) -> Iterator[tuple[Path, dict[str, str]]]:
+    """Embedded PostgreSQL (fsync on) and Redis in a fresh directory under /tmp, migrated.
+
+    Yields ``(directory, environment)``: the environment (``os.environ`` plus
+    ``DATABASE_URL``, ``REDIS_URL``, a fresh ``RAILYARD_ENCRYPTION_KEY`` and the access log
+    off) is what ``railyard`` processes of the bench run with. Both servers stop and the
+    directory is removed on exit."""
+    from backend import crypto
+    from backend.db.migrate import upgrade
+    from backend.embedded import EmbeddedPostgres, EmbeddedRedis
+
+    data = Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
+    data.chmod(0o755)
+    pg, redis = EmbeddedPostgres(data / "pg"), EmbeddedRedis(data / "redis")
+    try:
+        pg.start()
+        redis.start()
+        upgrade(pg.url)
+        yield (
+            data,
+            {
+                **os.environ,
+                "DATABASE_URL": pg.url,
+                "REDIS_URL": redis.url,
+                "RAILYARD_ENCRYPTION_KEY": crypto.generate_key(),
+                "RAILYARD_ACCESS_LOG": "0",
+            },
+        )
+    finally:
+        redis.stop()
+        pg.stop()
+        shutil.rmtree(data, ignore_errors=True)

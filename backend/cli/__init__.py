@@ -241,7 +241,8 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
     async def main() -> None:
         _tracing(settings)
-        worker = make_worker(settings, max_jobs=args.max_jobs, sweep=False)
+        jobs = {"max_jobs": args.max_jobs} if args.max_jobs else {}
+        worker = make_worker(settings, sweep=False, **jobs)
         stop = _stop_on_signals()
         probes = await _start_probes(
             args.health_port, lambda: worker.ctx.get("runtime"), settings.metrics_token
@@ -401,7 +402,12 @@ def main(argv: list[str] | None = None) -> int:
     api.add_argument("--port", type=int, default=8000)
     api.set_defaults(func=cmd_api)
     worker = sub.add_parser("worker", help="run a worker (scale out by running more)")
-    worker.add_argument("--max-jobs", type=int, default=20)
+    worker.add_argument(
+        "--max-jobs",
+        type=int,
+        default=None,
+        help="jobs one worker runs at once (default 20)",
+    )
     worker.add_argument("--health-port", type=int, default=_env_port(), help=HEALTH_PORT_HELP)
     worker.set_defaults(func=cmd_worker)
     sched = sub.add_parser("scheduler", help="run durable timers and recovery (leader-elected)")

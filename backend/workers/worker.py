@@ -37,6 +37,10 @@ log = logging.getLogger(__name__)
 # does not poll: it sleeps until the dispatcher wakes it (backend/workers/wake.py).
 POLL_DELAY_SECONDS = 0.005
 
+DEFAULT_MAX_JOBS = 20
+"""Jobs one worker runs at once unless told otherwise (``railyard worker --max-jobs``; the
+KEDA threshold in deploy/kubernetes follows it)."""
+
 
 def _started(ctx: dict[str, Any], function: str, run_id: str, **ids: str) -> None:
     """Record how late the job started (its due time is arq's ``score``, in ms) and bind
@@ -136,7 +140,7 @@ def make_worker(
     settings: Settings,
     *,
     burst: bool = False,
-    max_jobs: int = 20,
+    max_jobs: int = DEFAULT_MAX_JOBS,
     sweep: bool = True,
     idle_poll: float = DEFAULT_IDLE_POLL_SECONDS,
 ) -> WakeableWorker:

@@ -20,7 +20,9 @@ from typing import Any
 
 import pytest
 import yaml
-from arq.constants import default_queue_name
+
+from backend.observability.metrics import QUEUE_DEPTH
+from backend.workers.worker import DEFAULT_MAX_JOBS
 
 ROOT = Path(__file__).resolve().parents[2]
 KUBERNETES = ROOT / "deploy" / "kubernetes"
@@ -133,7 +135,7 @@ def test_scheduler_pairs_and_api_disruption_budget(overlay: str) -> None:
     assert job["spec"]["template"]["spec"]["containers"][0]["args"] == ["migrate"]
 
 
-def test_production_scales_workers_with_keda_on_the_arq_queue_and_cpu() -> None:
+def test_production_scales_workers_with_keda_on_the_queue_depth_and_cpu() -> None:
     resources = _rendered("production")
     # KEDA makes its own HorizontalPodAutoscaler; a second one would fight it.
     assert not [key for key in resources if key[0] == "HorizontalPodAutoscaler"]
@@ -141,11 +143,21 @@ def test_production_scales_workers_with_keda_on_the_arq_queue_and_cpu() -> None:
     assert scaled["scaleTargetRef"]["name"] == "railyard-worker"
     assert ("Deployment", "railyard-worker") in resources
     triggers = {trigger["type"]: trigger for trigger in scaled["triggers"]}
-    assert triggers["redis"]["metadata"]["listName"] == default_queue_name
-    auth = triggers["redis"]["authenticationRef"]["name"]
-    assert ("TriggerAuthentication", auth) in resources
+    # arq's queue is a sorted set (ZADD); KEDA's redis trigger reads a list's length (LLEN)
+    # and would fail on it, so scaling follows the queue depth the API exports instead
+    assert "redis" not in triggers and "redis-sentinel" not in triggers
+    query = triggers["prometheus"]["metadata"]["query"]
+    assert query.startswith(f"max({QUEUE_DEPTH._name}")  # every API pod reports the same value
+    assert triggers["prometheus"]["metadata"]["ignoreNullValues"] == "false"  # -> fallback
+    worker = resources[("Deployment", "railyard-worker")]["spec"]["template"]["spec"]
+    max_jobs = _flag(worker["containers"][0]["args"], "--max-jobs", DEFAULT_MAX_JOBS)
+    assert int(triggers["prometheus"]["metadata"]["threshold"]) == max_jobs
     assert triggers["cpu"]["metadata"]["value"]
     assert scaled["minReplicaCount"] >= 1 and "fallback" in scaled
+
+
+def _flag(args: list[str], name: str, default: int) -> int:
+    return int(args[args.index(name) + 1]) if name in args else default
 
 
 def test_dev_scales_workers_on_cpu_and_brings_its_own_secret() -> None:
@@ -172,4 +184,29 @@ def test_network_is_denied_by_default_and_opened_per_need(overlay: str) -> None:
     assert [port["port"] for rule in ingress for port in rule["ports"]] == [8000]
     egress = policies["railyard-egress-datastores"]["egress"]
     ports = {port["port"] for rule in egress for port in rule["ports"]}
-    assert {53, 5432, 6379} <= ports
+    assert {53, 5432, 6379, 26379} <= ports
+
+
+def test_the_documented_upgrade_order_selects_one_part_at_a_time() -> None:
+    """docs/operations.md, "Zero-downtime upgrades" applies the overlay part by part with
+    ``-l app.kubernetes.io/component=<part>``: each selector must pick that part's
+    workload (and the migration nothing else)."""
+    resources = _rendered("production")
+
+    def part(component: str) -> set[tuple[str, str]]:
+        return {
+            key
+            for key, doc in resources.items()
+            if doc["metadata"].get("labels", {}).get("app.kubernetes.io/component") == component
+        }
+
+    assert part("migrate") == {("Job", "railyard-migrate")}
+    for component in ("api", "worker", "scheduler"):
+        assert ("Deployment", f"railyard-{component}") in part(component)
+    text = (ROOT / "docs" / "operations.md").read_text()
+    for command in (
+        "kubectl apply -k $O -l app.kubernetes.io/component=migrate",
+        "for part in api worker scheduler; do",
+        "kubectl apply -k $O -l app.kubernetes.io/component=$part",
+    ):
+        assert command in text
