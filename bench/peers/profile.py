@@ -5,7 +5,10 @@ distinct stack, ``frame;frame;...;leaf <count>``, outermost first) to each proce
 length of a phase; :func:`summarise` turns the stacks into shares of the samples: by leaf
 frame (self time), by the package the leaf frame's file belongs to, and by Railyard
 function anywhere on the stack (inclusive time). py-spy counts only threads it sees
-running (not idle ones), so the shares are of CPU time, not of wall time.
+running (not idle ones), so the shares are of CPU time, not of wall time. Time in compiled
+code without Python frames (uvloop's event loop, asyncpg's protocol, hiredis) is charged to
+the nearest Python frame: ``Runner.run`` (asyncio's runner) self time is the event loop's
+own work: polling, socket reads and writes, callbacks implemented in C.
 """
 
 from __future__ import annotations
@@ -26,7 +29,8 @@ OWN = ("backend/", "connectors/", "designer_schema/")
 def package(path: str) -> str:
     """Where a frame's file belongs: ``sqlalchemy`` for .../site-packages/sqlalchemy/...,
     ``stdlib:asyncio`` for the standard library, ``backend/db`` for Railyard's own files
-    (their first two path components), else the file name."""
+    (their first two path components), ``asyncpg`` for py-spy's shortened
+    ``asyncpg/connection.py``, else the file name."""
     if "site-packages/" in path:
         return path.split("site-packages/", 1)[1].split("/", 1)[0].removesuffix(".py")
     found = re.search(r"/lib/python3\.\d+/(.+)$", path)
@@ -37,6 +41,8 @@ def package(path: str) -> str:
         if at >= 0:
             parts = path[at:].split("/")
             return "/".join(parts[:2]) if len(parts) > 2 else parts[0]
+    if "/" in path and not path.startswith("/"):  # py-spy's short form: package/module.py
+        return path.split("/", 1)[0]
     return Path(path).name or path
 
 
@@ -127,7 +133,7 @@ class Sampler:
         spy = Path(sys.executable).with_name("py-spy")
         path = self.out / f"{name}.txt"
         argv = [str(spy), "record", "--pid", str(pid), "--format", "raw", "--rate"]
-        argv += [str(self.rate), "--nonblocking", "--output", str(path)]
+        argv += [str(self.rate), "--nonblocking", "--full-filenames", "--output", str(path)]
         log = (self.out / f"{name}.log").open("wb")
         proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
         self.running.append((name, path, proc))

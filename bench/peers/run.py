@@ -38,7 +38,7 @@ from bench.peers import install
 from bench.peers.engines import Dbos, NodeRed, Peer, Restate
 from bench.peers.railyard_peer import Railyard
 from bench.peers.scenario import Plan, set_if_node_red, set_if_railyard, three_steps
-from bench.peers.stats import Rounds
+from bench.peers.stats import Rounds, ceiling_share, markdown_table
 
 ENGINES = ("railyard", "dbos", "restate")
 
@@ -140,8 +140,14 @@ def main(argv: list[str] | None = None) -> int:
                             set_if_railyard(railyard, plan, out)
                     finally:
                         one.stop()
-            tps = pgbench_tps(pg.port, pg.user, 8, plan.pgbench_seconds)
+            tps = pgbench_tps(pg.port, pg.user, plan.pgbench_clients, plan.pgbench_seconds)
             out.add("postgres", "pgbench_N_8_clients", tps, "tps")
+            largest = max(plan.throughput_runs, default=0)
+            for peer in chosen:
+                if peer.uses_pg:
+                    rate = out.last(peer.name, f"runs_per_s_{largest}")
+                    xacts = out.last(peer.name, "pg_write_xacts_per_run")
+                    out.add(peer.name, "pg_ceiling_used", ceiling_share(rate, xacts, tps), "%")
     finally:
         railyard.close()
         pg.stop()
@@ -149,6 +155,9 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(data, ignore_errors=True)
     for line in out.lines():
         print(line, flush=True)
+    largest = max(plan.throughput_runs, default=0)
+    for line in markdown_table(out, args.engines.split(","), largest):
+        print(f"# {line}", flush=True)
     print(f"# load average after: {load_average():.2f}", flush=True)
     print(f"# wall time: {time.monotonic() - started:.0f} s", flush=True)
     print(f"# versions: {install.versions()}", flush=True)

@@ -59,6 +59,11 @@ class Rounds:
         """The median over rounds of ``engine.name`` (NaN when never recorded)."""
         return spread(self.values.get((engine, name), []))[1]
 
+    def last(self, engine: str, name: str) -> float:
+        """The latest round's ``engine.name`` (NaN when never recorded)."""
+        found = self.values.get((engine, name))
+        return found[-1] if found else math.nan
+
 
 def latency_figures(latencies_s: list[float]) -> dict[str, float]:
     """Median and p95 (nearest rank) of request latencies given in seconds, in ms."""
@@ -78,3 +83,38 @@ def write_transactions(xid_before: int, xid_after: int) -> int:
     """Write transactions between two ``pg_current_xact_id()`` readings: the difference less
     the one id the later reading took itself (only writing transactions are given ids)."""
     return max(0, xid_after - xid_before - 1)
+
+
+def ceiling_share(runs_per_s: float, xacts_per_run: float, pgbench_tps: float) -> float:
+    """Percent of PostgreSQL's commit ceiling an engine used: its write transactions per
+    second (``runs_per_s * xacts_per_run``) over ``pgbench -N``'s transactions per second."""
+    if not pgbench_tps or math.isnan(pgbench_tps):
+        return math.nan
+    return runs_per_s * xacts_per_run / pgbench_tps * 100
+
+
+def markdown_table(out: Rounds, engines: list[str], runs: int) -> list[str]:
+    """The issue's table from the medians over rounds: one row per engine (latency median /
+    p95, runs/s of the ``runs``-run phase, CPU per run with PostgreSQL's share, PostgreSQL
+    write transactions per run), then the pgbench ceiling."""
+    lines = [
+        f"| engine | latency median / p95 | runs/s ({runs:,} runs) | CPU per run (engine + PG) "
+        "| PG write txns per run |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for engine in engines:
+        med = {name: out.median(engine, name) for (e, name) in out.values if e == engine}
+        cpu = number(med.get("engine_cpu_per_run", math.nan), 3) + " ms"
+        if "pg_cpu_per_run" in med:
+            cpu += f" + {number(med['pg_cpu_per_run'], 3)} ms"
+        xacts = med.get("pg_write_xacts_per_run", math.nan)
+        latency = (
+            f"{number(med.get('latency_median', math.nan), 3)} ms"
+            f" / {number(med.get('latency_p95', math.nan), 3)} ms"
+        )
+        rate = number(med.get(f"runs_per_s_{runs}", math.nan), 3)
+        pg = "(own log)" if math.isnan(xacts) else number(xacts, 3)
+        lines.append(f"| {engine} | {latency} | {rate} | {cpu} | {pg} |")
+    tps = out.median("postgres", "pgbench_N_8_clients")
+    lines.append(f"| PostgreSQL ceiling: pgbench -N, 8 clients | | {number(tps, 4)} tps | | |")
+    return lines

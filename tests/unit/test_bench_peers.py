@@ -12,8 +12,10 @@ from bench.peers.profile import package, parse_frame, report, summarise
 from bench.peers.run import arguments, rotated
 from bench.peers.stats import (
     Rounds,
+    ceiling_share,
     figure_line,
     latency_figures,
+    markdown_table,
     number,
     per_run,
     spread,
@@ -134,3 +136,29 @@ def test_profile_frames_and_packages() -> None:
     assert package("/usr/lib/python3.11/json/decoder.py") == "stdlib:json"
     assert package("/repo/connectors/builtin/data.py") == "connectors/builtin"
     assert package("/repo/backend/app.py") == "backend"
+    assert package("asyncpg/connection.py") == "asyncpg"
+    assert package("<string>") == "<string>"
+
+
+def test_ceiling_share_and_markdown_table() -> None:
+    assert ceiling_share(47, 5, 3049) == 47 * 5 / 3049 * 100
+    assert math.isnan(ceiling_share(47, 5, math.nan))
+    out = Rounds()
+    for value in (40.0, 41.0, 39.0):
+        out.add("railyard", "latency_median", value, "ms")
+    out.add("railyard", "latency_p95", 50.0, "ms")
+    out.add("railyard", "runs_per_s_1000", 47.0, "runs/s")
+    out.add("railyard", "engine_cpu_per_run", 23.0, "ms")
+    out.add("railyard", "pg_cpu_per_run", 9.0, "ms")
+    out.add("railyard", "pg_write_xacts_per_run", 5.0, "")
+    out.add("restate", "latency_median", 14.0, "ms")
+    out.add("restate", "latency_p95", 22.0, "ms")
+    out.add("restate", "runs_per_s_1000", 303.0, "runs/s")
+    out.add("restate", "engine_cpu_per_run", 5.4, "ms")
+    out.add("postgres", "pgbench_N_8_clients", 3049.0, "tps")
+    assert out.last("railyard", "latency_median") == 39.0
+    assert markdown_table(out, ["railyard", "restate"], 1000)[2:] == [
+        "| railyard | 40 ms / 50 ms | 47 | 23 ms + 9 ms | 5 |",
+        "| restate | 14 ms / 22 ms | 303 | 5.4 ms | (own log) |",
+        "| PostgreSQL ceiling: pgbench -N, 8 clients | | 3049 tps | | |",
+    ]
