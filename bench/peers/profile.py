@@ -22,6 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 FRAME = re.compile(r"^(?P<func>.*?) \((?P<file>[^()]*?)(?::(?P<line>\d+))?\)$")
+NO_FRAME = "(no Python frame)"
+"""Samples of a running thread without any Python frame (a native thread, or a stack
+py-spy could not walk): counted, so the shares are of all the CPU py-spy saw."""
 OWN = ("backend/", "connectors/", "designer_schema/")
 """Railyard's own source trees (their frames are reported by function)."""
 
@@ -77,20 +80,25 @@ class Summary:
 def summarise(collapsed: str, top: int = 12) -> Summary:
     """Shares of the samples in py-spy's raw (collapsed) output ``collapsed``: the ``top``
     leaf frames, the packages of the leaf frames (all), and Railyard's functions anywhere on
-    the stack (inclusive, each counted once per stack). Malformed lines are skipped."""
+    the stack (inclusive, each counted once per stack; a lower bound: code that SQLAlchemy
+    runs in a greenlet, or asyncio in a task of its own such as ``wait_for``'s, is sampled
+    without its callers). A stack without frames counts as :data:`NO_FRAME`. Malformed
+    lines are skipped."""
     leaves: Counter[str] = Counter()
     packages: Counter[str] = Counter()
     inclusive: Counter[str] = Counter()
     total = 0
     for line in collapsed.splitlines():
         stack, _, count_text = line.rpartition(" ")
-        if not stack or not count_text.isdigit():
+        if not count_text.isdigit():
             continue
         count = int(count_text)
-        frames = [parse_frame(f) for f in stack.split(";") if f]
-        if not frames:
-            continue
         total += count
+        frames = [parse_frame(f) for f in stack.split(";") if f.strip()]
+        if not frames:
+            leaves[NO_FRAME] += count
+            packages[NO_FRAME] += count
+            continue
         func, path = frames[-1]
         leaves[f"{func} ({package(path)})" if path else func] += count
         packages[package(path) if path else func] += count

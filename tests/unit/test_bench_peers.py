@@ -105,7 +105,8 @@ COLLAPSED = "\n".join(
     [
         f"{WORKER};execute ({SITE}/sqlalchemy/engine/base.py:1400) 60",
         f"{WORKER};plan (/r/backend/engine/planner.py:20) 30",
-        "_run_once (/usr/lib/python3.11/asyncio/base_events.py:1900) 10",
+        "_run_once (/usr/lib/python3.11/asyncio/base_events.py:1900) 5",
+        " 5",
         "not a stack line",
     ]
 )
@@ -117,7 +118,8 @@ def test_profile_summary_shares() -> None:
     assert dict(summary.by_package) == {
         "sqlalchemy": 0.6,
         "backend/engine": 0.3,
-        "stdlib:asyncio": 0.1,
+        "stdlib:asyncio": 0.05,
+        "(no Python frame)": 0.05,
     }
     assert summary.by_leaf[0] == ("execute (sqlalchemy)", 0.6)
     inclusive = dict(summary.by_own_function)
