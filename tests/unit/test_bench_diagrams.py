@@ -15,6 +15,7 @@ from backend.engine.expression_paths import JsonataReader
 from backend.engine.expressions import JsonataChecker
 from backend.services.catalog import load_catalog
 from bench import designer, engine, limits, webhooks
+from bench.peers import railyard_peer
 from designer_schema import Diagram, compile_diagram
 
 CATALOG = load_catalog()
@@ -25,6 +26,7 @@ DIAGRAMS: dict[str, Any] = {
     "limits.chain": limits.chain(50),
     "engine.chain": engine.chain(3, "http://127.0.0.1:9/"),
     "designer.big_diagram": designer.big_diagram(),
+    "peers.three_steps": railyard_peer.three_steps(),
 }
 
 

@@ -1,0 +1,1 @@
+"""Railyard side by side with other engines on one machine (see run.py)."""

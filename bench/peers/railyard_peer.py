@@ -1,0 +1,135 @@
+"""Railyard as a peer: ``railyard api`` (``api_procs``) and ``railyard worker`` (``workers``)
+on the harness's PostgreSQL (database ``railyard``) and its own embedded Redis.
+
+Two published workflows answer at their webhooks:
+
+- the 3-step scenario (:func:`three_steps`): Webhook (``respond: last_step``) -> three Text
+  template action steps; the answer is 200 with the last step's output, so an answer means
+  the run succeeded with every step committed before the next started;
+- Webhook -> Set -> If (bench/webhooks.py's ``pipeline``, answered 202 when the run is
+  stored) for the comparison with Node-RED; :func:`completed` counts its finished runs.
+
+Durability: PostgreSQL with fsync, synchronous_commit and full_page_writes on; Redis (the
+job transport, not the truth) with its append-only file fsynced every second.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+
+from backend.embedded import EmbeddedPostgres, EmbeddedRedis, free_port
+from bench.common import railyard, wait_http
+from bench.peers.engines import Processes
+from bench.webhooks import pipeline, setup
+
+
+def three_steps() -> dict[str, Any]:
+    """Webhook (answers with the last step's output) -> three Text template action steps."""
+
+    def node(nid: str, ntype: str, x: int, **config: Any) -> dict[str, Any]:
+        return {"id": nid, "type": ntype, "label": nid, "position": {"x": x, "y": 0}, **config}
+
+    steps = [
+        node("s1", "data.template", 200, config={"template": "run{{ input.body.id }} step1"}),
+        node("s2", "data.template", 400, config={"template": "{{ input.text }} step2"}),
+        node("s3", "data.template", 600, config={"template": "{{ input.text }} step3"}),
+    ]
+    edges = [
+        {"id": f"{a}-{b}", "source": a, "source_port": "out", "target": b, "target_port": "in"}
+        for a, b in (("hook", "s1"), ("s1", "s2"), ("s2", "s3"))
+    ]
+    hook = node("hook", "trigger.webhook", 0, config={"respond": "last_step", "wait_timeout": 60})
+    return {
+        "nodes": [hook, *steps],
+        "edges": edges,
+        "viewport": {"x": 0, "y": 0, "zoom": 1},
+        "schema_version": 1,
+    }
+
+
+class Railyard:
+    """Railyard's processes, with both workflows published once by :meth:`prepare`."""
+
+    name = "railyard"
+    uses_pg = True
+
+    def __init__(
+        self, data: Path, pg: EmbeddedPostgres, *, api_procs: int = 1, workers: int = 2
+    ) -> None:
+        self.pg = pg
+        self.redis = EmbeddedRedis(data / "redis")
+        self.procs = Processes(data / "logs")
+        self.api_procs = api_procs
+        self.workers = workers
+        self.env: dict[str, str] = {}
+        self.tokens: dict[str, str] = {}
+        self.ports: list[int] = []
+        self.scenario = "three_steps"
+        """Which workflow :meth:`urls` points at: ``three_steps`` or ``set_if``."""
+
+    def prepare(self) -> None:
+        """Start Redis, migrate the ``railyard`` database and publish both workflows."""
+        from backend import crypto
+        from backend.db.migrate import upgrade
+
+        self.redis.start()
+        self.env = {
+            **os.environ,
+            "DATABASE_URL": self.pg.url,
+            "REDIS_URL": self.redis.url,
+            "RAILYARD_ENCRYPTION_KEY": crypto.generate_key(),
+            "RAILYARD_ACCESS_LOG": "0",
+        }
+        upgrade(self.pg.url)
+        self.tokens = {
+            "three_steps": asyncio.run(setup(self.env, three_steps())),
+            "set_if": asyncio.run(setup(self.env, pipeline())),
+        }
+
+    def start(self) -> None:
+        """Start the API processes (each on its own port) and the workers."""
+        self.ports = []
+        for i in range(self.api_procs):
+            port = free_port()
+            argv = [railyard(), "api", "--host", "127.0.0.1", "--port", str(port)]
+            proc = self.procs.spawn(f"railyard-api{i}", argv, self.env)
+            wait_http(f"http://127.0.0.1:{port}/health/live", proc)
+            self.ports.append(port)
+        for i in range(self.workers):
+            self.procs.spawn(f"railyard-worker{i}", [railyard(), "worker"], self.env)
+
+    def stop(self) -> None:
+        self.procs.stop()
+
+    def close(self) -> None:
+        """Stop Redis (after the last round)."""
+        self.redis.stop()
+
+    def urls(self) -> list[str]:
+        token = self.tokens[self.scenario]
+        return [f"http://127.0.0.1:{port}/hooks/{token}" for port in self.ports]
+
+    def pids(self) -> list[int]:
+        return self.procs.pids()
+
+    async def completed(self) -> tuple[int, int, float]:
+        """Runs of the Set -> If workflow: ``(stored, succeeded, latest finished_at)``, the
+        last as epoch seconds (0 when none finished)."""
+        conn = await asyncpg.connect(self.pg.dsn)
+        try:
+            row = await conn.fetchrow(
+                "select count(*), count(*) filter (where r.status = 'succeeded'),"
+                " coalesce(extract(epoch from max(r.finished_at)), 0)::float8"
+                " from runs r join workflows w on w.id = r.workflow_id"
+                " where w.webhook_token = $1",
+                self.tokens["set_if"],
+            )
+        finally:
+            await conn.close()
+        assert row is not None
+        return int(row[0]), int(row[1]), float(row[2])

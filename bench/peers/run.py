@@ -1,0 +1,168 @@
+"""Railyard side by side with Restate, DBOS Transact and Node-RED on the same machine.
+
+One command from the repository root: ``python bench/peers/run.py`` (or ``make
+bench-peers``). It installs the peers once into the git-ignored ``.bench-peers/``
+(bench/peers/install.py; ``--skip-install`` only checks they are there), starts one embedded
+PostgreSQL with PostgreSQL's durable defaults (fsync on) in a temporary directory, and for
+``--rounds`` rounds runs, engine after engine in an order rotated each round:
+
+- the 3-step scenario (Railyard, DBOS, Restate): 20 warm-up requests, ``--runs`` sequential
+  runs (latency median/p95/p99), then ``--throughput`` runs (200 and 1,000) started as fast
+  as ``--concurrency`` keep-alive connections allow: runs/s, and over the largest phase the
+  engine's CPU per run (its processes' user + system time; PostgreSQL's postmaster and
+  backends added for Railyard and DBOS) and PostgreSQL write transactions per run;
+- Webhook -> Set -> If (Node-RED, Railyard): ``--setif-seconds`` of load on
+  ``--setif-connections`` connections: completed runs/s and p99 latency;
+- ``pgbench -N`` with 8 clients on the same PostgreSQL, the commit ceiling.
+
+Prints ``figure: <engine>.<name> = <min>/<median>/<max> <unit>`` over the rounds, the load
+average before and after, and the versions. Bounded: every phase stops after its requests or
+``--phase-seconds``; servers listen on 127.0.0.1 only; all processes are stopped at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from backend.embedded import EmbeddedPostgres
+from bench.common import load_average, pgbench_tps
+from bench.peers import install
+from bench.peers.engines import Dbos, NodeRed, Peer, Restate
+from bench.peers.railyard_peer import Railyard
+from bench.peers.scenario import Plan, set_if_node_red, set_if_railyard, three_steps
+from bench.peers.stats import Rounds, ceiling_share, markdown_table
+
+ENGINES = ("railyard", "dbos", "restate")
+
+
+def rotated(items: list[Any], round_no: int) -> list[Any]:
+    """``items`` starting at position ``round_no`` (mod their number): interleaved rounds
+    where no engine always goes first."""
+    if not items:
+        return []
+    k = round_no % len(items)
+    return items[k:] + items[:k]
+
+
+def arguments(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line (see the module docstring)."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--runs", type=int, default=100, help="sequential runs for latency")
+    parser.add_argument(
+        "--throughput",
+        default="200,1000",
+        help="comma-separated run counts started as fast as possible",
+    )
+    parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--engines", default=",".join(ENGINES))
+    parser.add_argument("--api-procs", type=int, default=1)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--dbos-procs", type=int, default=2)
+    parser.add_argument("--setif-seconds", type=float, default=10.0)
+    parser.add_argument("--setif-connections", type=int, default=16)
+    parser.add_argument("--skip-setif", action="store_true", help="no Node-RED comparison")
+    parser.add_argument("--pgbench-seconds", type=float, default=5.0)
+    parser.add_argument("--phase-seconds", type=float, default=300.0)
+    parser.add_argument("--skip-install", action="store_true")
+    parser.add_argument(
+        "--profile",
+        type=int,
+        default=0,
+        metavar="RUNS",
+        help="after round 1's Railyard phases, RUNS more runs sampled with py-spy",
+    )
+    parser.add_argument("--keep", action="store_true", help="keep the data directory and logs")
+    args = parser.parse_args(argv)
+    unknown = set(args.engines.split(",")) - set(ENGINES)
+    if unknown:
+        parser.error(f"unknown engines: {', '.join(sorted(unknown))} (known: {ENGINES})")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = arguments(argv)
+    install.ensure(args.skip_install)
+    plan = Plan(
+        latency_runs=args.runs,
+        throughput_runs=tuple(int(n) for n in args.throughput.split(",") if n),
+        concurrency=args.concurrency,
+        phase_seconds=args.phase_seconds,
+        setif_seconds=args.setif_seconds,
+        setif_connections=args.setif_connections,
+        pgbench_seconds=args.pgbench_seconds,
+    )
+    data = Path(tempfile.mkdtemp(prefix="railyard-peers-", dir="/tmp"))
+    data.chmod(0o755)
+    plan.profile_dir = data / "profile"
+    print(f"# peers: data and logs in {data}", flush=True)
+    print(f"# load average before: {load_average():.2f}", flush=True)
+    pg = EmbeddedPostgres(data / "pg")
+    pg.start()
+    railyard = Railyard(data, pg, api_procs=args.api_procs, workers=args.workers)
+    peers: dict[str, Peer] = {
+        "railyard": railyard,
+        "dbos": Dbos(data, pg, processes=args.dbos_procs),
+        "restate": Restate(data),
+    }
+    node_red = NodeRed(data)
+    out = Rounds()
+    started = time.monotonic()
+    try:
+        railyard.prepare()
+        chosen = [peers[name] for name in args.engines.split(",")]
+        for r in range(args.rounds):
+            for peer in rotated(chosen, r):
+                print(f"# round {r + 1}: {peer.name} 3-step", flush=True)
+                plan.profile_runs = args.profile if r == 0 else 0
+                peer.start()
+                try:
+                    three_steps(peer, pg, plan, out)
+                finally:
+                    peer.stop()
+            if not args.skip_setif:
+                for which in rotated(["node-red", "railyard"], r):
+                    print(f"# round {r + 1}: {which} webhook -> set -> if", flush=True)
+                    one: Peer = node_red if which == "node-red" else railyard
+                    one.start()
+                    try:
+                        if which == "node-red":
+                            set_if_node_red(node_red, plan, out)
+                        else:
+                            set_if_railyard(railyard, plan, out)
+                    finally:
+                        one.stop()
+            tps = pgbench_tps(pg.port, pg.user, plan.pgbench_clients, plan.pgbench_seconds)
+            out.add("postgres", "pgbench_N_8_clients", tps, "tps")
+            largest = max(plan.throughput_runs, default=0)
+            for peer in chosen:
+                if peer.uses_pg:
+                    rate = out.last(peer.name, f"runs_per_s_{largest}")
+                    xacts = out.last(peer.name, "pg_write_xacts_per_run")
+                    out.add(peer.name, "pg_ceiling_used", ceiling_share(rate, xacts, tps), "%")
+    finally:
+        railyard.close()
+        pg.stop()
+        if not args.keep:
+            shutil.rmtree(data, ignore_errors=True)
+    for line in out.lines():
+        print(line, flush=True)
+    largest = max(plan.throughput_runs, default=0)
+    for line in markdown_table(out, args.engines.split(","), largest):
+        print(f"# {line}", flush=True)
+    print(f"# load average after: {load_average():.2f}", flush=True)
+    print(f"# wall time: {time.monotonic() - started:.0f} s", flush=True)
+    print(f"# versions: {install.versions()}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
