@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -72,3 +75,44 @@ def wait_http(url: str, proc: subprocess.Popen[bytes], timeout: float = 60) -> N
 def load_average() -> float:
     """The machine's 1-minute load average (quote it beside wall-time figures)."""
     return os.getloadavg()[0]
+
+
+def pgbench_ceiling(pg: Any, clients: int = 4, seconds: int = 5) -> float:
+    """Write transactions per second ``pgbench -N`` (the simple-update mix without the
+    contended branch/teller updates; scale 1) reaches on the running embedded server ``pg``
+    (a backend.embedded.EmbeddedPostgres) with ``clients`` connections for ``seconds``: the
+    commit ceiling of that server on that disk, beside which a workload's commits per second
+    are judged. Uses its own ``pgbench`` database; NaN when pgbench prints no rate.
+
+    Raises subprocess.CalledProcessError when pgbench fails."""
+    from backend.embedded import pg_bin_dir
+
+    bench_db = "pgbench"
+    pg.create_database(bench_db)
+    pgbench = str(pg_bin_dir() / "pgbench")
+    conn = ["-h", "127.0.0.1", "-p", str(pg.port), "-U", pg.user, bench_db]
+    subprocess.run([pgbench, "-i", "-s", "1", "-q", *conn], check=True, capture_output=True)
+    done = subprocess.run(
+        [pgbench, "-N", "-c", str(clients), "-j", "2", "-T", str(seconds), *conn],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    tps = re.search(r"tps = ([\d.]+)", done.stdout)
+    return float(tps.group(1)) if tps else math.nan
+
+
+def stop_processes(
+    procs: list[subprocess.Popen[bytes]], sig: int = signal.SIGTERM, timeout: float = 10
+) -> None:
+    """Send ``sig`` to every running process of ``procs`` at once (a graceful stop), then
+    wait for each up to ``timeout`` seconds and kill the ones still running."""
+    for p in procs:
+        if p.poll() is None:
+            p.send_signal(sig)
+    for p in procs:
+        try:
+            p.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()

@@ -56,7 +56,7 @@ from backend.embedded import EmbeddedPostgres, EmbeddedRedis, pg_bin_dir
 from backend.runtime import Runtime, build_runtime
 from backend.services import workflows
 from backend.settings import load_settings
-from bench.common import cpu_seconds, figure
+from bench.common import cpu_seconds, figure, pgbench_ceiling
 from designer_schema.diagram import Diagram
 
 THROUGHPUT_RUNS = 200
@@ -80,6 +80,11 @@ class Endpoint:
         self.server_port = int(self._process.stdout.readline())
         self.url = f"http://127.0.0.1:{self.server_port}/"
 
+    @property
+    def pid(self) -> int:
+        """The endpoint process's id."""
+        return self._process.pid
+
     def marks(self) -> list[tuple[float, float]]:
         """The ``(arrived, answered)`` pairs of every request so far."""
         return [(a, b) for a, b in httpx.get(self.url + "marks", timeout=10).json()]
@@ -99,9 +104,11 @@ def endpoint(sleep_s: float) -> Endpoint:
     return Endpoint(sleep_s)
 
 
-def chain(n: int, url: str) -> Diagram:
+def chain(n: int, url: str, trigger: str = "trigger.manual") -> Diagram:
+    """``trigger`` (a trigger node type) followed by ``n`` HTTP Request steps, each POSTing
+    ``{"i": <index>}`` to ``url``, one after the other."""
     nodes: list[dict[str, Any]] = [
-        {"id": "start", "type": "trigger.manual", "position": {"x": 0, "y": 0}, "config": {}}
+        {"id": "start", "type": trigger, "position": {"x": 0, "y": 0}, "config": {}}
     ]
     edges = []
     previous = "start"
@@ -310,26 +317,8 @@ async def main() -> None:
             await rt.close()
 
             # pgbench -N ceiling on the same server
-            bench_db = "pgbench"
-            pg.create_database(bench_db)
-            pgbench = str(pg_bin_dir() / "pgbench")
-            conn = ["-h", "127.0.0.1", "-p", str(pg.port), "-U", pg.user, bench_db]
-            await asyncio.to_thread(
-                subprocess.run,
-                [pgbench, "-i", "-s", "1", "-q", *conn],
-                check=True,
-                capture_output=True,
-            )
-            done = await asyncio.to_thread(
-                subprocess.run,
-                [pgbench, "-N", "-c", "4", "-j", "2", "-T", "5", *conn],
-                check=True,
-                capture_output=True,
-                text=True,
-            )
-            out = done.stdout
-            tps = re.search(r"tps = ([\d.]+)", out)
-            figure("pgbench_N_tps", float(tps.group(1)) if tps else float("nan"), "tps")
+            ceiling = await asyncio.to_thread(pgbench_ceiling, pg)
+            figure("pgbench_N_tps", ceiling, "tps")
             figure("fsync_floor", await asyncio.to_thread(fsync_floor, Path(tmp)), "ms")
         finally:
             for w in workers:

@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT))
 
 from backend.embedded import EmbeddedPostgres, EmbeddedRedis, free_port  # noqa: E402
 from backend.workers.worker import loop_factory  # noqa: E402
-from bench.common import figure, percentile, railyard, wait_http  # noqa: E402
+from bench.common import figure, percentile, railyard, stop_processes, wait_http  # noqa: E402
 
 
 async def setup(env: dict[str, str], diagram: dict[str, Any]) -> str:
@@ -116,16 +116,21 @@ def schedule_diagram() -> dict[str, Any]:
 
 
 class Tally:
-    """Shared state of one load phase: request bodies, answers, errors, the deadline."""
+    """Shared state of one load phase: request bodies, answers, errors, the deadline and
+    (``limit``) the most requests to send, None for no bound but the deadline."""
 
-    def __init__(self, seconds: float) -> None:
+    def __init__(self, seconds: float, limit: int | None = None) -> None:
         self.latencies: list[float] = []
         self.codes: dict[int, int] = {}
         self.errors = 0
         self.counter = 0
+        self.limit = limit
         self.deadline = time.perf_counter() + seconds
 
     def running(self) -> bool:
+        """True until the deadline passes or ``limit`` requests were sent."""
+        if self.limit is not None and self.counter >= self.limit:
+            return False
         return time.perf_counter() < self.deadline
 
     def next_body(self) -> bytes:
@@ -208,15 +213,18 @@ async def _read_response(reader: asyncio.StreamReader) -> tuple[int, bool]:
     return status, keep
 
 
-async def load_raw(urls: list[str], connections: int, seconds: float) -> dict[str, Any]:
+async def load_raw(
+    urls: list[str], connections: int, seconds: float, limit: int | None = None
+) -> dict[str, Any]:
     """Lean load (like wrk): raw HTTP/1.1 POSTs on ``connections`` keep-alive sockets.
 
     Each request is a distinct JSON body; the full response is read (Content-Length or
     chunked) and its status counted. A failed or timed-out request (10 s) is an error and
     the connection is reopened. Uses far less CPU per request than httpx, which matters
-    when the generator shares the 2 cores with the server.
+    when the generator shares the 2 cores with the server. Stops after ``limit`` requests
+    when given.
     """
-    tally = Tally(seconds)
+    tally = Tally(seconds, limit)
 
     async def one(i: int) -> None:
         url = httpx.URL(urls[i % len(urls)])
@@ -294,14 +302,8 @@ async def fire_lags(env: dict[str, str]) -> list[float]:
 
 
 def stop_all(procs: list[subprocess.Popen[bytes]]) -> None:
-    for p in procs:
-        if p.poll() is None:
-            p.send_signal(signal.SIGINT)
-    for p in procs:
-        try:
-            p.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            p.kill()
+    """Stop ``procs`` with SIGINT (as Ctrl-C would), killing any still running after 15 s."""
+    stop_processes(procs, signal.SIGINT, 15)
 
 
 def main() -> int:
