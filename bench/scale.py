@@ -17,7 +17,8 @@ Each phase sends ``--runs`` requests (or stops after ``--seconds``) and waits un
 run it started ended. Per configuration it prints ``figure:`` lines: runs/s (runs ended /
 first created to last finished), CPU ms per run per process kind (api, worker, pg = every
 PostgreSQL server process, redis, endpoint, generator = this process), PostgreSQL commits
-and write transactions per run, WAL bytes per run, Redis commands per run, and a
+and write transactions per run, WAL bytes per run, Redis commands per run (also net of the
+commands an idle cluster sends per second, measured for 3 s before the phase), and a
 ``bottleneck:`` line naming the most saturated resource with the evidence. On a machine
 with few cores more processes cannot add CPU: when the machine's cores are all busy the
 bottleneck line says so, and the per-run costs (load-insensitive) are the result.
@@ -90,6 +91,16 @@ async def drain(meter: Meter, since: Any, expected: int) -> tuple[int, int, floa
         await asyncio.sleep(0.25)
 
 
+async def idle_redis_rate(meter: Meter, seconds: float = 3.0) -> float:
+    """Redis commands per second the cluster sends with nothing to do (idle workers looking
+    at the queue, the scheduler's timers): a cost per second, not per run, taken out of
+    the per-run figure the capacity model uses."""
+    before = await meter.read()
+    await asyncio.sleep(seconds)
+    after = await meter.read()
+    return max(0, after.redis_calls - before.redis_calls - 2) / (after.wall - before.wall)
+
+
 def bottleneck(cost: Cost, active: float, ceiling: float) -> tuple[str, str]:
     """``(name, evidence)`` of the most saturated resource over ``active`` seconds: a
     Python process is saturated at one core, Redis at one core, PostgreSQL at the
@@ -108,9 +119,10 @@ def bottleneck(cost: Cost, active: float, ceiling: float) -> tuple[str, str]:
     saturation["Redis CPU"] = cost.cpu["redis"] / active
     evidence.append(f"Redis {saturation['Redis CPU']:.0%} of a core")
     saturation["machine CPU"] = cost.machine_cores / cost.cores
+    ours = sum(cost.cpu.values()) / active
     evidence.append(
-        f"machine {cost.machine_cores:.2f} of {cost.cores} cores busy"
-        f" (load {load_average():.1f}; includes other work on the machine)"
+        f"machine {cost.machine_cores:.2f} of {cost.cores} cores busy, {ours:.2f} of them"
+        f" this benchmark's processes (load {load_average():.1f})"
     )
     name = max(saturation, key=saturation.__getitem__)
     note = ""
@@ -126,6 +138,7 @@ async def phase(
     as a dict (per-run costs, runs/s, bottleneck)."""
     await load_raw(urls, args.connections, 30, limit=10)  # warm-up: connections, caches
     await drain(meter, await meter.conn.fetchval("select now() - interval '1 minute'"), 10)
+    idle = await idle_redis_rate(meter)
     since = await meter.conn.fetchval("select clock_timestamp()")
     polls = meter.polls
     before = await meter.read()
@@ -149,6 +162,8 @@ async def phase(
         "writes_per_run": cost.writes / runs,
         "wal_bytes_per_run": cost.wal_bytes / runs,
         "redis_calls_per_run": cost.redis_calls / runs,
+        "redis_idle_calls_per_s": idle,
+        "redis_net_calls_per_run": max(0.0, cost.redis_calls - idle * cost.wall) / runs,
         "bottleneck": name,
         "evidence": evidence,
     }
@@ -167,6 +182,8 @@ def publish(result: dict[str, Any], prefix: str) -> None:
     figure(f"{prefix}_pg_write_xacts_per_run", result["writes_per_run"], "xact")
     figure(f"{prefix}_wal_bytes_per_run", result["wal_bytes_per_run"], "B")
     figure(f"{prefix}_redis_commands_per_run", result["redis_calls_per_run"], "commands")
+    figure(f"{prefix}_redis_idle_commands", result["redis_idle_calls_per_s"], "commands/s")
+    figure(f"{prefix}_redis_net_commands_per_run", result["redis_net_calls_per_run"], "commands")
     print(f"bottleneck: {prefix}: {result['evidence']}", flush=True)
 
 
@@ -190,7 +207,7 @@ def derive_costs(results: list[dict[str, Any]]) -> Costs:
     pg_start, pg_step = cpu("pg")
     commits = pair(lambda r: r["commits_per_run"])
     wal = pair(lambda r: r["wal_bytes_per_run"])
-    redis = pair(lambda r: r["redis_calls_per_run"])
+    redis = pair(lambda r: r["redis_net_calls_per_run"])
     return Costs(
         api_cpu_ms_per_start=api,
         worker_cpu_ms_per_start=worker_start,
