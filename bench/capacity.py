@@ -112,10 +112,12 @@ SCENARIOS = (
 
 @dataclass(frozen=True)
 class Sizing:
-    """One component's demand (``unit`` per second), the units it needs and their
-    headroom (fraction of the demand the load may still grow by)."""
+    """What one resource of a component asks for: ``demand`` (in ``unit``), the units of
+    ``component`` it needs and their headroom (the fraction the load may still grow by).
+    A component needs the most units any of its resources asks for."""
 
     component: str
+    resource: str
     demand: float
     unit: str
     units: int
@@ -130,16 +132,29 @@ def units_for(demand: float, per_unit: float, utilization: float) -> int:
     return max(1, math.ceil(demand / (per_unit * utilization) - 1e-9))
 
 
-def sized(component: str, demand: float, unit: str, per_unit: float, cap: Capacity) -> Sizing:
-    """The :class:`Sizing` of ``component`` for ``demand`` on units of ``per_unit``."""
+def sized(
+    component: str, resource: str, demand: float, unit: str, per_unit: float, cap: Capacity
+) -> Sizing:
+    """The :class:`Sizing` of ``component``'s ``resource`` for ``demand`` on units of
+    ``per_unit``."""
     units = units_for(demand, per_unit, cap.utilization)
     headroom = math.inf if demand <= 0 else units * per_unit / demand - 1
-    return Sizing(component, demand, unit, units, headroom)
+    return Sizing(component, resource, demand, unit, units, headroom)
+
+
+def needed(sizings: list[Sizing]) -> dict[str, Sizing]:
+    """Per component, the sizing of the resource that asks for the most units."""
+    found: dict[str, Sizing] = {}
+    for s in sizings:
+        if s.component not in found or s.units > found[s.component].units:
+            found[s.component] = s
+    return found
 
 
 def size(costs: Costs, scenario: Scenario, cap: Capacity) -> list[Sizing]:
-    """The cluster ``scenario`` needs: API and worker processes, PostgreSQL primaries
-    (partitions; the most any of commits, WAL and CPU asks for) and Redis shards."""
+    """What ``scenario`` asks of each resource: API processes (CPU), worker processes (CPU,
+    slots), PostgreSQL primaries, i.e. partitions (commits, WAL, CPU), Redis shards
+    (commands). :func:`needed` picks each component's size."""
     starts, steps = scenario.starts, scenario.steps
 
     def rate(per_start: float, per_step: float) -> float:
@@ -153,25 +168,21 @@ def size(costs: Costs, scenario: Scenario, cap: Capacity) -> list[Sizing]:
     pg_cores = rate(costs.pg_cpu_ms_per_start, costs.pg_cpu_ms_per_step) / 1000
     redis = rate(costs.redis_calls_per_start, costs.redis_calls_per_step)
 
-    workers_cpu = sized("worker processes (CPU)", worker_cores, "cores", 1.0, cap)
-    workers_slots = sized("worker processes (slots)", in_flight, "steps", cap.max_jobs, cap)
-    pg = [
-        sized("PostgreSQL primaries (commits)", commits, "commits", cap.pg_commits, cap),
-        sized("PostgreSQL primaries (WAL)", wal, "bytes", cap.pg_wal_bytes, cap),
-        sized("PostgreSQL primaries (CPU)", pg_cores, "cores", cap.pg_cores, cap),
-    ]
     return [
-        sized("api processes", api_cores, "cores", 1.0, cap),
-        max(workers_cpu, workers_slots, key=lambda s: s.units),
-        max(pg, key=lambda s: s.units),
-        sized("Redis shards", redis, "commands", cap.redis_calls, cap),
+        sized("api", "cpu", api_cores, "cores", 1.0, cap),
+        sized("worker", "cpu", worker_cores, "cores", 1.0, cap),
+        sized("worker", "slots", in_flight, "steps in flight", cap.max_jobs, cap),
+        sized("postgresql", "commits", commits, "commits/s", cap.pg_commits, cap),
+        sized("postgresql", "wal", wal, "B/s", cap.pg_wal_bytes, cap),
+        sized("postgresql", "cpu", pg_cores, "cores", cap.pg_cores, cap),
+        sized("redis", "commands", redis, "commands/s", cap.redis_calls, cap),
     ]
 
 
-def first_wall(costs: Costs, cap: Capacity, steps_per_start: float) -> tuple[str, float]:
-    """The single unit that runs out first as load grows with ``steps_per_start`` action
-    steps per run: ``(component, starts/s one unit carries at full capacity)``. API and
-    worker processes are left out: they are stateless and scale by adding processes."""
+def unit_limits(costs: Costs, cap: Capacity, steps_per_start: float) -> dict[str, float]:
+    """Starts/s one PostgreSQL primary (by commits, WAL, CPU) and one Redis shard carry at
+    full capacity, with ``steps_per_start`` action steps per run. API and worker processes
+    are left out: they are stateless and scale by adding processes."""
     per_start = {
         "PostgreSQL commits": (
             costs.pg_commits_per_start + steps_per_start * costs.pg_commits_per_step,
@@ -190,9 +201,23 @@ def first_wall(costs: Costs, cap: Capacity, steps_per_start: float) -> tuple[str
             cap.redis_calls,
         ),
     }
-    limits = {name: capacity / need for name, (need, capacity) in per_start.items() if need > 0}
+    return {name: capacity / need for name, (need, capacity) in per_start.items() if need > 0}
+
+
+def first_wall(costs: Costs, cap: Capacity, steps_per_start: float) -> tuple[str, float]:
+    """The single unit that runs out first as load grows: ``(resource, starts/s)``, the
+    lowest of :func:`unit_limits`."""
+    limits = unit_limits(costs, cap, steps_per_start)
     name = min(limits, key=limits.__getitem__)
     return name, limits[name]
+
+
+UNITS = {
+    "api": "processes",
+    "worker": "processes",
+    "postgresql": "primaries",
+    "redis": "shards",
+}
 
 
 def slug(text: str) -> str:
@@ -208,18 +233,24 @@ def report(costs: Costs, cap: Capacity, scenarios: tuple[Scenario, ...]) -> None
             f" steps/s, {scenario.concurrent_runs:,.0f} concurrent runs",
             flush=True,
         )
-        for s in size(costs, scenario, cap):
-            name = f"{scenario.name}_{slug(s.component)}"
-            figure(f"{name}_demand", s.demand, f"{s.unit}/s")
+        sizings = size(costs, scenario, cap)
+        for s in sizings:
+            name = f"{scenario.name}_{s.component}_{s.resource}"
+            figure(f"{name}_demand", s.demand, s.unit)
             figure(f"{name}_units", s.units, "units")
+        for component, s in needed(sizings).items():
+            name = f"{scenario.name}_{component}"
+            figure(f"{name}_units", s.units, UNITS[component])
             figure(f"{name}_headroom", s.headroom * 100, "%", digits=3)
+            print(f"# {name}: {s.units} {UNITS[component]}, bound by {s.resource}", flush=True)
         in_flight = scenario.steps * cap.step_seconds
         figure(f"{scenario.name}_steps_in_flight", in_flight, "steps")
         waiting = max(0.0, scenario.concurrent_runs - in_flight)
         figure(f"{scenario.name}_runs_waiting_in_postgresql", waiting, "runs")
     ratio = SCENARIOS[0].steps / SCENARIOS[0].starts
+    for name, starts in unit_limits(costs, cap, ratio).items():
+        figure(f"one_unit_{slug(name)}_starts", starts, "starts/s")
     name, starts = first_wall(costs, cap, ratio)
-    figure("first_wall_starts_per_unit", starts, "starts/s")
     print(f"first wall: {name}: one unit carries {starts:,.0f} starts/s at {ratio:g} steps/run")
 
 
