@@ -54,18 +54,18 @@ class Costs:
 
 
 MEASURED = Costs(
-    # bench/scale.py, 2 cores shared with other work (docs/scaling.md, "Measured costs")
-    api_cpu_ms_per_start=2.0,
-    worker_cpu_ms_per_start=0.5,
-    worker_cpu_ms_per_step=4.0,
-    pg_cpu_ms_per_start=1.0,
-    pg_cpu_ms_per_step=1.5,
-    pg_commits_per_start=2.0,
-    pg_commits_per_step=2.0,
-    wal_bytes_per_start=6000.0,
-    wal_bytes_per_step=4000.0,
-    redis_calls_per_start=3.0,
-    redis_calls_per_step=1.0,
+    # bench/scale.py on 2 shared cores, load average 13-20 (docs/scaling.md, "Measured costs")
+    api_cpu_ms_per_start=3.23,
+    worker_cpu_ms_per_start=1.3,
+    worker_cpu_ms_per_step=7.42,
+    pg_cpu_ms_per_start=0.95,
+    pg_cpu_ms_per_step=1.87,
+    pg_commits_per_start=1.31,
+    pg_commits_per_step=1.31,
+    wal_bytes_per_start=6790.0,
+    wal_bytes_per_step=5470.0,
+    redis_calls_per_start=2.6,
+    redis_calls_per_step=8.95,
 )
 """Default costs: the figures measured by bench/scale.py (replace with ``--costs``)."""
 
