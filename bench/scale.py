@@ -18,13 +18,13 @@ run it started ended. Per configuration it prints ``figure:`` lines: runs/s (run
 first created to last finished), CPU ms per run per process kind (api, worker, pg = every
 PostgreSQL server process, redis, endpoint, generator = this process), PostgreSQL commits
 and write transactions per run, WAL bytes per run, Redis commands per run (also net of the
-commands an idle cluster sends per second, measured for 3 s before the phase), and a
+commands an idle cluster sends per second, measured for 11 s before the phase), and a
 ``bottleneck:`` line naming the most saturated resource with the evidence. On a machine
 with few cores more processes cannot add CPU: when the machine's cores are all busy the
 bottleneck line says so, and the per-run costs (load-insensitive) are the result.
 
 Bounded: at most ``--runs`` requests per phase, ``--seconds`` of load, 180 s of drain and
-11 s for PostgreSQL's statistics to settle.
+twice 11 s for PostgreSQL's statistics to settle (before and after).
 """
 
 from __future__ import annotations
@@ -91,7 +91,7 @@ async def drain(meter: Meter, since: Any, expected: int) -> tuple[int, int, floa
         await asyncio.sleep(0.25)
 
 
-async def idle_redis_rate(meter: Meter, seconds: float = 3.0) -> float:
+async def idle_redis_rate(meter: Meter, seconds: float) -> float:
     """Redis commands per second the cluster sends with nothing to do (idle workers looking
     at the queue, the scheduler's timers): a cost per second, not per run, taken out of
     the per-run figure the capacity model uses."""
@@ -138,8 +138,9 @@ async def phase(
     as a dict (per-run costs, runs/s, bottleneck)."""
     await load_raw(urls, args.connections, 30, limit=10)  # warm-up: connections, caches
     await drain(meter, await meter.conn.fetchval("select now() - interval '1 minute'"), 10)
-    idle = await idle_redis_rate(meter)
     since = await meter.conn.fetchval("select clock_timestamp()")
+    # idle long enough for every backend to report the warm-up's commits before "before"
+    idle = await idle_redis_rate(meter, STATS_SETTLE_SECONDS)
     polls = meter.polls
     before = await meter.read()
     load = await load_raw(urls, args.connections, args.seconds, limit=args.runs)
