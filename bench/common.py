@@ -11,12 +11,14 @@ import math
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -199,3 +201,25 @@ def pgbench_tps(port: int, user: str, clients: int, seconds: float) -> float:
     done = subprocess.run(argv, check=True, capture_output=True, text=True)
     found = re.search(r"tps = ([\d.]+)", done.stdout)
     return float(found.group(1)) if found else math.nan
+
+
+def pgbench_ceiling(pg: Any, clients: int = 4, seconds: int = 5) -> float:
+    """:func:`pgbench_tps` on the running embedded server ``pg`` (a
+    backend.embedded.EmbeddedPostgres): its commit ceiling on that disk."""
+    return pgbench_tps(pg.port, pg.user, clients, seconds)
+
+
+def stop_processes(
+    procs: list[subprocess.Popen[bytes]], sig: int = signal.SIGTERM, timeout: float = 10
+) -> None:
+    """Send ``sig`` to every running process of ``procs`` at once (a graceful stop), then
+    wait for each up to ``timeout`` seconds and kill the ones still running."""
+    for p in procs:
+        if p.poll() is None:
+            p.send_signal(sig)
+    for p in procs:
+        try:
+            p.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()

@@ -80,6 +80,11 @@ class Endpoint:
         self.server_port = int(self._process.stdout.readline())
         self.url = f"http://127.0.0.1:{self.server_port}/"
 
+    @property
+    def pid(self) -> int:
+        """The endpoint process's id."""
+        return self._process.pid
+
     def marks(self) -> list[tuple[float, float]]:
         """The ``(arrived, answered)`` pairs of every request so far."""
         return [(a, b) for a, b in httpx.get(self.url + "marks", timeout=10).json()]
@@ -99,9 +104,11 @@ def endpoint(sleep_s: float) -> Endpoint:
     return Endpoint(sleep_s)
 
 
-def chain(n: int, url: str) -> Diagram:
+def chain(n: int, url: str, trigger: str = "trigger.manual") -> Diagram:
+    """``trigger`` (a trigger node type) followed by ``n`` HTTP Request steps, each POSTing
+    ``{"i": <index>}`` to ``url``, one after the other."""
     nodes: list[dict[str, Any]] = [
-        {"id": "start", "type": "trigger.manual", "position": {"x": 0, "y": 0}, "config": {}}
+        {"id": "start", "type": trigger, "position": {"x": 0, "y": 0}, "config": {}}
     ]
     edges = []
     previous = "start"

@@ -49,7 +49,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from backend.embedded import EmbeddedPostgres, EmbeddedRedis, free_port  # noqa: E402
-from bench.common import cpu_seconds, figure, percentile, wait_http  # noqa: E402
+from bench.common import cpu_seconds, figure, percentile, stop_processes, wait_http  # noqa: E402
 
 
 def chain(size: int) -> dict[str, Any]:
@@ -251,13 +251,7 @@ def main() -> None:
             figure(f"run_complete_{size}", statistics.median(complete) * 1000, "ms")
         figure("load_average_end", os.getloadavg()[0], "1m")
     finally:
-        for proc in procs:
-            proc.terminate()
-        for proc in procs:
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        stop_processes(procs)
         redis.stop()
         pg.stop()
         shutil.rmtree(data, ignore_errors=True)

@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT))
 
 from backend.embedded import EmbeddedPostgres, EmbeddedRedis, free_port  # noqa: E402
 from backend.workers.worker import loop_factory  # noqa: E402
-from bench.common import figure, percentile, railyard, wait_http  # noqa: E402
+from bench.common import figure, percentile, railyard, stop_processes, wait_http  # noqa: E402
 
 
 async def setup(env: dict[str, str], diagram: dict[str, Any]) -> str:
@@ -133,6 +133,7 @@ class Tally:
         self.ok = ok
 
     def running(self) -> bool:
+        """True until the deadline passes or ``limit`` requests were sent."""
         if self.limit is not None and self.counter >= self.limit:
             return False
         return time.perf_counter() < self.deadline
@@ -312,14 +313,8 @@ async def fire_lags(env: dict[str, str]) -> list[float]:
 
 
 def stop_all(procs: list[subprocess.Popen[bytes]]) -> None:
-    for p in procs:
-        if p.poll() is None:
-            p.send_signal(signal.SIGINT)
-    for p in procs:
-        try:
-            p.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            p.kill()
+    """Stop ``procs`` with SIGINT (as Ctrl-C would), killing any still running after 15 s."""
+    stop_processes(procs, signal.SIGINT, 15)
 
 
 def main() -> int:

@@ -14,7 +14,7 @@ import pytest
 from backend.engine.expression_paths import JsonataReader
 from backend.engine.expressions import JsonataChecker
 from backend.services.catalog import load_catalog
-from bench import designer, engine, limits, webhooks
+from bench import designer, engine, limits, scale, webhooks
 from bench.peers import railyard_peer
 from designer_schema import Diagram, compile_diagram
 
@@ -25,6 +25,7 @@ DIAGRAMS: dict[str, Any] = {
     "webhooks.schedule_diagram": webhooks.schedule_diagram(),
     "limits.chain": limits.chain(50),
     "engine.chain": engine.chain(3, "http://127.0.0.1:9/"),
+    "scale.action3": engine.chain(scale.ACTION_STEPS, "http://127.0.0.1:9/", "trigger.webhook"),
     "designer.big_diagram": designer.big_diagram(),
     "peers.three_steps": railyard_peer.three_steps(),
 }
