@@ -8,6 +8,7 @@ import time
 
 from litestar.enums import ScopeType
 from litestar.middleware import ASGIMiddleware
+from litestar.middleware._internal.exceptions.middleware import ExceptionHandlerMiddleware
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
 from backend.observability import metrics, tracing
@@ -15,7 +16,13 @@ from backend.observability import metrics, tracing
 
 class TelemetryMiddleware(ASGIMiddleware):
     """Time each HTTP request by its route template (``/api/runs/{run_id}``; paths no
-    route matches count as ``unmatched``) and status, and trace it when tracing is on."""
+    route matches count as ``unmatched``) and status, and trace it when tracing is on.
+
+    The status is the one the client got: an exception raised by a middleware inside
+    this one (e.g. the input check's 400, backend/api/storable_input.py) is turned into
+    its answer here, by Litestar's own exception handling with the app's handlers,
+    instead of escaping to the app's outer handler after the status was recorded.
+    """
 
     scopes = (ScopeType.HTTP,)
 
@@ -23,6 +30,7 @@ class TelemetryMiddleware(ASGIMiddleware):
         """Serve the request, recording its status and duration."""
         started = time.perf_counter()
         status = 500
+        next_app = ExceptionHandlerMiddleware(next_app, debug=None)
         route = str(scope.get("path_template") or "unmatched")
         method = str(scope.get("method", "GET"))
 

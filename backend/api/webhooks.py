@@ -57,12 +57,14 @@ _METHODS: list[HttpMethod] = [
 
 @dataclass
 class Rejection(Exception):
-    """A request refused before any run exists."""
+    """A request refused before any run exists; ``field`` names where in the request
+    (``body``) when one place is at fault."""
 
     status: int
     reason: str
     headers: dict[str, str] | None = None
     audit: bool = True
+    field: str | None = None
 
 
 async def _endpoint(runtime: Runtime, token: str) -> hooks.Endpoint | None:
@@ -121,7 +123,7 @@ async def _prepare(
             headers.get("content-type", ""), raw, runtime.settings.max_json_depth
         )
     except BodyError as exc:
-        raise Rejection(400, str(exc)) from exc
+        raise Rejection(400, str(exc), field="body") from exc
     run_input = build_run_input(
         method=request.method,
         path=request.url.path,
@@ -151,7 +153,7 @@ async def _audit(
 
 def _error(rej: Rejection) -> Response[Any]:
     return Response(
-        {"status_code": rej.status, "detail": rej.reason},
+        {"status_code": rej.status, "detail": rej.reason, "field": rej.field},
         status_code=rej.status,
         headers=rej.headers or {},
         media_type=MediaType.JSON,

@@ -23,7 +23,7 @@ from typing import Any
 import uvicorn
 
 from backend.cli import ops_tools
-from backend.cli.admin_tools import cmd_create_user, cmd_rotate_key
+from backend.cli.admin_tools import DEV_BASE_URL_FILE, cmd_create_user, cmd_rotate_key
 from backend.settings import Settings, SettingsError, load_settings
 
 log = logging.getLogger("railyard")
@@ -197,6 +197,8 @@ def cmd_dev(args: argparse.Namespace) -> int:
             http_allow_private=os.environ.get("RAILYARD_HTTP_ALLOW_PRIVATE", "1") == "1",
             encryption_key=os.environ.get("RAILYARD_ENCRYPTION_KEY") or ensure_dev_key(data_dir),
         )
+        # where `railyard create-user` tells new accounts to sign in
+        (data_dir / DEV_BASE_URL_FILE).write_text(settings.base_url + "\n", encoding="utf-8")
         _step("applying database migrations")
         upgrade(settings.database_url)
         created = asyncio.run(ensure_admin(settings, data_dir))

@@ -5,11 +5,39 @@ from __future__ import annotations
 import argparse
 import asyncio
 import getpass
+import os
 import sys
 from pathlib import Path
 from typing import Any
 
+from backend.engine.unstorable import find_unstorable
 from backend.settings import Settings, SettingsError, load_settings
+
+DEV_BASE_URL_FILE = "base-url.txt"
+"""The file of a ``railyard dev`` data directory holding the URL its server answers at."""
+
+
+def refuse_unstorable(**values: str) -> None:
+    """Raise :class:`SettingsError` naming the first of ``values`` (name -> text) holding a
+    character PostgreSQL cannot store (U+0000, a lone surrogate: invalid UTF-8 in argv or
+    stdin arrives as one); the value itself is not echoed (it may not be printable)."""
+    for name, value in values.items():
+        found = find_unstorable(value, name)
+        if found is not None:
+            raise SettingsError(f"no account created: {name}: {found.value_message}")
+
+
+def sign_in_url(settings: Settings, data_dir: Path | None) -> str:
+    """Where to sign in, for ``create-user``'s last line: ``RAILYARD_BASE_URL`` when set,
+    else the URL the ``railyard dev`` server of ``data_dir`` recorded (its port), else the
+    default base URL marked as such."""
+    login = f"{settings.base_url.rstrip('/')}/login"
+    if os.environ.get("RAILYARD_BASE_URL"):
+        return login
+    recorded = data_dir / DEV_BASE_URL_FILE if data_dir is not None else None
+    if recorded is not None and recorded.exists():
+        return f"{recorded.read_text(encoding='utf-8').strip().rstrip('/')}/login"
+    return f"{login} (the default RAILYARD_BASE_URL)"
 
 
 def read_new_password(args: argparse.Namespace) -> str:
@@ -64,7 +92,9 @@ def cmd_create_user(args: argparse.Namespace) -> int:
     from backend.services import accounts
     from backend.services.passwords import WeakPassword, check_password
 
+    refuse_unstorable(email=args.email, name=args.name)
     password = read_new_password(args)
+    refuse_unstorable(password=password)
     try:
         check_password(password, email=args.email)  # before starting or reaching a database
     except WeakPassword as exc:
@@ -96,7 +126,7 @@ def cmd_create_user(args: argparse.Namespace) -> int:
         if pg is not None:
             pg.stop()
     print(f"created {user.role} account {user.email} (id {user.id}) in {where}")
-    print(f"  sign in at {settings.base_url.rstrip('/')}/login")
+    print(f"  sign in at {sign_in_url(settings, Path(args.data_dir).resolve() if pg else None)}")
     return 0
 
 

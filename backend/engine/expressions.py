@@ -75,6 +75,7 @@ from backend.engine.expression_limits import (
     charged_environment,
     re2_engine,
 )
+from backend.engine.unstorable import storable_problem
 from backend.engine.watchdog import WATCHDOG
 
 __all__ = [
@@ -374,7 +375,9 @@ def resolve_config(
 
     Raises :class:`ExpressionError` whose message starts with ``field '<path>':`` and
     whose ``field`` attribute is the path, for syntax errors, runtime errors (``limit``
-    set when a limit stopped it) and paths that cannot be assigned.
+    set when a limit stopped it), paths that cannot be assigned, and values PostgreSQL
+    cannot store (U+0000, a lone surrogate: :mod:`backend.engine.unstorable`; ``field``
+    then names where inside the value, e.g. ``mapping.s`` or ``mapping.s.items[0]``).
     """
     resolved: dict[str, Any] = copy.deepcopy(dict(config))
     deadline = None if timeout_ms is None else time.monotonic() + timeout_ms / 1000
@@ -392,6 +395,11 @@ def resolve_config(
                 field=path,
                 limit=err.limit,
             ) from None
+        found = storable_problem(value, path)
+        if found is not None:  # PostgreSQL could not store it: fail the step, name the field
+            raise ExpressionError(
+                f"field {found.field!r}: {found.value_message}", source=source, field=found.field
+            )
         try:
             _assign(resolved, _split_path(path), value, path)
         except ExpressionError as err:

@@ -43,7 +43,7 @@ from backend.engine.nodes.registry import NodeRegistry
 from backend.engine.outcomes import AttemptOutcome, AttemptSucceeded
 from backend.engine.planner import activated_sources, graph_index, plan
 from backend.engine.retry import retry_delay, should_retry
-from backend.engine.run_end import cancel, settle, time_out, update_waiting
+from backend.engine.run_end import cancel, fail, settle, time_out, update_waiting
 from backend.engine.states import RunStatus, StepStatus
 from backend.engine.step_results import finish_failed, has_unhandled_failure, succeed, unhandled
 from designer_schema.graph import Step, WorkflowGraph
@@ -54,6 +54,7 @@ __all__ = [
     "bindings",
     "cancel",
     "complete_action",
+    "fail",
     "fail_action",
     "fire_timer",
     "inline_ready",

@@ -83,6 +83,13 @@ def time_out(state: RunState, now: datetime, message: str) -> None:
     _end_unfinished(state, now, RunStatus.TIMED_OUT, {"message": message, "kind": "timeout"})
 
 
+def fail(state: RunState, now: datetime, error: dict[str, Any]) -> None:
+    """End a run that cannot go on (its next state could not be stored): status
+    ``failed`` with ``error`` (``{"message", "kind"}``); unfinished steps are cancelled
+    like :func:`cancel` does."""
+    _end_unfinished(state, now, RunStatus.FAILED, error)
+
+
 def _end_unfinished(
     state: RunState, now: datetime, status: RunStatus, error: dict[str, Any]
 ) -> None:

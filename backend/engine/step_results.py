@@ -12,6 +12,7 @@ from typing import Any
 from backend.engine.expressions import ExpressionError, resolve_config
 from backend.engine.model import RunState
 from backend.engine.states import StepStatus
+from backend.engine.unstorable import replace_unstorable_in
 from designer_schema.graph import Step
 
 ON_ERROR_FAIL = "fail"
@@ -32,9 +33,14 @@ def succeed(state: RunState, step_id: str, output: Any, now: datetime, **data: A
 
 
 def finish_failed(step: Step, state: RunState, error: dict[str, Any], now: datetime) -> None:
-    """Record a final failure of ``step``, honouring its ``on_error`` setting."""
+    """Record a final failure of ``step``, honouring its ``on_error`` setting.
+
+    ``error`` is diagnostic text and may quote a value PostgreSQL cannot store (U+0000, a
+    lone surrogate): such characters become U+FFFD (:mod:`backend.engine.unstorable`).
+    """
     rec = state.step(step.id)
     on_error = step.on_error
+    error = replace_unstorable_in(error)
     rec.error = error
     rec.finished_at = now
     state.touch(step.id)

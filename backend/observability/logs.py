@@ -7,6 +7,8 @@ current context: ``request_id`` (an API request, the ``X-Request-ID``), ``run_id
 ``logger``, ``event`` (the message), those ids, and ``exception`` with the traceback when
 there is one. The format is ``RAILYARD_LOG_FORMAT`` (``json`` or ``plain``): ``json`` for
 ``railyard api``/``worker``/``scheduler``, ``plain`` for ``railyard dev`` by default.
+A plain record is one line, followed by the traceback in Python's own format (no local
+variables) when it carries an exception.
 """
 
 from __future__ import annotations
@@ -40,7 +42,11 @@ def configure(
         renderer = structlog.processors.JSONRenderer()
         shared.append(structlog.processors.format_exc_info)
     else:
-        renderer = structlog.dev.ConsoleRenderer(colors=False, pad_event_to=0)
+        # plain_traceback: Python's own format, without local variables (rich's default
+        # prints every frame's locals: hundreds of KB for one error holding a large body)
+        renderer = structlog.dev.ConsoleRenderer(
+            colors=False, pad_event_to=0, exception_formatter=structlog.dev.plain_traceback
+        )
     formatter = structlog.stdlib.ProcessorFormatter(
         foreign_pre_chain=shared,
         processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, renderer],

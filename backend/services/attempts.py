@@ -24,7 +24,7 @@ from typing import Any
 import msgspec
 
 from backend.engine.outcomes import AttemptFailed, AttemptOutcome, AttemptSucceeded, failed
-from backend.services.storable import find_unstorable, replace_unstorable
+from backend.engine.unstorable import find_unstorable, replace_unstorable_in
 
 RenewLease = Callable[[], Awaitable[bool]]
 """Pushes the attempt's lease; ``False`` when the attempt is no longer current."""
@@ -127,7 +127,7 @@ def outcome_from_exception(exc: BaseException) -> AttemptFailed:
 def storable_outcome(outcome: AttemptOutcome) -> AttemptOutcome:
     """``outcome`` made storable in PostgreSQL (see the module docstring)."""
     if isinstance(outcome, AttemptFailed):
-        return msgspec.structs.replace(outcome, error=_replace_unstorable(outcome.error))
+        return msgspec.structs.replace(outcome, error=replace_unstorable_in(outcome.error))
     try:
         encoded = msgspec.json.encode(outcome.output)
     except UnicodeEncodeError:  # a lone surrogate has no UTF-8 encoding
@@ -141,13 +141,3 @@ def storable_outcome(outcome: AttemptOutcome) -> AttemptOutcome:
     if found is None:  # pragma: no cover - the checks above only let suspects through
         return outcome
     return failure(f"the step's {found.message}", "unstorable_output")
-
-
-def _replace_unstorable(value: Any) -> Any:
-    if isinstance(value, str):
-        return replace_unstorable(value)
-    if isinstance(value, dict):
-        return {_replace_unstorable(k): _replace_unstorable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_replace_unstorable(v) for v in value]
-    return value

@@ -161,7 +161,9 @@ def parse_json_text(text: str, max_depth: int = DEFAULT_MAX_JSON_DEPTH) -> Any:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
         raise BodyError(
-            f"malformed JSON body: {exc.msg} at line {exc.lineno}, column {exc.colno} "
+            # some of the decoder's messages end in "at" ("Invalid control character at")
+            f"malformed JSON body: {exc.msg.removesuffix(' at')} at line {exc.lineno},"
+            f" column {exc.colno} "
             f"(character {exc.pos})"
         ) from exc
     except ValueError as exc:  # an integer longer than Python's 4,300-digit conversion limit

@@ -25,6 +25,7 @@ from backend.runtime import Runtime, build_runtime
 from backend.services.availability import database_unavailable
 from backend.services.metrics_view import forget_worker, heartbeat
 from backend.services.recovery import sweep
+from backend.services.storable import refused_by_database
 from backend.settings import Settings
 from backend.transport.redis_client import RedisTarget, arq_redis_settings
 from backend.workers.health import ServiceHealth
@@ -68,7 +69,7 @@ async def execute_step(
     _started(ctx, "execute_step", run_id, step_id=step_id)
     await _leave_queue(ctx)
     with tracing.job_span("execute_step", trace, run_id):
-        async with _database(ctx):
+        async with _database(ctx, run_id):
             await runtime.execution.execute_step(uuid.UUID(run_id), step_id)
 
 
@@ -86,22 +87,42 @@ async def advance_run(
     runtime: Runtime = ctx["runtime"]
     _started(ctx, "advance_run", run_id)
     with tracing.job_span("advance_run", trace, run_id):
-        async with _database(ctx):
+        async with _database(ctx, run_id):
             await runtime.execution.advance_run(uuid.UUID(run_id))
 
 
+UNSTORABLE_RUN_ERROR = {
+    "message": "the run cannot go on: PostgreSQL refused to store a value it computed"
+    " (U+0000 or a lone surrogate, which cannot be stored)",
+    "kind": "unstorable_value",
+}
+"""The run error of a run whose next state the database refused (see :func:`_database`)."""
+
+
 @contextlib.asynccontextmanager
-async def _database(ctx: dict[str, Any]) -> AsyncIterator[None]:
-    """Record in the worker's health what a job saw of PostgreSQL.
+async def _database(ctx: dict[str, Any], run_id: str) -> AsyncIterator[None]:
+    """Record in the worker's health what a job of run ``run_id`` saw of PostgreSQL.
 
     A job that fails because PostgreSQL is unreachable ends quietly (one warning per
     outage, no traceback per job): its step stays ready, or its attempt's lease runs out,
     in PostgreSQL, and the sweeper dispatches it again once the database is back.
+
+    A job whose change PostgreSQL refuses as a value it cannot store (a data error, not
+    an outage: the same job would be refused on every retry) fails the run with
+    :data:`UNSTORABLE_RUN_ERROR` and logs one line; it is not retried.
     """
     health: ServiceHealth = ctx["health"]
     try:
         yield
     except Exception as exc:
+        if refused_by_database(exc):
+            health.up("database")
+            log.warning(
+                "run %s failed: the database refused a value (%s)", run_id, type(exc).__name__
+            )
+            runtime: Runtime = ctx["runtime"]
+            await runtime.execution.fail_run(uuid.UUID(run_id), dict(UNSTORABLE_RUN_ERROR))
+            return
         if not database_unavailable(exc):
             raise
         health.down("database", exc)

@@ -130,3 +130,37 @@ def test_missing_data_directory_is_explained(tmp_path: Path) -> None:
     )
     assert done.returncode == 2
     assert "no Railyard data directory" in done.stderr and "railyard dev" in done.stderr
+
+
+def test_unstorable_email_is_one_line_naming_the_field() -> None:
+    """Invalid UTF-8 in argv (a lone surrogate once decoded) or a NUL: one line, exit 2,
+    before any database is reached (the URL below leads nowhere)."""
+    nowhere = {"DATABASE_URL": "postgresql://nobody@127.0.0.1:1/none"}
+    for email, field, character in (
+        (os.fsdecode(b"ed\xed\xa0\x80@example.com"), "email", "U+DCED (a lone surrogate)"),
+        ("x@example.com", "password", "U+0000 (NUL)"),
+    ):
+        stdin = ("amber\x00signal lamp at dusk" if field == "password" else PASSWORD) + "\n"
+        done = _cli(email, "--password-stdin", stdin=stdin, env=nowhere)
+        assert done.returncode == 2, done.stderr
+        assert done.stderr.splitlines() == [
+            f"railyard: no account created: {field}: the value contains {character},"
+            " which cannot be stored"
+        ], done.stderr
+
+
+async def test_sign_in_url_is_the_dev_servers(embedded_tmp_dir: Path) -> None:
+    """The dev server records its URL (its --port) in the data directory; create-user
+    prints that, RAILYARD_BASE_URL when set, else the default marked as such."""
+    _new_pg_data_dir(embedded_tmp_dir / "postgres")
+    (embedded_tmp_dir / "base-url.txt").write_text("http://127.0.0.1:8123\n")
+    dev = ("--password-stdin", "--data-dir", str(embedded_tmp_dir))
+    done = _cli("port@example.com", *dev, stdin=PASSWORD + "\n")
+    assert done.returncode == 0, done.stderr
+    assert "sign in at http://127.0.0.1:8123/login" in done.stdout, done.stdout
+    env = {"RAILYARD_BASE_URL": "https://railyard.example.org"}
+    done = _cli("base@example.com", *dev, stdin=PASSWORD + "\n", env=env)
+    assert "sign in at https://railyard.example.org/login" in done.stdout, done.stdout
+    (embedded_tmp_dir / "base-url.txt").unlink()
+    done = _cli("default@example.com", *dev, stdin=PASSWORD + "\n")
+    assert "http://127.0.0.1:8000/login (the default RAILYARD_BASE_URL)" in done.stdout

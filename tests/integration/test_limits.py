@@ -134,6 +134,7 @@ async def test_webhook_json_depth_is_limited(small: httpx.AsyncClient, runtime: 
         r = await small.post(hook, content=text, headers={"content-type": "application/json"})
         assert r.status_code == 400, r.text
         assert "max_json_depth" in r.json()["detail"]
+        assert r.json()["field"] == "body", r.json()
     async with runtime.engine.connect() as conn:
         from sqlalchemy import text as sql
 

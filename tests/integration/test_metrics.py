@@ -148,3 +148,37 @@ async def test_worker_probe_port_serves_its_metrics_behind_the_token() -> None:
     fams = families(r.text)
     assert sample(fams, "railyard_dispatch_latency_seconds", "_count", job="execute_step") >= 1
     assert "railyard_queue_depth" not in fams  # installation gauges: the API's only
+
+
+def total(fams: dict[str, Any], name: str, suffix: str = "", **labels: str) -> float:
+    """The sum of the samples ``name + suffix`` whose labels include ``labels`` (0 if none)."""
+    return sum(
+        float(s.value)
+        for s in fams[name].samples
+        if s.name == name + suffix and labels.items() <= s.labels.items()
+    )
+
+
+async def test_metrics_count_the_status_a_refused_request_got(
+    client: httpx.AsyncClient, runtime: Runtime, sink: HttpSink
+) -> None:
+    """A request refused before it reaches its handler (a NUL in the body: 400 from the
+    input check) is counted with the 400 the client got, not as a 500."""
+    wf = await publish(client, order_pipeline(sink.url))
+    refused = {"content": b'{"name": "a\\u0000b"}', "headers": {"content-type": "application/json"}}
+    series = (
+        ("railyard_webhook_requests", "_total"),
+        ("railyard_http_request_duration_seconds", "_count"),
+    )
+    before = families((await client.get("/metrics")).text)
+    r = await client.post(wf["webhook_path"], **refused)
+    assert r.status_code == 400, r.text
+    r = await client.post("/api/workflows", **refused)
+    assert r.status_code == 400, r.text
+    after = families((await client.get("/metrics")).text)
+    for name, suffix in series:
+        for status, expected in (("400", 1 if "webhook" in name else 2), ("500", 0)):
+            got = total(after, name, suffix, status=status) - total(
+                before, name, suffix, status=status
+            )
+            assert got == expected, (name, status, got)

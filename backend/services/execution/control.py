@@ -1,4 +1,4 @@
-"""Run control: advance, pause, resume, cancel, time out, re-run.
+"""Run control: advance, pause, resume, cancel, time out, fail, re-run.
 
 Each operation is one locked transition (backend/services/execution/transition.py) whose
 decision is a pure engine call; re-run starts a new run through the start use case.
@@ -142,6 +142,21 @@ class Control:
             seconds = (row.deadline_at - (row.started_at or row.created_at)).total_seconds()
             orchestrator.time_out(run.state, run.now, f"run timed out after {seconds:g} s")
             await run.tx.cancel_running_attempts(row.id, run.now)
+            return Change(result=True)
+
+        return await self._end_run(run_id, decide)
+
+    async def fail_run(self, run_id: uuid.UUID, error: dict[str, Any]) -> bool:
+        """End a run that has not ended as ``failed`` with ``error`` (``{"message",
+        "kind"}``): for a run whose next state the database deterministically refuses, so
+        that it is not retried forever. False when it had already ended. Raises
+        :class:`RunNotFound`. Its running attempts stop at once."""
+
+        async def decide(run: Locked) -> Change | None:
+            if run.state.status.terminal:
+                return Change(result=False, write=False)
+            orchestrator.fail(run.state, run.now, error)
+            await run.tx.cancel_running_attempts(run.row.id, run.now)
             return Change(result=True)
 
         return await self._end_run(run_id, decide)

@@ -153,6 +153,10 @@ class Execution:
         """Time out an overdue run (:meth:`Control.timeout_run`)."""
         return await self.control.timeout_run(run_id)
 
+    async def fail_run(self, run_id: uuid.UUID, error: dict[str, Any]) -> bool:
+        """Fail a run the database refuses to store (:meth:`Control.fail_run`)."""
+        return await self.control.fail_run(run_id, error)
+
     async def rerun(
         self,
         run_id: uuid.UUID,

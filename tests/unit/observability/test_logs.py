@@ -57,3 +57,25 @@ def test_plain_lines_for_dev(restore_root: None) -> None:
 def test_unknown_format_is_refused() -> None:
     with pytest.raises(ValueError, match="RAILYARD_LOG_FORMAT"):
         logs.configure("INFO", fmt="xml")
+
+
+def test_plain_tracebacks_have_no_local_variables(restore_root: None) -> None:
+    """A dev log error is its line plus Python's own traceback: no frame locals (rich's
+    default would print the 100 KB body below, once per frame)."""
+    out = io.StringIO()
+    logs.configure("INFO", fmt="plain", stream=out)
+
+    def fail(body: str) -> None:
+        raise ValueError("boom")
+
+    try:
+        fail("x" * 100_000)
+    except ValueError:
+        logging.getLogger("railyard.test").exception("job failed")
+    text = out.getvalue()
+    first, *rest = text.splitlines()
+    assert "job failed" in first and "[railyard.test]" in first
+    assert rest[0] == "Traceback (most recent call last):", rest[:3]
+    assert rest[-1] == "ValueError: boom"
+    assert "xxxxxxxxxx" not in text and "locals" not in text
+    assert len(text) < 2_000, len(text)

@@ -62,3 +62,12 @@ def test_auth_kinds_reject_without_secret_and_unknown_kind() -> None:
     with pytest.raises(AuthFailure, match="unknown"):
         verify({"auth": "magic"}, b"s", {}, b"", 0)
     verify({"auth": "none"}, None, {}, b"", 0)
+
+
+def test_malformed_json_message_says_at_once() -> None:
+    """The decoder's "Invalid control character at" is not followed by a second "at"."""
+    with pytest.raises(BodyError) as caught:
+        parse_request_body("application/json", b'{"a": "x\ny"}')
+    message = str(caught.value)
+    assert "Invalid control character at line 1, column 9" in message, message
+    assert "at at" not in message
