@@ -37,7 +37,7 @@
 | ``RAILYARD_PAYLOAD_INLINE_LIMIT`` | bytes of JSON text above which a part of a run value (input, output, error) is stored once by reference and shown as a preview with a download link (docs/engine.md, "Large values"); at least 1024 | ``262144`` (256 KiB) |
 | ``RAILYARD_REDACT_HEADERS`` | comma-separated extra request header names whose values webhook runs never store (docs/security.md, "Secrets in run data") | empty |
 | ``RAILYARD_AUDIT_RETENTION_DAYS`` | audit log rows older than this many days are deleted by the scheduler's sweeper; ``0`` keeps them forever | ``365`` |
-| ``RAILYARD_RETENTION_<CLASS>_DAYS`` / ``..._MAX`` | retention per data class (``RUNS``, ``PAYLOADS``, ``STEPS``, ``EVENTS``, ``FILES``): rows older than the days, or beyond the newest MAX rows, are removed by the scheduler (docs/operations.md, "Retention"); ``0`` turns a rule off | runs 90 days, events 90 days, files 90 days, the rest off |
+| ``RAILYARD_RETENTION_<CLASS>_DAYS`` / ``..._MAX`` | retention per data class (``RUNS``, ``PAYLOADS``, ``STEPS``, ``EVENTS``, ``FILES``, ``VERSIONS``): rows older than the days, or beyond the newest MAX rows, are removed by the scheduler (docs/operations.md, "Retention"); ``0`` turns a rule off | runs 90 days, events 90 days, files 90 days, versions 1826 days, the rest off |
 | ``RAILYARD_RETENTION_BATCH`` | rows removed per short transaction | ``500`` |
 | ``RAILYARD_RETENTION_INTERVAL`` | seconds between retention passes of the scheduler | ``3600`` |
 | ``RAILYARD_METRICS_TOKEN`` | bearer token that may read ``/metrics`` (besides admins); also required on the worker/scheduler probe port's ``/metrics`` when set | empty |
@@ -126,6 +126,9 @@ class Settings(msgspec.Struct, kw_only=True):
     retention_events_max: Annotated[int, msgspec.Meta(ge=0)] = 0
     retention_files_days: Annotated[int, msgspec.Meta(ge=0)] = 90
     retention_files_max: Annotated[int, msgspec.Meta(ge=0)] = 0
+    # workflow versions: 5 years (the product brief's workflow metadata)
+    retention_versions_days: Annotated[int, msgspec.Meta(ge=0)] = 1826
+    retention_versions_max: Annotated[int, msgspec.Meta(ge=0)] = 0
     retention_batch: Annotated[int, msgspec.Meta(ge=1, le=100000)] = 500
     retention_interval: Annotated[float, msgspec.Meta(ge=1)] = 3600.0
     metrics_token: str = ""
@@ -263,6 +266,8 @@ _ENV = {
     "RAILYARD_RETENTION_EVENTS_MAX": "retention_events_max",
     "RAILYARD_RETENTION_FILES_DAYS": "retention_files_days",
     "RAILYARD_RETENTION_FILES_MAX": "retention_files_max",
+    "RAILYARD_RETENTION_VERSIONS_DAYS": "retention_versions_days",
+    "RAILYARD_RETENTION_VERSIONS_MAX": "retention_versions_max",
     "RAILYARD_RETENTION_BATCH": "retention_batch",
     "RAILYARD_RETENTION_INTERVAL": "retention_interval",
     "RAILYARD_METRICS_TOKEN": "metrics_token",
