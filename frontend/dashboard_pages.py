@@ -43,6 +43,7 @@ def search_link(
     minutes: int | None = None,
     start: datetime | None = None,
     end: datetime | None = None,
+    sort: str | None = None,
 ) -> str:
     """The search (docs/search.md) behind a chart mark: ``/search?q=status:failed,timed_out
     workflow:<id> since:60m``.
@@ -52,7 +53,8 @@ def search_link(
     (``start``, ``end``: UTC, minute precision) or ``since:<minutes>m`` of the window.
     Search times are run creation while the dashboard counts runs by end, so a run that
     started before the window and ended in it is counted but not listed. Runs still running
-    are listed whenever they started (no time).
+    are listed whenever they started (no time). ``sort``: a run sort (``duration``: the
+    longest first, for the duration charts).
     """
     terms = [f"status:{STATUSES.get(status, status)}"]
     if workflow_id is not None:
@@ -62,6 +64,8 @@ def search_link(
             terms += [f"after:{start:%Y-%m-%dT%H:%M}", f"before:{end:%Y-%m-%dT%H:%M}"]
         elif minutes:
             terms.append(f"since:{minutes}m")
+    if sort:
+        terms.append(f"sort:{sort}")
     return "/search?" + urlencode({"q": " ".join(terms)})
 
 

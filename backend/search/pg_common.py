@@ -235,7 +235,20 @@ async def counted_page(
     count in one UNION ALL, the facets in ``order``."""
     rows = list((await session.execute(union_all(*parts))).all())
     total, facets = facets_from_rows(rows, order)
-    total, exact = capped(total)
+    return page_result(scope, query, sort, (*capped(total), facets), hits, next_cursor)
+
+
+def page_result(
+    scope: str,
+    query: str,
+    sort: str,
+    counted: tuple[int, bool, list[Facet]],
+    hits: list[Hit],
+    next_cursor: str | None,
+) -> SearchResult:
+    """The PostgreSQL backend's :class:`SearchResult`; ``counted``: (total, whether it is
+    exact, facets)."""
+    total, exact, facets = counted
     return SearchResult(
         scope=scope,
         query=query,

@@ -53,6 +53,7 @@ from backend.search.pg_common import (
     fetch_page,
     negate,
     one_of,
+    page_result,
     text_conditions,
     time_window,
     uuids,
@@ -287,17 +288,7 @@ async def search_runs(
     if missing:
         workflows.update(await _workflows(session, missing))
     hits = [_hit(r, snippets.get(r[0], ""), workflows, query) for r in rows]
-    return SearchResult(
-        scope="runs",
-        query=query,
-        sort=criteria.sort,
-        total=total,
-        total_exact=exact,
-        hits=hits,
-        facets=facets,
-        next_cursor=next_cursor,
-        backend="postgres",
-    )
+    return page_result("runs", query, criteria.sort, (total, exact, facets), hits, next_cursor)
 
 
 def _hit(r: Any, snip: str, workflows: dict[str, tuple[str, list[str]]], query: str) -> Hit:

@@ -30,6 +30,9 @@ def test_dashboard_links_are_searches_of_the_window() -> None:
         "status:succeeded,failed,cancelled,timed_out since:15m"
     )
     assert query_of(search_link("running", minutes=15)) == "status:running"
+    slowest = query_of(search_link(None, wid, minutes=60, sort="duration"))
+    assert slowest.endswith(f"workflow:{wid} since:60m sort:duration")
+    assert build_criteria(slowest).sort == "duration"
 
 
 def test_dashboard_bar_links_search_their_bucket() -> None:
