@@ -187,6 +187,17 @@ class Settings(msgspec.Struct, kw_only=True):
     retention_files_max: Annotated[
         int, about("newest uploaded files kept; `0`: no count rule", ge=0)
     ] = 0
+    retention_versions_days: Annotated[
+        int,
+        about(
+            "days a published workflow version is kept (the product brief: workflow metadata "
+            "5 years); versions still in use are never removed; `0`: no age rule",
+            ge=0,
+        ),
+    ] = 1826
+    retention_versions_max: Annotated[
+        int, about("newest published versions kept per workflow; `0`: no count rule", ge=0)
+    ] = 0
     retention_batch: Annotated[
         int, about("rows retention removes per short transaction", ge=1, le=100000)
     ] = 500
@@ -367,6 +378,8 @@ _ENV = {
     "RAILYARD_RETENTION_EVENTS_MAX": "retention_events_max",
     "RAILYARD_RETENTION_FILES_DAYS": "retention_files_days",
     "RAILYARD_RETENTION_FILES_MAX": "retention_files_max",
+    "RAILYARD_RETENTION_VERSIONS_DAYS": "retention_versions_days",
+    "RAILYARD_RETENTION_VERSIONS_MAX": "retention_versions_max",
     "RAILYARD_RETENTION_BATCH": "retention_batch",
     "RAILYARD_RETENTION_INTERVAL": "retention_interval",
     "RAILYARD_METRICS_TOKEN": "metrics_token",

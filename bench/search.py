@@ -13,7 +13,10 @@ directory, migrates, and prints ``figure: <name> = <value> <unit>`` lines:
 - ``q<k>_<name>_p50`` / ``_p95``: milliseconds per search through the PostgreSQL backend
   (the page of 25 hits, the facet counts and the total, as ``/api/search`` does), 40 runs
   each after 3 warm-ups, for an admin (``q1``-``q5``) and for a user who reads 10 of the 50
-  workflows (``q6``). Target p95 < 100 ms.
+  workflows (``q6``). Target p95 < 100 ms. ``q<k>_<name>_cpu``: milliseconds on a CPU per
+  search, the PostgreSQL backends' and this process's together (load-insensitive, unlike the
+  wall times: compare runs on a loaded machine by these); ``queries_load_average_start`` /
+  ``_end``: the 1-minute load average around them.
 - ``index_<name>``: MB on disk of each search index and of the runs table.
 - ``indexer_lag_p50`` / ``_p95`` / ``_max``: seconds from a run's commit (with its outbox
   event) to its document being stored, while runs are written at 500 runs/s for 10 s, with
@@ -26,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import statistics
 import subprocess
 import sys
@@ -38,6 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import httpx
 from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from backend.db.engine import make_engine, make_sessionmaker
 from backend.db.migrate import upgrade
@@ -47,7 +52,7 @@ from backend.search.elastic import ElasticSearch, make_client
 from backend.search.es_indexer import OutboxIndexer
 from backend.search.model import Visibility
 from backend.search.postgres import PostgresSearch
-from bench.common import figure
+from bench.common import cpu_seconds, figure, load_average
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKFLOWS = 50
@@ -59,7 +64,7 @@ QUERIES = [
     ("tag_and_phrase", 'tag:billing "gateway timeout"'),
     ("everything", ""),
 ]
-INDEXES = ("ix_runs_search", "ix_runs_created_id", "ix_runs_status_created_id")
+INDEXES = ("ix_runs_workflow_search", "ix_runs_created_id", "ix_runs_status_created_id")
 
 
 GENERATE = """
@@ -157,6 +162,19 @@ async def setup(url: str, n: int) -> None:
     await engine.dispose()
 
 
+async def _cpu(conn: AsyncConnection) -> float:
+    """CPU seconds so far of this process and of the database's client backends."""
+    pids = (
+        await conn.execute(
+            text(
+                "select pid from pg_stat_activity where datname = current_database()"
+                " and backend_type = 'client backend'"
+            )
+        )
+    ).scalars()
+    return cpu_seconds(os.getpid()) + sum(cpu_seconds(pid) for pid in pids)
+
+
 async def queries(url: str) -> None:
     engine = make_engine(url, pool_size=2)
     backend = PostgresSearch(make_sessionmaker(engine))
@@ -167,17 +185,24 @@ async def queries(url: str) -> None:
         ten = frozenset(str(i) for i in some)
     cases = [(f"q{k + 1}_{name}", q, Visibility(None, True)) for k, (name, q) in enumerate(QUERIES)]
     cases.append(("q6_user_failed_10_workflows", "status:failed", Visibility(ten, False)))
-    for name, q, visible in cases:
-        times = []
-        for i in range(REPEATS + 3):
-            started = time.perf_counter()
-            result = await backend.search(build_criteria(q), visible, query=q)
-            if i >= 3:
-                times.append((time.perf_counter() - started) * 1000)
-        times.sort()
-        figure(f"{name}_p50", statistics.median(times), "ms")
-        figure(f"{name}_p95", times[int(len(times) * 0.95) - 1], "ms")
-        figure(f"{name}_total", result.total, "runs")
+    figure("queries_load_average_start", load_average(), "")
+    async with engine.connect() as probe:
+        for name, q, visible in cases:
+            times = []
+            for i in range(REPEATS + 3):
+                if i == 3:
+                    cpu = await _cpu(probe)
+                started = time.perf_counter()
+                result = await backend.search(build_criteria(q), visible, query=q)
+                if i >= 3:
+                    times.append((time.perf_counter() - started) * 1000)
+            cpu = await _cpu(probe) - cpu
+            times.sort()
+            figure(f"{name}_p50", statistics.median(times), "ms")
+            figure(f"{name}_p95", times[int(len(times) * 0.95) - 1], "ms")
+            figure(f"{name}_cpu", cpu * 1000 / REPEATS, "ms")
+            figure(f"{name}_total", result.total, "runs")
+    figure("queries_load_average_end", load_average(), "")
     await engine.dispose()
 
 

@@ -1,9 +1,11 @@
 """The dashboard renders real data after a burst of runs (one workflow succeeding, one
-failing), and its links lead to the runs behind a chart. Screenshot: dashboard.png."""
+failing), and its links lead to the search for the runs behind a chart. Screenshots:
+dashboard.png, dashboard-search.png."""
 
 from __future__ import annotations
 
 import itertools
+import re
 import time
 from typing import Any
 
@@ -120,7 +122,14 @@ def test_dashboard_after_a_burst_of_runs(
     assert page.locator('[data-figure="workers"] .tile-value').inner_text() == "1"
     page.screenshot(path=str(ARTIFACTS_DIR / "dashboard.png"), full_page=True)
 
-    # a chart's link opens the runs behind it
+    # a chart's link opens the search for the runs behind it
     failing.locator("a").click()
-    page.wait_for_url(f"{base}/runs?workflow_id={bad}&status=failed")
-    assert page.locator("body").get_by_text("Flaky CRM sync").count() >= 6
+    page.wait_for_url(re.compile(r".*/search\?q=status%3Afailed%2Ctimed_out\+workflow%3A.*"))
+    query = page.locator("#search-q").input_value()
+    assert query == f"status:failed,timed_out workflow:{bad} since:60m"
+    assert page.locator("#search-total").inner_text() == "6 results"
+    hits = page.locator(".search-hit")
+    assert hits.count() == 6
+    for i in range(6):
+        assert "Flaky CRM sync" in hits.nth(i).inner_text()
+    page.screenshot(path=str(ARTIFACTS_DIR / "dashboard-search.png"), full_page=True)

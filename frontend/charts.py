@@ -9,7 +9,7 @@ tooltip and what screen readers say), and marks that lead somewhere are links.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from markupsafe import Markup, escape
 
@@ -23,13 +23,11 @@ def _fmt_time(at: datetime, minutes: int) -> str:
     return at.strftime("%H:%M" if minutes < 1440 else "%d %b %H:%M")
 
 
-def runs_chart(
-    buckets: Sequence[Bucket], bucket_minutes: int, link: Callable[[str | None], str]
-) -> Markup:
+def runs_chart(buckets: Sequence[Bucket], bucket_minutes: int, link: Callable[..., str]) -> Markup:
     """Stacked bars of runs ended per bucket (succeeded, failed, other), newest right.
 
-    ``link(status)`` gives the search URL of a bar segment (``status`` ``"succeeded"``,
-    ``"failed"`` or None for all runs).
+    ``link(status, start=, end=)`` gives the search URL of a bar segment: ``status``
+    ``"succeeded"``, ``"failed"`` or ``"other"``, ``start``/``end`` the bucket's times.
     """
     if not buckets:
         return Markup("")
@@ -49,18 +47,20 @@ def runs_chart(
         x = PAD_LEFT + i * step + (step - bar) / 2
         y = float(PAD_TOP + plot_h)
         when = _fmt_time(b.start, bucket_minutes * 60)
+        end = b.start + timedelta(minutes=bucket_minutes)
         for status, count, css in (
             ("succeeded", b.succeeded, "ok"),
             ("failed", b.failed, "bad"),
-            (None, b.other, "other"),
+            ("other", b.other, "other"),
         ):
             if not count:
                 continue
             h = plot_h * count / top
             y -= h
-            label = f"{when}: {count} {status or 'cancelled'}"
+            label = f"{when}: {count} {'cancelled' if status == 'other' else status}"
+            href = escape(link(status, start=b.start, end=end))
             parts.append(
-                f'<a href="{escape(link(status))}"><rect class="bar {css}" x="{x:.1f}" '
+                f'<a href="{href}"><rect class="bar {css}" x="{x:.1f}" '
                 f'y="{y:.1f}" width="{bar:.1f}" height="{h:.1f}"><title>{escape(label)}'
                 "</title></rect></a>"
             )

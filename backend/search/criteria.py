@@ -52,6 +52,8 @@ SORTS: dict[Scope, tuple[str, ...]] = {
     Scope.AUDIT: ("newest", "oldest", "relevance"),
 }
 DEFAULT_SORT = {Scope.RUNS: "newest", Scope.WORKFLOWS: "relevance", Scope.AUDIT: "newest"}
+UNRANKED_SORT = {Scope.RUNS: "newest", Scope.WORKFLOWS: "name", Scope.AUDIT: "newest"}
+"""What a relevance sort means without free text to rank by: the scope's natural order."""
 
 _RELATIVE = re.compile(r"(\d{1,6})([mhdw])")
 _UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
@@ -91,6 +93,12 @@ class Criteria:
     def has_text(self) -> bool:
         """Whether any positive free-text term is present."""
         return any(not t.negated for t in self.text)
+
+    def drop_unranked_relevance(self) -> None:
+        """Sort by :data:`UNRANKED_SORT` when asked for relevance without free text (every
+        backend does this before searching)."""
+        if self.sort == "relevance" and not self.has_text:
+            self.sort = UNRANKED_SORT[self.scope]
 
 
 def _time(value: str, clause: FieldClause, now: datetime) -> datetime:

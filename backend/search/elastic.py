@@ -39,7 +39,6 @@ from backend.settings import Settings
 log = logging.getLogger(__name__)
 
 RETRYABLE_STATUS = {408, 429, 500, 502, 503, 504}
-_UNRANKED = {Scope.RUNS: "newest", Scope.WORKFLOWS: "name", Scope.AUDIT: "newest"}
 
 
 def make_client(url: str, **options: Any) -> Any:
@@ -190,8 +189,7 @@ class ElasticSearch:
         cursor: str | None = None,
     ) -> SearchResult:
         """One page of results (see :class:`~backend.search.model.SearchBackend`)."""
-        if criteria.sort == "relevance" and not criteria.has_text:
-            criteria.sort = _UNRANKED[criteria.scope]
+        criteria.drop_unranked_relevance()
         async with self.sessionmaker() as session:
             await self._resolve(session, criteria)
             body = search_body(criteria, visible, limit=limit, cursor=cursor)

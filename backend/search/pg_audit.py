@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlencode
 
-from sqlalchemy import ColumnElement, String, false, func, literal, or_, select, union_all
+from sqlalchemy import ColumnElement, false, func, literal, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.db.models import AuditLog
@@ -20,9 +20,9 @@ from backend.search.criteria import Criteria, Filter
 from backend.search.model import COUNT_LIMIT, Hit, SearchResult, Visibility
 from backend.search.pg_common import (
     Keyset,
-    capped,
     combined_query,
-    facets_from_rows,
+    count_of,
+    counted_page,
     fetch_page,
     negate,
     text_conditions,
@@ -123,23 +123,20 @@ async def search_audit(
     )
     actor = func.coalesce(m.c.actor_label, "system")
     parts = [
-        select(literal("total"), literal(None, String), func.count()).select_from(m),
+        count_of(m),
         select(literal("action"), m.c.action, func.count()).group_by(m.c.action),
         select(literal("object"), m.c.object_type, func.count()).group_by(m.c.object_type),
         select(literal("actor"), actor, func.count()).group_by(actor),
     ]
-    total, facets = facets_from_rows(list((await session.execute(union_all(*parts))).all()), FACETS)
-    total, exact = capped(total)
-    return SearchResult(
+    return await counted_page(
+        session,
+        parts,
+        FACETS,
         scope="audit",
         query=query,
         sort=criteria.sort if relevance or criteria.sort != "relevance" else "newest",
-        total=total,
-        total_exact=exact,
         hits=[_hit(r) for r in rows],
-        facets=facets,
         next_cursor=next_cursor,
-        backend="postgres",
     )
 
 

@@ -15,7 +15,20 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, and_, false, func, literal, literal_column, not_, or_, tuple_
+from sqlalchemy import (
+    ColumnElement,
+    String,
+    and_,
+    false,
+    func,
+    literal,
+    literal_column,
+    not_,
+    or_,
+    select,
+    tuple_,
+    union_all,
+)
 from sqlalchemy.orm import QueryableAttribute
 
 from backend.search.criteria import Criteria
@@ -24,6 +37,8 @@ from backend.search.model import (
     FACET_SIZE,
     Facet,
     FacetValue,
+    Hit,
+    SearchResult,
     decode_cursor,
     encode_cursor,
 )
@@ -197,6 +212,54 @@ def facets_from_rows(
         for name, values in grouped.items()
     ]
     return total, facets
+
+
+def count_of(matches: Any) -> Any:
+    """The ``("total", NULL, count)`` row over ``matches`` (a CTE), for :func:`counted_page`."""
+    return select(literal("total"), literal(None, String), func.count()).select_from(matches)
+
+
+async def counted_page(
+    session: Any,
+    parts: Sequence[Any],
+    order: Sequence[str],
+    *,
+    scope: str,
+    query: str,
+    sort: str,
+    hits: list[Hit],
+    next_cursor: str | None,
+) -> SearchResult:
+    """A PostgreSQL :class:`SearchResult`: ``hits`` with the total and facets that
+    ``parts`` (SELECTs of ``(facet, value, count)`` rows, one of them :func:`count_of`)
+    count in one UNION ALL, the facets in ``order``."""
+    rows = list((await session.execute(union_all(*parts))).all())
+    total, facets = facets_from_rows(rows, order)
+    return page_result(scope, query, sort, (*capped(total), facets), hits, next_cursor)
+
+
+def page_result(
+    scope: str,
+    query: str,
+    sort: str,
+    counted: tuple[int, bool, list[Facet]],
+    hits: list[Hit],
+    next_cursor: str | None,
+) -> SearchResult:
+    """The PostgreSQL backend's :class:`SearchResult`; ``counted``: (total, whether it is
+    exact, facets)."""
+    total, exact, facets = counted
+    return SearchResult(
+        scope=scope,
+        query=query,
+        sort=sort,
+        total=total,
+        total_exact=exact,
+        hits=hits,
+        facets=facets,
+        next_cursor=next_cursor,
+        backend="postgres",
+    )
 
 
 def capped(total: int) -> tuple[int, bool]:

@@ -1,7 +1,9 @@
 """Searching runs in PostgreSQL: the ``runs`` table itself, through the GIN index on
-``runs.search_vector`` (``run_search_vector(input, output, error)``, kept by a trigger) and
-the covering btree indexes for keyset pages and facets (migration 0020_search), so a run is
-searchable the moment its transaction commits.
+``(runs.workflow_id, runs.search_vector)`` (``run_search_vector(input, output, error)``,
+kept by a trigger; migrations 0020_search and 0022_run_search_by_workflow) and the covering
+btree indexes for keyset pages and facets (0020_search), so a run is searchable the moment
+its transaction commits. Filters on workflows (permissions, ``workflow:``, ``tag:``) are
+conditions on ``runs.workflow_id``, never joins, so they reach those indexes.
 
 Fields (docs/search.md): ``status``, ``workflow`` (name, case-insensitive, or id), ``tag``
 (the workflow's tags), ``trigger``, ``version``, ``step`` (a step id of the run), ``error``
@@ -19,6 +21,7 @@ from sqlalchemy import (
     ColumnElement,
     String,
     Text,
+    any_,
     cast,
     exists,
     func,
@@ -29,9 +32,8 @@ from sqlalchemy import (
     tuple_,
     union_all,
 )
-from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.dialects.postgresql import ARRAY, UUID
 from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.sql import Select
 
 from backend.db.models import Run, StepRun, Workflow
 from backend.search.criteria import Criteria, Filter
@@ -51,6 +53,7 @@ from backend.search.pg_common import (
     fetch_page,
     negate,
     one_of,
+    page_result,
     text_conditions,
     time_window,
     uuids,
@@ -81,12 +84,13 @@ def _filter(f: Filter) -> ColumnElement[bool]:
     if f.field == "id":
         return one_of(Run.id, uuids(values), f.negated)
     if f.field == "tag":
-        return negate(Workflow.tags.overlap(cast(values, ARRAY(Text))), f.negated)
+        return negate(_of_workflows(Workflow.tags.overlap(cast(values, ARRAY(Text)))), f.negated)
     if f.field == "workflow":
         by_name = func.lower(Workflow.name).in_([str(v).lower() for v in values])
         ids = uuids(values)
-        cond = or_(by_name, Run.workflow_id.in_(ids)) if ids else by_name
-        return negate(cond, f.negated)
+        return negate(
+            _of_workflows(or_(by_name, Workflow.id.in_(ids)) if ids else by_name), f.negated
+        )
     if f.field == "step":
         has = exists().where(StepRun.run_id == Run.id, StepRun.step_id.in_(values))
         return negate(has, f.negated)
@@ -97,12 +101,22 @@ def _filter(f: Filter) -> ColumnElement[bool]:
     raise ValueError(f"runs cannot be filtered by {f.field}")
 
 
+def _of_workflows(cond: ColumnElement[bool]) -> ColumnElement[bool]:
+    """Runs of the workflows matching ``cond``: ``workflow_id = ANY(ARRAY(SELECT id FROM
+    workflows WHERE cond))``. The workflow ids are found first (an InitPlan over the small
+    workflows table), so the condition reaches the run indexes: the GIN index over
+    ``(workflow_id, search_vector)`` intersects them with the text (migration
+    0022_run_search_by_workflow), the time indexes filter on their included workflow_id."""
+    ids = select(Workflow.id).where(cond).scalar_subquery()
+    return Run.workflow_id == any_(func.array(ids, type_=ARRAY(UUID)))
+
+
 def _escape_like(value: str) -> str:
     return value.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 def conditions(criteria: Criteria, visible: Visibility) -> list[ColumnElement[bool]]:
-    """The WHERE conditions of a run search (over ``runs`` joined with ``workflows``)."""
+    """The WHERE conditions of a run search (over ``runs``)."""
     conds = [visible_condition(Run.workflow_id, visible.workflow_ids)]
     conds += text_conditions(criteria, RUN_VECTOR)
     conds += time_window(criteria, Run.created_at)
@@ -113,15 +127,6 @@ def conditions(criteria: Criteria, visible: Visibility) -> list[ColumnElement[bo
 def run_url(run_id: str, query: str) -> str:
     """The run page, carrying the search it was found by (its "Back to results" link)."""
     return f"/runs/{run_id}" + (f"?search={quote(query, safe='')}" if query else "")
-
-
-def _base(criteria: Criteria, *columns: Any) -> Select[Any]:
-    """SELECT ``columns`` FROM runs, joined with workflows only when a filter needs the
-    workflow's name or tags."""
-    query = select(*columns).select_from(Run)
-    if any(f.field in ("tag", "workflow") for f in criteria.filters):
-        query = query.join(Workflow, Workflow.id == Run.workflow_id)
-    return query
 
 
 async def _workflows(session: AsyncSession, ids: set[str]) -> dict[str, tuple[str, list[str]]]:
@@ -145,7 +150,7 @@ async def _facets(
     by_index = not criteria.has_text
     keyset = first_page[0] if first_page else KEYSETS["newest"]
     m = (
-        _base(criteria, Run.id, Run.created_at, Run.status, Run.trigger, Run.workflow_id)
+        select(Run.id, Run.created_at, Run.status, Run.trigger, Run.workflow_id)
         .where(*conds)
         .order_by(*keyset.order_by(by_index=by_index))
         .limit(COUNT_LIMIT + 1)
@@ -244,7 +249,7 @@ async def search_runs(
         Run.error["message"].astext,
         DURATION_MS,
     )
-    page = _base(criteria, *columns).where(*conds)
+    page = select(*columns).where(*conds)
     relevance = criteria.sort == "relevance" and q is not None
     keyset = KEYSETS.get(criteria.sort, KEYSETS["newest"])
     one_pass = not relevance and cursor is None and keyset.name in ("newest", "oldest")
@@ -283,17 +288,7 @@ async def search_runs(
     if missing:
         workflows.update(await _workflows(session, missing))
     hits = [_hit(r, snippets.get(r[0], ""), workflows, query) for r in rows]
-    return SearchResult(
-        scope="runs",
-        query=query,
-        sort=criteria.sort,
-        total=total,
-        total_exact=exact,
-        hits=hits,
-        facets=facets,
-        next_cursor=next_cursor,
-        backend="postgres",
-    )
+    return page_result("runs", query, criteria.sort, (total, exact, facets), hits, next_cursor)
 
 
 def _hit(r: Any, snip: str, workflows: dict[str, tuple[str, list[str]]], query: str) -> Hit:

@@ -13,7 +13,6 @@ from typing import Any
 
 from sqlalchemy import (
     ColumnElement,
-    String,
     Text,
     and_,
     cast,
@@ -22,7 +21,6 @@ from sqlalchemy import (
     literal_column,
     or_,
     select,
-    union_all,
 )
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -33,9 +31,9 @@ from backend.search.model import COUNT_LIMIT, Hit, SearchResult, Visibility
 from backend.search.pg_common import (
     TS_CONFIG,
     Keyset,
-    capped,
     combined_query,
-    facets_from_rows,
+    count_of,
+    counted_page,
     fetch_page,
     negate,
     text_conditions,
@@ -171,22 +169,19 @@ async def search_workflows(
         .subquery()
     )
     parts = [
-        select(literal("total"), literal(None, String), func.count()).select_from(m),
+        count_of(m),
         select(literal("tag"), tags.c.v, func.count()).group_by(tags.c.v),
         select(literal("type"), types.c.v, func.count()).group_by(types.c.v),
     ]
-    total, facets = facets_from_rows(list((await session.execute(union_all(*parts))).all()), FACETS)
-    total, exact = capped(total)
-    return SearchResult(
+    return await counted_page(
+        session,
+        parts,
+        FACETS,
         scope="workflows",
         query=query,
         sort=sort,
-        total=total,
-        total_exact=exact,
         hits=[_hit(r) for r in rows],
-        facets=facets,
         next_cursor=next_cursor,
-        backend="postgres",
     )
 
 

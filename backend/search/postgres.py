@@ -18,9 +18,6 @@ from backend.search.query import Scope
 
 log = logging.getLogger(__name__)
 
-# a relevance sort without free text means the scope's natural order
-_UNRANKED = {Scope.RUNS: "newest", Scope.WORKFLOWS: "name", Scope.AUDIT: "newest"}
-
 
 class PostgresSearch:
     """:class:`~backend.search.model.SearchBackend` over PostgreSQL.
@@ -55,8 +52,7 @@ class PostgresSearch:
         cursor: str | None = None,
     ) -> SearchResult:
         """One page of results (see :class:`~backend.search.model.SearchBackend`)."""
-        if criteria.sort == "relevance" and not criteria.has_text:
-            criteria.sort = _UNRANKED[criteria.scope]
+        criteria.drop_unranked_relevance()
         async with self.sessionmaker() as session:
             if criteria.scope is Scope.WORKFLOWS:
                 trigram = await self._has_trigram(session)

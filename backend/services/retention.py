@@ -12,6 +12,9 @@ waiting run keeps everything however old it is.
 - ``steps``: step records and attempts of a run (the run row stays); by end time.
 - ``events``: outbox events; by creation (age) and the newest N (count).
 - ``files``: files uploaded to webhooks; by upload time.
+- ``versions``: published workflow versions nothing needs any more, by publication time
+  and the newest N per workflow (backend/services/retention_versions.py says what keeps
+  one); the workflow itself is never removed.
 - ``audit``: audit rows, by age only (``RAILYARD_AUDIT_RETENTION_DAYS``).
 - ``large_values``: stored large values (the ``payloads`` table) no kept run can
   reference; always on.
@@ -56,6 +59,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from backend.db.models import RetentionPass
 from backend.observability import metrics
 from backend.services import audit, audit_log
+from backend.services import retention_versions as versions
 from backend.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -64,7 +68,7 @@ MAX_BATCHES = 200
 """Batches per class per pass (the next pass continues)."""
 PAYLOAD_MARGIN = timedelta(days=1)
 """A large value younger than this is never deleted (see the module docstring)."""
-CLASSES = ("runs", "payloads", "steps", "events", "files", "audit", "large_values")
+CLASSES = ("runs", "payloads", "steps", "events", "files", "versions", "audit", "large_values")
 """Every data class, in the order a pass handles them."""
 
 _ENDED = "('succeeded','failed','cancelled','timed_out')"
@@ -95,6 +99,9 @@ def rules(settings: Settings) -> dict[str, Rule]:
         "steps": Rule("steps", settings.retention_steps_days, settings.retention_steps_max),
         "events": Rule("events", settings.retention_events_days, settings.retention_events_max),
         "files": Rule("files", settings.retention_files_days, settings.retention_files_max),
+        "versions": Rule(
+            "versions", settings.retention_versions_days, settings.retention_versions_max
+        ),
         "audit": Rule("audit", settings.audit_retention_days),
         "large_values": Rule("large_values", 1),
     }
@@ -341,6 +348,13 @@ async def _class_pass(
         result.cutoff = await _created_cutoff(sessions, rule, name, now)
         if result.cutoff is not None:
             await _prune_created(sessions, result, name, result.cutoff, size)
+    elif name == "versions":
+        result.cutoff = now - timedelta(days=rule.days) if rule.days else None
+        await _batches(
+            sessions,
+            result,
+            lambda session: versions.prune_batch(session, result.cutoff, rule.max_rows, size),
+        )
     elif name == "audit":
         result.cutoff = now - timedelta(days=rule.days)
         await _prune_audit(sessions, result, rule.days, size)

@@ -9,6 +9,7 @@ from typing import Any
 
 import httpx
 import pytest
+from sqlalchemy import text
 
 from backend.runtime import Runtime
 from backend.services import dashboard, retention
@@ -61,17 +62,26 @@ async def test_dashboard_shows_the_runs_of_the_window(
     assert board.now.workers == 1 and board.now.queue_depth == 0
     assert {r.data_class for r in board.retention} >= {"runs", "events", "audit"}
 
+    async with runtime.engine.begin() as conn:  # a run started in the minute it ended
+        await conn.execute(text("update runs set created_at = date_trunc('minute', finished_at)"))
     page = await client.get("/admin/dashboard?window=60")
     assert page.status_code == 200
     html = page.text
     assert 'class="bar bad"' in html and 'class="bar ok"' in html
-    assert f'href="/runs?workflow_id={bad}&amp;status=failed"' in html
+    link = f"/search?q=status%3Afailed%2Ctimed_out+workflow%3A{bad}+since%3A60m"
+    assert f'href="{link}"' in html
     assert re.search(r'data-figure="ended"><span class="tile-value">9<', html)
     assert "66.7%" in html  # the success ring
     assert "style=" not in html.split("<main", 1)[-1]  # strict CSP: no inline styles
-    # the link of the most failing workflow lists exactly its failed runs
-    runs_page = await client.get(f"/runs?workflow_id={bad}&status=failed")
-    assert runs_page.status_code == 200 and runs_page.text.count("Flaky sync") >= 3
+    # the link of the most failing workflow finds exactly its failed runs
+    found = (await client.get("/api" + link)).json()
+    assert found["total"] == 3 and {h["detail"]["workflow_id"] for h in found["hits"]} == {bad}
+    assert {h["status"] for h in found["hits"]} == {"failed"}
+    # a bar of the runs chart finds the runs of its minute
+    bars = re.findall(r'<a href="(/search\?q=status%3Asucceeded[^"]*)"><rect', html)
+    assert bars and all("after%3A" in b and "before%3A" in b for b in bars)
+    in_bars = [(await client.get("/api" + b.replace("&amp;", "&"))).json()["total"] for b in bars]
+    assert sum(in_bars) == 6
 
 
 async def test_dashboard_is_for_admins_and_windows_are_fixed(

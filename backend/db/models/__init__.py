@@ -201,6 +201,7 @@ class Run(Base):
         ),
         Index("ix_runs_created", "created_at"),
         Index("ix_runs_finished", "finished_at"),
+        Index("ix_runs_version_id", "version_id"),
     )
 
     id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True, default=_uuid)

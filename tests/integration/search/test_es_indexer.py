@@ -12,6 +12,7 @@ import signal
 import sys
 import uuid
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +76,37 @@ async def start_runs(
     return ids
 
 
+@dataclass
+class Greeter:
+    """A published Greeter workflow, the emulated Elasticsearch (``server``) and the search
+    backend writing to it."""
+
+    client: httpx.AsyncClient
+    runtime: Runtime
+    server: ElasticsearchLike
+    backend: ElasticSearch
+    wf: dict[str, Any]
+
+    async def runs(self, names: list[str]) -> list[str]:
+        """One webhook run per name, each waited for (succeeded); their ids."""
+        return await start_runs(self.client, self.runtime, self.wf["hook"], names)
+
+    def indexer(self, **options: Any) -> OutboxIndexer:
+        """An outbox indexer into the backend (``options``: batch, gap_grace, ...)."""
+        return OutboxIndexer(self.runtime.sessionmaker, self.backend, prefix=PREFIX, **options)
+
+
+@pytest.fixture
+async def greeter(
+    client: httpx.AsyncClient,
+    runtime: Runtime,
+    worker: Any,
+    es: tuple[ElasticsearchLike, ElasticSearch],
+) -> Greeter:
+    server, backend = es
+    return Greeter(client, runtime, server, backend, await publish_greeter(client))
+
+
 async def catch_up(indexer: OutboxIndexer) -> None:
     for _ in range(100):
         if await indexer.index_once() == 0:
@@ -89,15 +121,11 @@ async def cursors(runtime: Runtime) -> dict[str, int]:
 
 
 async def test_es_indexer_follows_the_outbox_and_loses_nothing_while_es_is_down(
-    client: httpx.AsyncClient,
-    runtime: Runtime,
-    worker: Any,
-    es: tuple[ElasticsearchLike, ElasticSearch],
+    greeter: Greeter, runtime: Runtime
 ) -> None:
-    server, backend = es
-    wf = await publish_greeter(client)
-    first = await start_runs(client, runtime, wf["hook"], ["ada", "grace"])
-    indexer = OutboxIndexer(runtime.sessionmaker, backend, prefix=PREFIX, batch=7)
+    server, wf = greeter.server, greeter.wf
+    first = await greeter.runs(["ada", "grace"])
+    indexer = greeter.indexer(batch=7)
     await catch_up(indexer)
     runs = server.docs(RUNS)
     assert set(runs) == set(first)
@@ -114,7 +142,7 @@ async def test_es_indexer_follows_the_outbox_and_loses_nothing_while_es_is_down(
 
     # Elasticsearch goes away: runs go on, the indexer refuses to move
     server.stop()
-    later = await start_runs(client, runtime, wf["hook"], ["linus", "barbara", "edsger"])
+    later = await greeter.runs(["linus", "barbara", "edsger"])
     with pytest.raises(SinkUnavailable):
         await indexer.index_once()
     assert await cursors(runtime) == before
@@ -126,7 +154,7 @@ async def test_es_indexer_follows_the_outbox_and_loses_nothing_while_es_is_down(
     assert await cursors(runtime) == before
     server.overloaded = False
     # a new indexer process (a restart) picks up from the stored position
-    restarted = OutboxIndexer(runtime.sessionmaker, backend, prefix=PREFIX, batch=7)
+    restarted = greeter.indexer(batch=7)
     await catch_up(restarted)
     assert set(server.docs(RUNS)) == set(first + later)
     assert all(d["status"] == "succeeded" for d in server.docs(RUNS).values())
@@ -135,16 +163,11 @@ async def test_es_indexer_follows_the_outbox_and_loses_nothing_while_es_is_down(
 
 
 async def test_es_indexer_waits_for_uncommitted_outbox_rows(
-    client: httpx.AsyncClient,
-    runtime: Runtime,
-    worker: Any,
-    es: tuple[ElasticsearchLike, ElasticSearch],
+    greeter: Greeter, runtime: Runtime
 ) -> None:
-    server, backend = es
-    wf = await publish_greeter(client)
-    (run_a,) = await start_runs(client, runtime, wf["hook"], ["ada"])
-    (run_b,) = await start_runs(client, runtime, wf["hook"], ["bob"])
-    indexer = OutboxIndexer(runtime.sessionmaker, backend, prefix=PREFIX, gap_grace=0.0)
+    server = greeter.server
+    run_a, run_b = await greeter.runs(["ada", "bob"])
+    indexer = greeter.indexer(gap_grace=0.0)
     await catch_up(indexer)
     # a slow transaction takes an event id and changes run A, but has not committed ...
     async with runtime.engine.connect() as slow:
@@ -178,15 +201,11 @@ async def test_es_indexer_waits_for_uncommitted_outbox_rows(
 
 
 async def test_es_indexer_follows_workflow_changes_and_deletes(
-    client: httpx.AsyncClient,
-    runtime: Runtime,
-    worker: Any,
-    es: tuple[ElasticsearchLike, ElasticSearch],
+    greeter: Greeter, client: httpx.AsyncClient
 ) -> None:
-    server, backend = es
-    wf = await publish_greeter(client)
-    await start_runs(client, runtime, wf["hook"], ["ada"])
-    indexer = OutboxIndexer(runtime.sessionmaker, backend, prefix=PREFIX)
+    server, wf = greeter.server, greeter.wf
+    await greeter.runs(["ada"])
+    indexer = greeter.indexer()
     await catch_up(indexer)
     r = await client.patch(f"/api/workflows/{wf['id']}", json={"name": "Greeter 2", "tags": ["x"]})
     assert r.status_code == 200
@@ -204,16 +223,10 @@ async def test_es_indexer_follows_workflow_changes_and_deletes(
     assert server.docs(WORKFLOWS)[wf["id"]]["name"] == "Greeter 2"
 
 
-async def test_es_reindex_rebuilds_every_document(
-    client: httpx.AsyncClient,
-    runtime: Runtime,
-    worker: Any,
-    es: tuple[ElasticsearchLike, ElasticSearch],
-) -> None:
-    server, backend = es
-    wf = await publish_greeter(client)
-    run_ids = await start_runs(client, runtime, wf["hook"], ["ada", "grace", "linus"])
-    counts = await backend.reindex(batch=2)
+async def test_es_reindex_rebuilds_every_document(greeter: Greeter) -> None:
+    server, wf = greeter.server, greeter.wf
+    run_ids = await greeter.runs(["ada", "grace", "linus"])
+    counts = await greeter.backend.reindex(batch=2)
     assert counts["runs"] == 3 and counts["workflows"] == 1 and counts["audit"] >= 2
     assert set(server.docs(RUNS)) == set(run_ids)
     assert set(server.docs(WORKFLOWS)) == {wf["id"]}
@@ -233,14 +246,10 @@ def _command_env(runtime: Runtime, server: ElasticsearchLike) -> dict[str, str]:
 
 
 async def test_search_commands_reindex_and_follow_the_outbox(
-    client: httpx.AsyncClient,
-    runtime: Runtime,
-    worker: Any,
-    es: tuple[ElasticsearchLike, ElasticSearch],
+    greeter: Greeter, runtime: Runtime
 ) -> None:
-    server, _ = es
-    wf = await publish_greeter(client)
-    (first,) = await start_runs(client, runtime, wf["hook"], ["ada"])
+    server = greeter.server
+    (first,) = await greeter.runs(["ada"])
     railyard = str(Path(sys.executable).with_name("railyard"))
     env = _command_env(runtime, server)
     done = await asyncio.create_subprocess_exec(
@@ -251,7 +260,7 @@ async def test_search_commands_reindex_and_follow_the_outbox(
     assert set(server.docs(RUNS)) == {first}
     follower = await asyncio.create_subprocess_exec(railyard, "search-indexer", env=env)
     try:
-        (second,) = await start_runs(client, runtime, wf["hook"], ["grace"])
+        (second,) = await greeter.runs(["grace"])
         for _ in range(400):  # up to 20 s
             if second in server.docs(RUNS):
                 break
