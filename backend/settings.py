@@ -12,6 +12,8 @@
 | ``RAILYARD_WEBHOOK_MAX_BODY`` | webhook body limit in bytes | ``1048576`` (1 MiB) |
 | ``RAILYARD_LEASE_SECONDS`` | attempt lease before the sweeper expires it | ``60`` |
 | ``RAILYARD_SWEEP_INTERVAL`` | seconds between sweeper passes | ``5`` |
+| ``RAILYARD_SHUTDOWN_GRACE`` | seconds a stopping (SIGTERM) worker lets its running steps finish before it hands them back to other workers, and a stopping API process lets its in-flight requests finish (docs/operations.md, "Shutdown and failover") | ``25`` |
+| ``RAILYARD_SHUTDOWN_DELAY`` | seconds a stopping API process keeps serving with ``/health/ready`` answering 503 before it stops accepting connections, so load balancers stop sending first | ``0`` |
 | ``RAILYARD_SESSION_HOURS`` | login session lifetime | ``336`` (14 days) |
 | ``RAILYARD_SECURE_COOKIES`` | ``1`` marks cookies Secure (behind HTTPS) | ``0`` |
 | ``RAILYARD_ENCRYPTION_KEY`` | base64 of 32 random bytes: the AES-256-GCM key credentials and webhook secrets are encrypted with (``railyard rotate-key --generate-key`` prints one) | generated into ``<data dir>/encryption.key`` by ``railyard dev``; required for credentials and webhook secrets otherwise |
@@ -94,6 +96,8 @@ class Settings(msgspec.Struct, kw_only=True):
     webhook_max_body: int = 1024 * 1024
     lease_seconds: float = 60.0
     sweep_interval: float = 5.0
+    shutdown_grace: Annotated[float, msgspec.Meta(ge=0, le=3600)] = 25.0
+    shutdown_delay: Annotated[float, msgspec.Meta(ge=0, le=600)] = 0.0
     session_hours: float = 336.0
     secure_cookies: bool = False
     encryption_key: str = ""
@@ -227,6 +231,8 @@ _ENV = {
     "RAILYARD_WEBHOOK_MAX_BODY": "webhook_max_body",
     "RAILYARD_LEASE_SECONDS": "lease_seconds",
     "RAILYARD_SWEEP_INTERVAL": "sweep_interval",
+    "RAILYARD_SHUTDOWN_GRACE": "shutdown_grace",
+    "RAILYARD_SHUTDOWN_DELAY": "shutdown_delay",
     "RAILYARD_SESSION_HOURS": "session_hours",
     "RAILYARD_SECURE_COOKIES": "secure_cookies",
     "RAILYARD_ENCRYPTION_KEY": "encryption_key",

@@ -135,7 +135,7 @@ async def serve(
     done, _ = await asyncio.wait([*tasks, waiter], return_when=asyncio.FIRST_COMPLETED)
     server.should_exit = True
     if worker is not None:
-        await stop_worker(worker)
+        await stop_worker(worker, grace_seconds=settings.shutdown_grace)
     # Let uvicorn finish its shutdown (lifespan included) before cancelling anything.
     await asyncio.wait(tasks, timeout=10)
     for task in tasks:
@@ -250,7 +250,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
             await asyncio.wait(
                 [task, asyncio.create_task(stop.wait())], return_when=asyncio.FIRST_COMPLETED
             )
-            await stop_worker(worker)
+            await stop_worker(worker, grace_seconds=settings.shutdown_grace)
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
         finally:
