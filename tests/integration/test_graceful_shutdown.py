@@ -166,3 +166,68 @@ async def test_a_draining_worker_queues_a_taken_job_again_and_claims_nothing(
     assert await attempt_rows(runtime, run_id) == []  # not claimed, not called
     assert sink.requests == []
     assert await runtime.redis.zcard(default_queue_name) == 1  # queued for another worker
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+async def test_sigterm_api_drains_a_slow_webhook_answer_and_reports_not_ready(
+    client: httpx.AsyncClient, settings: Settings, sink: HttpSink, embedded_tmp_dir: Path
+) -> None:
+    delay = 2.0  # RAILYARD_SHUTDOWN_DELAY: serving on, not ready, before the listener closes
+    sink.delay = delay + 4.0  # the call outlasts the delay: the answer comes after the close
+    d = http_flow(sink.url)  # the webhook answers with the run's output (the Set step)
+    d["nodes"][0] = node("hook", "trigger.webhook", respond="last_step", wait_timeout=25)
+    wf = await publish(client, d)
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    with processes(
+        settings,
+        embedded_tmp_dir,
+        RAILYARD_SHUTDOWN_GRACE="20",
+        RAILYARD_SHUTDOWN_DELAY=str(delay),
+    ) as start:
+        start("worker")
+        api = start("api", "api", "--port", str(port))
+        async with httpx.AsyncClient(base_url=base, timeout=30) as http:
+
+            async def status(path: str) -> int | None:
+                try:
+                    return (await http.get(path)).status_code
+                except httpx.TransportError:  # not listening (yet, or any more)
+                    return None
+
+            async def ready() -> bool:
+                return await status("/health/ready") == 200
+
+            await until(ready, 30, "the API to be ready")
+            slow = asyncio.create_task(http.post(wf["webhook_path"], json={"order": 4}))
+            await until(lambda: _called(sink), 30, "the worker to call the endpoint")
+            api.send_signal(signal.SIGTERM)
+
+            async def draining() -> bool:
+                try:
+                    r = await http.get("/health/ready")
+                except httpx.TransportError:  # closed already: the 503 was missed
+                    return False
+                return r.status_code == 503 and r.json().get("process") == "draining"
+
+            await until(draining, delay + 5, "readiness to answer 503 while draining")
+
+            async def refused() -> bool:
+                return await status("/health/live") is None
+
+            await until(refused, delay + 10, "the listener to close")
+            assert not slow.done()  # still in flight after the listener closed ...
+            answer = await asyncio.wait_for(slow, 30)
+        assert (answer.status_code, answer.json()) == (200, {"status": 200})  # ... answered
+        assert await exit_code(api, 20 + EXIT_MARGIN) == 0
+    assert len(sink.requests) == 1
+
+
+async def _called(sink: HttpSink) -> bool:
+    return len(sink.requests) > 0
