@@ -12,8 +12,8 @@ being deleted, ``docker compose stop``) it *drains* (backend/workers/worker.py,
 3. :meth:`Drain.hand_back`: attempts still running then are stopped (the connector's
    ``is_cancelled()`` turns true, its task is cancelled) and *handed back*: the attempt is
    closed as ``released`` (error kind ``worker_shutdown``) and its step made ready and
-   dispatched at once, without using up a retry, so another worker runs it now rather
-   than after the lease runs out. The attempt's fencing token keeps a late completion of
+   dispatched at once, so another worker runs it now rather than after the lease runs
+   out (the released attempt is numbered like a lease expiry's). The attempt's fencing token keeps a late completion of
    the stopped attempt from being recorded: a step completes exactly once.
 """
 

@@ -300,8 +300,8 @@ class Steps:
     async def hand_back(self, run_id: uuid.UUID, claimed: Claimed) -> bool:
         """Release attempt ``claimed``, stopped because this worker is shutting down
         (backend/services/draining.py): the attempt is closed as ``released`` (kind
-        ``worker_shutdown``) and its step is ready again and dispatched at once, without
-        using up a retry. False when the attempt was no longer current (its run ended)."""
+        ``worker_shutdown``) and its step is ready again and dispatched at once (like a
+        lease expiry). False when the attempt was no longer current (its run ended)."""
         error = {
             "message": "handed back: the worker was shutting down",
             "kind": "worker_shutdown",
