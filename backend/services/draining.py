@@ -13,8 +13,9 @@ being deleted, ``docker compose stop``) it *drains* (backend/workers/worker.py,
    ``is_cancelled()`` turns true, its task is cancelled) and *handed back*: the attempt is
    closed as ``released`` (error kind ``worker_shutdown``) and its step made ready and
    dispatched at once, so another worker runs it now rather than after the lease runs
-   out (the released attempt is numbered like a lease expiry's). The attempt's fencing token keeps a late completion of
-   the stopped attempt from being recorded: a step completes exactly once.
+   out (the released attempt counts like a lease expiry's). The attempt's fencing token
+   keeps a late completion of the stopped attempt from being recorded: a step completes
+   exactly once.
 """
 
 from __future__ import annotations
