@@ -100,6 +100,25 @@ class Settings(msgspec.Struct, kw_only=True):
         float, about("attempt lease, seconds; a worker heartbeats every third of it", gt=0)
     ] = 60.0
     sweep_interval: Annotated[float, about("seconds between sweeper passes", gt=0)] = 5.0
+    shutdown_grace: Annotated[
+        float,
+        about(
+            "seconds a stopping (SIGTERM) worker lets its running steps finish before it hands "
+            "them back to other workers, and a stopping API lets in-flight requests finish "
+            '(see "Shutdown and failover")',
+            ge=0,
+            le=3600,
+        ),
+    ] = 25.0
+    shutdown_delay: Annotated[
+        float,
+        about(
+            "seconds a stopping API keeps serving with `/health/ready` answering 503 before it "
+            "stops accepting connections, so load balancers stop sending first",
+            ge=0,
+            le=600,
+        ),
+    ] = 0.0
     session_hours: Annotated[float, about("login session lifetime, hours", gt=0)] = 336.0
     secure_cookies: Annotated[bool, about("mark cookies `Secure` (behind HTTPS)")] = False
     encryption_key: Annotated[
@@ -342,6 +361,8 @@ _ENV = {
     "RAILYARD_WEBHOOK_MAX_BODY": "webhook_max_body",
     "RAILYARD_LEASE_SECONDS": "lease_seconds",
     "RAILYARD_SWEEP_INTERVAL": "sweep_interval",
+    "RAILYARD_SHUTDOWN_GRACE": "shutdown_grace",
+    "RAILYARD_SHUTDOWN_DELAY": "shutdown_delay",
     "RAILYARD_SESSION_HOURS": "session_hours",
     "RAILYARD_SECURE_COOKIES": "secure_cookies",
     "RAILYARD_ENCRYPTION_KEY": "encryption_key",

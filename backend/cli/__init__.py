@@ -12,6 +12,7 @@ import argparse
 import asyncio
 import contextlib
 import logging
+import math
 import os
 import secrets
 import signal
@@ -95,6 +96,11 @@ async def serve(
     The signals are taken over first, so a Ctrl-C while the app is still being built
     stops it as cleanly as a later one. ``banner`` is printed once the server accepts
     connections (not before: a user who follows it at once must not be refused).
+
+    On a signal the API drains: ``/health/ready`` answers 503 at once, the listener stays
+    open ``settings.shutdown_delay`` seconds more (load balancers see the 503 and stop
+    sending), then closes; in-flight requests get ``settings.shutdown_grace`` seconds to
+    finish (uvicorn's graceful shutdown) before they are cancelled.
     """
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -116,6 +122,7 @@ async def serve(
             lifespan="on",
             access_log=os.environ.get("RAILYARD_ACCESS_LOG", "1") != "0",
             log_config=None,  # uvicorn's records go through the root handler (JSON or plain)
+            timeout_graceful_shutdown=math.ceil(settings.shutdown_grace),
         )
     )
     server.capture_signals = contextlib.nullcontext  # type: ignore[method-assign,assignment]
@@ -134,11 +141,11 @@ async def serve(
         tasks.append(asyncio.create_task(run_scheduler(scheduler_runtime, stop)))
     waiter: asyncio.Task[Any] = asyncio.create_task(stop.wait())
     done, _ = await asyncio.wait([*tasks, waiter], return_when=asyncio.FIRST_COMPLETED)
-    server.should_exit = True
+    await _drain(app, server, stop, settings.shutdown_delay)
     if worker is not None:
-        await stop_worker(worker)
-    # Let uvicorn finish its shutdown (lifespan included) before cancelling anything.
-    await asyncio.wait(tasks, timeout=10)
+        await stop_worker(worker, grace_seconds=settings.shutdown_grace)
+    # Let uvicorn finish its shutdown (in-flight requests, lifespan) before cancelling.
+    await asyncio.wait(tasks, timeout=settings.shutdown_grace + 10)
     for task in tasks:
         if not task.done():
             task.cancel()
@@ -149,6 +156,19 @@ async def serve(
     for task in done:
         if task is not waiter and task.exception():
             raise task.exception()  # type: ignore[misc]
+
+
+async def _drain(app: Any, server: uvicorn.Server, stop: asyncio.Event, delay: float) -> None:
+    """Start the API's shutdown: readiness answers 503 from now on; after ``delay``
+    seconds of serving on (only when stopped by a signal while up), the listener closes
+    and uvicorn lets in-flight requests finish."""
+    from backend.api.health import DRAINING
+
+    app.state[DRAINING] = True
+    if stop.is_set() and delay > 0 and server.started and not server.should_exit:
+        log.info("draining: /health/ready answers 503; closing the listener in %g s", delay)
+        await asyncio.sleep(delay)
+    server.should_exit = True
 
 
 async def _announce_when_listening(server: uvicorn.Server, stop: asyncio.Event, text: str) -> None:
@@ -254,7 +274,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
             await asyncio.wait(
                 [task, asyncio.create_task(stop.wait())], return_when=asyncio.FIRST_COMPLETED
             )
-            await stop_worker(worker)
+            await stop_worker(worker, grace_seconds=settings.shutdown_grace)
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
         finally:

@@ -69,6 +69,8 @@ class AttemptStatus(StrEnum):
     FAILED = "failed"
     EXPIRED = "expired"
     CANCELLED = "cancelled"
+    RELEASED = "released"
+    """Handed back by a worker shutting down; the step runs again at once elsewhere."""
 
 
 _RUN_TERMINAL = frozenset(

@@ -5,8 +5,11 @@ the first ``railyard scheduler`` to take it sweeps, times out runs at their dead
 (:func:`~backend.workers.run_control.enforce_deadlines`), fires schedules
 (:mod:`backend.services.schedule_firing`) and applies retention every
 ``RAILYARD_RETENTION_INTERVAL`` seconds (:mod:`backend.services.retention`); others
-stand by and retry every ``sweep_interval`` seconds, so a standby takes over within one
-interval of the leader's connection closing (process exit or crash).
+stand by, each waiting in PostgreSQL for the lock (:func:`take_leadership`), so a standby
+takes over the moment the leader's session ends: the leader stopping (SIGTERM: it lets the
+lock go before it exits) or dying (SIGKILL, crash: PostgreSQL ends the session when the
+connection closes). A leader whose machine vanishes without closing the connection is
+noticed when PostgreSQL's TCP keepalive gives up on it (``tcp_keepalives_*`` settings).
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ import contextlib
 import logging
 
 from sqlalchemy import text
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from backend.runtime import Runtime
 from backend.services import retention
@@ -82,14 +87,10 @@ async def _lead(
     """Take the leader lock (or stand by one interval) and sweep while the lock's
     connection answers; raises when that connection is lost."""
     async with runtime.engine.connect() as conn:
-        got = (
-            await conn.execute(text("select pg_try_advisory_lock(:k)"), {"k": SCHEDULER_LOCK_KEY})
-        ).scalar_one()
-        await conn.commit()
+        got = await take_leadership(conn, interval)
         health.up("database")
         if not got:
-            log.info("scheduler standing by: another scheduler is leader")
-            await _wait(stop, interval)
+            log.debug("scheduler standing by: another scheduler is leader")
             return
         log.info("scheduler is leader")
         firing = asyncio.create_task(
@@ -125,6 +126,32 @@ async def _lead(
             with contextlib.suppress(Exception):  # a dead connection released it already
                 await conn.execute(text("select pg_advisory_unlock(:k)"), {"k": SCHEDULER_LOCK_KEY})
                 await conn.commit()
+
+
+LOCK_NOT_AVAILABLE = "55P03"
+"""PostgreSQL's SQLSTATE for a lock wait that ran into ``lock_timeout``."""
+
+
+async def take_leadership(conn: AsyncConnection, wait: float) -> bool:
+    """Take the leader lock on ``conn``'s session, waiting at most ``wait`` seconds for
+    the current leader to let it go; True when taken.
+
+    A blocking ``pg_advisory_lock`` bounded by a transaction-local ``lock_timeout``: the
+    lock is granted the moment the leader's session releases it (no polling delay), and
+    the standby looks at its stop signal at least every ``wait`` seconds. Raises
+    SQLAlchemy's ``DBAPIError`` for anything but the timeout (connection lost).
+    """
+    timeout = f"{max(1, round(wait * 1000))}ms"
+    try:
+        await conn.execute(text("select set_config('lock_timeout', :t, true)"), {"t": timeout})
+        await conn.execute(text("select pg_advisory_lock(:k)"), {"k": SCHEDULER_LOCK_KEY})
+    except DBAPIError as exc:
+        if getattr(exc.orig, "sqlstate", None) != LOCK_NOT_AVAILABLE:
+            raise
+        await conn.rollback()
+        return False
+    await conn.commit()  # a session-level lock outlives the transaction that took it
+    return True
 
 
 async def _wait(stop: asyncio.Event, seconds: float) -> None:

@@ -213,23 +213,48 @@ def make_worker(
     )
 
 
-async def stop_worker(worker: Worker, *, grace_seconds: float = 10.0) -> None:
-    """Stop ``worker``: take no new jobs, let running ones finish, then close it.
+HAND_BACK_SECONDS = 3.0
+"""How long, in seconds, a stopping worker waits after the grace period for the attempts
+it stopped to be handed back (one short transaction each) before it cancels what is left."""
 
-    Jobs still running after ``grace_seconds`` are cancelled; their steps are recovered by
-    the sweeper (lease expiry), so nothing is lost. This is arq 0.28's ``close()`` made
-    safe for shutdowns during an outage or with cancelled jobs: arq's gathers the job
-    tasks without ``return_exceptions`` (a cancelled job or one that hit a Redis error
-    aborts the shutdown) and needs Redis to delete its health key. Here job errors are
-    collected, a Redis error is ignored, and ``on_shutdown`` (which closes the runtime)
-    and the closing of the Redis pool always happen.
+
+async def stop_worker(worker: Worker, *, grace_seconds: float = 10.0) -> None:
+    """Stop ``worker`` gracefully (SIGTERM; docs/operations.md, "Shutdown and failover").
+
+    1. Drain (backend/services/draining.py): the poll loop stops, so no new job is taken;
+       a job already taken but not yet claimed is dispatched again for another worker,
+       and a completing step no longer claims the next one for this worker.
+    2. Running jobs get ``grace_seconds`` to finish (steps complete as usual).
+    3. Attempts still running are handed back: stopped, closed as ``released`` and their
+       steps dispatched at once to other workers (no wait for the lease); the hand-back
+       writes get :data:`HAND_BACK_SECONDS`.
+    4. Whatever is still running then is cancelled; the sweeper recovers such a step when
+       its lease runs out, so nothing is lost.
+
+    So the worker ends within about ``grace_seconds + HAND_BACK_SECONDS`` plus its own
+    closing. This is arq 0.28's ``close()`` made safe for shutdowns during an outage or
+    with cancelled jobs: arq's gathers the job tasks without ``return_exceptions`` (a
+    cancelled job or one that hit a Redis error aborts the shutdown) and needs Redis to
+    delete its health key. Here job errors are collected, a Redis error is ignored, and
+    ``on_shutdown`` (which closes the runtime) and the closing of the Redis pool always
+    happen.
     """
+    runtime: Runtime | None = worker.ctx.get("runtime")
+    drain = runtime.execution.env.drain if runtime is not None else None
+    if drain is not None:
+        drain.begin()
     if worker.main_task is not None:
         worker.main_task.cancel()
     running = [t for t in worker.tasks.values() if not t.done()]
     if running:
+        log.info("worker stopping: %d job(s) running, grace %g s", len(running), grace_seconds)
         await asyncio.wait(running, timeout=grace_seconds)
     left = [t for t in worker.tasks.values() if not t.done()]
+    if left and drain is not None:
+        handed = drain.hand_back()
+        log.warning("grace period over: handing back %d running attempt(s)", handed)
+        await asyncio.wait(left, timeout=HAND_BACK_SECONDS)
+        left = [t for t in left if not t.done()]
     for task in left:
         task.cancel()
     if left:
@@ -237,9 +262,9 @@ async def stop_worker(worker: Worker, *, grace_seconds: float = 10.0) -> None:
     await asyncio.gather(*worker.tasks.values(), return_exceptions=True)
     if worker.main_task is not None:
         # bounded: a poll loop that missed its cancellation must not hold the shutdown
-        done, _ = await asyncio.wait([worker.main_task], timeout=grace_seconds)
+        done, _ = await asyncio.wait([worker.main_task], timeout=HAND_BACK_SECONDS)
         if not done:
-            log.warning("the worker's poll loop did not stop within %g s", grace_seconds)
+            log.warning("the worker's poll loop did not stop within %g s", HAND_BACK_SECONDS)
     if worker._pool is None:
         return
     if worker.on_shutdown is not None:

@@ -31,9 +31,10 @@ LEASE_SECONDS = 3
 
 
 @contextmanager
-def processes(settings: Settings, log_dir: Path) -> Iterator[Any]:
+def processes(settings: Settings, log_dir: Path, **extra_env: str) -> Iterator[Any]:
     """Yields ``start(kind, name=None, *args) -> Popen``: runs ``railyard <kind> <args>``
-    (worker or scheduler) against ``settings``' servers, output in ``<log_dir>/<name>.log``;
+    (worker, scheduler or api) against ``settings``' servers, output in
+    ``<log_dir>/<name>.log``; ``extra_env`` adds or overrides environment variables;
     every process started is stopped (SIGTERM, then SIGKILL) on exit."""
     env = {
         **os.environ,
@@ -43,6 +44,7 @@ def processes(settings: Settings, log_dir: Path) -> Iterator[Any]:
         "RAILYARD_SWEEP_INTERVAL": "0.5",
         "RAILYARD_HTTP_ALLOW_PRIVATE": "true",
         "RAILYARD_BASE_URL": settings.base_url,
+        **extra_env,
     }
     running: dict[str, subprocess.Popen[bytes]] = {}
     logs: list[Any] = []

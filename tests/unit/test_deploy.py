@@ -152,3 +152,44 @@ def test_compose_secrets_come_from_the_environment_never_the_file() -> None:
             assert re.fullmatch(rf"\$\{{{key}:\?[^}}]+\}}", env[key]), (name, key)
         assert "${POSTGRES_PASSWORD:?" in env["DATABASE_URL"], name
     assert "change-me" not in text
+
+
+def _seconds(duration: str) -> float:
+    """A compose duration (``35s``, ``1m30s``) in seconds."""
+    units = {"h": 3600, "m": 60, "s": 1}
+    parts = re.findall(r"(\d+(?:\.\d+)?)([hms])", duration)
+    assert parts and "".join(n + u for n, u in parts) == duration, duration
+    return sum(float(n) * units[u] for n, u in parts)
+
+
+def _needed_seconds(env: dict[str, Any]) -> dict[str, float]:
+    """Seconds each process may take after SIGTERM with the shutdown settings in ``env``
+    (backend/workers/worker.py ``stop_worker``, backend/cli ``serve``), plus closing."""
+    from backend.workers.worker import HAND_BACK_SECONDS
+
+    closing = 2.0
+    grace = float(env["RAILYARD_SHUTDOWN_GRACE"])
+    delay = float(env["RAILYARD_SHUTDOWN_DELAY"])
+    return {
+        "api": delay + grace + closing,
+        "worker": grace + HAND_BACK_SECONDS + closing,
+        "scheduler": closing,
+    }
+
+
+def test_stop_grace_periods_leave_room_for_the_shutdown_settings() -> None:
+    """compose's stop_grace_period and Kubernetes' terminationGracePeriodSeconds cover what
+    each process does after SIGTERM (docs/operations.md, "Shutdown and failover"), with
+    RAILYARD_SHUTDOWN_GRACE / _DELAY as each file sets them."""
+    services = _services()
+    env = {**services["worker"]["environment"], **services["api"]["environment"]}
+    assert "RAILYARD_SHUTDOWN_DELAY" not in services["worker"]["environment"]
+    for name, seconds in _needed_seconds(env).items():
+        assert _seconds(services[name]["stop_grace_period"]) >= seconds, name
+    base = DEPLOY / "kubernetes" / "base"
+    config = yaml.safe_load((base / "configmap.yaml").read_text())["data"]
+    for name, seconds in _needed_seconds(config).items():
+        docs = yaml.safe_load_all((base / f"{name}.yaml").read_text())
+        (deployment,) = [d for d in docs if d and d["kind"] == "Deployment"]
+        pod = deployment["spec"]["template"]["spec"]
+        assert pod["terminationGracePeriodSeconds"] >= seconds, name

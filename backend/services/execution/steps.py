@@ -4,40 +4,43 @@
   fires a due timer) in a locked transition.
 - :meth:`Steps.run_action` runs the connector outside any transaction
   (backend/services/attempts.py), renewing the lease.
+- :meth:`Steps.hand_back` releases an attempt stopped because the worker shuts down.
 - :meth:`Steps.complete` records the outcome. The change is computed by ONE pure
   function, :func:`completion` (outcome applied, the run advanced, and when exactly one
   action step became ready now, that step claimed for this worker). It is written by
   the fast path, one autocommit statement fenced by the run revision this worker wrote
   with its claim, or, when the run moved since or the change needs more than that
   statement (child runs, the run ending), by the locked path, which recomputes it with
-  the same function from the state it loads. A late or duplicate completion is
+  the same function from the state it loads (the pure changes live in
+  backend/services/execution/step_changes.py). A late or duplicate completion is
   discarded: a step completes exactly once.
 """
 
 from __future__ import annotations
 
-import functools
 import logging
 import uuid
-from dataclasses import dataclass
-from datetime import datetime, timedelta
+from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
 from backend.engine import orchestrator, step_timeouts
-from backend.engine.expressions import ExpressionError, resolve_config
 from backend.engine.model import RunState
-from backend.engine.outcomes import AttemptFailed, AttemptOutcome, AttemptSucceeded
-from backend.engine.ports import (
-    ConnectorRegistry,
-    FinishedAttempt,
-    HeldSteps,
-    NewAttempt,
-    StaleAttempt,
-)
-from backend.engine.states import RunStatus, StepStatus
+from backend.engine.outcomes import AttemptFailed, AttemptOutcome
+from backend.engine.ports import ConnectorRegistry, FinishedAttempt, HeldSteps, StaleAttempt
+from backend.engine.states import AttemptStatus, RunStatus, StepStatus
 from backend.observability import logs, tracing
 from backend.services.attempts import failure, run_attempt
 from backend.services.execution.followups import Followups
+from backend.services.execution.step_changes import (
+    Claimed,
+    claim_attempt,
+    claim_change,
+    completion,
+    finished,
+    is_current,
+    needs_lock,
+)
 from backend.services.execution.transition import (
     Change,
     Env,
@@ -51,30 +54,9 @@ from backend.services.execution.transition import (
 from connectors.sdk import ActionInfo
 from designer_schema.graph import WorkflowGraph
 
+__all__ = ["Claimed", "Steps", "claim_attempt", "completion"]
+
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class Claimed:
-    """An attempt this worker claimed and is about to run, with the run state as this
-    worker wrote it with the claim and the revision that write gave the run (completing
-    the attempt starts from that state while the revision has not moved)."""
-
-    attempt_id: int
-    token: str
-    number: int
-    idempotency_key: str
-    input: Any
-    config: dict[str, Any]
-    step_id: str
-    node_type: str
-    timeout: float | None
-    workflow_id: str
-    version_id: uuid.UUID
-    revision: int | None = None
-    state: RunState | None = None
-    node_version: int = 1  # the node-type version the step's graph pins
-    workflow_version: int = 0  # the run's version number
 
 
 class Steps:
@@ -103,7 +85,15 @@ class Steps:
         claims it and this worker runs it directly (no queue round trip, one commit per
         step transition; measured in bench/engine.py); other ready steps go through the
         dispatcher. A job also enqueued for a claimed step finds it claimed and stops.
+
+        While the worker drains (backend/services/draining.py) a job is not claimed but
+        dispatched again for another worker, and an attempt stopped by the drain's hand-back
+        is released (:meth:`hand_back`) instead of completed.
         """
+        drain = self.env.drain
+        if drain.draining:
+            await self.env.dispatcher.dispatch_step(str(run_id), step_id)
+            return
         claimed = await self.claim(run_id, step_id)
         while claimed is not None:
             info = ActionInfo(
@@ -121,6 +111,9 @@ class Steps:
                 outcome = await self.run_action(claimed, info)
                 failed = isinstance(outcome, AttemptFailed)
                 tracing.set_attributes(current, outcome="failed" if failed else "succeeded")
+            if failed and drain.handed_back(claimed.attempt_id):
+                await self.hand_back(run_id, claimed)
+                return
             claimed = await self.complete(run_id, claimed, outcome)
 
     async def claim(self, run_id: uuid.UUID, step_id: str) -> Claimed | None:
@@ -175,6 +168,16 @@ class Steps:
             until = self.env.clock.now() + timedelta(seconds=self.env.lease_seconds)
             return await self.env.store.extend_lease(claimed.attempt_id, claimed.token, until)
 
+        def stop_hook(stop: Callable[[], None]) -> Callable[[], None]:
+            unwatch = self.env.cancel_watch.register(info.run_id, stop)
+            undrain = self.env.drain.register(claimed.attempt_id, stop)
+
+            def unregister() -> None:
+                unwatch()
+                undrain()
+
+            return unregister
+
         return await run_attempt(
             runner,
             claimed.config,
@@ -183,7 +186,7 @@ class Steps:
             renew_lease=renew_lease,
             heartbeat_every=self.env.lease_seconds / 3,
             timeout=claimed.timeout,
-            stop_hook=functools.partial(self.env.cancel_watch.register, info.run_id),
+            stop_hook=stop_hook,
         )
 
     async def complete(
@@ -211,7 +214,14 @@ class Steps:
         done.state = None  # changed below: the locked path must not reuse it
         now = self.env.clock.now()
         change = completion(
-            graph, state, done, outcome, now, self.env.worker, self.env.lease_seconds
+            graph,
+            state,
+            done,
+            outcome,
+            now,
+            self.env.worker,
+            self.env.lease_seconds,
+            claim_next=not self.env.drain.draining,
         )
         if needs_lock(state):
             return _MOVED
@@ -249,7 +259,16 @@ class Steps:
                 if not await run.tx.close_attempt(finished(done, outcome, run.now)):
                     log.info("discarded late completion of %s/%s", run_id, done.step_id)
                 return Change(write=False)
-            change = completion(run.graph, run.state, done, outcome, run.now, worker, lease)
+            change = completion(
+                run.graph,
+                run.state,
+                done,
+                outcome,
+                run.now,
+                worker,
+                lease,
+                claim_next=not self.env.drain.draining,
+            )
             change.result = run
             return change
 
@@ -274,9 +293,47 @@ class Steps:
         is ready again without using up a retry. False when the attempt was no longer
         running with ``token``."""
         error = {"message": "lease expired: worker lost", "kind": "lease_expired"}
+        return await self._reopen(
+            run_id, step_id, attempt_id, token, AttemptStatus.EXPIRED, error, "step.lease_expired"
+        )
+
+    async def hand_back(self, run_id: uuid.UUID, claimed: Claimed) -> bool:
+        """Release attempt ``claimed``, stopped because this worker is shutting down
+        (backend/services/draining.py): the attempt is closed as ``released`` (kind
+        ``worker_shutdown``) and its step is ready again and dispatched at once (like a
+        lease expiry). False when the attempt was no longer current (its run ended)."""
+        error = {
+            "message": "handed back: the worker was shutting down",
+            "kind": "worker_shutdown",
+        }
+        released = await self._reopen(
+            run_id,
+            claimed.step_id,
+            claimed.attempt_id,
+            claimed.token,
+            AttemptStatus.RELEASED,
+            error,
+            "step.handed_back",
+        )
+        if released:
+            log.info("handed back %s/%s at shutdown", run_id, claimed.step_id)
+        return released
+
+    async def _reopen(
+        self,
+        run_id: uuid.UUID,
+        step_id: str,
+        attempt_id: int,
+        token: str,
+        status: AttemptStatus,
+        error: dict[str, Any],
+        event: str,
+    ) -> bool:
+        """Close running attempt ``attempt_id`` (fenced by ``token``) with ``status`` and
+        ``error``, make its step ready now and dispatch it; False when it was not open."""
 
         async def decide(run: Locked) -> Change:
-            closed = FinishedAttempt(attempt_id, token, "expired", None, error, run.now)
+            closed = FinishedAttempt(attempt_id, token, status.value, None, error, run.now)
             if not await run.tx.close_attempt(closed):
                 return Change(result=False, write=False)
             state = run.state
@@ -285,7 +342,7 @@ class Steps:
                 rec.move(StepStatus.READY)
                 rec.not_before = run.now
                 state.touch(step_id)
-                state.emit("step.lease_expired", step_id, attempt_id=attempt_id)
+                state.emit(event, step_id, attempt_id=attempt_id)
             return Change(dispatch=[step_id], result=True)
 
         try:
@@ -300,170 +357,6 @@ class _Moved:
 
 
 _MOVED = _Moved()
-
-
-def claim_attempt(
-    state: RunState,
-    step_id: str,
-    *,
-    run_id: uuid.UUID,
-    worker: str,
-    input: Any,
-    config: Any,
-    now: datetime,
-    lease_until: datetime,
-) -> NewAttempt:
-    """Start a new attempt of ready step ``step_id`` in ``state`` and return it, to be
-    written with the state (``start=``).
-
-    The fencing token is random per attempt; completion must present it. The idempotency
-    key ``<run id>:<step id>`` is the same for every attempt of the step.
-    """
-    rec = state.steps[step_id]
-    rec.move(StepStatus.RUNNING)
-    rec.attempts += 1
-    rec.not_before = None
-    if rec.started_at is None:
-        rec.started_at = now
-    state.touch(step_id)
-    state.emit("step.started", step_id, attempt=rec.attempts, worker=worker)
-    return NewAttempt(
-        step_id=step_id,
-        number=rec.attempts,
-        fencing_token=uuid.uuid4().hex,
-        idempotency_key=f"{run_id}:{step_id}",
-        worker=worker,
-        input=input,
-        config=config,
-        lease_expires_at=lease_until,
-        started_at=now,
-    )
-
-
-def claim_change(
-    graph: WorkflowGraph,
-    state: RunState,
-    step_id: str,
-    run_id: uuid.UUID,
-    now: datetime,
-    worker: str,
-    lease_seconds: float,
-) -> Change:
-    """Resolve ``step_id``'s config and claim an attempt of it (``Change.start``); or, on
-    an expression error, fail the step (its retry policy does not apply: the same
-    config would fail again). Pure over ``state``."""
-    try:
-        config = resolve(graph, state, step_id)
-    except ExpressionError as exc:
-        state.steps[step_id].attempts += 1
-        error = {"message": str(exc), "kind": "expression_error"}
-        dispatch, _ = orchestrator.fail_action(graph, state, step_id, error, now, retryable=False)
-        return Change(dispatch=dispatch)
-    attempt = claim_attempt(
-        state,
-        step_id,
-        run_id=run_id,
-        worker=worker,
-        input=state.steps[step_id].input,
-        config=config,
-        now=now,
-        lease_until=now + timedelta(seconds=lease_seconds),
-    )
-    return Change(start=attempt)
-
-
-def completion(
-    graph: WorkflowGraph,
-    state: RunState,
-    done: Claimed,
-    outcome: AttemptOutcome,
-    now: datetime,
-    worker: str,
-    lease_seconds: float,
-) -> Change:
-    """THE change of completing attempt ``done`` with ``outcome`` (pure over ``state``):
-    the attempt closed, the outcome applied by the engine (success, retry or failure),
-    and when exactly one action step became ready now, that step claimed. Both write
-    paths of :meth:`Steps.complete` write what this computes."""
-    dispatch = apply_outcome(graph, state, done, outcome, now)
-    inline = inline_candidate(graph, state, dispatch, now)
-    if inline is None:
-        change = Change(dispatch=dispatch)
-    else:
-        change = claim_change(
-            graph, state, inline, uuid.UUID(state.run_id), now, worker, lease_seconds
-        )
-    change.finish = finished(done, outcome, now)
-    return change
-
-
-def needs_lock(state: RunState) -> bool:
-    """True when a computed change needs more than the one fenced statement: child runs
-    to create or cancel, or the run ending (slot freed, error workflow, parent woken)."""
-    return bool(state.child_requests or state.child_cancels or state.status.terminal)
-
-
-def is_current(state: RunState, done: Claimed) -> bool:
-    """True while ``done`` is the current attempt of its step in an active run (not
-    expired and re-claimed, not cancelled or timed out with the run)."""
-    rec = state.steps.get(done.step_id)
-    return (
-        not state.status.terminal
-        and rec is not None
-        and rec.status == StepStatus.RUNNING
-        and rec.attempts == done.number
-    )
-
-
-def apply_outcome(
-    graph: WorkflowGraph, state: RunState, done: Claimed, outcome: AttemptOutcome, now: datetime
-) -> list[str]:
-    """Let the engine complete or fail ``done``'s step; the steps to dispatch (the step
-    itself when it waits to be retried)."""
-    dispatch, delay = orchestrator.record_outcome(graph, state, done.step_id, outcome, now)
-    return [done.step_id] if delay is not None else dispatch
-
-
-def resolve(graph: WorkflowGraph, state: RunState, step_id: str) -> dict[str, Any]:
-    """The config of ``step_id`` with its expressions evaluated against the run state.
-
-    Raises :class:`~backend.engine.expressions.ExpressionError`."""
-    step = graph.step(step_id)
-    bindings = orchestrator.bindings(graph, state)
-    return resolve_config(step.config, step.expressions, state.steps[step_id].input, bindings)
-
-
-def finished(done: Claimed, outcome: AttemptOutcome, now: datetime) -> FinishedAttempt:
-    """The attempt row's closing values for ``outcome``."""
-    return FinishedAttempt(
-        done.attempt_id,
-        done.token,
-        status="succeeded" if isinstance(outcome, AttemptSucceeded) else "failed",
-        output=outcome.output if isinstance(outcome, AttemptSucceeded) else None,
-        error=outcome.error if isinstance(outcome, AttemptFailed) else None,
-        finished_at=now,
-    )
-
-
-def inline_candidate(
-    graph: WorkflowGraph, state: RunState, dispatch: list[str], now: datetime
-) -> str | None:
-    """The step to claim in the completing write: the only step to dispatch, when it is
-    an action step due now and no child runs are being created (they may make more
-    steps ready)."""
-    if len(set(dispatch)) != 1 or state.child_requests:
-        return None
-    step_id = dispatch[0]
-    rec = state.steps.get(step_id)
-    if (
-        orchestrator.behaviour_kind(graph.step(step_id)) != "action"
-        or rec is None
-        or rec.status != StepStatus.READY
-    ):
-        return None
-    if rec.not_before is not None and rec.not_before > now:
-        return None
-    return step_id
 
 
 def _claimed_from(

@@ -37,6 +37,7 @@ from backend.engine.ports import (
 )
 from backend.engine.states import RunStatus
 from backend.services.cancellation import CancelWatch
+from backend.services.draining import Drain
 from designer_schema.graph import WorkflowGraph
 
 if TYPE_CHECKING:
@@ -65,7 +66,8 @@ class Env:
     lease; ``base_url`` builds run links handed to error workflows. ``clock`` may be
     replaced (tests drive a fake one) and is read at each use. ``cancel_watch`` holds
     the attempts running in this process, stopped at once when their run ends
-    (backend/services/cancellation.py)."""
+    (backend/services/cancellation.py); ``drain`` is the process's graceful-shutdown
+    state (backend/services/draining.py)."""
 
     store: RunStore
     dispatcher: Dispatcher
@@ -75,6 +77,7 @@ class Env:
     lease_seconds: float
     base_url: str
     cancel_watch: CancelWatch = field(default_factory=CancelWatch)
+    drain: Drain = field(default_factory=Drain)
 
 
 @dataclass

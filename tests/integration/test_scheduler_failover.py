@@ -1,0 +1,151 @@
+"""Scheduler failover with two real ``railyard scheduler`` processes and an every-second
+schedule: the leader is SIGKILLed (or SIGTERMed); the standby takes over and, across the
+switch, every fire instant fires exactly once (``schedule_fires``: one row per instant,
+contiguous, each with its run; one run per instant)."""
+
+from __future__ import annotations
+
+import itertools
+import signal
+import subprocess
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from sqlalchemy import text
+
+from backend.runtime import Runtime
+from backend.settings import Settings
+from backend.workers.scheduler import SCHEDULER_LOCK_KEY
+from tests.diagrams import diagram, edge, node
+from tests.integration.flows import publish
+from tests.integration.railyard_processes import processes, until
+
+pytestmark = [pytest.mark.integration, pytest.mark.faults]
+
+STANDBY_WAIT = 0.5  # RAILYARD_SWEEP_INTERVAL of the processes: a standby's longest lock wait
+TAKEOVER_BOUND = STANDBY_WAIT + 5.0  # takeover is at once; room for a loaded machine
+
+
+def every_second() -> dict[str, Any]:
+    return diagram(
+        [
+            node("tick", "trigger.schedule", cron="* * * * * *"),
+            node("note", "control.set", mapping={"at": "=scheduled_at"}),
+        ],
+        [edge("tick", "note")],
+    )
+
+
+async def leader_pid(runtime: Runtime) -> int | None:
+    """The PostgreSQL backend pid holding the scheduler's leader lock, if any."""
+    key = SCHEDULER_LOCK_KEY
+    async with runtime.engine.connect() as conn:
+        return (
+            await conn.execute(
+                text(
+                    "select pid from pg_locks where locktype = 'advisory' and granted"
+                    " and classid = :hi and objid = :lo and objsubid = 1"
+                ),
+                {"hi": key >> 32, "lo": key & 0xFFFFFFFF},
+            )
+        ).scalar_one_or_none()
+
+
+async def fires(runtime: Runtime) -> list[tuple[Any, ...]]:
+    """``(fire_at, run_id)`` of every fire, in instant order."""
+    async with runtime.engine.connect() as conn:
+        rows = await conn.execute(text("select fire_at, run_id from schedule_fires order by 1"))
+        return [tuple(r) for r in rows]
+
+
+async def scheduled_runs(runtime: Runtime) -> list[str]:
+    async with runtime.engine.connect() as conn:
+        rows = await conn.execute(
+            text("select idempotency_key from runs where idempotency_key like 'schedule:%'")
+        )
+        return [r[0] for r in rows]
+
+
+async def switch_leader(
+    client: httpx.AsyncClient,
+    runtime: Runtime,
+    settings: Settings,
+    log_dir: Path,
+    how: signal.Signals,
+) -> None:
+    """Two schedulers; ``how`` stops the leader after a few fires; the standby must take
+    over within :data:`TAKEOVER_BOUND` and fire on; then every instant fired once."""
+    await publish(client, every_second())
+    try:
+        await _switch(runtime, settings, log_dir, how)
+    except AssertionError as exc:  # say what the schedulers logged
+        raise AssertionError(f"{exc}\n{_logs(log_dir)}") from exc
+
+
+def _logs(log_dir: Path) -> str:
+    """The end of each scheduler's log."""
+    return "\n".join(
+        f"--- {p.name}\n{p.read_text(errors='replace')[-3000:]}"
+        for p in sorted(log_dir.glob("scheduler-*.log"))
+    )
+
+
+async def _switch(runtime: Runtime, settings: Settings, log_dir: Path, how: signal.Signals) -> None:
+    with processes(settings, log_dir) as start:
+        first = start("scheduler", "scheduler-1")
+        await until(lambda: _has_leader(runtime), 30, "the first scheduler to lead")
+        old = await leader_pid(runtime)
+        start("scheduler", "scheduler-2")
+        await until(lambda: _fired_at_least(runtime, 3), 30, "three fires by the first leader")
+        first.send_signal(how)
+        try:
+            code = first.wait(20)
+        except subprocess.TimeoutExpired:
+            raise AssertionError("the leader did not exit") from None
+        assert code == (0 if how == signal.SIGTERM else -signal.SIGKILL)
+        before = len(await fires(runtime))
+
+        async def new_leader() -> bool:
+            pid = await leader_pid(runtime)
+            return pid is not None and pid != old
+
+        await until(new_leader, TAKEOVER_BOUND, "the standby to take the leader lock")
+        await until(lambda: _fired_at_least(runtime, before + 3), 30, "fires by the new leader")
+        claimed = len(await fires(runtime))
+
+        async def started() -> bool:  # the killed leader's pending fire included
+            return all(run_id is not None for _, run_id in (await fires(runtime))[:claimed])
+
+        await until(started, 30, "every fire claimed so far to start its run")
+    rows = (await fires(runtime))[:claimed]
+    instants = [r[0] for r in rows]
+    assert len(set(instants)) == len(instants)  # no duplicate fire
+    gaps = {b - a for a, b in itertools.pairwise(instants)}
+    assert gaps == {timedelta(seconds=1)}, instants  # no missed fire
+    # one run per instant, each recorded on its fire
+    runs = await scheduled_runs(runtime)
+    assert len({run_id for _, run_id in rows}) == len(rows)
+    assert len(runs) == len(set(runs)) >= len(rows)
+
+
+async def _has_leader(runtime: Runtime) -> bool:
+    return await leader_pid(runtime) is not None
+
+
+async def _fired_at_least(runtime: Runtime, n: int) -> bool:
+    return len(await fires(runtime)) >= n
+
+
+async def test_scheduler_failover_after_sigkill_of_the_leader(
+    client: httpx.AsyncClient, runtime: Runtime, settings: Settings, embedded_tmp_dir: Path
+) -> None:
+    await switch_leader(client, runtime, settings, embedded_tmp_dir, signal.SIGKILL)
+
+
+async def test_scheduler_failover_after_sigterm_of_the_leader(
+    client: httpx.AsyncClient, runtime: Runtime, settings: Settings, embedded_tmp_dir: Path
+) -> None:
+    await switch_leader(client, runtime, settings, embedded_tmp_dir, signal.SIGTERM)
