@@ -348,73 +348,15 @@ class ConnectorSettings(Mapping[str, Any]):
         return len(set(self._builtin) | set(self._extra))
 
 
+_UNPREFIXED = ("database_url", "redis_url")
+"""Settings read from the conventional unprefixed variables (``DATABASE_URL``, ``REDIS_URL``)."""
+
 _ENV = {
-    "DATABASE_URL": "database_url",
-    "REDIS_URL": "redis_url",
-    "RAILYARD_REDIS_SENTINELS": "redis_sentinels",
-    "RAILYARD_REDIS_SENTINEL_MASTER": "redis_sentinel_master",
-    "RAILYARD_REDIS_SENTINEL_PASSWORD": "redis_sentinel_password",
-    "RAILYARD_BASE_URL": "base_url",
-    "RAILYARD_SECRET_KEY": "secret_key",
-    "RAILYARD_HTTP_ALLOWLIST": "http_allowlist",
-    "RAILYARD_HTTP_ALLOW_PRIVATE": "http_allow_private",
-    "RAILYARD_WEBHOOK_MAX_BODY": "webhook_max_body",
-    "RAILYARD_LEASE_SECONDS": "lease_seconds",
-    "RAILYARD_SWEEP_INTERVAL": "sweep_interval",
-    "RAILYARD_SHUTDOWN_GRACE": "shutdown_grace",
-    "RAILYARD_SHUTDOWN_DELAY": "shutdown_delay",
-    "RAILYARD_SESSION_HOURS": "session_hours",
-    "RAILYARD_SECURE_COOKIES": "secure_cookies",
-    "RAILYARD_ENCRYPTION_KEY": "encryption_key",
-    "RAILYARD_ENCRYPTION_OLD_KEYS": "encryption_old_keys",
-    "RAILYARD_SLACK_API_URL": "slack_api_url",
-    "RAILYARD_HUBSPOT_API_URL": "hubspot_api_url",
-    "RAILYARD_OAUTH2_REFRESH_MARGIN": "oauth2_refresh_margin",
-    "RAILYARD_WEBHOOK_CACHE_SECONDS": "webhook_cache_seconds",
-    "RAILYARD_SCHEDULE_TICK": "schedule_tick",
-    "RAILYARD_LOGIN_MAX_FAILURES": "login_max_failures",
-    "RAILYARD_LOGIN_ADDRESS_MAX_FAILURES": "login_address_max_failures",
-    "RAILYARD_LOGIN_WINDOW_MINUTES": "login_window_minutes",
-    "RAILYARD_LOGIN_LOCKOUT_MINUTES": "login_lockout_minutes",
-    "RAILYARD_PASSWORD_LINK_HOURS": "password_link_hours",
-    "RAILYARD_OIDC_ISSUER": "oidc_issuer",
-    "RAILYARD_OIDC_CLIENT_ID": "oidc_client_id",
-    "RAILYARD_OIDC_CLIENT_SECRET": "oidc_client_secret",
-    "RAILYARD_OIDC_SCOPES": "oidc_scopes",
-    "RAILYARD_OIDC_PROVIDER_NAME": "oidc_provider_name",
-    "RAILYARD_OIDC_ROLE_CLAIM": "oidc_role_claim",
-    "RAILYARD_OIDC_ROLE_MAP": "oidc_role_map",
-    "RAILYARD_OIDC_DEFAULT_ROLE": "oidc_default_role",
-    "RAILYARD_OIDC_GROUPS_CLAIM": "oidc_groups_claim",
-    "RAILYARD_PAYLOAD_INLINE_LIMIT": "payload_inline_limit",
-    "RAILYARD_REDACT_HEADERS": "redact_headers",
-    "RAILYARD_AUDIT_RETENTION_DAYS": "audit_retention_days",
-    "RAILYARD_RETENTION_RUNS_DAYS": "retention_runs_days",
-    "RAILYARD_RETENTION_RUNS_MAX": "retention_runs_max",
-    "RAILYARD_RETENTION_PAYLOADS_DAYS": "retention_payloads_days",
-    "RAILYARD_RETENTION_PAYLOADS_MAX": "retention_payloads_max",
-    "RAILYARD_RETENTION_STEPS_DAYS": "retention_steps_days",
-    "RAILYARD_RETENTION_STEPS_MAX": "retention_steps_max",
-    "RAILYARD_RETENTION_EVENTS_DAYS": "retention_events_days",
-    "RAILYARD_RETENTION_EVENTS_MAX": "retention_events_max",
-    "RAILYARD_RETENTION_FILES_DAYS": "retention_files_days",
-    "RAILYARD_RETENTION_FILES_MAX": "retention_files_max",
-    "RAILYARD_RETENTION_VERSIONS_DAYS": "retention_versions_days",
-    "RAILYARD_RETENTION_VERSIONS_MAX": "retention_versions_max",
-    "RAILYARD_RETENTION_BATCH": "retention_batch",
-    "RAILYARD_RETENTION_INTERVAL": "retention_interval",
-    "RAILYARD_METRICS_TOKEN": "metrics_token",
-    "RAILYARD_OTLP_ENDPOINT": "otlp_endpoint",
-    "RAILYARD_OTEL_SERVICE_NAME": "otel_service_name",
-    "RAILYARD_SEARCH_BACKEND": "search_backend",
-    "RAILYARD_ELASTICSEARCH_URL": "elasticsearch_url",
-    "RAILYARD_SEARCH_INDEX_PREFIX": "search_index_prefix",
-    "RAILYARD_MAX_DIAGRAM_NODES": "max_diagram_nodes",
-    "RAILYARD_MAX_DIAGRAM_EDGES": "max_diagram_edges",
-    "RAILYARD_MAX_CONFIG_DEPTH": "max_config_depth",
-    "RAILYARD_MAX_CONFIG_BYTES": "max_config_bytes",
-    "RAILYARD_MAX_JSON_DEPTH": "max_json_depth",
+    (name.upper() if name in _UNPREFIXED else f"RAILYARD_{name.upper()}"): name
+    for name in Settings.__struct_fields__
+    if name != "extra"
 }
+"""Environment variable -> setting: ``RAILYARD_<NAME>`` for every field but ``extra``."""
 
 SETTING_VARIABLES: dict[str, str] = {name: var for var, name in _ENV.items()}
 """The environment variable of each setting (``{"base_url": "RAILYARD_BASE_URL", ...}``)."""
