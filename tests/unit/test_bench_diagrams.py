@@ -14,7 +14,7 @@ import pytest
 from backend.engine.expression_paths import JsonataReader
 from backend.engine.expressions import JsonataChecker
 from backend.services.catalog import load_catalog
-from bench import designer, engine, limits, webhooks
+from bench import designer, engine, limits, steps, webhooks
 from designer_schema import Diagram, compile_diagram
 
 CATALOG = load_catalog()
@@ -25,6 +25,7 @@ DIAGRAMS: dict[str, Any] = {
     "limits.chain": limits.chain(50),
     "engine.chain": engine.chain(3, "http://127.0.0.1:9/"),
     "designer.big_diagram": designer.big_diagram(),
+    "steps.templates": steps.templates(),
 }
 
 
