@@ -30,6 +30,7 @@ from backend.db.run_state import (
     finish_attempt,
     load_state,
     lock_run,
+    read_run,
     save_state,
 )
 from backend.db.run_transaction import PgRunTransaction, duplicate_key
@@ -40,6 +41,7 @@ from backend.engine.ports import (
     HeldSteps,
     NewAttempt,
     NewRun,
+    RunRow,
     StaleAttempt,
     VersionRow,
     WorkflowSettings,
@@ -119,6 +121,10 @@ class PgRunStore:
             return await write_state(
                 conn, run_id, state, finish=finish, start=start, expected_revision=expected_revision
             )
+
+    async def read_unlocked(self, run_id: uuid.UUID) -> tuple[RunRow, RunState] | None:
+        async with self._autocommit() as conn:
+            return await read_run(conn, run_id)
 
     async def extend_lease(self, attempt_id: int, token: str, until: datetime) -> bool:
         async with self.sessionmaker() as session, session.begin():

@@ -47,6 +47,7 @@ from backend.services.execution.transition import (
     Transitions,
     dispatch_entries,
     has_calls,
+    needs_lock,
 )
 from connectors.sdk import ActionInfo
 from designer_schema.graph import WorkflowGraph
@@ -155,7 +156,7 @@ class Steps:
             return change
 
         try:
-            change = await self.transitions.locked(run_id, decide)
+            change = await self.transitions.optimistic(run_id, decide)
         except RunNotFound:
             return None
         return self._claimed(change)
@@ -395,12 +396,6 @@ def completion(
         )
     change.finish = finished(done, outcome, now)
     return change
-
-
-def needs_lock(state: RunState) -> bool:
-    """True when a computed change needs more than the one fenced statement: child runs
-    to create or cancel, or the run ending (slot freed, error workflow, parent woken)."""
-    return bool(state.child_requests or state.child_cancels or state.status.terminal)
 
 
 def is_current(state: RunState, done: Claimed) -> bool:

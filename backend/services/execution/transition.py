@@ -18,7 +18,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from backend.db.run_writes import step_values
 from backend.engine import orchestrator
@@ -178,6 +178,26 @@ def has_calls(graph: WorkflowGraph) -> bool:
     return any(orchestrator.behaviour_kind(step) == "call" for step in graph.steps)
 
 
+def needs_lock(state: RunState) -> bool:
+    """True when a computed change needs more than the one fenced statement: child runs
+    to create or cancel, or the run ending (slot freed, error workflow, parent woken)."""
+    return bool(state.child_requests or state.child_cancels or state.status.terminal)
+
+
+class NeedsLock(Exception):
+    """A decision taken on an unlocked read asked for the run's transaction: it is
+    taken again under the lock."""
+
+
+class _NoTransaction:
+    """The transaction handed to a decision taken on an unlocked read: any use of it
+    raises :class:`NeedsLock` (the decision is then taken again by
+    :meth:`Transitions.locked`)."""
+
+    def __getattr__(self, name: str) -> Any:
+        raise NeedsLock(name)
+
+
 async def run_audit(tx: RunTransaction, audit: AuditHook | None, run_id: uuid.UUID) -> None:
     """Add the audit row of a run request in ``tx`` (nothing without ``audit``)."""
     if audit is not None:
@@ -227,6 +247,45 @@ class Transitions:
             if change is None or not change.write:
                 return change
             followup = await self.persist(tx, row, state, graph, change, now)
+        await self.followups.after_commit(str(run_id), followup)
+        return change
+
+    async def optimistic(self, run_id: uuid.UUID, decide: Decide) -> Change | None:
+        """:meth:`locked` without the lock when it can: the SAME ``decide`` on the run
+        read without a lock, its change written by one autocommit statement fenced by
+        the revision read (no BEGIN/COMMIT, no ORM). Falls back to :meth:`locked` (which
+        decides again on the state it loads) when the run's graph has call steps, the
+        decision uses the transaction, the change needs more than that statement
+        (:func:`needs_lock`, a run deadline, an attempt to close), writes nothing (the
+        locked path then skips the write and the notice) or the run moved since the read.
+
+        Same returns and errors as :meth:`locked`."""
+        now = self.env.clock.now()
+        read = await self.env.store.read_unlocked(run_id)
+        if read is None:
+            raise RunNotFound(f"run {run_id} not found")
+        row, state = read
+        graph = await self.env.store.graph(row.version_id)
+        if has_calls(graph):
+            return await self.locked(run_id, decide)
+        try:
+            change = await decide(
+                Locked(cast(RunTransaction, _NoTransaction()), row, state, graph, now)
+            )
+        except NeedsLock:
+            return await self.locked(run_id, decide)
+        if change is None or not change.write:
+            return change
+        nothing = not (state.changed or state.events or change.start)
+        if nothing or needs_lock(state) or change.deadline_at or change.finish:
+            return await self.locked(run_id, decide)
+        written = await self.env.store.write_unlocked(
+            run_id, state, finish=None, start=change.start, expected_revision=row.revision
+        )
+        if written.revision is None:
+            return await self.locked(run_id, decide)
+        change.revision = written.revision
+        followup = Followup(dispatch=dispatch_entries(state, change.dispatch, now))
         await self.followups.after_commit(str(run_id), followup)
         return change
 
