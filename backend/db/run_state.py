@@ -275,10 +275,17 @@ def run_row(run: Run) -> RunRow:
     )
 
 
-async def workflow_settings(session: AsyncSession, workflow_id: uuid.UUID) -> WorkflowSettings:
+_SELECT_SETTINGS = select(cast(Table, Workflow.__table__).c.settings).where(
+    cast(Table, Workflow.__table__).c.id == bindparam("workflow_id")
+)
+
+
+async def workflow_settings(
+    session: AsyncSession | AsyncConnection, workflow_id: uuid.UUID
+) -> WorkflowSettings:
     """The run-control settings of a workflow (defaults when none or it is gone)."""
     found = (
-        await session.execute(select(Workflow.settings).where(Workflow.id == workflow_id))
+        await session.execute(_SELECT_SETTINGS, {"workflow_id": workflow_id})
     ).scalar_one_or_none()
     return WorkflowSettings.from_raw(found)
 

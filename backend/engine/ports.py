@@ -406,6 +406,11 @@ class RunStore(Protocol):
         ``None`` when the run does not exist."""
         ...
 
+    async def read_settings(self, workflow_id: uuid.UUID) -> WorkflowSettings:
+        """A workflow's run-control settings read in autocommit, outside any transaction
+        (defaults when none or it is gone)."""
+        ...
+
     async def extend_lease(self, attempt_id: int, token: str, until: datetime) -> bool:
         """Heartbeat: push a running attempt's lease; False when it is no longer current."""
         ...

@@ -15,8 +15,9 @@ import pytest
 from sqlalchemy import text
 
 from backend.db.run_store import load_state, lock_run
+from backend.engine.outcomes import AttemptFailed, AttemptOutcome, AttemptSucceeded
 from backend.runtime import Runtime
-from backend.services.execution.steps import claim_change
+from backend.services.execution.steps import claim_change, completion
 from backend.services.execution.transition import ChangeSet
 from tests.diagrams import diagram, edge, node
 from tests.integration.conftest import wait_for_run
@@ -82,15 +83,7 @@ async def test_unlocked_and_locked_claim_compute_the_same_change_set(
     assert fast.start is not None and fast.start["step_id"] == "s0"
     assert [e[0] for e in fast.events] == ["step.started"]
 
-    transitions = runtime.execution.transitions
-    locked_calls = []
-    locked_transition = transitions.locked
-
-    async def counted(*args: Any, **kwargs: Any) -> Any:
-        locked_calls.append(args[0])
-        return await locked_transition(*args, **kwargs)
-
-    monkeypatch.setattr(transitions, "locked", counted)
+    locked_calls = _count_locked(runtime, monkeypatch)
     before = await _stored(runtime, run_id)
     claimed = await runtime.execution.steps.claim(run_id, "s0")
     assert claimed is not None and claimed.step_id == "s0" and claimed.input == {"a": 1}
@@ -158,3 +151,70 @@ async def test_template_steps_continued_in_process_record_each_attempt_once(
                 await conn.execute(text("select output from runs where id = :id"), {"id": run_id})
             ).scalar_one()
         assert output == {"text": "go+0+1+2"}
+
+
+def _count_locked(runtime: Runtime, monkeypatch: pytest.MonkeyPatch) -> list[uuid.UUID]:
+    """Run ids of the locked transitions from now on (the list fills as they happen)."""
+    transitions = runtime.execution.transitions
+    calls: list[uuid.UUID] = []
+    locked_transition = transitions.locked
+
+    async def counted(*args: Any, **kwargs: Any) -> Any:
+        calls.append(args[0])
+        return await locked_transition(*args, **kwargs)
+
+    monkeypatch.setattr(transitions, "locked", counted)
+    return calls
+
+
+@pytest.mark.parametrize("last", ["succeeds", "fails"])
+async def test_run_end_written_unlocked_only_when_it_succeeds(
+    client: httpx.AsyncClient, runtime: Runtime, monkeypatch: pytest.MonkeyPatch, last: str
+) -> None:
+    """The completion that ends a run ``succeeded`` is written by the one fenced statement
+    and computes the same change set as under the lock; one that fails the run (which may
+    start the error workflow in the same transaction) is written under the lock."""
+    run_id = await _started_run(client, runtime)
+    steps, env = runtime.execution.steps, runtime.execution.env
+    first = await steps.claim(run_id, "s0")
+    assert first is not None
+    second = await steps.complete(run_id, first, AttemptSucceeded({"n": 1}))
+    assert second is not None and second.step_id == "s1" and second.state is not None
+    outcome: AttemptOutcome = AttemptSucceeded({"n": 2})
+    if last == "fails":
+        outcome = AttemptFailed({"message": "no", "kind": "http_error"}, retryable=False)
+    now = env.clock.now()
+    graph = await env.store.graph(second.version_id)
+    held = copy.deepcopy(second.state)
+    fast = ChangeSet.of(
+        held, completion(graph, held, second, outcome, now, env.worker, env.lease_seconds)
+    )
+    async with runtime.sessionmaker() as session, session.begin():
+        run = await lock_run(session, run_id)
+        assert run is not None
+        loaded = await load_state(session, run, children=False)
+    locked = ChangeSet.of(
+        loaded, completion(graph, loaded, second, outcome, now, env.worker, env.lease_seconds)
+    )
+    assert fast == locked
+    assert fast.run["status"] == ("succeeded" if last == "succeeds" else "failed")
+
+    locked_calls = _count_locked(runtime, monkeypatch)
+    before = await _stored(runtime, run_id)
+    assert await steps.complete(run_id, second, outcome) is None
+    after = await _stored(runtime, run_id)
+    assert locked_calls == ([] if last == "succeeds" else [run_id])
+    assert after["revision"] == before["revision"] + 1
+    assert after["attempts"] == Counter({"s0": 1, "s1": 1})
+    kind = "run.succeeded" if last == "succeeds" else "run.failed"
+    assert sum(n for (k, _), n in after["events"].items() if k == kind) == 1
+    async with runtime.engine.connect() as conn:
+        status, finished = (
+            await conn.execute(
+                text("select status, finished_at from runs where id = :id"), {"id": run_id}
+            )
+        ).one()
+    assert status == fast.run["status"] and finished is not None
+    # a duplicate completion of the last attempt changes nothing
+    assert await steps.complete(run_id, second, outcome) is None
+    assert await _stored(runtime, run_id) == after

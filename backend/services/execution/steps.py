@@ -1,7 +1,7 @@
 """Step execution: claim an attempt, run the connector, complete the attempt.
 
 - :meth:`Steps.claim` claims a ready action step with a lease and a fencing token (or
-  fires a due timer) in a locked transition.
+  fires a due timer): ``Transitions.optimistic``, the locked decision on an unlocked read.
 - :meth:`Steps.run_action` runs the connector outside any transaction
   (backend/services/attempts.py), renewing the lease.
 - :meth:`Steps.complete` records the outcome. The change is computed by ONE pure
@@ -9,10 +9,8 @@
   action step became ready now, that step claimed for this worker). It is written by
   the fast path, one autocommit statement fenced by the run revision this worker wrote
   with its claim, or, when the run moved since or the change needs more than that
-  statement (child runs, the run ending), by the locked path, which recomputes it with
-  the same function from the state it loads. A late or duplicate completion is
-  discarded: a step completes exactly once.
-"""
+  statement (child runs, the run failing), by the locked path, which recomputes it with
+  the same function from the state it loads. A step completes exactly once."""
 
 from __future__ import annotations
 
@@ -32,6 +30,7 @@ from backend.engine.ports import (
     FinishedAttempt,
     HeldSteps,
     NewAttempt,
+    RunRow,
     StaleAttempt,
 )
 from backend.engine.states import RunStatus, StepStatus
@@ -46,6 +45,7 @@ from backend.services.execution.transition import (
     RunNotFound,
     Transitions,
     dispatch_entries,
+    ends_unlocked,
     has_calls,
     needs_lock,
 )
@@ -76,6 +76,7 @@ class Claimed:
     state: RunState | None = None
     node_version: int = 1  # the node-type version the step's graph pins
     workflow_version: int = 0  # the run's version number
+    row: RunRow | None = None  # the run's row as read with the claim (its fixed fields)
 
 
 class Steps:
@@ -214,7 +215,7 @@ class Steps:
         change = completion(
             graph, state, done, outcome, now, self.env.worker, self.env.lease_seconds
         )
-        if needs_lock(state):
+        if needs_lock(state) and not ends_unlocked(state, done.row):
             return _MOVED
         written = await self.env.store.write_unlocked(
             run_id,
@@ -229,10 +230,11 @@ class Steps:
             log.info("discarded late completion of %s/%s", run_id, done.step_id)
             return None
         change.revision = written.revision
-        await self.followups.after_commit(
-            str(run_id), Followup(dispatch=dispatch_entries(state, change.dispatch, now))
-        )
-        return _claimed_from(graph, state, change, done.workflow_id, done.version_id)
+        followup = Followup(dispatch=dispatch_entries(state, change.dispatch, now))
+        if state.status.terminal and done.row is not None:
+            await self.followups.after_unlocked_end(done.row, state, followup)
+        await self.followups.after_commit(str(run_id), followup)
+        return _claimed_from(graph, state, change, done.row, done.workflow_id, done.version_id)
 
     async def _complete_locked(
         self, run_id: uuid.UUID, done: Claimed, outcome: AttemptOutcome
@@ -266,7 +268,9 @@ class Steps:
         if change is None or not isinstance(change.result, Locked):
             return None
         run = change.result
-        return _claimed_from(run.graph, run.state, change, run.row.workflow_id, run.row.version_id)
+        return _claimed_from(
+            run.graph, run.state, change, run.row, run.row.workflow_id, run.row.version_id
+        )
 
     async def expire_lease(
         self, run_id: uuid.UUID, step_id: str, attempt_id: int, token: str
@@ -465,6 +469,7 @@ def _claimed_from(
     graph: WorkflowGraph,
     state: RunState,
     change: Change,
+    row: RunRow | None,
     workflow_id: str | uuid.UUID,
     version_id: uuid.UUID,
 ) -> Claimed | None:
@@ -490,4 +495,5 @@ def _claimed_from(
         state=state,
         node_version=step.type_version,
         workflow_version=state.version_number,
+        row=row,
     )

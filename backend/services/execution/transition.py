@@ -184,6 +184,26 @@ def needs_lock(state: RunState) -> bool:
     return bool(state.child_requests or state.child_cancels or state.status.terminal)
 
 
+def ends_unlocked(state: RunState, row: RunRow | None) -> bool:
+    """True when a computed change ends the run in a way the one fenced statement can
+    write: ``succeeded`` (no error workflow to start in the same transaction), no child
+    runs to create or cancel, and the run's ``row`` known (its slot is freed and its
+    parent woken after the commit: ``Followups.after_unlocked_end``)."""
+    return (
+        state.status == RunStatus.SUCCEEDED
+        and not state.child_requests
+        and not state.child_cancels
+        and row is not None
+    )
+
+
+def parent_to_wake(row: RunRow, state: RunState) -> str | None:
+    """The parent run to advance after the commit: ``row``'s parent once the run ended."""
+    if row.parent_run_id is not None and state.status.terminal:
+        return str(row.parent_run_id)
+    return None
+
+
 class NeedsLock(Exception):
     """A decision taken on an unlocked read asked for the run's transaction: it is
     taken again under the lock."""
@@ -321,6 +341,5 @@ class Transitions:
         if ended_now:
             await self.followups.on_run_ended(tx, written, state, followup)
         followup.dispatch = dispatch_entries(state, dispatch, now)
-        if row.parent_run_id is not None and state.status.terminal:
-            followup.wake_parent = str(row.parent_run_id)
+        followup.wake_parent = parent_to_wake(row, state)
         return followup
