@@ -13,8 +13,12 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
+import msgspec
+
+from designer_schema.diagram import Diagram
 
 
 def figure(name: str, value: float, unit: str, digits: int = 4) -> None:
@@ -72,3 +76,41 @@ def wait_http(url: str, proc: subprocess.Popen[bytes], timeout: float = 60) -> N
 def load_average() -> float:
     """The machine's 1-minute load average (quote it beside wall-time figures)."""
     return os.getloadavg()[0]
+
+
+def start_workers(env: dict[str, str], count: int = 2) -> list[subprocess.Popen[bytes]]:
+    """``count`` ``railyard worker`` processes with environment ``env`` (output dropped);
+    stop them with :func:`stop_processes`."""
+    return [
+        subprocess.Popen(
+            [railyard(), "worker"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+        for _ in range(count)
+    ]
+
+
+def stop_processes(procs: list[subprocess.Popen[bytes]], grace: float = 10) -> None:
+    """Terminate ``procs``, then kill any still running after ``grace`` seconds each."""
+    for proc in procs:
+        proc.terminate()
+    for proc in procs:
+        try:
+            proc.wait(grace)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def manual_chain(steps: list[tuple[str, str, dict[str, Any]]]) -> Diagram:
+    """A diagram ``trigger.manual -> steps[0] -> steps[1] -> ...``; each step is
+    ``(id, node type, config)``."""
+    nodes: list[dict[str, Any]] = [
+        {"id": "start", "type": "trigger.manual", "position": {"x": 0, "y": 0}, "config": {}}
+    ]
+    edges = []
+    previous = "start"
+    for i, (sid, node_type, config) in enumerate(steps):
+        position = {"x": 200 * (i + 1), "y": 0}
+        nodes.append({"id": sid, "type": node_type, "position": position, "config": config})
+        edges.append({"id": f"e{i}", "source": previous, "target": sid})
+        previous = sid
+    return msgspec.convert({"nodes": nodes, "edges": edges}, Diagram)

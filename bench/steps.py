@@ -33,18 +33,24 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import msgspec
 import redis.asyncio as aioredis
 
 from backend.db.migrate import upgrade
 from backend.embedded import EmbeddedPostgres, EmbeddedRedis
 from backend.runtime import build_runtime
 from backend.settings import load_settings
-from bench.common import cpu_seconds, figure, load_average, percentile, railyard
+from bench.common import (
+    cpu_seconds,
+    figure,
+    load_average,
+    manual_chain,
+    percentile,
+    start_workers,
+    stop_processes,
+)
 from bench.engine import current_xid, published, run_wall, wait_all
 from designer_schema.diagram import Diagram
 
@@ -56,29 +62,14 @@ MAX_RUNS = 2000
 def templates(n: int = STEPS) -> Diagram:
     """``trigger.manual`` followed by ``n`` Text template steps in a chain; each renders
     the text of the step before it (the first, the trigger's input)."""
-    nodes: list[dict[str, Any]] = [
-        {"id": "start", "type": "trigger.manual", "position": {"x": 0, "y": 0}, "config": {}}
-    ]
-    edges = []
-    previous = "start"
-    for i in range(n):
-        sid = f"t{i}"
-        template = (
-            "step {{ data.i }}: {{ input.text | default('start') }}"
-            if i
-            else ("step {{ data.i }}: {{ input | tojson }}")
-        )
-        nodes.append(
-            {
-                "id": sid,
-                "type": "data.template",
-                "position": {"x": 200 * (i + 1), "y": 0},
-                "config": {"template": template, "data": {"i": i}},
-            }
-        )
-        edges.append({"id": f"e{i}", "source": previous, "target": sid})
-        previous = sid
-    return msgspec.convert({"nodes": nodes, "edges": edges}, Diagram)
+    first = "step {{ data.i }}: {{ input | tojson }}"
+    later = "step {{ data.i }}: {{ input.text | default('start') }}"
+    return manual_chain(
+        [
+            (f"t{i}", "data.template", {"template": later if i else first, "data": {"i": i}})
+            for i in range(n)
+        ]
+    )
 
 
 async def redis_calls(url: str) -> dict[str, int]:
@@ -124,15 +115,7 @@ async def main(runs: int, profile: str | None) -> None:
             env = {**os.environ, "DATABASE_URL": pg.url, "REDIS_URL": redis.url}
             settings = load_settings(environ={}, database_url=pg.url, redis_url=redis.url)
             rt = await build_runtime(settings, pool_size=20)
-            for _ in range(2):
-                workers.append(
-                    subprocess.Popen(  # noqa: ASYNC220 - long-lived child, not awaited
-                        [railyard(), "worker"],
-                        env=env,
-                        stdout=subprocess.DEVNULL,
-                        stderr=subprocess.DEVNULL,
-                    )
-                )
+            workers += start_workers(env)
             version = await published(rt, "bench-templates", templates())
             await asyncio.sleep(2.0)  # workers up
             warm = [await rt.execution.start_run(version, {}, trigger="manual") for _ in range(10)]
@@ -178,13 +161,7 @@ async def main(runs: int, profile: str | None) -> None:
             )
             await rt.close()
         finally:
-            for w in workers:
-                w.terminate()
-            for w in workers:
-                try:
-                    w.wait(10)
-                except subprocess.TimeoutExpired:
-                    w.kill()
+            stop_processes(workers)
             redis.stop()
             pg.stop()
 
