@@ -21,6 +21,9 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import msgspec
+
+from designer_schema.diagram import Diagram
 
 
 def figure(name: str, value: float, unit: str, digits: int = 4) -> None:
@@ -223,3 +226,32 @@ def stop_processes(
         except subprocess.TimeoutExpired:
             p.kill()
             p.wait()
+
+
+def start_workers(env: dict[str, str], count: int = 2) -> list[subprocess.Popen[bytes]]:
+    """``count`` ``railyard worker`` processes with environment ``env`` (output dropped);
+    stop them with :func:`stop_processes`."""
+    return [
+        subprocess.Popen(
+            [railyard(), "worker"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+        for _ in range(count)
+    ]
+
+
+def manual_chain(
+    steps: list[tuple[str, str, dict[str, Any]]], trigger: str = "trigger.manual"
+) -> Diagram:
+    """A diagram ``<trigger> -> steps[0] -> steps[1] -> ...`` (``trigger``: a trigger node
+    type, the Manual trigger by default); each step is ``(id, node type, config)``."""
+    nodes: list[dict[str, Any]] = [
+        {"id": "start", "type": trigger, "position": {"x": 0, "y": 0}, "config": {}}
+    ]
+    edges = []
+    previous = "start"
+    for i, (sid, node_type, config) in enumerate(steps):
+        position = {"x": 200 * (i + 1), "y": 0}
+        nodes.append({"id": sid, "type": node_type, "position": position, "config": config})
+        edges.append({"id": f"e{i}", "source": previous, "target": sid})
+        previous = sid
+    return msgspec.convert({"nodes": nodes, "edges": edges}, Diagram)

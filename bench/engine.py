@@ -40,14 +40,12 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
-from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import itertools
 
 import httpx
-import msgspec
 from sqlalchemy import text
 
 from backend.db.migrate import upgrade
@@ -56,7 +54,14 @@ from backend.embedded import EmbeddedPostgres, EmbeddedRedis, pg_bin_dir
 from backend.runtime import Runtime, build_runtime
 from backend.services import workflows
 from backend.settings import load_settings
-from bench.common import cpu_seconds, figure, pgbench_tps
+from bench.common import (
+    cpu_seconds,
+    figure,
+    manual_chain,
+    pgbench_tps,
+    start_workers,
+    stop_processes,
+)
 from designer_schema.diagram import Diagram
 
 THROUGHPUT_RUNS = 200
@@ -107,24 +112,13 @@ def endpoint(sleep_s: float) -> Endpoint:
 def chain(n: int, url: str, trigger: str = "trigger.manual") -> Diagram:
     """``trigger`` (a trigger node type) followed by ``n`` HTTP Request steps, each POSTing
     ``{"i": <index>}`` to ``url``, one after the other."""
-    nodes: list[dict[str, Any]] = [
-        {"id": "start", "type": trigger, "position": {"x": 0, "y": 0}, "config": {}}
-    ]
-    edges = []
-    previous = "start"
-    for i in range(n):
-        sid = f"s{i}"
-        nodes.append(
-            {
-                "id": sid,
-                "type": "http.request",
-                "position": {"x": 0, "y": 0},
-                "config": {"method": "POST", "url": url, "body": {"i": i}},
-            }
-        )
-        edges.append({"id": f"e{i}", "source": previous, "target": sid})
-        previous = sid
-    return msgspec.convert({"nodes": nodes, "edges": edges}, Diagram)
+    return manual_chain(
+        [
+            (f"s{i}", "http.request", {"method": "POST", "url": url, "body": {"i": i}})
+            for i in range(n)
+        ],
+        trigger,
+    )
 
 
 async def published(rt: Runtime, name: str, diagram: Diagram) -> WorkflowVersion:
@@ -243,16 +237,7 @@ async def main() -> None:
                 environ={}, database_url=pg.url, redis_url=redis.url, http_allow_private=True
             )
             rt = await build_runtime(settings, pool_size=20)
-            railyard = str(Path(sys.executable).with_name("railyard"))
-            for _ in range(2):
-                workers.append(
-                    subprocess.Popen(  # noqa: ASYNC220 - long-lived child, not awaited
-                        [railyard, "worker"],
-                        env=env,
-                        stdout=subprocess.DEVNULL,
-                        stderr=subprocess.DEVNULL,
-                    )
-                )
+            workers += start_workers(env)
             seq = await published(
                 rt, "bench-seq40", chain(40, f"http://127.0.0.1:{slow.server_port}/")
             )
@@ -321,13 +306,7 @@ async def main() -> None:
             figure("pgbench_N_tps", tps, "tps")
             figure("fsync_floor", await asyncio.to_thread(fsync_floor, Path(tmp)), "ms")
         finally:
-            for w in workers:
-                w.terminate()
-            for w in workers:
-                try:
-                    w.wait(10)
-                except subprocess.TimeoutExpired:
-                    w.kill()
+            stop_processes(workers)
             slow.shutdown()
             fast.shutdown()
             redis.stop()

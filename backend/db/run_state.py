@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import Any, cast
 
 from sqlalchemy import Table, bindparam, select, text, update
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 from sqlalchemy.orm.attributes import set_committed_value
 
 from backend.db import payloads
@@ -83,6 +83,7 @@ _FINISH_ATTEMPT = (
     )
 )
 _RUN_FIELDS = ("status", "output", "error", "response", "started_at", "finished_at")
+_SELECT_RUN = select(_RUNS).where(_RUNS.c.id == bindparam("run_id"))
 
 
 async def lock_run(session: AsyncSession, run_id: uuid.UUID) -> Run | None:
@@ -91,8 +92,20 @@ async def lock_run(session: AsyncSession, run_id: uuid.UUID) -> Run | None:
     return result.scalar_one_or_none()
 
 
+async def read_run(conn: AsyncConnection, run_id: uuid.UUID) -> tuple[RunRow, RunState] | None:
+    """The run row and its state (without child runs) read in ``conn``, an autocommit
+    connection, without locking: the row first, then the steps (see
+    :meth:`~backend.engine.ports.RunStore.read_unlocked`). Core statements only (no ORM
+    objects). ``None`` when the run does not exist."""
+    found = (await conn.execute(_SELECT_RUN, {"run_id": run_id})).one_or_none()
+    if found is None:
+        return None
+    run = cast(Run, found)  # a Core row has the ORM entity's column attributes
+    return run_row(run), await load_state(conn, run, children=False)
+
+
 async def load_state(
-    session: AsyncSession,
+    session: AsyncSession | AsyncConnection,
     run: Run,
     *,
     children: bool = True,
@@ -144,7 +157,7 @@ async def load_state(
 
 
 async def _resolve(
-    session: AsyncSession,
+    session: AsyncSession | AsyncConnection,
     run: Run,
     records: dict[str, StepRecord],
     children: dict[str, list[ChildRun]],
@@ -262,10 +275,17 @@ def run_row(run: Run) -> RunRow:
     )
 
 
-async def workflow_settings(session: AsyncSession, workflow_id: uuid.UUID) -> WorkflowSettings:
+_SELECT_SETTINGS = select(cast(Table, Workflow.__table__).c.settings).where(
+    cast(Table, Workflow.__table__).c.id == bindparam("workflow_id")
+)
+
+
+async def workflow_settings(
+    session: AsyncSession | AsyncConnection, workflow_id: uuid.UUID
+) -> WorkflowSettings:
     """The run-control settings of a workflow (defaults when none or it is gone)."""
     found = (
-        await session.execute(select(Workflow.settings).where(Workflow.id == workflow_id))
+        await session.execute(_SELECT_SETTINGS, {"workflow_id": workflow_id})
     ).scalar_one_or_none()
     return WorkflowSettings.from_raw(found)
 

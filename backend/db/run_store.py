@@ -30,7 +30,9 @@ from backend.db.run_state import (
     finish_attempt,
     load_state,
     lock_run,
+    read_run,
     save_state,
+    workflow_settings,
 )
 from backend.db.run_transaction import PgRunTransaction, duplicate_key
 from backend.db.run_writes import insert_run, step_values, write_state
@@ -40,6 +42,7 @@ from backend.engine.ports import (
     HeldSteps,
     NewAttempt,
     NewRun,
+    RunRow,
     StaleAttempt,
     VersionRow,
     WorkflowSettings,
@@ -119,6 +122,14 @@ class PgRunStore:
             return await write_state(
                 conn, run_id, state, finish=finish, start=start, expected_revision=expected_revision
             )
+
+    async def read_unlocked(self, run_id: uuid.UUID) -> tuple[RunRow, RunState] | None:
+        async with self._autocommit() as conn:
+            return await read_run(conn, run_id)
+
+    async def read_settings(self, workflow_id: uuid.UUID) -> WorkflowSettings:
+        async with self._autocommit() as conn:
+            return await workflow_settings(conn, workflow_id)
 
     async def extend_lease(self, attempt_id: int, token: str, until: datetime) -> bool:
         async with self.sessionmaker() as session, session.begin():

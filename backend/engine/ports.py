@@ -398,6 +398,19 @@ class RunStore(Protocol):
         ``expected_revision`` (see :class:`Written`)."""
         ...
 
+    async def read_unlocked(self, run_id: uuid.UUID) -> tuple[RunRow, RunState] | None:
+        """The run's row and state read WITHOUT the run lock and without child runs
+        (only for graphs without call steps), for a change to be written with
+        :meth:`write_unlocked` fenced by the row's revision. The row is read before the
+        steps, so steps newer than the row only make that write refuse (``moved``).
+        ``None`` when the run does not exist."""
+        ...
+
+    async def read_settings(self, workflow_id: uuid.UUID) -> WorkflowSettings:
+        """A workflow's run-control settings read in autocommit, outside any transaction
+        (defaults when none or it is gone)."""
+        ...
+
     async def extend_lease(self, attempt_id: int, token: str, until: datetime) -> bool:
         """Heartbeat: push a running attempt's lease; False when it is no longer current."""
         ...

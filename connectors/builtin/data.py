@@ -22,7 +22,8 @@ Paths (``field``) are dotted: ``address.city``, ``tags.0``. A missing path is ``
   ``zoneinfo``), formats with ``strftime`` (``format``; ``"iso"`` gives ISO 8601).
 - ``data.template`` -> ``{"text": ...}``: a Jinja2 template rendered in a
   ``SandboxedEnvironment`` with ``input`` and ``data`` (``autoescape`` for HTML output);
-  undefined variables are errors.
+  undefined variables are errors. Compiled templates are cached by source
+  (connectors/builtin/templating.py).
 """
 
 from __future__ import annotations
@@ -35,9 +36,9 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import jinja2
 import msgspec
-from jinja2.sandbox import SandboxedEnvironment
 
 from connectors import sdk
+from connectors.builtin import templating
 
 __all__ = ["connector", "get_path"]
 
@@ -355,9 +356,6 @@ async def format_datetime(config: DateTimeConfig, input: Any) -> dict[str, Any]:
 
 # -- text template ---------------------------------------------------------------------
 
-_TEXT = SandboxedEnvironment(autoescape=False, undefined=jinja2.StrictUndefined)
-_HTML = SandboxedEnvironment(autoescape=True, undefined=jinja2.StrictUndefined)
-
 
 class TemplateConfig(msgspec.Struct, kw_only=True):
     """Render a Jinja2 template."""
@@ -385,9 +383,9 @@ class TemplateConfig(msgspec.Struct, kw_only=True):
 async def render_text(config: TemplateConfig, input: Any) -> dict[str, Any]:
     """Render the template in the sandbox; undefined variables fail the step."""
     started = time.perf_counter()
-    env = _HTML if config.html else _TEXT
+    variables = {"input": input, "data": config.data}
     try:
-        text = env.from_string(config.template).render(input=input, data=config.data)
+        text = templating.render(config.template, variables, html=config.html)
     except jinja2.TemplateError as err:
         raise sdk.NonRetryableError(
             f"template error: {type(err).__name__}: {err}", kind="template_error"

@@ -37,9 +37,9 @@ from typing import Annotated, Any
 import aiosmtplib
 import jinja2
 import msgspec
-from jinja2.sandbox import SandboxedEnvironment
 
 from connectors import sdk
+from connectors.builtin import templating
 
 __all__ = ["SMTP", "EmailSendConfig", "connector", "render_template", "send_email"]
 
@@ -50,9 +50,6 @@ SMTP = sdk.credential_type(
     fields=sdk.SmtpFields,
     description="Mail server login used to send email",
 )
-
-_TEXT_ENV = SandboxedEnvironment(autoescape=False, undefined=jinja2.StrictUndefined)
-_HTML_ENV = SandboxedEnvironment(autoescape=True, undefined=jinja2.StrictUndefined)
 
 
 class Attachment(msgspec.Struct, kw_only=True):
@@ -111,9 +108,8 @@ def render_template(source: str, variables: dict[str, Any], *, html: bool) -> st
 
     Raises ``sdk.NonRetryableError`` (kind ``template_error``) naming the problem.
     """
-    env = _HTML_ENV if html else _TEXT_ENV
     try:
-        return env.from_string(source).render(**variables)
+        return templating.render(source, variables, html=html)
     except jinja2.TemplateError as err:
         raise sdk.NonRetryableError(
             f"template error: {type(err).__name__}: {err}", kind="template_error"

@@ -14,7 +14,7 @@ import pytest
 from backend.engine.expression_paths import JsonataReader
 from backend.engine.expressions import JsonataChecker
 from backend.services.catalog import load_catalog
-from bench import designer, engine, limits, scale, webhooks
+from bench import designer, engine, limits, scale, steps, webhooks
 from bench.peers import railyard_peer
 from designer_schema import Diagram, compile_diagram
 
@@ -28,6 +28,7 @@ DIAGRAMS: dict[str, Any] = {
     "scale.action3": engine.chain(scale.ACTION_STEPS, "http://127.0.0.1:9/", "trigger.webhook"),
     "designer.big_diagram": designer.big_diagram(),
     "peers.three_steps": railyard_peer.three_steps(),
+    "steps.templates": steps.templates(),
 }
 
 

@@ -18,10 +18,10 @@ from typing import Any
 from backend.auth.policy import Permission
 from backend.db.versions import DRAFT_NUMBER
 from backend.engine.model import ChildRun, RunState
-from backend.engine.ports import NewRun, RunRow, RunTransaction
+from backend.engine.ports import NewRun, RunRow, RunTransaction, WorkflowSettings
 from backend.engine.states import RunStatus
 from backend.services import references
-from backend.services.execution.transition import Env, Followup, RunNotFound
+from backend.services.execution.transition import Env, Followup, RunNotFound, parent_to_wake
 
 ANNOUNCE_DELAY_SECONDS = 0.002
 """How long a run-change notice waits behind the work that follows a commit (seconds)."""
@@ -122,8 +122,7 @@ class Followups:
         insert the error workflow's run (queued, trigger ``error``); test runs of the draft
         (draft snapshot versions, number 0) start no error workflow."""
         settings = await tx.settings(run.workflow_id)
-        if settings.max_concurrent_runs:
-            followup.advance += [str(i) for i in await tx.oldest_queued(run.workflow_id, 1)]
+        await self._free_slot(tx, run, settings, followup)
         target = settings.error_workflow_id
         if (
             target
@@ -135,6 +134,28 @@ class Followups:
             started = await self._insert_error_run(tx, run, state, target)
             if started is not None:
                 followup.advance.append(started)
+
+    async def after_unlocked_end(self, run: RunRow, state: RunState, followup: Followup) -> None:
+        """What :meth:`on_run_ended` does for a run that ended ``succeeded`` by the
+        one-statement write (no transaction): free its concurrency slot, reading the
+        settings and the oldest queued run after the commit (the queued run is advanced
+        after the commit in both paths). A run that ends otherwise may start the error
+        workflow, which must commit with the run's end: it ends under the lock."""
+        if state.status != RunStatus.SUCCEEDED:
+            raise ValueError(f"run {run.id} ended {state.status.value}: end it under the lock")
+        settings = await self.env.store.read_settings(run.workflow_id)
+        if settings.max_concurrent_runs:
+            async with self.env.store.transaction() as tx:
+                await self._free_slot(tx, run, settings, followup)
+        followup.wake_parent = parent_to_wake(run, state)
+
+    async def _free_slot(
+        self, tx: RunTransaction, run: RunRow, settings: WorkflowSettings, followup: Followup
+    ) -> None:
+        """Advance the oldest queued run of ``run``'s workflow after commit when the
+        workflow limits its concurrent runs (``run`` ended: its slot is free)."""
+        if settings.max_concurrent_runs:
+            followup.advance += [str(i) for i in await tx.oldest_queued(run.workflow_id, 1)]
 
     async def _insert_error_run(
         self, tx: RunTransaction, run: RunRow, state: RunState, error_workflow_id: str

@@ -16,7 +16,7 @@ from backend.engine import orchestrator
 from backend.engine.expressions import ExpressionError, resolve_config
 from backend.engine.model import RunState
 from backend.engine.outcomes import AttemptFailed, AttemptOutcome, AttemptSucceeded
-from backend.engine.ports import FinishedAttempt, NewAttempt
+from backend.engine.ports import FinishedAttempt, NewAttempt, RunRow
 from backend.engine.states import StepStatus
 from backend.services.execution.transition import Change
 from designer_schema.graph import WorkflowGraph
@@ -43,6 +43,7 @@ class Claimed:
     state: RunState | None = None
     node_version: int = 1  # the node-type version the step's graph pins
     workflow_version: int = 0  # the run's version number
+    row: RunRow | None = None  # the run's row as read with the claim (its fixed fields)
 
 
 def claim_attempt(
@@ -141,12 +142,6 @@ def completion(
         )
     change.finish = finished(done, outcome, now)
     return change
-
-
-def needs_lock(state: RunState) -> bool:
-    """True when a computed change needs more than the one fenced statement: child runs
-    to create or cancel, or the run ending (slot freed, error workflow, parent woken)."""
-    return bool(state.child_requests or state.child_cancels or state.status.terminal)
 
 
 def is_current(state: RunState, done: Claimed) -> bool:

@@ -1,7 +1,7 @@
 """Step execution: claim an attempt, run the connector, complete the attempt.
 
 - :meth:`Steps.claim` claims a ready action step with a lease and a fencing token (or
-  fires a due timer) in a locked transition.
+  fires a due timer): ``Transitions.optimistic``, the locked decision on an unlocked read.
 - :meth:`Steps.run_action` runs the connector outside any transaction
   (backend/services/attempts.py), renewing the lease.
 - :meth:`Steps.hand_back` releases an attempt stopped because the worker shuts down.
@@ -10,7 +10,7 @@
   action step became ready now, that step claimed for this worker). It is written by
   the fast path, one autocommit statement fenced by the run revision this worker wrote
   with its claim, or, when the run moved since or the change needs more than that
-  statement (child runs, the run ending), by the locked path, which recomputes it with
+  statement (child runs, the run failing), by the locked path, which recomputes it with
   the same function from the state it loads (the pure changes live in
   backend/services/execution/step_changes.py). A late or duplicate completion is
   discarded: a step completes exactly once.
@@ -27,7 +27,13 @@ from typing import Any
 from backend.engine import orchestrator, step_timeouts
 from backend.engine.model import RunState
 from backend.engine.outcomes import AttemptFailed, AttemptOutcome
-from backend.engine.ports import ConnectorRegistry, FinishedAttempt, HeldSteps, StaleAttempt
+from backend.engine.ports import (
+    ConnectorRegistry,
+    FinishedAttempt,
+    HeldSteps,
+    RunRow,
+    StaleAttempt,
+)
 from backend.engine.states import AttemptStatus, RunStatus, StepStatus
 from backend.observability import logs, tracing
 from backend.services.attempts import failure, run_attempt
@@ -39,7 +45,6 @@ from backend.services.execution.step_changes import (
     completion,
     finished,
     is_current,
-    needs_lock,
 )
 from backend.services.execution.transition import (
     Change,
@@ -49,7 +54,9 @@ from backend.services.execution.transition import (
     RunNotFound,
     Transitions,
     dispatch_entries,
+    ends_unlocked,
     has_calls,
+    needs_lock,
 )
 from connectors.sdk import ActionInfo
 from designer_schema.graph import WorkflowGraph
@@ -148,7 +155,7 @@ class Steps:
             return change
 
         try:
-            change = await self.transitions.locked(run_id, decide)
+            change = await self.transitions.optimistic(run_id, decide)
         except RunNotFound:
             return None
         return self._claimed(change)
@@ -223,7 +230,7 @@ class Steps:
             self.env.lease_seconds,
             claim_next=not self.env.drain.draining,
         )
-        if needs_lock(state):
+        if needs_lock(state) and not ends_unlocked(state, done.row):
             return _MOVED
         written = await self.env.store.write_unlocked(
             run_id,
@@ -238,10 +245,11 @@ class Steps:
             log.info("discarded late completion of %s/%s", run_id, done.step_id)
             return None
         change.revision = written.revision
-        await self.followups.after_commit(
-            str(run_id), Followup(dispatch=dispatch_entries(state, change.dispatch, now))
-        )
-        return _claimed_from(graph, state, change, done.workflow_id, done.version_id)
+        followup = Followup(dispatch=dispatch_entries(state, change.dispatch, now))
+        if state.status.terminal and done.row is not None:
+            await self.followups.after_unlocked_end(done.row, state, followup)
+        await self.followups.after_commit(str(run_id), followup)
+        return _claimed_from(graph, state, change, done.row, done.workflow_id, done.version_id)
 
     async def _complete_locked(
         self, run_id: uuid.UUID, done: Claimed, outcome: AttemptOutcome
@@ -284,7 +292,9 @@ class Steps:
         if change is None or not isinstance(change.result, Locked):
             return None
         run = change.result
-        return _claimed_from(run.graph, run.state, change, run.row.workflow_id, run.row.version_id)
+        return _claimed_from(
+            run.graph, run.state, change, run.row, run.row.workflow_id, run.row.version_id
+        )
 
     async def expire_lease(
         self, run_id: uuid.UUID, step_id: str, attempt_id: int, token: str
@@ -363,6 +373,7 @@ def _claimed_from(
     graph: WorkflowGraph,
     state: RunState,
     change: Change,
+    row: RunRow | None,
     workflow_id: str | uuid.UUID,
     version_id: uuid.UUID,
 ) -> Claimed | None:
@@ -388,4 +399,5 @@ def _claimed_from(
         state=state,
         node_version=step.type_version,
         workflow_version=state.version_number,
+        row=row,
     )

@@ -18,7 +18,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from backend.db.run_writes import step_values
 from backend.engine import orchestrator
@@ -181,6 +181,46 @@ def has_calls(graph: WorkflowGraph) -> bool:
     return any(orchestrator.behaviour_kind(step) == "call" for step in graph.steps)
 
 
+def needs_lock(state: RunState) -> bool:
+    """True when a computed change needs more than the one fenced statement: child runs
+    to create or cancel, or the run ending (slot freed, error workflow, parent woken)."""
+    return bool(state.child_requests or state.child_cancels or state.status.terminal)
+
+
+def ends_unlocked(state: RunState, row: RunRow | None) -> bool:
+    """True when a computed change ends the run in a way the one fenced statement can
+    write: ``succeeded`` (no error workflow to start in the same transaction), no child
+    runs to create or cancel, and the run's ``row`` known (its slot is freed and its
+    parent woken after the commit: ``Followups.after_unlocked_end``)."""
+    return (
+        state.status == RunStatus.SUCCEEDED
+        and not state.child_requests
+        and not state.child_cancels
+        and row is not None
+    )
+
+
+def parent_to_wake(row: RunRow, state: RunState) -> str | None:
+    """The parent run to advance after the commit: ``row``'s parent once the run ended."""
+    if row.parent_run_id is not None and state.status.terminal:
+        return str(row.parent_run_id)
+    return None
+
+
+class NeedsLock(Exception):
+    """A decision taken on an unlocked read asked for the run's transaction: it is
+    taken again under the lock."""
+
+
+class _NoTransaction:
+    """The transaction handed to a decision taken on an unlocked read: any use of it
+    raises :class:`NeedsLock` (the decision is then taken again by
+    :meth:`Transitions.locked`)."""
+
+    def __getattr__(self, name: str) -> Any:
+        raise NeedsLock(name)
+
+
 async def run_audit(tx: RunTransaction, audit: AuditHook | None, run_id: uuid.UUID) -> None:
     """Add the audit row of a run request in ``tx`` (nothing without ``audit``)."""
     if audit is not None:
@@ -233,6 +273,45 @@ class Transitions:
         await self.followups.after_commit(str(run_id), followup)
         return change
 
+    async def optimistic(self, run_id: uuid.UUID, decide: Decide) -> Change | None:
+        """:meth:`locked` without the lock when it can: the SAME ``decide`` on the run
+        read without a lock, its change written by one autocommit statement fenced by
+        the revision read (no BEGIN/COMMIT, no ORM). Falls back to :meth:`locked` (which
+        decides again on the state it loads) when the run's graph has call steps, the
+        decision uses the transaction, the change needs more than that statement
+        (:func:`needs_lock`, a run deadline, an attempt to close), writes nothing (the
+        locked path then skips the write and the notice) or the run moved since the read.
+
+        Same returns and errors as :meth:`locked`."""
+        now = self.env.clock.now()
+        read = await self.env.store.read_unlocked(run_id)
+        if read is None:
+            raise RunNotFound(f"run {run_id} not found")
+        row, state = read
+        graph = await self.env.store.graph(row.version_id)
+        if has_calls(graph):
+            return await self.locked(run_id, decide)
+        try:
+            change = await decide(
+                Locked(cast(RunTransaction, _NoTransaction()), row, state, graph, now)
+            )
+        except NeedsLock:
+            return await self.locked(run_id, decide)
+        if change is None or not change.write:
+            return change
+        nothing = not (state.changed or state.events or change.start)
+        if nothing or needs_lock(state) or change.deadline_at or change.finish:
+            return await self.locked(run_id, decide)
+        written = await self.env.store.write_unlocked(
+            run_id, state, finish=None, start=change.start, expected_revision=row.revision
+        )
+        if written.revision is None:
+            return await self.locked(run_id, decide)
+        change.revision = written.revision
+        followup = Followup(dispatch=dispatch_entries(state, change.dispatch, now))
+        await self.followups.after_commit(str(run_id), followup)
+        return change
+
     async def persist(
         self,
         tx: RunTransaction,
@@ -265,6 +344,5 @@ class Transitions:
         if ended_now:
             await self.followups.on_run_ended(tx, written, state, followup)
         followup.dispatch = dispatch_entries(state, dispatch, now)
-        if row.parent_run_id is not None and state.status.terminal:
-            followup.wake_parent = str(row.parent_run_id)
+        followup.wake_parent = parent_to_wake(row, state)
         return followup
