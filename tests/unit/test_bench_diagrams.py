@@ -14,7 +14,7 @@ import pytest
 from backend.engine.expression_paths import JsonataReader
 from backend.engine.expressions import JsonataChecker
 from backend.services.catalog import load_catalog
-from bench import designer, engine, limits, webhooks
+from bench import designer, engine, limits, webhook_answer, webhooks
 from designer_schema import Diagram, compile_diagram
 
 CATALOG = load_catalog()
@@ -22,6 +22,7 @@ CATALOG = load_catalog()
 DIAGRAMS: dict[str, Any] = {
     "webhooks.pipeline": webhooks.pipeline(),
     "webhooks.schedule_diagram": webhooks.schedule_diagram(),
+    "webhook_answer.three_steps": webhook_answer.three_steps(),
     "limits.chain": limits.chain(50),
     "engine.chain": engine.chain(3, "http://127.0.0.1:9/"),
     "designer.big_diagram": designer.big_diagram(),
