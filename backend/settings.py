@@ -20,6 +20,7 @@
 | ``RAILYARD_HUBSPOT_API_URL`` | base URL of HubSpot's API | ``https://api.hubapi.com`` |
 | ``RAILYARD_OAUTH2_REFRESH_MARGIN`` | seconds before expiry an OAuth2 access token is refreshed when an action asks for it | ``60`` |
 | ``RAILYARD_WEBHOOK_CACHE_SECONDS`` | how long an API process caches a webhook's workflow, version and settings | ``2`` |
+| ``RAILYARD_API_DB_POOL_SIZE`` | PostgreSQL connections an API process keeps open (requests beyond them open their own) | ``20`` |
 | ``RAILYARD_SCHEDULE_TICK`` | longest sleep of the schedule loop, seconds (it wakes at the next fire time) | ``1`` |
 | ``RAILYARD_LOGIN_MAX_FAILURES`` | failed sign-ins to one account within the window that lock it | ``5`` |
 | ``RAILYARD_LOGIN_ADDRESS_MAX_FAILURES`` | failed sign-ins from one client address within the window that lock it | ``50`` |
@@ -102,6 +103,7 @@ class Settings(msgspec.Struct, kw_only=True):
     hubspot_api_url: str = "https://api.hubapi.com"
     oauth2_refresh_margin: float = 60.0
     webhook_cache_seconds: float = 2.0
+    api_db_pool_size: int = 20
     schedule_tick: float = 1.0
     max_diagram_nodes: int = 5000
     max_diagram_edges: int = 10000
@@ -235,6 +237,7 @@ _ENV = {
     "RAILYARD_HUBSPOT_API_URL": "hubspot_api_url",
     "RAILYARD_OAUTH2_REFRESH_MARGIN": "oauth2_refresh_margin",
     "RAILYARD_WEBHOOK_CACHE_SECONDS": "webhook_cache_seconds",
+    "RAILYARD_API_DB_POOL_SIZE": "api_db_pool_size",
     "RAILYARD_SCHEDULE_TICK": "schedule_tick",
     "RAILYARD_LOGIN_MAX_FAILURES": "login_max_failures",
     "RAILYARD_LOGIN_ADDRESS_MAX_FAILURES": "login_address_max_failures",
