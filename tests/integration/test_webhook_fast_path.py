@@ -1,12 +1,15 @@
 """The webhook's per-request shortcuts keep their meaning: the endpoint cache (one load
-for concurrent requests, reloaded ahead of expiry, forgotten on publish even mid-load).
-Real PostgreSQL and Redis."""
+for concurrent requests, reloaded ahead of expiry, forgotten on publish even mid-load) and
+the shared run-notice subscription of waiting webhooks (one connection for all waits, and
+answers still arrive after that connection is killed). Real PostgreSQL, Redis and worker."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 from collections.abc import AsyncIterator
+from typing import Any
 
 import httpx
 import pytest
@@ -14,7 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.runtime import Runtime
 from backend.services import webhooks as hooks
-from tests.diagrams import diagram, node
+from tests.diagrams import diagram, edge, node
 from tests.integration.flows import publish
 
 pytestmark = pytest.mark.integration
@@ -113,3 +116,65 @@ async def test_endpoint_cache_forgets_a_load_begun_before_publish(
     assert sessions.opened == 2
     r = await client.post(f"/hooks/{token}/new", json={})
     assert r.status_code == 202, r.text
+
+
+def _templates(delay: float = 0) -> dict[str, Any]:
+    """Webhook answering with its last step <- three Text template steps (after a durable
+    delay of ``delay`` seconds when given); the answer to body ``{"n": 7}`` is
+    ``{"text": "n7-2-3"}``."""
+    nodes = [node("hook", "trigger.webhook", respond="last_step", wait_timeout=20)]
+    ids = ["hook"]
+    if delay:
+        nodes.append(node("pause", "control.delay", seconds=delay))
+        ids.append("pause")
+    nodes += [
+        node("t1", "data.template", template="n{{ input.body.n }}"),
+        node("t2", "data.template", template="{{ input.text }}-2"),
+        node("t3", "data.template", template="{{ input.text }}-3"),
+    ]
+    ids += ["t1", "t2", "t3"]
+    return diagram(nodes, [edge(a, b) for a, b in itertools.pairwise(ids)])
+
+
+async def _pubsub_clients(runtime: Runtime) -> int:
+    return len(await runtime.redis.client_list(_type="pubsub"))
+
+
+async def test_waiting_webhooks_share_one_subscription(
+    client: httpx.AsyncClient, runtime: Runtime, worker: Any
+) -> None:
+    """Five webhooks waiting at once for their runs' last step: every run channel is
+    subscribed on one connection of this process, and each request gets its own run's
+    output."""
+    wf = await publish(client, _templates(delay=2))
+    before = await _pubsub_clients(runtime)  # the worker's own subscriptions
+    requests = [
+        asyncio.create_task(client.post(wf["webhook_path"], json={"n": i})) for i in range(5)
+    ]
+    channels: list[Any] = []
+    for _ in range(400):
+        channels = await runtime.redis.pubsub_channels("railyard:run:*")
+        if len(channels) == 5:
+            break
+        await asyncio.sleep(0.005)
+    assert len(channels) == 5
+    assert await _pubsub_clients(runtime) == before + 1
+    answers = await asyncio.gather(*requests)
+    for i, r in enumerate(answers):
+        assert r.status_code == 200, r.text
+        assert r.json() == {"text": f"n{i}-2-3"}
+    assert await runtime.redis.pubsub_channels("railyard:run:*") == []
+
+
+async def test_waiting_webhook_answers_after_the_notice_connection_dies(
+    client: httpx.AsyncClient, runtime: Runtime, worker: Any
+) -> None:
+    """Killing the shared subscription's connection loses no answer: the waits poll, and
+    the next waits subscribe on a new connection."""
+    wf = await publish(client, _templates())
+    r = await client.post(wf["webhook_path"], json={"n": 1})
+    assert r.status_code == 200 and r.json() == {"text": "n1-2-3"}
+    await runtime.redis.execute_command("CLIENT", "KILL", "TYPE", "pubsub")
+    for n in (2, 3):
+        r = await client.post(wf["webhook_path"], json={"n": n})
+        assert r.status_code == 200 and r.json() == {"text": f"n{n}-2-3"}, r.text
