@@ -33,7 +33,15 @@ from backend.auth.web import (
     throttled_message,
 )
 from backend.runtime import Runtime
-from backend.services import access, login_sessions, run_watch, runs, workflow_picker, workflows
+from backend.services import (
+    access,
+    login_sessions,
+    run_watch,
+    runs,
+    webhook_urls,
+    workflow_picker,
+    workflows,
+)
 from backend.services import credentials as creds
 from backend.services.records import WorkflowRecord
 from frontend.field_views import WORKFLOW_PICKER_KEY
@@ -60,7 +68,7 @@ class ConfigPanelIn(msgspec.Struct):
 
 def webhook_url(runtime: Runtime, wf: WorkflowRecord) -> str:
     """Public URL of ``wf``'s webhook."""
-    return f"{runtime.settings.base_url.rstrip('/')}/hooks/{wf.webhook_token}"
+    return webhook_urls.webhook_url(runtime.settings.base_url, wf.webhook_token)
 
 
 class AuthPages(Controller):

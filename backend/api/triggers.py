@@ -28,6 +28,7 @@ from backend.services import webhook_listening as listening
 from backend.services import webhooks as hooks
 from backend.services import workflows as svc
 from backend.services.unit_of_work import UnitOfWork
+from backend.services.webhook_urls import hook_urls
 
 _DEPS = user_dependencies()
 
@@ -65,18 +66,11 @@ class DeliveryOut(msgspec.Struct):
     run_id: str | None
 
 
-def hook_urls(runtime: Runtime, token: str, suffix: str = "") -> tuple[str, str]:
-    """``(webhook URL, test URL)`` of a token and optional path suffix."""
-    base = runtime.settings.base_url.rstrip("/")
-    tail = f"/{suffix.strip('/')}" if suffix.strip("/") else ""
-    return f"{base}/hooks/{token}{tail}", f"{base}/hooks/test/{token}{tail}"
-
-
 async def _info(workflow_id: uuid.UUID, db: UnitOfWork, runtime: Runtime) -> WebhookInfo:
     wf = await svc.get_workflow(db, workflow_id)
     endpoint = await hooks.load_endpoint(db, wf.webhook_token, draft=True)
     suffix = str((endpoint.config if endpoint else {}).get("path_suffix") or "")
-    url, test_url = hook_urls(runtime, wf.webhook_token, suffix)
+    url, test_url = hook_urls(runtime.settings.base_url, wf.webhook_token, suffix)
     return WebhookInfo(
         url=url,
         test_url=test_url,

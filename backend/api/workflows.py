@@ -30,14 +30,14 @@ from backend.auth.policy import Permission
 from backend.auth.web import AppRuntime, CurrentUser, DbSession
 from backend.engine.workflow_settings import WorkflowSettings
 from backend.runtime import Runtime
-from backend.services import access, references, runs, webhooks, workflow_lifecycle
+from backend.services import access, references, runs, webhook_urls, webhooks, workflow_lifecycle
 from backend.services import workflows as svc
 from backend.services.records import VersionRecord, WorkflowRecord
 
 
 def webhook_url(runtime: Runtime, wf: WorkflowRecord) -> str:
     """Public URL of the workflow's webhook."""
-    return f"{runtime.settings.base_url.rstrip('/')}/hooks/{wf.webhook_token}"
+    return webhook_urls.webhook_url(runtime.settings.base_url, wf.webhook_token)
 
 
 def workflow_out(runtime: Runtime, wf: WorkflowRecord) -> WorkflowOut:

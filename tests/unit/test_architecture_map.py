@@ -89,3 +89,9 @@ def test_named_paths_reads_backticks_braces_and_prose() -> None:
         "backend/services/groups.py",
         "backend/engine/nodes/",
     ]
+
+
+def test_the_page_has_one_map() -> None:
+    """One table to read: concepts of every area are rows of the same map."""
+    headings = re.findall(r"^## Map\b.*$", PAGE.read_text(encoding="utf-8"), flags=re.M)
+    assert headings == ["## Map: concept -> files"]
