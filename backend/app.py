@@ -97,7 +97,10 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> Litestar:
         if runtime is not None:
             yield
             return
-        app.state.runtime = await build_runtime(settings, name="api")
+        # connections kept open: requests beyond them each open (and close) their own
+        app.state.runtime = await build_runtime(
+            settings, pool_size=settings.api_db_pool_size, name="api"
+        )
         try:
             yield
         finally:

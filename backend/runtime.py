@@ -20,7 +20,7 @@ from backend.db.engine import make_engine, make_sessionmaker
 from backend.db.recovery_queries import PgRecoveryQueries
 from backend.db.run_store import PgRunStore
 from backend.observability import metrics, tracing
-from backend.services import credential_use
+from backend.services import credential_use, run_watch
 from backend.services.catalog import AppCatalog, load_catalog
 from backend.services.execution import Execution
 from backend.settings import Settings
@@ -46,11 +46,12 @@ class Runtime:
     http_pool: httpx.AsyncHTTPTransport | None = None
 
     async def close(self) -> None:
-        """Finish pending run announcements, close the outbound HTTP pool and Redis,
-        dispose the database pool."""
+        """Finish pending run announcements, close the outbound HTTP pool, the shared
+        run-notice subscription and Redis, dispose the database pool."""
         await self.execution.drain()
         if self.http_pool is not None:
             await self.http_pool.aclose()
+        await run_watch.close_notices(self.redis)
         await self.redis.aclose()
         await self.engine.dispose()
 

@@ -140,6 +140,14 @@ class Settings(msgspec.Struct, kw_only=True):
     oauth2_refresh_margin: Annotated[
         float, about("seconds before expiry an OAuth2 access token is refreshed", ge=0)
     ] = 60.0
+    api_db_pool_size: Annotated[
+        int,
+        about(
+            "PostgreSQL connections each API process keeps open (concurrent requests beyond "
+            "it wait or open short-lived overflow connections)",
+            ge=1,
+        ),
+    ] = 20
     webhook_cache_seconds: Annotated[
         float,
         about("seconds an API process caches a webhook's workflow, version and settings", ge=0),

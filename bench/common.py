@@ -6,6 +6,7 @@ side-by-side runs can be compared by name).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import math
 import os
@@ -76,6 +77,48 @@ def wait_http(url: str, proc: subprocess.Popen[bytes], timeout: float = 60) -> N
             pass
         time.sleep(0.2)
     raise TimeoutError(f"{url} not ready after {timeout:g} s")
+
+
+async def pg_counters(database_url: str) -> tuple[int, int]:
+    """``(transactions committed, transaction ids used)`` of the database so far.
+
+    The first is ``pg_stat_database.xact_commit`` (every committed transaction, reads
+    included, as the server last flushed its statistics: read it after a pause of a
+    second); the second is ``txid_current()``, which moves once per WRITE transaction (and
+    once for this call). Differences across a phase, divided by its runs, are the
+    transactions per run."""
+    from sqlalchemy import text
+
+    from backend.db.engine import make_engine
+
+    engine = make_engine(database_url, pool_size=1)
+    try:
+        async with engine.connect() as conn:
+            commits = (
+                await conn.execute(
+                    text(
+                        "select xact_commit from pg_stat_database"
+                        " where datname = current_database()"
+                    )
+                )
+            ).scalar_one()
+            xid = (await conn.execute(text("select txid_current()"))).scalar_one()
+            await conn.commit()
+            return int(commits), int(xid)
+    finally:
+        await engine.dispose()
+
+
+async def redis_commands(redis_url: str) -> int:
+    """Commands the Redis server has processed so far (``INFO stats``
+    ``total_commands_processed``; this call's own INFO counts too)."""
+    from redis.asyncio import Redis
+
+    client = Redis.from_url(redis_url)
+    try:
+        return int((await client.info("stats"))["total_commands_processed"])
+    finally:
+        await client.aclose()
 
 
 def load_average() -> float:
@@ -255,3 +298,94 @@ def manual_chain(
         edges.append({"id": f"e{i}", "source": previous, "target": sid})
         previous = sid
     return msgspec.convert({"nodes": nodes, "edges": edges}, Diagram)
+
+
+async def read_response(reader: asyncio.StreamReader) -> tuple[int, bool]:
+    """Read one HTTP/1.1 response: ``(status, keep-alive)``; the body is read and dropped."""
+    head = await reader.readuntil(b"\r\n\r\n")
+    lines = head.split(b"\r\n")
+    status = int(lines[0].split(b" ", 2)[1])
+    length = None
+    chunked = False
+    keep = True
+    for line in lines[1:]:
+        name, _, value = line.partition(b":")
+        name = name.strip().lower()
+        if name == b"content-length":
+            length = int(value)
+        elif name == b"transfer-encoding" and b"chunked" in value.lower():
+            chunked = True
+        elif name == b"connection" and value.strip().lower() == b"close":
+            keep = False
+    if chunked:
+        while True:
+            size = int((await reader.readuntil(b"\r\n")).split(b";")[0], 16)
+            await reader.readexactly(size + 2)
+            if size == 0:
+                break
+    elif length is not None:
+        await reader.readexactly(length)
+    else:
+        await reader.read()
+        keep = False
+    return status, keep
+
+
+class Stack:
+    """Embedded PostgreSQL (durable settings) and Redis in a fresh directory under /tmp,
+    migrated, with the environment Railyard's commands need (``env``: ``DATABASE_URL``,
+    ``REDIS_URL``, a new encryption key, no access log); :meth:`spawn` starts ``railyard``
+    commands logging to ``<dir>/logs/<name>.log``. Use as a context manager: on exit every
+    spawned process is stopped, both servers stopped and the directory removed."""
+
+    def __init__(self) -> None:
+        from backend import crypto
+        from backend.db.migrate import upgrade
+        from backend.embedded import EmbeddedPostgres, EmbeddedRedis
+
+        self.data = Path(tempfile.mkdtemp(prefix="railyard-bench-", dir="/tmp"))
+        self.data.chmod(0o755)
+        (self.data / "logs").mkdir()
+        self.pg = EmbeddedPostgres(self.data / "pg")
+        self.redis = EmbeddedRedis(self.data / "redis")
+        self.procs: list[subprocess.Popen[bytes]] = []
+        self.pg.start()
+        self.redis.start()
+        self.env = {
+            **os.environ,
+            "DATABASE_URL": self.pg.url,
+            "REDIS_URL": self.redis.url,
+            "RAILYARD_ENCRYPTION_KEY": crypto.generate_key(),
+            "RAILYARD_ACCESS_LOG": "0",
+        }
+        upgrade(self.pg.url)
+
+    def spawn(self, name: str, *argv: str) -> subprocess.Popen[bytes]:
+        """Start ``railyard <argv>`` with :attr:`env`; stopped when the stack closes."""
+        out = (self.data / "logs" / f"{name}.log").open("wb")
+        p = subprocess.Popen(
+            [railyard(), *argv], env=self.env, stdout=out, stderr=subprocess.STDOUT
+        )
+        self.procs.append(p)
+        return p
+
+    def api(self, name: str = "api") -> tuple[subprocess.Popen[bytes], str]:
+        """Start ``railyard api`` on a free loopback port once it answers: ``(process,
+        base URL)``."""
+        from backend.embedded import free_port
+
+        port = free_port()
+        p = self.spawn(name, "api", "--host", "127.0.0.1", "--port", str(port))
+        wait_http(f"http://127.0.0.1:{port}/health/live", p)
+        return p, f"http://127.0.0.1:{port}"
+
+    def __enter__(self) -> Stack:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        try:
+            stop_processes(self.procs, signal.SIGINT, 15)
+        finally:
+            self.redis.stop()
+            self.pg.stop()
+            shutil.rmtree(self.data, ignore_errors=True)

@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -44,9 +45,10 @@ from bench.common import (  # noqa: E402
     figure,
     load_average,
     railyard,
+    stop_processes,
     wait_http,
 )
-from bench.webhooks import count_runs, load_raw, pipeline, setup, stop_all  # noqa: E402
+from bench.webhooks import count_runs, load_raw, pipeline, setup  # noqa: E402
 
 PROCESSES = ("api", "worker", "scheduler")
 
@@ -210,7 +212,7 @@ def main() -> int:
             with asyncio.Runner(loop_factory=loop_factory()) as runner:
                 runner.run(measure(args, env, url, pids))
         finally:
-            stop_all(procs)
+            stop_processes(procs, signal.SIGINT, 15)
     return 0
 
 

@@ -11,21 +11,23 @@ is read back.
 
 Figures (``figure: <name> = <value> <unit>``): accepted requests/s (202 answers), errors
 (anything else, or a failed request), p50/p99 latency (ms), runs stored and runs completed,
-scheduler fire lag p50/p99 (ms) and fires. ``--quick`` shortens both phases for a smoke run.
-Bounded: requests only go to 127.0.0.1 and stop after the given seconds.
+the cost of a request on the server side (the API processes' CPU ms per accepted request,
+PostgreSQL transactions and write transactions per run, Redis commands per run: counts, so
+insensitive to the machine's load), scheduler fire lag p50/p99 (ms) and fires, and the
+1-minute load average beside them. ``--quick`` shortens both phases for a smoke run.
+
+``--url URL`` drives the same load generator against another server (a peer such as
+Node-RED answering 202 on the same machine) and prints only the load figures, so both are
+measured the same way. Bounded: requests only go to 127.0.0.1 (or ``--url``) and stop after
+the given seconds.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import os
-import shutil
-import signal
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -35,9 +37,17 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from backend.embedded import EmbeddedPostgres, EmbeddedRedis, free_port  # noqa: E402
 from backend.workers.worker import loop_factory  # noqa: E402
-from bench.common import figure, percentile, railyard, stop_processes, wait_http  # noqa: E402
+from bench.common import (  # noqa: E402
+    Stack,
+    cpu_seconds,
+    figure,
+    load_average,
+    percentile,
+    pg_counters,
+    read_response,
+    redis_commands,
+)
 
 
 async def setup(env: dict[str, str], diagram: dict[str, Any]) -> str:
@@ -66,25 +76,29 @@ async def setup(env: dict[str, str], diagram: dict[str, Any]) -> str:
         await rt.close()
 
 
+def node(nid: str, ntype: str, x: int, **config: Any) -> dict[str, Any]:
+    """A diagram node ``nid`` of type ``ntype`` at ``(x, 0)`` with ``config``."""
+    return {
+        "id": nid,
+        "type": ntype,
+        "label": nid,
+        "position": {"x": x, "y": 0},
+        "config": config,
+    }
+
+
+def edge(s: str, t: str, port: str = "out") -> dict[str, Any]:
+    """A diagram edge from ``s``'s ``port`` to ``t``'s input."""
+    return {
+        "id": f"{s}-{t}",
+        "source": s,
+        "source_port": port,
+        "target": t,
+        "target_port": "in",
+    }
+
+
 def pipeline() -> dict[str, Any]:
-    def node(nid: str, ntype: str, x: int, **config: Any) -> dict[str, Any]:
-        return {
-            "id": nid,
-            "type": ntype,
-            "label": nid,
-            "position": {"x": x, "y": 0},
-            "config": config,
-        }
-
-    def edge(s: str, t: str, port: str = "out") -> dict[str, Any]:
-        return {
-            "id": f"{s}-{t}",
-            "source": s,
-            "source_port": port,
-            "target": t,
-            "target_port": "in",
-        }
-
     return {
         "nodes": [
             node("hook", "trigger.webhook", 0),
@@ -187,37 +201,6 @@ async def load(urls: list[str], connections: int, seconds: float) -> dict[str, A
     return await tally.drive(connections, one)
 
 
-async def _read_response(reader: asyncio.StreamReader) -> tuple[int, bool]:
-    """Read one HTTP/1.1 response: ``(status, keep-alive)``; the body is read and dropped."""
-    head = await reader.readuntil(b"\r\n\r\n")
-    lines = head.split(b"\r\n")
-    status = int(lines[0].split(b" ", 2)[1])
-    length = None
-    chunked = False
-    keep = True
-    for line in lines[1:]:
-        name, _, value = line.partition(b":")
-        name = name.strip().lower()
-        if name == b"content-length":
-            length = int(value)
-        elif name == b"transfer-encoding" and b"chunked" in value.lower():
-            chunked = True
-        elif name == b"connection" and value.strip().lower() == b"close":
-            keep = False
-    if chunked:
-        while True:
-            size = int((await reader.readuntil(b"\r\n")).split(b";")[0], 16)
-            await reader.readexactly(size + 2)
-            if size == 0:
-                break
-    elif length is not None:
-        await reader.readexactly(length)
-    else:
-        await reader.read()
-        keep = False
-    return status, keep
-
-
 async def load_raw(
     urls: list[str],
     connections: int,
@@ -255,7 +238,7 @@ async def load_raw(
                         reader, writer = await asyncio.open_connection(host, port)
                     assert reader is not None
                     writer.write(b"%s%d\r\n\r\n%s" % (head, len(body), body))
-                    status, keep = await _read_response(reader)
+                    status, keep = await read_response(reader)
             except (OSError, TimeoutError, ValueError, asyncio.IncompleteReadError):
                 tally.errors += 1
                 if writer is not None:
@@ -312,9 +295,27 @@ async def fire_lags(env: dict[str, str]) -> list[float]:
         await engine.dispose()
 
 
-def stop_all(procs: list[subprocess.Popen[bytes]]) -> None:
-    """Stop ``procs`` with SIGINT (as Ctrl-C would), killing any still running after 15 s."""
-    stop_processes(procs, signal.SIGINT, 15)
+def drive(client: str, urls: list[str], connections: int, seconds: float) -> dict[str, Any]:
+    """Run the load generator ``client`` (``raw`` or ``httpx``) and print its figures."""
+    generator = load_raw if client == "raw" else load
+    with asyncio.Runner(loop_factory=loop_factory()) as runner:
+        result: dict[str, Any] = runner.run(generator(urls, connections, seconds))
+    lat = result["latencies"]
+    figure("webhook_accepted_rps", len(lat) / result["elapsed"], "req/s")
+    figure("webhook_errors", result["errors"], "requests")
+    figure("webhook_latency_p50", percentile(lat, 0.50) * 1000, "ms")
+    figure("webhook_latency_p99", percentile(lat, 0.99) * 1000, "ms")
+    figure("webhook_accepted_total", len(lat), "requests")
+    figure("load_average_1m", load_average(), "")
+    if result["codes"].keys() - {202}:
+        print(f"# non-202 answers: {result['codes']}", flush=True)
+    return result
+
+
+async def server_counters(env: dict[str, str]) -> tuple[int, int, int]:
+    """``(PostgreSQL commits, transaction ids, Redis commands)`` so far."""
+    commits, xid = await pg_counters(env["DATABASE_URL"])
+    return commits, xid, await redis_commands(env["REDIS_URL"])
 
 
 def main() -> int:
@@ -331,56 +332,34 @@ def main() -> int:
         default="raw",
         help="load generator: lean raw HTTP/1.1 sockets (default, like wrk) or httpx",
     )
+    parser.add_argument(
+        "--url", help="drive this URL instead of starting Railyard (a peer, for comparison)"
+    )
     args = parser.parse_args()
     if args.quick:
         args.seconds, args.lag_seconds = 10.0, 20.0
+    if args.url:
+        drive(args.client, [args.url], args.connections, args.seconds)
+        return 0
 
-    from backend import crypto
-    from backend.db.migrate import upgrade
-
-    data = Path(tempfile.mkdtemp(prefix="railyard-bench-", dir="/tmp"))
-    data.chmod(0o755)
-    pg = EmbeddedPostgres(data / "pg")
-    redis = EmbeddedRedis(data / "redis")
-    pg.start()
-    redis.start()
-    procs: list[subprocess.Popen[bytes]] = []
-    logs = data / "logs"
-    logs.mkdir()
-    try:
-        env = {
-            **os.environ,
-            "DATABASE_URL": pg.url,
-            "REDIS_URL": redis.url,
-            "RAILYARD_ENCRYPTION_KEY": crypto.generate_key(),
-            "RAILYARD_ACCESS_LOG": "0",
-        }
-        upgrade(pg.url)
+    with Stack() as stack:
+        env = stack.env
         token = asyncio.run(setup(env, pipeline()))
-
-        def spawn(name: str, *argv: str) -> subprocess.Popen[bytes]:
-            out = (logs / f"{name}.log").open("wb")
-            p = subprocess.Popen([railyard(), *argv], env=env, stdout=out, stderr=subprocess.STDOUT)
-            procs.append(p)
-            return p
-
         urls = []
+        apis = []
         for i in range(args.api_procs):
-            port = free_port()
-            p = spawn(f"api{i}", "api", "--host", "127.0.0.1", "--port", str(port))
-            wait_http(f"http://127.0.0.1:{port}/health/live", p)
-            urls.append(f"http://127.0.0.1:{port}/hooks/{token}")
-        spawn("worker", "worker")
+            p, base = stack.api(f"api{i}")
+            apis.append(p)
+            urls.append(f"{base}/hooks/{token}")
+        stack.spawn("worker", "worker")
 
-        generator = load_raw if args.client == "raw" else load
-        with asyncio.Runner(loop_factory=loop_factory()) as runner:
-            result = runner.run(generator(urls, args.connections, args.seconds))
-        lat = result["latencies"]
-        figure("webhook_accepted_rps", len(lat) / result["elapsed"], "req/s")
-        figure("webhook_errors", result["errors"], "requests")
-        figure("webhook_latency_p50", percentile(lat, 0.50) * 1000, "ms")
-        figure("webhook_latency_p99", percentile(lat, 0.99) * 1000, "ms")
-        figure("webhook_accepted_total", len(lat), "requests")
+        time.sleep(1.0)  # the statistics collector flushes at most once a second
+        before = asyncio.run(server_counters(env))
+        cpu_before = sum(cpu_seconds(p.pid) for p in apis)
+        result = drive(args.client, urls, args.connections, args.seconds)
+        cpu = sum(cpu_seconds(p.pid) for p in apis) - cpu_before
+        accepted = max(1, len(result["latencies"]))
+        figure("webhook_api_cpu_per_request", cpu / accepted * 1000, "ms")
         deadline = time.monotonic() + 120
         total, done = asyncio.run(count_runs(env))
         while done < total and time.monotonic() < deadline:
@@ -388,12 +367,16 @@ def main() -> int:
             total, done = asyncio.run(count_runs(env))
         figure("webhook_runs_stored", total, "runs")
         figure("webhook_runs_completed", done, "runs")
-        if result["codes"].keys() - {202}:
-            print(f"# non-202 answers: {result['codes']}", flush=True)
+        time.sleep(1.0)
+        after = asyncio.run(server_counters(env))
+        runs = max(1, total)
+        figure("webhook_pg_commits_per_run", (after[0] - before[0]) / runs, "xact")
+        figure("webhook_pg_writes_per_run", (after[1] - before[1]) / runs, "xact")
+        figure("webhook_redis_commands_per_run", (after[2] - before[2]) / runs, "commands")
 
         if not args.skip_lag:
             asyncio.run(setup(env, schedule_diagram()))
-            spawn("scheduler", "scheduler")
+            stack.spawn("scheduler", "scheduler")
             time.sleep(args.lag_seconds)
             lags = asyncio.run(fire_lags(env))
             figure("schedule_fires", len(lags), "fires")
@@ -401,11 +384,6 @@ def main() -> int:
             figure("schedule_fire_lag_p99", percentile(lags, 0.99), "ms")
             if lags:
                 figure("schedule_fire_lag_mean", statistics.fmean(lags), "ms")
-    finally:
-        stop_all(procs)
-        redis.stop()
-        pg.stop()
-        shutil.rmtree(data, ignore_errors=True)
     return 0
 
 

@@ -4,17 +4,27 @@ PostgreSQL holds the truth; Redis pub/sub notices on :func:`run_channel` only sa
 again". Both watchers read the run, and when they need more, wait for the next notice at
 most a second before reading again, so a lost notice delays an update by a second and
 never loses it.
+
+Waiting webhooks share one Redis subscription per process (:class:`RunNotices`): a wait
+sends one ``SUBSCRIBE`` and one ``UNSUBSCRIBE`` on that connection instead of taking a
+connection of its own, and one reader task wakes the waits whose run changed. The run is
+read with one autocommit statement (no ``BEGIN``/``ROLLBACK`` around it).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 import uuid
-from collections.abc import AsyncGenerator
+import weakref
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
 import msgspec
 from redis.asyncio import Redis
+from redis.asyncio.client import PubSub
+from redis.exceptions import RedisError
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -25,6 +35,154 @@ from backend.services.channels import run_channel
 
 POLL_SECONDS = 1.0
 """Longest wait for a change notice before the run is read again."""
+
+log = logging.getLogger(__name__)
+
+
+class RunNotices:
+    """One Redis pub/sub connection carrying the change notices of every run this process
+    waits for (see the module doc); made by :func:`notices_for`.
+
+    :meth:`watch` subscribes to a run's channel while at least one wait needs it. The
+    reader task runs while anyone waits and stops after a second with nobody waiting (so
+    nothing outlives the requests, and no shutdown hook is needed). A Redis failure only
+    turns the waits into one-second polls: the reader starts over on a new connection.
+    """
+
+    def __init__(self, redis: Redis) -> None:
+        self.redis = redis
+        self._waits: dict[str, set[asyncio.Event]] = {}
+        self._pubsub: PubSub | None = None
+        self._reading: PubSub | None = None  # the connection a reader task serves
+        self._readers: set[asyncio.Task[None]] = set()
+        # one command at a time: redis-py's PubSub would open a connection per concurrent
+        # first command
+        self._sending = asyncio.Lock()
+
+    @contextlib.asynccontextmanager
+    async def watch(self, run_id: uuid.UUID | str) -> AsyncIterator[asyncio.Event]:
+        """Within the block, an event set by every change notice of run ``run_id`` (clear
+        it before reading the run, then wait on it)."""
+        channel = run_channel(str(run_id))
+        event = asyncio.Event()
+        waits = self._waits.setdefault(channel, set())
+        waits.add(event)
+        try:
+            if len(waits) == 1:
+                await self._send("subscribe", channel)
+            yield event
+        finally:
+            waits.discard(event)
+            if not waits and self._waits.get(channel) is waits:
+                del self._waits[channel]
+                await self._send("unsubscribe", channel)
+
+    async def _send(self, command: str, channel: str) -> None:
+        """SUBSCRIBE or UNSUBSCRIBE ``channel`` on the shared connection (started now when
+        there is none); a Redis error is logged, the reader's next start subscribes again."""
+        async with self._sending:
+            await self._send_one(command, channel)
+
+    async def _send_one(self, command: str, channel: str) -> None:
+        if self._pubsub is None:
+            if command == "unsubscribe":
+                return
+            self._pubsub = self.redis.pubsub()
+        pubsub = self._pubsub
+        try:
+            await getattr(pubsub, command)(channel)
+        except (RedisError, OSError) as exc:
+            log.debug("run notices: %s %s failed: %s", command, channel, exc)
+            self._drop(pubsub)
+            return
+        if self._reading is not pubsub:
+            self._reading = pubsub
+            reader = asyncio.create_task(self._read(pubsub))
+            self._readers.add(reader)
+            reader.add_done_callback(self._readers.discard)
+
+    def _drop(self, pubsub: PubSub) -> None:
+        """Forget ``pubsub`` (after a failure or when idle); its reader ends."""
+        if self._pubsub is pubsub:
+            self._pubsub = None
+
+    async def _read(self, pubsub: PubSub) -> None:
+        """Wake the waits of each run whose notice arrives, until a second passes with
+        nobody waiting or the connection fails (then the waits poll and the next
+        :meth:`watch` starts over, subscribing the runs still waited for)."""
+        try:
+            while self._pubsub is pubsub:
+                message = await pubsub.get_message(
+                    ignore_subscribe_messages=True, timeout=POLL_SECONDS
+                )
+                if message is not None and message.get("type") == "message":
+                    channel = message["channel"]
+                    if isinstance(channel, bytes):
+                        channel = channel.decode()
+                    for event in self._waits.get(channel, ()):
+                        event.set()
+                elif message is None and not self._waits:
+                    self._drop(pubsub)
+        except (RedisError, OSError, RuntimeError) as exc:
+            log.debug("run notices: connection lost: %s", exc)
+            self._drop(pubsub)
+            if self._waits:  # the waits poll meanwhile; resubscribe on a new connection
+                await asyncio.sleep(POLL_SECONDS)
+                if self._pubsub is None and self._waits:
+                    await self._resubscribe()
+        finally:
+            with contextlib.suppress(RedisError, OSError, RuntimeError):
+                await pubsub.aclose()
+
+    async def close(self) -> None:
+        """Stop the reader and close the connection (the process is shutting down)."""
+        self._pubsub = self._reading = None
+        readers = list(self._readers)
+        for reader in readers:
+            reader.cancel()
+        await asyncio.gather(*readers, return_exceptions=True)
+
+    async def _resubscribe(self) -> None:
+        """Subscribe again to every run still waited for, on a new connection."""
+        for channel in list(self._waits):
+            await self._send("subscribe", channel)
+
+
+_NOTICES: weakref.WeakKeyDictionary[Redis, RunNotices] = weakref.WeakKeyDictionary()
+
+
+def notices_for(redis: Redis) -> RunNotices:
+    """The process's :class:`RunNotices` on ``redis`` (one per client, made on first use)."""
+    found = _NOTICES.get(redis)
+    if found is None:
+        found = _NOTICES[redis] = RunNotices(redis)
+    return found
+
+
+async def close_notices(redis: Redis) -> None:
+    """Close the shared subscription on ``redis``, if one was made (before closing it)."""
+    found = _NOTICES.pop(redis, None)
+    if found is not None:
+        await found.close()
+
+
+async def _answer_fields(
+    sessionmaker: async_sessionmaker[AsyncSession], run_id: uuid.UUID, last_step: bool
+) -> tuple[str, Any, Any, Any]:
+    """``(status, response, error, output)`` of the run in one autocommit statement; the
+    output with its large parts put back when the run succeeded and ``last_step``.
+
+    Raises ``sqlalchemy.exc.NoResultFound`` when the run does not exist."""
+    async with sessionmaker() as session:
+        await session.connection(execution_options={"isolation_level": "AUTOCOMMIT"})
+        status, response, error, output = (
+            await session.execute(
+                select(Run.status, Run.response, Run.error, Run.output).where(Run.id == run_id)
+            )
+        ).one()
+        if status == "succeeded" and last_step:
+            output = await run_values.full_value(session, output)
+    return status, response, error, output
 
 
 async def wait_for_answer(
@@ -40,25 +198,15 @@ async def wait_for_answer(
     ``last_step=False`` (response mode ``respond_node``): the Respond step's
     ``{"status", "headers", "body"}``; ``last_step=True``: 200 with the run's output once it
     succeeded. A run that failed, was cancelled or timed out gives a 500 answer naming the
-    error; ``None`` on timeout (or a run that ended without an answer).
+    error; ``None`` on timeout (or a run that ended without an answer). Change notices come
+    through the process's shared subscription (:func:`notices_for`).
     """
-    pubsub = redis.pubsub()
-    await pubsub.subscribe(run_channel(str(run_id)))
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
-    try:
+    async with notices_for(redis).watch(run_id) as changed:
         while True:
-            async with sessionmaker() as session:
-                row = (
-                    await session.execute(
-                        select(Run.status, Run.response, Run.error, Run.output).where(
-                            Run.id == run_id
-                        )
-                    )
-                ).one()
-                status, response, error, output = row
-                if status == "succeeded" and last_step:
-                    output = await run_values.full_value(session, output)
+            changed.clear()  # a notice from now on means a change after this read
+            status, response, error, output = await _answer_fields(sessionmaker, run_id, last_step)
             if response is not None and not last_step:
                 return dict(response)
             if status in ("failed", "cancelled", "timed_out"):
@@ -74,12 +222,8 @@ async def wait_for_answer(
             remaining = deadline - loop.time()
             if remaining <= 0:
                 return None
-            await pubsub.get_message(
-                ignore_subscribe_messages=True, timeout=min(remaining, POLL_SECONDS)
-            )
-    finally:
-        await pubsub.unsubscribe()
-        await pubsub.aclose()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(changed.wait(), min(remaining, POLL_SECONDS))
 
 
 async def run_updates(

@@ -11,8 +11,12 @@
 
 from __future__ import annotations
 
+import asyncio
+import functools
+import logging
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -191,11 +195,28 @@ async def load_endpoint(
 
 _CACHE: dict[str, tuple[float, Endpoint | None]] = {}
 _CACHE_MAX = 10_000
+_LOADING: dict[str, asyncio.Task[Endpoint | None]] = {}
+_generation = 0  # moved by every clear: a load begun before it stores nothing
+
+REFRESH_AHEAD = 0.5
+"""Fraction of the cache time after which a hit also starts a reload in the background
+(one per token), so a webhook under steady load never waits for its endpoint's reload."""
+
+log = logging.getLogger(__name__)
+
+clock: Callable[[], float] = time.monotonic
+"""Seconds the endpoint cache ages by (replaceable in tests)."""
 
 
 def clear_endpoint_cache() -> None:
-    """Forget cached endpoints (after publishing or changing a secret in this process)."""
+    """Forget cached endpoints (after publishing or changing a secret in this process).
+
+    A load still in flight when this is called answers the requests already waiting for
+    it but is not stored, and later requests start a new one."""
+    global _generation
+    _generation += 1
     _CACHE.clear()
+    _LOADING.clear()
 
 
 async def cached_endpoint(
@@ -204,18 +225,59 @@ async def cached_endpoint(
     """:func:`load_endpoint`, cached in this process for ``ttl`` seconds (0: no cache).
 
     Another process's publish or secret change is seen after at most ``ttl`` seconds.
+    Requests for a token that is not cached share one load (single flight, in its own task:
+    a request that goes away does not cancel it for the others); a hit older than
+    :data:`REFRESH_AHEAD` of ``ttl`` also starts one reload in the background and is
+    answered at once, so under steady load the entry is renewed before it expires instead
+    of every request of that instant reloading it. Raises what :func:`load_endpoint`
+    raises (a failed load reaches every request sharing it).
     """
-    now = time.monotonic()
+    if ttl <= 0:
+        async with sessionmaker() as session:
+            return await load_endpoint(session, token)
     hit = _CACHE.get(token)
-    if hit is not None and now - hit[0] < ttl:
-        return hit[1]
+    if hit is not None:
+        age = clock() - hit[0]
+        if age < ttl:
+            if age >= ttl * REFRESH_AHEAD:
+                _start_load(sessionmaker, token)
+            return hit[1]
+    return await asyncio.shield(_start_load(sessionmaker, token))
+
+
+def _start_load(
+    sessionmaker: async_sessionmaker[AsyncSession], token: str
+) -> asyncio.Task[Endpoint | None]:
+    """The load of ``token``'s endpoint in flight, started now when there is none."""
+    task = _LOADING.get(token)
+    if task is None:
+        task = asyncio.create_task(_load(sessionmaker, token, _generation))
+        _LOADING[token] = task
+        task.add_done_callback(functools.partial(_loaded, token))
+    return task
+
+
+async def _load(
+    sessionmaker: async_sessionmaker[AsyncSession], token: str, generation: int
+) -> Endpoint | None:
+    """Load and cache ``token``'s endpoint (not cached when the cache was cleared after
+    ``generation``)."""
+    started = clock()
     async with sessionmaker() as session:
         endpoint = await load_endpoint(session, token)
-    if ttl > 0:
+    if generation == _generation:
         if len(_CACHE) >= _CACHE_MAX:
             _CACHE.clear()
-        _CACHE[token] = (now, endpoint)
+        _CACHE[token] = (started, endpoint)
     return endpoint
+
+
+def _loaded(token: str, task: asyncio.Task[Endpoint | None]) -> None:
+    """Forget the finished load; a failure nobody waited for (a reload) is logged."""
+    if _LOADING.get(token) is task:
+        del _LOADING[token]
+    if not task.cancelled() and task.exception() is not None:
+        log.debug("loading the webhook endpoint failed: %s", task.exception())
 
 
 async def store_files(

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -25,9 +26,8 @@ from typing import Protocol
 import httpx
 
 from backend.embedded import EmbeddedPostgres, free_port
-from bench.common import wait_http
+from bench.common import stop_processes, wait_http
 from bench.peers.install import npm_bin, venv_bin
-from bench.webhooks import stop_all
 
 APPS = Path(__file__).resolve().parent / "apps"
 
@@ -73,7 +73,7 @@ class Processes:
 
     def stop(self) -> None:
         """SIGINT each, then wait up to 15 s (kill after that)."""
-        stop_all(self.running)
+        stop_processes(self.running, signal.SIGINT, 15)
         self.running = []
         self.names = {}
 

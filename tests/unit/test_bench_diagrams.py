@@ -14,7 +14,7 @@ import pytest
 from backend.engine.expression_paths import JsonataReader
 from backend.engine.expressions import JsonataChecker
 from backend.services.catalog import load_catalog
-from bench import designer, engine, limits, scale, steps, webhooks
+from bench import designer, engine, limits, scale, steps, webhook_answer, webhooks
 from bench.peers import railyard_peer
 from designer_schema import Diagram, compile_diagram
 
@@ -23,6 +23,7 @@ CATALOG = load_catalog()
 DIAGRAMS: dict[str, Any] = {
     "webhooks.pipeline": webhooks.pipeline(),
     "webhooks.schedule_diagram": webhooks.schedule_diagram(),
+    "webhook_answer.three_steps": webhook_answer.three_steps(),
     "limits.chain": limits.chain(50),
     "engine.chain": engine.chain(3, "http://127.0.0.1:9/"),
     "scale.action3": engine.chain(scale.ACTION_STEPS, "http://127.0.0.1:9/", "trigger.webhook"),
