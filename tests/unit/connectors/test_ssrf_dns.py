@@ -25,7 +25,11 @@ FAKE_DNS = {
 
 @pytest.fixture
 def fake_dns(monkeypatch: pytest.MonkeyPatch) -> None:
-    loop_type = type(asyncio.get_event_loop_policy().get_event_loop())
+    # the class of the loops the tests run on, without needing a current loop (a test
+    # before this one may have left the main thread with none)
+    probe = asyncio.get_event_loop_policy().new_event_loop()
+    loop_type = type(probe)
+    probe.close()
     original = loop_type.getaddrinfo
 
     async def getaddrinfo(self: Any, host: Any, port: Any, *args: Any, **kwargs: Any) -> Any:
