@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import random
 import re
-import secrets
 from collections.abc import AsyncGenerator
 from datetime import UTC, datetime
 from typing import TypeAlias
@@ -171,12 +171,25 @@ REQUEST_ID_HEADER = "x-request-id"
 _REQUEST_ID_RE = re.compile(r"^[A-Za-z0-9._:-]{1,64}$")
 
 
+def new_request_id() -> str:
+    """A random request id: 32 lowercase hex digits (128 bits).
+
+    An id only has to be unique, not unguessable (it names a request in logs and the
+    audit trail, and a client may choose its own), so it comes from the process's
+    Mersenne Twister (the :mod:`random` module's, seeded from the OS and re-seeded in a
+    forked child) instead of ``secrets``: that asks the kernel for bytes on every
+    request, a system call that cost about 4 % of a webhook request's CPU in the API.
+    """
+    return f"{random.getrandbits(128):032x}"
+
+
 class RequestContextMiddleware(ASGIMiddleware):
     """Give every HTTP request an id and bind it, with the client address, for the audit log.
 
     A well-formed incoming ``X-Request-ID`` (1-64 of ``A-Za-z0-9._:-``, as set by a proxy)
-    is kept, otherwise a random 16-byte hex id is made; either way it is echoed in the
-    response's ``X-Request-ID`` header (see :mod:`backend.services.audit`).
+    is kept, otherwise a random 16-byte hex id is made (:func:`new_request_id`); either
+    way it is echoed in the response's ``X-Request-ID`` header (see
+    :mod:`backend.services.audit`).
     """
 
     scopes = (ScopeType.HTTP,)
@@ -188,7 +201,7 @@ class RequestContextMiddleware(ASGIMiddleware):
             if name == REQUEST_ID_HEADER.encode():
                 incoming = value.decode("latin-1")
                 break
-        request_id = incoming if _REQUEST_ID_RE.match(incoming) else secrets.token_hex(16)
+        request_id = incoming if _REQUEST_ID_RE.match(incoming) else new_request_id()
         client = scope.get("client")
         audit.bind_request(client[0] if client else None, request_id)
         logs.clear()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ctypes
 import heapq
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -37,6 +38,15 @@ class Watchdog:
     stray exception ever escapes the call. The interrupt comes at most one thread switch
     interval (``sys.getswitchinterval()``, 5 ms) after the deadline; a single long C call
     (one regex match, one sort) finishes first.
+
+    Cost per call: arming wakes the watchdog thread only when the new deadline is earlier
+    than the instant it already sleeps until (:attr:`wakes` counts its wake-ups), and
+    drops the disarmed entries at the top of the heap itself; the thread sleeps until the
+    earliest deadline armed, even once that call has returned. Calls of equal timeouts
+    made one after another (every expression of every run: 1 s each) thus wake the
+    thread about once per timeout, not once per call: each wake-up would take the
+    interpreter lock from the thread evaluating (a context switch both ways). An idle
+    process's watchdog sleeps until the next call.
     """
 
     def __init__(self) -> None:
@@ -47,8 +57,11 @@ class Watchdog:
         self._fired: set[int] = set()
         self._tickets = 0
         self._thread: threading.Thread | None = None
+        self._sleeps_until = math.inf  # when the thread wakes on its own (inf: when woken)
         self.interrupts = 0
         """How many calls this watchdog has interrupted (for tests and metrics)."""
+        self.wakes = 0
+        """How many times the watchdog thread woke up (for tests and metrics)."""
 
     def call(
         self,
@@ -82,15 +95,17 @@ class Watchdog:
         ident = threading.get_ident()
         with self._lock:
             self._armed[ticket] = ident
-            # the watchdog sleeps until the earliest deadline: wake it only for an earlier one
-            earlier = not self._heap or deadline < self._heap[0][0]
+            _drop_disarmed(self._heap, self._armed)
             heapq.heappush(self._heap, (deadline, ticket, ident))
             if self._thread is None:
                 self._thread = threading.Thread(
                     target=self._run, name="expression-watchdog", daemon=True
                 )
                 self._thread.start()
-            elif earlier:
+            elif deadline < self._sleeps_until:
+                # the thread sleeps past this deadline: wake it (once: it sleeps until
+                # this deadline or an earlier one from then on)
+                self._sleeps_until = deadline
                 self._wake.notify()
 
     def _disarm(self, ticket: int) -> None:
@@ -104,21 +119,32 @@ class Watchdog:
     def _run(self) -> None:
         with self._lock:
             while True:
-                while self._heap and self._heap[0][1] not in self._armed:
-                    heapq.heappop(self._heap)
                 if not self._heap:
+                    self._sleeps_until = math.inf
                     self._wake.wait()
+                    self.wakes += 1
                     continue
+                # sleep until the earliest deadline, even one already disarmed: dropping it
+                # early would leave the thread to be woken by the very next call
                 deadline, ticket, ident = self._heap[0]
                 delay = deadline - time.monotonic()
                 if delay > 0:
+                    self._sleeps_until = deadline
                     self._wake.wait(delay)
+                    self.wakes += 1
                     continue
                 heapq.heappop(self._heap)
-                self._armed.pop(ticket, None)
+                if self._armed.pop(ticket, None) is None:
+                    continue  # the call returned in time
                 self._fired.add(ticket)
                 self.interrupts += 1
                 _set_async_exc(ctypes.c_ulong(ident), ctypes.py_object(_Interrupted))
+
+
+def _drop_disarmed(heap: list[tuple[float, int, int]], armed: dict[int, int]) -> None:
+    """Pop the entries at the top of ``heap`` whose ticket is no longer in ``armed``."""
+    while heap and heap[0][1] not in armed:
+        heapq.heappop(heap)
 
 
 WATCHDOG = Watchdog()

@@ -125,6 +125,27 @@ def test_watchdog_interrupts_a_python_loop_and_leaves_nothing_behind() -> None:
     sum(range(100_000))
 
 
+def test_watchdog_sleeps_through_calls_that_end_before_its_next_deadline() -> None:
+    class Late(Exception):
+        pass
+
+    dog = Watchdog()
+    assert dog.call(time.monotonic() + 60, lambda: 1, Late) == 1
+    time.sleep(0.05)  # the thread starts and sleeps until that call's deadline
+    wakes = dog.wakes
+    # 500 calls with later deadlines, the thread free to run between them (as between
+    # the requests of a server): none of them needs it awake
+    for i in range(500):
+        assert dog.call(time.monotonic() + 60, lambda i=i: i * 2, Late) == i * 2
+        time.sleep(0.0001)
+    assert dog.wakes == wakes
+    assert len(dog._heap) <= 2  # disarmed entries do not pile up
+    # an earlier deadline still wakes it, and a late call is still stopped
+    with pytest.raises(Late):
+        dog.call(time.monotonic() + 0.05, lambda: time.sleep(0.3) or sum(range(10**8)), Late)
+    assert dog.interrupts == 1
+
+
 def test_runaway_recursion_stops_at_the_depth_limit() -> None:
     err = stopped("($f := function($n){$n <= 1 ? 1 : $n + $f($n - 1)}; $f(100000))")
     assert err.limit == "depth" and err.code == "D1011"
