@@ -41,6 +41,7 @@ from backend.auth.guards import authorize, permission_opt
 from backend.auth.policy import Permission
 from backend.auth.security_headers import SecurityHeaders, served_over_https
 from backend.auth.web import BearerAwareCSRFMiddleware, RequestContextMiddleware
+from backend.observability import gc_pauses
 from backend.runtime import Runtime, build_runtime
 from backend.settings import Settings
 from frontend.access_pages import AccessPages
@@ -89,8 +90,16 @@ def _pages_get_html(handler: ErrorHandler) -> Any:
     return handle
 
 
-def create_app(settings: Settings, runtime: Runtime | None = None) -> Litestar:
-    """Build the ASGI app. Without ``runtime`` one is built at startup and closed at shutdown."""
+def create_app(
+    settings: Settings, runtime: Runtime | None = None, *, tune_gc: bool = False
+) -> Litestar:
+    """Build the ASGI app. Without ``runtime`` one is built at startup and closed at shutdown.
+
+    ``tune_gc`` (the ``railyard api`` and ``railyard dev`` processes): once that runtime is
+    built, the process's garbage collector is tuned and its pauses measured
+    (:func:`backend.observability.gc_pauses.configure`); tests serving the app in their
+    own process leave it alone.
+    """
 
     @asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncGenerator[None, None]:
@@ -101,6 +110,8 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> Litestar:
         app.state.runtime = await build_runtime(
             settings, pool_size=settings.api_db_pool_size, name="api"
         )
+        if tune_gc:
+            gc_pauses.configure()
         try:
             yield
         finally:

@@ -112,7 +112,7 @@ async def serve(
 
     _tracing(settings)
 
-    app = create_app(settings)
+    app = create_app(settings, tune_gc=True)
     server = uvicorn.Server(
         uvicorn.Config(
             app,

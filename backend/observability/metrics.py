@@ -27,6 +27,8 @@ Series (documented in docs/operations.md, "Metrics"); durations in seconds:
 - ``railyard_db_pool_connections{pool,state}``: gauge, ``state`` one of ``checked_out``,
   ``idle``, ``overflow``; and ``railyard_db_pool_size{pool}``.
 - ``railyard_retention_deleted_total{data_class}``: counter of rows retention removed.
+- ``railyard_gc_pause_seconds{generation}``: histogram of the cyclic garbage collector's
+  pauses, in processes that tuned it (:mod:`backend.observability.gc_pauses`).
 """
 
 from __future__ import annotations
