@@ -26,11 +26,18 @@ class TelemetryMiddleware(ASGIMiddleware):
 
     scopes = (ScopeType.HTTP,)
 
+    def __init__(self) -> None:
+        # the exception handling wrapped around each route's app, made once per route
+        self._handled: dict[ASGIApp, ASGIApp] = {}
+
     async def handle(self, scope: Scope, receive: Receive, send: Send, next_app: ASGIApp) -> None:
         """Serve the request, recording its status and duration."""
         started = time.perf_counter()
         status = 500
-        next_app = ExceptionHandlerMiddleware(next_app, debug=None)
+        handled = self._handled.get(next_app)
+        if handled is None:
+            handled = self._handled[next_app] = ExceptionHandlerMiddleware(next_app, debug=None)
+        next_app = handled
         route = str(scope.get("path_template") or "unmatched")
         method = str(scope.get("method", "GET"))
 

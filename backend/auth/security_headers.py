@@ -85,9 +85,19 @@ def merge_headers(
     existing: list[tuple[bytes, bytes]], wanted: dict[str, str]
 ) -> list[tuple[bytes, bytes]]:
     """``existing`` ASGI headers minus any named in ``wanted``, plus ``wanted``."""
-    names = {name.encode() for name in wanted}
-    kept = [(k, v) for k, v in existing if k.lower() not in names]
-    return kept + [(k.encode(), v.encode("latin-1")) for k, v in wanted.items()]
+    return _merge(existing, *_encoded(wanted))
+
+
+def _encoded(wanted: dict[str, str]) -> tuple[frozenset[bytes], list[tuple[bytes, bytes]]]:
+    """``wanted`` as ASGI headers: (their lower-case names, the name/value pairs)."""
+    pairs = [(k.encode(), v.encode("latin-1")) for k, v in wanted.items()]
+    return frozenset(name.lower() for name, _ in pairs), pairs
+
+
+def _merge(
+    existing: list[tuple[bytes, bytes]], names: frozenset[bytes], pairs: list[tuple[bytes, bytes]]
+) -> list[tuple[bytes, bytes]]:
+    return [(k, v) for k, v in existing if k.lower() not in names] + pairs
 
 
 class SecurityHeaders:
@@ -95,18 +105,21 @@ class SecurityHeaders:
     HTTP response start (module docstring).
 
     A hook rather than a middleware: Litestar runs ``before_send`` for every response the
-    application sends, including the router's own 404/405 answers and static files.
+    application sends, including the router's own 404/405 answers and static files. The
+    headers are encoded once, here, not for every response.
     """
 
     def __init__(self, *, https: bool) -> None:
         self.app_headers = app_headers(https=https)
         self.webhook_headers = webhook_headers(https=https)
+        self._app = _encoded(self.app_headers)
+        self._webhook = _encoded(self.webhook_headers)
 
     async def __call__(self, message: Message, scope: Scope) -> None:
         """Replace the security headers of an ``http.response.start`` message."""
         if message["type"] != "http.response.start" or scope["type"] != ScopeType.HTTP:
             return
         path = scope.get("path", "")
-        wanted = self.webhook_headers if path.startswith(WEBHOOK_PREFIX) else self.app_headers
-        headers = merge_headers(list(message.get("headers", [])), wanted)
+        wanted = self._webhook if path.startswith(WEBHOOK_PREFIX) else self._app
+        headers = _merge(list(message.get("headers", [])), *wanted)
         message["headers"] = headers  # type: ignore[typeddict-unknown-key]
