@@ -103,7 +103,7 @@ async def test_node_config_depth_and_size_are_limited(small: httpx.AsyncClient) 
     await refused(r, "max_config_bytes", "nodes[1].config")
     # nested past what the decoder follows: refused before any field is reached
     deep = '{"a":' * 10_000 + "1" + "}" * 10_000
-    body = '{"diagram": {"nodes": [{"id": "s", "type": "control.set", "config": %s}]}}' % deep
+    body = '{"diagram": {"nodes": [{"id": "s", "type": "control.set", "config": ' + deep + "}]}}"
     r = await small.put(url, content=body, headers={"content-type": "application/json"})
     await refused(r, "max_config_depth", "body")
 
