@@ -16,6 +16,13 @@ PostgreSQL transactions and write transactions per run, Redis commands per run: 
 insensitive to the machine's load), scheduler fire lag p50/p99 (ms) and fires, and the
 1-minute load average beside them. ``--quick`` shortens both phases for a smoke run.
 
+``--pair DIR`` compares this checkout with another one (``DIR``: e.g. ``git archive main |
+tar -x -C DIR``) on one stack: one API process each (the other's code first on
+``PYTHONPATH``), load alternated between them in ``--pair-bursts`` bursts of
+``--pair-requests`` requests (the order swapped every burst), so both meet the same
+machine load; it prints each side's API CPU ms per request (median of the bursts), their
+ratio per burst (median) and the p50/p99 latency over all bursts.
+
 ``--url URL`` drives the same load generator against another server (a peer such as
 Node-RED answering 202 on the same machine) and prints only the load figures, so both are
 measured the same way. Bounded: requests only go to 127.0.0.1 (or ``--url``) and stop after
@@ -318,6 +325,42 @@ async def server_counters(env: dict[str, str]) -> tuple[int, int, int]:
     return commits, xid, await redis_commands(env["REDIS_URL"])
 
 
+def paired(
+    stack: Stack, token: str, base: str, bursts: int, requests: int, connections: int
+) -> None:
+    """The ``--pair`` comparison (module doc): figures ``webhook_pair_*``, ``_base`` for
+    the other checkout's API."""
+    stack.env["PYTHONPATH"] = base
+    try:
+        p_base, u_base = stack.api("api-base")
+    finally:
+        del stack.env["PYTHONPATH"]
+    p_new, u_new = stack.api("api")
+    sides = {"base": (p_base, f"{u_base}/hooks/{token}"), "new": (p_new, f"{u_new}/hooks/{token}")}
+    cpu: dict[str, list[float]] = {"base": [], "new": []}
+    lat: dict[str, list[float]] = {"base": [], "new": []}
+    with asyncio.Runner(loop_factory=loop_factory()) as runner:
+        for _, url in sides.values():  # warm-up: caches, pools, first compilations
+            runner.run(load_raw([url], connections, 60, limit=200))
+        for burst in range(bursts):
+            for name in ("base", "new") if burst % 2 == 0 else ("new", "base"):
+                proc, url = sides[name]
+                before = cpu_seconds(proc.pid)
+                result = runner.run(load_raw([url], connections, 120, limit=requests))
+                done = max(1, len(result["latencies"]))
+                cpu[name].append((cpu_seconds(proc.pid) - before) / done * 1000)
+                lat[name].extend(result["latencies"])
+                if result["errors"]:
+                    print(f"# {name}: non-202 answers {result['codes']}", flush=True)
+    for name, suffix in (("base", "_base"), ("new", "")):
+        figure(f"webhook_pair_cpu_per_request{suffix}", statistics.median(cpu[name]), "ms")
+        figure(f"webhook_pair_latency_p50{suffix}", percentile(lat[name], 0.50) * 1000, "ms")
+        figure(f"webhook_pair_latency_p99{suffix}", percentile(lat[name], 0.99) * 1000, "ms")
+    ratios = [new / old for old, new in zip(cpu["base"], cpu["new"], strict=True)]
+    figure("webhook_pair_cpu_ratio", statistics.median(ratios), "")
+    figure("load_average_1m", load_average(), "")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=60.0)
@@ -335,6 +378,9 @@ def main() -> int:
     parser.add_argument(
         "--url", help="drive this URL instead of starting Railyard (a peer, for comparison)"
     )
+    parser.add_argument("--pair", metavar="DIR", help="compare with the checkout in DIR")
+    parser.add_argument("--pair-bursts", type=int, default=8)
+    parser.add_argument("--pair-requests", type=int, default=400)
     args = parser.parse_args()
     if args.quick:
         args.seconds, args.lag_seconds = 10.0, 20.0
@@ -345,6 +391,17 @@ def main() -> int:
     with Stack() as stack:
         env = stack.env
         token = asyncio.run(setup(env, pipeline()))
+        if args.pair:
+            stack.spawn("worker", "worker")
+            paired(
+                stack,
+                token,
+                str(Path(args.pair).resolve()),
+                args.pair_bursts,
+                args.pair_requests,
+                args.connections,
+            )
+            return 0
         urls = []
         apis = []
         for i in range(args.api_procs):
