@@ -234,6 +234,20 @@ def _can_answer(notice: RunNotice, last_step: bool) -> bool:
     return notice.status in _TERMINAL or (notice.answered and not last_step)
 
 
+@contextlib.asynccontextmanager
+async def early_watch(
+    redis: Redis, run_id: uuid.UUID, *, enabled: bool = True
+) -> AsyncIterator[NoticeWait | None]:
+    """Within the block, the notices of run ``run_id``, subscribed BEFORE the run is
+    stored (the caller chose its id), for :func:`wait_for_answer`'s ``watched``; ``None``
+    without subscribing when not ``enabled``."""
+    if not enabled:
+        yield None
+        return
+    async with notices_for(redis).watch(run_id) as wait:
+        yield wait
+
+
 async def wait_for_answer(
     sessionmaker: async_sessionmaker[AsyncSession],
     redis: Redis,
@@ -241,6 +255,8 @@ async def wait_for_answer(
     timeout: float,
     *,
     last_step: bool = False,
+    watched: NoticeWait | None = None,
+    started_status: str | None = None,
 ) -> dict[str, Any] | None:
     """Wait up to ``timeout`` seconds for the run's webhook answer.
 
@@ -251,41 +267,59 @@ async def wait_for_answer(
     through the process's shared subscription (:func:`notices_for`); the run is read once
     now, then only after a notice that can answer without carrying the answer, a notice
     that does not say, or :data:`POLL_SECONDS` without a notice (module doc).
+
+    ``watched``: the run's notices subscribed before the run was stored
+    (:func:`early_watch`), which then started in ``started_status``; when that status
+    cannot answer ``last_step`` (the run neither ended nor is queued) the first read is
+    skipped: every later change is announced on a channel already subscribed.
     """
+    if watched is not None:
+        skip = last_step and started_status not in _TERMINAL and started_status != "queued"
+        return await _wait(sessionmaker, watched, run_id, timeout, last_step, read=not skip)
+    async with notices_for(redis).watch(run_id) as wait:
+        return await _wait(sessionmaker, wait, run_id, timeout, last_step, read=True)
+
+
+async def _wait(
+    sessionmaker: async_sessionmaker[AsyncSession],
+    wait: NoticeWait,
+    run_id: uuid.UUID,
+    timeout: float,
+    last_step: bool,
+    *,
+    read: bool,
+) -> dict[str, Any] | None:
+    """:func:`wait_for_answer` on ``wait``, reading the run first when ``read``."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
-    async with notices_for(redis).watch(run_id) as wait:
-        read = True
-        while True:
-            if read:
-                wait.take()  # what they announced, this read sees
-                status, response, error, output = await _answer_fields(
-                    sessionmaker, run_id, last_step
-                )
-                decided, answer = _answer(run_id, status, response, error, output, last_step)
-                if decided:
-                    return answer
-            remaining = deadline - loop.time()
-            if remaining <= 0:
-                return None
-            try:
-                await asyncio.wait_for(wait.event.wait(), min(remaining, POLL_SECONDS))
-            except TimeoutError:
-                read = True  # a lost notice costs this poll, never the answer
+    while True:
+        if read:
+            wait.take()  # what they announced, this read sees
+            status, response, error, output = await _answer_fields(sessionmaker, run_id, last_step)
+            decided, answer = _answer(run_id, status, response, error, output, last_step)
+            if decided:
+                return answer
+        remaining = deadline - loop.time()
+        if remaining <= 0:
+            return None
+        try:
+            await asyncio.wait_for(wait.event.wait(), min(remaining, POLL_SECONDS))
+        except TimeoutError:
+            read = True  # a lost notice costs this poll, never the answer
+            continue
+        notices = wait.take()
+        read = None in notices
+        answering = [n for n in notices if n is not None and _can_answer(n, last_step)]
+        if answering:
+            notice = answering[-1]
+            if not notice.carried:
+                read = True
                 continue
-            notices = wait.take()
-            read = None in notices
-            answering = [n for n in notices if n is not None and _can_answer(n, last_step)]
-            if answering:
-                notice = answering[-1]
-                if not notice.carried:
-                    read = True
-                    continue
-                decided, answer = _answer(
-                    run_id, notice.status, notice.response, notice.error, notice.output, last_step
-                )
-                if decided:
-                    return answer
+            decided, answer = _answer(
+                run_id, notice.status, notice.response, notice.error, notice.output, last_step
+            )
+            if decided:
+                return answer
 
 
 async def run_updates(
