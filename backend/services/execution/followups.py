@@ -26,8 +26,11 @@ from backend.services import references
 from backend.services.channels import CHANGED, encode_notice
 from backend.services.execution.transition import Env, Followup, RunNotFound, parent_to_wake
 
-ANNOUNCE_DELAY_SECONDS = 0.002
-"""How long a run-change notice waits behind the work that follows a commit (seconds)."""
+ANNOUNCE_DELAY_SECONDS = 0.025
+"""How long the notice of a change of a run that goes on waits (seconds): the work that
+follows the commit goes first, and the changes of one run within this window make one
+notice (a live run page shows a step's progress at most this much later). A run's end and
+its answer are announced at once."""
 
 _ANSWERED_REMEMBERED = 4096
 """How many runs holding a Respond step's answer a process remembers having announced."""
