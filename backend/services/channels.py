@@ -63,11 +63,14 @@ def encode_notice(
     """The JSON notice of a run now in ``status`` with these values. ``final``: the
     notice may answer a waiter (the run ended or holds an answer), so it carries the values
     when their JSON text fits :data:`NOTICE_VALUES_MAX_BYTES` and holds no stored-by-
-    reference part; otherwise only the status and the ``answered`` flag."""
+    reference part (and encodes); otherwise only the status and the ``answered`` flag."""
     answered = response is not None
     if final:
-        values = _ENCODER.encode((response, output, error))
-        if len(values) <= NOTICE_VALUES_MAX_BYTES and _PAYLOAD_MARKER not in values:
+        try:
+            values = _ENCODER.encode((response, output, error))
+        except (TypeError, ValueError):  # msgspec.EncodeError is a ValueError
+            values = b""  # not JSON as msgspec writes it: the listener reads the run
+        if values and len(values) <= NOTICE_VALUES_MAX_BYTES and _PAYLOAD_MARKER not in values:
             return _ENCODER.encode(RunNotice(status, answered, True, response, output, error))
     return _ENCODER.encode(RunNotice(status, answered))
 

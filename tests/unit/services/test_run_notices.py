@@ -64,6 +64,11 @@ def test_notice_of_a_reference_says_only_the_status() -> None:
     assert decode_notice(data) == RunNotice("succeeded")
 
 
+def test_notice_of_a_value_that_does_not_encode_says_only_the_status() -> None:
+    data = encode_notice("succeeded", response=None, output={1j}, error=None, final=True)
+    assert decode_notice(data) == RunNotice("succeeded")
+
+
 def test_running_notice_carries_no_values() -> None:
     response = {"status": 201, "headers": {}, "body": {"ok": True}}
     data = encode_notice("running", response=response, output=None, error=None, final=False)
