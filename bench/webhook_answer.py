@@ -16,6 +16,10 @@ Figures (``figure: <name> = <value> <unit>``):
 - ``answer_api_cpu_per_run``, ``answer_worker_cpu_per_run``: CPU ms per run of the API and
   of all workers; ``answer_redis_commands_per_run``, ``answer_pg_commits_per_run``,
   ``answer_pg_writes_per_run``: counts per run (insensitive to the machine's load);
+  ``answer_pg_reads_per_run``: read-only transactions per run (commits less writes: the
+  waiting webhook's reads of the run, the worker's unlocked reads);
+  ``answer_redis_publish_per_run``: Redis ``PUBLISH`` calls per run (``INFO commandstats``:
+  run-change notices, worker wake-ups);
 - ``answer_errors``: answers other than 200 with the expected text; ``load_average_1m``.
 
 Bounded: ``--runs`` requests to 127.0.0.1, each waiting at most 30 s (the webhook answers 202
@@ -117,10 +121,13 @@ async def run_ends(env: dict[str, str]) -> list[tuple[float, str]]:
         await engine.dispose()
 
 
-async def counters(env: dict[str, str]) -> tuple[int, int, int]:
-    """``(PostgreSQL commits, transaction ids, Redis commands)`` so far."""
+async def counters(env: dict[str, str]) -> tuple[int, int, int, int]:
+    """``(PostgreSQL commits, transaction ids, Redis commands, Redis PUBLISH calls)`` so far."""
+    from bench.steps import redis_calls  # bench.steps imports this module: not at its top
+
     commits, xid = await pg_counters(env["DATABASE_URL"])
-    return commits, xid, await redis_commands(env["REDIS_URL"])
+    publish = (await redis_calls(env["REDIS_URL"])).get("publish", 0)
+    return commits, xid, await redis_commands(env["REDIS_URL"]), publish
 
 
 def main() -> int:
@@ -163,6 +170,9 @@ def main() -> int:
         figure("answer_redis_commands_per_run", (after[2] - before[2]) / runs, "commands")
         figure("answer_pg_commits_per_run", (after[0] - before[0]) / runs, "xact")
         figure("answer_pg_writes_per_run", (after[1] - before[1]) / runs, "xact")
+        reads = (after[0] - before[0]) - (after[1] - before[1])
+        figure("answer_pg_reads_per_run", reads / runs, "xact")
+        figure("answer_redis_publish_per_run", (after[3] - before[3]) / runs, "calls")
         figure("answer_errors", errors + (len(ends) - len(lags)), "runs")
         figure("load_average_1m", load_average(), "")
     return 0

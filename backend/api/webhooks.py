@@ -255,23 +255,30 @@ class WebhookController(Controller):
                 )
         key = await self._idempotency_key(runtime, endpoint, headers)
         assert endpoint.version is not None
-        started = await runtime.execution.start_run(
-            endpoint.version, run_input, trigger="webhook", idempotency_key=key
-        )
-        links = run_started(runtime, started.run_id, started.status)
         mode = config.get("respond") or "immediately"
-        # a run queued behind the workflow's concurrency limit is answered 202 at once
-        if mode in ("respond_node", "last_step") and started.status != "queued":
-            timeout = float(config.get("wait_timeout") or DEFAULT_WAIT_TIMEOUT)
-            answer = await run_watch.wait_for_answer(
-                runtime.sessionmaker,
-                runtime.redis,
-                started.run_id,
-                timeout,
-                last_step=mode == "last_step",
+        waits = mode in ("respond_node", "last_step")
+        run_id = uuid.uuid4()
+        # a waiting webhook subscribes to the run's notices before the run is stored
+        async with run_watch.early_watch(runtime.redis, run_id, enabled=waits) as watched:
+            started = await runtime.execution.start_run(
+                endpoint.version, run_input, trigger="webhook", idempotency_key=key, run_id=run_id
             )
-            if answer is not None:
-                return _respond(answer)
+            # a run queued behind the workflow's concurrency limit is answered 202 at once
+            if waits and started.status != "queued":
+                timeout = float(config.get("wait_timeout") or DEFAULT_WAIT_TIMEOUT)
+                answer = await run_watch.wait_for_answer(
+                    runtime.sessionmaker,
+                    runtime.redis,
+                    started.run_id,
+                    timeout,
+                    last_step=mode == "last_step",
+                    # an idempotent replay returns an earlier run: not the one subscribed
+                    watched=watched if started.created else None,
+                    started_status=started.status,
+                )
+                if answer is not None:
+                    return _respond(answer)
+        links = run_started(runtime, started.run_id, started.status)
         # encoded here (bytes pass through Litestar's serializer untouched)
         return Response(
             msgspec.json.encode(links),

@@ -33,8 +33,9 @@ class Dispatcher(Protocol):
         """Ask a worker to advance run ``run_id``."""
         ...
 
-    async def notify(self, run_id: str) -> None:
-        """Tell listeners (live pages, waiting webhooks) that run ``run_id`` changed."""
+    async def notify(self, run_id: str, notice: bytes = b"changed") -> None:
+        """Tell listeners (live pages, waiting webhooks) that run ``run_id`` changed;
+        ``notice`` is what the change notice says (see :class:`EventSink`)."""
         ...
 
     async def announce_cancel(self, run_id: str) -> None:
@@ -81,12 +82,14 @@ HeartbeatFn = Callable[[Any], Awaitable[None]]
 class EventSink(Protocol):
     """Announces committed run changes to listeners (live run pages, waiting webhooks).
 
-    A notice carries no data: listeners subscribe first, then read PostgreSQL, so a lost
-    notice only delays a page until its next read.
+    Listeners subscribe first, then read PostgreSQL, so a lost notice only delays a page
+    until its next read. ``notice`` is opaque here: the bytes the publisher chose (the
+    run's status, and its answer when small: backend/services/channels.py), or
+    ``b"changed"`` for "read the run again".
     """
 
-    async def notify(self, run_id: str) -> None:
-        """Tell listeners that run ``run_id`` changed."""
+    async def notify(self, run_id: str, notice: bytes = b"changed") -> None:
+        """Tell listeners that run ``run_id`` changed, saying ``notice``."""
         ...
 
 

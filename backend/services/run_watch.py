@@ -1,9 +1,13 @@
 """Following a run as it changes: the webhook's wait for an answer, the run page's live feed.
 
-PostgreSQL holds the truth; Redis pub/sub notices on :func:`run_channel` only say "look
-again". Both watchers read the run, and when they need more, wait for the next notice at
-most a second before reading again, so a lost notice delays an update by a second and
-never loses it.
+PostgreSQL holds the truth; Redis pub/sub notices on :func:`run_channel` say "look
+again", and what the run's status became (backend/services/channels.py). Both watchers
+read the run, and when they need more, wait for the next notice at most a second before
+reading again, so a lost notice delays an update by a second and never loses it. The
+webhook's wait reads the run again only on a notice that can answer it (the run ended or
+holds a Respond step's answer), and answers from the notice itself when it carries the
+answer whole (a small one); a notice that does not say (or none within the second) means
+a read.
 
 Waiting webhooks share one Redis subscription per process (:class:`RunNotices`): a wait
 sends one ``SUBSCRIBE`` and one ``UNSUBSCRIBE`` on that connection instead of taking a
@@ -31,12 +35,34 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from backend.db.models import Run
 from backend.engine.states import RunStatus
 from backend.services import run_values, runs
-from backend.services.channels import run_channel
+from backend.services.channels import RunNotice, decode_notice, run_channel
 
 POLL_SECONDS = 1.0
 """Longest wait for a change notice before the run is read again."""
 
 log = logging.getLogger(__name__)
+
+_TERMINAL = frozenset(s.value for s in RunStatus if s.terminal)
+
+
+class NoticeWait:
+    """One wait's view of a run's notices: ``event`` is set by each notice, which is kept
+    (decoded; ``None`` for one that says nothing) until :meth:`take`."""
+
+    def __init__(self) -> None:
+        self.event = asyncio.Event()
+        self._notices: list[RunNotice | None] = []
+
+    def put(self, notice: RunNotice | None) -> None:
+        """Keep ``notice`` and wake the waiter."""
+        self._notices.append(notice)
+        self.event.set()
+
+    def take(self) -> list[RunNotice | None]:
+        """The notices since the last call, oldest first (and clear the event)."""
+        notices, self._notices = self._notices, []
+        self.event.clear()
+        return notices
 
 
 class RunNotices:
@@ -51,7 +77,7 @@ class RunNotices:
 
     def __init__(self, redis: Redis) -> None:
         self.redis = redis
-        self._waits: dict[str, set[asyncio.Event]] = {}
+        self._waits: dict[str, set[NoticeWait]] = {}
         self._pubsub: PubSub | None = None
         self._reading: PubSub | None = None  # the connection a reader task serves
         self._readers: set[asyncio.Task[None]] = set()
@@ -60,19 +86,19 @@ class RunNotices:
         self._sending = asyncio.Lock()
 
     @contextlib.asynccontextmanager
-    async def watch(self, run_id: uuid.UUID | str) -> AsyncIterator[asyncio.Event]:
-        """Within the block, an event set by every change notice of run ``run_id`` (clear
-        it before reading the run, then wait on it)."""
+    async def watch(self, run_id: uuid.UUID | str) -> AsyncIterator[NoticeWait]:
+        """Within the block, the :class:`NoticeWait` that receives every change notice
+        of run ``run_id`` (take its notices before reading the run, then wait on it)."""
         channel = run_channel(str(run_id))
-        event = asyncio.Event()
+        wait = NoticeWait()
         waits = self._waits.setdefault(channel, set())
-        waits.add(event)
+        waits.add(wait)
         try:
             if len(waits) == 1:
                 await self._send("subscribe", channel)
-            yield event
+            yield wait
         finally:
-            waits.discard(event)
+            waits.discard(wait)
             if not waits and self._waits.get(channel) is waits:
                 del self._waits[channel]
                 await self._send("unsubscribe", channel)
@@ -119,8 +145,11 @@ class RunNotices:
                     channel = message["channel"]
                     if isinstance(channel, bytes):
                         channel = channel.decode()
-                    for event in self._waits.get(channel, ()):
-                        event.set()
+                    waits = self._waits.get(channel, ())
+                    if waits:
+                        notice = decode_notice(message["data"])
+                        for wait in waits:
+                            wait.put(notice)
                 elif message is None and not self._waits:
                     self._drop(pubsub)
         except (RedisError, OSError, RuntimeError) as exc:
@@ -185,6 +214,40 @@ async def _answer_fields(
     return status, response, error, output
 
 
+def _answer(
+    run_id: uuid.UUID, status: str, response: Any, error: Any, output: Any, last_step: bool
+) -> tuple[bool, dict[str, Any] | None]:
+    """``(decided, answer)`` of a run in ``status`` with these values (see
+    :func:`wait_for_answer`); ``decided`` False: keep waiting."""
+    if response is not None and not last_step:
+        return True, dict(response)
+    if status in ("failed", "cancelled", "timed_out"):
+        body = {"run_id": str(run_id), "status": status, "error": error}
+        return True, {"status": 500, "headers": {}, "body": body}
+    if status == "succeeded":
+        return True, ({"status": 200, "headers": {}, "body": output} if last_step else None)
+    return False, None
+
+
+def _can_answer(notice: RunNotice, last_step: bool) -> bool:
+    """True when the run ``notice`` describes may give the wait its answer."""
+    return notice.status in _TERMINAL or (notice.answered and not last_step)
+
+
+@contextlib.asynccontextmanager
+async def early_watch(
+    redis: Redis, run_id: uuid.UUID, *, enabled: bool = True
+) -> AsyncIterator[NoticeWait | None]:
+    """Within the block, the notices of run ``run_id``, subscribed BEFORE the run is
+    stored (the caller chose its id), for :func:`wait_for_answer`'s ``watched``; ``None``
+    without subscribing when not ``enabled``."""
+    if not enabled:
+        yield None
+        return
+    async with notices_for(redis).watch(run_id) as wait:
+        yield wait
+
+
 async def wait_for_answer(
     sessionmaker: async_sessionmaker[AsyncSession],
     redis: Redis,
@@ -192,6 +255,8 @@ async def wait_for_answer(
     timeout: float,
     *,
     last_step: bool = False,
+    watched: NoticeWait | None = None,
+    started_status: str | None = None,
 ) -> dict[str, Any] | None:
     """Wait up to ``timeout`` seconds for the run's webhook answer.
 
@@ -199,31 +264,62 @@ async def wait_for_answer(
     ``{"status", "headers", "body"}``; ``last_step=True``: 200 with the run's output once it
     succeeded. A run that failed, was cancelled or timed out gives a 500 answer naming the
     error; ``None`` on timeout (or a run that ended without an answer). Change notices come
-    through the process's shared subscription (:func:`notices_for`).
+    through the process's shared subscription (:func:`notices_for`); the run is read once
+    now, then only after a notice that can answer without carrying the answer, a notice
+    that does not say, or :data:`POLL_SECONDS` without a notice (module doc).
+
+    ``watched``: the run's notices subscribed before the run was stored
+    (:func:`early_watch`), which then started in ``started_status``; when that status
+    cannot answer ``last_step`` (the run neither ended nor is queued) the first read is
+    skipped: every later change is announced on a channel already subscribed.
     """
+    if watched is not None:
+        skip = last_step and started_status not in _TERMINAL and started_status != "queued"
+        return await _wait(sessionmaker, watched, run_id, timeout, last_step, read=not skip)
+    async with notices_for(redis).watch(run_id) as wait:
+        return await _wait(sessionmaker, wait, run_id, timeout, last_step, read=True)
+
+
+async def _wait(
+    sessionmaker: async_sessionmaker[AsyncSession],
+    wait: NoticeWait,
+    run_id: uuid.UUID,
+    timeout: float,
+    last_step: bool,
+    *,
+    read: bool,
+) -> dict[str, Any] | None:
+    """:func:`wait_for_answer` on ``wait``, reading the run first when ``read``."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
-    async with notices_for(redis).watch(run_id) as changed:
-        while True:
-            changed.clear()  # a notice from now on means a change after this read
+    while True:
+        if read:
+            wait.take()  # what they announced, this read sees
             status, response, error, output = await _answer_fields(sessionmaker, run_id, last_step)
-            if response is not None and not last_step:
-                return dict(response)
-            if status in ("failed", "cancelled", "timed_out"):
-                return {
-                    "status": 500,
-                    "headers": {},
-                    "body": {"run_id": str(run_id), "status": status, "error": error},
-                }
-            if status == "succeeded":
-                if last_step:
-                    return {"status": 200, "headers": {}, "body": output}
-                return None
-            remaining = deadline - loop.time()
-            if remaining <= 0:
-                return None
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(changed.wait(), min(remaining, POLL_SECONDS))
+            decided, answer = _answer(run_id, status, response, error, output, last_step)
+            if decided:
+                return answer
+        remaining = deadline - loop.time()
+        if remaining <= 0:
+            return None
+        try:
+            await asyncio.wait_for(wait.event.wait(), min(remaining, POLL_SECONDS))
+        except TimeoutError:
+            read = True  # a lost notice costs this poll, never the answer
+            continue
+        notices = wait.take()
+        read = None in notices
+        answering = [n for n in notices if n is not None and _can_answer(n, last_step)]
+        if answering:
+            notice = answering[-1]
+            if not notice.carried:
+                read = True
+                continue
+            decided, answer = _answer(
+                run_id, notice.status, notice.response, notice.error, notice.output, last_step
+            )
+            if decided:
+                return answer
 
 
 async def run_updates(

@@ -12,7 +12,7 @@ from arq.utils import timestamp_ms
 from redis.exceptions import RedisError
 
 from backend.observability import tracing
-from backend.services.channels import CANCEL_CHANNEL, WAKE_CHANNEL, run_channel
+from backend.services.channels import CANCEL_CHANNEL, CHANGED, WAKE_CHANNEL, run_channel
 
 log = logging.getLogger(__name__)
 
@@ -80,9 +80,11 @@ class ArqDispatcher:
             self._failing = False
             log.warning("enqueueing works again")
 
-    async def notify(self, run_id: str) -> None:
+    async def notify(self, run_id: str, notice: bytes = CHANGED) -> None:
+        """Publish ``notice`` on run ``run_id``'s channel (one ``PUBLISH``); a Redis
+        failure is logged at debug level (listeners poll PostgreSQL)."""
         try:
-            await self.pool.publish(run_channel(run_id), "changed")
+            await self.pool.publish(run_channel(run_id), notice)
         except (RedisError, OSError) as exc:
             log.debug("could not publish change of %s: %s", run_id, exc)
 

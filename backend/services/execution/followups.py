@@ -4,7 +4,9 @@ Inside the transaction (so a crash never separates a change from what it implies
 :meth:`Followups.create_children` inserts the child runs the engine asked for and
 :meth:`Followups.on_run_ended` frees the ended run's concurrency slot and inserts the error
 workflow's run. After commit, :meth:`Followups.after_commit` dispatches steps, advances
-queued runs, cancels child runs, wakes a parent and announces the change.
+queued runs, cancels child runs, wakes a parent and announces the change
+(:meth:`Followups.announce`: a run's end and answer at once, other changes a moment later
+and coalesced).
 """
 
 from __future__ import annotations
@@ -21,10 +23,17 @@ from backend.engine.model import ChildRun, RunState
 from backend.engine.ports import NewRun, RunRow, RunTransaction, WorkflowSettings
 from backend.engine.states import RunStatus
 from backend.services import references
+from backend.services.channels import CHANGED, encode_notice
 from backend.services.execution.transition import Env, Followup, RunNotFound, parent_to_wake
 
-ANNOUNCE_DELAY_SECONDS = 0.002
-"""How long a run-change notice waits behind the work that follows a commit (seconds)."""
+ANNOUNCE_DELAY_SECONDS = 0.025
+"""How long the notice of a change of a run that goes on waits (seconds): the work that
+follows the commit goes first, and the changes of one run within this window make one
+notice (a live run page shows a step's progress at most this much later). A run's end and
+its answer are announced at once."""
+
+_ANSWERED_REMEMBERED = 4096
+"""How many runs holding a Respond step's answer a process remembers having announced."""
 
 ERROR_RUN_NAMESPACE = uuid.UUID("5f0c7a52-3d1e-4f53-9a53-6c1f2b7e0e11")
 
@@ -54,6 +63,8 @@ class Followups:
         self.env = env
         self.cancel_run: CancelRun | None = None
         self._announcing: set[asyncio.Task[None]] = set()
+        self._pending: dict[str, bytes] = {}  # run id -> newest notice not yet published
+        self._answered: dict[str, None] = {}  # runs announced with an answer (oldest first)
 
     async def create_children(
         self, tx: RunTransaction, parent: RunRow, state: RunState, followup: Followup
@@ -197,8 +208,12 @@ class Followups:
         await tx.add_event(run.id, "error_workflow.started", {"run_id": str(new_id)})
         return str(new_id)
 
-    async def after_commit(self, run_id: str, followup: Followup) -> None:
-        """Do what follows a committed transition of ``run_id`` (see :class:`Followup`)."""
+    async def after_commit(
+        self, run_id: str, followup: Followup, state: RunState | None = None
+    ) -> None:
+        """Do what follows a committed transition of ``run_id`` (see :class:`Followup`);
+        ``state`` is the run as committed (its notice says its status, see
+        :meth:`announce`; without it the notice only says "changed")."""
         dispatcher = self.env.dispatcher
         for step_id, delay in followup.dispatch:
             await dispatcher.dispatch_step(run_id, step_id, delay=delay)
@@ -214,16 +229,63 @@ class Followups:
         if followup.wake_parent is not None:
             await dispatcher.dispatch_advance(followup.wake_parent)
         if followup.notify:
-            task = asyncio.create_task(self._announce(run_id))
+            await self.announce(run_id, state)
+
+    async def announce(self, run_id: str, state: RunState | None) -> None:
+        """Announce a committed change of run ``run_id`` (now in ``state``).
+
+        The run's END, and the first change that gives it a Respond step's answer, are
+        published at once (nothing follows them that the notice could delay; the end
+        notice carries a small answer whole: backend/services/channels.py). Any other
+        change is published :data:`ANNOUNCE_DELAY_SECONDS` later, in the background, so a
+        worker continuing the run sends the next step's work first; changes of a run
+        whose notice is still pending are coalesced into that notice, which then says the
+        newest state. Every commit is thus followed by a notice published after it (its
+        own or a newer one), which is the order live pages and waiting webhooks rely on."""
+        if state is None:
+            notice, urgent = CHANGED, False
+        else:
+            answered_now = state.response is not None and self._first_answer(run_id)
+            final = state.status.terminal or answered_now
+            notice = encode_notice(
+                state.status.value,
+                response=state.response,
+                output=state.output,
+                error=state.error,
+                final=final,
+            )
+            urgent = final
+            if state.status.terminal:
+                self._answered.pop(run_id, None)
+        if urgent:
+            self._pending.pop(run_id, None)  # superseded: this notice is newer
+            await self.env.events.notify(run_id, notice)
+            return
+        already = run_id in self._pending
+        self._pending[run_id] = notice
+        if not already:
+            task = asyncio.create_task(self._announce_later(run_id))
             self._announcing.add(task)
             task.add_done_callback(self._announcing.discard)
 
-    async def _announce(self, run_id: str) -> None:
-        """Publish a run-change notice a moment later, in the background: a worker that
-        continues the run inline sends the next step's request first (the notice is for
-        live pages and waiting webhooks, which then read PostgreSQL)."""
+    def _first_answer(self, run_id: str) -> bool:
+        """True the first time this process announces run ``run_id`` holding an answer
+        (remembered for the :data:`_ANSWERED_REMEMBERED` newest such runs: a run forgotten
+        here only gets one more immediate notice)."""
+        if run_id in self._answered:
+            return False
+        self._answered[run_id] = None
+        if len(self._answered) > _ANSWERED_REMEMBERED:
+            del self._answered[next(iter(self._answered))]
+        return True
+
+    async def _announce_later(self, run_id: str) -> None:
+        """Publish run ``run_id``'s pending notice :data:`ANNOUNCE_DELAY_SECONDS` from
+        now (nothing when an immediate notice superseded it meanwhile)."""
         await asyncio.sleep(ANNOUNCE_DELAY_SECONDS)
-        await self.env.events.notify(run_id)
+        notice = self._pending.pop(run_id, None)
+        if notice is not None:
+            await self.env.events.notify(run_id, notice)
 
     async def drain(self) -> None:
         """Wait for run-change announcements still being published (before closing Redis)."""

@@ -109,10 +109,13 @@ class Execution:
         idempotency_key: str | None = None,
         user_id: uuid.UUID | None = None,
         audit: AuditHook | None = None,
+        run_id: uuid.UUID | None = None,
     ) -> StartedRun:
         """Store and start a run (:meth:`~backend.services.execution.starts.Starts.start_run`);
-        ``audit`` adds the start's audit row in the run's transaction. With tracing on this
-        is the ``run.start`` span the run's jobs continue."""
+        ``audit`` adds the start's audit row in the run's transaction; ``run_id`` is the
+        new run's id when the caller chose it (a fresh UUID 4, e.g. to subscribe to its
+        notices first). With tracing on this is the ``run.start`` span the run's jobs
+        continue."""
         with tracing.span("run.start", attributes={"railyard.trigger": trigger}) as current:
             started = await self.starts.start_run(
                 version,
@@ -121,6 +124,7 @@ class Execution:
                 idempotency_key=idempotency_key,
                 user_id=user_id,
                 audit=audit,
+                run_id=run_id,
             )
             tracing.set_attributes(
                 current, run_id=started.run_id, workflow_id=getattr(version, "workflow_id", "")

@@ -111,8 +111,10 @@ class Starts:
         copy_steps_from: uuid.UUID | None = None,
         audit: AuditHook | None = None,
         replay: Replay | None = None,
+        run_id: uuid.UUID | None = None,
     ) -> StartedRun:
-        """Store and start a run of ``version`` with ``input`` (JSON-able).
+        """Store and start a run of ``version`` with ``input`` (JSON-able), with id
+        ``run_id`` when the caller chose it (a fresh UUID 4; else one is drawn here).
 
         With ``idempotency_key``, a second call with the same key returns the first run
         (``created=False``) instead of starting another. When the workflow's
@@ -128,7 +130,7 @@ class Starts:
         """
         now = self.env.clock.now()
         new = NewRun(
-            id=uuid.uuid4(),
+            id=run_id or uuid.uuid4(),
             workflow_id=version.workflow_id,
             version_id=version.id,
             version_number=version.number,

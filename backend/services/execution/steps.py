@@ -248,7 +248,7 @@ class Steps:
         followup = Followup(dispatch=dispatch_entries(state, change.dispatch, now))
         if state.status.terminal and done.row is not None:
             await self.followups.after_unlocked_end(done.row, state, followup)
-        await self.followups.after_commit(str(run_id), followup)
+        await self.followups.after_commit(str(run_id), followup, state)
         return _claimed_from(graph, state, change, done.row, done.workflow_id, done.version_id)
 
     async def _complete_locked(

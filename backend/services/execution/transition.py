@@ -270,7 +270,7 @@ class Transitions:
             if change is None or not change.write:
                 return change
             followup = await self.persist(tx, row, state, graph, change, now)
-        await self.followups.after_commit(str(run_id), followup)
+        await self.followups.after_commit(str(run_id), followup, state)
         return change
 
     async def optimistic(self, run_id: uuid.UUID, decide: Decide) -> Change | None:
@@ -309,7 +309,7 @@ class Transitions:
             return await self.locked(run_id, decide)
         change.revision = written.revision
         followup = Followup(dispatch=dispatch_entries(state, change.dispatch, now))
-        await self.followups.after_commit(str(run_id), followup)
+        await self.followups.after_commit(str(run_id), followup, state)
         return change
 
     async def persist(

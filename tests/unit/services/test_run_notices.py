@@ -1,0 +1,137 @@
+"""Run-change notices: what they say (status, answer flag, a small answer whole) and how
+a process announces them (a run's end and answer at once; other changes delayed and
+coalesced, the newest state winning, so every commit is followed by a notice)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, cast
+
+from backend.engine.model import RunState
+from backend.engine.states import RunStatus
+from backend.services.channels import (
+    CHANGED,
+    NOTICE_VALUES_MAX_BYTES,
+    RunNotice,
+    decode_notice,
+    encode_notice,
+)
+from backend.services.execution import followups as followups_module
+from backend.services.execution.followups import Followups
+from backend.services.execution.transition import Env, Followup
+
+
+class RecordingSink:
+    """The EventSink and Dispatcher of a test: records the notices published."""
+
+    def __init__(self) -> None:
+        self.published: list[tuple[str, RunNotice | None]] = []
+
+    async def notify(self, run_id: str, notice: bytes = CHANGED) -> None:
+        self.published.append((run_id, decode_notice(notice)))
+
+
+def _followups() -> tuple[Followups, RecordingSink]:
+    sink = RecordingSink()
+    env = cast(Env, type("E", (), {"dispatcher": sink, "events": sink})())
+    return Followups(env), sink
+
+
+def _state(status: RunStatus, **values: Any) -> RunState:
+    state = RunState("r1", "w", 1, status, {}, {})
+    for name, value in values.items():
+        setattr(state, name, value)
+    return state
+
+
+def test_end_notice_carries_a_small_answer_whole() -> None:
+    notice = decode_notice(
+        encode_notice("succeeded", response=None, output={"text": "hi"}, error=None, final=True)
+    )
+    assert notice == RunNotice("succeeded", carried=True, output={"text": "hi"})
+
+
+def test_end_notice_of_a_big_answer_says_only_the_status() -> None:
+    big = "x" * (NOTICE_VALUES_MAX_BYTES + 1)
+    data = encode_notice("succeeded", response=None, output=big, error=None, final=True)
+    assert decode_notice(data) == RunNotice("succeeded")
+    assert len(data) < 100
+
+
+def test_notice_of_a_reference_says_only_the_status() -> None:
+    stored = {"$railyard.payload": "ab" * 32, "bytes": 300000}
+    data = encode_notice("succeeded", response=None, output=stored, error=None, final=True)
+    assert decode_notice(data) == RunNotice("succeeded")
+
+
+def test_notice_of_a_value_that_does_not_encode_says_only_the_status() -> None:
+    data = encode_notice("succeeded", response=None, output={1j}, error=None, final=True)
+    assert decode_notice(data) == RunNotice("succeeded")
+
+
+def test_running_notice_carries_no_values() -> None:
+    response = {"status": 201, "headers": {}, "body": {"ok": True}}
+    data = encode_notice("running", response=response, output=None, error=None, final=False)
+    assert decode_notice(data) == RunNotice("running", answered=True)
+
+
+def test_bare_changed_notice_decodes_to_none() -> None:
+    assert decode_notice(CHANGED) is None
+    assert decode_notice(b"{}") is None
+    assert decode_notice("not json") is None
+
+
+async def test_coalesced_notices_still_deliver_the_end() -> None:
+    """Three changes within the delay, then the end: the end is published at once and
+    the pending "running" notice it supersedes is never published after it."""
+    followups, sink = _followups()
+    for _ in range(3):
+        await followups.after_commit("r1", Followup(), _state(RunStatus.RUNNING))
+    assert sink.published == []  # still pending: coalesced into one
+    await followups.after_commit("r1", Followup(), _state(RunStatus.SUCCEEDED, output=7))
+    assert sink.published == [("r1", RunNotice("succeeded", carried=True, output=7))]
+    await followups.drain()
+    await asyncio.sleep(followups_module.ANNOUNCE_DELAY_SECONDS * 2)
+    assert sink.published == [("r1", RunNotice("succeeded", carried=True, output=7))]
+
+
+async def test_changes_within_the_delay_make_one_notice_of_the_newest_state() -> None:
+    followups, sink = _followups()
+    await followups.after_commit("r1", Followup(), _state(RunStatus.QUEUED))
+    await followups.after_commit("r1", Followup(), _state(RunStatus.RUNNING))
+    await followups.after_commit("r2", Followup(), _state(RunStatus.RUNNING))
+    await followups.drain()
+    assert sorted(sink.published, key=lambda p: p[0]) == [
+        ("r1", RunNotice("running")),
+        ("r2", RunNotice("running")),
+    ]
+    await followups.after_commit("r1", Followup(), _state(RunStatus.WAITING))
+    await followups.drain()
+    assert sink.published[-1] == ("r1", RunNotice("waiting"))  # a later change: its own
+
+
+async def test_a_run_s_answer_is_announced_at_once_and_once() -> None:
+    followups, sink = _followups()
+    response = {"status": 201, "headers": {}, "body": {"got": 2}}
+    answered = _state(RunStatus.RUNNING, response=response)
+    await followups.after_commit("r1", Followup(), answered)
+    carried = RunNotice("running", answered=True, carried=True, response=response)
+    assert sink.published == [("r1", carried)]
+    await followups.after_commit("r1", Followup(), answered)  # a later step: delayed again
+    assert len(sink.published) == 1
+    await followups.drain()
+    assert sink.published[-1] == ("r1", RunNotice("running", answered=True))
+
+
+async def test_no_state_announces_changed_after_the_delay() -> None:
+    followups, sink = _followups()
+    await followups.after_commit("r1", Followup())
+    await followups.drain()
+    assert sink.published == [("r1", None)]
+
+
+async def test_no_notice_when_the_followup_says_so() -> None:
+    followups, sink = _followups()
+    await followups.after_commit("r1", Followup(notify=False), _state(RunStatus.SUCCEEDED))
+    await followups.drain()
+    assert sink.published == []
