@@ -16,7 +16,10 @@ embedded PostgreSQL (durable settings) and Redis in a temporary directory and tw
   workers' CPU, ms per step), ``steps_pg_transactions_per_run`` (write transactions, from
   the transaction id delta), ``steps_redis_commands_per_step`` (Redis ``INFO
   commandstats`` calls delta over the steps, the bench's own ``start_run`` enqueues
-  included) and, on one ``#`` line, the commands that made it.
+  included) and, on one ``#`` line, the commands that made it;
+  ``steps_pg_commits_per_run``: committed PostgreSQL transactions per run (``pg_stat_database``
+  delta after the counters settled; an autocommit statement, a read too, is one; the
+  run's start in the bench process included).
 
 The wall-time figures depend on the machine's load: ``load_average`` is printed beside
 them. Bounded: at most 2,000 + 36 runs, every wait has a timeout.
@@ -37,10 +40,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import redis.asyncio as aioredis
+from sqlalchemy import text
 
 from backend.db.migrate import upgrade
 from backend.embedded import EmbeddedPostgres, EmbeddedRedis
-from backend.runtime import build_runtime
+from backend.runtime import Runtime, build_runtime
 from backend.settings import load_settings
 from bench.common import (
     cpu_seconds,
@@ -57,6 +61,8 @@ from designer_schema.diagram import Diagram
 STEPS = 3
 LATENCY_RUNS = 30
 MAX_RUNS = 2000
+# PostgreSQL backends report their counters to pg_stat_database within 10 s of idling.
+STATS_SETTLE_SECONDS = 11.0
 
 
 def templates(n: int = STEPS) -> Diagram:
@@ -80,6 +86,21 @@ async def redis_calls(url: str) -> dict[str, int]:
     finally:
         await client.aclose()
     return {name.removeprefix("cmdstat_"): int(v["calls"]) for name, v in stats.items()}
+
+
+async def settled_commits(rt: Runtime) -> int:
+    """Transactions committed in the bench's database so far (``pg_stat_database``),
+    read after :data:`STATS_SETTLE_SECONDS` so every backend has reported its counts.
+    An autocommit statement is a transaction of its own, so the difference of two
+    readings counts the round trips that commit (reads in autocommit included; a
+    transaction of several statements counts once). The bench's own polls roll back
+    and are not counted."""
+    await asyncio.sleep(STATS_SETTLE_SECONDS)
+    async with rt.engine.connect() as conn:
+        found = await conn.execute(
+            text("select xact_commit from pg_stat_database where datname = current_database()")
+        )
+        return int(found.scalar_one())
 
 
 def profiler(pid: int, out: str) -> subprocess.Popen[bytes]:
@@ -131,6 +152,7 @@ async def main(runs: int, profile: str | None) -> None:
             figure("steps_latency_median", statistics.median(walls), "ms")
             figure("steps_latency_p95", percentile(walls, 0.95), "ms")
 
+            commits0 = await settled_commits(rt)
             spy = profiler(workers[0].pid, profile) if profile else None
             xid0, calls0 = await current_xid(rt), await redis_calls(redis.url)
             cpu0 = sum(cpu_seconds(w.pid) for w in workers)
@@ -147,12 +169,15 @@ async def main(runs: int, profile: str | None) -> None:
             if spy is not None:
                 spy.send_signal(2)  # SIGINT: py-spy writes its file and exits
                 spy.wait(60)
+            # the two current_xid readings committed too
+            commits = await settled_commits(rt) - commits0 - 2
             delta = {k: v - calls0.get(k, 0) for k, v in calls1.items() if v - calls0.get(k, 0)}
             delta.pop("info", None)
             figure("load_average", load_average(), "")
             figure("steps_throughput", runs / elapsed, "runs/s")
             figure("steps_worker_cpu_per_step", cpu / (runs * STEPS) * 1000, "ms")
             figure("steps_pg_transactions_per_run", writes / runs, "xact")
+            figure("steps_pg_commits_per_run", commits / runs, "commits")
             figure("steps_redis_commands_per_step", sum(delta.values()) / (runs * STEPS), "cmd")
             top = sorted(delta.items(), key=lambda kv: -kv[1])
             print(
