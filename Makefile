@@ -8,7 +8,7 @@ PORT ?= 8000
 DATA_DIR ?= .railyard
 PYTEST_ARGS ?=
 
-.PHONY: dev test lint unit integration e2e install chromium clean lock bench-peers
+.PHONY: dev test lint unit integration e2e install chromium clean lock bench-peers bench-steps
 
 EXAMPLE_PLUGIN := connectors/examples/railyard-example-plugin
 
@@ -85,6 +85,11 @@ lock:
 BENCH_ARGS ?=
 bench-peers: $(VENV)/.installed-test
 	$(PY) bench/peers/run.py $(BENCH_ARGS)
+
+# Railyard's step path alone (docs/performance.md, "Where Railyard's time per step goes"):
+# latency, its time line, throughput and per-step costs; BENCH_ARGS e.g. "--timeline --profile".
+bench-steps: $(VENV)/.installed-test
+	$(PY) bench/steps.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache test-artifacts

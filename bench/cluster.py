@@ -1,8 +1,9 @@
 """A Railyard cluster on one machine for benchmarks, and the meters that price its work.
 
-:class:`Cluster` starts embedded PostgreSQL (durable settings) and Redis in a temporary
-directory, migrates, and spawns ``railyard api`` / ``railyard worker`` processes (each
-waited for on its health route). :class:`Meter` takes :class:`Reading` snapshots of what the
+:class:`Stack` is the one embedded stack every bench script runs on: embedded PostgreSQL
+(durable settings) and Redis in a temporary directory, migrated, and the ``railyard api`` /
+``railyard worker`` processes it spawns (each waited for on its health route).
+:class:`Meter` takes :class:`Reading` snapshots of what the
 cluster spent: CPU seconds per process (``/proc/<pid>/stat`` utime + stime), PostgreSQL's
 server processes together, Redis (``INFO cpu``), the whole machine (``/proc/stat``),
 PostgreSQL commits (``pg_stat_database.xact_commit``), write transactions (transaction id
@@ -21,42 +22,29 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import asyncpg
 import redis.asyncio as aioredis
 
-from backend import crypto
-from backend.db.migrate import upgrade
-from backend.embedded import EmbeddedPostgres, EmbeddedRedis, free_port
-from bench.common import railyard, stop_processes, wait_http
+from bench.common import (
+    child_pids,
+    postmaster_pid,
+    process_cpu_seconds,
+    railyard,
+    stop_processes,
+    wait_http,
+)
 
 TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def stat_cpu_seconds(pid: int) -> float:
-    """utime + stime of process ``pid`` from ``/proc/<pid>/stat``, in seconds (clock-tick
-    resolution, 10 ms; includes threads that already ended). 0.0 when the process is gone."""
+    """:func:`bench.common.process_cpu_seconds` of ``pid``; 0.0 when the process is gone."""
     try:
-        raw = Path(f"/proc/{pid}/stat").read_text()
+        return process_cpu_seconds(pid)
     except (FileNotFoundError, ProcessLookupError):
         return 0.0
-    fields = raw[raw.rindex(")") + 2 :].split()  # after "pid (comm) "; state is field 3
-    return (int(fields[11]) + int(fields[12])) / TICKS
-
-
-def children_of(parent: int) -> list[int]:
-    """Process ids whose parent is ``parent`` (a scan of ``/proc``)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            raw = (entry / "stat").read_text()
-        except OSError:
-            continue
-        if int(raw[raw.rindex(")") + 2 :].split()[1]) == parent:
-            found.append(int(entry.name))
-    return found
 
 
 def machine_busy_seconds() -> tuple[float, int]:
@@ -109,16 +97,16 @@ class Meter:
     """Reads the counters of ``cluster``; counts its own PostgreSQL statements (``polls``)
     so that :meth:`cost` can take them out of the commit count."""
 
-    cluster: Cluster
+    cluster: Stack
     conn: asyncpg.Connection
     redis: aioredis.Redis
     polls: int = 0
 
     @classmethod
-    async def open(cls, cluster: Cluster) -> Meter:
+    async def open(cls, cluster: Stack) -> Meter:
         """A meter with its own PostgreSQL connection and Redis client."""
         conn = await asyncpg.connect(cluster.pg.dsn)
-        return cls(cluster, conn, aioredis.from_url(cluster.redis.url))
+        return cls(cluster, conn, aioredis.from_url(cluster.redis_url))
 
     async def close(self) -> None:
         """Close the meter's connections."""
@@ -149,7 +137,7 @@ class Meter:
         return Reading(
             wall=time.monotonic(),
             process_cpu={pid: stat_cpu_seconds(pid) for pid in self.cluster.kinds},
-            pg_cpu={pid: stat_cpu_seconds(pid) for pid in [postmaster, *children_of(postmaster)]},
+            pg_cpu={pid: stat_cpu_seconds(pid) for pid in [postmaster, *child_pids(postmaster)]},
             machine_busy=busy,
             xact_commit=int(row[0]),
             xid=int(row[1]),
@@ -194,76 +182,144 @@ class Meter:
         )
 
 
-class Cluster:
-    """Embedded PostgreSQL (durable: fsync on) and Redis in a temporary directory, migrated,
-    plus the ``railyard`` processes spawned with :meth:`spawn` (logs in ``<tmp>/logs``).
-    Use as a context manager; leaving it stops every process and removes the directory."""
+class Stack:
+    """The one embedded stack every bench runs on: PostgreSQL (durable settings: fsync,
+    synchronous_commit and full_page_writes on, unless ``fast``) and, unless ``redis`` is
+    False, Redis, in a fresh directory under /tmp (``prefix``), migrated to the newest
+    schema; plus the ``railyard`` processes it spawns (their output in
+    ``<data>/logs/<kind>-<n>.log``).
 
-    def __init__(self) -> None:
-        self.data = Path(tempfile.mkdtemp(prefix="railyard-bench-", dir="/tmp"))
+    :attr:`env` is the environment those processes run with: ``os.environ`` plus
+    ``DATABASE_URL``, ``REDIS_URL`` (with Redis), a fresh ``RAILYARD_ENCRYPTION_KEY``, the
+    access log off, and ``env`` (e.g. ``{"RAILYARD_HTTP_ALLOW_PRIVATE": "1"}`` for HTTP
+    steps against local endpoints). :attr:`kinds` maps each process id to its kind (the
+    meters of bench/cluster.py price CPU by kind; :meth:`adopt` adds processes started
+    elsewhere).
+
+    Use as a context manager (entering starts and migrates; enter it outside a running
+    event loop: the migration runs its own). Leaving it stops every spawned process
+    (SIGTERM, killed after 20 s), both servers, and removes the directory unless ``keep``.
+    """
+
+    def __init__(
+        self,
+        prefix: str = "railyard-bench-",
+        *,
+        redis: bool = True,
+        fast: bool = False,
+        env: dict[str, str] | None = None,
+        keep: bool = False,
+    ) -> None:
+        from backend.embedded import EmbeddedPostgres, EmbeddedRedis
+
+        self.data = Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
         self.data.chmod(0o755)
-        self.pg = EmbeddedPostgres(self.data / "pg")
-        self.redis = EmbeddedRedis(self.data / "redis")
+        (self.data / "logs").mkdir()
+        self.pg = EmbeddedPostgres(self.data / "pg", fast=fast)
+        self.redis = EmbeddedRedis(self.data / "redis") if redis else None
+        self.keep = keep
+        self.extra_env = dict(env or {})
+        self.env: dict[str, str] = {}
         self.procs: list[subprocess.Popen[bytes]] = []
         self.kinds: dict[int, str] = {}
-        self.env: dict[str, str] = {}
 
-    def __enter__(self) -> Cluster:
-        self.pg.start()
-        self.redis.start()
-        (self.data / "logs").mkdir()
-        self.env = {
-            **os.environ,
-            "DATABASE_URL": self.pg.url,
-            "REDIS_URL": self.redis.url,
-            "RAILYARD_ENCRYPTION_KEY": crypto.generate_key(),
-            "RAILYARD_ACCESS_LOG": "0",
-            "RAILYARD_HTTP_ALLOW_PRIVATE": "1",
-        }
-        upgrade(self.pg.url)
+    @property
+    def redis_url(self) -> str:
+        """The Redis URL. Raises RuntimeError for a stack started without Redis."""
+        if self.redis is None:
+            raise RuntimeError("this stack runs without Redis")
+        return self.redis.url
+
+    def __enter__(self) -> Stack:
+        from backend import crypto
+        from backend.db.migrate import upgrade
+
+        try:
+            self.pg.start()
+            env = {"DATABASE_URL": self.pg.url}
+            if self.redis is not None:
+                self.redis.start()
+                env["REDIS_URL"] = self.redis.url
+            self.env = {
+                **os.environ,
+                **env,
+                "RAILYARD_ENCRYPTION_KEY": crypto.generate_key(),
+                "RAILYARD_ACCESS_LOG": "0",
+                **self.extra_env,
+            }
+            upgrade(self.pg.url)
+        except BaseException:
+            self.__exit__()
+            raise
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.stop(self.procs)
-        self.redis.stop()
-        self.pg.stop()
-        shutil.rmtree(self.data, ignore_errors=True)
+    def __exit__(self, *_exc: object) -> None:
+        try:
+            self.stop(list(self.procs))
+        finally:
+            if self.redis is not None:
+                self.redis.stop()
+            self.pg.stop()
+            if not self.keep:
+                shutil.rmtree(self.data, ignore_errors=True)
+
+    def settings(self, **overrides: Any) -> Any:
+        """backend.settings.Settings for an in-process runtime on this stack (nothing read
+        from the environment; ``overrides`` as load_settings takes them)."""
+        from backend.settings import load_settings
+
+        urls: dict[str, Any] = {"database_url": self.pg.url}
+        if self.redis is not None:
+            urls["redis_url"] = self.redis.url
+        return load_settings(environ={}, **urls, **overrides)
 
     def postmaster_pid(self) -> int:
-        """The PostgreSQL server's main process id (first line of ``postmaster.pid``)."""
-        return int((self.pg.data_dir / "postmaster.pid").read_text().split()[0])
+        """PostgreSQL's main process id (see :func:`postmaster_pid`)."""
+        return postmaster_pid(self.pg)
 
     def adopt(self, kind: str, pid: int) -> None:
-        """Meter process ``pid`` (not spawned here, not stopped here) as ``kind``."""
+        """Count process ``pid`` (started elsewhere, not stopped here) as ``kind``."""
         self.kinds[pid] = kind
 
-    def spawn(self, kind: str, argv: list[str], *, ready: str | None = None) -> int:
-        """Start ``argv`` as a process of ``kind``; with ``ready`` (a URL) wait until it
-        answers. Returns the process id."""
-        log = (self.data / "logs" / f"{kind}{len(self.procs)}.log").open("wb")
-        proc = subprocess.Popen(argv, env=self.env, stdout=log, stderr=subprocess.STDOUT)
+    def spawn(self, kind: str, *argv: str, ready: str | None = None) -> subprocess.Popen[bytes]:
+        """Start ``railyard <argv>`` with :attr:`env` as a process of ``kind``; with
+        ``ready`` (a URL) wait up to 120 s until it answers below 500.
+
+        Raises RuntimeError when the process exits before it is ready, TimeoutError when
+        it never is."""
+        log = (self.data / "logs" / f"{kind}-{len(self.procs)}.log").open("wb")
+        proc = subprocess.Popen(
+            [railyard(), *argv], env=self.env, stdout=log, stderr=subprocess.STDOUT
+        )
+        log.close()
         self.procs.append(proc)
         self.kinds[proc.pid] = kind
         if ready is not None:
             wait_http(ready, proc, timeout=120)
-        return proc.pid
+        return proc
 
-    def api(self) -> str:
-        """Start a ``railyard api`` on a free port; its base URL."""
-        port = free_port()
-        base = f"http://127.0.0.1:{port}"
-        argv = [railyard(), "api", "--host", "127.0.0.1", "--port", str(port)]
-        self.spawn("api", argv, ready=f"{base}/health/live")
-        return base
+    def api(self, kind: str = "api") -> tuple[subprocess.Popen[bytes], str]:
+        """``railyard api`` on a free loopback port once it answers: ``(process, base
+        URL)``."""
+        from backend.embedded import free_port
 
-    def worker(self) -> None:
-        """Start a ``railyard worker`` and wait until its probe says it is ready."""
-        port = free_port()
-        argv = [railyard(), "worker", "--health-port", str(port)]
-        self.spawn("worker", argv, ready=f"http://127.0.0.1:{port}/health/ready")
+        base = f"http://127.0.0.1:{free_port()}"
+        port = base.rsplit(":", 1)[1]
+        proc = self.spawn(
+            kind, "api", "--host", "127.0.0.1", "--port", port, ready=f"{base}/health/live"
+        )
+        return proc, base
+
+    def worker(self, kind: str = "worker") -> subprocess.Popen[bytes]:
+        """``railyard worker`` once its probe says it is ready (connected, polling)."""
+        from backend.embedded import free_port
+
+        port = str(free_port())
+        ready = f"http://127.0.0.1:{port}/health/ready"
+        return self.spawn(kind, "worker", "--health-port", port, ready=ready)
 
     def stop(self, procs: list[subprocess.Popen[bytes]]) -> None:
-        """SIGTERM ``procs`` (graceful), kill those still running after 20 s, forget them."""
+        """Stop ``procs`` gracefully (SIGTERM, killed after 20 s) and forget them."""
         stop_processes(procs, signal.SIGTERM, 20)
         self.procs = [p for p in self.procs if p not in procs]
         for p in procs:

@@ -7,7 +7,6 @@ side-by-side runs can be compared by name).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import math
 import os
 import re
@@ -15,9 +14,7 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -124,41 +121,6 @@ async def redis_commands(redis_url: str) -> int:
 def load_average() -> float:
     """The machine's 1-minute load average (quote it beside wall-time figures)."""
     return os.getloadavg()[0]
-
-
-@contextlib.contextmanager
-def embedded_stack(prefix: str) -> Iterator[tuple[Path, dict[str, str]]]:
-    """Embedded PostgreSQL (fsync on) and Redis in a fresh directory under /tmp, migrated.
-
-    Yields ``(directory, environment)``: the environment (``os.environ`` plus
-    ``DATABASE_URL``, ``REDIS_URL``, a fresh ``RAILYARD_ENCRYPTION_KEY`` and the access log
-    off) is what ``railyard`` processes of the bench run with. Both servers stop and the
-    directory is removed on exit."""
-    from backend import crypto
-    from backend.db.migrate import upgrade
-    from backend.embedded import EmbeddedPostgres, EmbeddedRedis
-
-    data = Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
-    data.chmod(0o755)
-    pg, redis = EmbeddedPostgres(data / "pg"), EmbeddedRedis(data / "redis")
-    try:
-        pg.start()
-        redis.start()
-        upgrade(pg.url)
-        yield (
-            data,
-            {
-                **os.environ,
-                "DATABASE_URL": pg.url,
-                "REDIS_URL": redis.url,
-                "RAILYARD_ENCRYPTION_KEY": crypto.generate_key(),
-                "RAILYARD_ACCESS_LOG": "0",
-            },
-        )
-    finally:
-        redis.stop()
-        pg.stop()
-        shutil.rmtree(data, ignore_errors=True)
 
 
 def process_cpu_seconds(pid: int, *, reaped_children: bool = False) -> float:
@@ -271,17 +233,6 @@ def stop_processes(
             p.wait()
 
 
-def start_workers(env: dict[str, str], count: int = 2) -> list[subprocess.Popen[bytes]]:
-    """``count`` ``railyard worker`` processes with environment ``env`` (output dropped);
-    stop them with :func:`stop_processes`."""
-    return [
-        subprocess.Popen(
-            [railyard(), "worker"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-        )
-        for _ in range(count)
-    ]
-
-
 def manual_chain(
     steps: list[tuple[str, str, dict[str, Any]]], trigger: str = "trigger.manual"
 ) -> Diagram:
@@ -331,61 +282,26 @@ async def read_response(reader: asyncio.StreamReader) -> tuple[int, bool]:
     return status, keep
 
 
-class Stack:
-    """Embedded PostgreSQL (durable settings) and Redis in a fresh directory under /tmp,
-    migrated, with the environment Railyard's commands need (``env``: ``DATABASE_URL``,
-    ``REDIS_URL``, a new encryption key, no access log); :meth:`spawn` starts ``railyard``
-    commands logging to ``<dir>/logs/<name>.log``. Use as a context manager: on exit every
-    spawned process is stopped, both servers stopped and the directory removed."""
+def postmaster_pid(pg: Any) -> int:
+    """The main process id of the running embedded PostgreSQL ``pg`` (a
+    backend.embedded.EmbeddedPostgres): the first line of its ``postmaster.pid``."""
+    return int((pg.data_dir / "postmaster.pid").read_text().split()[0])
 
-    def __init__(self) -> None:
-        from backend import crypto
-        from backend.db.migrate import upgrade
-        from backend.embedded import EmbeddedPostgres, EmbeddedRedis
 
-        self.data = Path(tempfile.mkdtemp(prefix="railyard-bench-", dir="/tmp"))
-        self.data.chmod(0o755)
-        (self.data / "logs").mkdir()
-        self.pg = EmbeddedPostgres(self.data / "pg")
-        self.redis = EmbeddedRedis(self.data / "redis")
-        self.procs: list[subprocess.Popen[bytes]] = []
-        self.pg.start()
-        self.redis.start()
-        self.env = {
-            **os.environ,
-            "DATABASE_URL": self.pg.url,
-            "REDIS_URL": self.redis.url,
-            "RAILYARD_ENCRYPTION_KEY": crypto.generate_key(),
-            "RAILYARD_ACCESS_LOG": "0",
-        }
-        upgrade(self.pg.url)
+def fsync_floor(directory: Path) -> float:
+    """``pg_test_fsync``'s fdatasync time for one 8 kB write in ``directory``, in ms: the
+    floor of one durable commit on that disk (NaN when the tool printed none). Takes about
+    10 s (2 s per method it tries); bounded at 120 s.
 
-    def spawn(self, name: str, *argv: str) -> subprocess.Popen[bytes]:
-        """Start ``railyard <argv>`` with :attr:`env`; stopped when the stack closes."""
-        out = (self.data / "logs" / f"{name}.log").open("wb")
-        p = subprocess.Popen(
-            [railyard(), *argv], env=self.env, stdout=out, stderr=subprocess.STDOUT
-        )
-        self.procs.append(p)
-        return p
+    Raises subprocess.TimeoutExpired when the tool runs longer."""
+    from backend.embedded import pg_bin_dir
 
-    def api(self, name: str = "api") -> tuple[subprocess.Popen[bytes], str]:
-        """Start ``railyard api`` on a free loopback port once it answers: ``(process,
-        base URL)``."""
-        from backend.embedded import free_port
-
-        port = free_port()
-        p = self.spawn(name, "api", "--host", "127.0.0.1", "--port", str(port))
-        wait_http(f"http://127.0.0.1:{port}/health/live", p)
-        return p, f"http://127.0.0.1:{port}"
-
-    def __enter__(self) -> Stack:
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        try:
-            stop_processes(self.procs, signal.SIGINT, 15)
-        finally:
-            self.redis.stop()
-            self.pg.stop()
-            shutil.rmtree(self.data, ignore_errors=True)
+    done = subprocess.run(
+        [str(pg_bin_dir() / "pg_test_fsync"), "-s", "2", "-f", str(directory / "fsync.test")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    found = re.search(r"fdatasync\s+[\d.]+ ops/sec\s+(\d+) usecs/op", done.stdout)
+    return int(found.group(1)) / 1000 if found else math.nan

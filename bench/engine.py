@@ -31,12 +31,9 @@ Bounded: at most 200 + 15 runs, every wait has a timeout.
 from __future__ import annotations
 
 import asyncio
-import os
-import re
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -48,20 +45,11 @@ import itertools
 import httpx
 from sqlalchemy import text
 
-from backend.db.migrate import upgrade
 from backend.db.models import WorkflowVersion
-from backend.embedded import EmbeddedPostgres, EmbeddedRedis, pg_bin_dir
 from backend.runtime import Runtime, build_runtime
 from backend.services import workflows
-from backend.settings import load_settings
-from bench.common import (
-    cpu_seconds,
-    figure,
-    manual_chain,
-    pgbench_tps,
-    start_workers,
-    stop_processes,
-)
+from bench.cluster import Stack
+from bench.common import cpu_seconds, figure, fsync_floor, manual_chain, pgbench_ceiling
 from designer_schema.diagram import Diagram
 
 THROUGHPUT_RUNS = 200
@@ -204,114 +192,83 @@ def step_gaps(marks: list[tuple[float, float]], steps: int) -> list[float]:
     return gaps
 
 
-def fsync_floor(directory: Path) -> float:
-    """``pg_test_fsync`` fdatasync time for one 8 kB write in ``directory``, in ms."""
-    done = subprocess.run(
-        [str(pg_bin_dir() / "pg_test_fsync"), "-s", "2", "-f", str(directory / "fsync.test")],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    found = re.search(r"fdatasync\s+[\d.]+ ops/sec\s+(\d+) usecs/op", done.stdout)
-    return int(found.group(1)) / 1000 if found else float("nan")
+async def measure(stack: Stack) -> None:
+    """Every phase of the benchmark on a started ``stack``; prints the figures."""
+    slow, fast = endpoint(0.010), endpoint(0.0)
+    try:
+        rt = await build_runtime(stack.settings(http_allow_private=True), pool_size=20)
+        workers = [await asyncio.to_thread(stack.worker) for _ in range(2)]
+        seq = await published(rt, "bench-seq40", chain(40, f"http://127.0.0.1:{slow.server_port}/"))
+        three = await published(rt, "bench-3", chain(3, f"http://127.0.0.1:{fast.server_port}/"))
+
+        # warm-up runs (both workers: connections, prepared statements), then (a)
+        warm = [await rt.execution.start_run(three, {}, trigger="manual") for _ in range(6)]
+        await wait_all(rt, [w.run_id for w in warm], 60)
+        slow.clear()
+        cpu0 = sum(cpu_seconds(w.pid) for w in workers)
+        walls = []
+        seq_runs = []
+        for _ in range(SEQ_RUNS):
+            t0 = time.time()
+            started = await rt.execution.start_run(seq, {}, trigger="manual")
+            await wait_all(rt, [started.run_id], 60, every=0.05)
+            walls.append(await run_wall(rt, started.run_id, t0))
+            seq_runs.append(started.run_id)
+        figure("seq40_wall_median", statistics.median(walls), "s")
+        figure("seq40_wall_best", min(walls), "s")
+        cpu = sum(cpu_seconds(w.pid) for w in workers) - cpu0
+        figure("seq40_worker_cpu_per_step", cpu / (SEQ_RUNS * 40) * 1000, "ms")
+
+        # (b) dispatch latency over the action steps of (a), before the throughput flood
+        found = await dispatch_latencies(rt, seq_runs)
+        lat = sorted(ms for _, ms in found)
+        # the first step of each run goes through the queue (start_run commits, then
+        # enqueues; a worker polls); the others are claimed inline
+        queued = sorted(ms for step, ms in found if step == "s0")
+        figure("dispatch_queued_median", statistics.median(queued), "ms")
+        figure("dispatch_queued_max", max(queued), "ms")
+        figure("dispatch_p50", lat[len(lat) // 2], "ms")
+        figure("dispatch_p99", lat[min(len(lat) - 1, int(len(lat) * 0.99))], "ms")
+        marks = slow.marks()
+        gaps = sorted(step_gaps(marks, 40))
+        figure("step_gap_p50", gaps[len(gaps) // 2], "ms")
+        figure("step_gap_p99", gaps[min(len(gaps) - 1, int(len(gaps) * 0.99))], "ms")
+        service = [(answered - arrived) * 1000 for arrived, answered in marks]
+        figure("endpoint_step_time_mean", statistics.mean(service), "ms")
+
+        # idle cost of the poll delay: both workers' CPU over 2 s with nothing to do
+        cpu0 = sum(cpu_seconds(w.pid) for w in workers)
+        await asyncio.sleep(2.0)
+        idle = sum(cpu_seconds(w.pid) for w in workers) - cpu0
+        figure("idle_worker_cpu", idle / 2.0 / len(workers) * 100, "% of a core")
+
+        # (c) throughput with 2 workers
+        before = await current_xid(rt)
+        t0 = time.perf_counter()
+        ids = []
+        for _ in range(THROUGHPUT_RUNS):
+            ids.append((await rt.execution.start_run(three, {}, trigger="manual")).run_id)
+        await wait_all(rt, ids, 300)
+        elapsed = time.perf_counter() - t0
+        writes = await current_xid(rt) - before - 1
+        figure("throughput_3step_2workers", THROUGHPUT_RUNS / elapsed, "runs/s")
+        figure("pg_transactions_per_run", writes / THROUGHPUT_RUNS, "xact")
+
+        await rt.close()
+
+        # pgbench -N ceiling on the same server
+        tps = await asyncio.to_thread(pgbench_ceiling, stack.pg, 4, 5)
+        figure("pgbench_N_tps", tps, "tps")
+        figure("fsync_floor", await asyncio.to_thread(fsync_floor, stack.data), "ms")
+    finally:
+        slow.shutdown()
+        fast.shutdown()
 
 
-async def main() -> None:
-    with tempfile.TemporaryDirectory(prefix="railyard-bench-") as tmp:
-        pg = EmbeddedPostgres(Path(tmp) / "pg")
-        redis = EmbeddedRedis(Path(tmp) / "redis")
-        pg.start()
-        redis.start()
-        slow, fast = endpoint(0.010), endpoint(0.0)
-        workers: list[subprocess.Popen[bytes]] = []
-        try:
-            await asyncio.to_thread(upgrade, pg.url)
-            env = {
-                **os.environ,
-                "DATABASE_URL": pg.url,
-                "REDIS_URL": redis.url,
-                "RAILYARD_HTTP_ALLOW_PRIVATE": "1",
-            }
-            settings = load_settings(
-                environ={}, database_url=pg.url, redis_url=redis.url, http_allow_private=True
-            )
-            rt = await build_runtime(settings, pool_size=20)
-            workers += start_workers(env)
-            seq = await published(
-                rt, "bench-seq40", chain(40, f"http://127.0.0.1:{slow.server_port}/")
-            )
-            three = await published(
-                rt, "bench-3", chain(3, f"http://127.0.0.1:{fast.server_port}/")
-            )
-            await asyncio.sleep(2.0)  # workers up
-
-            # warm-up runs (both workers: connections, prepared statements), then (a)
-            warm = [await rt.execution.start_run(three, {}, trigger="manual") for _ in range(6)]
-            await wait_all(rt, [w.run_id for w in warm], 60)
-            slow.clear()
-            cpu0 = sum(cpu_seconds(w.pid) for w in workers)
-            walls = []
-            seq_runs = []
-            for _ in range(SEQ_RUNS):
-                t0 = time.time()
-                started = await rt.execution.start_run(seq, {}, trigger="manual")
-                await wait_all(rt, [started.run_id], 60, every=0.05)
-                walls.append(await run_wall(rt, started.run_id, t0))
-                seq_runs.append(started.run_id)
-            figure("seq40_wall_median", statistics.median(walls), "s")
-            figure("seq40_wall_best", min(walls), "s")
-            cpu = sum(cpu_seconds(w.pid) for w in workers) - cpu0
-            figure("seq40_worker_cpu_per_step", cpu / (SEQ_RUNS * 40) * 1000, "ms")
-
-            # (b) dispatch latency over the action steps of (a), before the throughput flood
-            found = await dispatch_latencies(rt, seq_runs)
-            lat = sorted(ms for _, ms in found)
-            # the first step of each run goes through the queue (start_run commits, then
-            # enqueues; a worker polls); the others are claimed inline
-            queued = sorted(ms for step, ms in found if step == "s0")
-            figure("dispatch_queued_median", statistics.median(queued), "ms")
-            figure("dispatch_queued_max", max(queued), "ms")
-            figure("dispatch_p50", lat[len(lat) // 2], "ms")
-            figure("dispatch_p99", lat[min(len(lat) - 1, int(len(lat) * 0.99))], "ms")
-            marks = slow.marks()
-            gaps = sorted(step_gaps(marks, 40))
-            figure("step_gap_p50", gaps[len(gaps) // 2], "ms")
-            figure("step_gap_p99", gaps[min(len(gaps) - 1, int(len(gaps) * 0.99))], "ms")
-            service = [(answered - arrived) * 1000 for arrived, answered in marks]
-            figure("endpoint_step_time_mean", statistics.mean(service), "ms")
-
-            # idle cost of the poll delay: both workers' CPU over 2 s with nothing to do
-            cpu0 = sum(cpu_seconds(w.pid) for w in workers)
-            await asyncio.sleep(2.0)
-            idle = sum(cpu_seconds(w.pid) for w in workers) - cpu0
-            figure("idle_worker_cpu", idle / 2.0 / len(workers) * 100, "% of a core")
-
-            # (c) throughput with 2 workers
-            before = await current_xid(rt)
-            t0 = time.perf_counter()
-            ids = []
-            for _ in range(THROUGHPUT_RUNS):
-                ids.append((await rt.execution.start_run(three, {}, trigger="manual")).run_id)
-            await wait_all(rt, ids, 300)
-            elapsed = time.perf_counter() - t0
-            writes = await current_xid(rt) - before - 1
-            figure("throughput_3step_2workers", THROUGHPUT_RUNS / elapsed, "runs/s")
-            figure("pg_transactions_per_run", writes / THROUGHPUT_RUNS, "xact")
-
-            await rt.close()
-
-            # pgbench -N ceiling on the same server
-            tps = await asyncio.to_thread(pgbench_tps, pg.port, pg.user, 4, 5)
-            figure("pgbench_N_tps", tps, "tps")
-            figure("fsync_floor", await asyncio.to_thread(fsync_floor, Path(tmp)), "ms")
-        finally:
-            stop_processes(workers)
-            slow.shutdown()
-            fast.shutdown()
-            redis.stop()
-            pg.stop()
+def main() -> None:
+    with Stack(env={"RAILYARD_HTTP_ALLOW_PRIVATE": "1"}) as stack:
+        asyncio.run(measure(stack))
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    main()

@@ -34,11 +34,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import shutil
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -48,8 +45,8 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from backend.embedded import EmbeddedPostgres, EmbeddedRedis, free_port  # noqa: E402
-from bench.common import cpu_seconds, figure, percentile, stop_processes, wait_http  # noqa: E402
+from bench.cluster import Stack  # noqa: E402
+from bench.common import cpu_seconds, figure, percentile  # noqa: E402
 
 
 def chain(size: int) -> dict[str, Any]:
@@ -200,42 +197,12 @@ def main() -> None:
     parser.add_argument("--cpu-starts", type=int, default=10)
     args = parser.parse_args()
 
-    from backend import crypto
-    from backend.db.migrate import upgrade
-
     figure("load_average_start", os.getloadavg()[0], "1m")
-    data = Path(tempfile.mkdtemp(prefix="railyard-limits-", dir="/tmp"))
-    data.chmod(0o755)
-    pg, redis = EmbeddedPostgres(data / "pg"), EmbeddedRedis(data / "redis")
-    pg.start()
-    redis.start()
-    procs: list[subprocess.Popen[bytes]] = []
-    try:
-        env = {
-            **os.environ,
-            "DATABASE_URL": pg.url,
-            "REDIS_URL": redis.url,
-            "RAILYARD_ENCRYPTION_KEY": crypto.generate_key(),
-            "RAILYARD_ACCESS_LOG": "0",
-        }
-        upgrade(pg.url)
+    with Stack("railyard-limits-") as stack:
+        env = stack.env
         published = asyncio.run(publish(env, args.sizes))
-        railyard = str(Path(sys.executable).with_name("railyard"))
-        port = free_port()
-        log = (data / "api.log").open("wb")
-        api = subprocess.Popen(
-            [railyard, "api", "--host", "127.0.0.1", "--port", str(port)],
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-        procs.append(api)
-        wlog = (data / "worker.log").open("wb")
-        procs.append(
-            subprocess.Popen([railyard, "worker"], env=env, stdout=wlog, stderr=subprocess.STDOUT)
-        )
-        base = f"http://127.0.0.1:{port}"
-        wait_http(f"{base}/health/live", api)
+        api, base = stack.api()
+        stack.spawn("worker", "worker")
         for size in args.sizes:
             _, token = published[size]
             api_times, health, runs = asyncio.run(measure(base, token, args.starts))
@@ -250,11 +217,6 @@ def main() -> None:
             complete = [finished[run_id] - sent for run_id, sent in runs[1:]]
             figure(f"run_complete_{size}", statistics.median(complete) * 1000, "ms")
         figure("load_average_end", os.getloadavg()[0], "1m")
-    finally:
-        stop_processes(procs)
-        redis.stop()
-        pg.stop()
-        shutil.rmtree(data, ignore_errors=True)
 
 
 if __name__ == "__main__":

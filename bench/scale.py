@@ -46,7 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from backend.workers.worker import loop_factory
 from bench.capacity import Costs
-from bench.cluster import Cluster, Cost, Meter
+from bench.cluster import Cost, Meter, Stack
 from bench.common import figure, load_average, pgbench_ceiling
 from bench.engine import Endpoint, chain
 from bench.webhooks import load_raw, pipeline, setup
@@ -132,7 +132,7 @@ def bottleneck(cost: Cost, active: float, ceiling: float) -> tuple[str, str]:
 
 
 async def phase(
-    cluster: Cluster, meter: Meter, urls: list[str], args: argparse.Namespace, ceiling: float
+    cluster: Stack, meter: Meter, urls: list[str], args: argparse.Namespace, ceiling: float
 ) -> dict[str, Any]:
     """One measured phase: ``args.runs`` webhook requests spread over ``urls``; its figures
     as a dict (per-run costs, runs/s, bottleneck)."""
@@ -224,7 +224,7 @@ def derive_costs(results: list[dict[str, Any]]) -> Costs:
     )
 
 
-async def measure(cluster: Cluster, args: argparse.Namespace) -> dict[str, Any]:
+async def measure(cluster: Stack, args: argparse.Namespace) -> dict[str, Any]:
     """The whole benchmark on a started ``cluster``; everything it printed, as a dict."""
     ceiling = await asyncio.to_thread(pgbench_ceiling, cluster.pg, 4, args.pgbench_seconds)
     figure("pgbench_N_tps", ceiling, "tps")
@@ -241,7 +241,7 @@ async def measure(cluster: Cluster, args: argparse.Namespace) -> dict[str, Any]:
     try:
         for workers, apis in args.configs:
             procs = len(cluster.procs)
-            bases = [await asyncio.to_thread(cluster.api) for _ in range(apis)]
+            bases = [(await asyncio.to_thread(cluster.api))[1] for _ in range(apis)]
             for _ in range(workers):
                 await asyncio.to_thread(cluster.worker)
             started = cluster.procs[procs:]
@@ -284,7 +284,8 @@ def main() -> int:
         args.configs, args.runs, args.seconds = parse_configs("1x1,2x2"), 150, 20.0
         args.pgbench_seconds = 3
     print(f"# load average at start: {load_average():.2f} on {os.cpu_count()} cores", flush=True)
-    with Cluster() as cluster, asyncio.Runner(loop_factory=loop_factory()) as runner:
+    allow_local = {"RAILYARD_HTTP_ALLOW_PRIVATE": "1"}  # HTTP steps call a local endpoint
+    with Stack(env=allow_local) as cluster, asyncio.Runner(loop_factory=loop_factory()) as runner:
         found = runner.run(measure(cluster, args))
     print(f"# load average at end: {load_average():.2f}", flush=True)
     if args.json:

@@ -33,7 +33,6 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -45,13 +44,12 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from backend.db.engine import make_engine, make_sessionmaker
-from backend.db.migrate import upgrade
-from backend.embedded import EmbeddedPostgres
 from backend.search.criteria import build_criteria
 from backend.search.elastic import ElasticSearch, make_client
 from backend.search.es_indexer import OutboxIndexer
 from backend.search.model import Visibility
 from backend.search.postgres import PostgresSearch
+from bench.cluster import Stack
 from bench.common import cpu_seconds, figure, load_average
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -284,20 +282,19 @@ async def indexer_lag(url: str, rate: int = 500, seconds: int = 10) -> None:
     await engine.dispose()
 
 
-async def main(n: int) -> None:
-    with tempfile.TemporaryDirectory(prefix="railyard-bench-search-") as tmp:
-        pg = EmbeddedPostgres(Path(tmp) / "pg", fast=True)
-        pg.start()
-        try:
-            await asyncio.to_thread(upgrade, pg.url)
-            await setup(pg.url, n)
-            await queries(pg.url)
-            await indexer_lag(pg.url)
-        finally:
-            pg.stop()
+async def measure(database_url: str, n: int) -> None:
+    """Fill ``n`` runs, then time the queries and the indexer's lag."""
+    await setup(database_url, n)
+    await queries(database_url)
+    await indexer_lag(database_url)
+
+
+def main(n: int) -> None:
+    with Stack("railyard-bench-search-", redis=False, fast=True) as stack:
+        asyncio.run(measure(stack.pg.url, n))
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=1_000_000)
-    asyncio.run(main(parser.parse_args().runs))
+    main(parser.parse_args().runs)

@@ -28,8 +28,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -39,15 +37,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from backend.embedded import free_port  # noqa: E402
-from bench.common import (  # noqa: E402
-    cpu_seconds,
-    embedded_stack,
-    figure,
-    load_average,
-    railyard,
-    stop_processes,
-    wait_http,
-)
+from bench.cluster import Stack  # noqa: E402
+from bench.common import cpu_seconds, figure, load_average  # noqa: E402
 from bench.webhooks import count_runs, load_raw, pipeline, setup  # noqa: E402
 
 PROCESSES = ("api", "worker", "scheduler")
@@ -190,29 +181,20 @@ def main() -> int:
 
     from backend.workers.worker import loop_factory
 
-    procs: list[subprocess.Popen[bytes]] = []
-    with embedded_stack("railyard-sizing-") as (data, env):
-        try:
-            token = asyncio.run(setup(env, pipeline()))
-            pids, url = {}, ""
-            for name in PROCESSES:
-                port = free_port()
-                argv = ["api", "--host", "127.0.0.1", "--port", str(port)]
-                if name != "api":
-                    argv = [name, "--health-port", str(port)]
-                log = (data / f"{name}.log").open("wb")
-                proc = subprocess.Popen(
-                    [railyard(), *argv], env=env, stdout=log, stderr=subprocess.STDOUT
-                )
-                procs.append(proc)
-                wait_http(f"http://127.0.0.1:{port}/health/live", proc)
-                pids[name] = proc.pid
-                if name == "api":
-                    url = f"http://127.0.0.1:{port}/hooks/{token}"
-            with asyncio.Runner(loop_factory=loop_factory()) as runner:
-                runner.run(measure(args, env, url, pids))
-        finally:
-            stop_processes(procs, signal.SIGINT, 15)
+    with Stack("railyard-sizing-") as stack:
+        token = asyncio.run(setup(stack.env, pipeline()))
+        pids, url = {}, ""
+        for name in PROCESSES:
+            if name == "api":
+                proc, base = stack.api(name)
+                url = f"{base}/hooks/{token}"
+            else:
+                port = str(free_port())
+                live = f"http://127.0.0.1:{port}/health/live"
+                proc = stack.spawn(name, name, "--health-port", port, ready=live)
+            pids[name] = proc.pid
+        with asyncio.Runner(loop_factory=loop_factory()) as runner:
+            runner.run(measure(args, stack.env, url, pids))
     return 0
 
 

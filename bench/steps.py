@@ -1,15 +1,21 @@
 """Per-step cost of durable action steps: a 3-step Text template workflow on 2 workers.
 
 Run standalone from the repository root: ``python bench/steps.py`` (``--runs N`` sets the
-throughput runs, at most 2,000; ``--profile FILE`` records the first worker with
-``py-spy`` during the throughput phase, a speedscope JSON file). It starts its own
-embedded PostgreSQL (durable settings) and Redis in a temporary directory and two
-``railyard worker`` subprocesses, publishes ``trigger.manual -> t0 -> t1 -> t2`` (three
-``data.template`` action steps, each rendering the previous step's text), and prints one
-``figure: <name> = <value> <unit>`` line per figure:
+throughput runs, at most 2,000). It starts the embedded stack of bench/cluster.py
+(PostgreSQL with durable settings, Redis) and two ``railyard worker`` processes, publishes
+``trigger.manual -> t0 -> t1 -> t2`` (three ``data.template`` action steps, each rendering
+the previous step's text), and prints one ``figure: <name> = <value> <unit>`` line per
+figure:
 
-- ``steps_latency_median`` / ``_p95``: 30 sequential runs, wall time from just before
-  ``start_run`` to the run's ``finished_at``.
+- ``steps_latency_median`` / ``_p95``: 30 sequential runs started in this process, wall time
+  from just before ``start_run`` to the run's ``finished_at``.
+- ``timeline.<phase>``: where those runs' time went (bench/timeline.py), the median over
+  the 30 runs of each phase in ms, from PostgreSQL's event stamps and this process's
+  clock: ``insert_statement`` (call -> the run's insert wrote its first event),
+  ``start_returned`` (-> ``start_run`` returned: commit and enqueue), ``queue_hop`` (->
+  the first step's ``step.started``: arq and a worker's claim), ``step.t0`` .. ``step.t2``
+  (-> each step's ``step.succeeded``), ``run_end`` (-> the run's end event), ``total``;
+  ``timeline.at.<mark>`` the same moments counted from the call.
 - ``steps_throughput``: ``--runs`` runs (default 300) started as fast as possible:
   runs/s until the last one ended.
 - Load-insensitive figures of the throughput phase: ``steps_worker_cpu_per_step`` (both
@@ -20,42 +26,56 @@ embedded PostgreSQL (durable settings) and Redis in a temporary directory and tw
   ``steps_pg_commits_per_run``: committed PostgreSQL transactions per run (``pg_stat_database``
   delta after the counters settled; an autocommit statement, a read too, is one; the
   run's start in the bench process included).
+- With ``--timeline``: ``webhook_timeline.<phase>``, the same time line for 30 sequential
+  requests to bench/peers' Railyard scenario (a Webhook answering with the last step ->
+  three Text template steps) through a ``railyard api`` process, from the request sent to
+  the answer read (``answer``: run end -> answer read: the commit, the notice to the
+  waiting webhook, its read of the run, the HTTP answer); and ``fsync_floor``,
+  ``pg_test_fsync``'s time for one 8 kB fdatasync in the stack's directory: the floor of
+  each durable commit the time line contains.
+- With ``--profile``: an extra phase of ``--runs`` runs (not in the figures) with py-spy on
+  both workers, printed as bench/peers/profile.py's ``# profile`` table (shares of the CPU
+  samples by package, leaf frame and Railyard function); ``--profile-dir`` keeps the stacks.
 
 The wall-time figures depend on the machine's load: ``load_average`` is printed beside
-them. Bounded: at most 2,000 + 36 runs, every wait has a timeout.
+them. Bounded: at most 2 x 2,000 + 80 runs, every wait has a timeout.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
+import uuid
+from argparse import Namespace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import asyncpg
 import redis.asyncio as aioredis
 from sqlalchemy import text
 
-from backend.db.migrate import upgrade
-from backend.embedded import EmbeddedPostgres, EmbeddedRedis
+from backend.db.models import WorkflowVersion
 from backend.runtime import Runtime, build_runtime
-from backend.settings import load_settings
+from bench.cluster import Stack
 from bench.common import (
     cpu_seconds,
     figure,
+    fsync_floor,
     load_average,
     manual_chain,
     percentile,
-    start_workers,
-    stop_processes,
 )
 from bench.engine import current_xid, published, run_wall, wait_all
+from bench.peers.profile import Sampler, report
+from bench.peers.railyard_peer import three_steps
+from bench.timeline import Marks, fetch_stamps, figure_lines, marks_from_stamps, medians
+from bench.webhook_answer import sequential
+from bench.webhooks import setup
 from designer_schema.diagram import Diagram
 
 STEPS = 3
@@ -103,97 +123,160 @@ async def settled_commits(rt: Runtime) -> int:
         return int(found.scalar_one())
 
 
-def profiler(pid: int, out: str) -> subprocess.Popen[bytes]:
-    """``py-spy record`` of process ``pid`` into ``out`` (speedscope JSON) until stopped."""
-    spy = Path(sys.executable).with_name("py-spy")
-    return subprocess.Popen(
-        [
-            str(spy),
-            "record",
-            "--pid",
-            str(pid),
-            "--format",
-            "speedscope",
-            "-o",
-            out,
-            "--rate",
-            "250",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+async def latency_runs(
+    rt: Runtime, version: WorkflowVersion, runs: int, dsn: str
+) -> tuple[list[float], list[Marks]]:
+    """``runs`` runs one after another: wall times in ms (``time.time()`` before
+    ``start_run`` to the run's ``finished_at``) and their time-line marks (event stamps
+    read from the database at ``dsn``)."""
+    walls = []
+    sent: list[tuple[uuid.UUID, float, float]] = []
+    for _ in range(runs):
+        t0 = time.time()
+        started = await rt.execution.start_run(version, {"n": 1}, trigger="manual")
+        returned = time.time()
+        await wait_all(rt, [started.run_id], 30, every=0.002)
+        walls.append(await run_wall(rt, started.run_id, t0) * 1000)
+        sent.append((started.run_id, t0, returned))
+    stamps = await fetch_stamps(dsn, [run_id for run_id, _, _ in sent])
+    marks = [
+        marks_from_stamps(t0, *stamps[run_id], returned=returned)
+        for run_id, t0, returned in sent
+        if run_id in stamps
+    ]
+    return walls, [m for m in marks if m is not None]
+
+
+def print_timeline(prefix: str, marks: list[Marks]) -> None:
+    """``figure: <prefix>.<phase> = <ms> ms`` lines of the median time line of ``marks``."""
+    found = medians(marks)
+    figure(f"{prefix}.runs", found.runs, "runs")
+    for name, value in figure_lines(prefix, found):
+        figure(name, value, "ms")
+
+
+async def webhook_timeline(stack: Stack, runs: int) -> list[Marks]:
+    """The time lines of ``runs`` sequential webhook runs of bench/peers' 3-step scenario
+    (Webhook answering with the last step -> three Text template steps) through a
+    ``railyard api`` on ``stack`` (its workers already running), after 10 warm-up runs."""
+    token = await setup(stack.env, three_steps())
+    _, base = await asyncio.to_thread(stack.api)
+    url = f"{base}/hooks/{token}"
+    body = b'{"id": %d, "qty": 1}'  # what bench/peers sends
+    await sequential(url, 10, body)
+    latencies, received, errors = await sequential(url, runs, body)
+    figure("webhook_timeline.errors", errors, "requests")
+    conn = await asyncpg.connect(stack.pg.dsn)
+    try:
+        rows = await conn.fetch("select id from runs where trigger = 'webhook' order by created_at")
+    finally:
+        await conn.close()
+    ids = [row[0] for row in rows][-runs:]  # the requests were sequential: the last runs
+    stamps = await fetch_stamps(stack.pg.dsn, ids)
+    marks = [
+        marks_from_stamps(got - took, *stamps[run_id], answered=got)
+        for run_id, took, got in zip(ids, latencies, received, strict=True)
+        if run_id in stamps
+    ]
+    return [m for m in marks if m is not None]
+
+
+async def measure(stack: Stack, workers: list[subprocess.Popen[bytes]], args: Namespace) -> None:
+    """The phases of the bench on a started ``stack`` with its ``workers``; prints figures."""
+    rt = await build_runtime(stack.settings(), pool_size=20)
+    version = await published(rt, "bench-templates", templates())
+    warm = [await rt.execution.start_run(version, {}, trigger="manual") for _ in range(10)]
+    await wait_all(rt, [w.run_id for w in warm], 60)
+
+    walls, marks = await latency_runs(rt, version, LATENCY_RUNS, stack.pg.dsn)
+    figure("load_average", load_average(), "")
+    figure("steps_latency_median", statistics.median(walls), "ms")
+    figure("steps_latency_p95", percentile(walls, 0.95), "ms")
+    print_timeline("timeline", marks)
+
+    runs = args.runs
+    commits0 = await settled_commits(rt)
+    xid0, calls0 = await current_xid(rt), await redis_calls(stack.redis_url)
+    cpu0 = sum(cpu_seconds(w.pid) for w in workers)
+    t0 = time.perf_counter()
+    ids = [
+        (await rt.execution.start_run(version, {"n": i}, trigger="manual")).run_id
+        for i in range(runs)
+    ]
+    await wait_all(rt, ids, 300)
+    elapsed = time.perf_counter() - t0
+    cpu = sum(cpu_seconds(w.pid) for w in workers) - cpu0
+    writes = await current_xid(rt) - xid0 - 1
+    calls1 = await redis_calls(stack.redis_url)
+    # the two current_xid readings committed too
+    commits = await settled_commits(rt) - commits0 - 2
+    delta = {k: v - calls0.get(k, 0) for k, v in calls1.items() if v - calls0.get(k, 0)}
+    delta.pop("info", None)
+    figure("load_average", load_average(), "")
+    figure("steps_throughput", runs / elapsed, "runs/s")
+    figure("steps_worker_cpu_per_step", cpu / (runs * STEPS) * 1000, "ms")
+    figure("steps_pg_transactions_per_run", writes / runs, "xact")
+    figure("steps_pg_commits_per_run", commits / runs, "commits")
+    figure("steps_redis_commands_per_step", sum(delta.values()) / (runs * STEPS), "cmd")
+    top = sorted(delta.items(), key=lambda kv: -kv[1])
+    print(
+        "# redis calls per step:",
+        ", ".join(f"{k} {v / (runs * STEPS):.2f}" for k, v in top),
     )
 
+    if args.profile:
+        await profile(rt, version, workers, runs, args.profile_dir or stack.data / "profile")
+    await rt.close()
 
-async def main(runs: int, profile: str | None) -> None:
-    with tempfile.TemporaryDirectory(prefix="railyard-bench-") as tmp:
-        pg = EmbeddedPostgres(Path(tmp) / "pg")
-        redis = EmbeddedRedis(Path(tmp) / "redis")
-        pg.start()
-        redis.start()
-        workers: list[subprocess.Popen[bytes]] = []
-        try:
-            await asyncio.to_thread(upgrade, pg.url)
-            env = {**os.environ, "DATABASE_URL": pg.url, "REDIS_URL": redis.url}
-            settings = load_settings(environ={}, database_url=pg.url, redis_url=redis.url)
-            rt = await build_runtime(settings, pool_size=20)
-            workers += start_workers(env)
-            version = await published(rt, "bench-templates", templates())
-            await asyncio.sleep(2.0)  # workers up
-            warm = [await rt.execution.start_run(version, {}, trigger="manual") for _ in range(10)]
-            await wait_all(rt, [w.run_id for w in warm], 60)
+    if args.timeline:
+        print_timeline("webhook_timeline", await webhook_timeline(stack, LATENCY_RUNS))
+        figure("fsync_floor", await asyncio.to_thread(fsync_floor, stack.data), "ms")
+        figure("load_average", load_average(), "")
 
-            walls = []
-            for _ in range(LATENCY_RUNS):
-                t0 = time.time()
-                started = await rt.execution.start_run(version, {"n": 1}, trigger="manual")
-                await wait_all(rt, [started.run_id], 30, every=0.002)
-                walls.append(await run_wall(rt, started.run_id, t0) * 1000)
-            figure("load_average", load_average(), "")
-            figure("steps_latency_median", statistics.median(walls), "ms")
-            figure("steps_latency_p95", percentile(walls, 0.95), "ms")
 
-            commits0 = await settled_commits(rt)
-            spy = profiler(workers[0].pid, profile) if profile else None
-            xid0, calls0 = await current_xid(rt), await redis_calls(redis.url)
-            cpu0 = sum(cpu_seconds(w.pid) for w in workers)
-            t0 = time.perf_counter()
-            ids = [
-                (await rt.execution.start_run(version, {"n": i}, trigger="manual")).run_id
-                for i in range(runs)
-            ]
-            await wait_all(rt, ids, 300)
-            elapsed = time.perf_counter() - t0
-            cpu = sum(cpu_seconds(w.pid) for w in workers) - cpu0
-            writes = await current_xid(rt) - xid0 - 1
-            calls1 = await redis_calls(redis.url)
-            if spy is not None:
-                spy.send_signal(2)  # SIGINT: py-spy writes its file and exits
-                spy.wait(60)
-            # the two current_xid readings committed too
-            commits = await settled_commits(rt) - commits0 - 2
-            delta = {k: v - calls0.get(k, 0) for k, v in calls1.items() if v - calls0.get(k, 0)}
-            delta.pop("info", None)
-            figure("load_average", load_average(), "")
-            figure("steps_throughput", runs / elapsed, "runs/s")
-            figure("steps_worker_cpu_per_step", cpu / (runs * STEPS) * 1000, "ms")
-            figure("steps_pg_transactions_per_run", writes / runs, "xact")
-            figure("steps_pg_commits_per_run", commits / runs, "commits")
-            figure("steps_redis_commands_per_step", sum(delta.values()) / (runs * STEPS), "cmd")
-            top = sorted(delta.items(), key=lambda kv: -kv[1])
-            print(
-                "# redis calls per step:",
-                ", ".join(f"{k} {v / (runs * STEPS):.2f}" for k, v in top),
-            )
-            await rt.close()
-        finally:
-            stop_processes(workers)
-            redis.stop()
-            pg.stop()
+async def profile(
+    rt: Runtime,
+    version: WorkflowVersion,
+    workers: list[subprocess.Popen[bytes]],
+    runs: int,
+    where: Path,
+) -> None:
+    """An extra phase of ``runs`` runs (not in the figures: the sampler takes CPU too) with
+    py-spy on both workers (bench/peers/profile.py's :class:`Sampler`); prints its
+    ``# profile`` table per worker and for both together; the stacks stay in ``where``."""
+    sampler = Sampler(where)
+    for i, w in enumerate(workers):
+        sampler.attach(f"worker{i}", w.pid)
+    await asyncio.sleep(1.0)  # py-spy attached
+    ids = [
+        (await rt.execution.start_run(version, {"n": i}, trigger="manual")).run_id
+        for i in range(runs)
+    ]
+    await wait_all(rt, ids, 300)
+    for name, summary in (await asyncio.to_thread(sampler.detach)).items():
+        for line in report(name, summary):
+            print(line, flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=300, help="throughput runs (max 2,000)")
+    parser.add_argument(
+        "--timeline",
+        action="store_true",
+        help="also the webhook variant's time line and the fsync floor (about a minute more)",
+    )
+    parser.add_argument(
+        "--profile", action="store_true", help="py-spy both workers over an extra phase"
+    )
+    parser.add_argument("--profile-dir", type=Path, help="keep py-spy's stacks here")
+    args = parser.parse_args(argv)
+    args.runs = min(max(args.runs, 1), MAX_RUNS)
+    with Stack() as stack:
+        workers = [stack.worker(f"worker{i}") for i in range(2)]
+        asyncio.run(measure(stack, workers, args))
+    return 0
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=300, help="throughput runs (max 2,000)")
-    parser.add_argument("--profile", help="py-spy speedscope output of worker 1")
-    args = parser.parse_args()
-    asyncio.run(main(min(max(args.runs, 1), MAX_RUNS), args.profile))
+    raise SystemExit(main())

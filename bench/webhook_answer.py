@@ -36,8 +36,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from backend.workers.worker import loop_factory  # noqa: E402
+from bench.cluster import Stack  # noqa: E402
 from bench.common import (  # noqa: E402
-    Stack,
     cpu_seconds,
     figure,
     load_average,
@@ -63,8 +63,11 @@ def three_steps() -> dict[str, Any]:
     }
 
 
-async def sequential(url: str, runs: int) -> tuple[list[float], list[float], int]:
-    """``runs`` POSTs one after another: ``(latencies s, receipt wall times, errors)``."""
+async def sequential(
+    url: str, runs: int, body: bytes = b'{"n": %d}'
+) -> tuple[list[float], list[float], int]:
+    """``runs`` POSTs one after another of ``body`` (JSON; ``%d`` is the request's index):
+    ``(latencies s, receipt wall times, errors)``; an error is an answer other than 200."""
     parsed = url.removeprefix("http://")
     hostport, _, path = parsed.partition("/")
     host, _, port = hostport.partition(":")
@@ -74,11 +77,11 @@ async def sequential(url: str, runs: int) -> tuple[list[float], list[float], int
     errors = 0
     try:
         for i in range(runs):
-            body = b'{"n": %d}' % i
+            sent = body % i
             request = (
                 f"POST /{path} HTTP/1.1\r\nHost: {hostport}\r\n"
-                f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
-            ).encode() + body
+                f"Content-Type: application/json\r\nContent-Length: {len(sent)}\r\n\r\n"
+            ).encode() + sent
             t0 = time.perf_counter()
             writer.write(request)
             async with asyncio.timeout(30):

@@ -38,8 +38,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from backend.workers.worker import loop_factory  # noqa: E402
+from bench.cluster import Stack  # noqa: E402
 from bench.common import (  # noqa: E402
-    Stack,
     cpu_seconds,
     figure,
     load_average,

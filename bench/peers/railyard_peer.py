@@ -1,5 +1,6 @@
 """Railyard as a peer: ``railyard api`` (``api_procs``) and ``railyard worker`` (``workers``)
-on the harness's PostgreSQL (database ``railyard``) and its own embedded Redis.
+on the harness's stack (bench/cluster.py's :class:`~bench.cluster.Stack`: the PostgreSQL
+the other peers share, migrated, and Redis).
 
 Two published workflows answer at their webhooks:
 
@@ -16,13 +17,12 @@ job transport, not the truth) with its append-only file fsynced every second.
 from __future__ import annotations
 
 import asyncio
-import os
-from pathlib import Path
 from typing import Any
 
 import asyncpg
 
-from backend.embedded import EmbeddedPostgres, EmbeddedRedis, free_port
+from backend.embedded import free_port
+from bench.cluster import Stack
 from bench.common import railyard, wait_http
 from bench.peers.engines import Processes
 from bench.webhooks import pipeline, setup
@@ -58,34 +58,24 @@ class Railyard:
     name = "railyard"
     uses_pg = True
 
-    def __init__(
-        self, data: Path, pg: EmbeddedPostgres, *, api_procs: int = 1, workers: int = 2
-    ) -> None:
-        self.pg = pg
-        self.redis = EmbeddedRedis(data / "redis")
-        self.procs = Processes(data / "logs")
+    def __init__(self, stack: Stack, *, api_procs: int = 1, workers: int = 2) -> None:
+        self.stack = stack
+        self.pg = stack.pg
+        self.procs = Processes(stack.data / "logs")
         self.api_procs = api_procs
         self.workers = workers
-        self.env: dict[str, str] = {}
         self.tokens: dict[str, str] = {}
         self.ports: list[int] = []
         self.scenario = "three_steps"
         """Which workflow :meth:`urls` points at: ``three_steps`` or ``set_if``."""
 
-    def prepare(self) -> None:
-        """Start Redis, migrate the ``railyard`` database and publish both workflows."""
-        from backend import crypto
-        from backend.db.migrate import upgrade
+    @property
+    def env(self) -> dict[str, str]:
+        """The environment Railyard's processes run with (the stack's)."""
+        return self.stack.env
 
-        self.redis.start()
-        self.env = {
-            **os.environ,
-            "DATABASE_URL": self.pg.url,
-            "REDIS_URL": self.redis.url,
-            "RAILYARD_ENCRYPTION_KEY": crypto.generate_key(),
-            "RAILYARD_ACCESS_LOG": "0",
-        }
-        upgrade(self.pg.url)
+    def prepare(self) -> None:
+        """Publish both workflows (the stack migrated the database)."""
         self.tokens = {
             "three_steps": asyncio.run(setup(self.env, three_steps())),
             "set_if": asyncio.run(setup(self.env, pipeline())),
@@ -105,10 +95,6 @@ class Railyard:
 
     def stop(self) -> None:
         self.procs.stop()
-
-    def close(self) -> None:
-        """Stop Redis (after the last round)."""
-        self.redis.stop()
 
     def urls(self) -> list[str]:
         token = self.tokens[self.scenario]

@@ -23,16 +23,14 @@ average before and after, and the versions. Bounded: every phase stops after its
 from __future__ import annotations
 
 import argparse
-import shutil
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from backend.embedded import EmbeddedPostgres
+from bench.cluster import Stack
 from bench.common import load_average, pgbench_tps
 from bench.peers import install
 from bench.peers.engines import Dbos, NodeRed, Peer, Restate
@@ -88,6 +86,50 @@ def arguments(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
+def play(args: argparse.Namespace, plan: Plan, stack: Stack, out: Rounds) -> None:
+    """Every round of the scenarios on ``stack`` (its PostgreSQL shared by the peers that
+    keep their state there, its Redis Railyard's), each figure added to ``out``."""
+    data, pg = stack.data, stack.pg
+    railyard = Railyard(stack, api_procs=args.api_procs, workers=args.workers)
+    peers: dict[str, Peer] = {
+        "railyard": railyard,
+        "dbos": Dbos(data, pg, processes=args.dbos_procs),
+        "restate": Restate(data),
+    }
+    node_red = NodeRed(data)
+    railyard.prepare()
+    chosen = [peers[name] for name in args.engines.split(",")]
+    for r in range(args.rounds):
+        for peer in rotated(chosen, r):
+            print(f"# round {r + 1}: {peer.name} 3-step", flush=True)
+            plan.profile_runs = args.profile if r == 0 else 0
+            peer.start()
+            try:
+                three_steps(peer, pg, plan, out)
+            finally:
+                peer.stop()
+        if not args.skip_setif:
+            for which in rotated(["node-red", "railyard"], r):
+                print(f"# round {r + 1}: {which} webhook -> set -> if", flush=True)
+                one: Peer = node_red if which == "node-red" else railyard
+                one.start()
+                try:
+                    if which == "node-red":
+                        set_if_node_red(node_red, plan, out)
+                    else:
+                        set_if_railyard(railyard, plan, out)
+                finally:
+                    one.stop()
+        tps = pgbench_tps(pg.port, pg.user, plan.pgbench_clients, plan.pgbench_seconds)
+        out.add("postgres", "pgbench_N_8_clients", tps, "tps")
+        largest = max(plan.throughput_runs, default=0)
+        for peer in chosen:
+            if peer.uses_pg:
+                rate = out.last(peer.name, f"runs_per_s_{largest}")
+                xacts = out.last(peer.name, "pg_write_xacts_per_run")
+                out.add(peer.name, "pg_ceiling_used", ceiling_share(rate, xacts, tps), "%")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = arguments(argv)
     install.ensure(args.skip_install)
@@ -100,59 +142,13 @@ def main(argv: list[str] | None = None) -> int:
         setif_connections=args.setif_connections,
         pgbench_seconds=args.pgbench_seconds,
     )
-    data = Path(tempfile.mkdtemp(prefix="railyard-peers-", dir="/tmp"))
-    data.chmod(0o755)
-    plan.profile_dir = data / "profile"
-    print(f"# peers: data and logs in {data}", flush=True)
     print(f"# load average before: {load_average():.2f}", flush=True)
-    pg = EmbeddedPostgres(data / "pg")
-    pg.start()
-    railyard = Railyard(data, pg, api_procs=args.api_procs, workers=args.workers)
-    peers: dict[str, Peer] = {
-        "railyard": railyard,
-        "dbos": Dbos(data, pg, processes=args.dbos_procs),
-        "restate": Restate(data),
-    }
-    node_red = NodeRed(data)
     out = Rounds()
     started = time.monotonic()
-    try:
-        railyard.prepare()
-        chosen = [peers[name] for name in args.engines.split(",")]
-        for r in range(args.rounds):
-            for peer in rotated(chosen, r):
-                print(f"# round {r + 1}: {peer.name} 3-step", flush=True)
-                plan.profile_runs = args.profile if r == 0 else 0
-                peer.start()
-                try:
-                    three_steps(peer, pg, plan, out)
-                finally:
-                    peer.stop()
-            if not args.skip_setif:
-                for which in rotated(["node-red", "railyard"], r):
-                    print(f"# round {r + 1}: {which} webhook -> set -> if", flush=True)
-                    one: Peer = node_red if which == "node-red" else railyard
-                    one.start()
-                    try:
-                        if which == "node-red":
-                            set_if_node_red(node_red, plan, out)
-                        else:
-                            set_if_railyard(railyard, plan, out)
-                    finally:
-                        one.stop()
-            tps = pgbench_tps(pg.port, pg.user, plan.pgbench_clients, plan.pgbench_seconds)
-            out.add("postgres", "pgbench_N_8_clients", tps, "tps")
-            largest = max(plan.throughput_runs, default=0)
-            for peer in chosen:
-                if peer.uses_pg:
-                    rate = out.last(peer.name, f"runs_per_s_{largest}")
-                    xacts = out.last(peer.name, "pg_write_xacts_per_run")
-                    out.add(peer.name, "pg_ceiling_used", ceiling_share(rate, xacts, tps), "%")
-    finally:
-        railyard.close()
-        pg.stop()
-        if not args.keep:
-            shutil.rmtree(data, ignore_errors=True)
+    with Stack("railyard-peers-", keep=args.keep) as stack:
+        print(f"# peers: data and logs in {stack.data}", flush=True)
+        plan.profile_dir = stack.data / "profile"
+        play(args, plan, stack, out)
     for line in out.lines():
         print(line, flush=True)
     largest = max(plan.throughput_runs, default=0)

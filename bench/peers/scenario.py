@@ -20,7 +20,7 @@ import httpx
 
 from backend.embedded import EmbeddedPostgres
 from backend.workers.worker import loop_factory
-from bench.common import tree_cpu_seconds
+from bench.common import postmaster_pid, tree_cpu_seconds
 from bench.peers.engines import Peer
 from bench.peers.profile import Sampler, report
 from bench.peers.railyard_peer import Railyard
@@ -46,11 +46,6 @@ class Plan:
     profile_runs: int = 0
     """Runs of an extra phase sampled with py-spy (Railyard only; 0: none)."""
     profile_dir: Path | None = None
-
-
-def postmaster_pid(pg: EmbeddedPostgres) -> int:
-    """PostgreSQL's postmaster process id (first line of ``postmaster.pid``)."""
-    return int((pg.data_dir / "postmaster.pid").read_text().split()[0])
 
 
 def _cpu(pids: list[int]) -> float:
