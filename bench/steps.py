@@ -22,7 +22,10 @@ figure:
   workers' CPU, ms per step), ``steps_pg_transactions_per_run`` (write transactions, from
   the transaction id delta), ``steps_redis_commands_per_step`` (Redis ``INFO
   commandstats`` calls delta over the steps, the bench's own ``start_run`` enqueues
-  included) and, on one ``#`` line, the commands that made it.
+  included) and, on one ``#`` line, the commands that made it;
+  ``steps_pg_commits_per_run``: committed PostgreSQL transactions per run (``pg_stat_database``
+  delta after the counters settled; an autocommit statement, a read too, is one; the
+  run's start in the bench process included).
 - With ``--timeline``: ``webhook_timeline.<phase>``, the same time line for 30 sequential
   requests to bench/peers' Railyard scenario (a Webhook answering with the last step ->
   three Text template steps) through a ``railyard api`` process, from the request sent to
@@ -54,6 +57,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import asyncpg
 import redis.asyncio as aioredis
+from sqlalchemy import text
 
 from backend.db.models import WorkflowVersion
 from backend.runtime import Runtime, build_runtime
@@ -77,6 +81,8 @@ from designer_schema.diagram import Diagram
 STEPS = 3
 LATENCY_RUNS = 30
 MAX_RUNS = 2000
+# PostgreSQL backends report their counters to pg_stat_database within 10 s of idling.
+STATS_SETTLE_SECONDS = 11.0
 
 
 def templates(n: int = STEPS) -> Diagram:
@@ -100,6 +106,21 @@ async def redis_calls(url: str) -> dict[str, int]:
     finally:
         await client.aclose()
     return {name.removeprefix("cmdstat_"): int(v["calls"]) for name, v in stats.items()}
+
+
+async def settled_commits(rt: Runtime) -> int:
+    """Transactions committed in the bench's database so far (``pg_stat_database``),
+    read after :data:`STATS_SETTLE_SECONDS` so every backend has reported its counts.
+    An autocommit statement is a transaction of its own, so the difference of two
+    readings counts the round trips that commit (reads in autocommit included; a
+    transaction of several statements counts once). The bench's own polls roll back
+    and are not counted."""
+    await asyncio.sleep(STATS_SETTLE_SECONDS)
+    async with rt.engine.connect() as conn:
+        found = await conn.execute(
+            text("select xact_commit from pg_stat_database where datname = current_database()")
+        )
+        return int(found.scalar_one())
 
 
 async def latency_runs(
@@ -174,6 +195,7 @@ async def measure(stack: Stack, workers: list[subprocess.Popen[bytes]], args: Na
     print_timeline("timeline", marks)
 
     runs = args.runs
+    commits0 = await settled_commits(rt)
     xid0, calls0 = await current_xid(rt), await redis_calls(stack.redis_url)
     cpu0 = sum(cpu_seconds(w.pid) for w in workers)
     t0 = time.perf_counter()
@@ -186,12 +208,15 @@ async def measure(stack: Stack, workers: list[subprocess.Popen[bytes]], args: Na
     cpu = sum(cpu_seconds(w.pid) for w in workers) - cpu0
     writes = await current_xid(rt) - xid0 - 1
     calls1 = await redis_calls(stack.redis_url)
+    # the two current_xid readings committed too
+    commits = await settled_commits(rt) - commits0 - 2
     delta = {k: v - calls0.get(k, 0) for k, v in calls1.items() if v - calls0.get(k, 0)}
     delta.pop("info", None)
     figure("load_average", load_average(), "")
     figure("steps_throughput", runs / elapsed, "runs/s")
     figure("steps_worker_cpu_per_step", cpu / (runs * STEPS) * 1000, "ms")
     figure("steps_pg_transactions_per_run", writes / runs, "xact")
+    figure("steps_pg_commits_per_run", commits / runs, "commits")
     figure("steps_redis_commands_per_step", sum(delta.values()) / (runs * STEPS), "cmd")
     top = sorted(delta.items(), key=lambda kv: -kv[1])
     print(

@@ -73,10 +73,13 @@ def sweep_stale_session_dirs(root: Path = TEST_ROOT) -> None:
         match = _SESSION_DIR_RE.match(entry.name)
         if not entry.is_dir() or match is None or pid_alive(int(match["pid"])):
             continue
-        for pid_file in entry.rglob("postmaster.pid"):
-            _kill_from_pid_file(pid_file, signal.SIGQUIT)  # PostgreSQL immediate shutdown
-        for pid_file in entry.rglob("redis.pid"):
-            _kill_from_pid_file(pid_file, signal.SIGKILL)
+        try:
+            for pid_file in entry.rglob("postmaster.pid"):
+                _kill_from_pid_file(pid_file, signal.SIGQUIT)  # PostgreSQL immediate shutdown
+            for pid_file in entry.rglob("redis.pid"):
+                _kill_from_pid_file(pid_file, signal.SIGKILL)
+        except FileNotFoundError:  # another pytest process is sweeping the same directory
+            continue
         shutil.rmtree(entry, ignore_errors=True)
 
 

@@ -83,25 +83,12 @@ _FINISH_ATTEMPT = (
     )
 )
 _RUN_FIELDS = ("status", "output", "error", "response", "started_at", "finished_at")
-_SELECT_RUN = select(_RUNS).where(_RUNS.c.id == bindparam("run_id"))
 
 
 async def lock_run(session: AsyncSession, run_id: uuid.UUID) -> Run | None:
     """Return the run row locked ``FOR UPDATE`` (``None`` when it does not exist)."""
     result = await session.execute(_LOCK_RUN, {"run_id": run_id})
     return result.scalar_one_or_none()
-
-
-async def read_run(conn: AsyncConnection, run_id: uuid.UUID) -> tuple[RunRow, RunState] | None:
-    """The run row and its state (without child runs) read in ``conn``, an autocommit
-    connection, without locking: the row first, then the steps (see
-    :meth:`~backend.engine.ports.RunStore.read_unlocked`). Core statements only (no ORM
-    objects). ``None`` when the run does not exist."""
-    found = (await conn.execute(_SELECT_RUN, {"run_id": run_id})).one_or_none()
-    if found is None:
-        return None
-    run = cast(Run, found)  # a Core row has the ORM entity's column attributes
-    return run_row(run), await load_state(conn, run, children=False)
 
 
 async def load_state(
@@ -138,7 +125,23 @@ async def load_state(
                 ChildRun(str(step_id), int(index or 0), str(cid), status, output, error)
             )
     # held records come from this process's memory: full values, nothing to resolve
-    loaded = records if steps is None or steps.revision != run.revision else {}
+    held = steps is not None and steps.revision == run.revision
+    return await build_state(session, run, records, by_step, resolve_steps=not held)
+
+
+async def build_state(
+    session: AsyncSession | AsyncConnection,
+    run: Run,
+    records: dict[str, StepRecord],
+    by_step: dict[str, list[ChildRun]],
+    *,
+    resolve_steps: bool,
+) -> RunState:
+    """The engine's view of ``run`` from its step ``records`` and child runs
+    ``by_step``: values stored by reference (backend/db/payloads.py) are read back in
+    full (in the step records too with ``resolve_steps``; without it they are records
+    held in memory, already full)."""
+    loaded = records if resolve_steps else {}
     run_input, run_output, run_error = await _resolve(session, run, loaded, by_step)
     return RunState(
         run_id=str(run.id),

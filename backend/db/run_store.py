@@ -22,6 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession, async_sessionm
 
 from backend.db import graphs, payloads
 from backend.db.models import Run, Workflow, WorkflowVersion
+from backend.db.run_reads import read_run
 from backend.db.run_state import (
     ACTIVE_RUN_STATUSES,
     Steps,
@@ -30,7 +31,6 @@ from backend.db.run_state import (
     finish_attempt,
     load_state,
     lock_run,
-    read_run,
     save_state,
     workflow_settings,
 )

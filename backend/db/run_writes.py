@@ -32,7 +32,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from backend.db import payloads
 from backend.engine.model import RunState, StepRecord
-from backend.engine.ports import FinishedAttempt, NewAttempt, NewRun, Written
+from backend.engine.ports import FinishedAttempt, NewAttempt, NewRun, WorkflowSettings, Written
 from backend.observability import metrics
 
 # Step record fields written back by write_state (all but the key columns).
@@ -117,7 +117,7 @@ _SAVE = text(
             revision = runs.revision + 1
         FROM go
         WHERE runs.id = CAST(:run_id AS uuid)
-        RETURNING runs.revision
+        RETURNING runs.revision, runs.workflow_id
     ), new_events AS (
         INSERT INTO events (run_id, kind, step_id, data, created_at)
         SELECT CAST(:run_id AS uuid), e.kind, e.step_id, e.data, clock_timestamp()
@@ -128,7 +128,10 @@ _SAVE = text(
     SELECT (SELECT count(*) FROM at_revision) AS at_revision,
            (SELECT count(*) FROM go) AS written,
            (SELECT id FROM new_attempt) AS attempt_id,
-           (SELECT revision FROM run_row) AS revision
+           (SELECT revision FROM run_row) AS revision,
+           (SELECT coalesce(w.settings, '{}'::jsonb)
+            FROM run_row JOIN workflows w ON w.id = run_row.workflow_id
+            WHERE CAST(:ended AS boolean)) AS settings
     """
 ).columns()
 # The hottest statements (every engine write, every run start) go to asyncpg directly in
@@ -161,7 +164,7 @@ class _Positional:
             return (await db.execute(self.statement, params)).one()
         values = [params[name] for name in self.names]
         try:
-            return await _autocommit_driver(db).fetchrow(self.sql, *values)
+            return await autocommit_driver(db).fetchrow(self.sql, *values)
         except asyncpg.IntegrityConstraintViolationError as exc:
             raise IntegrityError(self.sql, values, exc) from exc
 
@@ -169,7 +172,7 @@ class _Positional:
 _SAVE_POSITIONAL = _Positional(_SAVE)
 
 
-def _autocommit_driver(connection: AsyncConnection) -> Any:
+def autocommit_driver(connection: AsyncConnection) -> Any:
     """The asyncpg connection under ``connection``, which must be in autocommit (a
     statement sent past SQLAlchemy would not join a transaction SQLAlchemy has yet to
     begin on the wire)."""
@@ -197,8 +200,10 @@ async def write_state(
     With ``expected_revision`` the write happens only if the run row is still at that
     revision (optimistic: used in autocommit); without it the caller holds the run lock.
     On success the run's revision is bumped and ``state.changed`` / ``state.events`` are
-    cleared; otherwise nothing is written and ``state`` is left as it was. Values over
-    the inline limit are stored once in ``payloads`` and written as references.
+    cleared; when ``state`` ends the run, the same statement reads the workflow's settings
+    (``Written.settings``: the run's end frees a concurrency slot). Otherwise nothing is
+    written and ``state`` is left as it was. Values over the inline limit are stored once
+    in ``payloads`` and written as references.
     """
     ext = payloads.Externalizer()
     steps, events = _changes(state, ext)
@@ -236,10 +241,11 @@ async def write_state(
         "started_at": state.started_at,
         "finished_at": state.finished_at,
         "deadline_at": deadline_at,
+        "ended": state.status.terminal,
     }
     await payloads.store(db, ext.payloads)
     row = await _SAVE_POSITIONAL.fetchrow(db, params)
-    at_revision, written, attempt_id, revision = row
+    at_revision, written, attempt_id, revision, settings = row
     if not written:
         return Written(None, moved=not at_revision)
     if start is not None:
@@ -247,7 +253,8 @@ async def write_state(
     metrics.engine_events(state)
     state.changed.clear()
     state.events.clear()
-    return Written(int(revision))
+    ended = WorkflowSettings.from_raw(settings) if state.status.terminal else None
+    return Written(int(revision), settings=ended)
 
 
 def _changes(

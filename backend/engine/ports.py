@@ -214,10 +214,13 @@ class NewAttempt:
 class Written:
     """What a write did: ``revision`` is the run's new revision, ``None`` when nothing was
     written because the run was not at the expected revision (``moved``) or the finished
-    attempt's fencing token no longer held (not ``moved``)."""
+    attempt's fencing token no longer held (not ``moved``). ``settings``: the run's
+    workflow settings, read by the same statement when the write ended the run (so
+    what the end implies needs no second round trip), else ``None``."""
 
     revision: int | None
     moved: bool = False
+    settings: WorkflowSettings | None = None
 
 
 class StaleAttempt(LookupError):
@@ -398,7 +401,8 @@ class RunStore(Protocol):
         expected_revision: int,
     ) -> Written:
         """Write a transition in one statement, only if the run is still at
-        ``expected_revision`` (see :class:`Written`)."""
+        ``expected_revision`` (see :class:`Written`; when ``state`` ends the run the
+        statement also returns the workflow's settings in ``Written.settings``)."""
         ...
 
     async def read_unlocked(self, run_id: uuid.UUID) -> tuple[RunRow, RunState] | None:

@@ -18,7 +18,7 @@ import httpx
 
 from backend.app import create_app
 from backend.db.migrate import upgrade
-from backend.embedded import EmbeddedPostgres
+from backend.embedded import EmbeddedPostgres, EmbeddedRedis
 from backend.runtime import Runtime, build_runtime
 from backend.services import accounts
 from backend.settings import Settings, load_settings
@@ -139,3 +139,17 @@ async def own_postgres(directory: Path) -> EmbeddedPostgres:
     pg.start()
     await asyncio.to_thread(upgrade, pg.url)
     return pg
+
+
+@asynccontextmanager
+async def own_servers(directory: Path) -> AsyncIterator[tuple[EmbeddedPostgres, Settings]]:
+    """A PostgreSQL (:func:`own_postgres`) and a Redis without persistence of the test's
+    own under ``directory``, and their :func:`own_settings`; both stopped on exit."""
+    pg = await own_postgres(directory)
+    redis = EmbeddedRedis(directory / "redis", persistence_off=True)
+    redis.start()
+    try:
+        yield pg, own_settings(pg.url, redis.url)
+    finally:
+        redis.stop()
+        pg.stop()

@@ -146,15 +146,24 @@ class Followups:
             if started is not None:
                 followup.advance.append(started)
 
-    async def after_unlocked_end(self, run: RunRow, state: RunState, followup: Followup) -> None:
+    async def after_unlocked_end(
+        self,
+        run: RunRow,
+        state: RunState,
+        followup: Followup,
+        settings: WorkflowSettings | None = None,
+    ) -> None:
         """What :meth:`on_run_ended` does for a run that ended ``succeeded`` by the
         one-statement write (no transaction): free its concurrency slot, reading the
-        settings and the oldest queued run after the commit (the queued run is advanced
-        after the commit in both paths). A run that ends otherwise may start the error
-        workflow, which must commit with the run's end: it ends under the lock."""
+        oldest queued run after the commit (the queued run is advanced after the commit in
+        both paths). ``settings`` are the workflow's settings the ending write returned
+        (``Written.settings``); without them they are read here. A run that ends
+        otherwise may start the error workflow, which must commit with the run's end: it
+        ends under the lock."""
         if state.status != RunStatus.SUCCEEDED:
             raise ValueError(f"run {run.id} ended {state.status.value}: end it under the lock")
-        settings = await self.env.store.read_settings(run.workflow_id)
+        if settings is None:
+            settings = await self.env.store.read_settings(run.workflow_id)
         if settings.max_concurrent_runs:
             async with self.env.store.transaction() as tx:
                 await self._free_slot(tx, run, settings, followup)

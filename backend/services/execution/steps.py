@@ -247,7 +247,7 @@ class Steps:
         change.revision = written.revision
         followup = Followup(dispatch=dispatch_entries(state, change.dispatch, now))
         if state.status.terminal and done.row is not None:
-            await self.followups.after_unlocked_end(done.row, state, followup)
+            await self.followups.after_unlocked_end(done.row, state, followup, written.settings)
         await self.followups.after_commit(str(run_id), followup, state)
         return _claimed_from(graph, state, change, done.row, done.workflow_id, done.version_id)
 
