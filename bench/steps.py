@@ -10,6 +10,8 @@ embedded PostgreSQL (durable settings) and Redis in a temporary directory and tw
 
 - ``steps_latency_median`` / ``_p95``: 30 sequential runs, wall time from just before
   ``start_run`` to the run's ``finished_at``.
+- ``steps_queue_hop_median``: over the same runs, the first step's ``step.ready`` ->
+  ``step.started`` time (both stamped by PostgreSQL): enqueue, wake-up, pickup, claim.
 - ``steps_throughput``: ``--runs`` runs (default 300) started as fast as possible:
   runs/s until the last one ended.
 - Load-insensitive figures of the throughput phase: ``steps_worker_cpu_per_step`` (both
@@ -51,7 +53,7 @@ from bench.common import (
     start_workers,
     stop_processes,
 )
-from bench.engine import current_xid, published, run_wall, wait_all
+from bench.engine import current_xid, dispatch_latencies, published, run_wall, wait_all
 from designer_schema.diagram import Diagram
 
 STEPS = 3
@@ -121,15 +123,18 @@ async def main(runs: int, profile: str | None) -> None:
             warm = [await rt.execution.start_run(version, {}, trigger="manual") for _ in range(10)]
             await wait_all(rt, [w.run_id for w in warm], 60)
 
-            walls = []
+            walls, sequential = [], []
             for _ in range(LATENCY_RUNS):
                 t0 = time.time()
                 started = await rt.execution.start_run(version, {"n": 1}, trigger="manual")
                 await wait_all(rt, [started.run_id], 30, every=0.002)
                 walls.append(await run_wall(rt, started.run_id, t0) * 1000)
+                sequential.append(started.run_id)
+            hops = [ms for step, ms in await dispatch_latencies(rt, sequential) if step == "t0"]
             figure("load_average", load_average(), "")
             figure("steps_latency_median", statistics.median(walls), "ms")
             figure("steps_latency_p95", percentile(walls, 0.95), "ms")
+            figure("steps_queue_hop_median", statistics.median(hops), "ms")
 
             spy = profiler(workers[0].pid, profile) if profile else None
             xid0, calls0 = await current_xid(rt), await redis_calls(redis.url)

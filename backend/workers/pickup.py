@@ -56,11 +56,15 @@ for i = 1, #due, 2 do
   taken[#taken + 1] = due[i + 1]
   taken[#taken + 1] = body
 end
+local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+taken[#taken + 1] = first[2] or ''
 return taken
 """
 """``KEYS[1]``: the queue; ``ARGV``: now (ms), the most jobs to take, the job key prefix.
 Returns a flat list ``id, score, body, ...`` of the jobs due by now in due order, each
-removed from the queue with its body deleted (body ``''`` when it had expired)."""
+removed from the queue with its body deleted (body ``''`` when it had expired), then the
+score of the first job left in the queue (``''`` when none is left): the worker sleeps
+until then without asking again."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,18 +88,21 @@ class JobTaker:
         self.queue_name = queue_name
         self._script: AsyncScript = pool.register_script(TAKE_JOBS_LUA)
 
-    async def take(self, now_ms: int, limit: int) -> list[TakenJob]:
-        """Up to ``limit`` (> 0) jobs whose score is at most ``now_ms``, oldest first.
+    async def take(self, now_ms: int, limit: int) -> tuple[list[TakenJob], int | None]:
+        """Up to ``limit`` (> 0) jobs whose score is at most ``now_ms``, oldest first, and
+        the score (epoch ms) of the first job left in the queue (``None``: queue empty).
 
         Jobs scored later (deferred: retry backoff, durable timers) stay queued. Raises
         ``redis.exceptions.RedisError`` / ``OSError`` when Redis cannot be reached; the
         script then either ran whole or not at all.
         """
         flat = await self._script(keys=[self.queue_name], args=[now_ms, limit, job_key_prefix])
-        return [
-            TakenJob(_text(flat[i]), int(float(flat[i + 1])), bytes(flat[i + 2]))
-            for i in range(0, len(flat), 3)
+        *jobs, first_left = flat
+        taken = [
+            TakenJob(_text(jobs[i]), int(float(jobs[i + 1])), bytes(jobs[i + 2]))
+            for i in range(0, len(jobs), 3)
         ]
+        return taken, int(float(first_left)) if first_left else None
 
 
 def _text(value: bytes | str) -> str:

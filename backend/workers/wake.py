@@ -74,6 +74,9 @@ class WakeableWorker(Worker):
         self.health = health or ServiceHealth("worker")
         self._wake: PubSub | None = None
         self._taker: JobTaker | None = None
+        # score (epoch ms) of the first job the last take left queued; None: queue empty
+        self._first_left: int | None = None
+        self._first_left_known = False
 
     async def main(self) -> None:
         """Poll loop that rides out Redis outages of any length.
@@ -132,13 +135,16 @@ class WakeableWorker(Worker):
         failed Redis call leaves the slot counts as they were. Nothing is taken while
         ``allow_pick_jobs`` is off.
         """
+        self._first_left_known = False
         limit = min(self.queue_read_limit, self.max_jobs - self.job_counter)
         if self.burst and self.max_burst_jobs >= 0:
             limit = min(limit, self.max_burst_jobs - self._jobs_started())
         if self.allow_pick_jobs and limit > 0:
             if self._taker is None:
                 self._taker = JobTaker(self.pool, self.queue_name)
-            for job in await self._taker.take(timestamp_ms(), limit):
+            taken, self._first_left = await self._taker.take(timestamp_ms(), limit)
+            self._first_left_known = True
+            for job in taken:
                 await self.sem.acquire()  # never waits: at most the free slots were taken
                 self.job_counter += 1
                 task = asyncio.create_task(self._run_taken(job))
@@ -242,8 +248,16 @@ class WakeableWorker(Worker):
             await asyncio.sleep(self.poll_delay_s)
 
     async def _until_next_deferred(self) -> float:
-        """Seconds until the earliest job scored in the future, capped at ``idle_poll``."""
+        """Seconds until the earliest job scored in the future, capped at ``idle_poll``.
+
+        Known without a round trip when this iteration's take reported the first job it
+        left queued (a job enqueued since then publishes a wake-up); else asked of Redis.
+        """
         now = timestamp_ms()
+        if self._first_left_known:
+            if self._first_left is None:
+                return self.idle_poll_s
+            return max(0.0, min(self.idle_poll_s, (self._first_left - now) / 1000))
         try:
             due = await self.pool.zrangebyscore(
                 self.queue_name, min=f"({now}", max="+inf", start=0, num=1, withscores=True

@@ -106,16 +106,18 @@ async def test_deferred_job_stays_queued_until_due(runtime: Runtime) -> None:
     assert later is not None and now is not None
     taker = JobTaker(runtime.redis, default_queue_name)
     clock = timestamp_ms()
-    taken = await taker.take(clock, 10)
+    taken, first_left = await taker.take(clock, 10)
     assert [j.job_id for j in taken] == [now.job_id]
+    assert first_left is not None and first_left > clock + 50_000  # the deferred job
     assert taken[0].body  # the body came with the job and left Redis
     assert not await runtime.redis.exists(job_key_prefix + now.job_id)
     assert await runtime.redis.zscore(default_queue_name, later.job_id) is not None
     assert await runtime.redis.exists(job_key_prefix + later.job_id)
-    assert await taker.take(clock, 10) == []
-    (due,) = await taker.take(clock + 61_000, 10)
+    assert await taker.take(clock, 10) == ([], first_left)
+    (due,), left = await taker.take(clock + 61_000, 10)
+    assert left is None  # the queue is empty
     assert due.job_id == later.job_id
-    assert due.score > clock + 50_000  # its due time, about 60 s after the enqueue
+    assert due.score == first_left
     assert await runtime.redis.zcard(default_queue_name) == 0
 
 
@@ -126,8 +128,9 @@ async def test_take_respects_its_limit_in_due_order(runtime: Runtime) -> None:
         assert job is not None
         ids.append(job.job_id)
     taker = JobTaker(runtime.redis, default_queue_name)
-    first = await taker.take(timestamp_ms(), 2)
+    first, first_left = await taker.take(timestamp_ms(), 2)
     assert [j.job_id for j in first] == [ids[4], ids[3]]  # the most overdue first
+    assert first_left == await runtime.redis.zscore(default_queue_name, ids[2])
     assert await runtime.redis.zcard(default_queue_name) == 3
 
 
@@ -182,7 +185,7 @@ async def test_job_taken_but_never_run_is_recovered_by_the_sweeper(
 ) -> None:
     run_id = await _one_call_run(client, sink.url)
     # a worker takes the step's job, then dies (or loses Redis) before running it
-    (lost,) = await JobTaker(runtime.redis, default_queue_name).take(timestamp_ms(), 10)
+    (lost,), _ = await JobTaker(runtime.redis, default_queue_name).take(timestamp_ms(), 10)
     assert lost.body
     assert await runtime.redis.zcard(default_queue_name) == 0
     async with worker_factory() as _w:
