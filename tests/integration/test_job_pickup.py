@@ -37,13 +37,14 @@ HEALTH_KEY = default_queue_name + ":health-check"  # arq's worker health record
 
 
 def _recording_worker(
-    settings: Settings, ran: list[tuple[int, str]], **options: Any
+    settings: Settings, ran: list[tuple[int, str]], *, interleave: bool = True, **options: Any
 ) -> WakeableWorker:
-    """A worker whose only jobs are ``record(n)`` (appends ``(n, job id)`` to ``ran``)
-    and ``boom()`` (raises)."""
+    """A worker whose only jobs are ``record(n)`` (appends ``(n, job id)`` to ``ran``;
+    first gives way to other tasks when ``interleave``) and ``boom()`` (raises)."""
 
     async def record(ctx: dict[str, Any], n: int) -> None:
-        await asyncio.sleep(0)  # let the other worker's pickup interleave
+        if interleave:
+            await asyncio.sleep(0)  # let the other worker's pickup interleave
         ran.append((n, ctx["job_id"]))
 
     async def boom(ctx: dict[str, Any]) -> None:
@@ -98,6 +99,26 @@ async def test_two_workers_racing_run_each_job_exactly_once(
     assert len({job_id for _, job_id in ran}) == jobs
     assert sum(w.jobs_complete for w in workers) == jobs
     assert await _left_keys(runtime) == set()
+
+
+async def test_backlog_drains_without_waiting_for_idle_poll(
+    settings: Settings, runtime: Runtime
+) -> None:
+    # more jobs than one look at the queue reads (queue_read_limit, 100), enqueued with no
+    # wake-up: a worker that slept idle_poll (60 s) between looks would not finish in BOUND
+    jobs = 150
+    for n in range(jobs):
+        await runtime.redis.enqueue_job("record", n)
+    ran: list[tuple[int, str]] = []
+    w = _recording_worker(settings, ran, interleave=False, max_jobs=20)
+    w.idle_poll_s = 60.0
+    task = asyncio.create_task(w.async_run())
+    try:
+        await _until(lambda: len(ran) >= jobs, f"{jobs} queued jobs run")
+    finally:
+        await stop_worker(w)
+        await asyncio.gather(task, return_exceptions=True)
+    assert sorted(n for n, _ in ran) == list(range(jobs))
 
 
 async def test_deferred_job_stays_queued_until_due(runtime: Runtime) -> None:
