@@ -96,12 +96,14 @@ def validation_error(_: Request, exc: ValidationException) -> Response[bytes]:
 
 def too_deep(request: Request, _: RecursionError) -> Response[bytes]:
     """400 for a body nested deeper than the decoder can follow (thousands of levels):
-    far past every depth limit, which a decodable body is checked against afterwards."""
+    far past every depth limit, which a decodable body is checked against afterwards. The
+    decoder gave up before reaching a field, so the field named is the whole ``body``."""
     limit = request.app.state.runtime.settings.max_json_depth
     return _json(
         400,
         f"the request body is nested too deeply (limit max_json_depth: {limit} levels; "
         "node configs: max_config_depth)",
+        field="body",
     )
 
 

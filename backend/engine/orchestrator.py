@@ -46,6 +46,7 @@ from backend.engine.retry import retry_delay, should_retry
 from backend.engine.run_end import cancel, fail, settle, time_out, update_waiting
 from backend.engine.states import RunStatus, StepStatus
 from backend.engine.step_results import finish_failed, has_unhandled_failure, succeed, unhandled
+from backend.engine.unfinished_attempts import counted_attempts, reopen
 from designer_schema.graph import Step, WorkflowGraph
 
 __all__ = [
@@ -59,6 +60,7 @@ __all__ = [
     "fire_timer",
     "inline_ready",
     "record_outcome",
+    "reopen_attempt",
     "start",
     "step_input",
     "time_out",
@@ -315,8 +317,9 @@ def fail_action(
     rec.error = error
     state.touch(step_id)
     kind = str(error.get("kind", "error"))
-    if should_retry(step.retry, rec.attempts, retryable=retryable, kind=kind):
-        delay = retry_delay(step.retry, rec.attempts, retry_after=retry_after, rng=rng)
+    counted = counted_attempts(rec)  # a lost or handed-back attempt uses up no retry
+    if should_retry(step.retry, counted, retryable=retryable, kind=kind):
+        delay = retry_delay(step.retry, counted, retry_after=retry_after, rng=rng)
         rec.move(StepStatus.READY)
         rec.not_before = now + timedelta(seconds=delay)
         state.emit("step.retry_scheduled", step_id, delay=delay, attempt=rec.attempts, error=error)
@@ -349,3 +352,23 @@ def record_outcome(
         retry_after=outcome.retry_after,
         nodes=nodes,
     )
+
+
+def reopen_attempt(
+    graph: WorkflowGraph,
+    state: RunState,
+    step_id: str,
+    attempt_id: int,
+    now: datetime,
+    *,
+    lost: bool,
+    nodes: NodeRegistry = NODE_TYPES,
+) -> list[str]:
+    """The running attempt ``attempt_id`` of ``step_id`` ended without an outcome: its
+    worker was lost (``lost``: lease expired) or handed it back at shutdown
+    (:func:`backend.engine.unfinished_attempts.reopen`). Returns the steps to dispatch: the
+    step itself, ready again, or, when its workers were lost too often and it failed, what
+    advancing the run made ready."""
+    if reopen(graph, state, step_id, attempt_id, now, lost=lost):
+        return [step_id]
+    return advance(graph, state, now, nodes=nodes)

@@ -101,6 +101,11 @@ async def test_node_config_depth_and_size_are_limited(small: httpx.AsyncClient) 
     assert (await small.put(url, json={"diagram": with_mapping(nested(3))})).is_success
     r = await small.put(url, json={"diagram": with_mapping({"x": "y" * 300})})
     await refused(r, "max_config_bytes", "nodes[1].config")
+    # nested past what the decoder follows: refused before any field is reached
+    deep = '{"a":' * 10_000 + "1" + "}" * 10_000
+    body = '{"diagram": {"nodes": [{"id": "s", "type": "control.set", "config": ' + deep + "}]}}"
+    r = await small.put(url, content=body, headers={"content-type": "application/json"})
+    await refused(r, "max_config_depth", "body")
 
 
 async def test_a_config_nested_10000_levels_is_a_400(client: httpx.AsyncClient) -> None:

@@ -300,11 +300,12 @@ class Steps:
         self, run_id: uuid.UUID, step_id: str, attempt_id: int, token: str
     ) -> bool:
         """Expire a running attempt whose lease ran out (its worker is lost): the step
-        is ready again without using up a retry. False when the attempt was no longer
-        running with ``token``."""
+        is ready again without using up a retry, or fails (kind ``lease_expired``) once its
+        workers were lost :data:`~backend.engine.unfinished_attempts.MAX_LOST_LEASES` times.
+        False when the attempt was no longer running with ``token``."""
         error = {"message": "lease expired: worker lost", "kind": "lease_expired"}
         return await self._reopen(
-            run_id, step_id, attempt_id, token, AttemptStatus.EXPIRED, error, "step.lease_expired"
+            run_id, step_id, attempt_id, token, AttemptStatus.EXPIRED, error, lost=True
         )
 
     async def hand_back(self, run_id: uuid.UUID, claimed: Claimed) -> bool:
@@ -323,7 +324,7 @@ class Steps:
             claimed.token,
             AttemptStatus.RELEASED,
             error,
-            "step.handed_back",
+            lost=False,
         )
         if released:
             log.info("handed back %s/%s at shutdown", run_id, claimed.step_id)
@@ -337,23 +338,22 @@ class Steps:
         token: str,
         status: AttemptStatus,
         error: dict[str, Any],
-        event: str,
+        *,
+        lost: bool,
     ) -> bool:
         """Close running attempt ``attempt_id`` (fenced by ``token``) with ``status`` and
-        ``error``, make its step ready now and dispatch it; False when it was not open."""
+        ``error`` and reopen its step (:func:`backend.engine.orchestrator.reopen_attempt`:
+        ready again at once without using up a retry, or failed after too many lost
+        workers); False when the attempt was not open."""
 
         async def decide(run: Locked) -> Change:
             closed = FinishedAttempt(attempt_id, token, status.value, None, error, run.now)
             if not await run.tx.close_attempt(closed):
                 return Change(result=False, write=False)
-            state = run.state
-            rec = state.steps.get(step_id)
-            if rec is not None and rec.status == StepStatus.RUNNING and not state.status.terminal:
-                rec.move(StepStatus.READY)
-                rec.not_before = run.now
-                state.touch(step_id)
-                state.emit(event, step_id, attempt_id=attempt_id)
-            return Change(dispatch=[step_id], result=True)
+            dispatch = orchestrator.reopen_attempt(
+                run.graph, run.state, step_id, attempt_id, run.now, lost=lost
+            )
+            return Change(dispatch=dispatch, result=True)
 
         try:
             change = await self.transitions.locked(run_id, decide)
