@@ -19,7 +19,8 @@ import asyncio
 import logging
 from typing import Any
 
-from arq.utils import timestamp_ms
+from arq.jobs import SerializationError, deserialize_job_raw
+from arq.utils import ms_to_datetime, timestamp_ms
 from arq.worker import Worker
 from redis.asyncio.client import PubSub
 from redis.exceptions import RedisError
@@ -27,6 +28,7 @@ from redis.exceptions import RedisError
 from backend.services.channels import WAKE_CHANNEL
 from backend.transport.redis_client import RedisTarget, redis_client
 from backend.workers.health import Backoff, ServiceHealth
+from backend.workers.pickup import JobTaker, TakenJob
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +55,9 @@ class WakeableWorker(Worker):
     The Redis client is made without connecting (:func:`redis_client`), so a worker
     starts while Redis is down and connects when it comes up. ``health`` records what the
     worker last saw of Redis (and, from the jobs, of PostgreSQL).
+
+    Jobs are taken with one atomic script call per look at the queue and run without
+    arq's per-job bookkeeping keys (:meth:`_poll_iteration`, backend/workers/pickup.py).
     """
 
     def __init__(
@@ -68,14 +73,18 @@ class WakeableWorker(Worker):
         self.idle_poll_s = idle_poll
         self.health = health or ServiceHealth("worker")
         self._wake: PubSub | None = None
+        self._taker: JobTaker | None = None
+        # score (epoch ms) of the first job the last take left queued; None: queue empty
+        self._first_left: int | None = None
+        self._first_left_known = False
 
     async def main(self) -> None:
         """Poll loop that rides out Redis outages of any length.
 
         A Redis connection error anywhere in one iteration marks Redis down in
-        :attr:`health` (one log line), frees the job slots the failed iteration may have
-        taken, and retries after a :class:`~backend.workers.health.Backoff` delay (0.1 s
-        doubling to 5 s, jittered) until Redis answers again; running jobs carry on.
+        :attr:`health` (one log line) and retries after a
+        :class:`~backend.workers.health.Backoff` delay (0.1 s doubling to 5 s, jittered)
+        until Redis answers again; running jobs carry on.
         Jobs lost with Redis are re-dispatched by the sweeper from PostgreSQL.
         """
         if self._pool is None:
@@ -98,7 +107,6 @@ class WakeableWorker(Worker):
                     raise_if_cancelling()
                     self.health.down("redis", exc)
                     await self._unsubscribe()
-                    await self._reclaim_slots()
                     await asyncio.sleep(backoff.next())
                     continue
                 self.health.up("redis")
@@ -116,21 +124,92 @@ class WakeableWorker(Worker):
             return True
         return False
 
-    async def _reclaim_slots(self) -> None:
-        """Recount free job slots from the jobs actually running.
+    async def _poll_iteration(self) -> None:
+        """Take due jobs with one :class:`~backend.workers.pickup.JobTaker` call and start
+        them; forget ended job tasks; record arq's health key when due.
 
-        arq's ``start_jobs`` takes a slot (semaphore and counter) before its Redis
-        round trips and does not give it back when one of them fails; after a few outages
-        a worker would have no slots left. Each running job's done-callback releases its
-        slot on the new semaphore, so the counts stay exact.
+        Replaces arq 0.28's ``_poll_iteration`` + ``start_jobs`` (backend/workers/pickup.py
+        tells what is left out and why). Takes at most the free slots (``max_jobs`` minus
+        running jobs), ``queue_read_limit``, and in burst mode what ``max_burst_jobs``
+        leaves; a slot (semaphore and counter) is taken only once the job is in hand, so a
+        failed Redis call leaves the slot counts as they were. Nothing is taken while
+        ``allow_pick_jobs`` is off.
         """
-        await asyncio.sleep(0)  # let done-callbacks already scheduled release their slots
-        running = sum(not t.done() for t in self.tasks.values())
-        sem = asyncio.BoundedSemaphore(self.max_jobs)
-        for _ in range(min(running, self.max_jobs)):
-            await sem.acquire()  # never waits: the semaphore starts with every slot free
-        self.sem = sem
-        self.job_counter = running
+        self._first_left_known = False
+        limit = min(self.queue_read_limit, self.max_jobs - self.job_counter)
+        if self.burst and self.max_burst_jobs >= 0:
+            limit = min(limit, self.max_burst_jobs - self._jobs_started())
+        if self.allow_pick_jobs and limit > 0:
+            if self._taker is None:
+                self._taker = JobTaker(self.pool, self.queue_name)
+            taken, self._first_left = await self._taker.take(timestamp_ms(), limit)
+            self._first_left_known = True
+            for job in taken:
+                await self.sem.acquire()  # never waits: at most the free slots were taken
+                self.job_counter += 1
+                task = asyncio.create_task(self._run_taken(job))
+                task.add_done_callback(self._job_ended)
+                self.tasks[job.job_id] = task
+        for job_id, task in list(self.tasks.items()):
+            if task.done():
+                del self.tasks[job_id]
+                task.result()  # _run_taken swallows job errors: this re-raises only bugs
+        await self.heart_beat()
+
+    def _job_ended(self, _task: asyncio.Task[None]) -> None:
+        self.job_counter -= 1
+        self.sem.release()
+
+    async def _run_taken(self, job: TakenJob) -> None:
+        """Run one taken job like arq's ``run_job`` does for a first try: the function from
+        arq's table (``self.functions``), ctx = the worker's ctx plus ``job_id``,
+        ``job_try`` (1), ``enqueue_time``, ``score``; the function's or the worker's
+        ``job_timeout``; the ``on_job_start`` / ``on_job_end`` / ``after_job_end`` hooks;
+        the ``jobs_complete`` / ``jobs_failed`` counters. A job that fails, times out or is
+        cancelled is logged and counted, never re-queued (``max_tries=1``): its work is in
+        PostgreSQL and the sweeper picks it up. Start and end are logged at DEBUG (arq logs
+        them at INFO, two formatted lines per job on the hot path).
+        """
+        if not job.body:
+            log.warning("job %s expired before it was taken", job.job_id)
+            self.jobs_failed += 1
+            return
+        try:
+            name, args, kwargs, _try, enqueued_ms = deserialize_job_raw(
+                job.body, deserializer=self.job_deserializer
+            )
+            function = self.functions[name]
+        except (SerializationError, KeyError) as exc:
+            log.warning("job %s cannot run: %s", job.job_id, exc)
+            self.jobs_failed += 1
+            return
+        ctx = {
+            **self.ctx,
+            "job_id": job.job_id,
+            "job_try": 1,
+            "enqueue_time": ms_to_datetime(enqueued_ms),
+            "score": job.score,
+        }
+        timeout = self.job_timeout_s if function.timeout_s is None else function.timeout_s
+        if self.on_job_start:
+            await self.on_job_start(ctx)
+        log.debug("job %s: %s started", job.job_id, name)
+        try:
+            async with asyncio.timeout(timeout):
+                await function.coroutine(ctx, *args, **kwargs)
+        except (Exception, asyncio.CancelledError) as exc:
+            self.jobs_failed += 1
+            if isinstance(exc, asyncio.CancelledError):
+                log.info("job %s: %s cancelled (the sweeper recovers its work)", job.job_id, name)
+            else:
+                log.exception("job %s: %s failed", job.job_id, name)
+        else:
+            self.jobs_complete += 1
+            log.debug("job %s: %s done", job.job_id, name)
+        if self.on_job_end:
+            await self.on_job_end(ctx)
+        if self.after_job_end:
+            await self.after_job_end(ctx)
 
     async def _subscribe(self) -> None:
         if self._wake is not None:
@@ -169,8 +248,16 @@ class WakeableWorker(Worker):
             await asyncio.sleep(self.poll_delay_s)
 
     async def _until_next_deferred(self) -> float:
-        """Seconds until the earliest job scored in the future, capped at ``idle_poll``."""
+        """Seconds until the earliest job scored in the future, capped at ``idle_poll``.
+
+        Known without a round trip when this iteration's take reported the first job it
+        left queued (a job enqueued since then publishes a wake-up); else asked of Redis.
+        """
         now = timestamp_ms()
+        if self._first_left_known:
+            if self._first_left is None:
+                return self.idle_poll_s
+            return max(0.0, min(self.idle_poll_s, (self._first_left - now) / 1000))
         try:
             due = await self.pool.zrangebyscore(
                 self.queue_name, min=f"({now}", max="+inf", start=0, num=1, withscores=True

@@ -16,7 +16,6 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import httpx
-from arq.constants import default_queue_name
 from arq.worker import Worker, func
 from redis.exceptions import RedisError
 
@@ -59,25 +58,15 @@ async def execute_step(
     """arq job: run one attempt of a ready step (and the steps it continues inline);
     ``trace``: the dispatcher's trace context (tracing on only).
 
-    The job first leaves arq's queue: arq keeps a running job in the queue until it ends,
-    and every poll of every worker re-checks each such job with four Redis round trips
-    (WATCH, EXISTS, ZSCORE, reset), so a long inline chain or many running steps cost
-    hundreds of round trips a second. The step's claim in PostgreSQL is what makes it
+    The job is already off arq's queue when it starts (the worker takes it whole,
+    backend/workers/pickup.py). The step's claim in PostgreSQL is what makes it
     exclusive, and a job lost before its claim is re-dispatched by the sweeper.
     """
     runtime: Runtime = ctx["runtime"]
     _started(ctx, "execute_step", run_id, step_id=step_id)
-    await _leave_queue(ctx)
     with tracing.job_span("execute_step", trace, run_id):
         async with _database(ctx, run_id):
             await runtime.execution.execute_step(uuid.UUID(run_id), step_id)
-
-
-async def _leave_queue(ctx: dict[str, Any]) -> None:
-    try:
-        await ctx["redis"].zrem(default_queue_name, ctx["job_id"])
-    except (RedisError, OSError) as exc:  # transport only: the job runs anyway
-        log.debug("could not take job %s off the queue: %s", ctx.get("job_id"), exc)
 
 
 async def advance_run(
