@@ -101,7 +101,11 @@ class Railyard:
         return [f"http://127.0.0.1:{port}/hooks/{token}" for port in self.ports]
 
     def pids(self) -> list[int]:
-        return self.procs.pids()
+        """Railyard's processes, Redis included: it carries the queue and the notices (its
+        job-taking script runs inside it), so its CPU is Railyard's, as Restate's server is
+        Restate's. PostgreSQL's is counted apart (``pg_cpu_per_run``)."""
+        redis = self.stack.redis.pid if self.stack.redis is not None else None
+        return self.procs.pids() + ([redis] if redis is not None else [])
 
     async def completed(self) -> tuple[int, int, float]:
         """Runs of the Set -> If workflow: ``(stored, succeeded, latest finished_at)``, the

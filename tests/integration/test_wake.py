@@ -139,3 +139,16 @@ async def test_burst_worker_runs_the_queue_then_exits(
         await stop_worker(w)
     assert await wait_for_run(runtime, run_id, timeout=1) == "succeeded"
     assert await runtime.redis.zcard(default_queue_name) == 0
+
+
+async def test_worker_pool_keeps_one_connection_per_job_slot(
+    settings: Settings, runtime: Runtime
+) -> None:
+    """A worker running all its slots needs no overflow connections (each new one costs
+    PostgreSQL a backend and asyncpg its statement preparations)."""
+    w = make_worker(settings, burst=True, idle_poll=LONG_IDLE_POLL, max_jobs=7)
+    try:
+        await asyncio.wait_for(w.async_run(), BOUND)
+        assert w.ctx["runtime"].engine.pool.size() == 7
+    finally:
+        await stop_worker(w)
