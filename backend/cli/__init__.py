@@ -264,7 +264,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
     async def main() -> None:
         _tracing(settings)
         jobs = {"max_jobs": args.max_jobs} if args.max_jobs else {}
-        worker = make_worker(settings, sweep=False, **jobs)
+        worker = make_worker(settings, sweep=False, tune_gc=True, **jobs)
         stop = _stop_on_signals()
         probes = await _start_probes(
             args.health_port, lambda: worker.ctx.get("runtime"), settings.metrics_token

@@ -19,7 +19,7 @@ import httpx
 from arq.worker import Worker, func
 from redis.exceptions import RedisError
 
-from backend.observability import logs, metrics, tracing
+from backend.observability import gc_pauses, logs, metrics, tracing
 from backend.runtime import Runtime, build_runtime
 from backend.services.availability import database_unavailable
 from backend.services.metrics_view import forget_worker, heartbeat
@@ -153,8 +153,14 @@ def make_worker(
     max_jobs: int = DEFAULT_MAX_JOBS,
     sweep: bool = True,
     idle_poll: float = DEFAULT_IDLE_POLL_SECONDS,
+    tune_gc: bool = False,
 ) -> WakeableWorker:
     """An arq :class:`Worker` for ``settings``; ``burst`` exits when the queue is empty.
+
+    ``tune_gc`` (the ``railyard worker`` process): once its runtime is built, the worker
+    freezes the objects alive and collects less often, like the API
+    (:func:`backend.observability.gc_pauses.configure`): a full collection then no longer
+    walks the runtime's long-lived objects in the middle of a step.
 
     ``idle_poll`` is the longest sleep, in seconds, of an idle worker that no wake-up
     reaches (see :class:`~backend.workers.wake.WakeableWorker`). The worker rides out
@@ -180,6 +186,8 @@ def make_worker(
         if sweep and not burst:
             tasks += [_sweeper(runtime, ctx["health"]), enforce_deadlines(runtime.execution)]
         ctx["background"] = [asyncio.create_task(t) for t in tasks]
+        if tune_gc:
+            gc_pauses.configure()
 
     async def shutdown(ctx: dict[str, Any]) -> None:
         background = ctx.get("background", ())

@@ -8,6 +8,8 @@ waits below (5 s) fail when the mechanism breaks.
 from __future__ import annotations
 
 import asyncio
+import json
+import sys
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -16,6 +18,7 @@ import pytest
 import pytest_asyncio
 from arq.constants import default_queue_name
 
+from backend.observability import gc_pauses
 from backend.runtime import Runtime
 from backend.services.channels import WAKE_CHANNEL
 from backend.settings import Settings
@@ -152,3 +155,41 @@ async def test_worker_pool_keeps_one_connection_per_job_slot(
         assert w.ctx["runtime"].engine.pool.size() == 7
     finally:
         await stop_worker(w)
+
+
+_TUNED_WORKER = """
+import asyncio, gc, json, sys
+from backend.observability import gc_pauses
+from backend.settings import load_settings
+from backend.workers.worker import make_worker, stop_worker
+
+async def main(tune):
+    settings = load_settings(environ={}, database_url=sys.argv[1], redis_url=sys.argv[2])
+    w = make_worker(settings, burst=True, idle_poll=0.5, tune_gc=tune)
+    try:
+        await asyncio.wait_for(w.async_run(), 30)
+    finally:
+        await stop_worker(w)
+
+asyncio.run(main(sys.argv[3] == "tuned"))
+print(json.dumps({"configured": gc_pauses.configured(), "threshold": gc.get_threshold()}))
+"""
+
+
+@pytest.mark.parametrize("tuned", [True, False])
+async def test_worker_tunes_its_garbage_collector_when_asked(
+    settings: Settings, runtime: Runtime, tuned: bool
+) -> None:
+    """``railyard worker`` freezes its startup objects like the API; a worker made
+    without ``tune_gc`` (tests, embedded uses) leaves the collector alone. A fresh
+    interpreter each: the settings are process-wide."""
+    argv = [settings.database_url, settings.redis_url, "tuned" if tuned else "plain"]
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", _TUNED_WORKER, *argv, stdout=asyncio.subprocess.PIPE
+    )
+    out, _ = await asyncio.wait_for(proc.communicate(), BOUND * 4)
+    assert proc.returncode == 0
+    result = json.loads(out.decode().strip().splitlines()[-1])
+    assert result["configured"] is tuned
+    expected = list(gc_pauses.GC_THRESHOLDS) if tuned else [700, 10, 10]
+    assert result["threshold"] == expected
