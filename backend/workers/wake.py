@@ -96,6 +96,9 @@ class WakeableWorker(Worker):
         backoff = Backoff()
         try:
             while True:
+                # a cancellation that a Redis call turned into an error somewhere below and
+                # that was handled as an outage still ends the loop here
+                raise_if_cancelling()
                 try:
                     # subscribe before looking at the queue: a job enqueued after the look
                     # then always leaves a message behind for the wait below
@@ -218,6 +221,7 @@ class WakeableWorker(Worker):
         try:
             await pubsub.subscribe(WAKE_CHANNEL)
         except (RedisError, OSError) as exc:
+            raise_if_cancelling()
             log.debug("cannot subscribe to %s: %s (polling instead)", WAKE_CHANNEL, exc)
             await _close(pubsub)
             return
@@ -263,6 +267,7 @@ class WakeableWorker(Worker):
                 self.queue_name, min=f"({now}", max="+inf", start=0, num=1, withscores=True
             )
         except (RedisError, OSError):
+            raise_if_cancelling()
             return self.poll_delay_s
         if not due:
             return self.idle_poll_s

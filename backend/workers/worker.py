@@ -246,6 +246,9 @@ async def stop_worker(worker: Worker, *, grace_seconds: float = 10.0) -> None:
     drain = runtime.execution.env.drain if runtime is not None else None
     if drain is not None:
         drain.begin()
+    # take no job from now on, even if the poll loop outlives its cancellation: a draining
+    # worker hands each job it takes back to the queue, and taking them again would spin
+    worker.allow_pick_jobs = False
     if worker.main_task is not None:
         worker.main_task.cancel()
     running = [t for t in worker.tasks.values() if not t.done()]

@@ -193,3 +193,29 @@ async def test_worker_tunes_its_garbage_collector_when_asked(
     assert result["configured"] is tuned
     expected = list(gc_pauses.GC_THRESHOLDS) if tuned else [700, 10, 10]
     assert result["threshold"] == expected
+
+
+async def test_stopping_worker_whose_wait_swallowed_the_cancel_still_stops(
+    settings: Settings, runtime: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """redis-py can turn a cancelled read into a connection error that a Redis-outage
+    handler then treats as an outage: the poll loop must still end at its next turn, and
+    a stopping worker takes no job meanwhile (a draining worker puts every job it takes
+    back on the queue: taking them again would spin)."""
+    w = make_worker(settings, idle_poll=LONG_IDLE_POLL)
+    waiting, swallowed = asyncio.Event(), asyncio.Event()
+
+    async def wait_swallowing_cancel() -> None:
+        waiting.set()
+        try:
+            await asyncio.sleep(LONG_IDLE_POLL)
+        except asyncio.CancelledError:
+            swallowed.set()  # handled like an outage: the loop goes on
+
+    monkeypatch.setattr(w, "_wait_for_work", wait_swallowing_cancel)
+    w.main_task = asyncio.create_task(w.main())
+    await asyncio.wait_for(waiting.wait(), BOUND * 4)
+    await stop_worker(w)
+    assert swallowed.is_set()
+    assert w.main_task.done() and w.main_task.cancelled()
+    assert w.allow_pick_jobs is False
