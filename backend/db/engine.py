@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Generator
 from typing import Any
 
+import asyncpg
 import msgspec
 from sqlalchemy import event, exc
 from sqlalchemy.ext.asyncio import (
@@ -29,7 +31,9 @@ def make_engine(database_url: str, *, pool_size: int = 10) -> AsyncEngine:
     asyncpg prepares every statement once per connection (SQLAlchemy's prepared statement
     cache, 100 statements by default). JSON and JSONB values are encoded and decoded with
     msgspec (several times faster than the standard library's json on step inputs and
-    outputs, which every engine transaction reads and writes).
+    outputs, which every engine transaction reads and writes). Connections are opened by
+    :func:`_deferred_connect`, so the fast path's synchronous checkout
+    (backend/db/fast_path.py) can give up a connection attempt cleanly.
     """
     engine = create_async_engine(
         database_url,
@@ -39,6 +43,7 @@ def make_engine(database_url: str, *, pool_size: int = 10) -> AsyncEngine:
         pool_recycle=POOL_RECYCLE_SECONDS,
         json_serializer=_json_encode,
         json_deserializer=msgspec.json.decode,
+        connect_args={"async_creator_fn": _deferred_connect},
     )
     event.listen(engine.sync_engine, "checkout", _reject_closed)
     return engine
@@ -48,6 +53,28 @@ def _json_encode(value: Any) -> str:
     """JSON text of ``value`` for a JSON/JSONB column (msgspec; same output as ``json``
     for JSON-able builtins, and ISO 8601 strings for dates and times)."""
     return msgspec.json.encode(value).decode()
+
+
+def _deferred_connect(*args: Any, **kwargs: Any) -> _DeferredConnect:
+    """``asyncpg.connect(*args, **kwargs)`` (the arguments SQLAlchemy derives from the
+    URL), started only when awaited. SQLAlchemy's asyncpg dialect calls this and awaits
+    the result in a greenlet; when the pool asks for a connection where it cannot wait
+    (outside a greenlet: it raises ``MissingGreenlet`` and closes its own coroutine
+    unstarted), nothing was started, so no "coroutine was never awaited" warning."""
+    return _DeferredConnect(args, kwargs)
+
+
+class _DeferredConnect:
+    """An awaitable that runs ``asyncpg.connect`` with its arguments when awaited."""
+
+    __slots__ = ("args", "kwargs")
+
+    def __init__(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        self.args = args
+        self.kwargs = kwargs
+
+    def __await__(self) -> Generator[Any, None, asyncpg.Connection]:
+        return asyncpg.connect(*self.args, **self.kwargs).__await__()
 
 
 def _reject_closed(dbapi_connection: Any, _record: Any, _proxy: Any) -> None:

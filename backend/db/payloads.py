@@ -34,6 +34,7 @@ from sqlalchemy import func, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
+from backend.db.fast_path import LazyConnection
 from backend.db.models import Payload
 
 log = logging.getLogger(__name__)
@@ -49,7 +50,7 @@ _MAX_DEPTH = 32
 _inline_limit = DEFAULT_INLINE_LIMIT
 _encode = msgspec.json.encode
 
-Db = AsyncSession | AsyncConnection
+Db = AsyncSession | AsyncConnection | LazyConnection
 
 
 def configure(inline_limit: int) -> None:

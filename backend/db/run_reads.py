@@ -9,8 +9,9 @@ together: the step records come back as one array of anonymous records
 are read in one snapshot, so the state is consistent; the write that follows is still
 fenced by the row's revision. asyncpg prepares the statement once per connection (its
 statement cache), and a connection the server closed is replaced at the pool's next
-checkout (backend/db/engine.py). Values stored by reference (backend/db/payloads.py) are
-read back in full; that costs a statement only when the run holds a reference.
+checkout (backend/db/engine.py, backend/db/fast_path.py). Values stored by reference
+(backend/db/payloads.py) are read back in full; that costs a statement only when the run
+holds a reference.
 """
 
 from __future__ import annotations
@@ -19,11 +20,10 @@ import types
 import uuid
 from typing import Any, cast
 
-from sqlalchemy.ext.asyncio import AsyncConnection
-
+from backend.db.fast_path import FastPath
 from backend.db.models import Run
 from backend.db.run_state import build_state, run_row
-from backend.db.run_writes import STEP_FIELDS, autocommit_driver
+from backend.db.run_writes import STEP_FIELDS
 from backend.engine.model import RunState, StepRecord
 from backend.engine.ports import RunRow
 from backend.engine.states import StepStatus
@@ -71,15 +71,17 @@ def step_records(rows: list[tuple[Any, ...]] | None) -> dict[str, StepRecord]:
     return records
 
 
-async def read_run(conn: AsyncConnection, run_id: uuid.UUID) -> tuple[RunRow, RunState] | None:
-    """The run row and its state without child runs, read in ``conn`` (a connection in
-    autocommit; see :meth:`~backend.engine.ports.RunStore.read_unlocked`) with ONE
-    statement. ``None`` when the run does not exist. asyncpg's errors propagate as
-    they are (backend/services/availability.py classifies a lost connection)."""
-    found = await autocommit_driver(conn).fetchrow(_READ_RUN, run_id)
+async def read_run(fast: FastPath, run_id: uuid.UUID) -> tuple[RunRow, RunState] | None:
+    """The run row and its state without child runs, read on the fast path (see
+    :meth:`~backend.engine.ports.RunStore.read_unlocked`) with ONE statement. ``None``
+    when the run does not exist. asyncpg's errors propagate as they are
+    (backend/services/availability.py classifies a lost connection)."""
+    found = await fast.fetchrow(_READ_RUN, run_id)
     if found is None:
         return None
     columns = dict(zip(RUN_COLUMNS, found, strict=False))
     run = cast(Run, types.SimpleNamespace(**columns))  # the ORM entity's column attributes
     records = step_records(found["steps"])
-    return run_row(run), await build_state(conn, run, records, {}, resolve_steps=True)
+    async with fast.connection() as db:  # opened only when a value is stored by reference
+        state = await build_state(db, run, records, {}, resolve_steps=True)
+    return run_row(run), state

@@ -16,12 +16,13 @@ from datetime import datetime
 from typing import Any, cast
 
 from sqlalchemy import Table, bindparam, select, text, update
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
+from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm.attributes import set_committed_value
 
 from backend.db import payloads
+from backend.db.fast_path import FastPath
 from backend.db.models import Attempt, Run, StepRun, Workflow, WorkflowVersion
-from backend.db.run_writes import STEP_FIELDS, write_state
+from backend.db.run_writes import STEP_FIELDS, Positional, write_state
 from backend.engine.model import ChildRun, RunState, StepRecord
 from backend.engine.ports import (
     FinishedAttempt,
@@ -92,7 +93,7 @@ async def lock_run(session: AsyncSession, run_id: uuid.UUID) -> Run | None:
 
 
 async def load_state(
-    session: AsyncSession | AsyncConnection,
+    session: payloads.Db,
     run: Run,
     *,
     children: bool = True,
@@ -130,7 +131,7 @@ async def load_state(
 
 
 async def build_state(
-    session: AsyncSession | AsyncConnection,
+    session: payloads.Db,
     run: Run,
     records: dict[str, StepRecord],
     by_step: dict[str, list[ChildRun]],
@@ -160,7 +161,7 @@ async def build_state(
 
 
 async def _resolve(
-    session: AsyncSession | AsyncConnection,
+    session: payloads.Db,
     run: Run,
     records: dict[str, StepRecord],
     children: dict[str, list[ChildRun]],
@@ -249,14 +250,21 @@ async def finish_attempt(
 
 
 async def extend_lease(
-    session: AsyncSession, attempt_id: int, fencing_token: str, lease_until: datetime
+    db: AsyncSession | FastPath, attempt_id: int, fencing_token: str, lease_until: datetime
 ) -> bool:
-    """Heartbeat: push the lease of a running attempt; False when it is no longer current."""
-    result = await session.execute(
-        update(_ATTEMPTS).where(_CURRENT_ATTEMPT).values(lease_expires_at=lease_until),
-        {"attempt_id": attempt_id, "token": fencing_token},
-    )
-    return bool(getattr(result, "rowcount", 0))
+    """Heartbeat: push the lease of a running attempt to ``lease_until``, in ``db``'s
+    transaction or on the fast path (its own transaction); False when the attempt is no
+    longer current (finished, or its fencing token was superseded)."""
+    params = {"attempt_id": attempt_id, "token": fencing_token, "until": lease_until}
+    return await _EXTEND_LEASE.fetchrow(db, params) is not None
+
+
+_EXTEND_LEASE = Positional(
+    update(_ATTEMPTS)
+    .where(_CURRENT_ATTEMPT)
+    .values(lease_expires_at=bindparam("until"))
+    .returning(_ATTEMPTS.c.id)
+)
 
 
 def run_row(run: Run) -> RunRow:
@@ -283,9 +291,7 @@ _SELECT_SETTINGS = select(cast(Table, Workflow.__table__).c.settings).where(
 )
 
 
-async def workflow_settings(
-    session: AsyncSession | AsyncConnection, workflow_id: uuid.UUID
-) -> WorkflowSettings:
+async def workflow_settings(session: payloads.Db, workflow_id: uuid.UUID) -> WorkflowSettings:
     """The run-control settings of a workflow (defaults when none or it is gone)."""
     found = (
         await session.execute(_SELECT_SETTINGS, {"workflow_id": workflow_id})

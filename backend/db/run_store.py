@@ -18,9 +18,10 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import select
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from backend.db import graphs, payloads
+from backend.db.fast_path import FastPath
 from backend.db.models import Run, Workflow, WorkflowVersion
 from backend.db.run_reads import read_run
 from backend.db.run_state import (
@@ -73,19 +74,12 @@ class PgRunStore:
 
     def __init__(self, sessionmaker: async_sessionmaker[AsyncSession]) -> None:
         self.sessionmaker = sessionmaker
+        self.fast = FastPath(sessionmaker.kw["bind"])
 
     @contextlib.asynccontextmanager
     async def transaction(self) -> AsyncIterator[PgRunTransaction]:
         async with self.sessionmaker() as session, session.begin():
             yield PgRunTransaction(session)
-
-    @contextlib.asynccontextmanager
-    async def _autocommit(self) -> AsyncIterator[AsyncConnection]:
-        """A pooled connection whose statements each commit on their own: a single
-        statement is then its own transaction (no BEGIN/COMMIT round trips)."""
-        engine = self.sessionmaker.kw["bind"]
-        async with engine.connect() as conn:
-            yield await conn.execution_options(isolation_level="AUTOCOMMIT")
 
     async def graph(self, version_id: uuid.UUID) -> WorkflowGraph:
         graph = graphs.cached_graph(version_id)
@@ -100,9 +94,8 @@ class PgRunStore:
     async def insert_started(
         self, new: NewRun, state: RunState, settings: WorkflowSettings
     ) -> WorkflowSettings | None:
-        async with self._autocommit() as conn:
-            with duplicate_key(new):
-                inserted = await insert_run(conn, new, state, expected_settings=settings.raw)
+        with duplicate_key(new):
+            inserted = await insert_run(self.fast, new, state, expected_settings=settings.raw)
         if inserted.written:
             return None
         if inserted.settings_differ:
@@ -118,22 +111,24 @@ class PgRunStore:
         start: NewAttempt | None,
         expected_revision: int,
     ) -> Written:
-        async with self._autocommit() as conn:
-            return await write_state(
-                conn, run_id, state, finish=finish, start=start, expected_revision=expected_revision
-            )
+        return await write_state(
+            self.fast,
+            run_id,
+            state,
+            finish=finish,
+            start=start,
+            expected_revision=expected_revision,
+        )
 
     async def read_unlocked(self, run_id: uuid.UUID) -> tuple[RunRow, RunState] | None:
-        async with self._autocommit() as conn:
-            return await read_run(conn, run_id)
+        return await read_run(self.fast, run_id)
 
     async def read_settings(self, workflow_id: uuid.UUID) -> WorkflowSettings:
-        async with self._autocommit() as conn:
+        async with self.fast.connection() as conn:
             return await workflow_settings(conn, workflow_id)
 
     async def extend_lease(self, attempt_id: int, token: str, until: datetime) -> bool:
-        async with self.sessionmaker() as session, session.begin():
-            return await extend_lease(session, attempt_id, token, until)
+        return await extend_lease(self.fast, attempt_id, token, until)
 
     async def run_by_idempotency_key(self, key: str) -> tuple[uuid.UUID, str]:
         async with self.sessionmaker() as session:

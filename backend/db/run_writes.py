@@ -17,7 +17,6 @@ run may start without admission) and passes values.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -28,9 +27,10 @@ from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.dialects.postgresql import UUID as PG_UUID
 from sqlalchemy.dialects.postgresql.asyncpg import dialect as asyncpg_dialect
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.db import payloads
+from backend.db.fast_path import FastPath
 from backend.engine.model import RunState, StepRecord
 from backend.engine.ports import FinishedAttempt, NewAttempt, NewRun, WorkflowSettings, Written
 from backend.observability import metrics
@@ -134,15 +134,16 @@ _SAVE = text(
             WHERE CAST(:ended AS boolean)) AS settings
     """
 ).columns()
-# The hottest statements (every engine write, every run start) go to asyncpg directly in
-# autocommit (SQLAlchemy's execute path costs ~0.2 ms of CPU per call here): compiled once
-# to asyncpg's positional form; asyncpg prepares each once per connection. JSON parameters
+# The hottest statements (every engine write, every run start) go to asyncpg directly on
+# the fast path (backend/db/fast_path.py; SQLAlchemy's execute path costs ~0.2 ms of CPU
+# per call here): compiled once to asyncpg's positional form; asyncpg prepares each once
+# per connection. JSON parameters
 # are JSON text, as SQLAlchemy's jsonb codec on the connection expects (it also decodes
 # jsonb results with msgspec).
 _RUN_FIELDS = ("status", "output", "error", "response", "started_at", "finished_at")
 
 
-class _Positional:
+class Positional:
     """A ``text()`` statement compiled once to asyncpg's ``$n`` form, with the order of
     its named parameters."""
 
@@ -151,39 +152,48 @@ class _Positional:
         self.statement = statement
         self.sql = str(compiled)
         self.names = tuple(compiled.positiontup or ())
+        # parameters the statement fixes itself (a literal compared in a WHERE clause)
+        self.fixed = {
+            name: bind.effective_value
+            for name, bind in compiled.binds.items()
+            if not bind.required and bind.callable is None
+        }
 
-    async def fetchrow(
-        self, db: AsyncSession | AsyncConnection, params: dict[str, Any]
-    ) -> Sequence[Any]:
-        """Run the statement and return its one row: through the session inside its
-        transaction, or straight on the asyncpg connection of an autocommit connection.
+    async def fetchrow(self, db: AsyncSession | FastPath, params: dict[str, Any]) -> Any:
+        """Run the statement and return its first row (``None``: no rows): through the
+        session inside its transaction, or on the fast path as its own transaction.
 
         Either way a violated constraint raises SQLAlchemy's ``IntegrityError`` (asyncpg's
         own error is its ``orig``), as callers such as the idempotency key check expect."""
         if isinstance(db, AsyncSession):
-            return (await db.execute(self.statement, params)).one()
-        values = [params[name] for name in self.names]
+            return (await db.execute(self.statement, params)).first()
+        values = [params[name] if name in params else self.fixed[name] for name in self.names]
         try:
-            return await autocommit_driver(db).fetchrow(self.sql, *values)
+            return await db.fetchrow(self.sql, *values)
         except asyncpg.IntegrityConstraintViolationError as exc:
             raise IntegrityError(self.sql, values, exc) from exc
 
 
-_SAVE_POSITIONAL = _Positional(_SAVE)
+_SAVE_POSITIONAL = Positional(_SAVE)
 
 
-def autocommit_driver(connection: AsyncConnection) -> Any:
-    """The asyncpg connection under ``connection``, which must be in autocommit (a
-    statement sent past SQLAlchemy would not join a transaction SQLAlchemy has yet to
-    begin on the wire)."""
-    sync = connection.sync_connection
-    if sync is None or sync.get_execution_options().get("isolation_level") != "AUTOCOMMIT":
-        raise ValueError("run writes need an AsyncSession or an autocommit connection")
-    return sync.connection.driver_connection
+async def store_payloads(
+    db: AsyncSession | FastPath, found: dict[str, payloads.StoredPayload]
+) -> None:
+    """:func:`backend.db.payloads.store` in the session's transaction, or on its own
+    autocommit connection for the fast path (then the references are written after the
+    payloads are committed, as with any autocommit statement pair)."""
+    if not found:
+        return
+    if isinstance(db, AsyncSession):
+        await payloads.store(db, found)
+        return
+    async with db.connection() as conn:
+        await payloads.store(conn, found)
 
 
 async def write_state(
-    db: AsyncSession | AsyncConnection,
+    db: AsyncSession | FastPath,
     run_id: uuid.UUID,
     state: RunState,
     *,
@@ -195,8 +205,8 @@ async def write_state(
     """Write the changed step records, the run fields and the events of ``state``,
     closing ``finish`` and inserting ``start`` (its ``id`` is set), in ONE statement.
 
-    ``db`` is a session inside the transaction that holds the run lock, or a connection
-    in autocommit (then the statement is its own transaction, sent straight to asyncpg).
+    ``db`` is a session inside the transaction that holds the run lock, or the fast path
+    (backend/db/fast_path.py: the statement is its own transaction, sent to asyncpg).
     With ``expected_revision`` the write happens only if the run row is still at that
     revision (optimistic: used in autocommit); without it the caller holds the run lock.
     On success the run's revision is bumped and ``state.changed`` / ``state.events`` are
@@ -243,7 +253,7 @@ async def write_state(
         "deadline_at": deadline_at,
         "ended": state.status.terminal,
     }
-    await payloads.store(db, ext.payloads)
+    await store_payloads(db, ext.payloads)
     row = await _SAVE_POSITIONAL.fetchrow(db, params)
     at_revision, written, attempt_id, revision, settings = row
     if not written:
@@ -327,7 +337,7 @@ _INSERT_RUN = text(
 ).columns(id=PG_UUID(as_uuid=True), settings=JSONB(), go=Boolean())
 
 
-_INSERT_POSITIONAL = _Positional(_INSERT_RUN)
+_INSERT_POSITIONAL = Positional(_INSERT_RUN)
 
 
 class Inserted(msgspec.Struct, frozen=True):
@@ -342,7 +352,7 @@ class Inserted(msgspec.Struct, frozen=True):
 
 
 async def insert_run(
-    db: AsyncSession | AsyncConnection,
+    db: AsyncSession | FastPath,
     new: NewRun,
     state: RunState | None = None,
     *,
@@ -354,8 +364,8 @@ async def insert_run(
     An existing run with ``new.id`` is left alone (``written`` False: child and
     error-workflow runs have deterministic ids). With ``expected_settings`` (the
     workflow's settings JSON the caller decided from) nothing is written unless they
-    are still the stored ones. ``db`` is a session inside a transaction or a connection
-    in autocommit (the statement is then its own transaction). Raises ``IntegrityError``
+    are still the stored ones. ``db`` is a session inside a transaction or the fast path
+    (the statement is then its own transaction). Raises ``IntegrityError``
     when the idempotency key is taken. Values over the inline limit (the input, step
     values) are stored once in ``payloads`` and written as references.
     """
@@ -387,7 +397,7 @@ async def insert_run(
         "steps": _json(steps),
         "events": _json(events),
     }
-    await payloads.store(db, ext.payloads)
+    await store_payloads(db, ext.payloads)
     run_id, settings, go = await _INSERT_POSITIONAL.fetchrow(db, params)
     if run_id is not None:
         metrics.run_started(new.workflow_id, new.trigger)

@@ -1,0 +1,148 @@
+"""One statement in autocommit on asyncpg, on a connection of SQLAlchemy's pool.
+
+The run store's hot statements (the run insert, the unlocked read, the one-statement
+write, the lease extension) are each their own transaction. :class:`FastPath` sends such a
+statement straight to the asyncpg connection of a pooled connection, checked out of and
+back into the engine's own ``QueuePool``: the pool stays the one owner of connections, so
+its size rules (the worker's pool size = ``max_jobs``, the connection formula in
+docs/operations.md), its timeout (a pool exhausted for ``pool_timeout`` raises
+SQLAlchemy's ``TimeoutError``, which the API answers 503), its recycling, its checkout
+hook (backend/db/engine.py: a connection whose socket the server closed is replaced) and
+the ``railyard_db_pool_*`` metrics hold for these statements too.
+
+What it leaves out is the cost around the statement. Before, each one went through
+``engine.connect()``, ``execution_options(isolation_level="AUTOCOMMIT")`` and the
+connection's close (isolation reset, checkin), with two greenlet switches into SQLAlchemy's
+synchronous pool code. Python CPU per statement in one process on uvloop, same
+PostgreSQL (bench/db_roundtrip.py, medians of 5 interleaved rounds of 3,000 statements,
+load average 3.3; ``SELECT $1::bigint`` / the unlocked read of backend/db/run_reads.py):
+
+===============================================  ======  ========
+path                                             select  read_run
+===============================================  ======  ========
+``engine.connect()`` + AUTOCOMMIT (before)       173 us  155 us
+``engine.raw_connection()``, greenlet checkin    93 us   96 us
+:class:`FastPath` (pool calls, no greenlets)     44 us   54 us
+``asyncpg.Pool`` (a 2nd pool, reset on release)  136 us  115 us
+one asyncpg connection held (the floor)          25 us   30 us
+===============================================  ======  ========
+
+So the pool's own bookkeeping is cheap; the greenlets and the ``Connection`` are not.
+:class:`FastPath` calls the pool synchronously (no greenlet) when nothing in the checkout
+or checkin can wait for I/O: an idle connection is in the pool to take, and the pool has
+room to take it back. Otherwise (the pool is empty and must wait or connect, it is over
+its size, or a recycled or closed connection must be replaced, which the pool signals by
+raising ``MissingGreenlet`` before it has waited for anything, with the connection
+record checked back in invalidated) the same call runs in a greenlet, as SQLAlchemy's
+own ``AsyncEngine.raw_connection()`` does. A separate ``asyncpg.Pool`` was not chosen: it
+costs more per statement than this (its release resets the connection with a statement
+of its own), and it would be a second set of connections to size and count.
+
+Errors: asyncpg's own exceptions propagate (backend/services/availability.py classifies
+a lost connection). After an error that is not PostgreSQL's answer to the statement (a
+lost socket, a protocol error, cancellation) the connection is invalidated, not reused:
+the pool opens a new one at the next checkout. asyncpg prepares each statement once per
+connection; a new connection prepares it again.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import asyncpg
+from sqlalchemy.engine import CursorResult
+from sqlalchemy.exc import MissingGreenlet
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.pool import PoolProxiedConnection, QueuePool
+from sqlalchemy.util import greenlet_spawn
+
+
+class FastPath:
+    """Statements that are each their own transaction, on the asyncpg connections of
+    ``engine``'s pool (see the module docstring). ``engine`` must use asyncpg and a
+    ``QueuePool`` (what :func:`backend.db.engine.make_engine` builds)."""
+
+    def __init__(self, engine: AsyncEngine) -> None:
+        pool = engine.sync_engine.pool
+        if not isinstance(pool, QueuePool):
+            raise TypeError(f"the fast path needs a QueuePool, not {type(pool).__name__}")
+        self.engine = engine
+        self._pool = pool
+
+    async def fetchrow(self, sql: str, *args: Any) -> asyncpg.Record | None:
+        """Run ``sql`` (asyncpg's ``$n`` form) with ``args`` as its own transaction and
+        return its first row (``None``: no rows). Raises asyncpg's errors as they are and
+        SQLAlchemy's ``TimeoutError`` when no connection frees up within the pool's
+        timeout."""
+        fairy = await self._checkout()
+        try:
+            row = await fairy.driver_connection.fetchrow(sql, *args)  # type: ignore[union-attr]
+        except asyncpg.PostgresError as exc:
+            if isinstance(exc, asyncpg.PostgresConnectionError):
+                fairy.invalidate(exc)
+            else:  # PostgreSQL's answer (a constraint, a bad value): the connection is fine
+                await self._checkin(fairy)
+            raise
+        except BaseException as exc:
+            fairy.invalidate(exc)  # outside a greenlet this does no I/O: the socket is closed
+            raise
+        await self._checkin(fairy)
+        return row  # type: ignore[no-any-return]
+
+    def connection(self) -> LazyConnection:
+        """A SQLAlchemy connection in autocommit for the statements that are not on the
+        fast path (large values, backend/db/payloads.py), opened only if one is run::
+
+            async with fast.connection() as db:
+                await payloads.store(db, found)
+        """
+        return LazyConnection(self.engine)
+
+    async def _checkout(self) -> PoolProxiedConnection:
+        """A connection of the pool: taken synchronously when one is idle, else (and when
+        the pool says it must do I/O) in a greenlet."""
+        pool = self._pool
+        if pool.checkedin():
+            try:
+                return pool.connect()
+            except MissingGreenlet:
+                pass  # a recycled or closed connection to replace: the record is back
+        return await greenlet_spawn(pool.connect)
+
+    async def _checkin(self, fairy: PoolProxiedConnection) -> None:
+        """Return ``fairy`` to the pool: synchronously when the pool has room for it (no
+        transaction is open on it, so the reset does no I/O), else in a greenlet (an
+        overflow connection is closed)."""
+        pool = self._pool
+        if pool.checkedin() < pool.size():
+            fairy.close()
+        else:
+            await greenlet_spawn(fairy.close)
+
+
+class LazyConnection:
+    """An autocommit ``AsyncConnection`` of ``engine``, opened at the first
+    :meth:`execute` and closed when the ``async with`` block ends. It answers the
+    ``execute`` calls of backend/db/payloads.py and backend/db/run_state.py."""
+
+    def __init__(self, engine: AsyncEngine) -> None:
+        self._engine = engine
+        self._conn: AsyncConnection | None = None
+
+    async def execute(
+        self, statement: Any, parameters: Any = None
+    ) -> CursorResult[*tuple[Any, ...]]:
+        """``AsyncConnection.execute`` on the connection (opened now if it is not)."""
+        if self._conn is None:
+            conn = self._engine.connect()
+            await conn.start()
+            self._conn = await conn.execution_options(isolation_level="AUTOCOMMIT")
+        return await self._conn.execute(statement, parameters)
+
+    async def __aenter__(self) -> LazyConnection:
+        return self
+
+    async def __aexit__(self, *_exc: object) -> None:
+        if self._conn is not None:
+            conn, self._conn = self._conn, None
+            await conn.close()
