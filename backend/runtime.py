@@ -124,7 +124,9 @@ async def build_runtime(settings: Settings, *, pool_size: int = 10, name: str = 
     so a process starts (and reports not-ready) while either server is down.
     """
     settings.require_services()
-    engine = make_engine(settings.database_url, pool_size=pool_size)
+    engine = make_engine(
+        settings.database_url, pool_size=pool_size, pool_timeout=settings.db_pool_timeout
+    )
     sessionmaker = make_sessionmaker(engine)
     redis = redis_client(RedisTarget.from_settings(settings))
     catalog = load_catalog()

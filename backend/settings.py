@@ -148,6 +148,14 @@ class Settings(msgspec.Struct, kw_only=True):
             ge=1,
         ),
     ] = 20
+    db_pool_timeout: Annotated[
+        float,
+        about(
+            "seconds a process waits for a PostgreSQL connection of its pool when all are in "
+            "use (then the API answers 503; a worker leaves the step to the recovery sweep)",
+            gt=0,
+        ),
+    ] = 30.0
     webhook_cache_seconds: Annotated[
         float,
         about("seconds an API process caches a webhook's workflow, version and settings", ge=0),

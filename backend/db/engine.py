@@ -19,8 +19,12 @@ from sqlalchemy.ext.asyncio import (
 POOL_RECYCLE_SECONDS = 1800
 
 
-def make_engine(database_url: str, *, pool_size: int = 10) -> AsyncEngine:
-    """Create the async engine (asyncpg). ``database_url`` is ``postgresql+asyncpg://...``.
+def make_engine(
+    database_url: str, *, pool_size: int = 10, pool_timeout: float = 30.0
+) -> AsyncEngine:
+    """Create the async engine (asyncpg). ``database_url`` is ``postgresql+asyncpg://...``;
+    a checkout waits ``pool_timeout`` seconds for a connection when all ``pool_size`` + 20
+    are in use, then raises SQLAlchemy's ``TimeoutError``.
 
     No ``pool_pre_ping``: it costs three round trips per checkout (begin, ``;``, rollback
     on asyncpg), i.e. per transaction on the hot path. Instead a checkout hook asks the
@@ -39,6 +43,7 @@ def make_engine(database_url: str, *, pool_size: int = 10) -> AsyncEngine:
         database_url,
         pool_size=pool_size,
         max_overflow=20,
+        pool_timeout=pool_timeout,
         pool_pre_ping=False,
         pool_recycle=POOL_RECYCLE_SECONDS,
         json_serializer=_json_encode,
