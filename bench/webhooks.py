@@ -26,7 +26,8 @@ ratio per burst (median) and the p50/p99 latency over all bursts.
 ``--url URL`` drives the same load generator against another server (a peer such as
 Node-RED answering 202 on the same machine) and prints only the load figures, so both are
 measured the same way. Bounded: requests only go to 127.0.0.1 (or ``--url``) and stop after
-the given seconds.
+the given seconds. ``--profile DIR`` adds 10 s of load with py-spy on the API processes and
+prints where their CPU went (bench/peers/profile.py).
 """
 
 from __future__ import annotations
@@ -361,6 +362,23 @@ def paired(
     figure("load_average_1m", load_average(), "")
 
 
+def profile_apis(
+    apis: list[Any], where: Path, client: str, urls: list[str], connections: int
+) -> None:
+    """10 s more load (not in the figures above: the sampler takes CPU too) with py-spy on
+    the API processes (bench/peers/profile.py); prints the ``# profile`` table of each."""
+    from bench.peers.profile import Sampler, report
+
+    sampler = Sampler(where)
+    for i, proc in enumerate(apis):
+        sampler.attach(f"api{i}", proc.pid)
+    time.sleep(1.0)  # py-spy attached
+    drive(client, urls, connections, 10.0)
+    for name, summary in sampler.detach().items():
+        for line in report(name, summary):
+            print(line, flush=True)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=60.0)
@@ -381,6 +399,12 @@ def main() -> int:
     parser.add_argument("--pair", metavar="DIR", help="compare with the checkout in DIR")
     parser.add_argument("--pair-bursts", type=int, default=8)
     parser.add_argument("--pair-requests", type=int, default=400)
+    parser.add_argument(
+        "--profile",
+        metavar="DIR",
+        type=Path,
+        help="after the measured load, 10 s more with py-spy on the API processes (stacks in DIR)",
+    )
     args = parser.parse_args()
     if args.quick:
         args.seconds, args.lag_seconds = 10.0, 20.0
@@ -430,6 +454,8 @@ def main() -> int:
         figure("webhook_pg_commits_per_run", (after[0] - before[0]) / runs, "xact")
         figure("webhook_pg_writes_per_run", (after[1] - before[1]) / runs, "xact")
         figure("webhook_redis_commands_per_run", (after[2] - before[2]) / runs, "commands")
+        if args.profile:
+            profile_apis(apis, args.profile, args.client, urls, args.connections)
 
         if not args.skip_lag:
             asyncio.run(setup(env, schedule_diagram()))
