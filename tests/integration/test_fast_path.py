@@ -1,9 +1,9 @@
-"""The run store's fast path (backend/db/fast_path.py) keeps the pool's promises while it
-calls the pool without greenlets: a PostgreSQL restart between two statements, a
-recycled connection, an exhausted pool (the API answers 503, nothing is stored, and the
-next request goes through), a constraint violation (the connection is kept) and a
-cancelled statement (the connection is replaced), each leaving the pool's counts right
-and no "never awaited" warning behind. Real PostgreSQL and Redis."""
+"""The run store's fast path (backend/db/fast_path.py) keeps the pool's promises while it calls
+the pool without greenlets: a PostgreSQL restart between two statements, a recycled
+connection, overflow connections, an exhausted pool (the API answers 503, nothing is stored,
+and the next request goes through), a constraint violation (the connection is kept) and a
+cancelled statement (the connection is replaced), each leaving the pool's counts right and
+no "never awaited" warning behind. Real PostgreSQL and Redis."""
 
 from __future__ import annotations
 
@@ -136,6 +136,24 @@ async def test_fast_path_keeps_the_connection_after_a_constraint_violation(
                 await fast.fetchrow("SELECT pg_sleep(5)")
         assert idle_and_out(engine) == (1, 0)
         assert (await fast.fetchrow(PID))[0] != pid  # type: ignore[index]
+    finally:
+        await engine.dispose()
+
+
+async def test_fast_path_overflow_connections_are_closed_on_return(settings: Settings) -> None:
+    """Three concurrent statements on a pool of one: two run on overflow connections
+    (opened in a greenlet), which are closed when they come back to a full pool."""
+    engine = make_engine(settings.database_url, pool_size=1)
+    fast = FastPath(engine)
+    pool: Any = engine.sync_engine.pool
+    try:
+        await fast.fetchrow(PID)
+        rows = await asyncio.gather(
+            *(fast.fetchrow("SELECT pg_backend_pid(), pg_sleep(0.2)") for _ in range(3))
+        )
+        assert len({row[0] for row in rows}) == 3  # type: ignore[index]
+        assert idle_and_out(engine) == (1, 0)
+        assert pool.overflow() <= 0
     finally:
         await engine.dispose()
 
