@@ -18,17 +18,44 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 
 CUTOFF = "answer_cutoff"
-"""The app-state key of the process's cutoff (an :class:`asyncio.Event`)."""
+"""The app-state key of the process's :class:`Cutoff`."""
 
 MARGIN = 1.0
 """Seconds before the end of the grace the waits end (at most a fifth of the grace), so
 their 202 answers are written before uvicorn cancels what is left."""
 
 
-def _event(state: MutableMapping[str, Any]) -> asyncio.Event:
+class Cutoff:
+    """The moment answer waits end. Not bound to an event loop (an app may serve from
+    several loops in tests): each wait makes its future in its own loop."""
+
+    def __init__(self) -> None:
+        self.passed = False
+        self._waiters: set[asyncio.Future[None]] = set()
+
+    def fire(self) -> None:
+        """The cutoff has come: every wait ends now, later ones at once."""
+        self.passed = True
+        for waiter in self._waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+
+    async def wait(self) -> None:
+        """Return when :meth:`fire` is called (at once when it was)."""
+        if self.passed:
+            return
+        waiter = asyncio.get_running_loop().create_future()
+        self._waiters.add(waiter)
+        try:
+            await waiter
+        finally:
+            self._waiters.discard(waiter)
+
+
+def _cutoff(state: MutableMapping[str, Any]) -> Cutoff:
     found = state.get(CUTOFF)
     if found is None:
-        found = state[CUTOFF] = asyncio.Event()
+        found = state[CUTOFF] = Cutoff()
     return found  # type: ignore[no-any-return]
 
 
@@ -38,16 +65,16 @@ def cut_waits_after(state: MutableMapping[str, Any], grace: float) -> float:
     (``loop.time()``, seconds) at which the grace itself ends."""
     loop = asyncio.get_running_loop()
     margin = min(MARGIN, grace / 5)
-    loop.call_later(max(0.0, grace - margin), _event(state).set)
+    loop.call_later(max(0.0, grace - margin), _cutoff(state).fire)
     return loop.time() + grace
 
 
 async def unless_cut(state: MutableMapping[str, Any], wait: Awaitable[T]) -> T | None:
     """``await wait``, or None when the cutoff comes first (then ``wait`` is cancelled);
     None at once when the cutoff has passed. Exceptions of ``wait`` propagate."""
-    cut = _event(state)
+    cut = _cutoff(state)
     task = asyncio.ensure_future(wait)
-    if cut.is_set():
+    if cut.passed:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
         return None

@@ -46,3 +46,24 @@ async def test_errors_of_the_wait_propagate() -> None:
 
     with pytest.raises(LookupError):
         await unless_cut({}, broken())
+
+
+def test_one_cutoff_serves_waits_on_different_event_loops() -> None:
+    """An app may serve from more than one event loop (tests do): the cutoff is bound to
+    none of them."""
+    state: dict[str, Any] = {}
+
+    async def slow_answer() -> str:
+        await asyncio.sleep(0.05)
+        return "first loop"
+
+    async def forever() -> None:
+        await asyncio.Event().wait()
+
+    async def answer_then_cut() -> None:
+        assert await unless_cut(state, slow_answer()) == "first loop"  # not cut short
+        cut_waits_after(state, 0.2)
+        assert await unless_cut(state, forever()) is None
+
+    assert asyncio.run(unless_cut(state, slow_answer())) == "first loop"
+    asyncio.run(answer_then_cut())
