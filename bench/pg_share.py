@@ -33,7 +33,8 @@ TABLES = ("runs", "step_runs", "attempts", "events")
 
 _TABLE_STATS = """
 select t.relname, t.n_tup_ins, t.n_tup_upd, t.n_tup_hot_upd,
-       (select count(*) from pg_index i where i.indrelid = t.relid) as indexes
+       (select count(*) from pg_index i where i.indrelid = t.relid) as indexes,
+       t.autovacuum_count + t.autoanalyze_count as autovacuums
 from pg_stat_user_tables t
 where t.relname = any($1::text[])
 """
@@ -54,6 +55,8 @@ class TableCounts:
     updated: int
     hot: int
     indexes: int
+    autovacuums: int
+    """Automatic VACUUM and ANALYZE passes so far (an ANALYZE takes a transaction id)."""
 
 
 @dataclass
@@ -152,7 +155,7 @@ async def snapshot(stack: Any, statements: bool = False) -> PgSnapshot:
         lsn=lsn,
         tables={
             r["relname"]: TableCounts(
-                r["n_tup_ins"], r["n_tup_upd"], r["n_tup_hot_upd"], r["indexes"]
+                r["n_tup_ins"], r["n_tup_upd"], r["n_tup_hot_upd"], r["indexes"], r["autovacuums"]
             )
             for r in rows
         },
@@ -217,7 +220,8 @@ async def report(
         figure(f"{prefix}_pg.{name}.hot_share", 100 * hot / upd if upd else 0.0, "%")
         print(
             f"# {name}: {new.indexes} indexes, per run {ins / runs:.2f} inserts, "
-            f"{upd / runs:.2f} updates ({hot / runs:.2f} HOT)"
+            f"{upd / runs:.2f} updates ({hot / runs:.2f} HOT); "
+            f"{new.autovacuums - old.autovacuums} autovacuum / autoanalyze passes"
         )
     _statements(before, after, runs)
 
