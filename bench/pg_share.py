@@ -182,10 +182,15 @@ async def wal_records(stack: Any, before: PgSnapshot, after: PgSnapshot) -> list
     return [WalRecords(r[0], int(r[1]), int(r[2]), int(r[3])) for r in rows]
 
 
-async def report(
-    stack: Any, before: PgSnapshot, after: PgSnapshot, runs: int, prefix: str = "steps"
+def report(
+    before: PgSnapshot,
+    after: PgSnapshot,
+    records: list[WalRecords],
+    runs: int,
+    prefix: str = "steps",
 ) -> None:
-    """Print PostgreSQL's cost per run between two snapshots of ``stack``'s server:
+    """Print PostgreSQL's cost per run between two snapshots (``records``: the WAL
+    between them, :func:`wal_records`):
 
     - ``<prefix>_pg_cpu_per_run`` (ms) and a ``#`` line of it by process role;
     - ``<prefix>_pg_wal_bytes_per_run``, ``<prefix>_pg_wal_records_per_run``,
@@ -202,7 +207,6 @@ async def report(
     busy = sorted(((ms, role) for role, ms in roles.items() if ms >= 0.0005), reverse=True)
     print("# pg cpu per run by process:", ", ".join(f"{role} {ms:.3f} ms" for ms, role in busy))
     figure(f"{prefix}_pg_wal_bytes_per_run", (after.wal - before.wal) / runs, "B")
-    records = await wal_records(stack, before, after)
     index = sum(r.count for r in records if r.kind.startswith(("Btree/", "Gin/")))
     figure(f"{prefix}_pg_wal_records_per_run", sum(r.count for r in records) / runs, "records")
     figure(f"{prefix}_pg_index_records_per_run", index / runs, "records")

@@ -229,7 +229,7 @@ async def measure(stack: Stack, workers: list[subprocess.Popen[bytes]], args: Na
     figure("steps_pg_transactions_per_run", writes / runs, "xact")
     figure("steps_pg_commits_per_run", commits / runs, "commits")
     figure("steps_redis_commands_per_step", sum(delta.values()) / (runs * STEPS), "cmd")
-    await pg_share.report(stack, pg0, pg1, runs)
+    pg_share.report(pg0, pg1, await pg_share.wal_records(stack, pg0, pg1), runs)
     top = sorted(delta.items(), key=lambda kv: -kv[1])
     print(
         "# redis calls per step:",
