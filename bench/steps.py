@@ -26,6 +26,12 @@ figure:
   ``steps_pg_commits_per_run``: committed PostgreSQL transactions per run (``pg_stat_database``
   delta after the counters settled; an autocommit statement, a read too, is one; the
   run's start in the bench process included).
+- PostgreSQL's share of the throughput phase (bench/pg_share.py): ``steps_pg_cpu_per_run``
+  (postmaster and backends, ms; the bench's own start statements and its 20 ms poll for
+  the runs' end included), ``steps_pg_wal_bytes_per_run``, ``steps_pg_wal_records_per_run``,
+  ``steps_pg_index_records_per_run`` (index entries written and page splits), per table
+  ``steps_pg.<table>.hot_share``; with ``--statements`` (pg_stat_statements loaded at start)
+  ``#`` lines of the costliest statements per run.
 - With ``--timeline``: ``webhook_timeline.<phase>``, the same time line for 30 sequential
   requests to bench/peers' Railyard scenario (a Webhook answering with the last step ->
   three Text template steps) through a ``railyard api`` process, from the request sent to
@@ -61,6 +67,7 @@ from sqlalchemy import text
 
 from backend.db.models import WorkflowVersion
 from backend.runtime import Runtime, build_runtime
+from bench import pg_share
 from bench.cluster import Stack
 from bench.common import (
     cpu_seconds,
@@ -195,7 +202,8 @@ async def measure(stack: Stack, workers: list[subprocess.Popen[bytes]], args: Na
     print_timeline("timeline", marks)
 
     runs = args.runs
-    commits0 = await settled_commits(rt)
+    commits0 = await settled_commits(rt)  # also lets the table counters settle
+    pg0 = await pg_share.snapshot(stack, args.statements)
     xid0, calls0 = await current_xid(rt), await redis_calls(stack.redis_url)
     cpu0 = sum(cpu_seconds(w.pid) for w in workers)
     t0 = time.perf_counter()
@@ -206,10 +214,13 @@ async def measure(stack: Stack, workers: list[subprocess.Popen[bytes]], args: Na
     await wait_all(rt, ids, 300)
     elapsed = time.perf_counter() - t0
     cpu = sum(cpu_seconds(w.pid) for w in workers) - cpu0
+    pg1 = await pg_share.snapshot(stack, args.statements)
     writes = await current_xid(rt) - xid0 - 1
     calls1 = await redis_calls(stack.redis_url)
-    # the two current_xid readings committed too
-    commits = await settled_commits(rt) - commits0 - 2
+    # the two current_xid readings and the PostgreSQL snapshots committed too
+    commits = await settled_commits(rt) - commits0 - 2 - pg0.queries - pg1.queries
+    # CPU and WAL up to the runs' end; the table counters once they settled
+    pg1.tables = (await pg_share.snapshot(stack)).tables
     delta = {k: v - calls0.get(k, 0) for k, v in calls1.items() if v - calls0.get(k, 0)}
     delta.pop("info", None)
     figure("load_average", load_average(), "")
@@ -218,6 +229,7 @@ async def measure(stack: Stack, workers: list[subprocess.Popen[bytes]], args: Na
     figure("steps_pg_transactions_per_run", writes / runs, "xact")
     figure("steps_pg_commits_per_run", commits / runs, "commits")
     figure("steps_redis_commands_per_step", sum(delta.values()) / (runs * STEPS), "cmd")
+    pg_share.report(pg0, pg1, await pg_share.wal_records(stack, pg0, pg1), runs)
     top = sorted(delta.items(), key=lambda kv: -kv[1])
     print(
         "# redis calls per step:",
@@ -270,9 +282,17 @@ def main(argv: list[str] | None = None) -> int:
         "--profile", action="store_true", help="py-spy both workers over an extra phase"
     )
     parser.add_argument("--profile-dir", type=Path, help="keep py-spy's stacks here")
+    parser.add_argument(
+        "--statements",
+        action="store_true",
+        help="load pg_stat_statements and print the costliest statements per run",
+    )
     args = parser.parse_args(argv)
     args.runs = min(max(args.runs, 1), MAX_RUNS)
     with Stack() as stack:
+        if args.statements and not asyncio.run(pg_share.enable_statements(stack)):
+            print("# pg_stat_statements is not available: no statement figures")
+            args.statements = False
         workers = [stack.worker(f"worker{i}") for i in range(2)]
         asyncio.run(measure(stack, workers, args))
     return 0

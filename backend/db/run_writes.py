@@ -61,10 +61,15 @@ def step_values(rec: StepRecord) -> dict[str, Any]:
 
 
 # One statement for every write of an engine transaction (docs/engine.md, "Performance"):
-# close the finished attempt (fenced), insert the claimed attempt, upsert the changed step
+# close the finished attempt (fenced), insert the claimed attempt, write the changed step
 # records, update the run row (bumping its revision), append the events. Nothing is
 # written unless the run row is at the expected revision (when one is given; the row is
 # locked by the check) and the finished attempt's fencing token still holds.
+# Changed step records are updated where they exist and inserted where not (a plain
+# UPDATE and INSERT, not INSERT ... ON CONFLICT: under the run's row lock no other
+# transaction writes the run's step records, so the speculative insertion's row lock and
+# confirmation, two WAL records per step, bought nothing; a step record inserted by
+# someone else would fail the statement on the unique key rather than be merged).
 _SAVE = text(
     """
     WITH at_revision AS (
@@ -93,20 +98,26 @@ _SAVE = text(
             idempotency_key text, input jsonb, config jsonb, lease_expires_at timestamptz,
             started_at timestamptz)
         RETURNING id
-    ), changed_steps AS (
+    ), steps AS (
+        SELECT s.* FROM go, jsonb_to_recordset(CAST(:steps AS jsonb)) AS s(
+            step_id text, status text, ports jsonb, input jsonb, output jsonb, error jsonb,
+            attempts int, not_before timestamptz, started_at timestamptz,
+            finished_at timestamptz, data jsonb)
+    ), updated_steps AS (
+        UPDATE step_runs t
+        SET status = s.status, ports = s.ports, input = s.input, output = s.output,
+            error = s.error, attempts = s.attempts, not_before = s.not_before,
+            started_at = s.started_at, finished_at = s.finished_at, data = s.data
+        FROM steps s
+        WHERE t.run_id = CAST(:run_id AS uuid) AND t.step_id = s.step_id
+        RETURNING t.step_id
+    ), new_steps AS (
         INSERT INTO step_runs (run_id, step_id, status, ports, input, output, error, attempts,
                                not_before, started_at, finished_at, data)
         SELECT CAST(:run_id AS uuid), s.step_id, s.status, s.ports, s.input, s.output,
                s.error, s.attempts, s.not_before, s.started_at, s.finished_at, s.data
-        FROM go, jsonb_to_recordset(CAST(:steps AS jsonb)) AS s(
-            step_id text, status text, ports jsonb, input jsonb, output jsonb, error jsonb,
-            attempts int, not_before timestamptz, started_at timestamptz,
-            finished_at timestamptz, data jsonb)
-        ON CONFLICT (run_id, step_id) DO UPDATE SET
-            status = EXCLUDED.status, ports = EXCLUDED.ports, input = EXCLUDED.input,
-            output = EXCLUDED.output, error = EXCLUDED.error, attempts = EXCLUDED.attempts,
-            not_before = EXCLUDED.not_before, started_at = EXCLUDED.started_at,
-            finished_at = EXCLUDED.finished_at, data = EXCLUDED.data
+        FROM steps s
+        WHERE s.step_id NOT IN (SELECT step_id FROM updated_steps)
     ), run_row AS (
         UPDATE runs
         SET status = CAST(:status AS text), output = CAST(:output AS jsonb),
