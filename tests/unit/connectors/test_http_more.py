@@ -200,6 +200,30 @@ async def test_webhook_send_signs_the_body(local_server: str) -> None:
     assert out["body"]["body"] == {"event": "x"}
 
 
+async def test_http_request_output_matches_declared_schema(local_server: str) -> None:
+    env = _env()
+    echoed = await env.run(
+        http_request, {"url": f"{local_server}/echo", "query": {"q": ["a", "b"]}}, None
+    )
+    assert echoed["body"]["query"] == {"q": ["a", "b"]} and "pages" not in echoed
+    assert_declared_output(http_request, echoed)
+    paged = await env.run(
+        http_request, {"url": f"{local_server}/pages", "pagination": "link_header"}, None
+    )
+    assert paged["url"].endswith("/pages?page=3") and len(paged["pages"]) == 3
+    assert_declared_output(http_request, paged)
+    raw = await env.run(
+        http_request, {"url": f"{local_server}/text", "response_format": "bytes"}, None
+    )
+    assert raw["body"]["size"] == 5
+    assert_declared_output(http_request, raw)
+    missing = await env.run(
+        http_request, {"url": f"{local_server}/missing", "fail_on_error_status": False}, None
+    )
+    assert missing["status"] == 404
+    assert_declared_output(http_request, missing)
+
+
 async def test_webhook_send_output_matches_declared_schema(local_server: str) -> None:
     env = ActionTestEnvironment(credentials=CREDS)
     echoed = await env.run(webhook_send, {"url": f"{local_server}/echo"}, {"event": "x"})
