@@ -31,7 +31,7 @@ from __future__ import annotations
 import numbers
 import time
 from datetime import UTC, datetime, timedelta
-from typing import Annotated, Any, Literal, TypedDict
+from typing import Annotated, Any, Literal, TypedDict, cast
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import jinja2
@@ -136,6 +136,14 @@ def _compare(actual: Any, op: str, expected: Any) -> bool:
     }[op]
 
 
+class FilterOutput(TypedDict):
+    """The kept `items` (in input order), how many were kept (`count`) and dropped."""
+
+    items: list[Any]
+    count: int
+    dropped: int
+
+
 @sdk.action(
     "data.filter",
     label="Filter",
@@ -144,7 +152,7 @@ def _compare(actual: Any, op: str, expected: Any) -> bool:
     icon="filter",
     expression_fields=("items", "value"),
 )
-async def filter_items(config: FilterConfig, input: Any) -> dict[str, Any]:
+async def filter_items(config: FilterConfig, input: Any) -> FilterOutput:
     """Keep matching items."""
     items = _items(config.items, input)
     kept = [i for i in items if _compare(get_path(i, config.field), config.operator, config.value)]
@@ -178,6 +186,12 @@ def _rank(value: Any) -> tuple[int, Any]:
     return (3, msgspec.json.encode(value))
 
 
+class SortOutput(TypedDict):
+    """The sorted `items` (stable; missing values last)."""
+
+    items: list[Any]
+
+
 @sdk.action(
     "data.sort",
     label="Sort",
@@ -186,7 +200,7 @@ def _rank(value: Any) -> tuple[int, Any]:
     icon="sort",
     expression_fields=("items",),
 )
-async def sort_items(config: SortConfig, input: Any) -> dict[str, Any]:
+async def sort_items(config: SortConfig, input: Any) -> SortOutput:
     """Stable multi-key sort; ``None`` last."""
     items = list(_items(config.items, input))
     for key in reversed(config.keys):
@@ -260,6 +274,24 @@ def _apply(aggs: list[Aggregation], items: list[Any]) -> dict[str, Any]:
     return out
 
 
+class AggregateGroup(TypedDict):
+    """One group: its `key` (the Group by value) and one property per aggregation."""
+
+    key: Any
+
+
+class AggregateOutput(TypedDict, total=False):
+    """`groups` (first-seen order) with Group by, else `result`; each aggregation adds a
+    property named by its `as` (default `<op>_<field>`, or `count`): a number for count,
+    sum, avg, min, max and count_distinct (`null` for avg/min/max without numbers), a
+    list for collect, an item value for first and last."""
+
+    groups: list[
+        Annotated[AggregateGroup, msgspec.Meta(extra_json_schema={"additionalProperties": True})]
+    ]
+    result: dict[str, Any]
+
+
 @sdk.action(
     "data.aggregate",
     label="Aggregate",
@@ -268,7 +300,7 @@ def _apply(aggs: list[Aggregation], items: list[Any]) -> dict[str, Any]:
     icon="sigma",
     expression_fields=("items",),
 )
-async def aggregate(config: AggregateConfig, input: Any) -> dict[str, Any]:
+async def aggregate(config: AggregateConfig, input: Any) -> AggregateOutput:
     """Count, sum, average, ... optionally per group (groups in first-seen order)."""
     items = _items(config.items, input)
     if not config.group_by:
@@ -279,7 +311,8 @@ async def aggregate(config: AggregateConfig, input: Any) -> dict[str, Any]:
         groups.setdefault(msgspec.json.encode(key), (key, []))[1].append(item)
     return {
         "groups": [
-            {"key": key, **_apply(config.aggregations, members)} for key, members in groups.values()
+            cast(AggregateGroup, {"key": key, **_apply(config.aggregations, members)})
+            for key, members in groups.values()
         ]
     }
 
@@ -331,6 +364,17 @@ def _parse_moment(value: Any, zone: ZoneInfo) -> datetime:
     raise sdk.NonRetryableError(f"cannot parse {value!r} as a date/time", kind="invalid_datetime")
 
 
+class DateTimeOutput(TypedDict):
+    """The moment in the output timezone: `iso` (ISO 8601 with offset), `formatted` (per
+    Format), `epoch` (Unix seconds), `timezone` (IANA name) and `weekday` (e.g. Monday)."""
+
+    iso: str
+    formatted: str
+    epoch: float
+    timezone: str
+    weekday: str
+
+
 @sdk.action(
     "data.datetime",
     label="Date & time",
@@ -339,7 +383,7 @@ def _parse_moment(value: Any, zone: ZoneInfo) -> datetime:
     icon="clock",
     expression_fields=("value",),
 )
-async def format_datetime(config: DateTimeConfig, input: Any) -> dict[str, Any]:
+async def format_datetime(config: DateTimeConfig, input: Any) -> DateTimeOutput:
     """Convert a moment between timezones and format it."""
     moment = _parse_moment(config.value, _zone(config.input_timezone))
     moment += timedelta(days=config.add_days, hours=config.add_hours, minutes=config.add_minutes)

@@ -32,7 +32,7 @@ import hashlib
 import ssl
 from email.message import EmailMessage
 from email.utils import formatdate
-from typing import Annotated, Any
+from typing import Annotated, Any, TypedDict
 
 import aiosmtplib
 import jinja2
@@ -172,6 +172,16 @@ def build_message(config: EmailSendConfig, sender: str, input: Any) -> EmailMess
     return msg
 
 
+class SendEmailOutput(TypedDict):
+    """The sent message's `message_id` (the Message-ID header, e.g. `<...@host>`), the
+    `accepted` recipients (To, Cc and Bcc) and the `refused` ones (address -> SMTP code
+    and reply text); the step fails when every recipient is refused."""
+
+    message_id: str
+    accepted: list[str]
+    refused: dict[str, str]
+
+
 @sdk.action(
     "email.send",
     label="Send email",
@@ -181,7 +191,7 @@ def build_message(config: EmailSendConfig, sender: str, input: Any) -> EmailMess
     description="Send an email through an SMTP server (templates, HTML, attachments).",
     expression_fields=("to", "cc", "bcc", "subject", "text", "html", "data", "attachments"),
 )
-async def send_email(config: EmailSendConfig, input: Any) -> dict[str, Any]:
+async def send_email(config: EmailSendConfig, input: Any) -> SendEmailOutput:
     """Render the templates, connect (STARTTLS / TLS / plain), log in, send."""
     smtp = sdk.credential("credential")
     sender = config.from_address or smtp.get("from_address") or smtp.get("username") or ""

@@ -199,12 +199,15 @@ class HttpRequestConfig(msgspec.Struct, kw_only=True):
 
 
 class HttpResponse(msgspec.Struct, omit_defaults=True):
-    """Output of ``http.request``."""
+    """The last response: `status`, `headers` (lower-cased names, repeats joined with
+    `, `), the decoded `body` (JSON, text, or `{base64, size, content_type}` per Response
+    format; `null` when empty), the final `url` (after redirects and pages) and, with
+    pagination, `pages`: every page's body in order."""
 
     status: int
     headers: dict[str, str]
     body: Any
-    url: str = ""
+    url: str
     pages: list[Any] | None = None
 
 

@@ -40,6 +40,12 @@ import httpx
 import msgspec
 
 from connectors import sdk
+from connectors.builtin.hubspot_outputs import (
+    AssociationOutput,
+    ContactSearchOutput,
+    CrmObject,
+    UpsertedContact,
+)
 
 __all__ = ["PRIVATE_APP", "connector"]
 
@@ -206,7 +212,7 @@ def _segment(value: str, name: str) -> str:
     icon="user-plus",
     expression_fields=("properties",),
 )
-async def create_contact(config: CreateConfig, input: Any) -> Any:
+async def create_contact(config: CreateConfig, input: Any) -> CrmObject:
     """Create a contact (409 ``CONFLICT`` when the email exists: use upsert)."""
     return await _call(
         "POST", "/crm/v3/objects/contacts", "create contact", {"properties": config.properties}
@@ -221,7 +227,7 @@ async def create_contact(config: CreateConfig, input: Any) -> Any:
     icon="user",
     expression_fields=("contact_id", "properties"),
 )
-async def update_contact(config: UpdateContactConfig, input: Any) -> Any:
+async def update_contact(config: UpdateContactConfig, input: Any) -> CrmObject:
     """Update a contact's properties by id."""
     contact_id = _segment(config.contact_id, "contact_id")
     return await _call(
@@ -240,7 +246,7 @@ async def update_contact(config: UpdateContactConfig, input: Any) -> Any:
     icon="user-check",
     expression_fields=("email", "properties"),
 )
-async def upsert_contact(config: UpsertContactConfig, input: Any) -> Any:
+async def upsert_contact(config: UpsertContactConfig, input: Any) -> UpsertedContact:
     """Upsert by email through the batch upsert endpoint (one atomic call, safe to retry)."""
     email = config.email.strip()
     if "@" not in email:
@@ -273,7 +279,7 @@ async def upsert_contact(config: UpsertContactConfig, input: Any) -> Any:
     icon="search",
     expression_fields=("value", "after"),
 )
-async def search_contacts(config: SearchContactsConfig, input: Any) -> Any:
+async def search_contacts(config: SearchContactsConfig, input: Any) -> ContactSearchOutput:
     """Search contacts; output ``{"total", "results", "paging"}`` as HubSpot returns it."""
     flt: dict[str, Any] = {"propertyName": config.property, "operator": config.operator}
     if config.operator != "HAS_PROPERTY":
@@ -296,7 +302,7 @@ async def search_contacts(config: SearchContactsConfig, input: Any) -> Any:
     icon="briefcase",
     expression_fields=("properties",),
 )
-async def create_deal(config: CreateConfig, input: Any) -> Any:
+async def create_deal(config: CreateConfig, input: Any) -> CrmObject:
     """Create a deal (properties such as ``dealname``, ``amount``, ``dealstage``)."""
     return await _call(
         "POST", "/crm/v3/objects/deals", "create deal", {"properties": config.properties}
@@ -311,7 +317,7 @@ async def create_deal(config: CreateConfig, input: Any) -> Any:
     icon="link",
     expression_fields=("deal_id", "contact_id"),
 )
-async def associate_deal_contact(config: AssociateConfig, input: Any) -> Any:
+async def associate_deal_contact(config: AssociateConfig, input: Any) -> AssociationOutput:
     """Create the default deal-to-contact association (v4; idempotent)."""
     deal_id = _segment(config.deal_id, "deal_id")
     contact_id = _segment(config.contact_id, "contact_id")

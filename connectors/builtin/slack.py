@@ -25,7 +25,7 @@ Errors:
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, TypedDict
 
 import httpx
 import msgspec
@@ -126,6 +126,16 @@ async def _post(url: str, shown_url: str, **kwargs: Any) -> httpx.Response:
         return await sdk.http_client().post(url, **kwargs)
 
 
+class PostMessageOutput(TypedDict):
+    """Slack's answer: `ok` (always true; Slack errors fail the step), the `channel` id,
+    the message `ts` (its id) and the `thread_ts` of its thread (`null` outside one)."""
+
+    ok: bool
+    channel: str | None
+    ts: str | None
+    thread_ts: str | None
+
+
 @sdk.action(
     "slack.post_message",
     label="Slack: post message",
@@ -135,7 +145,7 @@ async def _post(url: str, shown_url: str, **kwargs: Any) -> httpx.Response:
     description="Post a message (text or Block Kit, optionally in a thread) with a bot token.",
     expression_fields=("channel", "text", "blocks", "thread_ts"),
 )
-async def post_message(config: PostMessageConfig, input: Any) -> dict[str, Any]:
+async def post_message(config: PostMessageConfig, input: Any) -> PostMessageOutput:
     """Call chat.postMessage and map Slack's ``ok: false`` codes to step errors."""
     _need_content(config.text, config.blocks)
     cred = sdk.credential("credential")
@@ -175,6 +185,13 @@ async def post_message(config: PostMessageConfig, input: Any) -> dict[str, Any]:
     }
 
 
+class WebhookMessageOutput(TypedDict):
+    """`ok` (always true; Slack errors fail the step) and the HTTP `status` Slack sent."""
+
+    ok: bool
+    status: int
+
+
 @sdk.action(
     "slack.webhook_message",
     label="Slack: incoming webhook",
@@ -184,7 +201,7 @@ async def post_message(config: PostMessageConfig, input: Any) -> dict[str, Any]:
     description="Send a message to the channel of an incoming-webhook URL.",
     expression_fields=("text", "blocks"),
 )
-async def webhook_message(config: WebhookMessageConfig, input: Any) -> dict[str, Any]:
+async def webhook_message(config: WebhookMessageConfig, input: Any) -> WebhookMessageOutput:
     """POST ``{text, blocks}`` to the incoming webhook; Slack answers ``ok`` or an error code."""
     _need_content(config.text, config.blocks)
     body: dict[str, Any] = {}

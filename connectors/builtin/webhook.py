@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import time
-from typing import Annotated, Any
+from typing import Annotated, Any, TypedDict
 
 import msgspec
 
@@ -66,6 +66,14 @@ def sign(secret: str, timestamp: int, body: bytes) -> str:
     return "sha256=" + mac.hexdigest()
 
 
+class WebhookSendOutput(TypedDict):
+    """The receiver's HTTP `status` (below 400; others fail the step) and its decoded `body`
+    (JSON when it sent JSON, else text; `null` when empty)."""
+
+    status: int
+    body: Any
+
+
 @sdk.action(
     "webhook.send",
     label="Outgoing webhook",
@@ -75,7 +83,7 @@ def sign(secret: str, timestamp: int, body: bytes) -> str:
     description="POST signed JSON to a URL (HMAC-SHA256 signature header).",
     expression_fields=("url", "payload", "headers"),
 )
-async def webhook_send(config: WebhookSendConfig, input: Any) -> dict[str, Any]:
+async def webhook_send(config: WebhookSendConfig, input: Any) -> WebhookSendOutput:
     """POST the payload (the step input when no payload is set), signed when a secret is set."""
     payload = input if config.payload is None else config.payload
     body = msgspec.json.encode(payload)

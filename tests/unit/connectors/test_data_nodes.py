@@ -7,6 +7,7 @@ import pytest
 from connectors import sdk
 from connectors.builtin import data
 from connectors.testing import ActionTestEnvironment
+from tests.unit.connectors.output_schema import assert_declared_output
 
 ROWS = [
     {"name": "b", "team": "x", "score": 3, "meta": {"city": "Oslo"}},
@@ -99,3 +100,76 @@ async def test_text_template_sandboxed_and_escaped() -> None:
     with pytest.raises(sdk.NonRetryableError) as err:
         await env.run(data.render_text, {"template": "{{ input.__class__.__subclasses__() }}"}, {})
     assert err.value.kind == "template_error"
+
+
+# -- each node's real output satisfies the output schema it declares ------------------
+
+
+async def test_filter_output_matches_declared_schema() -> None:
+    env = ActionTestEnvironment()
+    out = await env.run(data.filter_items, {"field": "score", "operator": "gt", "value": 5}, ROWS)
+    assert out["count"] == 2
+    assert_declared_output(data.filter_items, out)
+    none_kept = await env.run(data.filter_items, {"field": "missing", "operator": "exists"}, ROWS)
+    assert none_kept == {"items": [], "count": 0, "dropped": 4}
+    assert_declared_output(data.filter_items, none_kept)
+
+
+async def test_sort_output_matches_declared_schema() -> None:
+    env = ActionTestEnvironment()
+    out = await env.run(data.sort_items, {"keys": [{"field": "name"}]}, {"items": ROWS})
+    assert [r["name"] for r in out["items"]] == ["a", "b", "c", "d"]
+    assert_declared_output(data.sort_items, out)
+
+
+EVERY_AGGREGATION = [
+    {"op": "count"},
+    {"op": "sum", "field": "score"},
+    {"op": "avg", "field": "score"},
+    {"op": "min", "field": "score", "as": "low"},
+    {"op": "max", "field": "score", "as": "high"},
+    {"op": "collect", "field": "meta.city", "as": "cities"},
+    {"op": "count_distinct", "field": "team", "as": "teams"},
+    {"op": "first", "field": "meta"},
+    {"op": "last", "field": "name"},
+]
+
+
+async def test_aggregate_output_matches_declared_schema() -> None:
+    env = ActionTestEnvironment()
+    total = await env.run(data.aggregate, {"aggregations": EVERY_AGGREGATION}, ROWS)
+    assert total["result"]["cities"] == ["Oslo", "Rome"] and total["result"]["teams"] == 2
+    assert_declared_output(data.aggregate, total)
+    grouped = await env.run(
+        data.aggregate, {"group_by": "meta.city", "aggregations": EVERY_AGGREGATION}, ROWS
+    )
+    assert [g["key"] for g in grouped["groups"]] == ["Oslo", None, "Rome"]
+    assert grouped["groups"][1]["first_meta"] is None
+    assert_declared_output(data.aggregate, grouped)
+    empty = await env.run(
+        data.aggregate, {"group_by": "team", "aggregations": [{"op": "count"}]}, []
+    )
+    assert empty == {"groups": []}
+    assert_declared_output(data.aggregate, empty)
+
+
+async def test_datetime_output_matches_declared_schema() -> None:
+    env = ActionTestEnvironment()
+    out = await env.run(
+        data.format_datetime,
+        {"value": 1767225600, "timezone": "Asia/Tokyo", "format": "%d.%m.%Y", "add_days": 1.5},
+        None,
+    )
+    assert out["formatted"] == "02.01.2026" and out["iso"] == "2026-01-02T21:00:00+09:00"
+    assert_declared_output(data.format_datetime, out)
+    now = await env.run(data.format_datetime, {}, None)
+    assert_declared_output(data.format_datetime, now)
+
+
+async def test_text_template_output_matches_declared_schema() -> None:
+    env = ActionTestEnvironment()
+    out = await env.run(
+        data.render_text, {"template": "{% for r in input %}{{ r.name }}{% endfor %}"}, ROWS
+    )
+    assert out == {"text": "bacd"}
+    assert_declared_output(data.render_text, out)

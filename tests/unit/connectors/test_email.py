@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -11,6 +12,7 @@ from connectors import sdk
 from connectors.builtin.email import SMTP, send_email
 from connectors.testing import ActionTestEnvironment
 from tests.fakes.smtp import SmtpServer
+from tests.unit.connectors.output_schema import assert_declared_output
 
 
 def _env(server: SmtpServer, **overrides: object) -> ActionTestEnvironment:
@@ -139,3 +141,47 @@ async def test_connection_refused_is_retryable() -> None:
             None,
         )
     assert err.value.retryable and err.value.kind == "smtp_connect"
+
+
+class _RefusesNowhere:
+    """An aiosmtpd handler that refuses recipients at ``nowhere.example`` (550) and keeps
+    the others' messages on ``server``."""
+
+    def __init__(self, server: SmtpServer) -> None:
+        self.server = server
+
+    async def handle_RCPT(
+        self, server: Any, session: Any, envelope: Any, address: str, options: list[str]
+    ) -> str:
+        if address.endswith("@nowhere.example"):
+            return "550 5.1.1 no such mailbox"
+        envelope.rcpt_tos.append(address)
+        return "250 OK"
+
+    async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
+        self.server.envelopes.append((envelope.mail_from, list(envelope.rcpt_tos)))
+        return "250 Message accepted for delivery"
+
+
+async def test_send_output_matches_declared_schema() -> None:
+    server = SmtpServer("plain")
+    server.controller.handler = _RefusesNowhere(server)
+    server.start()
+    try:
+        out = await _env(server, username="", password="").run(
+            send_email,
+            {
+                "credential": "smtp",
+                "to": ["ada@example.com", "ghost@nowhere.example"],
+                "bcc": ["audit@example.com"],
+                "subject": "s",
+                "text": "t",
+            },
+            None,
+        )
+    finally:
+        server.stop()
+    assert out["accepted"] == ["ada@example.com", "audit@example.com"]
+    assert out["refused"] == {"ghost@nowhere.example": "550 5.1.1 no such mailbox"}
+    assert server.envelopes == [("robot@example.com", ["ada@example.com", "audit@example.com"])]
+    assert_declared_output(send_email, out)

@@ -11,6 +11,7 @@ from connectors import sdk
 from connectors.builtin.http import API_KEY, BASIC, BEARER, http_request
 from connectors.builtin.webhook import sign, webhook_send
 from connectors.testing import ActionTestEnvironment
+from tests.unit.connectors.output_schema import assert_declared_output
 
 CREDS = {
     "b": {"type": "basic", "kind": "basic", "username": "ada", "password": "pw-123"},
@@ -197,3 +198,37 @@ async def test_webhook_send_signs_the_body(local_server: str) -> None:
     assert headers["x-railyard-signature"] == sign("whsec-1", ts, body)
     assert headers["idempotency-key"] == "run-test:step-test"
     assert out["body"]["body"] == {"event": "x"}
+
+
+async def test_http_request_output_matches_declared_schema(local_server: str) -> None:
+    env = _env()
+    echoed = await env.run(
+        http_request, {"url": f"{local_server}/echo", "query": {"q": ["a", "b"]}}, None
+    )
+    assert echoed["body"]["query"] == {"q": ["a", "b"]} and "pages" not in echoed
+    assert_declared_output(http_request, echoed)
+    paged = await env.run(
+        http_request, {"url": f"{local_server}/pages", "pagination": "link_header"}, None
+    )
+    assert paged["url"].endswith("/pages?page=3") and len(paged["pages"]) == 3
+    assert_declared_output(http_request, paged)
+    raw = await env.run(
+        http_request, {"url": f"{local_server}/text", "response_format": "bytes"}, None
+    )
+    assert raw["body"]["size"] == 5
+    assert_declared_output(http_request, raw)
+    missing = await env.run(
+        http_request, {"url": f"{local_server}/missing", "fail_on_error_status": False}, None
+    )
+    assert missing["status"] == 404
+    assert_declared_output(http_request, missing)
+
+
+async def test_webhook_send_output_matches_declared_schema(local_server: str) -> None:
+    env = ActionTestEnvironment(credentials=CREDS)
+    echoed = await env.run(webhook_send, {"url": f"{local_server}/echo"}, {"event": "x"})
+    assert echoed["status"] == 200 and echoed["body"]["body"] == {"event": "x"}
+    assert_declared_output(webhook_send, echoed)
+    text = await env.run(webhook_send, {"url": f"{local_server}/text", "payload": [1]}, None)
+    assert text == {"status": 200, "body": "hello"}
+    assert_declared_output(webhook_send, text)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -10,6 +11,7 @@ from connectors import sdk
 from connectors.builtin import hubspot
 from connectors.testing import ActionTestEnvironment
 from tests.fakes.apis import HubSpotLike
+from tests.unit.connectors.output_schema import assert_declared_output
 
 
 @pytest.fixture
@@ -139,3 +141,78 @@ async def test_bad_token(crm: HubSpotLike) -> None:
             hubspot.search_contacts, {"credential": "hs", "value": "x"}, None
         )
     assert err.value.kind == "hubspot_invalid_authentication"
+
+
+# -- each action's real output satisfies the output schema it declares ----------------
+
+
+async def _create(env: ActionTestEnvironment, action: sdk.ActionDefinition, **props: str) -> Any:
+    """Run a create action with ``props``; its output."""
+    return await env.run(action, {"credential": "hs", "properties": props}, None)
+
+
+async def test_create_contact_output_matches_declared_schema(crm: HubSpotLike) -> None:
+    props = {"email": "ada@example.com", "firstname": "Ada", "company": "Analytical"}
+    out = await _env(crm).run(
+        hubspot.create_contact, {"credential": "hs", "properties": props}, None
+    )
+    assert out["properties"]["firstname"] == "Ada"
+    assert_declared_output(hubspot.create_contact, out)
+
+
+async def test_update_contact_output_matches_declared_schema(crm: HubSpotLike) -> None:
+    env = _env(crm)
+    created = await _create(env, hubspot.create_contact, email="a@b.co")
+    out = await env.run(
+        hubspot.update_contact,
+        {"credential": "hs", "contact_id": created["id"], "properties": {"lastname": "Byron"}},
+        None,
+    )
+    assert out["properties"] == {"email": "a@b.co", "lastname": "Byron"}
+    assert_declared_output(hubspot.update_contact, out)
+
+
+async def test_upsert_contact_output_matches_declared_schema(crm: HubSpotLike) -> None:
+    env = _env(crm)
+    config = {"credential": "hs", "email": "grace@example.com", "properties": {"firstname": "G"}}
+    first = await env.run(hubspot.upsert_contact, config, None)
+    again = await env.run(hubspot.upsert_contact, config, None)
+    assert (first["new"], again["new"]) == (True, False) and first["id"] == again["id"]
+    assert_declared_output(hubspot.upsert_contact, first)
+    assert_declared_output(hubspot.upsert_contact, again)
+
+
+async def test_search_contacts_output_matches_declared_schema(crm: HubSpotLike) -> None:
+    env = _env(crm)
+    for email in ("x@acme.example", "y@acme.example"):
+        await _create(env, hubspot.create_contact, email=email, company="Acme")
+    config = {"credential": "hs", "property": "company", "value": "Acme", "limit": 1}
+    config["properties"] = ["email", "phone"]
+    first = await env.run(hubspot.search_contacts, config, None)
+    assert first["total"] == 2 and first["paging"]["next"]["after"] == "1"
+    assert first["results"][0]["properties"] == {"email": "x@acme.example", "phone": None}
+    assert_declared_output(hubspot.search_contacts, first)
+    last = await env.run(hubspot.search_contacts, {**config, "after": "1"}, None)
+    assert "paging" not in last and len(last["results"]) == 1
+    assert_declared_output(hubspot.search_contacts, last)
+
+
+async def test_create_deal_output_matches_declared_schema(crm: HubSpotLike) -> None:
+    props = {"dealname": "Renewal", "amount": "1500.00", "dealstage": "appointmentscheduled"}
+    out = await _env(crm).run(hubspot.create_deal, {"credential": "hs", "properties": props}, None)
+    assert out["properties"]["amount"] == "1500.00"
+    assert_declared_output(hubspot.create_deal, out)
+
+
+async def test_associate_deal_contact_output_matches_declared_schema(crm: HubSpotLike) -> None:
+    env = _env(crm)
+    contact = await _create(env, hubspot.create_contact, email="c@d.co")
+    deal = await _create(env, hubspot.create_deal, dealname="D")
+    out = await env.run(
+        hubspot.associate_deal_contact,
+        {"credential": "hs", "deal_id": deal["id"], "contact_id": contact["id"]},
+        None,
+    )
+    assert out["results"][0]["from"] == {"id": deal["id"]}
+    assert out["results"][0]["to"] == {"id": contact["id"]}
+    assert_declared_output(hubspot.associate_deal_contact, out)

@@ -10,6 +10,7 @@ from connectors import sdk
 from connectors.builtin.slack import post_message, webhook_message
 from connectors.testing import ActionTestEnvironment
 from tests.fakes.apis import SlackLike
+from tests.unit.connectors.output_schema import assert_declared_output
 
 
 @pytest.fixture
@@ -121,3 +122,23 @@ async def test_incoming_webhook_errors_never_show_the_webhook_url() -> None:
     assert err.value.kind == "http_transport" and err.value.retryable
     assert "s3cret" not in err.value.message and "s3cret" not in str(err.value.details)
     assert "http://127.0.0.1:9/…" in err.value.message
+
+
+async def test_post_message_output_matches_declared_schema(slack: SlackLike) -> None:
+    env = _env(slack)
+    top = await env.run(post_message, {"credential": "bot", "channel": "C123", "text": "a"}, None)
+    assert top["thread_ts"] is None
+    assert_declared_output(post_message, top)
+    reply = await env.run(
+        post_message,
+        {"credential": "bot", "channel": "C123", "text": "b", "thread_ts": top["ts"]},
+        None,
+    )
+    assert reply["thread_ts"] == top["ts"]
+    assert_declared_output(post_message, reply)
+
+
+async def test_webhook_message_output_matches_declared_schema(slack: SlackLike) -> None:
+    out = await _env(slack).run(webhook_message, {"credential": "hook", "text": "hi"}, None)
+    assert out["status"] == 200
+    assert_declared_output(webhook_message, out)
