@@ -145,6 +145,8 @@ async def build_runtime(settings: Settings, *, pool_size: int = 10, name: str = 
         catalog,
         make_context_factory(settings, sessionmaker, catalog, http_pool=calls),
         recovery_queries=PgRecoveryQueries(sessionmaker),
+        # a waiting webhook of this process hears of the runs it executes without Redis
+        events=run_watch.LocalNotices(dispatcher, redis),
         lease_seconds=settings.lease_seconds,
         base_url=settings.base_url,
         eager_runs=settings.eager_runs,
