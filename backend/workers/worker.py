@@ -25,7 +25,7 @@ from backend.services.availability import database_unavailable
 from backend.services.draining import HAND_BACK_SECONDS, finish_or_hand_back
 from backend.services.metrics_view import forget_worker, heartbeat
 from backend.services.recovery import sweep
-from backend.services.storable import refused_by_database
+from backend.services.storable import UNSTORABLE_RUN_ERROR, refused_by_database
 from backend.settings import Settings
 from backend.transport.redis_client import RedisTarget, arq_redis_settings
 from backend.workers.health import ServiceHealth
@@ -79,14 +79,6 @@ async def advance_run(
     with tracing.job_span("advance_run", trace, run_id):
         async with _database(ctx, run_id):
             await runtime.execution.advance_run(uuid.UUID(run_id))
-
-
-UNSTORABLE_RUN_ERROR = {
-    "message": "the run cannot go on: PostgreSQL refused to store a value it computed"
-    " (U+0000 or a lone surrogate, which cannot be stored)",
-    "kind": "unstorable_value",
-}
-"""The run error of a run whose next state the database refused (see :func:`_database`)."""
 
 
 @contextlib.asynccontextmanager

@@ -19,6 +19,7 @@ from arq.constants import default_queue_name
 from sqlalchemy import select, text
 
 from backend.db.models import WorkflowVersion
+from backend.engine import expressions
 from backend.runtime import Runtime, build_runtime
 from backend.services.recovery import sweep
 from backend.settings import Settings
@@ -277,3 +278,39 @@ async def test_api_killed_mid_eager_step_the_run_completes_on_a_worker(
     assert await succeeded_events(runtime, run_id, "call") == 1
     assert await succeeded_events(runtime, run_id, "after") == 1
     assert {rec.headers["idempotency-key"] for rec in sink.requests} == {f"{run_id}:call"}
+
+
+def refused_at(step: int, url: str) -> dict[str, Any]:
+    """Webhook answering with the last step's output -> two action steps, the
+    ``step``-th (1 or 2) an HTTP POST to ``url`` whose body is a NUL character."""
+    refused = node("call", "http.request", method="POST", url=url, body='=$base64decode("AA==")')
+    fine = node("text", "data.template", template="fine")
+    first, second = (refused, fine) if step == 1 else (fine, refused)
+    return diagram(
+        [node("hook", "trigger.webhook", respond="last_step", wait_timeout=20), first, second],
+        [edge("hook", first["id"]), edge(first["id"], second["id"])],
+    )
+
+
+@pytest.mark.parametrize("step", [1, 2])
+async def test_a_value_the_database_refuses_fails_an_eager_run_once(
+    client: httpx.AsyncClient,
+    runtime: Runtime,
+    worker_factory: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    sink: HttpSink,
+    step: int,
+) -> None:
+    """Should a config value PostgreSQL refuses still reach it (the engine's check is
+    switched off here): refused in the start's claim, the run starts without it and the
+    worker fails it; refused in a later claim of the eager run, the eager run fails it.
+    Either way the webhook answers 500 naming the error, never a 500 of its own."""
+    monkeypatch.setattr(expressions, "storable_problem", lambda value, path: None)
+    wf = await publish(client, refused_at(step, sink.url))
+    async with worker_factory():
+        r = await client.post(wf["webhook_path"], json={})
+    assert r.status_code == 500, r.text
+    body = r.json()
+    assert body["status"] == "failed", body
+    assert body["error"]["kind"] == "unstorable_value", body
+    assert sink.requests == []  # the refused step never ran

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import uuid
@@ -21,9 +22,13 @@ from backend.services.execution.control import Control
 from backend.services.execution.eager import EagerRuns
 from backend.services.execution.followups import Followups
 from backend.services.execution.starts import StartedRun, Starts, VersionRef
+from backend.services.execution.step_changes import Claimed
 from backend.services.execution.steps import Steps
 from backend.services.execution.transition import AuditHook, Env, Transitions
 from backend.services.recovery import Recovery, RecoveryQueries
+from backend.services.storable import UNSTORABLE_RUN_ERROR, refused_by_database
+
+log = logging.getLogger(__name__)
 
 
 def worker_name() -> str:
@@ -140,12 +145,27 @@ class Execution:
                 eager=eager,
             )
             if started.eager is not None:
-                run = self.steps.run_claimed(started.run_id, started.eager)
+                run = self._run_eager(started.run_id, started.eager)
                 self.env.eager.spawn(run, str(started.run_id))
             tracing.set_attributes(
                 current, run_id=started.run_id, workflow_id=getattr(version, "workflow_id", "")
             )
             return started
+
+    async def _run_eager(self, run_id: uuid.UUID, claimed: Claimed) -> None:
+        """An eager run's task: the worker's step loop from ``claimed``. A change the
+        database refuses to store fails the run (kind ``unstorable_value``) as in a
+        worker's job; any other error is logged by the task and the step is recovered by
+        the sweeper (its lease runs out)."""
+        try:
+            await self.steps.run_claimed(run_id, claimed)
+        except Exception as exc:
+            if not refused_by_database(exc):
+                raise
+            log.warning(
+                "run %s failed: the database refused a value (%s)", run_id, type(exc).__name__
+            )
+            await self.control.fail_run(run_id, dict(UNSTORABLE_RUN_ERROR))
 
     async def admit_queued(self, workflow_id: uuid.UUID) -> int:
         """Start queued runs of a workflow that fit its concurrency limit; how many."""

@@ -60,6 +60,7 @@ from backend.services.execution.transition import (
     has_calls,
     run_audit,
 )
+from backend.services.storable import refused_by_database
 from designer_schema.graph import WorkflowGraph
 
 __all__ = ["INLINE_BUDGET_SECONDS", "InlineBudget", "StartedRun", "Starts"]
@@ -212,10 +213,15 @@ class Starts:
                 written = await self.env.store.insert_started(
                     new, state, settings, start=claim.start if claim else None
                 )
-            except BaseException:
-                if claim is not None:
-                    self.env.eager.release()
-                raise
+            except BaseException as exc:
+                if claim is None:
+                    raise
+                self.env.eager.release()
+                if not refused_by_database(exc):
+                    raise
+                # the claimed attempt's config cannot be stored: start without it (the
+                # worker's claim then fails the run as for any run)
+                return None, None
             if written.revision is not None:
                 self.overruns.record(new.version_id, budget)
                 # the run's id is unknown until this commit and every listener subscribes
