@@ -46,7 +46,11 @@ class StorableInputMiddleware(ASGIMiddleware):
     """See the module docstring. ``max_scan_bytes``: bodies up to this size are scanned."""
 
     scopes = (ScopeType.HTTP,)
-    exclude_path_pattern = ("^/static/",)
+
+    @staticmethod
+    def should_bypass_for_scope(scope: Scope) -> bool:
+        """Static assets are served as they are: nothing of theirs is stored."""
+        return str(scope.get("path", "")).startswith("/static/")
 
     def __init__(self, max_scan_bytes: int = DEFAULT_MAX_SCAN_BYTES) -> None:
         self.max_scan_bytes = max_scan_bytes
