@@ -314,3 +314,59 @@ async def test_a_value_the_database_refuses_fails_an_eager_run_once(
     assert body["status"] == "failed", body
     assert body["error"]["kind"] == "unstorable_value", body
     assert sink.requests == []  # the refused step never ran
+
+
+async def stored_claim(runtime: Runtime, run_id: str) -> dict[str, Any]:
+    """What a run's start and its first claim stored, without ids and times: the step
+    records, the attempts and the event kinds."""
+    async with runtime.engine.connect() as conn:
+        steps = await conn.execute(
+            text(
+                "select step_id, status, input, attempts from step_runs"
+                " where run_id = :id order by step_id"
+            ),
+            {"id": run_id},
+        )
+        attempts = await conn.execute(
+            text(
+                "select step_id, number, status, worker, input, config from attempts"
+                " where run_id = :id"
+            ),
+            {"id": run_id},
+        )
+        events = await conn.execute(
+            text("select kind, step_id from events where run_id = :id order by id"),
+            {"id": run_id},
+        )
+        return {
+            "steps": [tuple(r) for r in steps],
+            "attempts": [tuple(r) for r in attempts],
+            "events": [tuple(r) for r in events],
+        }
+
+
+async def test_the_claim_in_the_start_stores_what_a_workers_claim_stores(
+    client: httpx.AsyncClient, runtime: Runtime
+) -> None:
+    """The eager start claims its first step with the worker's own claim function: the
+    run it stores in one statement equals a run started as usual and then claimed."""
+    wf = await publish(client, three_templates())
+    async with runtime.sessionmaker() as session:
+        version = (
+            await session.execute(
+                select(WorkflowVersion).where(WorkflowVersion.workflow_id == uuid.UUID(wf["id"]))
+            )
+        ).scalar_one()
+    execution = runtime.execution
+    run_input = {"body": {"id": 5}}
+    eager = await execution.starts.start_run(version, run_input, trigger="webhook", eager=True)
+    assert eager.eager is not None
+    execution.eager.release()
+    usual = await execution.starts.start_run(version, run_input, trigger="webhook")
+    assert usual.eager is None
+    claimed = await execution.steps.claim(usual.run_id, "s1")
+    assert claimed is not None
+    assert await stored_claim(runtime, str(eager.run_id)) == await stored_claim(
+        runtime, str(usual.run_id)
+    )
+    assert (eager.eager.number, eager.eager.config) == (claimed.number, claimed.config)

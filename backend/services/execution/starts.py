@@ -201,7 +201,10 @@ class Starts:
             if needs_transaction(state):
                 return None, None
             new.deadline_at = settings.deadline(now)
-            claim = self._eager_claim(graph, state, new, dispatch, now) if eager else None
+            # a start that spent its inline budget leaves inline steps to a worker's advance
+            claim = None
+            if eager and not budget.spent:
+                claim = self._eager_claim(graph, state, new, dispatch, now)
             if claim is not None and claim.start is None:  # its config failed to resolve
                 self.env.eager.release()
                 dispatch, claim = claim.dispatch, None
