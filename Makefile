@@ -8,7 +8,7 @@ PORT ?= 8000
 DATA_DIR ?= .railyard
 PYTEST_ARGS ?=
 
-.PHONY: dev test lint unit integration e2e install chromium clean lock bench-peers bench-steps
+.PHONY: dev dev-stop test lint unit integration e2e install chromium clean lock bench-peers bench-steps
 
 EXAMPLE_PLUGIN := connectors/examples/railyard-example-plugin
 
@@ -44,6 +44,11 @@ install: $(VENV)/.installed-test
 dev: $(VENV)/.installed
 	@echo "make: starting Railyard on the embedded default (Ctrl-C stops it)"
 	@$(VENV)/bin/railyard dev --port $(PORT) --data-dir $(DATA_DIR)
+
+# PostgreSQL and Redis a killed `make dev` left running (the next `make dev` takes them
+# over instead; docs/operations.md, "The embedded servers of railyard dev").
+dev-stop: $(VENV)/.installed
+	@$(VENV)/bin/railyard dev --stop --data-dir $(DATA_DIR)
 
 # Debian's Chromium for the browser tests (Playwright's own download needs the internet).
 chromium:

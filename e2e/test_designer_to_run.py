@@ -165,6 +165,9 @@ def test_designer_publish_webhook_run(
         "() => document.querySelector('#status').textContent.includes('Published version 1')"
     )
     assert page.locator("#version-badge").inner_text() == "v1"
+    badge_title = page.locator("#version-badge").get_attribute("title") or ""
+    assert badge_title.startswith("Version 1, published by "), badge_title
+    assert badge_title.endswith("webhooks and schedules run it"), badge_title
     webhook_url = page.locator("#webhook-url code").inner_text().strip()
     assert re.fullmatch(rf"{re.escape(server.base_url)}/hooks/\S+", webhook_url), webhook_url
     page.locator("#canvas").click(position={"x": 60, "y": 500})  # deselect for the picture

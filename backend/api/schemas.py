@@ -109,17 +109,16 @@ class WorkflowPatch(msgspec.Struct):
 
 class VersionOut(msgspec.Struct):
     """A published workflow version: ``created_by`` is the publisher's user id,
-    ``publisher`` its display name or e-mail (None when unknown), ``note`` what the
-    publisher wrote, ``active`` whether webhooks and schedules run it (None when not
-    looked up)."""
+    ``publisher`` its display name or e-mail (None when the account is gone), ``note``
+    what the publisher wrote, ``active`` whether webhooks and schedules run it."""
 
     number: int
     content_hash: str
     created_at: datetime
     created_by: str | None
+    publisher: str | None
+    active: bool
     note: str = ""
-    publisher: str | None = None
-    active: bool | None = None
 
 
 class WorkflowOut(msgspec.Struct):

@@ -12,7 +12,8 @@ Order of checks (each failure is answered before any run exists; rejections othe
 5. body parsing -> 400 naming what is malformed and where;
 6. the run is stored (files first, by reference), then the answer: 202 with the run id and
    links, the Respond step's answer (``respond_node``), or the run's output
-   (``last_step``), waiting at most ``wait_timeout`` seconds before falling back to 202.
+   (``last_step``), waiting at most ``wait_timeout`` seconds before falling back to 202
+   (also when the process stops meanwhile: backend/api/answer_cutoff.py).
 
 ``Idempotency-Key`` or the configured delivery-id header returns the original run for
 ``idempotency_hours`` (default 24). ``/hooks/test/{token}`` is the designer's test URL: while
@@ -33,6 +34,7 @@ from litestar.enums import HttpMethod
 from litestar.exceptions import HTTPException
 from litestar.params import FromPath
 
+from backend.api import answer_cutoff
 from backend.api.run_links import run_started
 from backend.auth.policy import Permission
 from backend.engine.nodes.trigger_webhook import DEFAULT_IDEMPOTENCY_HOURS
@@ -271,7 +273,7 @@ class WebhookController(Controller):
             # a run queued behind the workflow's concurrency limit is answered 202 at once
             if waits and started.status != "queued":
                 timeout = float(config.get("wait_timeout") or DEFAULT_WAIT_TIMEOUT)
-                answer = await run_watch.wait_for_answer(
+                waiting = run_watch.wait_for_answer(
                     runtime.sessionmaker,
                     runtime.redis,
                     started.run_id,
@@ -281,6 +283,8 @@ class WebhookController(Controller):
                     watched=watched if started.created else None,
                     started_status=started.status,
                 )
+                # a stopping process answers 202 before its grace ends (answer_cutoff.py)
+                answer = await answer_cutoff.unless_cut(request.app.state, waiting)
                 if answer is not None:
                     return _respond(answer)
         links = run_started(runtime, started.run_id, started.status)

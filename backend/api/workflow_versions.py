@@ -72,9 +72,9 @@ class WorkflowVersionController(Controller):
                 v.content_hash,
                 v.created_at,
                 str(v.created_by) if v.created_by else None,
-                note=v.note,
                 publisher=v.publisher,
                 active=v.active,
+                note=v.note,
             )
             for v in await workflow_versions.history(db, workflow_id)
         ]

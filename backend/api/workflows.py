@@ -30,7 +30,15 @@ from backend.auth.policy import Permission
 from backend.auth.web import AppRuntime, CurrentUser, DbSession
 from backend.engine.workflow_settings import WorkflowSettings
 from backend.runtime import Runtime
-from backend.services import access, references, runs, webhook_urls, webhooks, workflow_lifecycle
+from backend.services import (
+    access,
+    references,
+    runs,
+    webhook_urls,
+    webhooks,
+    workflow_lifecycle,
+    workflow_versions,
+)
 from backend.services import workflows as svc
 from backend.services.records import VersionRecord, WorkflowRecord
 
@@ -58,13 +66,16 @@ def workflow_out(runtime: Runtime, wf: WorkflowRecord) -> WorkflowOut:
     )
 
 
-def version_out(v: VersionRecord) -> VersionOut:
-    """Wire form of a version."""
+def version_out(v: VersionRecord, publisher: str | None, active: bool) -> VersionOut:
+    """Wire form of a version: ``publisher`` is the publishing account's display name or
+    e-mail (None when it is gone), ``active`` whether webhooks and schedules run it."""
     return VersionOut(
         v.number,
         v.content_hash,
         v.created_at,
         str(v.created_by) if v.created_by else None,
+        publisher=publisher,
+        active=active,
         note=v.note,
     )
 
@@ -224,9 +235,10 @@ class WorkflowController(Controller):
         result = await svc.publish(db, workflow_id, runtime.catalog, user.id, note)
         webhooks.clear_endpoint_cache()
         wf = await svc.get_workflow(db, workflow_id)
-        body = PublishOut(
-            version_out(result.version), result.created, webhook_url(runtime, wf), result.warnings
-        )
+        number = result.version.number
+        _, publisher = await workflow_versions.get_version(db, workflow_id, number)
+        version = version_out(result.version, publisher, wf.active_version == number)
+        body = PublishOut(version, result.created, webhook_url(runtime, wf), result.warnings)
         return Response(body, status_code=201 if result.created else 200)
 
     @delete(

@@ -23,8 +23,8 @@ from typing import Any
 
 import uvicorn
 
-from backend.cli import ops_tools
-from backend.cli.admin_tools import DEV_BASE_URL_FILE, cmd_create_user, cmd_rotate_key
+from backend.cli import dev, ops_tools
+from backend.cli.admin_tools import cmd_create_user, cmd_rotate_key
 from backend.settings import Settings, SettingsError, load_settings
 
 log = logging.getLogger("railyard")
@@ -100,13 +100,17 @@ async def serve(
     On a signal the API drains: ``/health/ready`` answers 503 at once, the listener stays
     open ``settings.shutdown_delay`` seconds more (load balancers see the 503 and stop
     sending), then closes; in-flight requests get ``settings.shutdown_grace`` seconds to
-    finish (uvicorn's graceful shutdown) before they are cancelled.
+    finish (uvicorn's graceful shutdown) before they are cancelled, and a webhook still
+    waiting for its run's answer then answers 202 (backend/api/answer_cutoff.py). With
+    the in-process worker (dev) it keeps running jobs until the requests are done (within
+    the same grace), then stops as a ``railyard worker`` does, handing back what runs.
     """
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
 
+    from backend.api import answer_cutoff
     from backend.app import create_app
     from backend.workers.worker import make_worker, stop_worker
 
@@ -142,8 +146,12 @@ async def serve(
     waiter: asyncio.Task[Any] = asyncio.create_task(stop.wait())
     done, _ = await asyncio.wait([*tasks, waiter], return_when=asyncio.FIRST_COMPLETED)
     await _drain(app, server, stop, settings.shutdown_delay)
+    grace_ends = answer_cutoff.cut_waits_after(app.state, settings.shutdown_grace)
     if worker is not None:
-        await stop_worker(worker, grace_seconds=settings.shutdown_grace)
+        # dev: the worker runs on while in-flight requests (webhooks waiting for their
+        # run's answer) finish, within the same grace; then it hands back what still runs
+        await asyncio.wait([tasks[0]], timeout=max(0.0, grace_ends - loop.time()))
+        await stop_worker(worker, grace_seconds=max(0.0, grace_ends - loop.time()))
     # Let uvicorn finish its shutdown (in-flight requests, lifespan) before cancelling.
     await asyncio.wait(tasks, timeout=settings.shutdown_grace + 10)
     for task in tasks:
@@ -179,68 +187,6 @@ async def _announce_when_listening(server: uvicorn.Server, stop: asyncio.Event, 
         await asyncio.sleep(0.05)
     print(text, flush=True)
     await stop.wait()  # keep the task alive: the first task to end stops everything
-
-
-def _step(text: str) -> None:
-    """One line of ``railyard dev``'s progress, on stdout."""
-    print(f"railyard: {text}", flush=True)
-
-
-def _quiet_for_dev() -> None:
-    """``railyard dev`` prints its own progress lines; library logs show warnings and
-    errors only (``RAILYARD_LOG_LEVEL=INFO`` brings them back), and the per-request access
-    log is off unless ``RAILYARD_ACCESS_LOG=1``."""
-    if "RAILYARD_LOG_LEVEL" not in os.environ:
-        logging.getLogger().setLevel(logging.WARNING)
-    os.environ.setdefault("RAILYARD_ACCESS_LOG", "0")
-
-
-def cmd_dev(args: argparse.Namespace) -> int:
-    """Embedded PostgreSQL + Redis, migrations, first admin, API + worker."""
-    _quiet_for_dev()
-    from backend.crypto import ensure_dev_key
-    from backend.db.migrate import upgrade
-    from backend.embedded import EmbeddedPostgres, EmbeddedRedis
-
-    data_dir = Path(args.data_dir).resolve()
-    data_dir.mkdir(parents=True, exist_ok=True)
-    pg = EmbeddedPostgres(data_dir / "postgres")
-    redis = EmbeddedRedis(data_dir / "redis")
-    _step(f"starting PostgreSQL and Redis (data in {data_dir})")
-    pg.start()
-    redis.start()
-    try:
-        settings = load_settings(
-            database_url=pg.url,
-            redis_url=redis.url,
-            base_url=os.environ.get("RAILYARD_BASE_URL") or f"http://127.0.0.1:{args.port}",
-            http_allow_private=os.environ.get("RAILYARD_HTTP_ALLOW_PRIVATE", "1") == "1",
-            encryption_key=os.environ.get("RAILYARD_ENCRYPTION_KEY") or ensure_dev_key(data_dir),
-        )
-        # where `railyard create-user` tells new accounts to sign in
-        (data_dir / DEV_BASE_URL_FILE).write_text(settings.base_url + "\n", encoding="utf-8")
-        _step("applying database migrations")
-        upgrade(settings.database_url)
-        created = asyncio.run(ensure_admin(settings, data_dir))
-        if created:
-            email, password = created
-            _step(f"created the first admin, {email}")
-        else:
-            stored = data_dir / "admin-password.txt"
-            lines = stored.read_text().split() if stored.exists() else ["(existing)", "(unchanged)"]
-            email, password = lines[0], lines[1]
-        _step("starting the web server, a worker and the scheduler")
-        banner = (
-            f"\nRailyard is running at http://127.0.0.1:{args.port}\n"
-            f"  log in as {email} with password {password}\n"
-            f"  data directory: {data_dir}\n  Ctrl-C stops everything.\n"
-        )
-        asyncio.run(serve(settings, "127.0.0.1", args.port, with_worker=True, banner=banner))
-    finally:
-        _step("stopping PostgreSQL and Redis")
-        redis.stop()
-        pg.stop()
-    return 0
 
 
 def cmd_api(args: argparse.Namespace) -> int:
@@ -415,10 +361,7 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``railyard`` console script."""
     parser = argparse.ArgumentParser(prog="railyard", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    dev = sub.add_parser("dev", help="run everything on embedded PostgreSQL and Redis")
-    dev.add_argument("--port", type=int, default=8000)
-    dev.add_argument("--data-dir", default=".railyard")
-    dev.set_defaults(func=cmd_dev)
+    dev.add_command(sub)
     api = sub.add_parser("api", help="run the API server")
     api.add_argument("--host", default="127.0.0.1")
     api.add_argument("--port", type=int, default=8000)

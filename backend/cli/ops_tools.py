@@ -1,12 +1,39 @@
-"""Operator commands of ``railyard``: ``settings`` (the settings table) and
-``restore-drill`` (a backup restored and checked; backend/cli/restore_drill.py)."""
+"""Operator commands of ``railyard``: ``settings`` (the settings table), ``node-types``
+(the node-type reference) and ``restore-drill`` (a backup restored and checked;
+backend/cli/restore_drill.py)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
+
+
+def _generated_doc_command(
+    args: argparse.Namespace,
+    markdown: Callable[[], str],
+    update: Callable[[Path], bool],
+    lines: Callable[[], Iterable[str]],
+) -> int:
+    """A command printing a generated part of the docs: ``--update FILE`` rewrites it in
+    FILE with ``update`` (exit 2 naming the problem when FILE lacks its markers or cannot
+    be written), ``--markdown`` prints ``markdown()``, else ``lines()`` one by one."""
+    if args.update:
+        try:
+            changed = update(Path(args.update))
+        except (OSError, ValueError) as exc:
+            print(f"railyard: {exc}", file=sys.stderr)
+            return 2
+        print(f"{args.update}: {'updated' if changed else 'already up to date'}")
+        return 0
+    if args.markdown:
+        print(markdown())
+        return 0
+    for line in lines():
+        print(line)
+    return 0
 
 
 def cmd_settings(args: argparse.Namespace) -> int:
@@ -14,20 +41,33 @@ def cmd_settings(args: argparse.Namespace) -> int:
     table of a document (``--update FILE``); backend/settings_table.py."""
     from backend import settings_table
 
-    if args.update:
-        try:
-            changed = settings_table.update_document(Path(args.update))
-        except (OSError, ValueError) as exc:
-            print(f"railyard: {exc}", file=sys.stderr)
-            return 2
-        print(f"{args.update}: {'updated' if changed else 'already up to date'}")
-        return 0
-    if args.markdown:
-        print(settings_table.markdown_table())
-        return 0
-    for row in settings_table.setting_rows():
-        print(f"{row.variable}\t{row.type}\t{row.default}\t{row.meaning}")
-    return 0
+    return _generated_doc_command(
+        args,
+        settings_table.markdown_table,
+        settings_table.update_document,
+        lambda: (
+            f"{row.variable}\t{row.type}\t{row.default}\t{row.meaning}"
+            for row in settings_table.setting_rows()
+        ),
+    )
+
+
+def cmd_node_types(args: argparse.Namespace) -> int:
+    """Print the built-in node types' reference as Markdown (``--markdown``), rewrite the
+    generated part of a document (``--update FILE``), or list them a line each;
+    backend/services/node_reference.py."""
+    from backend.generated_docs import update_generated
+    from backend.services import node_reference as ref
+
+    return _generated_doc_command(
+        args,
+        ref.markdown_reference,
+        lambda path: update_generated(path, ref.BEGIN, ref.END, ref.markdown_reference()),
+        lambda: (
+            f"{spec.type}\t{spec.version}\t{spec.kind}\t{spec.label}"
+            for spec in ref.builtin_catalog().all()
+        ),
+    )
 
 
 def cmd_restore_drill(args: argparse.Namespace) -> int:
@@ -54,15 +94,23 @@ def cmd_restore_drill(args: argparse.Namespace) -> int:
 
 
 def add_commands(sub: Any) -> None:
-    """Add ``settings`` and ``restore-drill`` to the ``railyard`` subparsers ``sub``."""
-    settings = sub.add_parser(
-        "settings", help="list every setting (variable, type, default, meaning)"
+    """Add ``settings``, ``node-types`` and ``restore-drill`` to the ``railyard``
+    subparsers ``sub``."""
+    generated = (
+        ("settings", "list every setting (variable, type, default, meaning)", cmd_settings),
+        (
+            "node-types",
+            "list the built-in node types (--markdown: the reference of their config)",
+            cmd_node_types,
+        ),
     )
-    settings.add_argument("--markdown", action="store_true", help="print a Markdown table")
-    settings.add_argument(
-        "--update", metavar="FILE", help="rewrite the generated settings table of FILE"
-    )
-    settings.set_defaults(func=cmd_settings)
+    for name, about, func in generated:
+        command = sub.add_parser(name, help=about)
+        command.add_argument("--markdown", action="store_true", help="print it as Markdown")
+        command.add_argument(
+            "--update", metavar="FILE", help="rewrite the generated part of FILE with it"
+        )
+        command.set_defaults(func=func)
     drill = sub.add_parser(
         "restore-drill",
         help="dump DATABASE_URL, restore it into a fresh database and check it",

@@ -149,6 +149,22 @@ class EmbeddedPostgres(EmbeddedServer):
             self.stop()
             raise
 
+    def take_over(self) -> bool:
+        """See :meth:`EmbeddedServer.take_over`: a live postmaster whose ``postmaster.pid``
+        sits in this data directory is this directory's server (PostgreSQL allows one)."""
+        if self._running:
+            if not self.owned:
+                self._own()
+            return True
+        if not (self.data_dir / "PG_VERSION").exists():
+            return False
+        live = self._live_postmaster()
+        if live is None:
+            return False
+        self._port = live
+        self._own()
+        return True
+
     def stop(self, *, force: bool = False) -> None:
         """Stop the server (``pg_ctl stop -m fast``; escalates to ``immediate`` then SIGKILL).
 

@@ -90,7 +90,8 @@ def file_size(path: Path) -> int:
 
 
 def pid_alive(pid: int) -> bool:
-    """True when process ``pid`` exists (even if owned by another user)."""
+    """True when process ``pid`` runs (even if owned by another user); a zombie (exited,
+    not yet reaped by its parent) does not count."""
     if pid <= 0:
         return False
     try:
@@ -99,7 +100,16 @@ def pid_alive(pid: int) -> bool:
         return False
     except PermissionError:
         return True
-    return True
+    return not _zombie(pid)
+
+
+def _zombie(pid: int) -> bool:
+    """True when Linux /proc says ``pid`` has exited and waits to be reaped."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rfind(")") + 2 : stat.rfind(")") + 3] == "Z"
 
 
 def process_name(pid: int) -> str | None:

@@ -68,18 +68,35 @@ def redis_ping(port: int, timeout: float = 0.5) -> str:
     return data.decode("utf-8", "replace").strip()
 
 
-def redis_server_pid(port: int, timeout: float = 0.5) -> int | None:
-    """process_id reported by ``INFO server`` on ``port`` (None when unreadable)."""
+def redis_server_info(port: int, timeout: float = 0.5) -> dict[str, str]:
+    """The fields of ``INFO server`` on ``port`` (``process_id``, ``config_file``, ...);
+    raises OSError when nothing answers."""
     with socket.create_connection((HOST, port), timeout=timeout) as sock:
         sock.sendall(b"*2\r\n$4\r\nINFO\r\n$6\r\nserver\r\n")
         data = b""
-        while b"process_id:" not in data or not data.endswith(b"\r\n"):
+        while not _bulk_complete(data):
             chunk = sock.recv(4096)
             if not chunk:
                 break
             data += chunk
-    match = re.search(rb"process_id:(\d+)", data)
-    return int(match.group(1)) if match else None
+    text = data.decode("utf-8", "replace")
+    return dict(
+        line.split(":", 1) for line in text.splitlines()[1:] if ":" in line and line[:1] != "#"
+    )
+
+
+def _bulk_complete(data: bytes) -> bool:
+    """True when ``data`` holds a whole RESP bulk string (``$<length>\\r\\n<bytes>\\r\\n``)."""
+    match = re.match(rb"\$(-?\d+)\r\n", data)
+    if match is None:
+        return data.startswith(b"-") and data.endswith(b"\r\n")  # an error line
+    return len(data) >= match.end() + max(int(match.group(1)), 0) + 2
+
+
+def redis_server_pid(port: int, timeout: float = 0.5) -> int | None:
+    """process_id reported by ``INFO server`` on ``port`` (None when unreadable)."""
+    value = redis_server_info(port, timeout).get("process_id", "")
+    return int(value) if value.isdigit() else None
 
 
 class EmbeddedRedis(EmbeddedServer):
@@ -156,6 +173,34 @@ class EmbeddedRedis(EmbeddedServer):
                     f"Redis could not bind {HOST}:{port}; log tail:\n"
                     f"{tail(self.log_path, lines=15)}"
                 ) from None
+
+    def take_over(self) -> bool:
+        """See :meth:`EmbeddedServer.take_over`: the server must answer on the port this
+        data directory remembers, with the pid in its ``redis.pid`` and this directory's
+        ``redis.conf`` as its configuration file."""
+        if self._running:
+            if not self.owned and self._pid is not None and self._is_ours(self._pid, self.port):
+                self._own()
+            return self.owned
+        live = self._live_server()
+        if live is None or not self._is_ours(*live):
+            return False
+        self._pid, self._port = live
+        self._own()
+        return True
+
+    def _is_ours(self, pid: int, port: int) -> bool:
+        """True when the server on ``port`` is process ``pid`` started from this directory."""
+        try:
+            info = redis_server_info(port)
+        except OSError:
+            return False
+        config = info.get("config_file", "").strip()
+        return (
+            info.get("process_id", "").strip() == str(pid)
+            and bool(config)
+            and (Path(config).resolve() == (self.data_dir / "redis.conf").resolve())
+        )
 
     def stop(self, *, force: bool = False) -> None:
         """Stop the server: SIGTERM (graceful: the AOF is flushed), SIGKILL after 10 s.

@@ -8,7 +8,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import ClassVar, Self
 
-from backend.embedded.processes import EmbeddedServerError
+from backend.embedded.processes import EmbeddedServerError, register_started
 
 
 class EmbeddedServer:
@@ -57,6 +57,21 @@ class EmbeddedServer:
     def stop(self, *, force: bool = False) -> None:
         """Stop a server this object started (a reused one only when ``force``)."""
         raise NotImplementedError
+
+    def take_over(self) -> bool:
+        """Take ownership of a server already running on ``data_dir`` without starting one
+        (e.g. left running by a ``railyard dev`` that was killed): True when one runs; it is
+        then :attr:`running` and :attr:`owned`, so :meth:`stop` and the exit hook stop it.
+        False when none runs, or when what the data directory points at is not this data
+        directory's server (that one is never touched). Idempotent."""
+        raise NotImplementedError
+
+    def _own(self) -> None:
+        """Mark the running server as started by this object (stopped by stop() and at exit)."""
+        self._running = True
+        self.owned = True
+        self._owner_pid = os.getpid()
+        register_started(self)
 
     def __enter__(self) -> Self:
         self.start()

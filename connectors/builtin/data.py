@@ -31,7 +31,7 @@ from __future__ import annotations
 import numbers
 import time
 from datetime import UTC, datetime, timedelta
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypedDict
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import jinja2
@@ -372,6 +372,12 @@ class TemplateConfig(msgspec.Struct, kw_only=True):
     html: Annotated[bool, msgspec.Meta(title="HTML output (autoescape)")] = False
 
 
+class TemplateOutput(TypedDict):
+    """The rendered `text`."""
+
+    text: str
+
+
 @sdk.action(
     "data.template",
     label="Text template",
@@ -380,7 +386,7 @@ class TemplateConfig(msgspec.Struct, kw_only=True):
     icon="type",
     expression_fields=("data",),
 )
-async def render_text(config: TemplateConfig, input: Any) -> dict[str, Any]:
+async def render_text(config: TemplateConfig, input: Any) -> TemplateOutput:
     """Render the template in the sandbox; undefined variables fail the step."""
     started = time.perf_counter()
     variables = {"input": input, "data": config.data}

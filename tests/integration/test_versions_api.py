@@ -63,6 +63,33 @@ async def test_history_lists_number_publisher_when_and_note(client: httpx.AsyncC
     assert (await client.get(f"/api/workflows/{wf}/versions/7")).status_code == 404
 
 
+async def test_publish_response_names_the_publisher_and_the_active_version(
+    client: httpx.AsyncClient,
+) -> None:
+    """The publish answer says who published the version and that it became active, for
+    a new version (201) and for an unchanged draft that re-activates an earlier one (200);
+    the OpenAPI schema declares both fields as always present."""
+    me = (await client.get("/api/auth/me")).json()
+    name = me["display_name"] or ADMIN_EMAIL
+    wf = await _workflow(client)
+    await client.put(f"/api/workflows/{wf}/draft", json={"diagram": V1})
+    first = await client.post(f"/api/workflows/{wf}/publish")
+    assert first.status_code == 201, first.text
+    assert (first.json()["version"]["publisher"], first.json()["version"]["active"]) == (name, True)
+    assert await _publish(client, wf, V2) == 2
+    await client.put(f"/api/workflows/{wf}/draft", json={"diagram": V1})
+    again = await client.post(f"/api/workflows/{wf}/publish")
+    assert again.status_code == 200, again.text
+    version = again.json()["version"]
+    assert (version["number"], version["publisher"], version["active"]) == (1, name, True)
+    history = (await client.get(f"/api/workflows/{wf}/versions")).json()
+    assert [(v["number"], v["active"]) for v in history] == [(2, False), (1, True)]
+    schema = (await client.get("/schema/openapi.json")).json()["components"]["schemas"]
+    out = next(v for k, v in schema.items() if k.endswith("VersionOut"))
+    assert {"publisher", "active"} <= set(out["required"])
+    assert out["properties"]["active"]["type"] == "boolean"
+
+
 async def test_publish_note_is_limited_and_typed(client: httpx.AsyncClient) -> None:
     wf = await _workflow(client)
     await client.put(f"/api/workflows/{wf}/draft", json={"diagram": V1})

@@ -202,6 +202,8 @@ async function publish() {
   const version = resp.data?.version || {};
   const badge = document.getElementById("version-badge");
   badge.textContent = `v${version.number}`;
+  badge.title = `Version ${version.number}, published by ${version.publisher || "a removed account"}` +
+    (version.active ? "; webhooks and schedules run it" : "; not active");
   badge.hidden = false;
   root.dataset.activeVersion = version.number;
   showWebhook(resp.data?.webhook_url);
