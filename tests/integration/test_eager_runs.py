@@ -83,6 +83,19 @@ async def webhook_run_id(runtime: Runtime) -> str:
         )
 
 
+async def published_version(
+    client: httpx.AsyncClient, runtime: Runtime, d: dict[str, Any]
+) -> WorkflowVersion:
+    """Publish diagram ``d``; its workflow version (what a start is handed)."""
+    wf = await publish(client, d)
+    async with runtime.sessionmaker() as session:
+        return (
+            await session.execute(
+                select(WorkflowVersion).where(WorkflowVersion.workflow_id == uuid.UUID(wf["id"]))
+            )
+        ).scalar_one()
+
+
 def called(sink: HttpSink, times: int = 1) -> Any:
     async def predicate() -> bool:
         return len(sink.requests) >= times
@@ -170,13 +183,7 @@ async def test_eager_run_dead_right_after_its_start_is_recovered_without_a_retry
     """The process dies between the start's commit and running the step: the start
     claimed the step for it, so the lease runs out, the sweeper reopens the step (no retry
     used) and a worker runs it."""
-    wf = await publish(client, three_templates())
-    async with runtime.sessionmaker() as session:
-        version = (
-            await session.execute(
-                select(WorkflowVersion).where(WorkflowVersion.workflow_id == uuid.UUID(wf["id"]))
-            )
-        ).scalar_one()
+    version = await published_version(client, runtime, three_templates())
     execution = runtime.execution
     started = await execution.starts.start_run(
         version, {"body": {"id": 3}}, trigger="webhook", eager=True
@@ -350,13 +357,7 @@ async def test_the_claim_in_the_start_stores_what_a_workers_claim_stores(
 ) -> None:
     """The eager start claims its first step with the worker's own claim function: the
     run it stores in one statement equals a run started as usual and then claimed."""
-    wf = await publish(client, three_templates())
-    async with runtime.sessionmaker() as session:
-        version = (
-            await session.execute(
-                select(WorkflowVersion).where(WorkflowVersion.workflow_id == uuid.UUID(wf["id"]))
-            )
-        ).scalar_one()
+    version = await published_version(client, runtime, three_templates())
     execution = runtime.execution
     run_input = {"body": {"id": 5}}
     eager = await execution.starts.start_run(version, run_input, trigger="webhook", eager=True)
