@@ -111,9 +111,20 @@ async def test_eager_run_answers_with_its_last_step_output_in_four_transactions(
     wf = await publish(client, three_templates())
     warm = await client.post(wf["webhook_path"], json={"id": 0})  # caches graph and settings
     assert (warm.status_code, warm.json()) == (200, {"text": "run0 step1 step2 step3"})
+    transitions = runtime.execution.transitions
+    locked = []
+    real_locked = transitions.locked
+
+    async def counting(*args: Any, **kwargs: Any) -> Any:
+        locked.append(args)
+        return await real_locked(*args, **kwargs)
+
+    transitions.locked = counting  # type: ignore[method-assign]
     before = await write_transactions(runtime)
     r = await client.post(wf["webhook_path"], json={"id": 7})
     after = await write_transactions(runtime)
+    transitions.locked = real_locked  # type: ignore[method-assign]
+    assert locked == []  # every completion took the fenced one-statement path
     assert (r.status_code, r.json()) == (200, {"text": "run7 step1 step2 step3"})
     assert after - before - 1 == 4
     assert await runtime.redis.zcard(default_queue_name) == 0  # nothing went to a queue
