@@ -44,6 +44,7 @@ from backend.auth.web import BearerAwareCSRFMiddleware, RequestContextMiddleware
 from backend.observability import gc_pauses
 from backend.runtime import Runtime, build_runtime
 from backend.settings import Settings
+from backend.workers.run_control import eager_control
 from frontend.access_pages import AccessPages
 from frontend.admin_pages import AdminPages
 from frontend.audit_pages import AdminAuditPages
@@ -107,13 +108,15 @@ def create_app(
             yield
             return
         # connections kept open: requests beyond them each open (and close) their own
-        app.state.runtime = await build_runtime(
+        built = app.state.runtime = await build_runtime(
             settings, pool_size=settings.api_db_pool_size, name="api"
         )
         if tune_gc:
             gc_pauses.configure()
         try:
-            yield
+            grace = settings.shutdown_grace
+            async with eager_control(built.redis, built.execution, grace_seconds=grace):
+                yield
         finally:
             await app.state.runtime.close()
 

@@ -46,8 +46,11 @@ class Runtime:
     http_pool: httpx.AsyncHTTPTransport | None = None
 
     async def close(self) -> None:
-        """Finish pending run announcements, close the outbound HTTP pool, the shared
-        run-notice subscription and Redis, dispose the database pool."""
+        """Finish eager runs and pending run announcements, close the outbound HTTP
+        pool, the shared run-notice subscription and Redis, dispose the database pool.
+        Eager runs still running (none once the app's lifespan drained them) get the
+        shutdown grace, then are handed back to workers."""
+        await self.execution.eager.stop(self.settings.shutdown_grace)
         await self.execution.drain()
         if self.http_pool is not None:
             await self.http_pool.aclose()
@@ -137,13 +140,17 @@ async def build_runtime(settings: Settings, *, pool_size: int = 10, name: str = 
     metrics.POOLS.watch(name, engine.sync_engine.pool)
     # with tracing on, every connector HTTP call is a span (the pool itself is closed below)
     calls: Any = tracing.TracingTransport(http_pool) if tracing.enabled() else http_pool
+    dispatcher = ArqDispatcher(redis)
     execution = Execution(
         PgRunStore(sessionmaker),
-        ArqDispatcher(redis),
+        dispatcher,
         catalog,
         make_context_factory(settings, sessionmaker, catalog, http_pool=calls),
         recovery_queries=PgRecoveryQueries(sessionmaker),
+        # a waiting webhook of this process hears of the runs it executes without Redis
+        events=run_watch.LocalNotices(dispatcher, redis),
         lease_seconds=settings.lease_seconds,
         base_url=settings.base_url,
+        eager_runs=settings.eager_runs,
     )
     return Runtime(settings, engine, sessionmaker, redis, catalog, execution, http_pool)

@@ -100,6 +100,18 @@ class Settings(msgspec.Struct, kw_only=True):
         float, about("attempt lease, seconds; a worker heartbeats every third of it", gt=0)
     ] = 60.0
     sweep_interval: Annotated[float, about("seconds between sweeper passes", gt=0)] = 5.0
+    eager_runs: Annotated[
+        int,
+        about(
+            "runs an API process executes itself at most at once: a run started by a webhook "
+            "that waits for its answer, whose start leaves one action step ready, runs in the "
+            "process that started it instead of going through the queue to a worker; over "
+            "it, or while the API stops, the step is queued as usual; 0 turns it off (see "
+            '"Eager execution")',
+            ge=0,
+            le=10_000,
+        ),
+    ] = 4
     shutdown_grace: Annotated[
         float,
         about(

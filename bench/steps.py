@@ -38,7 +38,11 @@ figure:
   the answer read (``answer``: run end -> answer read: the commit, the notice to the
   waiting webhook, its read of the run, the HTTP answer); and ``fsync_floor``,
   ``pg_test_fsync``'s time for one 8 kB fdatasync in the stack's directory: the floor of
-  each durable commit the time line contains.
+  each durable commit the time line contains; and, over those requests,
+  ``webhook_api_cpu_per_run`` / ``webhook_workers_cpu_per_run`` (CPU ms per run of the API
+  process and of both workers: a run the API executes itself, docs/engine.md "Eager
+  execution", moves its steps' CPU from the workers to the API) and
+  ``webhook_pg_transactions_per_run`` (write transactions per run).
 - With ``--profile``: an extra phase of ``--runs`` runs (not in the figures) with py-spy on
   both workers, printed as bench/peers/profile.py's ``# profile`` table (shares of the CPU
   samples by package, leaf frame and Railyard function); ``--profile-dir`` keeps the stacks.
@@ -162,17 +166,33 @@ def print_timeline(prefix: str, marks: list[Marks]) -> None:
         figure(name, value, "ms")
 
 
-async def webhook_timeline(stack: Stack, runs: int) -> list[Marks]:
+async def webhook_timeline(
+    stack: Stack, runs: int, workers: list[subprocess.Popen[bytes]]
+) -> list[Marks]:
     """The time lines of ``runs`` sequential webhook runs of bench/peers' 3-step scenario
     (Webhook answering with the last step -> three Text template steps) through a
-    ``railyard api`` on ``stack`` (its workers already running), after 10 warm-up runs."""
+    ``railyard api`` on ``stack`` (its ``workers`` already running), after 10 warm-up
+    runs. Also prints the load-insensitive figures of those runs: the API's and the
+    workers' CPU per run and the write transactions per run."""
     token = await setup(stack.env, three_steps())
-    _, base = await asyncio.to_thread(stack.api)
+    api, base = await asyncio.to_thread(stack.api)
     url = f"{base}/hooks/{token}"
     body = b'{"id": %d, "qty": 1}'  # what bench/peers sends
     await sequential(url, 10, body)
-    latencies, received, errors = await sequential(url, runs, body)
+    rt = await build_runtime(stack.settings(), pool_size=2)
+    try:
+        xid0 = await current_xid(rt)
+        api0, workers0 = cpu_seconds(api.pid), sum(cpu_seconds(w.pid) for w in workers)
+        latencies, received, errors = await sequential(url, runs, body)
+        api_cpu = cpu_seconds(api.pid) - api0
+        workers_cpu = sum(cpu_seconds(w.pid) for w in workers) - workers0
+        writes = await current_xid(rt) - xid0 - 1
+    finally:
+        await rt.close()
     figure("webhook_timeline.errors", errors, "requests")
+    figure("webhook_api_cpu_per_run", api_cpu / runs * 1000, "ms")
+    figure("webhook_workers_cpu_per_run", workers_cpu / runs * 1000, "ms")
+    figure("webhook_pg_transactions_per_run", writes / runs, "xact")
     conn = await asyncpg.connect(stack.pg.dsn)
     try:
         rows = await conn.fetch("select id from runs where trigger = 'webhook' order by created_at")
@@ -241,7 +261,8 @@ async def measure(stack: Stack, workers: list[subprocess.Popen[bytes]], args: Na
     await rt.close()
 
     if args.timeline:
-        print_timeline("webhook_timeline", await webhook_timeline(stack, LATENCY_RUNS))
+        marks = await webhook_timeline(stack, LATENCY_RUNS, workers)
+        print_timeline("webhook_timeline", marks)
         figure("fsync_floor", await asyncio.to_thread(fsync_floor, stack.data), "ms")
         figure("load_average", load_average(), "")
 

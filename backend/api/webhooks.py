@@ -263,7 +263,12 @@ class WebhookController(Controller):
         # a waiting webhook subscribes to the run's notices before the run is stored
         async with run_watch.early_watch(runtime.redis, run_id, enabled=waits) as watched:
             started = await runtime.execution.start_run(
-                endpoint.version, run_input, trigger="webhook", idempotency_key=key, run_id=run_id
+                endpoint.version,
+                run_input,
+                trigger="webhook",
+                idempotency_key=key,
+                run_id=run_id,
+                eager=waits,  # its first step may run here (backend/services/execution/eager.py)
             )
             # a run queued behind the workflow's concurrency limit is answered 202 at once
             if waits and started.status != "queued":

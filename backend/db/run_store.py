@@ -92,14 +92,21 @@ class PgRunStore:
         return graphs.cached_graph(version_id)
 
     async def insert_started(
-        self, new: NewRun, state: RunState, settings: WorkflowSettings
-    ) -> WorkflowSettings | None:
+        self,
+        new: NewRun,
+        state: RunState,
+        settings: WorkflowSettings,
+        *,
+        start: NewAttempt | None = None,
+    ) -> Written:
         with duplicate_key(new):
-            inserted = await insert_run(self.fast, new, state, expected_settings=settings.raw)
+            inserted = await insert_run(
+                self.fast, new, state, expected_settings=settings.raw, start=start
+            )
         if inserted.written:
-            return None
+            return Written(inserted.revision)
         if inserted.settings_differ:
-            return WorkflowSettings.from_raw(inserted.settings)
+            return Written(None, moved=True, settings=WorkflowSettings.from_raw(inserted.settings))
         raise LookupError(f"workflow {new.workflow_id} not found")
 
     async def write_unlocked(

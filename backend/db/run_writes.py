@@ -22,7 +22,7 @@ from typing import Any
 
 import asyncpg
 import msgspec
-from sqlalchemy import Boolean, text
+from sqlalchemy import BigInteger, Boolean, text
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.dialects.postgresql import UUID as PG_UUID
 from sqlalchemy.dialects.postgresql.asyncpg import dialect as asyncpg_dialect
@@ -60,6 +60,24 @@ def step_values(rec: StepRecord) -> dict[str, Any]:
     return values
 
 
+def _with_new_attempt(sql: str, *, run_id: str, guard: str) -> str:
+    """``sql`` with its ``$NEW_ATTEMPT`` replaced by the insert of the claimed attempt
+    carried by the ``:attempts`` recordset parameter (at most one row:
+    :func:`attempt_values`) into run ``run_id`` (an SQL expression), written only when
+    relation ``guard`` has a row."""
+    insert = f"""INSERT INTO attempts (run_id, step_id, number, fencing_token, status, worker,
+                              idempotency_key, input, config, lease_expires_at, started_at)
+        SELECT {run_id}, a.step_id, a.number, a.fencing_token, 'running',
+               a.worker, a.idempotency_key, a.input, a.config, a.lease_expires_at,
+               a.started_at
+        FROM {guard}, jsonb_to_recordset(CAST(:attempts AS jsonb)) AS a(
+            step_id text, number int, fencing_token text, worker text,
+            idempotency_key text, input jsonb, config jsonb, lease_expires_at timestamptz,
+            started_at timestamptz)
+        RETURNING id"""
+    return sql.replace("$NEW_ATTEMPT", insert)
+
+
 # One statement for every write of an engine transaction (docs/engine.md, "Performance"):
 # close the finished attempt (fenced), insert the claimed attempt, write the changed step
 # records, update the run row (bumping its revision), append the events. Nothing is
@@ -71,7 +89,8 @@ def step_values(rec: StepRecord) -> dict[str, Any]:
 # confirmation, two WAL records per step, bought nothing; a step record inserted by
 # someone else would fail the statement on the unique key rather than be merged).
 _SAVE = text(
-    """
+    _with_new_attempt(
+        """
     WITH at_revision AS (
         SELECT FROM runs
         WHERE id = CAST(:run_id AS uuid)
@@ -88,16 +107,7 @@ _SAVE = text(
         SELECT WHERE EXISTS (SELECT FROM at_revision)
                  AND (CAST(:fin_id AS bigint) IS NULL OR EXISTS (SELECT FROM fin))
     ), new_attempt AS (
-        INSERT INTO attempts (run_id, step_id, number, fencing_token, status, worker,
-                              idempotency_key, input, config, lease_expires_at, started_at)
-        SELECT CAST(:run_id AS uuid), a.step_id, a.number, a.fencing_token, 'running',
-               a.worker, a.idempotency_key, a.input, a.config, a.lease_expires_at,
-               a.started_at
-        FROM go, jsonb_to_recordset(CAST(:attempts AS jsonb)) AS a(
-            step_id text, number int, fencing_token text, worker text,
-            idempotency_key text, input jsonb, config jsonb, lease_expires_at timestamptz,
-            started_at timestamptz)
-        RETURNING id
+        $NEW_ATTEMPT
     ), steps AS (
         SELECT s.* FROM go, jsonb_to_recordset(CAST(:steps AS jsonb)) AS s(
             step_id text, status text, ports jsonb, input jsonb, output jsonb, error jsonb,
@@ -143,7 +153,10 @@ _SAVE = text(
            (SELECT coalesce(w.settings, '{}'::jsonb)
             FROM run_row JOIN workflows w ON w.id = run_row.workflow_id
             WHERE CAST(:ended AS boolean)) AS settings
-    """
+    """,
+        run_id="CAST(:run_id AS uuid)",
+        guard="go",
+    )
 ).columns()
 # The hottest statements (every engine write, every run start) go to asyncpg directly on
 # the fast path (backend/db/fast_path.py; SQLAlchemy's execute path costs ~0.2 ms of CPU
@@ -228,21 +241,7 @@ async def write_state(
     """
     ext = payloads.Externalizer()
     steps, events = _changes(state, ext)
-    attempts = []
-    if start is not None:
-        attempts.append(
-            {
-                "step_id": start.step_id,
-                "number": start.number,
-                "fencing_token": start.fencing_token,
-                "worker": start.worker,
-                "idempotency_key": start.idempotency_key,
-                "input": ext.value(start.input),
-                "config": ext.value(start.config),
-                "lease_expires_at": start.lease_expires_at,
-                "started_at": start.started_at,
-            }
-        )
+    attempts = [attempt_values(start, ext)] if start is not None else []
     params: dict[str, Any] = {
         "run_id": run_id,
         "expected": expected_revision,
@@ -278,6 +277,22 @@ async def write_state(
     return Written(int(revision), settings=ended)
 
 
+def attempt_values(start: NewAttempt, ext: payloads.Externalizer) -> dict[str, Any]:
+    """The row of claimed attempt ``start`` as the ``:attempts`` recordset parameter of
+    the write and insert statements carries it (large values by reference in ``ext``)."""
+    return {
+        "step_id": start.step_id,
+        "number": start.number,
+        "fencing_token": start.fencing_token,
+        "worker": start.worker,
+        "idempotency_key": start.idempotency_key,
+        "input": ext.value(start.input),
+        "config": ext.value(start.config),
+        "lease_expires_at": start.lease_expires_at,
+        "started_at": start.started_at,
+    }
+
+
 def _changes(
     state: RunState, ext: payloads.Externalizer
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -302,7 +317,8 @@ def _json(value: Any) -> str | None:
 
 
 _INSERT_RUN = text(
-    """
+    _with_new_attempt(
+        """
     WITH wf AS (
         SELECT coalesce(settings, '{}'::jsonb) AS settings FROM workflows
         WHERE id = CAST(:workflow_id AS uuid)
@@ -325,7 +341,9 @@ _INSERT_RUN = text(
                CAST(:parent_index AS int)
         FROM go
         ON CONFLICT (id) DO NOTHING
-        RETURNING id
+        RETURNING id, revision
+    ), new_attempt AS (
+        $NEW_ATTEMPT
     ), new_steps AS (
         INSERT INTO step_runs (run_id, step_id, status, ports, input, output, error, attempts,
                                not_before, started_at, finished_at, data)
@@ -343,9 +361,19 @@ _INSERT_RUN = text(
         ORDER BY e.ord
     )
     SELECT (SELECT id FROM new_run) AS id, (SELECT settings FROM wf) AS settings,
-           EXISTS (SELECT FROM go) AS go
-    """
-).columns(id=PG_UUID(as_uuid=True), settings=JSONB(), go=Boolean())
+           EXISTS (SELECT FROM go) AS go, (SELECT revision FROM new_run) AS revision,
+           (SELECT id FROM new_attempt) AS attempt_id
+    """,
+        run_id="new_run.id",
+        guard="new_run",
+    )
+).columns(
+    id=PG_UUID(as_uuid=True),
+    settings=JSONB(),
+    go=Boolean(),
+    revision=BigInteger(),
+    attempt_id=BigInteger(),
+)
 
 
 _INSERT_POSITIONAL = Positional(_INSERT_RUN)
@@ -360,6 +388,7 @@ class Inserted(msgspec.Struct, frozen=True):
     written: bool
     settings_differ: bool
     settings: dict[str, Any] | None
+    revision: int | None = None  # the inserted run's revision
 
 
 async def insert_run(
@@ -368,9 +397,11 @@ async def insert_run(
     state: RunState | None = None,
     *,
     expected_settings: dict[str, Any] | None = None,
+    start: NewAttempt | None = None,
 ) -> Inserted:
     """Insert run ``new``: ``queued`` without ``state``; with ``state`` (computed in
-    memory by the engine) its status, timings, changed step records and events too.
+    memory by the engine) its status, timings, changed step records and events too, and
+    ``start``, the attempt the start claimed (its ``id`` is set), in the same statement.
 
     An existing run with ``new.id`` is left alone (``written`` False: child and
     error-workflow runs have deterministic ids). With ``expected_settings`` (the
@@ -407,9 +438,12 @@ async def insert_run(
         "settings": _json(expected_settings if expected_settings is not None else {}),
         "steps": _json(steps),
         "events": _json(events),
+        "attempts": _json([attempt_values(start, ext)] if start is not None else []),
     }
     await store_payloads(db, ext.payloads)
-    run_id, settings, go = await _INSERT_POSITIONAL.fetchrow(db, params)
+    run_id, settings, go, revision, attempt_id = await _INSERT_POSITIONAL.fetchrow(db, params)
+    if start is not None and attempt_id is not None:
+        start.id = int(attempt_id)
     if run_id is not None:
         metrics.run_started(new.workflow_id, new.trigger)
     if run_id is not None and state is not None:
@@ -420,4 +454,5 @@ async def insert_run(
         written=run_id is not None,
         settings_differ=not go and settings is not None,
         settings=settings,
+        revision=int(revision) if revision is not None else None,
     )

@@ -382,13 +382,19 @@ class RunStore(Protocol):
         ...
 
     async def insert_started(
-        self, new: NewRun, state: RunState, settings: WorkflowSettings
-    ) -> WorkflowSettings | None:
-        """Insert a started run with ``state`` in one statement, only if the workflow's
-        stored settings are still ``settings.raw``. Returns ``None`` when written, else
-        the workflow's current settings (nothing written; the caller decides again).
-        Raises :class:`DuplicateRun` when the idempotency key is taken and
-        ``LookupError`` when the workflow is gone."""
+        self,
+        new: NewRun,
+        state: RunState,
+        settings: WorkflowSettings,
+        *,
+        start: NewAttempt | None = None,
+    ) -> Written:
+        """Insert a started run with ``state`` and ``start``, the attempt its start claimed
+        (its ``id`` is set), in one statement, only if the workflow's stored settings are
+        still ``settings.raw``. Returns the run's revision when written, else ``moved``
+        with the workflow's current settings in ``Written.settings`` (nothing written; the
+        caller decides again). Raises :class:`DuplicateRun` when the idempotency key is
+        taken and ``LookupError`` when the workflow is gone."""
         ...
 
     async def write_unlocked(

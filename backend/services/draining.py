@@ -20,9 +20,18 @@ being deleted, ``docker compose stop``) it *drains* (backend/workers/worker.py,
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+import logging
+from collections.abc import Callable, Collection
+from typing import Any
 
 from backend.services.cancellation import Stopper
+
+log = logging.getLogger(__name__)
+
+HAND_BACK_SECONDS = 3.0
+"""How long, in seconds, a stopping process waits after the grace period for the attempts
+it stopped to be handed back (one short transaction each) before it cancels what is left."""
 
 
 class Drain:
@@ -67,3 +76,32 @@ class Drain:
     def running(self) -> int:
         """How many attempts are running in this process."""
         return len(self._running)
+
+
+async def finish_or_hand_back(
+    drain: Drain,
+    tasks: Collection[asyncio.Task[Any]],
+    grace_seconds: float,
+    *,
+    hand_back_seconds: float = HAND_BACK_SECONDS,
+) -> list[asyncio.Task[Any]]:
+    """Steps 2 to 4 of a drain (the module doc) over ``tasks``, the tasks running this
+    process's attempts (a worker's jobs, an API's eager runs): give them ``grace_seconds``
+    to finish, then hand back the attempts still running (:meth:`Drain.hand_back`) and give
+    the hand-back writes ``hand_back_seconds``, then cancel what is left (the sweeper
+    recovers such a step when its lease runs out). Returns the tasks it cancelled."""
+    running = [t for t in tasks if not t.done()]
+    if running:
+        log.info("stopping: %d task(s) running, grace %g s", len(running), grace_seconds)
+        await asyncio.wait(running, timeout=grace_seconds)
+    left = [t for t in running if not t.done()]
+    if left:
+        handed = drain.hand_back()
+        log.warning("grace period over: handing back %d running attempt(s)", handed)
+        await asyncio.wait(left, timeout=hand_back_seconds)
+        left = [t for t in left if not t.done()]
+    for task in left:
+        task.cancel()
+    if left:
+        log.warning("tasks cancelled at shutdown; the sweeper will re-dispatch their steps")
+    return left

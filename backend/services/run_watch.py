@@ -9,6 +9,9 @@ holds a Respond step's answer), and answers from the notice itself when it carri
 answer whole (a small one); a notice that does not say (or none within the second) means
 a read.
 
+A process's own notices reach its waits without Redis (:class:`LocalNotices`): a webhook
+waiting for a run this process executes eagerly is woken at once.
+
 Waiting webhooks share one Redis subscription per process (:class:`RunNotices`): a wait
 sends one ``SUBSCRIBE`` and one ``UNSUBSCRIBE`` on that connection instead of taking a
 connection of its own, and one reader task wakes the waits whose run changed. The run is
@@ -33,9 +36,10 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from backend.db.models import Run
+from backend.engine.ports import EventSink
 from backend.engine.states import RunStatus
 from backend.services import run_values, runs
-from backend.services.channels import RunNotice, decode_notice, run_channel
+from backend.services.channels import CHANGED, RunNotice, decode_notice, run_channel
 
 POLL_SECONDS = 1.0
 """Longest wait for a change notice before the run is read again."""
@@ -163,6 +167,18 @@ class RunNotices:
             with contextlib.suppress(RedisError, OSError, RuntimeError):
                 await pubsub.aclose()
 
+    def deliver(self, run_id: str, notice: bytes) -> int:
+        """Hand ``notice`` of run ``run_id``, announced by this process, to this process's
+        waits of that run at once (no round trip through Redis; the same notice also
+        arrives through the subscription, and a notice only says "look again", so the
+        second one is harmless). Returns how many waits it reached."""
+        waits = self._waits.get(run_channel(run_id), ())
+        if waits:
+            decoded = decode_notice(notice)
+            for wait in waits:
+                wait.put(decoded)
+        return len(waits)
+
     async def close(self) -> None:
         """Stop the reader and close the connection (the process is shutting down)."""
         self._pubsub = self._reading = None
@@ -178,6 +194,24 @@ class RunNotices:
 
 
 _NOTICES: weakref.WeakKeyDictionary[Redis, RunNotices] = weakref.WeakKeyDictionary()
+
+
+class LocalNotices:
+    """The event sink of a process: each run-change notice is delivered to this process's
+    own waits of the run at once (:meth:`RunNotices.deliver`: a webhook waiting for a run
+    this process runs eagerly is woken without Redis), then published through ``sink``
+    (the dispatcher's Redis ``PUBLISH``) for the other processes' listeners."""
+
+    def __init__(self, sink: EventSink, redis: Redis) -> None:
+        self.sink = sink
+        self.redis = redis
+
+    async def notify(self, run_id: str, notice: bytes = CHANGED) -> None:
+        """Deliver ``notice`` of run ``run_id`` here, then publish it."""
+        found = _NOTICES.get(self.redis)
+        if found is not None:
+            found.deliver(run_id, notice)
+        await self.sink.notify(run_id, notice)
 
 
 def notices_for(redis: Redis) -> RunNotices:

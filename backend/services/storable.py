@@ -40,6 +40,15 @@ class UnstorableInput(ValueError):
         self.field = found.field
 
 
+UNSTORABLE_RUN_ERROR = {
+    "message": "the run cannot go on: PostgreSQL refused to store a value it computed"
+    " (U+0000 or a lone surrogate, which cannot be stored)",
+    "kind": "unstorable_value",
+}
+"""The run error of a run whose next state the database refused (:func:`refused_by_database`):
+a worker's job or an eager run fails the run with it instead of retrying."""
+
+
 def refused_by_database(exc: BaseException) -> bool:
     """True when ``exc`` (or an error in its chain) is the database or its driver refusing
     unstorable text: PostgreSQL's ``untranslatable_character`` (22P05, a ``\\u0000`` in

@@ -5,6 +5,8 @@
   each run announced there (backend/services/cancellation.py). When Redis is away it
   resubscribes every ``retry`` seconds; meanwhile leases are the backstop (an attempt of
   an ended run stops at its next heartbeat).
+- :func:`eager_control` does the first for an API process while it may run steps itself
+  (backend/services/execution/eager.py), and drains those runs when the process stops.
 - :func:`enforce_deadlines` sleeps until the earliest run deadline (looking again at least
   every ``poll`` seconds, for runs started meanwhile) and times out the overdue runs, which
   announces their cancellation. The sweeper's pass does the same, less promptly.
@@ -13,7 +15,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+from collections.abc import AsyncIterator
 
 from redis.asyncio import Redis
 
@@ -71,3 +75,24 @@ async def enforce_deadlines(execution: Execution, *, poll: float = 1.0) -> None:
         except Exception:  # a failed look (database restarting) must not end the loop
             log.exception("run deadline check failed")
         await asyncio.sleep(delay)
+
+
+@contextlib.asynccontextmanager
+async def eager_control(
+    redis: Redis, execution: Execution, *, grace_seconds: float
+) -> AsyncIterator[None]:
+    """Within the block, stop this process's eager attempts of runs announced on the cancel
+    channel (:func:`listen_for_cancels`; nothing when its eager budget is 0). On leaving
+    it (the API stops), drain the eager runs like a stopping worker: no new one, the
+    running ones get ``grace_seconds`` to finish, then their attempts are handed back to
+    workers (:meth:`~backend.services.execution.eager.EagerRuns.stop`)."""
+    listener = None
+    if execution.eager.limit > 0:
+        listener = asyncio.create_task(listen_for_cancels(redis, execution.cancel_watch))
+    try:
+        yield
+    finally:
+        await execution.eager.stop(grace_seconds)
+        if listener is not None:
+            listener.cancel()
+            await asyncio.gather(listener, return_exceptions=True)

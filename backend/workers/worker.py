@@ -22,9 +22,10 @@ from redis.exceptions import RedisError
 from backend.observability import gc_pauses, logs, metrics, tracing
 from backend.runtime import Runtime, build_runtime
 from backend.services.availability import database_unavailable
+from backend.services.draining import HAND_BACK_SECONDS, finish_or_hand_back
 from backend.services.metrics_view import forget_worker, heartbeat
 from backend.services.recovery import sweep
-from backend.services.storable import refused_by_database
+from backend.services.storable import UNSTORABLE_RUN_ERROR, refused_by_database
 from backend.settings import Settings
 from backend.transport.redis_client import RedisTarget, arq_redis_settings
 from backend.workers.health import ServiceHealth
@@ -78,14 +79,6 @@ async def advance_run(
     with tracing.job_span("advance_run", trace, run_id):
         async with _database(ctx, run_id):
             await runtime.execution.advance_run(uuid.UUID(run_id))
-
-
-UNSTORABLE_RUN_ERROR = {
-    "message": "the run cannot go on: PostgreSQL refused to store a value it computed"
-    " (U+0000 or a lone surrogate, which cannot be stored)",
-    "kind": "unstorable_value",
-}
-"""The run error of a run whose next state the database refused (see :func:`_database`)."""
 
 
 @contextlib.asynccontextmanager
@@ -216,11 +209,6 @@ def make_worker(
     )
 
 
-HAND_BACK_SECONDS = 3.0
-"""How long, in seconds, a stopping worker waits after the grace period for the attempts
-it stopped to be handed back (one short transaction each) before it cancels what is left."""
-
-
 async def stop_worker(worker: Worker, *, grace_seconds: float = 10.0) -> None:
     """Stop ``worker`` gracefully (SIGTERM; docs/operations.md, "Shutdown and failover").
 
@@ -251,20 +239,12 @@ async def stop_worker(worker: Worker, *, grace_seconds: float = 10.0) -> None:
     worker.allow_pick_jobs = False
     if worker.main_task is not None:
         worker.main_task.cancel()
-    running = [t for t in worker.tasks.values() if not t.done()]
-    if running:
-        log.info("worker stopping: %d job(s) running, grace %g s", len(running), grace_seconds)
-        await asyncio.wait(running, timeout=grace_seconds)
-    left = [t for t in worker.tasks.values() if not t.done()]
-    if left and drain is not None:
-        handed = drain.hand_back()
-        log.warning("grace period over: handing back %d running attempt(s)", handed)
-        await asyncio.wait(left, timeout=HAND_BACK_SECONDS)
-        left = [t for t in left if not t.done()]
-    for task in left:
-        task.cancel()
-    if left:
-        log.warning("jobs cancelled at shutdown; the sweeper will re-dispatch their steps")
+    jobs = list(worker.tasks.values())
+    if drain is not None:
+        await finish_or_hand_back(drain, jobs, grace_seconds)
+    else:  # never started: nothing of ours runs
+        for task in jobs:
+            task.cancel()
     await asyncio.gather(*worker.tasks.values(), return_exceptions=True)
     if worker.main_task is not None:
         # bounded: a poll loop that missed its cancellation must not hold the shutdown

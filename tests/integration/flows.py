@@ -1,5 +1,6 @@
 """Helpers of the integration tests that drive workflows through the API: publish a
-diagram, start a run, read a run back, change workflow settings, read attempt rows."""
+diagram, start a run, read a run back, change workflow settings, read attempt rows and
+step events."""
 
 from __future__ import annotations
 
@@ -59,3 +60,26 @@ async def attempt_rows(runtime: Runtime, run_id: str) -> list[tuple[Any, ...]]:
             {"id": run_id},
         )
         return [tuple(r) for r in rows]
+
+
+async def step_attempts(runtime: Runtime, run_id: str, step_id: str) -> list[tuple[Any, ...]]:
+    """``(number, status, error kind, worker)`` of the attempts of ``step_id``."""
+    async with runtime.engine.connect() as conn:
+        rows = await conn.execute(
+            text(
+                "select number, status, error->>'kind', worker from attempts"
+                " where run_id = :id and step_id = :s order by number"
+            ),
+            {"id": run_id, "s": step_id},
+        )
+        return [tuple(r) for r in rows]
+
+
+async def event_kinds(runtime: Runtime, run_id: str, step_id: str) -> list[str]:
+    """The kinds of the events of ``step_id`` in run ``run_id``, oldest first."""
+    async with runtime.engine.connect() as conn:
+        rows = await conn.execute(
+            text("select kind from events where run_id = :id and step_id = :s order by id"),
+            {"id": run_id, "s": step_id},
+        )
+        return [r[0] for r in rows]

@@ -18,7 +18,6 @@ from typing import Any
 import httpx
 import pytest
 from arq.constants import default_queue_name
-from sqlalchemy import text
 
 from backend.runtime import Runtime
 from backend.settings import Settings
@@ -26,36 +25,13 @@ from backend.workers.worker import HAND_BACK_SECONDS
 from tests.diagrams import edge, node
 from tests.http_sink import HttpSink, Recorded
 from tests.integration.conftest import wait_for_run
-from tests.integration.flows import attempt_rows, publish
+from tests.integration.flows import attempt_rows, event_kinds, publish, step_attempts
 from tests.integration.railyard_processes import http_flow, processes, until
 
 pytestmark = [pytest.mark.integration, pytest.mark.faults]
 
 LEASE = "60"  # longer than every wait below: only a hand-back can free a step in time
 EXIT_MARGIN = 8.0  # seconds for closing the runtime on a loaded machine
-
-
-async def step_attempts(runtime: Runtime, run_id: str, step_id: str) -> list[tuple[Any, ...]]:
-    """``(number, status, error kind, worker)`` of the attempts of ``step_id``."""
-    async with runtime.engine.connect() as conn:
-        rows = await conn.execute(
-            text(
-                "select number, status, error->>'kind', worker from attempts"
-                " where run_id = :id and step_id = :s order by number"
-            ),
-            {"id": run_id, "s": step_id},
-        )
-        return [tuple(r) for r in rows]
-
-
-async def event_kinds(runtime: Runtime, run_id: str, step_id: str) -> list[str]:
-    """The kinds of the events of ``step_id`` in run ``run_id``, oldest first."""
-    async with runtime.engine.connect() as conn:
-        rows = await conn.execute(
-            text("select kind from events where run_id = :id and step_id = :s order by id"),
-            {"id": run_id, "s": step_id},
-        )
-        return [r[0] for r in rows]
 
 
 async def exit_code(proc: subprocess.Popen[bytes], timeout: float) -> int:

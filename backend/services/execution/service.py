@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import uuid
@@ -18,11 +19,16 @@ from backend.engine.ports import (
 from backend.observability import tracing
 from backend.services.cancellation import CancelWatch
 from backend.services.execution.control import Control
+from backend.services.execution.eager import EagerRuns
 from backend.services.execution.followups import Followups
 from backend.services.execution.starts import StartedRun, Starts, VersionRef
+from backend.services.execution.step_changes import Claimed
 from backend.services.execution.steps import Steps
 from backend.services.execution.transition import AuditHook, Env, Transitions
 from backend.services.recovery import Recovery, RecoveryQueries
+from backend.services.storable import UNSTORABLE_RUN_ERROR, refused_by_database
+
+log = logging.getLogger(__name__)
 
 
 def worker_name() -> str:
@@ -39,9 +45,10 @@ class Execution:
     outside so this package does not depend on the SDK); ``recovery_queries`` feed the
     sweeper. ``lease_seconds`` is the attempt lease (a heartbeat renews it every third of
     it); ``base_url`` (the public URL of the app) builds the run links handed to error
-    workflows. The use cases are attributes: :attr:`starts`, :attr:`control`,
-    :attr:`steps`, :attr:`recovery`; the methods below are the entry points the rest of
-    Railyard calls.
+    workflows; ``eager_runs`` is the most runs this process executes itself at once
+    (backend/services/execution/eager.py; 0: none). The use cases are attributes:
+    :attr:`starts`, :attr:`control`, :attr:`steps`, :attr:`recovery`; the methods below
+    are the entry points the rest of Railyard calls.
     """
 
     def __init__(
@@ -56,6 +63,7 @@ class Execution:
         clock: Clock | None = None,
         lease_seconds: float = 60.0,
         base_url: str = "",
+        eager_runs: int = 0,
     ) -> None:
         self.env = Env(
             store=store,
@@ -66,6 +74,7 @@ class Execution:
             lease_seconds=lease_seconds,
             base_url=base_url.rstrip("/"),
         )
+        self.env.eager.limit = eager_runs
         self.followups = Followups(self.env)
         self.transitions = Transitions(self.env, self.followups)
         self.starts = Starts(self.env, self.transitions, self.followups)
@@ -90,6 +99,12 @@ class Execution:
         self.env.clock = clock
 
     @property
+    def eager(self) -> EagerRuns:
+        """The runs this process executes itself (stop them with ``eager.stop(grace)``
+        before closing the process's connections)."""
+        return self.env.eager
+
+    @property
     def dispatcher(self) -> Dispatcher:
         """The dispatcher work is sent through."""
         return self.env.dispatcher
@@ -110,12 +125,14 @@ class Execution:
         user_id: uuid.UUID | None = None,
         audit: AuditHook | None = None,
         run_id: uuid.UUID | None = None,
+        eager: bool = False,
     ) -> StartedRun:
         """Store and start a run (:meth:`~backend.services.execution.starts.Starts.start_run`);
         ``audit`` adds the start's audit row in the run's transaction; ``run_id`` is the
         new run's id when the caller chose it (a fresh UUID 4, e.g. to subscribe to its
-        notices first). With tracing on this is the ``run.start`` span the run's jobs
-        continue."""
+        notices first). ``eager`` (the caller waits for the run's answer): the run's one
+        ready action step may run in this process (:attr:`eager`). With tracing on this is
+        the ``run.start`` span the run's jobs continue."""
         with tracing.span("run.start", attributes={"railyard.trigger": trigger}) as current:
             started = await self.starts.start_run(
                 version,
@@ -125,11 +142,30 @@ class Execution:
                 user_id=user_id,
                 audit=audit,
                 run_id=run_id,
+                eager=eager,
             )
+            if started.eager is not None:
+                run = self._run_eager(started.run_id, started.eager)
+                self.env.eager.spawn(run, str(started.run_id))
             tracing.set_attributes(
                 current, run_id=started.run_id, workflow_id=getattr(version, "workflow_id", "")
             )
             return started
+
+    async def _run_eager(self, run_id: uuid.UUID, claimed: Claimed) -> None:
+        """An eager run's task: the worker's step loop from ``claimed``. A change the
+        database refuses to store fails the run (kind ``unstorable_value``) as in a
+        worker's job; any other error is logged by the task and the step is recovered by
+        the sweeper (its lease runs out)."""
+        try:
+            await self.steps.run_claimed(run_id, claimed)
+        except Exception as exc:
+            if not refused_by_database(exc):
+                raise
+            log.warning(
+                "run %s failed: the database refused a value (%s)", run_id, type(exc).__name__
+            )
+            await self.control.fail_run(run_id, dict(UNSTORABLE_RUN_ERROR))
 
     async def admit_queued(self, workflow_id: uuid.UUID) -> int:
         """Start queued runs of a workflow that fit its concurrency limit; how many."""

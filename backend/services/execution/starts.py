@@ -25,18 +25,30 @@ from __future__ import annotations
 import uuid
 from collections import OrderedDict
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from backend.engine import orchestrator
 from backend.engine.model import RunState
-from backend.engine.ports import DuplicateRun, NewRun, RunTransaction, WorkflowSettings
+from backend.engine.ports import (
+    DuplicateRun,
+    NewRun,
+    RunRow,
+    RunTransaction,
+    WorkflowSettings,
+)
 from backend.engine.states import RunStatus, StepStatus
 from backend.services.execution.followups import Followups
 from backend.services.execution.inline_budget import (
     INLINE_BUDGET_SECONDS,
     InlineBudget,
     Overruns,
+)
+from backend.services.execution.step_changes import (
+    Claimed,
+    claim_change,
+    claimed_from,
+    inline_candidate,
 )
 from backend.services.execution.transition import (
     AuditHook,
@@ -48,6 +60,7 @@ from backend.services.execution.transition import (
     has_calls,
     run_audit,
 )
+from backend.services.storable import refused_by_database
 from designer_schema.graph import WorkflowGraph
 
 __all__ = ["INLINE_BUDGET_SECONDS", "InlineBudget", "StartedRun", "Starts"]
@@ -78,11 +91,16 @@ class Replay:
 
 @dataclass
 class StartedRun:
-    """Result of :meth:`Starts.start_run`; ``created`` is False for an idempotent replay."""
+    """Result of :meth:`Starts.start_run`; ``created`` is False for an idempotent replay.
+    ``eager``: the attempt of the action step the start claimed for this process to run
+    itself (a place of its eager budget is reserved for it;
+    backend/services/execution/eager.py), ``None`` when the start dispatched its steps as
+    usual."""
 
     run_id: uuid.UUID
     status: str
     created: bool
+    eager: Claimed | None = None
 
 
 Started = list[tuple[uuid.UUID, Followup, str]]
@@ -112,9 +130,16 @@ class Starts:
         audit: AuditHook | None = None,
         replay: Replay | None = None,
         run_id: uuid.UUID | None = None,
+        eager: bool = False,
     ) -> StartedRun:
         """Store and start a run of ``version`` with ``input`` (JSON-able), with id
         ``run_id`` when the caller chose it (a fresh UUID 4; else one is drawn here).
+
+        ``eager`` (the caller waits for the run's answer): when the one-statement start
+        leaves exactly one action step ready now and the process's eager budget has room,
+        that step is not dispatched: the same statement claims it for this process
+        (``StartedRun.eager``, run by
+        :meth:`backend.services.execution.service.Execution.start_run`).
 
         With ``idempotency_key``, a second call with the same key returns the first run
         (``created=False``) instead of starting another. When the workflow's
@@ -141,10 +166,11 @@ class Starts:
             idempotency_key=idempotency_key,
             rerun_of=rerun_of,
         )
+        eager_step = None
         try:
             started = None
             if copy_steps_from is None and audit is None:
-                started = await self._start_in_one_statement(new, now)
+                started, eager_step = await self._start_in_one_statement(new, now, eager)
             if started is None:
                 started = await self._start_in_transaction(new, copy_steps_from, now, audit, replay)
         except DuplicateRun:
@@ -155,33 +181,83 @@ class Starts:
             if run_id == new.id:
                 status = run_status
             await self.followups.after_commit(str(run_id), followup)
-        return StartedRun(new.id, status, True)
+        return StartedRun(new.id, status, True, eager_step)
 
-    async def _start_in_one_statement(self, new: NewRun, now: datetime) -> Started | None:
-        """The fast start (module doc), or ``None`` with nothing written when the run
-        needs the locked start."""
+    async def _start_in_one_statement(
+        self, new: NewRun, now: datetime, eager: bool = False
+    ) -> tuple[Started | None, Claimed | None]:
+        """The fast start (module doc) and, with ``eager``, the attempt it claimed in the
+        same statement for this process to run (a place of the eager budget reserved for
+        it), or ``(None, None)`` with nothing written when the run needs the locked
+        start."""
         graph = await self.env.store.graph(new.version_id)
         settings = await self.settings(new.workflow_id)
         for _ in range(2):  # decided again at most once when the settings just changed
             if settings.max_concurrent_runs:
-                return None
+                return None, None
             state = new_run_state(new)
             budget = self.overruns.budget(new.version_id)
             dispatch = orchestrator.start(graph, state, now, should_yield=budget)
             if needs_transaction(state):
-                return None
+                return None, None
             new.deadline_at = settings.deadline(now)
-            current = await self.env.store.insert_started(new, state, settings)
-            if current is None:
+            # a start that spent its inline budget leaves inline steps to a worker's advance
+            claim = None
+            if eager and not budget.spent:
+                claim = self._eager_claim(graph, state, new, dispatch, now)
+            if claim is not None and claim.start is None:  # its config failed to resolve
+                self.env.eager.release()
+                dispatch, claim = claim.dispatch, None
+                if needs_transaction(state):
+                    return None, None
+            elif claim is not None:  # claimed here: not dispatched
+                dispatch = claim.dispatch
+            try:
+                written = await self.env.store.insert_started(
+                    new, state, settings, start=claim.start if claim else None
+                )
+            except BaseException as exc:
+                if claim is None:
+                    raise
+                self.env.eager.release()
+                if not refused_by_database(exc):
+                    raise
+                # the claimed attempt's config cannot be stored: start without it (the
+                # worker's claim then fails the run as for any run)
+                return None, None
+            if written.revision is not None:
                 self.overruns.record(new.version_id, budget)
                 # the run's id is unknown until this commit and every listener subscribes
                 # before it reads PostgreSQL: no announcement needed
                 followup = Followup(dispatch=dispatch_entries(state, dispatch, now), notify=False)
                 if budget.spent:  # a worker evaluates the inline steps left ready
                     followup.advance.append(str(new.id))
-                return [(new.id, followup, state.status.value)]
-            settings = self._remember(new.workflow_id, current)
-        return None
+                started = [(new.id, followup, state.status.value)]
+                if claim is None:
+                    return started, None
+                claim.revision = written.revision
+                row = started_row(new, state, written.revision)
+                mine = claimed_from(graph, state, claim, row, row.workflow_id, row.version_id)
+                return started, mine
+            if claim is not None:
+                self.env.eager.release()
+            assert written.settings is not None
+            settings = self._remember(new.workflow_id, written.settings)
+        return None, None
+
+    def _eager_claim(
+        self, graph: WorkflowGraph, state: RunState, new: NewRun, dispatch: list[str], now: datetime
+    ) -> Change | None:
+        """The claim of the start's one ready action step for this process (the same
+        :func:`~backend.services.execution.step_changes.claim_change` a worker's claim
+        computes), with a place of the eager budget reserved for it; ``None`` (nothing
+        reserved, ``state`` unchanged) when the start leaves no such step or the budget
+        has no room."""
+        step = inline_candidate(graph, state, dispatch, now)
+        if step is None or not self.env.eager.reserve():
+            return None
+        worker, lease = self.env.worker, self.env.lease_seconds
+        return claim_change(graph, state, step, new.id, now, worker, lease)
 
     async def _start_in_transaction(
         self,
@@ -355,6 +431,25 @@ def steps_to_copy(graph: WorkflowGraph, outcomes: dict[str, str]) -> list[str]:
         for s in graph.steps
         if s.id not in dirty and outcomes.get(s.id) == StepStatus.SUCCEEDED.value
     ]
+
+
+def started_row(new: NewRun, state: RunState, revision: int) -> RunRow:
+    """The row of run ``new`` as its one-statement start wrote it with ``state``."""
+    return RunRow(
+        id=new.id,
+        workflow_id=new.workflow_id,
+        version_id=new.version_id,
+        version_number=new.version_number,
+        status=state.status.value,
+        trigger=new.trigger,
+        input=new.input,
+        created_by=new.created_by,
+        created_at=new.created_at or state.started_at or datetime.now(UTC),
+        started_at=state.started_at,
+        deadline_at=new.deadline_at,
+        parent_run_id=new.parent_run_id,
+        revision=revision,
+    )
 
 
 def new_run_state(new: NewRun) -> RunState:

@@ -205,3 +205,38 @@ def inline_candidate(
     if rec.not_before is not None and rec.not_before > now:
         return None
     return step_id
+
+
+def claimed_from(
+    graph: WorkflowGraph,
+    state: RunState,
+    change: Change,
+    row: RunRow | None,
+    workflow_id: str | uuid.UUID,
+    version_id: uuid.UUID,
+) -> Claimed | None:
+    """The attempt this process runs next (``change.start`` once written), with the run
+    state as of that write (``change.revision`` its revision; ``row``: the run's row,
+    ``None`` when unknown)."""
+    attempt = change.start
+    if attempt is None or attempt.id is None:
+        return None
+    step = graph.step(attempt.step_id)
+    return Claimed(
+        attempt.id,
+        attempt.fencing_token,
+        attempt.number,
+        attempt.idempotency_key,
+        attempt.input,
+        attempt.config,
+        step_id=attempt.step_id,
+        node_type=step.type,
+        timeout=step.timeout,
+        workflow_id=str(workflow_id),
+        version_id=version_id,
+        revision=change.revision,
+        state=state,
+        node_version=step.type_version,
+        workflow_version=state.version_number,
+        row=row,
+    )

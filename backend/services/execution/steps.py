@@ -25,13 +25,11 @@ from datetime import timedelta
 from typing import Any
 
 from backend.engine import orchestrator, step_timeouts
-from backend.engine.model import RunState
 from backend.engine.outcomes import AttemptFailed, AttemptOutcome
 from backend.engine.ports import (
     ConnectorRegistry,
     FinishedAttempt,
     HeldSteps,
-    RunRow,
     StaleAttempt,
 )
 from backend.engine.states import AttemptStatus, RunStatus, StepStatus
@@ -42,6 +40,7 @@ from backend.services.execution.step_changes import (
     Claimed,
     claim_attempt,
     claim_change,
+    claimed_from,
     completion,
     finished,
     is_current,
@@ -59,7 +58,6 @@ from backend.services.execution.transition import (
     needs_lock,
 )
 from connectors.sdk import ActionInfo
-from designer_schema.graph import WorkflowGraph
 
 __all__ = ["Claimed", "Steps", "claim_attempt", "completion"]
 
@@ -97,11 +95,16 @@ class Steps:
         dispatched again for another worker, and an attempt stopped by the drain's hand-back
         is released (:meth:`hand_back`) instead of completed.
         """
-        drain = self.env.drain
-        if drain.draining:
+        if self.env.drain.draining:
             await self.env.dispatcher.dispatch_step(str(run_id), step_id)
             return
-        claimed = await self.claim(run_id, step_id)
+        await self.run_claimed(run_id, await self.claim(run_id, step_id))
+
+    async def run_claimed(self, run_id: uuid.UUID, claimed: Claimed | None) -> None:
+        """Run attempt ``claimed`` of run ``run_id`` and complete it, then the attempt
+        each completion claims for this process, until none is (the step loop of a
+        worker's job and of an eager run: backend/services/execution/eager.py)."""
+        drain = self.env.drain
         while claimed is not None:
             info = ActionInfo(
                 run_id=str(run_id),
@@ -249,7 +252,7 @@ class Steps:
         if state.status.terminal and done.row is not None:
             await self.followups.after_unlocked_end(done.row, state, followup, written.settings)
         await self.followups.after_commit(str(run_id), followup, state)
-        return _claimed_from(graph, state, change, done.row, done.workflow_id, done.version_id)
+        return claimed_from(graph, state, change, done.row, done.workflow_id, done.version_id)
 
     async def _complete_locked(
         self, run_id: uuid.UUID, done: Claimed, outcome: AttemptOutcome
@@ -292,7 +295,7 @@ class Steps:
         if change is None or not isinstance(change.result, Locked):
             return None
         run = change.result
-        return _claimed_from(
+        return claimed_from(
             run.graph, run.state, change, run.row, run.row.workflow_id, run.row.version_id
         )
 
@@ -367,37 +370,3 @@ class _Moved:
 
 
 _MOVED = _Moved()
-
-
-def _claimed_from(
-    graph: WorkflowGraph,
-    state: RunState,
-    change: Change,
-    row: RunRow | None,
-    workflow_id: str | uuid.UUID,
-    version_id: uuid.UUID,
-) -> Claimed | None:
-    """The attempt this worker runs next (``change.start`` once written), with the run
-    state as of that write."""
-    attempt = change.start
-    if attempt is None or attempt.id is None:
-        return None
-    step = graph.step(attempt.step_id)
-    return Claimed(
-        attempt.id,
-        attempt.fencing_token,
-        attempt.number,
-        attempt.idempotency_key,
-        attempt.input,
-        attempt.config,
-        step_id=attempt.step_id,
-        node_type=step.type,
-        timeout=step.timeout,
-        workflow_id=str(workflow_id),
-        version_id=version_id,
-        revision=change.revision,
-        state=state,
-        node_version=step.type_version,
-        workflow_version=state.version_number,
-        row=row,
-    )

@@ -38,6 +38,7 @@ from backend.engine.ports import (
 from backend.engine.states import RunStatus
 from backend.services.cancellation import CancelWatch
 from backend.services.draining import Drain
+from backend.services.execution.eager import EagerRuns
 from designer_schema.graph import WorkflowGraph
 
 if TYPE_CHECKING:
@@ -67,7 +68,8 @@ class Env:
     replaced (tests drive a fake one) and is read at each use. ``cancel_watch`` holds
     the attempts running in this process, stopped at once when their run ends
     (backend/services/cancellation.py); ``drain`` is the process's graceful-shutdown
-    state (backend/services/draining.py)."""
+    state (backend/services/draining.py); ``eager`` the budget of runs this process
+    executes itself (backend/services/execution/eager.py; none unless set)."""
 
     store: RunStore
     dispatcher: Dispatcher
@@ -78,6 +80,10 @@ class Env:
     base_url: str
     cancel_watch: CancelWatch = field(default_factory=CancelWatch)
     drain: Drain = field(default_factory=Drain)
+    eager: EagerRuns = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.eager = EagerRuns(self.drain)
 
 
 @dataclass

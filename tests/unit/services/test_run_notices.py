@@ -135,3 +135,25 @@ async def test_no_notice_when_the_followup_says_so() -> None:
     await followups.after_commit("r1", Followup(notify=False), _state(RunStatus.SUCCEEDED))
     await followups.drain()
     assert sink.published == []
+
+
+async def test_a_process_hears_its_own_notices_without_redis() -> None:
+    """LocalNotices hands a notice to this process's waits of the run at once (an eager
+    run's end wakes its waiting webhook) and still publishes it for other processes."""
+    from redis.asyncio import Redis
+
+    from backend.services.run_watch import LocalNotices, notices_for
+
+    redis = Redis(host="127.0.0.1", port=1, socket_connect_timeout=0.2)  # nothing listens
+    sink = RecordingSink()
+    events = LocalNotices(sink, redis)
+    end = encode_notice("succeeded", response=None, output={"text": "done"}, error=None, final=True)
+    await events.notify("r0", end)  # nobody waits here: published only
+    async with notices_for(redis).watch("r1") as wait:
+        await events.notify("r1", end)
+        assert wait.event.is_set()
+        [notice] = wait.take()
+        assert notice is not None and notice.status == "succeeded" and notice.carried
+        assert notice.output == {"text": "done"}
+    assert [run_id for run_id, _ in sink.published] == ["r0", "r1"]
+    await redis.aclose()
