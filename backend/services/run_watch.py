@@ -85,6 +85,7 @@ class RunNotices:
         self._pubsub: PubSub | None = None
         self._reading: PubSub | None = None  # the connection a reader task serves
         self._readers: set[asyncio.Task[None]] = set()
+        self._leaving: set[asyncio.Task[None]] = set()  # UNSUBSCRIBEs under way
         # one command at a time: redis-py's PubSub would open a connection per concurrent
         # first command
         self._sending = asyncio.Lock()
@@ -105,7 +106,16 @@ class RunNotices:
             waits.discard(wait)
             if not waits and self._waits.get(channel) is waits:
                 del self._waits[channel]
-                await self._send("unsubscribe", channel)
+                # in the background: the caller's answer does not wait for the round trip
+                leaving = asyncio.create_task(self._leave(channel))
+                self._leaving.add(leaving)
+                leaving.add_done_callback(self._leaving.discard)
+
+    async def _leave(self, channel: str) -> None:
+        """UNSUBSCRIBE ``channel`` unless a wait watched it again meanwhile."""
+        async with self._sending:
+            if channel not in self._waits:
+                await self._send_one("unsubscribe", channel)
 
     async def _send(self, command: str, channel: str) -> None:
         """SUBSCRIBE or UNSUBSCRIBE ``channel`` on the shared connection (started now when
@@ -182,7 +192,7 @@ class RunNotices:
     async def close(self) -> None:
         """Stop the reader and close the connection (the process is shutting down)."""
         self._pubsub = self._reading = None
-        readers = list(self._readers)
+        readers = [*self._readers, *self._leaving]
         for reader in readers:
             reader.cancel()
         await asyncio.gather(*readers, return_exceptions=True)
