@@ -25,7 +25,7 @@ from backend.services.availability import database_unavailable
 from backend.services.draining import HAND_BACK_SECONDS, finish_or_hand_back
 from backend.services.metrics_view import forget_worker, heartbeat
 from backend.services.recovery import sweep
-from backend.services.storable import UNSTORABLE_RUN_ERROR, refused_by_database
+from backend.services.storable import refused_by_database
 from backend.settings import Settings
 from backend.transport.redis_client import RedisTarget, arq_redis_settings
 from backend.workers.health import ServiceHealth
@@ -91,7 +91,8 @@ async def _database(ctx: dict[str, Any], run_id: str) -> AsyncIterator[None]:
 
     A job whose change PostgreSQL refuses as a value it cannot store (a data error, not
     an outage: the same job would be refused on every retry) fails the run with
-    :data:`UNSTORABLE_RUN_ERROR` and logs one line; it is not retried.
+    :data:`~backend.services.storable.UNSTORABLE_RUN_ERROR` and logs one line
+    (:meth:`~backend.services.execution.Execution.fail_unstorable`); it is not retried.
     """
     health: ServiceHealth = ctx["health"]
     try:
@@ -99,11 +100,8 @@ async def _database(ctx: dict[str, Any], run_id: str) -> AsyncIterator[None]:
     except Exception as exc:
         if refused_by_database(exc):
             health.up("database")
-            log.warning(
-                "run %s failed: the database refused a value (%s)", run_id, type(exc).__name__
-            )
             runtime: Runtime = ctx["runtime"]
-            await runtime.execution.fail_run(uuid.UUID(run_id), dict(UNSTORABLE_RUN_ERROR))
+            await runtime.execution.fail_unstorable(uuid.UUID(run_id), exc)
             return
         if not database_unavailable(exc):
             raise

@@ -162,10 +162,7 @@ class Execution:
         except Exception as exc:
             if not refused_by_database(exc):
                 raise
-            log.warning(
-                "run %s failed: the database refused a value (%s)", run_id, type(exc).__name__
-            )
-            await self.control.fail_run(run_id, dict(UNSTORABLE_RUN_ERROR))
+            await self.fail_unstorable(run_id, exc)
 
     async def admit_queued(self, workflow_id: uuid.UUID) -> int:
         """Start queued runs of a workflow that fit its concurrency limit; how many."""
@@ -196,6 +193,14 @@ class Execution:
     async def fail_run(self, run_id: uuid.UUID, error: dict[str, Any]) -> bool:
         """Fail a run the database refuses to store (:meth:`Control.fail_run`)."""
         return await self.control.fail_run(run_id, error)
+
+    async def fail_unstorable(self, run_id: uuid.UUID, exc: BaseException) -> bool:
+        """Fail run ``run_id`` whose change PostgreSQL refused as a value it cannot store
+        (``exc``, a data error: the same change would be refused on every retry) with
+        :data:`~backend.services.storable.UNSTORABLE_RUN_ERROR`, logging one line; False
+        when the run had already ended. Used by a worker's job and an eager run alike."""
+        log.warning("run %s failed: the database refused a value (%s)", run_id, type(exc).__name__)
+        return await self.control.fail_run(run_id, dict(UNSTORABLE_RUN_ERROR))
 
     async def rerun(
         self,
