@@ -10,13 +10,9 @@ import { errorMessage, postJSON } from "./api.js";
 
 const designer = window.railyardDesigner;
 const root = document.getElementById("designer");
-const statusEl = document.getElementById("status");
-
-function say(text, kind) {
-  statusEl.textContent = text;
-  statusEl.dataset.kind = kind;
-  statusEl.title = text;
-}
+// The designer's own status line: a message shown through it is not replaced by the
+// background check that follows the restored diagram.
+const say = designer.setStatus;
 
 /** Restore version ``number`` into the draft; resolves to true when done. */
 export async function restoreVersion(number) {

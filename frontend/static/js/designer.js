@@ -44,8 +44,19 @@ function parseJSON(text, fallback) {
   }
 }
 
+// Counts status changes. The background check (compile) refreshes the "Unsaved changes"
+// line only while that line is still what the user sees: feedback given since (e.g.
+// "Cannot connect a to b" after pressing C) stays until the user's next action.
+let statusStamp = 0;
+let draftStatusStamp = -1;
+function showDraftStatus() {
+  setStatus(diagnostics.length ? `Unsaved changes · ${problems(diagnostics.length)}` : "Unsaved changes", "dirty");
+  draftStatusStamp = statusStamp;
+}
+
 /** kind: "ok" | "error" | "busy" | "dirty" | "" */
 function setStatus(text, kind = "") {
+  statusStamp += 1;
   statusEl.textContent = text;
   statusEl.dataset.kind = kind;
   statusEl.title = text;
@@ -122,7 +133,7 @@ model.onChange((kind) => {
   if (kind !== "graph") return; // pan/zoom is saved but does not make the draft dirty
   dirty = true;
   if (!readOnly) saver.changed();
-  setStatus(diagnostics.length ? `Unsaved changes · ${problems(diagnostics.length)}` : "Unsaved changes", "dirty");
+  showDraftStatus();
   clearTimeout(compileTimer);
   compileTimer = setTimeout(compile, COMPILE_DELAY_MS);
 });
@@ -149,7 +160,7 @@ async function compile() {
     return;
   }
   showDiagnostics(resp.data?.diagnostics);
-  if (dirty) setStatus(diagnostics.length ? `Unsaved changes · ${problems(diagnostics.length)}` : "Unsaved changes", "dirty");
+  if (dirty && statusStamp === draftStatusStamp) showDraftStatus();
 }
 
 // ------------------------------------------------------------------ toolbar
@@ -373,4 +384,4 @@ updateEmptyHint();
 if (model.nodes.length && !root.dataset.diagram.includes('"viewport"')) canvas.fit();
 applyReturnFromCredentials();
 if (model.nodes.length) compile(); // show the draft's diagnostics right away
-window.railyardDesigner = { model, canvas, panel, editor, saver, history: editor.history, testRuns }; // for debugging and e2e tests
+window.railyardDesigner = { model, canvas, panel, editor, saver, history: editor.history, testRuns, setStatus }; // for designer-versions.js, debugging and e2e tests
