@@ -7,10 +7,10 @@ import contextlib
 import uuid
 from collections.abc import Awaitable, Callable, Iterator
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
-from sqlalchemy import func, literal, select, update
-from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy import Select, Table, func, literal, select, update
+from sqlalchemy.dialects.postgresql import Insert, insert
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -44,6 +44,8 @@ from backend.engine.states import RunStatus
 from designer_schema.graph import WorkflowGraph
 
 _T = TypeVar("_T")
+_RUNS = cast(Table, Run.__table__)
+_EVENTS = cast(Table, Event.__table__)
 
 
 @contextlib.contextmanager
@@ -96,8 +98,7 @@ class PgRunTransaction:
         return await workflow_settings(self.session, workflow_id)
 
     async def insert_run(self, new: NewRun, state: RunState | None = None) -> bool:
-        if self.session.new or self.session.dirty:
-            await self.session.flush()
+        await self._flush()
         with duplicate_key(new):
             return (await insert_run(self.session, new, state)).written
 
@@ -191,30 +192,54 @@ class PgRunTransaction:
     async def copy_steps(
         self, source_run_id: uuid.UUID, target_run_id: uuid.UUID, step_ids: list[str]
     ) -> None:
-        """One ``INSERT ... SELECT`` of every field a write stores."""
+        """One ``INSERT ... SELECT`` of every field a write stores, guarded by the target
+        run (:func:`of_held_run`)."""
         if not step_ids:
             return
-        source = select(
-            literal(target_run_id, type_=_STEP_RUNS.c.run_id.type),
-            _STEP_RUNS.c.step_id,
-            *(_STEP_RUNS.c[name] for name in STEP_FIELDS),
-        ).where(_STEP_RUNS.c.run_id == source_run_id, _STEP_RUNS.c.step_id.in_(step_ids))
+        columns = (_STEP_RUNS.c[name] for name in ("step_id", *STEP_FIELDS))
+        source = of_held_run(target_run_id, *columns, joined=_STEP_RUNS).where(
+            _STEP_RUNS.c.run_id == source_run_id, _STEP_RUNS.c.step_id.in_(step_ids)
+        )
         await self.session.execute(
             insert(_STEP_RUNS).from_select(["run_id", "step_id", *STEP_FIELDS], source)
         )
 
     async def seed_step(self, run_id: uuid.UUID, step_id: str, data: dict[str, Any]) -> None:
-        self.session.add(
-            StepRun(run_id=run_id, step_id=step_id, status="pending", ports=[], data=data)
-        )
-        await self.session.flush()
+        await self._flush()
+        values = {"step_id": step_id, "status": "pending", "ports": [], "attempts": 0, "data": data}
+        await self.session.execute(_guarded_insert(_STEP_RUNS, run_id, values))
 
     async def add_event(self, run_id: uuid.UUID, kind: str, data: dict[str, Any]) -> None:
-        self.session.add(Event(run_id=run_id, kind=kind, data=data))
-        await self.session.flush()
+        await self._flush()
+        await self.session.execute(_guarded_insert(_EVENTS, run_id, {"kind": kind, "data": data}))
+
+    async def _flush(self) -> None:
+        """Flush pending ORM changes (a statement of this transaction follows)."""
+        if self.session.new or self.session.dirty:
+            await self.session.flush()
 
     async def within(self, hook: Callable[[Any], Awaitable[_T]]) -> _T:
         """``hook(session)`` in this transaction (pending ORM changes flushed first)."""
-        if self.session.new or self.session.dirty:
-            await self.session.flush()
+        await self._flush()
         return await hook(self.session)
+
+
+def of_held_run(run_id: uuid.UUID, *columns: Any, joined: Table | None = None) -> Select[Any]:
+    """``SELECT runs.id, *columns FROM runs WHERE runs.id = run_id FOR KEY SHARE OF runs``
+    (``joined``: ``FROM joined JOIN runs ON runs.id = run_id``; the caller adds its
+    conditions): the source of a child row insert
+    into ``step_runs`` / ``attempts`` / ``events``, which have no foreign key to ``runs``
+    (migration 0025_run_children_fk). While the run exists it is key-share locked until
+    commit, so its deletion waits and then deletes the child too (trigger
+    ``runs_delete_children``); once it is deleted nothing is inserted."""
+    held = _RUNS.c.id == run_id
+    query = select(_RUNS.c.id, *columns)
+    query = query.where(held) if joined is None else query.select_from(joined.join(_RUNS, held))
+    return query.with_for_update(read=True, key_share=True, of=_RUNS)
+
+
+def _guarded_insert(table: Table, run_id: uuid.UUID, values: dict[str, Any]) -> Insert:
+    """The insert of one row ``values`` (column -> value) of run ``run_id`` into child
+    table ``table``, written only while the run exists (:func:`of_held_run`)."""
+    columns = [literal(value, type_=table.c[name].type) for name, value in values.items()]
+    return insert(table).from_select(["run_id", *values], of_held_run(run_id, *columns))

@@ -222,6 +222,8 @@ class Run(Base):
     )
 
     id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True, default=_uuid)
+    # kept (unlike the children's, RUN_CHILD below): only their checks' key-share locks make
+    # a run insert and its workflow's deletion or its version's retention wait for each other
     workflow_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("workflows.id", ondelete="CASCADE"))
     version_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("workflow_versions.id"))
     version_number: Mapped[int] = mapped_column(Integer)
@@ -258,6 +260,14 @@ class Run(Base):
     search_vector: Mapped[Any] = mapped_column(TSVECTOR, nullable=True, deferred=True)
 
 
+# RUN_CHILD: ``step_runs``, ``attempts`` and ``events`` hold ``run_id`` WITHOUT a foreign
+# key (migration 0025_run_children_fk): its check locked the run row once per insert and
+# bought nothing, since every statement that inserts a child row also inserts or locks its
+# run row (backend/db/run_writes.py, backend/db/run_transaction.py; docs/engine.md, "The
+# run's children"). The cascade on delete is kept by the statement trigger
+# ``runs_delete_children`` on ``runs``.
+
+
 class StepRun(Base):
     """State of one step in one run (see backend.engine.states.StepStatus)."""
 
@@ -268,7 +278,7 @@ class StepRun(Base):
     )
 
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
-    run_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+    run_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True))  # RUN_CHILD (above)
     step_id: Mapped[str] = mapped_column(String(200))
     status: Mapped[str] = mapped_column(String(20))
     ports: Mapped[Any] = mapped_column(JSONB, default=list)
@@ -292,7 +302,7 @@ class Attempt(Base):
     )
 
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
-    run_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+    run_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True))  # RUN_CHILD (above)
     step_id: Mapped[str] = mapped_column(String(200))
     number: Mapped[int] = mapped_column(Integer)
     fencing_token: Mapped[str] = mapped_column(String(64))
@@ -318,9 +328,8 @@ class Event(Base):
     )
 
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
-    run_id: Mapped[uuid.UUID | None] = mapped_column(
-        ForeignKey("runs.id", ondelete="CASCADE"), nullable=True
-    )
+    # NULL: an outbox event of no run; otherwise RUN_CHILD (above)
+    run_id: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True), nullable=True)
     kind: Mapped[str] = mapped_column(String(60))
     step_id: Mapped[str | None] = mapped_column(String(200), nullable=True)
     data: Mapped[Any] = mapped_column(JSONB, default=dict)
