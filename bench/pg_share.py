@@ -30,6 +30,8 @@ import asyncpg
 from bench.common import child_pids, figure, process_cpu_seconds, tree_cpu_seconds
 
 TABLES = ("runs", "step_runs", "attempts", "events")
+# WAL record types of a row lock (a locker's xmax written into the tuple)
+ROW_LOCK_RECORDS = ("Heap/LOCK", "Heap2/LOCK_UPDATED")
 
 _TABLE_STATS = """
 select t.relname, t.n_tup_ins, t.n_tup_upd, t.n_tup_hot_upd,
@@ -195,7 +197,9 @@ def report(
     - ``<prefix>_pg_cpu_per_run`` (ms) and a ``#`` line of it by process role;
     - ``<prefix>_pg_wal_bytes_per_run``, ``<prefix>_pg_wal_records_per_run``,
       ``<prefix>_pg_index_records_per_run`` (WAL records of B-tree and GIN index changes:
-      index entries written, page splits) and ``#`` lines of the biggest record types;
+      index entries written, page splits), ``<prefix>_pg_row_locks_per_run`` (row-lock
+      records: ``SELECT ... FOR UPDATE / FOR KEY SHARE``, a foreign key's check) and ``#``
+      lines of the biggest record types;
     - per table ``<prefix>_pg.<table>.hot_share`` (HOT updates / updates, %) and a ``#``
       line of its counters;
     - when both snapshots hold them, ``#`` lines of the statements that cost most."""
@@ -210,6 +214,8 @@ def report(
     index = sum(r.count for r in records if r.kind.startswith(("Btree/", "Gin/")))
     figure(f"{prefix}_pg_wal_records_per_run", sum(r.count for r in records) / runs, "records")
     figure(f"{prefix}_pg_index_records_per_run", index / runs, "records")
+    locks = sum(r.count for r in records if r.kind in ROW_LOCK_RECORDS)
+    figure(f"{prefix}_pg_row_locks_per_run", locks / runs, "records")
     for r in records[:8]:
         print(
             f"# wal {r.kind}: {r.count / runs:.2f} records/run, {r.size / runs:.0f} B/run"

@@ -13,8 +13,10 @@ Figures (``figure: <name> = <value> <unit>``): accepted requests/s (202 answers)
 (anything else, or a failed request), p50/p99 latency (ms), runs stored and runs completed,
 the cost of a request on the server side (the API processes' CPU ms per accepted request,
 PostgreSQL transactions and write transactions per run, Redis commands per run: counts, so
-insensitive to the machine's load), scheduler fire lag p50/p99 (ms) and fires, and the
-1-minute load average beside them. ``--quick`` shortens both phases for a smoke run.
+insensitive to the machine's load), PostgreSQL's share of the load phase
+(bench/pg_share.py: ``webhook_pg_cpu_per_run``, WAL records and bytes, row locks, per table
+HOT shares), scheduler fire lag p50/p99 (ms) and fires, and the 1-minute load average beside
+them. ``--quick`` shortens both phases for a smoke run.
 
 ``--pair DIR`` compares this checkout with another one (``DIR``: e.g. ``git archive main |
 tar -x -C DIR``) on one stack: one API process each (the other's code first on
@@ -46,6 +48,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from backend.workers.worker import loop_factory  # noqa: E402
+from bench import pg_share  # noqa: E402
 from bench.cluster import Stack  # noqa: E402
 from bench.common import (  # noqa: E402
     cpu_seconds,
@@ -436,6 +439,7 @@ def main() -> int:
 
         time.sleep(1.0)  # the statistics collector flushes at most once a second
         before = asyncio.run(server_counters(env))
+        pg0 = asyncio.run(pg_share.snapshot(stack))
         cpu_before = sum(cpu_seconds(p.pid) for p in apis)
         result = drive(args.client, urls, args.connections, args.seconds)
         cpu = sum(cpu_seconds(p.pid) for p in apis) - cpu_before
@@ -450,10 +454,13 @@ def main() -> int:
         figure("webhook_runs_completed", done, "runs")
         time.sleep(1.0)
         after = asyncio.run(server_counters(env))
+        pg1 = asyncio.run(pg_share.snapshot(stack))
         runs = max(1, total)
         figure("webhook_pg_commits_per_run", (after[0] - before[0]) / runs, "xact")
         figure("webhook_pg_writes_per_run", (after[1] - before[1]) / runs, "xact")
         figure("webhook_redis_commands_per_run", (after[2] - before[2]) / runs, "commands")
+        records = asyncio.run(pg_share.wal_records(stack, pg0, pg1))
+        pg_share.report(pg0, pg1, records, runs, prefix="webhook")
         if args.profile:
             profile_apis(apis, args.profile, args.client, urls, args.connections)
 

@@ -16,7 +16,8 @@ What the foreign key gave on delete is kept by ``runs_delete_children``, an ``AF
 DELETE ... FOR EACH STATEMENT`` trigger on ``runs`` with a transition table
 (https://www.postgresql.org/docs/current/sql-createtrigger.html, "REFERENCING"): one
 statement per child table deletes the rows of every run the statement removed
-(retention's batches, a workflow's deletion cascading to its runs). Its function is
+(retention's batches, a workflow's deletion cascading to its runs), each by its table's
+``run_id`` index. Its function is
 VOLATILE PL/pgSQL, so each of its statements takes a new snapshot under READ COMMITTED
 and sees children committed by a transaction the run delete waited for.
 
@@ -37,12 +38,16 @@ depends_on = None
 
 CHILDREN = ("events", "attempts", "step_runs")
 
+# ``run_id = any(array(...))``: an index condition on each table's ``run_id`` index
+# whatever the batch's size; PL/pgSQL keeps one plan per statement for the session, and a
+# join with the transition table planned for a large first batch could stay a hash join
+# over a whole table
 FUNCTION = """
 create function runs_delete_children() returns trigger language plpgsql volatile as $$
 begin
-  delete from events where run_id in (select id from gone);
-  delete from attempts where run_id in (select id from gone);
-  delete from step_runs where run_id in (select id from gone);
+  delete from events where run_id = any(array(select id from gone));
+  delete from attempts where run_id = any(array(select id from gone));
+  delete from step_runs where run_id = any(array(select id from gone));
   return null;
 end
 $$
