@@ -153,4 +153,6 @@ async def build_runtime(settings: Settings, *, pool_size: int = 10, name: str = 
         base_url=settings.base_url,
         eager_runs=settings.eager_runs,
     )
+    # a webhook waiting for a run executed here listens on Redis once the run leaves
+    execution.eager.on_end = run_watch.notices_for(redis).run_left
     return Runtime(settings, engine, sessionmaker, redis, catalog, execution, http_pool)

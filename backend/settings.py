@@ -111,7 +111,7 @@ class Settings(msgspec.Struct, kw_only=True):
             ge=0,
             le=10_000,
         ),
-    ] = 4
+    ] = 32
     shutdown_grace: Annotated[
         float,
         about(
@@ -155,11 +155,12 @@ class Settings(msgspec.Struct, kw_only=True):
     api_db_pool_size: Annotated[
         int,
         about(
-            "PostgreSQL connections each API process keeps open (concurrent requests beyond "
-            "it wait or open short-lived overflow connections)",
+            "PostgreSQL connections each API process keeps open, shared by its requests and "
+            "its eager runs (concurrent statements beyond it wait or open short-lived "
+            "overflow connections); keep it above RAILYARD_EAGER_RUNS",
             ge=1,
         ),
-    ] = 20
+    ] = 40
     db_pool_timeout: Annotated[
         float,
         about(

@@ -18,6 +18,9 @@ Output-schema keywords that depend on the node's config or input:
   object's fields are part of the output too (Set's "Keep input fields").
 - ``"x-property-schemas": {"<property>": "<field>"}``: the property's schema is taken from
   that config field when it holds a JSON Schema object (the webhook's ``body_schema``).
+- ``"x-properties-if": {"<property>": "<field>" | "!<field>"}``: the property is in the
+  output only when that config field is set (not empty), or with ``!`` only when it is
+  not; kept, it is required (Aggregate: ``groups`` with *Group by*, else ``result``).
 
 Inputs: one incoming edge gives the source's output; several give either one of them or
 the object keyed by the arrived sources' ids (the engine's rule); a Join node
@@ -248,6 +251,9 @@ class DataFlow:
             replaced = declared.get("x-property-schemas")
             if isinstance(replaced, dict):
                 output = _with_property_schemas(declared, replaced, node.config)
+            conditions = declared.get("x-properties-if")
+            if isinstance(conditions, dict):
+                output = _with_conditional_properties(output, conditions, node.config)
         if node.config.get("on_error") == "continue":
             output = union([output, _failure(data)])
         return output
@@ -379,6 +385,26 @@ def _failure(data: dict[str, Any]) -> dict[str, Any]:
         "properties": {"error": _ERROR_SCHEMA, "input": data},
         "required": ["error", "input"],
     }
+
+
+def _with_conditional_properties(
+    declared: Mapping[str, Any], conditions: Mapping[str, Any], config: Mapping[str, Any]
+) -> dict[str, Any]:
+    """``declared`` without the properties whose ``x-properties-if`` condition does not
+    hold for ``config``; the conditional properties kept are required."""
+    properties: dict[str, Any] = {}
+    required = list(declared.get("required") or [])
+    for prop, schema in (declared.get("properties") or {}).items():
+        condition = conditions.get(prop)
+        if isinstance(condition, str):
+            negated = condition.startswith("!")
+            value = config.get(condition.removeprefix("!"))
+            if (value not in (None, "", [], {})) == negated:
+                continue
+            if prop not in required:
+                required.append(prop)
+        properties[prop] = schema
+    return {**declared, "properties": properties, "required": required}
 
 
 def _with_property_schemas(

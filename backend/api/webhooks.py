@@ -38,6 +38,7 @@ from backend.api import answer_cutoff
 from backend.api.run_links import run_started
 from backend.auth.policy import Permission
 from backend.engine.nodes.trigger_webhook import DEFAULT_IDEMPOTENCY_HOURS
+from backend.engine.states import RunStatus
 from backend.runtime import Runtime
 from backend.services import run_watch
 from backend.services import webhook_listening as listening
@@ -260,8 +261,12 @@ class WebhookController(Controller):
         mode = config.get("respond") or "immediately"
         waits = mode in ("respond_node", "last_step")
         run_id = uuid.uuid4()
-        # a waiting webhook subscribes to the run's notices before the run is stored
-        async with run_watch.early_watch(runtime.redis, run_id, enabled=waits) as watched:
+        # a waiting webhook listens to the run's notices before the run is stored; only to
+        # this process's while the run may be executed here (eager), else on Redis too
+        here = waits and runtime.execution.eager.has_room()
+        async with run_watch.early_watch(
+            runtime.redis, run_id, enabled=waits, remote=not here
+        ) as watched:
             started = await runtime.execution.start_run(
                 endpoint.version,
                 run_input,
@@ -272,6 +277,11 @@ class WebhookController(Controller):
             )
             # a run queued behind the workflow's concurrency limit is answered 202 at once
             if waits and started.status != "queued":
+                # not executed here after all: hear the other processes, and read the run
+                # first (an ended run is answered by that read alone)
+                late = watched is not None and not watched.remote and started.eager is None
+                if late and watched is not None and not RunStatus(started.status).terminal:
+                    await watched.go_remote()
                 timeout = float(config.get("wait_timeout") or DEFAULT_WAIT_TIMEOUT)
                 waiting = run_watch.wait_for_answer(
                     runtime.sessionmaker,
@@ -281,7 +291,7 @@ class WebhookController(Controller):
                     last_step=mode == "last_step",
                     # an idempotent replay returns an earlier run: not the one subscribed
                     watched=watched if started.created else None,
-                    started_status=started.status,
+                    started_status=None if late else started.status,
                 )
                 # a stopping process answers 202 before its grace ends (answer_cutoff.py)
                 answer = await answer_cutoff.unless_cut(request.app.state, waiting)

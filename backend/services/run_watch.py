@@ -10,7 +10,11 @@ answer whole (a small one); a notice that does not say (or none within the secon
 a read.
 
 A process's own notices reach its waits without Redis (:class:`LocalNotices`): a webhook
-waiting for a run this process executes eagerly is woken at once.
+waiting for a run this process executes eagerly is woken at once, and subscribes to the
+run's channel on Redis only if the run leaves the process (its step handed to a worker:
+a delay, a retry, a shutdown) or was not executed here after all (:meth:`RunNotices.watch`
+with ``remote=False``, then :meth:`NoticeWait.go_remote`), reading the run once after
+subscribing. An eager run that ends here costs no Redis round trip to its wait.
 
 Waiting webhooks share one Redis subscription per process (:class:`RunNotices`): a wait
 sends one ``SUBSCRIBE`` and one ``UNSUBSCRIBE`` on that connection instead of taking a
@@ -25,7 +29,7 @@ import contextlib
 import logging
 import uuid
 import weakref
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import msgspec
@@ -51,11 +55,31 @@ _TERMINAL = frozenset(s.value for s in RunStatus if s.terminal)
 
 class NoticeWait:
     """One wait's view of a run's notices: ``event`` is set by each notice, which is kept
-    (decoded; ``None`` for one that says nothing) until :meth:`take`."""
+    (decoded; ``None`` for one that says nothing) until :meth:`take`.
 
-    def __init__(self) -> None:
+    ``remote``: the run's notices from other processes reach it (its channel is
+    subscribed on Redis). A wait made with ``remote=False`` hears only this process's
+    notices until :meth:`go_remote`; ``left`` is set (and the waiter woken) when the run
+    this process executed eagerly left it without ending (:meth:`RunNotices.run_left`)."""
+
+    def __init__(self, subscribe: Callable[[], Awaitable[None]] | None = None) -> None:
         self.event = asyncio.Event()
         self._notices: list[RunNotice | None] = []
+        self._subscribe = subscribe
+        self.remote = subscribe is None
+        self.left = False
+
+    async def go_remote(self) -> None:
+        """Subscribe to the run's channel on Redis (once); read the run after this, since
+        what it announced before was not heard."""
+        if not self.remote and self._subscribe is not None:
+            self.remote = True
+            await self._subscribe()
+
+    def run_left(self) -> None:
+        """The run left this process: wake the waiter, which goes remote and reads."""
+        self.left = True
+        self.event.set()
 
     def put(self, notice: RunNotice | None) -> None:
         """Keep ``notice`` and wake the waiter."""
@@ -82,6 +106,7 @@ class RunNotices:
     def __init__(self, redis: Redis) -> None:
         self.redis = redis
         self._waits: dict[str, set[NoticeWait]] = {}
+        self._remote: set[str] = set()  # channels subscribed on Redis (or being)
         self._pubsub: PubSub | None = None
         self._reading: PubSub | None = None  # the connection a reader task serves
         self._readers: set[asyncio.Task[None]] = set()
@@ -91,31 +116,51 @@ class RunNotices:
         self._sending = asyncio.Lock()
 
     @contextlib.asynccontextmanager
-    async def watch(self, run_id: uuid.UUID | str) -> AsyncIterator[NoticeWait]:
+    async def watch(
+        self, run_id: uuid.UUID | str, *, remote: bool = True
+    ) -> AsyncIterator[NoticeWait]:
         """Within the block, the :class:`NoticeWait` that receives every change notice
-        of run ``run_id`` (take its notices before reading the run, then wait on it)."""
+        of run ``run_id`` (take its notices before reading the run, then wait on it).
+        ``remote=False``: only this process's notices until the wait's
+        :meth:`~NoticeWait.go_remote` (a run this process is about to execute eagerly)."""
         channel = run_channel(str(run_id))
-        wait = NoticeWait()
+
+        async def subscribe() -> None:
+            if channel not in self._remote:
+                self._remote.add(channel)
+                await self._send("subscribe", channel)
+
+        wait = NoticeWait(None if remote else subscribe)
         waits = self._waits.setdefault(channel, set())
         waits.add(wait)
         try:
-            if len(waits) == 1:
-                await self._send("subscribe", channel)
+            if remote:
+                await subscribe()
             yield wait
         finally:
             waits.discard(wait)
             if not waits and self._waits.get(channel) is waits:
                 del self._waits[channel]
-                # in the background: the caller's answer does not wait for the round trip
-                leaving = asyncio.create_task(self._leave(channel))
-                self._leaving.add(leaving)
-                leaving.add_done_callback(self._leaving.discard)
+                if channel in self._remote:
+                    self._remote.discard(channel)
+                    # in the background: the caller's answer does not wait for the round trip
+                    leaving = asyncio.create_task(self._leave(channel))
+                    self._leaving.add(leaving)
+                    leaving.add_done_callback(self._leaving.discard)
 
     async def _leave(self, channel: str) -> None:
-        """UNSUBSCRIBE ``channel`` unless a wait watched it again meanwhile."""
+        """UNSUBSCRIBE ``channel`` unless a wait subscribed it again meanwhile."""
         async with self._sending:
-            if channel not in self._waits:
+            if channel not in self._remote:
                 await self._send_one("unsubscribe", channel)
+
+    def run_left(self, run_id: str) -> None:
+        """Run ``run_id``, executed eagerly by this process, left it (its eager task
+        ended; the run may have ended too): its waits that hear only this process are
+        woken to subscribe on Redis and read the run (:class:`NoticeWait`)."""
+        for wait in self._waits.get(run_channel(run_id), ()):
+            if not wait.remote:
+                wait.run_left()
 
     async def _send(self, command: str, channel: str) -> None:
         """SUBSCRIBE or UNSUBSCRIBE ``channel`` on the shared connection (started now when
@@ -164,14 +209,14 @@ class RunNotices:
                         notice = decode_notice(message["data"])
                         for wait in waits:
                             wait.put(notice)
-                elif message is None and not self._waits:
+                elif message is None and not self._remote:
                     self._drop(pubsub)
         except (RedisError, OSError, RuntimeError) as exc:
             log.debug("run notices: connection lost: %s", exc)
             self._drop(pubsub)
-            if self._waits:  # the waits poll meanwhile; resubscribe on a new connection
+            if self._remote:  # the waits poll meanwhile; resubscribe on a new connection
                 await asyncio.sleep(POLL_SECONDS)
-                if self._pubsub is None and self._waits:
+                if self._pubsub is None and self._remote:
                     await self._resubscribe()
         finally:
             with contextlib.suppress(RedisError, OSError, RuntimeError):
@@ -198,8 +243,8 @@ class RunNotices:
         await asyncio.gather(*readers, return_exceptions=True)
 
     async def _resubscribe(self) -> None:
-        """Subscribe again to every run still waited for, on a new connection."""
-        for channel in list(self._waits):
+        """Subscribe again to every run still waited for from Redis, on a new connection."""
+        for channel in list(self._remote):
             await self._send("subscribe", channel)
 
 
@@ -280,15 +325,17 @@ def _can_answer(notice: RunNotice, last_step: bool) -> bool:
 
 @contextlib.asynccontextmanager
 async def early_watch(
-    redis: Redis, run_id: uuid.UUID, *, enabled: bool = True
+    redis: Redis, run_id: uuid.UUID, *, enabled: bool = True, remote: bool = True
 ) -> AsyncIterator[NoticeWait | None]:
-    """Within the block, the notices of run ``run_id``, subscribed BEFORE the run is
+    """Within the block, the notices of run ``run_id``, watched BEFORE the run is
     stored (the caller chose its id), for :func:`wait_for_answer`'s ``watched``; ``None``
-    without subscribing when not ``enabled``."""
+    without watching when not ``enabled``. ``remote=False``: this process's notices only
+    (the run may be executed here eagerly), until the wait goes remote
+    (:meth:`NoticeWait.go_remote`)."""
     if not enabled:
         yield None
         return
-    async with notices_for(redis).watch(run_id) as wait:
+    async with notices_for(redis).watch(run_id, remote=remote) as wait:
         yield wait
 
 
@@ -312,13 +359,21 @@ async def wait_for_answer(
     now, then only after a notice that can answer without carrying the answer, a notice
     that does not say, or :data:`POLL_SECONDS` without a notice (module doc).
 
-    ``watched``: the run's notices subscribed before the run was stored
+    ``watched``: the run's notices watched before the run was stored
     (:func:`early_watch`), which then started in ``started_status``; when that status
     cannot answer ``last_step`` (the run neither ended nor is queued) the first read is
-    skipped: every later change is announced on a channel already subscribed.
+    skipped: every later change is announced to a wait already listening (``None``: a
+    wait that started listening after the run was stored, which reads first). A wait that
+    hears only this process (``watched.remote`` False) goes remote and reads when the run
+    leaves the process (``watched.left``).
     """
     if watched is not None:
-        skip = last_step and started_status not in _TERMINAL and started_status != "queued"
+        skip = (
+            started_status is not None
+            and last_step
+            and started_status not in _TERMINAL
+            and started_status != "queued"
+        )
         return await _wait(sessionmaker, watched, run_id, timeout, last_step, read=not skip)
     async with notices_for(redis).watch(run_id) as wait:
         return await _wait(sessionmaker, wait, run_id, timeout, last_step, read=True)
@@ -338,6 +393,8 @@ async def _wait(
     deadline = loop.time() + timeout
     while True:
         if read:
+            if wait.left and not wait.remote:
+                await wait.go_remote()  # the run left this process: hear the others too
             wait.take()  # what they announced, this read sees
             status, response, error, output = await _answer_fields(sessionmaker, run_id, last_step)
             decided, answer = _answer(run_id, status, response, error, output, last_step)
@@ -352,7 +409,7 @@ async def _wait(
             read = True  # a lost notice costs this poll, never the answer
             continue
         notices = wait.take()
-        read = None in notices
+        read = None in notices or (wait.left and not wait.remote)
         answering = [n for n in notices if n is not None and _can_answer(n, last_step)]
         if answering:
             notice = answering[-1]

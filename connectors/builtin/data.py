@@ -300,7 +300,15 @@ class AggregateOutput(TypedDict, total=False):
     icon="sigma",
     expression_fields=("items",),
 )
-async def aggregate(config: AggregateConfig, input: Any) -> AggregateOutput:
+async def aggregate(
+    config: AggregateConfig, input: Any
+) -> Annotated[
+    AggregateOutput,
+    # the designer's data picker and path checks show the one the config gives
+    msgspec.Meta(
+        extra_json_schema={"x-properties-if": {"groups": "group_by", "result": "!group_by"}}
+    ),
+]:
     """Count, sum, average, ... optionally per group (groups in first-seen order)."""
     items = _items(config.items, input)
     if not config.group_by:

@@ -137,8 +137,10 @@ class ActionDefinition:
 
 
 def _output_type(fn: Callable[..., Any]) -> Any:
+    """The return annotation of ``fn``, ``Annotated`` kept: a ``msgspec.Meta`` on it adds
+    to the output's JSON Schema (e.g. the designer's ``x-properties-if``)."""
     try:
-        hints = typing.get_type_hints(fn)
+        hints = typing.get_type_hints(fn, include_extras=True)
     except Exception:
         return Any
     return hints.get("return", Any)

@@ -382,3 +382,81 @@ async def test_the_claim_in_the_start_stores_what_a_workers_claim_stores(
         runtime, str(usual.run_id)
     )
     assert (eager.eager.number, eager.eager.config) == (claimed.number, claimed.config)
+
+
+async def subscribes(runtime: Runtime) -> int:
+    """SUBSCRIBE commands Redis has served so far (``INFO commandstats``)."""
+    stats = await runtime.redis.info("commandstats")
+    return int(stats.get("cmdstat_subscribe", {}).get("calls", 0))
+
+
+async def test_eager_run_ending_here_answers_without_a_redis_subscription(
+    client: httpx.AsyncClient, runtime: Runtime
+) -> None:
+    """The webhook hears of a run this process executes from the process itself: no
+    SUBSCRIBE (nor UNSUBSCRIBE) of the run's channel on Redis."""
+    wf = await publish(client, three_templates())
+    warm = await client.post(wf["webhook_path"], json={"id": 0})
+    assert warm.status_code == 200, warm.text
+    before = await subscribes(runtime)
+    r = await client.post(wf["webhook_path"], json={"id": 8})
+    assert (r.status_code, r.json()) == (200, {"text": "run8 step1 step2 step3"})
+    assert await subscribes(runtime) == before
+    assert await runtime.redis.pubsub_channels("railyard:run:*") == []
+
+
+async def test_eager_run_leaving_the_process_is_answered_through_redis(
+    client: httpx.AsyncClient, runtime: Runtime, worker_factory: Any
+) -> None:
+    """A run whose first step runs here and whose timer then hands it to a worker: once
+    its eager task ends, the waiting webhook subscribes to the run's channel on Redis and
+    reads it, and answers with what the worker finished."""
+    d = diagram(
+        [
+            node("hook", "trigger.webhook", respond="last_step", wait_timeout=60),
+            node("s1", "data.template", template="run{{ input.body.id }} step1"),
+            node("nap", "control.delay", seconds=1),
+            node("s2", "data.template", template="{{ input.text }} step2"),
+        ],
+        [edge("hook", "s1"), edge("s1", "nap"), edge("nap", "s2")],
+    )
+    wf = await publish(client, d)
+    before = await subscribes(runtime)
+    answer = asyncio.create_task(client.post(wf["webhook_path"], json={"id": 9}))
+    for _ in range(1000):  # no worker runs yet: s1 runs here, then the run waits
+        if await runtime.redis.pubsub_channels("railyard:run:*"):
+            break
+        await asyncio.sleep(0.01)
+    run_id = await webhook_run_id(runtime)
+    assert await succeeded_events(runtime, run_id, "s1") == 1
+    assert runtime.execution.eager.running() == 0  # the eager task ended ...
+    assert await subscribes(runtime) == before + 1  # ... and the webhook subscribed
+    async with worker_factory():
+        r = await asyncio.wait_for(answer, 60)
+    assert (r.status_code, r.json()) == (200, {"text": "run9 step1 step2"})
+
+
+async def test_start_not_run_here_subscribes_after_the_insert_and_reads(
+    client: httpx.AsyncClient, runtime: Runtime, worker_factory: Any
+) -> None:
+    """The budget had room when the webhook began listening, but the start found it full
+    (another start took the place): the run goes to a worker, and the webhook, listening
+    only to this process until then, subscribes on Redis, reads the run and answers."""
+    wf = await publish(client, three_templates())
+    runtime.execution.eager.limit = 1
+    real_reserve = runtime.execution.eager.reserve
+    runtime.execution.eager.reserve = lambda: False  # type: ignore[method-assign]
+    before = await subscribes(runtime)
+    try:
+        answer = asyncio.create_task(client.post(wf["webhook_path"], json={"id": 3}))
+        for _ in range(400):  # queued for a worker (none runs yet), the webhook listening
+            if await runtime.redis.pubsub_channels("railyard:run:*"):
+                break
+            await asyncio.sleep(0.01)
+        assert await runtime.redis.zcard(default_queue_name) == 1
+        assert await subscribes(runtime) == before + 1
+        async with worker_factory():
+            r = await asyncio.wait_for(answer, 60)
+    finally:
+        runtime.execution.eager.reserve = real_reserve  # type: ignore[method-assign]
+    assert (r.status_code, r.json()) == (200, {"text": "run3 step1 step2 step3"})

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 from backend.services.draining import Drain, finish_or_hand_back
@@ -39,13 +39,23 @@ class EagerRuns:
     def __init__(self, drain: Drain, limit: int = 0) -> None:
         self.drain = drain
         self.limit = limit
+        self.on_end: Callable[[str], None] | None = None
+        """Called with the run id when an eager run's task ends, whether the run ended or
+        left the process (its next step dispatched to a worker, handed back): the
+        process's waits for the run then listen beyond it (backend/services/run_watch.py,
+        ``RunNotices.run_left``). Set where the process is put together."""
         self._places = 0  # reserved or running
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tasks: dict[asyncio.Task[None], str] = {}
+
+    def has_room(self) -> bool:
+        """Whether :meth:`reserve` would give a place now (another start may take it
+        first)."""
+        return not self.drain.draining and self._places < self.limit
 
     def reserve(self) -> bool:
         """Take a place for one eager run; False when the budget is full, off, or the
         process drains."""
-        if self.drain.draining or self._places >= self.limit:
+        if not self.has_room():
             return False
         self._places += 1
         return True
@@ -59,14 +69,16 @@ class EagerRuns:
         ends; an error it raises is logged (its step stays ready or its lease runs out in
         PostgreSQL, and the sweeper hands it to a worker)."""
         task = asyncio.create_task(run, name=f"eager {name}")
-        self._tasks.add(task)
+        self._tasks[task] = name
         task.add_done_callback(self._done)
 
     def _done(self, task: asyncio.Task[None]) -> None:
-        self._tasks.discard(task)
+        name = self._tasks.pop(task, "")
         self.release()
         if not task.cancelled() and task.exception() is not None:
             log.error("eager run %s failed", task.get_name(), exc_info=task.exception())
+        if self.on_end is not None:
+            self.on_end(name)
 
     def running(self) -> int:
         """How many eager runs are running in this process."""

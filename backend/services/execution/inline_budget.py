@@ -2,8 +2,12 @@
 scheduler), and which workflow versions are known not to fit.
 
 A start evaluates the run's first inline steps (Set, If, Switch, ...) itself, so a run made
-only of them finishes without a worker; past :data:`INLINE_BUDGET_SECONDS` of wall time
-the rest stays ``ready`` and a worker continues it (docs/engine.md, "Limits").
+only of them finishes without a worker; past :data:`INLINE_BUDGET_SECONDS` of the
+thread's CPU time the rest stays ``ready`` and a worker continues it (docs/engine.md,
+"Limits"). CPU time, not wall time: what the budget protects is the event loop from long
+evaluation, and on a busy machine the operating system may pause the process for longer
+than the budget in the middle of a few cheap steps (seen under load: Set -> If starts handed
+to workers after a preemption, each costing a queue job and a worker transaction more).
 
 When the inline work does not fit, the part the start did evaluate was spent on the
 caller's time for nothing: the run needs a worker anyway, and the API also wrote one step
@@ -27,9 +31,10 @@ from collections.abc import Callable
 from typing import Any
 
 INLINE_BUDGET_SECONDS = 0.01
-"""Wall time a start may spend evaluating inline steps where it was asked for (the API's
-event loop, the scheduler; seconds); past it the run is stored with the inline steps not yet
-evaluated left ``ready`` and a worker continues it (docs/engine.md, "Limits")."""
+"""CPU time a start may spend evaluating inline steps where it was asked for (the API's
+event loop, the scheduler; seconds of :func:`time.thread_time`); past it the run is stored
+with the inline steps not yet evaluated left ``ready`` and a worker continues it
+(docs/engine.md, "Limits")."""
 
 OVERRUN_MEMO_SECONDS = 60.0
 """How long a version whose start ran out of the inline budget starts with the least
@@ -44,8 +49,10 @@ OVERRUN_MEMO_SIZE = 1024
 
 
 class InlineBudget:
-    """``should_yield`` for :func:`backend.engine.orchestrator.start`: True once
-    ``seconds`` of wall time have passed since its first question (so the database round
+    """``should_yield`` for :func:`backend.engine.orchestrator.start`: True once the
+    calling thread has spent ``seconds`` of CPU time (:func:`time.thread_time`, the
+    thread's own user + system time, which a preemption does not advance) since its first
+    question (so the database round
     trips before the engine runs do not count); ``spent`` says whether it ever answered
     True. With ``seconds`` 0 exactly one inline step is evaluated (the first question
     starts the clock and answers False)."""
@@ -56,7 +63,7 @@ class InlineBudget:
         self.spent = False
 
     def __call__(self) -> bool:
-        now = time.perf_counter()
+        now = time.thread_time()
         if self.deadline is None:
             self.deadline = now + self.seconds
         elif not self.spent and now > self.deadline:

@@ -329,3 +329,36 @@ def test_connector_trigger_and_action_outputs_are_declared_schemas() -> None:
             )
         ]
     }
+
+
+@pytest.mark.parametrize(
+    ("group_by", "present", "absent"), [("", "result", "groups"), ("region", "groups", "result")]
+)
+def test_aggregate_output_follows_its_group_by(group_by: str, present: str, absent: str) -> None:
+    """Aggregate outputs ``groups`` with Group by, else ``result`` (``x-properties-if``):
+    the next step may read the one its config gives, and is told when it reads the other."""
+    doc = diagram(
+        [
+            node("hook", "trigger.webhook", body_schema=BODY),
+            node(
+                "agg",
+                "data.aggregate",
+                items="=body.items",
+                group_by=group_by,
+                aggregations=[{"op": "sum", "field": "price", "as": "total"}],
+            ),
+            node("set_1", "control.set", mapping={"ok": f"={present}", "bad": f"={absent}"}),
+        ],
+        [edge("hook", "agg"), edge("agg", "set_1")],
+    )
+    from connectors.builtin.data import connector
+
+    catalog = AppCatalog()
+    catalog.add_connector(connector)
+    parsed = msgspec.convert(doc, Diagram)
+    _, found = compile_diagram(parsed, catalog, JsonataChecker(), JsonataReader())
+    assert [(d.field, d.code) for d in found] == [("mapping.bad", "unknown_field")], found
+    assert f"known: {present}" in found[0].message
+    flow = DataFlow.of_diagram(parsed, catalog, JsonataReader())
+    schema = flow.output_schema("agg")
+    assert list(schema["properties"]) == [present] and schema["required"] == [present]

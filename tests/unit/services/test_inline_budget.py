@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import time
 import uuid
 from datetime import UTC, datetime
 
@@ -112,3 +113,16 @@ def test_the_least_budget_evaluates_exactly_one_inline_step() -> None:
     assert state.steps["s1"].status == StepStatus.READY
     assert orchestrator.inline_ready(graph, state) == ["s1"]
     assert state.status == RunStatus.RUNNING
+
+
+def test_the_budget_counts_the_threads_cpu_time_not_pauses() -> None:
+    """A process paused by the operating system (here: asleep) has not spent its budget;
+    evaluating (here: a busy loop) has."""
+    budget = InlineBudget(0.005)
+    assert budget() is False  # starts the clock
+    time.sleep(0.05)  # ten budgets of wall time, almost no CPU time
+    assert budget() is False and not budget.spent
+    start = time.thread_time()
+    while time.thread_time() - start < 0.01:
+        pass
+    assert budget() is True and budget.spent
