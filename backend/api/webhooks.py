@@ -277,11 +277,11 @@ class WebhookController(Controller):
             )
             # a run queued behind the workflow's concurrency limit is answered 202 at once
             if waits and started.status != "queued":
-                # not executed here after all: hear the other processes, and read the run
-                # first (an ended run is answered by that read alone)
-                late = watched is not None and not watched.remote and started.eager is None
-                if late and watched is not None and not RunStatus(started.status).terminal:
-                    await watched.go_remote()
+                late = False
+                if watched is not None and not watched.remote and started.eager is None:
+                    late = True  # not executed here after all: read the run first ...
+                    if not RunStatus(started.status).terminal:
+                        await watched.go_remote()  # ... having subscribed, unless it ended
                 timeout = float(config.get("wait_timeout") or DEFAULT_WAIT_TIMEOUT)
                 waiting = run_watch.wait_for_answer(
                     runtime.sessionmaker,
