@@ -74,9 +74,19 @@ class FastPath:
         return its first row (``None``: no rows). Raises asyncpg's errors as they are and
         SQLAlchemy's ``TimeoutError`` when no connection frees up within the pool's
         timeout."""
+        row: asyncpg.Record | None = await self._run("fetchrow", sql, args)
+        return row
+
+    async def fetch(self, sql: str, *args: Any) -> list[asyncpg.Record]:
+        """Like :meth:`fetchrow`, all the rows."""
+        rows: list[asyncpg.Record] = await self._run("fetch", sql, args)
+        return rows
+
+    async def _run(self, method: str, sql: str, args: tuple[Any, ...]) -> Any:
+        """``method`` (an ``asyncpg.Connection`` query method) on a pooled connection."""
         fairy = await self._checkout()
         try:
-            row = await fairy.driver_connection.fetchrow(sql, *args)  # type: ignore[union-attr]
+            result = await getattr(fairy.driver_connection, method)(sql, *args)
         except asyncpg.PostgresError as exc:
             if isinstance(exc, asyncpg.PostgresConnectionError):
                 fairy.invalidate(exc)
@@ -87,7 +97,7 @@ class FastPath:
             fairy.invalidate(exc)  # outside a greenlet this does no I/O: the socket is closed
             raise
         await self._checkin(fairy)
-        return row  # type: ignore[no-any-return]
+        return result
 
     def connection(self) -> LazyConnection:
         """A SQLAlchemy connection in autocommit for the statements that are not on the

@@ -4,7 +4,7 @@ Every locked transition follows the execution model: a transaction locks the run
 (``SELECT ... FOR UPDATE``), loads a :class:`~backend.engine.model.RunState`, lets the pure
 engine change it, then writes the changed rows and the outbox events before commit, with
 ONE statement (:func:`~backend.db.run_writes.write_state`). Runs are inserted one way,
-:func:`~backend.db.run_writes.insert_run`. Step rows are read with a column select (no ORM
+:func:`~backend.db.run_inserts.insert_run`. Step rows are read with a column select (no ORM
 objects). backend/db/run_store.py (``PgRunStore``) and backend/db/run_transaction.py
 (``PgRunTransaction``) wrap these for the execution use cases.
 """

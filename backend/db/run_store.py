@@ -5,8 +5,9 @@ Every locked transition follows the execution model: a transaction
 :class:`~backend.engine.model.RunState`, lets the pure engine change it, then writes the
 changed rows and the outbox events before commit with ONE statement
 (:func:`~backend.db.run_writes.write_state`). Runs are inserted one way,
-:func:`~backend.db.run_writes.insert_run`. The session-level building blocks live in
-backend/db/run_state.py and are re-exported here.
+:func:`~backend.db.run_inserts.insert_run` (a start's insert grouped with the inserts of
+concurrent starts: :class:`~backend.db.run_inserts.RunInserts`). The session-level
+building blocks live in backend/db/run_state.py and are re-exported here.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from backend.db import graphs, payloads
 from backend.db.fast_path import FastPath
 from backend.db.models import Run, Workflow, WorkflowVersion
+from backend.db.run_inserts import RunInserts
 from backend.db.run_reads import read_run
 from backend.db.run_state import (
     ACTIVE_RUN_STATUSES,
@@ -36,7 +38,7 @@ from backend.db.run_state import (
     workflow_settings,
 )
 from backend.db.run_transaction import PgRunTransaction, duplicate_key
-from backend.db.run_writes import insert_run, step_values, write_state
+from backend.db.run_writes import step_values, write_state
 from backend.engine.model import RunState
 from backend.engine.ports import (
     FinishedAttempt,
@@ -75,6 +77,7 @@ class PgRunStore:
     def __init__(self, sessionmaker: async_sessionmaker[AsyncSession]) -> None:
         self.sessionmaker = sessionmaker
         self.fast = FastPath(sessionmaker.kw["bind"])
+        self.inserts = RunInserts(self.fast)
 
     @contextlib.asynccontextmanager
     async def transaction(self) -> AsyncIterator[PgRunTransaction]:
@@ -100,8 +103,8 @@ class PgRunStore:
         start: NewAttempt | None = None,
     ) -> Written:
         with duplicate_key(new):
-            inserted = await insert_run(
-                self.fast, new, state, expected_settings=settings.raw, start=start
+            inserted = await self.inserts.insert(
+                new, state, expected_settings=settings.raw, start=start
             )
         if inserted.written:
             return Written(inserted.revision)

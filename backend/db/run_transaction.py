@@ -16,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.db import graphs
 from backend.db.models import Attempt, Event, Run, StepRun, Workflow, WorkflowVersion
+from backend.db.run_inserts import insert_run
 from backend.db.run_state import (
     _ADMISSION_LOCK,
     _STEP_RUNS,
@@ -28,7 +29,7 @@ from backend.db.run_state import (
     save_state,
     workflow_settings,
 )
-from backend.db.run_writes import STEP_FIELDS, insert_run
+from backend.db.run_writes import STEP_FIELDS
 from backend.db.versions import PUBLISHED
 from backend.engine.model import RunState
 from backend.engine.ports import (

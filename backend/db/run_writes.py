@@ -1,11 +1,10 @@
-"""The statements every engine write and every run insert is made of (one each).
+"""The statement every engine write is made of, and the parts the run insert shares.
 
 - :func:`write_state`: everything a transition writes (the attempt it closes and the one
   it claims, the changed step records, the run row, the events) in ONE statement of
   data-modifying CTEs, under the run lock or, in autocommit, fenced by the run's revision.
-- :func:`insert_run`: the one way a run is inserted (a new start, a queued run under a
-  concurrency limit, a child run, an error-workflow run), with its step records and
-  events when it starts at once, in ONE statement.
+- the row values both it and the run insert (backend/db/run_inserts.py) carry: changed
+  step records, events, the claimed attempt, as JSON recordset parameters.
 
 Events are stamped with ``clock_timestamp()`` (when written, not when the transaction
 began), so the event log's timings are real. Statements are built once at import so
@@ -22,9 +21,7 @@ from typing import Any
 
 import asyncpg
 import msgspec
-from sqlalchemy import BigInteger, Boolean, text
-from sqlalchemy.dialects.postgresql import JSONB
-from sqlalchemy.dialects.postgresql import UUID as PG_UUID
+from sqlalchemy import text
 from sqlalchemy.dialects.postgresql.asyncpg import dialect as asyncpg_dialect
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -32,7 +29,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from backend.db import payloads
 from backend.db.fast_path import FastPath
 from backend.engine.model import RunState, StepRecord
-from backend.engine.ports import FinishedAttempt, NewAttempt, NewRun, WorkflowSettings, Written
+from backend.engine.ports import FinishedAttempt, NewAttempt, WorkflowSettings, Written
 from backend.observability import metrics
 
 # Step record fields written back by write_state (all but the key columns).
@@ -60,21 +57,24 @@ def step_values(rec: StepRecord) -> dict[str, Any]:
     return values
 
 
-def _with_new_attempt(sql: str, *, run_id: str, guard: str) -> str:
+def with_new_attempt(
+    sql: str, *, run_id: str, guard: str, source: str = "CAST(:attempts AS jsonb)"
+) -> str:
     """``sql`` with its ``$NEW_ATTEMPT`` replaced by the insert of the claimed attempt
-    carried by the ``:attempts`` recordset parameter (at most one row:
-    :func:`attempt_values`) into run ``run_id`` (an SQL expression), written only when
-    relation ``guard`` has a row."""
+    carried by the JSON array ``source`` (an SQL expression; by default the ``:attempts``
+    recordset parameter, at most one row: :func:`attempt_values`) into run ``run_id`` (an
+    SQL expression), written only when relation ``guard`` has a row (joined, so ``source``
+    and ``run_id`` may name its columns). Returns the attempt's ``id`` and ``run_id``."""
     insert = f"""INSERT INTO attempts (run_id, step_id, number, fencing_token, status, worker,
                               idempotency_key, input, config, lease_expires_at, started_at)
         SELECT {run_id}, a.step_id, a.number, a.fencing_token, 'running',
                a.worker, a.idempotency_key, a.input, a.config, a.lease_expires_at,
                a.started_at
-        FROM {guard}, jsonb_to_recordset(CAST(:attempts AS jsonb)) AS a(
+        FROM {guard}, jsonb_to_recordset({source}) AS a(
             step_id text, number int, fencing_token text, worker text,
             idempotency_key text, input jsonb, config jsonb, lease_expires_at timestamptz,
             started_at timestamptz)
-        RETURNING id"""
+        RETURNING id, run_id"""
     return sql.replace("$NEW_ATTEMPT", insert)
 
 
@@ -89,7 +89,7 @@ def _with_new_attempt(sql: str, *, run_id: str, guard: str) -> str:
 # confirmation, two WAL records per step, bought nothing; a step record inserted by
 # someone else would fail the statement on the unique key rather than be merged).
 _SAVE = text(
-    _with_new_attempt(
+    with_new_attempt(
         """
     WITH at_revision AS (
         SELECT FROM runs
@@ -197,6 +197,16 @@ class Positional:
         except asyncpg.IntegrityConstraintViolationError as exc:
             raise IntegrityError(self.sql, values, exc) from exc
 
+    async def fetch(self, db: AsyncSession | FastPath, params: dict[str, Any]) -> list[Any]:
+        """Like :meth:`fetchrow`, all the rows."""
+        if isinstance(db, AsyncSession):
+            return list((await db.execute(self.statement, params)).all())
+        values = [params[name] if name in params else self.fixed[name] for name in self.names]
+        try:
+            return await db.fetch(self.sql, *values)
+        except asyncpg.IntegrityConstraintViolationError as exc:
+            raise IntegrityError(self.sql, values, exc) from exc
+
 
 _SAVE_POSITIONAL = Positional(_SAVE)
 
@@ -240,7 +250,7 @@ async def write_state(
     in ``payloads`` and written as references.
     """
     ext = payloads.Externalizer()
-    steps, events = _changes(state, ext)
+    steps, events = state_changes(state, ext)
     attempts = [attempt_values(start, ext)] if start is not None else []
     params: dict[str, Any] = {
         "run_id": run_id,
@@ -248,16 +258,16 @@ async def write_state(
         "fin_id": finish.id if finish else None,
         "fin_token": finish.fencing_token if finish else None,
         "fin_status": finish.status if finish else None,
-        "fin_output": _json(ext.value(finish.output)) if finish else None,
-        "fin_error": _json(ext.value(finish.error)) if finish else None,
+        "fin_output": json_param(ext.value(finish.output)) if finish else None,
+        "fin_error": json_param(ext.value(finish.error)) if finish else None,
         "fin_at": finish.finished_at if finish else None,
-        "attempts": _json(attempts),
-        "steps": _json(steps),
-        "events": _json(events),
+        "attempts": json_param(attempts),
+        "steps": json_param(steps),
+        "events": json_param(events),
         "status": state.status.value,
-        "output": _json(ext.value(state.output)),
-        "error": _json(ext.value(state.error)),
-        "response": _json(state.response),
+        "output": json_param(ext.value(state.output)),
+        "error": json_param(ext.value(state.error)),
+        "response": json_param(state.response),
         "started_at": state.started_at,
         "finished_at": state.finished_at,
         "deadline_at": deadline_at,
@@ -293,7 +303,7 @@ def attempt_values(start: NewAttempt, ext: payloads.Externalizer) -> dict[str, A
     }
 
 
-def _changes(
+def state_changes(
     state: RunState, ext: payloads.Externalizer
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The changed step records (by step id) and the events (numbered ``ord`` in emit
@@ -311,148 +321,6 @@ def _changes(
     return steps, events
 
 
-def _json(value: Any) -> str | None:
+def json_param(value: Any) -> str | None:
     """JSON text for a ``CAST(... AS jsonb)`` parameter; ``None`` stays SQL NULL."""
     return None if value is None else msgspec.json.encode(value).decode()
-
-
-_INSERT_RUN = text(
-    _with_new_attempt(
-        """
-    WITH wf AS (
-        SELECT coalesce(settings, '{}'::jsonb) AS settings FROM workflows
-        WHERE id = CAST(:workflow_id AS uuid)
-    ), go AS (
-        SELECT FROM wf
-        WHERE NOT CAST(:check_settings AS boolean) OR wf.settings = CAST(:settings AS jsonb)
-    ), new_run AS (
-        INSERT INTO runs (id, workflow_id, version_id, version_number, status, trigger,
-                          idempotency_key, input, output, error, response, created_by,
-                          created_at, started_at, finished_at, deadline_at, rerun_of,
-                          parent_run_id, parent_step_id, parent_index)
-        SELECT CAST(:id AS uuid), CAST(:workflow_id AS uuid), CAST(:version_id AS uuid),
-               CAST(:version_number AS int), CAST(:status AS text), CAST(:trigger AS text),
-               CAST(:idempotency_key AS text), CAST(:input AS jsonb), CAST(:output AS jsonb),
-               CAST(:error AS jsonb), CAST(:response AS jsonb), CAST(:created_by AS uuid),
-               coalesce(CAST(:created_at AS timestamptz), now()),
-               CAST(:started_at AS timestamptz), CAST(:finished_at AS timestamptz),
-               CAST(:deadline_at AS timestamptz), CAST(:rerun_of AS uuid),
-               CAST(:parent_run_id AS uuid), CAST(:parent_step_id AS text),
-               CAST(:parent_index AS int)
-        FROM go
-        ON CONFLICT (id) DO NOTHING
-        RETURNING id, revision
-    ), new_attempt AS (
-        $NEW_ATTEMPT
-    ), new_steps AS (
-        INSERT INTO step_runs (run_id, step_id, status, ports, input, output, error, attempts,
-                               not_before, started_at, finished_at, data)
-        SELECT new_run.id, s.step_id, s.status, s.ports, s.input, s.output, s.error,
-               s.attempts, s.not_before, s.started_at, s.finished_at, s.data
-        FROM new_run, jsonb_to_recordset(CAST(:steps AS jsonb)) AS s(
-            step_id text, status text, ports jsonb, input jsonb, output jsonb, error jsonb,
-            attempts int, not_before timestamptz, started_at timestamptz,
-            finished_at timestamptz, data jsonb)
-    ), new_events AS (
-        INSERT INTO events (run_id, kind, step_id, data, created_at)
-        SELECT new_run.id, e.kind, e.step_id, e.data, clock_timestamp()
-        FROM new_run, jsonb_to_recordset(CAST(:events AS jsonb))
-            AS e(kind text, step_id text, data jsonb, ord int)
-        ORDER BY e.ord
-    )
-    SELECT (SELECT id FROM new_run) AS id, (SELECT settings FROM wf) AS settings,
-           EXISTS (SELECT FROM go) AS go, (SELECT revision FROM new_run) AS revision,
-           (SELECT id FROM new_attempt) AS attempt_id
-    """,
-        run_id="new_run.id",
-        guard="new_run",
-    )
-).columns(
-    id=PG_UUID(as_uuid=True),
-    settings=JSONB(),
-    go=Boolean(),
-    revision=BigInteger(),
-    attempt_id=BigInteger(),
-)
-
-
-_INSERT_POSITIONAL = Positional(_INSERT_RUN)
-
-
-class Inserted(msgspec.Struct, frozen=True):
-    """What :func:`insert_run` did: ``written`` when the run row was inserted;
-    ``settings_differ`` when nothing was written because the workflow's stored settings
-    are not the expected ones (``settings`` then holds them; ``None``: no such workflow).
-    """
-
-    written: bool
-    settings_differ: bool
-    settings: dict[str, Any] | None
-    revision: int | None = None  # the inserted run's revision
-
-
-async def insert_run(
-    db: AsyncSession | FastPath,
-    new: NewRun,
-    state: RunState | None = None,
-    *,
-    expected_settings: dict[str, Any] | None = None,
-    start: NewAttempt | None = None,
-) -> Inserted:
-    """Insert run ``new``: ``queued`` without ``state``; with ``state`` (computed in
-    memory by the engine) its status, timings, changed step records and events too, and
-    ``start``, the attempt the start claimed (its ``id`` is set), in the same statement.
-
-    An existing run with ``new.id`` is left alone (``written`` False: child and
-    error-workflow runs have deterministic ids). With ``expected_settings`` (the
-    workflow's settings JSON the caller decided from) nothing is written unless they
-    are still the stored ones. ``db`` is a session inside a transaction or the fast path
-    (the statement is then its own transaction). Raises ``IntegrityError``
-    when the idempotency key is taken. Values over the inline limit (the input, step
-    values) are stored once in ``payloads`` and written as references.
-    """
-    ext = payloads.Externalizer()
-    steps, events = _changes(state, ext) if state is not None else ([], [])
-    params: dict[str, Any] = {
-        "id": new.id,
-        "workflow_id": new.workflow_id,
-        "version_id": new.version_id,
-        "version_number": new.version_number,
-        "status": state.status.value if state is not None else "queued",
-        "trigger": new.trigger,
-        "idempotency_key": new.idempotency_key,
-        "input": _json(ext.value(new.input)),
-        "output": _json(ext.value(state.output)) if state is not None else None,
-        "error": _json(ext.value(state.error)) if state is not None else None,
-        "response": _json(state.response) if state is not None else None,
-        "created_by": new.created_by,
-        "created_at": new.created_at,
-        "started_at": state.started_at if state is not None else None,
-        "finished_at": state.finished_at if state is not None else None,
-        "deadline_at": new.deadline_at,
-        "rerun_of": new.rerun_of,
-        "parent_run_id": new.parent_run_id,
-        "parent_step_id": new.parent_step_id,
-        "parent_index": new.parent_index,
-        "check_settings": expected_settings is not None,
-        "settings": _json(expected_settings if expected_settings is not None else {}),
-        "steps": _json(steps),
-        "events": _json(events),
-        "attempts": _json([attempt_values(start, ext)] if start is not None else []),
-    }
-    await store_payloads(db, ext.payloads)
-    run_id, settings, go, revision, attempt_id = await _INSERT_POSITIONAL.fetchrow(db, params)
-    if start is not None and attempt_id is not None:
-        start.id = int(attempt_id)
-    if run_id is not None:
-        metrics.run_started(new.workflow_id, new.trigger)
-    if run_id is not None and state is not None:
-        metrics.engine_events(state)
-        state.changed.clear()
-        state.events.clear()
-    return Inserted(
-        written=run_id is not None,
-        settings_differ=not go and settings is not None,
-        settings=settings,
-        revision=int(revision) if revision is not None else None,
-    )

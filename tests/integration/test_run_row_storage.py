@@ -13,7 +13,7 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from backend.db import run_writes
+from backend.db import run_inserts, run_writes
 from backend.engine.model import RunState, StepRecord
 from backend.engine.ports import NewRun
 from backend.engine.states import RunStatus, StepStatus
@@ -62,7 +62,7 @@ async def test_a_running_runs_writes_are_hot_and_its_end_is_not(runtime: Runtime
         )
         state.touch("t0")
         new = NewRun(run_id, workflow_id, version_id, 1, "manual", {"n": 1})
-        assert (await run_writes.insert_run(session, new, state)).written
+        assert (await run_inserts.insert_run(session, new, state)).written
         before = await _counts(session)
 
         # a step's writes while the run goes on: its output, the revision
