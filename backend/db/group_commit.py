@@ -138,6 +138,14 @@ class GroupCommit(Generic[_R]):
                 future.set_result(result)
 
 
+def numbered(items: Sequence[bytes]) -> str:
+    """The JSON array text of ``items`` (JSON objects), each with its position added as
+    its first key, ``ord`` (how a group's statement reports per item, in order)."""
+    return (
+        b"[" + b",".join(b'{"ord":%d,' % i + item[1:] for i, item in enumerate(items)) + b"]"
+    ).decode()
+
+
 def refused_by_postgres(exc: BaseException) -> bool:
     """True when ``exc``, or an error it was raised from (a driver error wrapped by
     SQLAlchemy), is PostgreSQL's answer to the statement (a constraint, a value it cannot

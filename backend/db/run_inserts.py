@@ -27,7 +27,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.db import payloads
 from backend.db.fast_path import FastPath
-from backend.db.group_commit import GroupCommit
+from backend.db.group_commit import GroupCommit, numbered
 from backend.db.run_writes import (
     Positional,
     attempt_values,
@@ -179,8 +179,7 @@ async def insert_runs(db: AsyncSession | FastPath, runs: Sequence[bytes]) -> lis
     transaction, or as its own transaction on the fast path); one :class:`Inserted` per
     run, in order. Raises ``IntegrityError`` when an idempotency key is taken (nothing is
     then written)."""
-    array = b"[" + b",".join(_numbered(i, run) for i, run in enumerate(runs)) + b"]"
-    rows = await _INSERT_POSITIONAL.fetch(db, {"runs": array.decode()})
+    rows = await _INSERT_POSITIONAL.fetch(db, {"runs": numbered(runs)})
     return [
         Inserted(
             written=run_id is not None,
@@ -191,11 +190,6 @@ async def insert_runs(db: AsyncSession | FastPath, runs: Sequence[bytes]) -> lis
         )
         for _ord, run_id, settings, go, revision, attempt_id in rows
     ]
-
-
-def _numbered(ord_: int, run: bytes) -> bytes:
-    """``run`` (a JSON object) with its position ``ord`` added as the first key."""
-    return b'{"ord":%d,' % ord_ + run[1:]
 
 
 def inserted(new: NewRun, state: RunState | None, start: NewAttempt | None, done: Inserted) -> None:

@@ -38,7 +38,7 @@ from backend.db.run_state import (
     workflow_settings,
 )
 from backend.db.run_transaction import PgRunTransaction, duplicate_key
-from backend.db.run_writes import step_values, write_state
+from backend.db.run_writes import RunWrites, step_values, write_state
 from backend.engine.model import RunState
 from backend.engine.ports import (
     FinishedAttempt,
@@ -78,6 +78,7 @@ class PgRunStore:
         self.sessionmaker = sessionmaker
         self.fast = FastPath(sessionmaker.kw["bind"])
         self.inserts = RunInserts(self.fast)
+        self.writes = RunWrites(self.fast)
 
     @contextlib.asynccontextmanager
     async def transaction(self) -> AsyncIterator[PgRunTransaction]:
@@ -121,13 +122,8 @@ class PgRunStore:
         start: NewAttempt | None,
         expected_revision: int,
     ) -> Written:
-        return await write_state(
-            self.fast,
-            run_id,
-            state,
-            finish=finish,
-            start=start,
-            expected_revision=expected_revision,
+        return await self.writes.write(
+            run_id, state, finish=finish, start=start, expected_revision=expected_revision
         )
 
     async def read_unlocked(self, run_id: uuid.UUID) -> tuple[RunRow, RunState] | None:

@@ -2,7 +2,9 @@
 
 - :func:`write_state`: everything a transition writes (the attempt it closes and the one
   it claims, the changed step records, the run row, the events) in ONE statement of
-  data-modifying CTEs, under the run lock or, in autocommit, fenced by the run's revision.
+  data-modifying CTEs, under the run lock or, in autocommit, fenced by the run's revision;
+  the statement takes an array of writes (:func:`encode_write`), so :class:`RunWrites`
+  sends the unlocked writes of concurrent runs together (backend/db/group_commit.py).
 - the row values both it and the run insert (backend/db/run_inserts.py) carry: changed
   step records, events, the claimed attempt, as JSON recordset parameters.
 
@@ -16,6 +18,7 @@ run may start without admission) and passes values.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -28,6 +31,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.db import payloads
 from backend.db.fast_path import FastPath
+from backend.db.group_commit import GroupCommit, numbered
 from backend.engine.model import RunState, StepRecord
 from backend.engine.ports import FinishedAttempt, NewAttempt, WorkflowSettings, Written
 from backend.observability import metrics
@@ -78,11 +82,14 @@ def with_new_attempt(
     return sql.replace("$NEW_ATTEMPT", insert)
 
 
-# One statement for every write of an engine transaction (docs/engine.md, "Performance"):
-# close the finished attempt (fenced), insert the claimed attempt, write the changed step
-# records, update the run row (bumping its revision), append the events. Nothing is
-# written unless the run row is at the expected revision (when one is given; the row is
-# locked by the check) and the finished attempt's fencing token still holds.
+# One statement for every write of an engine transaction (docs/engine.md, "Performance"),
+# for one run or a group of runs (backend/db/group_commit.py): close the finished attempt
+# (fenced), insert the claimed attempt, write the changed step records, update the run
+# row (bumping its revision), append the events. Nothing is written for a run unless its
+# row is at the expected revision (when one is given; the row is locked by the check, the
+# runs of a group in id order) and its finished attempt's fencing token still holds. Of
+# two writes of one run in a group only the first (by ``ord``) may be written: the other
+# finds the run moved, as it would have after the first's commit.
 # Changed step records are updated where they exist and inserted where not (a plain
 # UPDATE and INSERT, not INSERT ... ON CONFLICT: under the run's row lock no other
 # transaction writes the run's step records, so the speculative insertion's row lock and
@@ -91,25 +98,34 @@ def with_new_attempt(
 _SAVE = text(
     with_new_attempt(
         """
-    WITH at_revision AS (
-        SELECT FROM runs
-        WHERE id = CAST(:run_id AS uuid)
-          AND (CAST(:expected AS bigint) IS NULL OR revision = CAST(:expected AS bigint))
-        FOR UPDATE
+    WITH w AS (
+        SELECT * FROM jsonb_to_recordset(CAST(:writes AS jsonb)) AS w(
+            ord int, run_id uuid, expected bigint, fin_id bigint, fin_token text,
+            fin_status text, fin_output jsonb, fin_error jsonb, fin_at timestamptz,
+            attempts jsonb, steps jsonb, events jsonb, status text, output jsonb,
+            error jsonb, response jsonb, started_at timestamptz, finished_at timestamptz,
+            deadline_at timestamptz, ended boolean)
+    ), first AS (
+        SELECT DISTINCT ON (run_id) ord, run_id, expected FROM w ORDER BY run_id, ord
+    ), at_revision AS (
+        SELECT first.ord FROM runs JOIN first ON runs.id = first.run_id
+        WHERE first.expected IS NULL OR runs.revision = first.expected
+        ORDER BY runs.id
+        FOR UPDATE OF runs
     ), fin AS (
-        UPDATE attempts
-        SET status = CAST(:fin_status AS text), output = CAST(:fin_output AS jsonb),
-            error = CAST(:fin_error AS jsonb), finished_at = CAST(:fin_at AS timestamptz)
-        WHERE id = CAST(:fin_id AS bigint) AND fencing_token = CAST(:fin_token AS text)
-          AND status = 'running' AND EXISTS (SELECT FROM at_revision)
-        RETURNING id
+        UPDATE attempts a
+        SET status = w.fin_status, output = w.fin_output, error = w.fin_error,
+            finished_at = w.fin_at
+        FROM w JOIN at_revision r ON r.ord = w.ord
+        WHERE a.id = w.fin_id AND a.fencing_token = w.fin_token AND a.status = 'running'
+        RETURNING w.ord
     ), go AS (
-        SELECT WHERE EXISTS (SELECT FROM at_revision)
-                 AND (CAST(:fin_id AS bigint) IS NULL OR EXISTS (SELECT FROM fin))
+        SELECT w.* FROM w JOIN at_revision r ON r.ord = w.ord
+        WHERE w.fin_id IS NULL OR w.ord IN (SELECT ord FROM fin)
     ), new_attempt AS (
         $NEW_ATTEMPT
     ), steps AS (
-        SELECT s.* FROM go, jsonb_to_recordset(CAST(:steps AS jsonb)) AS s(
+        SELECT go.run_id, s.* FROM go, jsonb_to_recordset(go.steps) AS s(
             step_id text, status text, ports jsonb, input jsonb, output jsonb, error jsonb,
             attempts int, not_before timestamptz, started_at timestamptz,
             finished_at timestamptz, data jsonb)
@@ -119,43 +135,43 @@ _SAVE = text(
             error = s.error, attempts = s.attempts, not_before = s.not_before,
             started_at = s.started_at, finished_at = s.finished_at, data = s.data
         FROM steps s
-        WHERE t.run_id = CAST(:run_id AS uuid) AND t.step_id = s.step_id
-        RETURNING t.step_id
+        WHERE t.run_id = s.run_id AND t.step_id = s.step_id
+        RETURNING t.run_id, t.step_id
     ), new_steps AS (
         INSERT INTO step_runs (run_id, step_id, status, ports, input, output, error, attempts,
                                not_before, started_at, finished_at, data)
-        SELECT CAST(:run_id AS uuid), s.step_id, s.status, s.ports, s.input, s.output,
+        SELECT s.run_id, s.step_id, s.status, s.ports, s.input, s.output,
                s.error, s.attempts, s.not_before, s.started_at, s.finished_at, s.data
         FROM steps s
-        WHERE s.step_id NOT IN (SELECT step_id FROM updated_steps)
+        WHERE (s.run_id, s.step_id) NOT IN (SELECT run_id, step_id FROM updated_steps)
     ), run_row AS (
         UPDATE runs
-        SET status = CAST(:status AS text), output = CAST(:output AS jsonb),
-            error = CAST(:error AS jsonb), response = CAST(:response AS jsonb),
-            started_at = CAST(:started_at AS timestamptz),
-            finished_at = CAST(:finished_at AS timestamptz),
-            deadline_at = coalesce(CAST(:deadline_at AS timestamptz), runs.deadline_at),
+        SET status = go.status, output = go.output, error = go.error,
+            response = go.response, started_at = go.started_at,
+            finished_at = go.finished_at,
+            deadline_at = coalesce(go.deadline_at, runs.deadline_at),
             revision = runs.revision + 1
         FROM go
-        WHERE runs.id = CAST(:run_id AS uuid)
-        RETURNING runs.revision, runs.workflow_id
+        WHERE runs.id = go.run_id
+        RETURNING go.ord, runs.revision, runs.workflow_id
     ), new_events AS (
         INSERT INTO events (run_id, kind, step_id, data, created_at)
-        SELECT CAST(:run_id AS uuid), e.kind, e.step_id, e.data, clock_timestamp()
-        FROM go, jsonb_to_recordset(CAST(:events AS jsonb))
+        SELECT go.run_id, e.kind, e.step_id, e.data, clock_timestamp()
+        FROM go, jsonb_to_recordset(go.events)
             AS e(kind text, step_id text, data jsonb, ord int)
-        ORDER BY e.ord
+        ORDER BY go.ord, e.ord
     )
-    SELECT (SELECT count(*) FROM at_revision) AS at_revision,
-           (SELECT count(*) FROM go) AS written,
-           (SELECT id FROM new_attempt) AS attempt_id,
-           (SELECT revision FROM run_row) AS revision,
-           (SELECT coalesce(w.settings, '{}'::jsonb)
-            FROM run_row JOIN workflows w ON w.id = run_row.workflow_id
-            WHERE CAST(:ended AS boolean)) AS settings
+    SELECT w.ord, r.ord IS NOT NULL AS at_revision, go.ord IS NOT NULL AS written,
+           a.id AS attempt_id, rr.revision,
+           (SELECT coalesce(wf.settings, '{}'::jsonb) FROM workflows wf
+            WHERE wf.id = rr.workflow_id AND w.ended) AS settings
+    FROM w LEFT JOIN at_revision r ON r.ord = w.ord LEFT JOIN go ON go.ord = w.ord
+        LEFT JOIN new_attempt a ON a.run_id = go.run_id LEFT JOIN run_row rr ON rr.ord = w.ord
+    ORDER BY w.ord
     """,
-        run_id="CAST(:run_id AS uuid)",
+        run_id="go.run_id",
         guard="go",
+        source="go.attempts",
     )
 ).columns()
 # The hottest statements (every engine write, every run start) go to asyncpg directly on
@@ -164,7 +180,6 @@ _SAVE = text(
 # per connection. JSON parameters
 # are JSON text, as SQLAlchemy's jsonb codec on the connection expects (it also decodes
 # jsonb results with msgspec).
-_RUN_FIELDS = ("status", "output", "error", "response", "started_at", "finished_at")
 
 
 class Positional:
@@ -226,6 +241,83 @@ async def store_payloads(
         await payloads.store(conn, found)
 
 
+def encode_write(
+    run_id: uuid.UUID,
+    state: RunState,
+    ext: payloads.Externalizer,
+    *,
+    finish: FinishedAttempt | None = None,
+    start: NewAttempt | None = None,
+    expected_revision: int | None = None,
+    deadline_at: datetime | None = None,
+) -> bytes:
+    """The write of ``state`` as one JSON object of the ``:writes`` array (``ord`` set
+    when sent; see :func:`write_state`). Values over the inline limit are replaced by
+    references collected in ``ext`` (stored before the write)."""
+    steps, events = state_changes(state, ext)
+    return msgspec.json.encode(
+        {
+            "run_id": run_id,
+            "expected": expected_revision,
+            "fin_id": finish.id if finish else None,
+            "fin_token": finish.fencing_token if finish else None,
+            "fin_status": finish.status if finish else None,
+            "fin_output": ext.value(finish.output) if finish else None,
+            "fin_error": ext.value(finish.error) if finish else None,
+            "fin_at": finish.finished_at if finish else None,
+            "attempts": [attempt_values(start, ext)] if start is not None else [],
+            "steps": steps,
+            "events": events,
+            "status": state.status.value,
+            "output": ext.value(state.output),
+            "error": ext.value(state.error),
+            "response": state.response,
+            "started_at": state.started_at,
+            "finished_at": state.finished_at,
+            "deadline_at": deadline_at,
+            "ended": state.status.terminal,
+        }
+    )
+
+
+class Saved(msgspec.Struct, frozen=True):
+    """What the statement did for one write: ``at_revision`` (the run was found at the
+    expected revision), ``written``, the claimed attempt's id, the run's new revision and,
+    for a write that ended the run, the workflow's settings."""
+
+    at_revision: bool
+    written: bool
+    attempt_id: int | None
+    revision: int | None
+    settings: dict[str, Any] | None
+
+
+async def write_states(db: AsyncSession | FastPath, writes: Sequence[bytes]) -> list[Saved]:
+    """Run the writes encoded by :func:`encode_write` with ONE statement (in the session's
+    transaction, or as its own transaction on the fast path); one :class:`Saved` per
+    write, in order."""
+    rows = await _SAVE_POSITIONAL.fetch(db, {"writes": numbered(writes)})
+    return [
+        Saved(bool(at_revision), bool(written), attempt_id, revision, settings)
+        for _ord, at_revision, written, attempt_id, revision, settings in rows
+    ]
+
+
+def saved(state: RunState, start: NewAttempt | None, done: Saved) -> Written:
+    """The outcome of a write of ``state`` (see :func:`write_state`): ``start.id`` is set,
+    the metrics count the events and ``state``'s written changes are cleared."""
+    if not done.written:
+        return Written(None, moved=not done.at_revision)
+    if start is not None and done.attempt_id is not None:
+        start.id = int(done.attempt_id)
+    metrics.engine_events(state)
+    state.changed.clear()
+    state.events.clear()
+    ended = WorkflowSettings.from_raw(done.settings) if state.status.terminal else None
+    assert done.revision is not None
+    return Written(int(done.revision), settings=ended)
+
+
 async def write_state(
     db: AsyncSession | FastPath,
     run_id: uuid.UUID,
@@ -250,41 +342,49 @@ async def write_state(
     in ``payloads`` and written as references.
     """
     ext = payloads.Externalizer()
-    steps, events = state_changes(state, ext)
-    attempts = [attempt_values(start, ext)] if start is not None else []
-    params: dict[str, Any] = {
-        "run_id": run_id,
-        "expected": expected_revision,
-        "fin_id": finish.id if finish else None,
-        "fin_token": finish.fencing_token if finish else None,
-        "fin_status": finish.status if finish else None,
-        "fin_output": json_param(ext.value(finish.output)) if finish else None,
-        "fin_error": json_param(ext.value(finish.error)) if finish else None,
-        "fin_at": finish.finished_at if finish else None,
-        "attempts": json_param(attempts),
-        "steps": json_param(steps),
-        "events": json_param(events),
-        "status": state.status.value,
-        "output": json_param(ext.value(state.output)),
-        "error": json_param(ext.value(state.error)),
-        "response": json_param(state.response),
-        "started_at": state.started_at,
-        "finished_at": state.finished_at,
-        "deadline_at": deadline_at,
-        "ended": state.status.terminal,
-    }
+    write = encode_write(
+        run_id,
+        state,
+        ext,
+        finish=finish,
+        start=start,
+        expected_revision=expected_revision,
+        deadline_at=deadline_at,
+    )
     await store_payloads(db, ext.payloads)
-    row = await _SAVE_POSITIONAL.fetchrow(db, params)
-    at_revision, written, attempt_id, revision, settings = row
-    if not written:
-        return Written(None, moved=not at_revision)
-    if start is not None:
-        start.id = int(attempt_id)
-    metrics.engine_events(state)
-    state.changed.clear()
-    state.events.clear()
-    ended = WorkflowSettings.from_raw(settings) if state.status.terminal else None
-    return Written(int(revision), settings=ended)
+    (done,) = await write_states(db, [write])
+    return saved(state, start, done)
+
+
+class RunWrites:
+    """Unlocked writes on the fast path, grouped
+    (:class:`~backend.db.group_commit.GroupCommit`): :meth:`write` has
+    :func:`write_state`'s meaning with ``expected_revision``, but writes of different runs
+    made at the same moment by concurrent callers share one statement and one commit."""
+
+    def __init__(self, fast: FastPath, *, max_in_flight: int = 2) -> None:
+        self.fast = fast
+        self.groups: GroupCommit[Saved] = GroupCommit(self._write, max_in_flight=max_in_flight)
+
+    async def _write(self, writes: Sequence[bytes]) -> list[Saved]:
+        return await write_states(self.fast, writes)
+
+    async def write(
+        self,
+        run_id: uuid.UUID,
+        state: RunState,
+        *,
+        finish: FinishedAttempt | None,
+        start: NewAttempt | None,
+        expected_revision: int,
+    ) -> Written:
+        """:func:`write_state` fenced by ``expected_revision``, in a group."""
+        ext = payloads.Externalizer()
+        write = encode_write(
+            run_id, state, ext, finish=finish, start=start, expected_revision=expected_revision
+        )
+        await store_payloads(self.fast, ext.payloads)
+        return saved(state, start, await self.groups.submit(write))
 
 
 def attempt_values(start: NewAttempt, ext: payloads.Externalizer) -> dict[str, Any]:
@@ -319,8 +419,3 @@ def state_changes(
         for i, ev in enumerate(state.events)
     ]
     return steps, events
-
-
-def json_param(value: Any) -> str | None:
-    """JSON text for a ``CAST(... AS jsonb)`` parameter; ``None`` stays SQL NULL."""
-    return None if value is None else msgspec.json.encode(value).decode()
