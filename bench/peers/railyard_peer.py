@@ -90,8 +90,15 @@ class Railyard:
             proc = self.procs.spawn(f"railyard-api{i}", argv, self.env)
             wait_http(f"http://127.0.0.1:{port}/health/live", proc)
             self.ports.append(port)
+        # every worker ready (connected, polling) before anything is measured: a worker
+        # starting up spends about a second of CPU in its first two, which a latency
+        # phase run meanwhile pays on a 2-core machine (1 API + 2 workers: 20-24 ms
+        # median sequential latency measured at once, 7-8 ms with one worker)
         for i in range(self.workers):
-            self.procs.spawn(f"railyard-worker{i}", [railyard(), "worker"], self.env)
+            port = free_port()
+            argv = [railyard(), "worker", "--health-port", str(port)]
+            proc = self.procs.spawn(f"railyard-worker{i}", argv, self.env)
+            wait_http(f"http://127.0.0.1:{port}/health/ready", proc)
 
     def stop(self) -> None:
         self.procs.stop()
