@@ -121,6 +121,8 @@ class GroupCommit(Generic[_R]):
         items = [item for item, _ in group]
         try:
             results = await self._write(items)
+            if len(results) != len(items):  # a caller must never be left waiting
+                raise RuntimeError(f"{len(results)} results for a group of {len(items)}")
         except Exception as exc:
             if len(group) == 1 or not refused_by_postgres(exc):
                 _fail(group, exc)

@@ -140,3 +140,14 @@ def test_refused_by_postgres_sees_through_sqlalchemys_wrapping() -> None:
         assert refused_by_postgres(wrapped)
     assert not refused_by_postgres(asyncpg.ConnectionDoesNotExistError("closed"))
     assert not refused_by_postgres(OSError("reset"))
+
+
+async def test_a_writer_answering_the_wrong_count_fails_its_callers() -> None:
+    async def short(items: Sequence[bytes]) -> list[str]:
+        return ["only one"]
+
+    commit: GroupCommit[str] = GroupCommit(short, max_in_flight=1)
+    tasks = [asyncio.create_task(commit.submit(x)) for x in (b"a", b"b")]
+    for task in tasks:
+        with pytest.raises(RuntimeError, match="1 results for a group of 2"):
+            await asyncio.wait_for(task, 2)
