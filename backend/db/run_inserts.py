@@ -17,6 +17,7 @@ array; the statement reports per run, in order, whether it was inserted and why 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 import msgspec
@@ -242,10 +243,9 @@ class RunInserts:
 
     def __init__(self, fast: FastPath, *, max_in_flight: int = 2) -> None:
         self.fast = fast
-        self.groups: GroupCommit[Inserted] = GroupCommit(self._write, max_in_flight=max_in_flight)
-
-    async def _write(self, runs: Sequence[bytes]) -> list[Inserted]:
-        return await insert_runs(self.fast, runs)
+        self.groups: GroupCommit[Inserted] = GroupCommit(
+            partial(insert_runs, fast), max_in_flight=max_in_flight
+        )
 
     async def insert(
         self,

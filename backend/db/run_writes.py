@@ -20,6 +20,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 import asyncpg
@@ -364,10 +365,9 @@ class RunWrites:
 
     def __init__(self, fast: FastPath, *, max_in_flight: int = 2) -> None:
         self.fast = fast
-        self.groups: GroupCommit[Saved] = GroupCommit(self._write, max_in_flight=max_in_flight)
-
-    async def _write(self, writes: Sequence[bytes]) -> list[Saved]:
-        return await write_states(self.fast, writes)
+        self.groups: GroupCommit[Saved] = GroupCommit(
+            partial(write_states, fast), max_in_flight=max_in_flight
+        )
 
     async def write(
         self,
