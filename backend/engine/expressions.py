@@ -34,7 +34,9 @@ float); a function value becomes ``None`` (it has no JSON form).
 
 Performance: compiling costs about as much as evaluating a small mapping, so sources are
 compiled once (an LRU cache of 4096 entries keyed by source) and each evaluation reuses
-the parsed tree.
+the parsed tree. The plainest expressions (a field reference, a literal, one arithmetic or
+comparison operator) are evaluated directly, with jsonata-python deciding every input the
+direct evaluation is not certain of (:mod:`backend.engine.expression_plain`).
 
 Limits: a source longer than :data:`MAX_SOURCE_LENGTH` characters is refused at compile;
 each evaluation runs within :class:`~backend.engine.expression_limits.ExpressionLimits`
@@ -75,6 +77,7 @@ from backend.engine.expression_limits import (
     charged_environment,
     re2_engine,
 )
+from backend.engine.expression_plain import Unsure, plain_evaluator
 from backend.engine.unstorable import storable_problem
 from backend.engine.watchdog import WATCHDOG
 
@@ -148,7 +151,7 @@ class CompiledExpression:
     Build it with :func:`compile_expression` (cached) rather than directly.
     """
 
-    __slots__ = ("_jsonata", "source")
+    __slots__ = ("_jsonata", "_plain", "source")
 
     def __init__(self, source: str) -> None:
         self.source = source
@@ -182,6 +185,8 @@ class CompiledExpression:
             first = errors[0]
             position = _position(first) if isinstance(first, JException) else None
             raise ExpressionError(f"syntax error: {first}", source=source, position=position)
+        # the plainest shapes (a field, a literal, one operator) are evaluated directly
+        self._plain = plain_evaluator(self._jsonata.ast)
 
     def __repr__(self) -> str:
         return f"CompiledExpression({self.source!r})"
@@ -211,6 +216,17 @@ class CompiledExpression:
         :class:`ExpressionError` on any runtime error; one that stopped at a limit has
         ``limit`` set and says which.
         """
+        plain = self._plain
+        if (
+            plain is not None
+            and plain.depth <= limits.max_depth
+            and (timeout_ms is None or timeout_ms > 0)
+            and (deadline is None or time.monotonic() < deadline)
+        ):
+            try:
+                return _to_plain(plain(data, bindings))
+            except Unsure:
+                pass  # jsonata-python decides (backend/engine/expression_plain.py)
         if timeout_ms != limits.timeout_ms:
             limits = dataclasses.replace(limits, timeout_ms=timeout_ms)
         budget = Budget(limits, deadline)
