@@ -34,6 +34,7 @@ from backend.api.storable_input import DEFAULT_MAX_SCAN_BYTES, StorableInputMidd
 from backend.api.telemetry import TelemetryMiddleware
 from backend.api.triggers import ApiTokenController, FileController, WebhookSettingsController
 from backend.api.users import SessionAdminController, UserAdminController
+from backend.api.webhook_front import WebhookFront
 from backend.api.webhooks import WebhookController
 from backend.api.workflow_versions import WorkflowVersionController
 from backend.api.workflows import WorkflowController
@@ -214,6 +215,8 @@ def create_app(
     )
     document_responses(app)
     correct_options_allow(app)
+    # ordinary webhook deliveries skip the routing, guard and middleware layers (same checks)
+    WebhookFront.install(app, max(DEFAULT_MAX_SCAN_BYTES, settings.webhook_max_body))
     if runtime is not None:
         app.state.runtime = runtime
     return app

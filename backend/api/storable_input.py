@@ -64,30 +64,10 @@ class StorableInputMiddleware(ASGIMiddleware):
         if scope.get("method", "GET") in ("GET", "HEAD", "OPTIONS"):
             await next_app(scope, receive, send)
             return
-        head, more = await self._read_head(scope, receive)
+        head, more = await read_head(scope, receive, self.max_scan_bytes)
         if not more:
             self._check_body(scope, head)
-        await next_app(scope, _replay(head, more, receive), send)
-
-    async def _read_head(self, scope: Scope, receive: Receive) -> tuple[bytes, bool]:
-        """Up to ``max_scan_bytes`` of the body; ``more`` is True when the body is longer
-        (or the client disconnected), i.e. it was not read to its end."""
-        declared = dict(scope.get("headers", ())).get(b"content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.max_scan_bytes:
-            return b"", True
-        chunks: list[bytes] = []
-        size = 0
-        while True:
-            message = await receive()
-            if message["type"] != "http.request":
-                return b"".join(chunks), True
-            chunk = message.get("body", b"")
-            chunks.append(chunk)
-            size += len(chunk)
-            if not message.get("more_body", False):
-                return b"".join(chunks), False
-            if size > self.max_scan_bytes:
-                return b"".join(chunks), True
+        await next_app(scope, replay(head, more, receive), send)
 
     @staticmethod
     def _check_body(scope: Scope, raw: bytes) -> None:
@@ -106,7 +86,30 @@ class StorableInputMiddleware(ASGIMiddleware):
             )
 
 
-def _replay(head: bytes, more: bool, receive: Receive) -> Receive:
+async def read_head(scope: Scope, receive: Receive, max_bytes: int) -> tuple[bytes, bool]:
+    """Up to ``max_bytes`` of the request body (a little more when the last chunk passes
+    it); ``more`` is True when the body is longer (nothing is read when the declared
+    ``Content-Length`` is) or the client disconnected, i.e. it was not read to its end.
+    Hand what was read on with :func:`replay`."""
+    declared = dict(scope.get("headers", ())).get(b"content-length")
+    if declared is not None and declared.isdigit() and int(declared) > max_bytes:
+        return b"", True
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return b"".join(chunks), True
+        chunk = message.get("body", b"")
+        chunks.append(chunk)
+        size += len(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks), False
+        if size > max_bytes:
+            return b"".join(chunks), True
+
+
+def replay(head: bytes, more: bool, receive: Receive) -> Receive:
     """A ``receive`` that first hands over the body part already read, then the rest."""
     pending = True
 
@@ -120,4 +123,10 @@ def _replay(head: bytes, more: bool, receive: Receive) -> Receive:
     return replay
 
 
-__all__ = ["StorableInputMiddleware", "find_unstorable", "might_hold_unstorable"]
+__all__ = [
+    "StorableInputMiddleware",
+    "find_unstorable",
+    "might_hold_unstorable",
+    "read_head",
+    "replay",
+]

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Awaitable, Callable
 
 from litestar.enums import ScopeType
 from litestar.middleware import ASGIMiddleware
@@ -33,30 +34,45 @@ class TelemetryMiddleware(ASGIMiddleware):
     async def handle(self, scope: Scope, receive: Receive, send: Send, next_app: ASGIApp) -> None:
         """Serve the request, recording its status and duration."""
         started = time.perf_counter()
-        status = 500
         handled = self._handled.get(next_app)
         if handled is None:
             handled = self._handled[next_app] = ExceptionHandlerMiddleware(next_app, debug=None)
-        next_app = handled
         route = str(scope.get("path_template") or "unmatched")
-        method = str(scope.get("method", "GET"))
+        await observed(scope, send, route, lambda sent: handled(scope, receive, sent), started)
 
-        async def send_status(message: Message) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = int(message["status"])
-            await send(message)
 
-        try:
-            if tracing.enabled():
-                headers = {
-                    k.decode("latin-1"): v.decode("latin-1") for k, v in scope.get("headers", [])
-                }
-                with tracing.server_span(method, route, headers) as current:
-                    await next_app(scope, receive, send_status)
-                    if current is not None:
-                        current.set_attribute("http.response.status_code", status)
-            else:
-                await next_app(scope, receive, send_status)
-        finally:
-            metrics.http_request(method, route, status, time.perf_counter() - started)
+async def observed(
+    scope: Scope,
+    send: Send,
+    route: str,
+    serve: Callable[[Send], Awaitable[None]],
+    started: float | None = None,
+) -> None:
+    """Run ``serve(send)`` as the HTTP request of ``scope`` matched to ``route`` (a route
+    template), recording its status and duration (from ``started``, a
+    :func:`time.perf_counter` reading, else now) and tracing it when tracing is on. The
+    status is 500 unless ``serve`` sent a response start."""
+    if started is None:
+        started = time.perf_counter()
+    status = 500
+    method = str(scope.get("method", "GET"))
+
+    async def send_status(message: Message) -> None:
+        nonlocal status
+        if message["type"] == "http.response.start":
+            status = int(message["status"])
+        await send(message)
+
+    try:
+        if tracing.enabled():
+            headers = {
+                k.decode("latin-1"): v.decode("latin-1") for k, v in scope.get("headers", [])
+            }
+            with tracing.server_span(method, route, headers) as current:
+                await serve(send_status)
+                if current is not None:
+                    current.set_attribute("http.response.status_code", status)
+        else:
+            await serve(send_status)
+    finally:
+        metrics.http_request(method, route, status, time.perf_counter() - started)

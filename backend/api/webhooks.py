@@ -25,7 +25,9 @@ from __future__ import annotations
 
 import time
 import uuid
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import msgspec
@@ -33,6 +35,7 @@ from litestar import Controller, MediaType, Request, Response, route
 from litestar.enums import HttpMethod
 from litestar.exceptions import HTTPException
 from litestar.params import FromPath
+from litestar.response.base import ASGIResponse
 
 from backend.api import answer_cutoff
 from backend.api.run_links import run_started
@@ -49,7 +52,7 @@ from backend.triggers.webhook_auth import AuthFailure, verify
 from backend.triggers.webhook_input import BodyError, build_run_input, parse_request_body
 
 DEFAULT_WAIT_TIMEOUT = 30.0
-_METHODS: list[HttpMethod] = [
+METHODS: list[HttpMethod] = [
     HttpMethod.GET,
     HttpMethod.POST,
     HttpMethod.PUT,
@@ -70,9 +73,54 @@ class Rejection(Exception):
     field: str | None = None
 
 
-async def _endpoint(runtime: Runtime, token: str) -> hooks.Endpoint | None:
+BodyReader = Callable[[int], Awaitable[bytes]]
+"""Reads a request's whole body, at most the given number of bytes (a longer one raises
+:class:`Rejection` 413)."""
+
+
+@dataclass
+class Answer:
+    """A webhook's HTTP answer, whichever way the request came in: through the app's
+    route (:meth:`response`) or through the front (backend/api/webhook_front.py,
+    :meth:`asgi`). ``body`` is encoded; ``media_type`` is Litestar's (``text/...`` gets
+    ``; charset=utf-8`` either way)."""
+
+    status: int
+    body: bytes
+    media_type: str = MediaType.JSON
+    headers: dict[str, str] = field(default_factory=dict)
+
+    def response(self) -> Response[bytes]:
+        """As a Litestar response (bytes pass through its serializer untouched)."""
+        return Response(
+            self.body, status_code=self.status, headers=self.headers, media_type=self.media_type
+        )
+
+    def asgi(self) -> ASGIResponse:
+        """As the ASGI response Litestar would make of :meth:`response`."""
+        return ASGIResponse(
+            body=self.body,
+            status_code=self.status,
+            headers=self.headers,
+            media_type=self.media_type,
+        )
+
+
+async def cached_endpoint(runtime: Runtime, token: str) -> hooks.Endpoint | None:
+    """The endpoint of webhook ``token`` (cached for ``webhook_cache_seconds``)."""
     return await hooks.cached_endpoint(
         runtime.sessionmaker, token, runtime.settings.webhook_cache_seconds
+    )
+
+
+def deliverable(endpoint: hooks.Endpoint | None) -> bool:
+    """True when ``endpoint`` starts runs: it exists, is a published webhook, and its
+    workflow is not archived (else the answer is 404 or 410, see :func:`receive`)."""
+    return (
+        endpoint is not None
+        and not endpoint.archived
+        and endpoint.version is not None
+        and endpoint.is_webhook
     )
 
 
@@ -111,12 +159,13 @@ async def _prepare(
     endpoint: hooks.Endpoint,
     request: Request[Any, Any, Any],
     headers: dict[str, str],
+    read: BodyReader,
 ) -> tuple[dict[str, Any], Any]:
     """Limit, authenticate and parse; returns (run input without files, parsed body)."""
     config = endpoint.config
     max_body = config.get("max_body")
     limit = int(max_body) if isinstance(max_body, int) else runtime.settings.webhook_max_body
-    raw = await _read_body(request, limit)
+    raw = await read(limit)
     try:
         verify(config, endpoint.secret, headers, raw, time.time())
     except AuthFailure as exc:
@@ -154,13 +203,107 @@ async def _audit(
         )
 
 
-def _error(rej: Rejection) -> Response[Any]:
-    return Response(
-        {"status_code": rej.status, "detail": rej.reason, "field": rej.field},
-        status_code=rej.status,
-        headers=rej.headers or {},
-        media_type=MediaType.JSON,
-    )
+def _error(rej: Rejection) -> Answer:
+    body = {"status_code": rej.status, "detail": rej.reason, "field": rej.field}
+    return Answer(rej.status, msgspec.json.encode(body), headers=rej.headers or {})
+
+
+async def deliver(
+    endpoint: hooks.Endpoint, suffix: str, request: Request[Any, Any, Any], read: BodyReader
+) -> Answer:
+    """Answer one webhook request for ``endpoint`` (:func:`deliverable`), from check 1's
+    path suffix and method on (see the module doc): a rejection, the 202 with the run's
+    links, or the run's answer. ``request`` gives the method, path, query and headers;
+    ``read`` the body. Raises what storing the run raises (the app's error handlers
+    answer it: 503 while PostgreSQL or Redis is unreachable)."""
+    runtime: Runtime = request.app.state.runtime
+    config = endpoint.config
+    headers = {k.lower(): v for k, v in request.headers.items()}
+    try:
+        _check_route(config, request.method, suffix)
+        limit = int(config.get("rate_limit") or 0)
+        if limit > 0:
+            retry = await rate_limit.check(
+                runtime.redis, str(endpoint.workflow_id), limit, time.time()
+            )
+            if retry is not None:
+                raise Rejection(
+                    429,
+                    f"rate limit of {limit} requests per minute reached",
+                    {"Retry-After": str(int(retry))},
+                    audit=False,
+                )
+        run_input, parsed = await _prepare(runtime, endpoint, request, headers, read)
+    except Rejection as rej:
+        if rej.audit and rej.status != 404:
+            await _audit(runtime, endpoint.workflow_id, request.method, rej)
+        return _error(rej)
+    if parsed.files:
+        async with runtime.sessionmaker() as session, session.begin():
+            run_input["files"] = await hooks.store_files(
+                session, endpoint.workflow_id, parsed.files
+            )
+    key = await _idempotency_key(runtime, endpoint, headers)
+    assert endpoint.version is not None
+    mode = config.get("respond") or "immediately"
+    waits = mode in ("respond_node", "last_step")
+    run_id = uuid.uuid4()
+    # a waiting webhook listens to the run's notices before the run is stored; only to
+    # this process's while the run may be executed here (eager), else on Redis too
+    here = waits and runtime.execution.eager.has_room()
+    async with run_watch.early_watch(
+        runtime.redis, run_id, enabled=waits, remote=not here
+    ) as watched:
+        started = await runtime.execution.start_run(
+            endpoint.version,
+            run_input,
+            trigger="webhook",
+            idempotency_key=key,
+            run_id=run_id,
+            eager=waits,  # its first step may run here (backend/services/execution/eager.py)
+        )
+        # a run queued behind the workflow's concurrency limit is answered 202 at once
+        if waits and started.status != "queued":
+            late = False
+            if watched is not None and not watched.remote and started.eager is None:
+                late = True  # not executed here after all: read the run first ...
+                if not RunStatus(started.status).terminal:
+                    await watched.go_remote()  # ... having subscribed, unless it ended
+            timeout = float(config.get("wait_timeout") or DEFAULT_WAIT_TIMEOUT)
+            waiting = run_watch.wait_for_answer(
+                runtime.sessionmaker,
+                runtime.redis,
+                started.run_id,
+                timeout,
+                last_step=mode == "last_step",
+                # an idempotent replay returns an earlier run: not the one subscribed
+                watched=watched if started.created else None,
+                started_status=None if late else started.status,
+            )
+            # a stopping process answers 202 before its grace ends (answer_cutoff.py)
+            answer = await answer_cutoff.unless_cut(request.app.state, waiting)
+            if answer is not None:
+                return _respond(answer)
+    links = run_started(runtime, started.run_id, started.status)
+    return Answer(202, msgspec.json.encode(links), headers={"Location": links.status_url})
+
+
+async def _idempotency_key(
+    runtime: Runtime, endpoint: hooks.Endpoint, headers: dict[str, str]
+) -> str | None:
+    value = headers.get("idempotency-key")
+    delivery_header = str(endpoint.config.get("delivery_id_header") or "").lower()
+    if not value and delivery_header:
+        value = headers.get(delivery_header)
+    if not value:
+        return None
+    key = f"webhook:{endpoint.workflow_id}:{value[:150]}"
+    hours = endpoint.config.get("idempotency_hours")
+    window = float(hours) if isinstance(hours, int | float) else DEFAULT_IDEMPOTENCY_HOURS
+    async with runtime.sessionmaker() as session, session.begin():
+        cutoff = hooks.idempotency_cutoff(runtime.execution.clock.now(), window)
+        await hooks.release_expired_key(session, key, cutoff)
+    return key
 
 
 class WebhookController(Controller):
@@ -171,7 +314,7 @@ class WebhookController(Controller):
 
     @route(
         "/test/{token:str}",
-        http_method=_METHODS,
+        http_method=METHODS,
         operation_id=lambda _h, method, _p: f"test_webhook_{method.lower()}",
         request_max_body_size=None,
         opt={"permission": Permission.PUBLIC},
@@ -184,7 +327,7 @@ class WebhookController(Controller):
 
     @route(
         "/test/{token:str}/{suffix:path}",
-        http_method=_METHODS,
+        http_method=METHODS,
         operation_id=lambda _h, method, _p: f"test_webhook_suffix_{method.lower()}",
         request_max_body_size=None,
         opt={"permission": Permission.PUBLIC},
@@ -197,7 +340,7 @@ class WebhookController(Controller):
 
     @route(
         "/{token:str}",
-        http_method=_METHODS,
+        http_method=METHODS,
         operation_id=lambda _h, method, _p: f"receive_webhook_{method.lower()}",
         request_max_body_size=None,
         opt={"permission": Permission.PUBLIC},
@@ -208,7 +351,7 @@ class WebhookController(Controller):
 
     @route(
         "/{token:str}/{suffix:path}",
-        http_method=_METHODS,
+        http_method=METHODS,
         operation_id=lambda _h, method, _p: f"receive_webhook_suffix_{method.lower()}",
         request_max_body_size=None,
         opt={"permission": Permission.PUBLIC},
@@ -223,105 +366,15 @@ class WebhookController(Controller):
         self, token: str, suffix: str, request: Request[Any, Any, Any]
     ) -> Response[Any]:
         runtime: Runtime = request.app.state.runtime
-        endpoint = await _endpoint(runtime, token)
+        endpoint = await cached_endpoint(runtime, token)
         if endpoint is not None and endpoint.archived:
             raise HTTPException(
                 status_code=410, detail="this workflow was archived: its webhook starts no runs"
             )
-        if endpoint is None or endpoint.version is None or not endpoint.is_webhook:
+        if endpoint is None or not deliverable(endpoint):
             raise HTTPException(status_code=404, detail="no published workflow at this webhook")
-        config = endpoint.config
-        headers = {k.lower(): v for k, v in request.headers.items()}
-        try:
-            _check_route(config, request.method, suffix)
-            limit = int(config.get("rate_limit") or 0)
-            if limit > 0:
-                retry = await rate_limit.check(
-                    runtime.redis, str(endpoint.workflow_id), limit, time.time()
-                )
-                if retry is not None:
-                    raise Rejection(
-                        429,
-                        f"rate limit of {limit} requests per minute reached",
-                        {"Retry-After": str(int(retry))},
-                        audit=False,
-                    )
-            run_input, parsed = await _prepare(runtime, endpoint, request, headers)
-        except Rejection as rej:
-            if rej.audit and rej.status != 404:
-                await _audit(runtime, endpoint.workflow_id, request.method, rej)
-            return _error(rej)
-        if parsed.files:
-            async with runtime.sessionmaker() as session, session.begin():
-                run_input["files"] = await hooks.store_files(
-                    session, endpoint.workflow_id, parsed.files
-                )
-        key = await self._idempotency_key(runtime, endpoint, headers)
-        assert endpoint.version is not None
-        mode = config.get("respond") or "immediately"
-        waits = mode in ("respond_node", "last_step")
-        run_id = uuid.uuid4()
-        # a waiting webhook listens to the run's notices before the run is stored; only to
-        # this process's while the run may be executed here (eager), else on Redis too
-        here = waits and runtime.execution.eager.has_room()
-        async with run_watch.early_watch(
-            runtime.redis, run_id, enabled=waits, remote=not here
-        ) as watched:
-            started = await runtime.execution.start_run(
-                endpoint.version,
-                run_input,
-                trigger="webhook",
-                idempotency_key=key,
-                run_id=run_id,
-                eager=waits,  # its first step may run here (backend/services/execution/eager.py)
-            )
-            # a run queued behind the workflow's concurrency limit is answered 202 at once
-            if waits and started.status != "queued":
-                late = False
-                if watched is not None and not watched.remote and started.eager is None:
-                    late = True  # not executed here after all: read the run first ...
-                    if not RunStatus(started.status).terminal:
-                        await watched.go_remote()  # ... having subscribed, unless it ended
-                timeout = float(config.get("wait_timeout") or DEFAULT_WAIT_TIMEOUT)
-                waiting = run_watch.wait_for_answer(
-                    runtime.sessionmaker,
-                    runtime.redis,
-                    started.run_id,
-                    timeout,
-                    last_step=mode == "last_step",
-                    # an idempotent replay returns an earlier run: not the one subscribed
-                    watched=watched if started.created else None,
-                    started_status=None if late else started.status,
-                )
-                # a stopping process answers 202 before its grace ends (answer_cutoff.py)
-                answer = await answer_cutoff.unless_cut(request.app.state, waiting)
-                if answer is not None:
-                    return _respond(answer)
-        links = run_started(runtime, started.run_id, started.status)
-        # encoded here (bytes pass through Litestar's serializer untouched)
-        return Response(
-            msgspec.json.encode(links),
-            status_code=202,
-            headers={"Location": links.status_url},
-            media_type=MediaType.JSON,
-        )
-
-    async def _idempotency_key(
-        self, runtime: Runtime, endpoint: hooks.Endpoint, headers: dict[str, str]
-    ) -> str | None:
-        value = headers.get("idempotency-key")
-        delivery_header = str(endpoint.config.get("delivery_id_header") or "").lower()
-        if not value and delivery_header:
-            value = headers.get(delivery_header)
-        if not value:
-            return None
-        key = f"webhook:{endpoint.workflow_id}:{value[:150]}"
-        hours = endpoint.config.get("idempotency_hours")
-        window = float(hours) if isinstance(hours, int | float) else DEFAULT_IDEMPOTENCY_HOURS
-        async with runtime.sessionmaker() as session, session.begin():
-            cutoff = hooks.idempotency_cutoff(runtime.execution.clock.now(), window)
-            await hooks.release_expired_key(session, key, cutoff)
-        return key
+        answer = await deliver(endpoint, suffix, request, partial(_read_body, request))
+        return answer.response()
 
     async def _test(
         self, token: str, suffix: str, request: Request[Any, Any, Any]
@@ -340,13 +393,15 @@ class WebhookController(Controller):
         now = runtime.execution.clock.now()
         try:
             _check_route({**endpoint.config, "enabled": True}, request.method, suffix)
-            run_input, parsed = await _prepare(runtime, endpoint, request, headers)
+            run_input, parsed = await _prepare(
+                runtime, endpoint, request, headers, partial(_read_body, request)
+            )
         except Rejection as rej:
             async with runtime.sessionmaker() as session, session.begin():
                 await hooks.save_test_call(session, endpoint.workflow_id, now, None, rej.reason)
             await _audit(runtime, endpoint.workflow_id, request.method, rej, test=True)
             await listening.stop_listening(runtime.redis, endpoint.workflow_id)
-            return _error(rej)
+            return _error(rej).response()
         async with runtime.sessionmaker() as session, session.begin():
             if parsed.files:
                 run_input["files"] = await hooks.store_files(
@@ -359,7 +414,7 @@ class WebhookController(Controller):
         )
 
 
-def _respond(answer: dict[str, Any]) -> Response[Any]:
+def _respond(answer: dict[str, Any]) -> Answer:
     """The HTTP answer of a Respond to Webhook step (or the run's output / error).
 
     The workflow's headers pass through except those that would act on Railyard's own
@@ -372,13 +427,6 @@ def _respond(answer: dict[str, Any]) -> Response[Any]:
     status = int(answer.get("status") or 200)
     if isinstance(body, str):
         media = headers.pop("content-type", MediaType.TEXT)
-        return Response(
-            body, status_code=status, headers=headers, media_type=safe_media_type(media)
-        )
+        return Answer(status, body.encode(), safe_media_type(media), headers)
     media = headers.pop("content-type", MediaType.JSON)
-    return Response(
-        msgspec.json.encode(body),
-        status_code=status,
-        headers=headers,
-        media_type=safe_media_type(media),
-    )
+    return Answer(status, msgspec.json.encode(body), safe_media_type(media), headers)

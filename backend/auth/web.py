@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from datetime import UTC, datetime
 from typing import TypeAlias
 
@@ -169,6 +169,7 @@ def bearer_token(connection: ASGIConnection) -> str | None:
 
 REQUEST_ID_HEADER = "x-request-id"
 _REQUEST_ID_RE = re.compile(r"^[A-Za-z0-9._:-]{1,64}$")
+_REQUEST_ID_NAME = REQUEST_ID_HEADER.encode()
 
 
 def new_request_id() -> str:
@@ -196,29 +197,39 @@ class RequestContextMiddleware(ASGIMiddleware):
 
     async def handle(self, scope: Scope, receive: Receive, send: Send, next_app: ASGIApp) -> None:
         """Bind the request context, then serve the request with the header added."""
-        incoming = ""
-        for name, value in scope.get("headers", []):
-            if name == REQUEST_ID_HEADER.encode():
-                incoming = value.decode("latin-1")
-                break
-        request_id = incoming if _REQUEST_ID_RE.match(incoming) else new_request_id()
-        client = scope.get("client")
-        audit.bind_request(client[0] if client else None, request_id)
+        await with_request_context(scope, send, lambda sent: next_app(scope, receive, sent))
+
+
+async def with_request_context(
+    scope: Scope, send: Send, serve: Callable[[Send], Awaitable[None]]
+) -> None:
+    """Run ``serve(send)`` with the request's id and client address bound for the audit
+    log and the logs, and the id added to the response start (see
+    :class:`RequestContextMiddleware`)."""
+    incoming = ""
+    for name, value in scope.get("headers", []):
+        if name == _REQUEST_ID_NAME:
+            incoming = value.decode("latin-1")
+            break
+    request_id = incoming if _REQUEST_ID_RE.match(incoming) else new_request_id()
+    client = scope.get("client")
+    audit.bind_request(client[0] if client else None, request_id)
+    logs.clear()
+    logs.bind(request_id=request_id)
+    encoded = request_id.encode()
+
+    async def send_with_id(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            headers = list(message.get("headers", []))
+            headers.append((_REQUEST_ID_NAME, encoded))
+            message["headers"] = headers  # type: ignore[typeddict-unknown-key]
+        await send(message)
+
+    try:
+        await serve(send_with_id)
+    finally:
+        audit.end_request()
         logs.clear()
-        logs.bind(request_id=request_id)
-
-        async def send_with_id(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                headers = list(message.get("headers", []))
-                headers.append((REQUEST_ID_HEADER.encode(), request_id.encode()))
-                message["headers"] = headers  # type: ignore[typeddict-unknown-key]
-            await send(message)
-
-        try:
-            await next_app(scope, receive, send_with_id)
-        finally:
-            audit.end_request()
-            logs.clear()
 
 
 class BearerAwareCSRFMiddleware(CSRFMiddleware):

@@ -1,0 +1,122 @@
+"""The front door of webhook deliveries: ``/hooks/{token}[/{suffix}]`` answered without the
+app's routing, guard and middleware layers, by the same code as the app's route.
+
+A webhook delivery is the one request Railyard serves at volume from outside, and the app's
+general machinery around it (routing, the permission guard, four middleware layers, request
+and response objects with their ``send`` wrappers) cost about as much CPU as starting the
+run itself (docs/performance.md, "Sixth round"). :class:`WebhookFront` sits in front of that
+machinery, inside the Litestar application (it replaces the app's ``asgi_handler``, so the
+app's ``before_send`` hook still sets the security headers on every answer), and serves a
+delivery itself when it is an ordinary one:
+
+- a method the route accepts, on ``/hooks/<token>`` or ``/hooks/<token>/<suffix>`` (not
+  the designer's ``/hooks/test/...``), with no empty segment and no trailing slash;
+- a token whose endpoint is known and deliverable (published, a webhook, not archived):
+  the 404 and 410 answers stay the app's;
+- a path, query string and body (read whole, up to the input check's scan size) in which
+  no character PostgreSQL cannot store could hide: the app's input check answers those.
+
+Anything else goes to the app unchanged, with the body already read handed back first
+(:func:`backend.api.storable_input.replay`). A delivery the front serves gets what the
+middleware gives every request: a request id (``X-Request-ID``, bound for the audit log and
+the logs: :func:`backend.auth.web.with_request_context`), the latency histogram and the
+trace span by route template (:func:`backend.api.telemetry.observed`), and an error the
+delivery raises answered by the app's own exception handlers (503 while PostgreSQL or Redis
+is unreachable, 500 without a stack trace for a bug). The answer itself comes from
+:func:`backend.api.webhooks.deliver`, which the app's route calls too.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from litestar import Litestar, Request
+from litestar.middleware._internal.exceptions.middleware import get_exception_handler
+from litestar.types import ASGIApp, Receive, Scope, Send
+
+from backend.api import webhooks
+from backend.api.storable_input import might_hold_unstorable, read_head, replay
+from backend.api.telemetry import observed
+from backend.auth.web import with_request_context
+from backend.services.storable import find_unstorable
+
+PREFIX = "/hooks/"
+METHODS = frozenset(method.value for method in webhooks.METHODS)
+ROUTE = "/hooks/{token}"
+ROUTE_SUFFIX = "/hooks/{token}/{suffix}"
+
+
+def delivery_target(scope: Scope) -> tuple[str, str] | None:
+    """``(token, suffix)`` when ``scope`` is a request the front may serve by its method
+    and path (``suffix`` is ``""`` without one), else ``None``."""
+    if scope["type"] != "http" or scope.get("method") not in METHODS:
+        return None
+    path = str(scope.get("path", ""))
+    if not path.startswith(PREFIX) or path.endswith("/") or "//" in path:
+        return None
+    token, _, suffix = path[len(PREFIX) :].partition("/")
+    if not token or token == "test":
+        return None
+    if find_unstorable(path, "path") is not None:
+        return None
+    return token, suffix
+
+
+class WebhookFront:
+    """The ASGI entry described in the module doc, in front of ``app``'s own handler
+    ``inner``. ``max_scan_bytes``: the most of a body read before deciding (the input
+    check's, backend/api/storable_input.py); a longer body goes to the app."""
+
+    def __init__(self, app: Litestar, inner: ASGIApp, max_scan_bytes: int) -> None:
+        self.app = app
+        self.inner = inner
+        self.max_scan_bytes = max_scan_bytes
+
+    @classmethod
+    def install(cls, app: Litestar, max_scan_bytes: int) -> None:
+        """Put the front in front of ``app``'s routing (in the app's ``asgi_handler``)."""
+        app.asgi_handler = cls(app, app.asgi_handler, max_scan_bytes)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        target = delivery_target(scope)
+        runtime = getattr(self.app.state, "runtime", None)
+        if target is None or runtime is None or might_hold_unstorable(scope["query_string"]):
+            await self.inner(scope, receive, send)
+            return
+        token, suffix = target
+        try:
+            endpoint = await webhooks.cached_endpoint(runtime, token)
+        except Exception:  # e.g. PostgreSQL unreachable: the app's route answers it
+            endpoint = None
+        if endpoint is None or not webhooks.deliverable(endpoint):
+            await self.inner(scope, receive, send)
+            return
+        head, more = await read_head(scope, receive, self.max_scan_bytes)
+        if more or might_hold_unstorable(head):
+            await self.inner(scope, replay(head, more, receive), send)
+            return
+
+        async def read(limit: int) -> bytes:
+            if len(head) > limit:
+                raise webhooks.Rejection(413, f"body larger than {limit} bytes")
+            return head
+
+        request: Request[Any, Any, Any] = Request(scope, receive)
+
+        async def serve(sent: Send) -> None:
+            answer: ASGIApp
+            try:
+                answer = (await webhooks.deliver(endpoint, suffix, request, read)).asgi()
+            except Exception as exc:
+                answer = self._error_answer(request, exc)
+            await answer(scope, receive, sent)
+
+        route = ROUTE_SUFFIX if suffix else ROUTE
+        await observed(scope, send, route, lambda sent: with_request_context(scope, sent, serve))
+
+    def _error_answer(self, request: Request[Any, Any, Any], exc: Exception) -> ASGIApp:
+        """The app's answer to ``exc`` (its exception handlers, by status then type)."""
+        handler = get_exception_handler(self.app.exception_handlers, exc)
+        if handler is None:  # the app maps 500; kept for an app built without it
+            raise exc
+        return handler(request, exc).to_asgi_response(app=None, request=request)
