@@ -57,7 +57,9 @@ def delivery_target(scope: Scope) -> tuple[str, str] | None:
     token, _, suffix = path[len(PREFIX) :].partition("/")
     if not token or token == "test":
         return None
-    if find_unstorable(path, "path") is not None:
+    # U+0000 and lone surrogates are the unstorable characters; an ASCII path holds no
+    # surrogate, so only a path with other characters is looked at in full
+    if "\x00" in path or (not path.isascii() and find_unstorable(path, "path") is not None):
         return None
     return token, suffix
 

@@ -183,6 +183,8 @@ async def test_an_error_in_a_delivery_gets_the_apps_error_answer(
         ("POST", "/hooks/test/abc", None),
         ("POST", "/api/runs", None),
         ("POST", "/hooks/a\u0000b", None),
+        ("POST", "/hooks/abc/\ud800", None),
+        ("POST", "/hooks/abc/caf\u00e9", ("abc", "caf\u00e9")),
     ],
 )
 def test_which_requests_the_front_may_serve(
