@@ -54,18 +54,19 @@ class Costs:
 
 
 MEASURED = Costs(
-    # bench/scale.py on 2 shared cores, load average 13-20 (docs/scaling.md, "Measured costs")
-    api_cpu_ms_per_start=3.23,
-    worker_cpu_ms_per_start=1.3,
-    worker_cpu_ms_per_step=7.42,
-    pg_cpu_ms_per_start=0.95,
-    pg_cpu_ms_per_step=1.87,
-    pg_commits_per_start=1.31,
-    pg_commits_per_step=1.31,
-    wal_bytes_per_start=6790.0,
-    wal_bytes_per_step=5470.0,
-    redis_calls_per_start=2.6,
-    redis_calls_per_step=8.95,
+    # bench/scale.py on 2 quiet cores, medians over its six configurations (docs/scaling.md,
+    # "Measured costs")
+    api_cpu_ms_per_start=0.615,
+    worker_cpu_ms_per_start=0.0,
+    worker_cpu_ms_per_step=3.19,
+    pg_cpu_ms_per_start=0.37,
+    pg_cpu_ms_per_step=1.64,
+    pg_commits_per_start=0.24,
+    pg_commits_per_step=1.38,
+    wal_bytes_per_start=6070.0,
+    wal_bytes_per_step=4750.0,
+    redis_calls_per_start=0.0,
+    redis_calls_per_step=4.4,
 )
 """Default costs: the figures measured by bench/scale.py (replace with ``--costs``)."""
 
