@@ -12,7 +12,8 @@ delivery itself when it is an ordinary one:
 - a method the route accepts, on ``/hooks/<token>`` or ``/hooks/<token>/<suffix>`` (not
   the designer's ``/hooks/test/...``), with no empty segment and no trailing slash;
 - a token whose endpoint is known and deliverable (published, a webhook, not archived):
-  the 404 and 410 answers stay the app's;
+  the 404 and 410 answers stay the app's (an endpoint that cannot be looked up, e.g. while
+  PostgreSQL is unreachable, is answered as the route answers it: 503);
 - a path, query string and body (read whole, up to the input check's scan size) in which
   no character PostgreSQL cannot store could hide: the app's input check answers those.
 
@@ -28,6 +29,9 @@ is unreachable, 500 without a stack trace for a bug). The answer itself comes fr
 
 from __future__ import annotations
 
+import logging
+import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from litestar import Litestar, Request
@@ -45,23 +49,26 @@ METHODS = frozenset(method.value for method in webhooks.METHODS)
 ROUTE = "/hooks/{token}"
 ROUTE_SUFFIX = "/hooks/{token}/{suffix}"
 
+log = logging.getLogger(__name__)
+
 
 def delivery_target(scope: Scope) -> tuple[str, str] | None:
     """``(token, suffix)`` when ``scope`` is a request the front may serve by its method
-    and path (``suffix`` is ``""`` without one), else ``None``."""
+    and path, else ``None``. ``suffix`` is as the app's route gets it: ``""`` without
+    one, else with its leading ``/`` (``"/orders/new"``)."""
     if scope["type"] != "http" or scope.get("method") not in METHODS:
         return None
     path = str(scope.get("path", ""))
     if not path.startswith(PREFIX) or path.endswith("/") or "//" in path:
         return None
-    token, _, suffix = path[len(PREFIX) :].partition("/")
+    token, slash, suffix = path[len(PREFIX) :].partition("/")
     if not token or token == "test":
         return None
     # U+0000 and lone surrogates are the unstorable characters; an ASCII path holds no
     # surrogate, so only a path with other characters is looked at in full
     if "\x00" in path or (not path.isascii() and find_unstorable(path, "path") is not None):
         return None
-    return token, suffix
+    return token, slash + suffix
 
 
 class WebhookFront:
@@ -80,16 +87,21 @@ class WebhookFront:
         app.asgi_handler = cls(app, app.asgi_handler, max_scan_bytes)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        started = time.perf_counter()  # as the app's telemetry: lookup and upload included
         target = delivery_target(scope)
         runtime = getattr(self.app.state, "runtime", None)
         if target is None or runtime is None or might_hold_unstorable(scope["query_string"]):
             await self.inner(scope, receive, send)
             return
         token, suffix = target
+        route = ROUTE_SUFFIX if suffix else ROUTE
+        request: Request[Any, Any, Any] = Request(scope, receive)
         try:
             endpoint = await webhooks.cached_endpoint(runtime, token)
-        except Exception:  # e.g. PostgreSQL unreachable: the app's route answers it
-            endpoint = None
+        except Exception as exc:  # e.g. PostgreSQL unreachable: answered as the route would
+            failed = self._error_answer(request, exc)
+            await self._serve(scope, receive, send, route, started, lambda: _ready(failed))
+            return
         if endpoint is None or not webhooks.deliverable(endpoint):
             await self.inner(scope, receive, send)
             return
@@ -103,22 +115,48 @@ class WebhookFront:
                 raise webhooks.Rejection(413, f"body larger than {limit} bytes")
             return head
 
-        request: Request[Any, Any, Any] = Request(scope, receive)
+        async def answer() -> ASGIApp:
+            try:
+                return (await webhooks.deliver(endpoint, suffix, request, read)).asgi()
+            except Exception as exc:
+                return self._error_answer(request, exc)
+
+        await self._serve(scope, receive, send, route, started, answer)
+
+    async def _serve(
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        route: str,
+        started: float,
+        answer: Callable[[], Awaitable[ASGIApp]],
+    ) -> None:
+        """Send what ``answer()`` makes, with the request's context and telemetry."""
 
         async def serve(sent: Send) -> None:
-            answer: ASGIApp
-            try:
-                answer = (await webhooks.deliver(endpoint, suffix, request, read)).asgi()
-            except Exception as exc:
-                answer = self._error_answer(request, exc)
-            await answer(scope, receive, sent)
+            await (await answer())(scope, receive, sent)
 
-        route = ROUTE_SUFFIX if suffix else ROUTE
-        await observed(scope, send, route, lambda sent: with_request_context(scope, sent, serve))
+        await observed(
+            scope, send, route, lambda sent: with_request_context(scope, sent, serve), started
+        )
 
     def _error_answer(self, request: Request[Any, Any, Any], exc: Exception) -> ASGIApp:
-        """The app's answer to ``exc`` (its exception handlers, by status then type)."""
-        handler = get_exception_handler(self.app.exception_handlers, exc)
-        if handler is None:  # the app maps 500; kept for an app built without it
-            raise exc
-        return handler(request, exc).to_asgi_response(app=None, request=request)
+        """The app's answer to ``exc`` (its exception handlers, by status then type); a
+        plain 500 when none answers it (logged with its traceback, never sent)."""
+        try:
+            handler = get_exception_handler(self.app.exception_handlers, exc)
+            if handler is not None:
+                return handler(request, exc).to_asgi_response(app=None, request=request)
+        except Exception:
+            log.exception("the error handler of %s failed", type(exc).__name__)
+        log.error("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
+        return webhooks.Answer(500, _INTERNAL_ERROR).asgi()
+
+
+_INTERNAL_ERROR = b'{"status_code":500,"detail":"internal error (logged)"}'
+"""The body of the last-resort 500 (the app's own 500 handler says the same)."""
+
+
+async def _ready(answer: ASGIApp) -> ASGIApp:
+    return answer

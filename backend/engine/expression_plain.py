@@ -34,7 +34,8 @@ messages included:
 
 The evaluation limits (backend/engine/expression_limits.py) cannot be reached by these
 shapes: nothing loops, no string or array is produced (values read from the input pass as
-they are, as the limits define), and the nesting depth is the tree's, checked against the
+they are, as the limits define; a string that comes out of parentheses, which the limits
+count, is left to the library), and the nesting depth is the tree's, checked against the
 limit by the caller (:attr:`PlainEvaluator.depth`).
 
 tests/unit/engine/test_expression_plain.py checks the direct results against
@@ -54,10 +55,13 @@ __all__ = ["PlainEvaluator", "Unsure", "plain_evaluator"]
 
 
 class Unsure(Exception):
-    """The direct evaluation cannot decide this input: evaluate with jsonata-python."""
+    """The direct evaluation cannot decide this input: evaluate with jsonata-python.
+
+    Raised as a new instance every time: one shared instance would collect the traceback
+    of every raise, and with it the frames (and the documents) of every evaluation that
+    ever stepped aside."""
 
 
-_UNSURE = Unsure()
 _MISSING = object()
 
 Term = Callable[[Any, Mapping[str, Any] | None], Any]
@@ -106,7 +110,7 @@ class PlainEvaluator:
 
     def __call__(self, data: Any, bindings: Mapping[str, Any] | None) -> Any:
         if isinstance(data, list):
-            raise _UNSURE  # an array input is a singleton sequence to JSONata
+            raise Unsure  # an array input is a singleton sequence to JSONata
         return self._term(data, bindings)
 
 
@@ -155,6 +159,8 @@ def _compile(node: Any) -> tuple[Term, int]:
     if kind == "path":
         return _path(node.steps)
     if kind == "variable":
+        if node.value == "$":
+            raise _NotPlain  # $$, the root: the library binds it, not the caller
         return _variable(node.value), 1
     if kind in ("string", "number", "value"):
         return _literal(node.value), 1
@@ -163,7 +169,7 @@ def _compile(node: Any) -> tuple[Term, int]:
         if not isinstance(inner_nodes, list) or len(inner_nodes) != 1:
             raise _NotPlain
         inner, depth = _compile(inner_nodes[0])
-        return inner, depth + 1
+        return _block(inner), depth + 1
     if kind == "unary":
         if node.value != "-":
             raise _NotPlain  # array and object constructors
@@ -210,11 +216,11 @@ def _path(steps: Any) -> tuple[Term, int]:
             if isinstance(value, dict):
                 value = value.get(name)
             elif isinstance(value, list):
-                raise _UNSURE  # JSONata maps the rest of the path over the array
+                raise Unsure  # JSONata maps the rest of the path over the array
             else:
                 return None  # a name step on a scalar or null matches nothing
         if isinstance(value, list):
-            raise _UNSURE  # sequences and singleton arrays: the library's rules
+            raise Unsure  # sequences and singleton arrays: the library's rules
         return value
 
     return path, depth
@@ -232,10 +238,20 @@ def _variable(name: Any) -> Term:
     def variable(data: Any, bindings: Mapping[str, Any] | None) -> Any:
         value = _MISSING if bindings is None else bindings.get(name, _MISSING)
         if value is _MISSING or isinstance(value, list):
-            raise _UNSURE  # a built-in function's name, or an array
+            raise Unsure  # a built-in function's name, or an array
         return value
 
     return variable
+
+
+def _block(inner: Term) -> Term:
+    def block(data: Any, bindings: Mapping[str, Any] | None) -> Any:
+        value = inner(data, bindings)
+        if isinstance(value, str):
+            raise Unsure  # a block's string counts against the size limits (the library's)
+        return value
+
+    return block
 
 
 def _literal(value: Any) -> Term:
@@ -253,22 +269,22 @@ def _number(value: Any) -> float:
     """``value`` as jsonata-python's arithmetic reads it (a finite float), or raise
     :class:`Unsure`."""
     if not _is_number(value):
-        raise _UNSURE
+        raise Unsure
     try:
         if Utils.is_numeric(value):  # False for NaN; raises for an infinity
             return float(value)  # raises for an int beyond a float's range
     except Exception:  # the library's own error
         pass
-    raise _UNSURE
+    raise Unsure
 
 
 def _converted(result: float) -> Any:
     try:
         number = Utils.convert_number(result)
     except Exception:  # out of range: the library's own error
-        raise _UNSURE from None
+        raise Unsure from None
     if number is None:
-        raise _UNSURE
+        raise Unsure
     return number
 
 
@@ -286,7 +302,7 @@ def _arithmetic(op: Callable[[float, float], Any], lhs: Term, rhs: Term) -> Term
         try:
             result = op(a, b)
         except (ArithmeticError, ValueError):
-            raise _UNSURE from None
+            raise Unsure from None
         return _converted(result)
 
     return arithmetic
@@ -299,7 +315,7 @@ def _comparison(op: Callable[[Any, Any], bool], lhs: Term, rhs: Term) -> Term:
         if isinstance(a, str) and isinstance(b, str):
             return op(a, b)
         if not (_is_number(a) and _is_number(b)):
-            raise _UNSURE
+            raise Unsure
         if type(a) is not type(b):  # as jsonata-python: an int and a float compare as floats
             a, b = _number(a), _number(b)
         return op(a, b)
@@ -310,7 +326,7 @@ def _comparison(op: Callable[[Any, Any], bool], lhs: Term, rhs: Term) -> Term:
 def _scalar(value: Any) -> Any:
     """An operand of ``=``/``!=`` as jsonata-python compares it (numbers as floats)."""
     if value is None or isinstance(value, dict | list):
-        raise _UNSURE
+        raise Unsure
     if isinstance(value, bool) or isinstance(value, str):
         return value
     return _number(value)
@@ -328,12 +344,12 @@ def _boolean(conjunction: bool, lhs: Term, rhs: Term) -> Term:
     def boolean(data: Any, bindings: Mapping[str, Any] | None) -> Any:
         a = lhs(data, bindings)
         if a is not True and a is not False:
-            raise _UNSURE  # JSONata's casting of other values to booleans
+            raise Unsure  # JSONata's casting of other values to booleans
         if a is not conjunction:  # false and ..., true or ...: the right side is not read
             return a
         b = rhs(data, bindings)
         if b is not True and b is not False:
-            raise _UNSURE
+            raise Unsure
         return b
 
     return boolean

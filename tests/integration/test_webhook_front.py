@@ -11,10 +11,11 @@ from typing import Any
 
 import httpx
 import pytest
+from litestar import Litestar, Request
 from prometheus_client import REGISTRY
 
 from backend.api import webhooks
-from backend.api.webhook_front import delivery_target
+from backend.api.webhook_front import WebhookFront, delivery_target
 from backend.runtime import Runtime
 from backend.services import webhooks as hooks
 from tests.diagrams import diagram, edge, node
@@ -90,7 +91,8 @@ async def test_rejections_are_answered_by_the_front_as_the_route_answers_them(
     r = await client.post(path, content=b"{not json", headers={"content-type": "application/json"})
     assert r.status_code == 400 and r.json()["field"] == "body"
     r = await client.post(path + "/extra", json={})
-    assert r.status_code == 404 and "unknown path suffix" in r.json()["detail"]
+    # the suffix as the route gets it, with its leading slash
+    assert (r.status_code, r.json()["detail"]) == (404, "unknown path suffix '/extra'")
     assert routed == []
     assert _count("/hooks/{token}/{suffix}", "404") >= 1
 
@@ -174,7 +176,7 @@ async def test_an_error_in_a_delivery_gets_the_apps_error_answer(
     ("method", "path", "target"),
     [
         ("POST", "/hooks/abc", ("abc", "")),
-        ("GET", "/hooks/abc/orders/new", ("abc", "orders/new")),
+        ("GET", "/hooks/abc/orders/new", ("abc", "/orders/new")),
         ("HEAD", "/hooks/abc", None),
         ("OPTIONS", "/hooks/abc", None),
         ("POST", "/hooks/", None),
@@ -184,7 +186,7 @@ async def test_an_error_in_a_delivery_gets_the_apps_error_answer(
         ("POST", "/api/runs", None),
         ("POST", "/hooks/a\u0000b", None),
         ("POST", "/hooks/abc/\ud800", None),
-        ("POST", "/hooks/abc/caf\u00e9", ("abc", "caf\u00e9")),
+        ("POST", "/hooks/abc/caf\u00e9", ("abc", "/caf\u00e9")),
     ],
 )
 def test_which_requests_the_front_may_serve(
@@ -192,3 +194,41 @@ def test_which_requests_the_front_may_serve(
 ) -> None:
     scope: Any = {"type": "http", "method": method, "path": path}
     assert delivery_target(scope) == target
+
+
+async def test_an_endpoint_that_cannot_be_looked_up_gets_the_apps_503_from_the_front(
+    client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch, routed: list[str]
+) -> None:
+    path = await _hook(client)
+
+    async def unreachable(*_: Any, **__: Any) -> Any:
+        raise ConnectionRefusedError(111, "Connection refused")
+
+    hooks.clear_endpoint_cache()
+    monkeypatch.setattr(hooks, "cached_endpoint", unreachable)
+    before = _count("/hooks/{token}", "503")
+    r = await client.post(path, json={})
+    assert (r.status_code, r.headers["retry-after"]) == (503, "5")
+    assert r.headers["x-request-id"] and r.headers["content-security-policy"].startswith("sandbox")
+    assert routed == []  # answered once, by the front, not looked up again by the route
+    assert _count("/hooks/{token}", "503") == before + 1
+
+
+async def test_an_error_no_handler_answers_is_a_plain_500_without_its_text() -> None:
+    async def inner(*_: Any) -> None:
+        raise AssertionError("not reached")
+
+    front = WebhookFront(Litestar([]), inner, 1024)
+    scope: Any = {"type": "http", "method": "POST", "path": "/hooks/abc", "headers": []}
+    answer = front._error_answer(Request(scope), RuntimeError("secret detail"))
+    sent: list[Any] = []
+
+    async def send(message: Any) -> None:
+        sent.append(message)
+
+    async def receive() -> Any:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    await answer(scope, receive, send)
+    assert sent[0]["status"] == 500
+    assert b"secret detail" not in sent[1]["body"] and b"internal error" in sent[1]["body"]

@@ -6,6 +6,7 @@ not 1) or steps aside, and never answers where the library raises."""
 from __future__ import annotations
 
 import json
+import sys
 import time
 from typing import Any
 
@@ -193,6 +194,7 @@ def test_what_the_direct_evaluation_cannot_decide_is_left_to_the_library(
         "$string(a)",
         "a ? b : c",
         "$$.a",
+        "$$",
         "(a; b)",
         "a.*",
         "**.a",
@@ -218,3 +220,23 @@ def test_the_limits_still_apply_to_plain_expressions() -> None:
         expression.evaluate(data, deadline=time.monotonic() - 1)
     assert spent.value.limit == "time"
     assert expression.evaluate(data, limits=ExpressionLimits(max_depth=3)) == 6
+
+
+def test_a_string_out_of_parentheses_counts_against_the_limits() -> None:
+    limits = ExpressionLimits(max_string_length=10)
+    data = {"a": "hello world!!"}
+    assert compile_expression("a").evaluate(data, limits=limits) == "hello world!!"  # read
+    with pytest.raises(ExpressionError) as made:
+        compile_expression("(a)").evaluate(data, limits=limits)
+    assert made.value.limit == "string length"
+
+
+def test_stepping_aside_keeps_nothing_of_the_evaluation_alive() -> None:
+    """Each fallback raises its own ``Unsure``: a shared one would chain every traceback,
+    and the frames would keep every document evaluated."""
+    expression = compile_expression("a + 1")
+    document = {"b": 1}  # no "a": the direct evaluation steps aside every time
+    before = sys.getrefcount(document)
+    for _ in range(50):
+        assert expression.evaluate(document) is None
+    assert sys.getrefcount(document) == before
