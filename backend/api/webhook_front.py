@@ -99,8 +99,12 @@ class WebhookFront:
         try:
             endpoint = await webhooks.cached_endpoint(runtime, token)
         except Exception as exc:  # e.g. PostgreSQL unreachable: answered as the route would
-            failed = self._error_answer(request, exc)
-            await self._serve(scope, receive, send, route, started, lambda: _ready(failed))
+            error = exc
+
+            async def failed() -> ASGIApp:  # in the request's context: its log has the id
+                return self._error_answer(request, error)
+
+            await self._serve(scope, receive, send, route, started, failed)
             return
         if endpoint is None or not webhooks.deliverable(endpoint):
             await self.inner(scope, receive, send)
@@ -156,7 +160,3 @@ class WebhookFront:
 
 _INTERNAL_ERROR = b'{"status_code":500,"detail":"internal error (logged)"}'
 """The body of the last-resort 500 (the app's own 500 handler says the same)."""
-
-
-async def _ready(answer: ASGIApp) -> ASGIApp:
-    return answer
