@@ -36,6 +36,7 @@ from litestar.enums import HttpMethod
 from litestar.exceptions import HTTPException
 from litestar.params import FromPath
 from litestar.response.base import ASGIResponse
+from litestar.types import ASGIApp, Receive, Scope, Send
 
 from backend.api import answer_cutoff
 from backend.api.run_links import run_started
@@ -96,14 +97,50 @@ class Answer:
             self.body, status_code=self.status, headers=self.headers, media_type=self.media_type
         )
 
-    def asgi(self) -> ASGIResponse:
-        """As the ASGI response Litestar would make of :meth:`response`."""
-        return ASGIResponse(
-            body=self.body,
-            status_code=self.status,
-            headers=self.headers,
-            media_type=self.media_type,
-        )
+    def asgi(self) -> ASGIApp:
+        """As the ASGI response Litestar would make of :meth:`response`, with the same
+        messages. An answer with a body and no Content-Type or Content-Length of its own
+        (every 202 and most answers) is sent by :meth:`send_plain`, without building
+        Litestar's response object (about 20 microseconds less per answer); any other is
+        Litestar's ``ASGIResponse``."""
+        if self.status < 200 or self.status in _NO_BODY or _SETS_OWN.intersection(
+            name.lower() for name in self.headers
+        ):
+            return ASGIResponse(
+                body=self.body,
+                status_code=self.status,
+                headers=self.headers,
+                media_type=self.media_type,
+            )
+        return self.send_plain
+
+    async def send_plain(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Send this answer (see :meth:`asgi`): its headers as Litestar encodes them
+        (lower-case, latin-1; ``UnicodeEncodeError`` for a value latin-1 cannot carry),
+        then its Content-Type and Content-Length, then the body in one message."""
+        headers = [
+            (name.lower().encode("latin-1"), value.encode("latin-1"))
+            for name, value in self.headers.items()
+        ]
+        headers.append((b"content-type", _content_type(self.media_type)))
+        headers.append((b"content-length", str(len(self.body)).encode("latin-1")))
+        await send({"type": "http.response.start", "status": self.status, "headers": headers})
+        await send({"type": "http.response.body", "body": self.body, "more_body": False})
+
+
+_NO_BODY = frozenset({204, 304})
+"""Statuses without a body (Litestar's ``ASGIResponse`` sends neither length nor type)."""
+
+_SETS_OWN = frozenset({"content-type", "content-length"})
+"""Headers Litestar sets only when the answer does not (``setdefault``)."""
+
+
+def _content_type(media_type: str) -> bytes:
+    """The Content-Type Litestar sends for ``media_type`` (``text/*`` gets UTF-8)."""
+    text = media_type.value if isinstance(media_type, MediaType) else media_type
+    if text.startswith("text/"):
+        text = f"{text}; charset=utf-8"
+    return text.encode("latin-1")
 
 
 async def cached_endpoint(runtime: Runtime, token: str) -> hooks.Endpoint | None:

@@ -232,3 +232,42 @@ async def test_an_error_no_handler_answers_is_a_plain_500_without_its_text() -> 
     await answer(scope, receive, send)
     assert sent[0]["status"] == 500
     assert b"secret detail" not in sent[1]["body"] and b"internal error" in sent[1]["body"]
+
+
+async def _messages(app: Any) -> list[dict[str, Any]]:
+    sent: list[dict[str, Any]] = []
+
+    async def send(message: Any) -> None:
+        sent.append(dict(message))
+
+    async def receive() -> Any:
+        return {"type": "http.disconnect"}
+
+    await app({"type": "http", "method": "POST"}, receive, send)
+    return sent
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        webhooks.Answer(202, b'{"run_id":"x"}', headers={"Location": "/api/runs/x"}),
+        webhooks.Answer(200, b"<p>hi</p>", "text/html", {"X-Mixed-Case": "v", "Vary": "a"}),
+        webhooks.Answer(429, b"{}", headers={"Retry-After": "30"}),
+        webhooks.Answer(200, b"", "text/plain"),
+        webhooks.Answer(200, b"<x/>", "application/xml; charset=utf-16"),
+        # answers that keep Litestar's response: their own type or length, no body
+        webhooks.Answer(200, b"a,b", headers={"content-Type": "text/csv"}),
+        webhooks.Answer(200, b"ab", headers={"Content-Length": "2"}),
+        webhooks.Answer(204, b""),
+    ],
+)
+async def test_an_answer_sends_what_litestars_response_sends(answer: webhooks.Answer) -> None:
+    from litestar.response.base import ASGIResponse
+
+    litestar = ASGIResponse(
+        body=answer.body,
+        status_code=answer.status,
+        headers=answer.headers,
+        media_type=answer.media_type,
+    )
+    assert await _messages(answer.asgi()) == await _messages(litestar)
