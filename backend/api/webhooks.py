@@ -103,8 +103,10 @@ class Answer:
         (every 202 and most answers) is sent by :meth:`send_plain`, without building
         Litestar's response object (about 20 microseconds less per answer); any other is
         Litestar's ``ASGIResponse``."""
-        if self.status < 200 or self.status in _NO_BODY or _SETS_OWN.intersection(
-            name.lower() for name in self.headers
+        if (
+            self.status < 200
+            or self.status in _NO_BODY
+            or _SETS_OWN.intersection(name.lower() for name in self.headers)
         ):
             return ASGIResponse(
                 body=self.body,
