@@ -20,7 +20,8 @@ from tests.integration.flows import publish
 
 pytestmark = pytest.mark.integration
 
-LONG = 500  # Set steps: far more than 10 ms of evaluation (~50 µs each here)
+LONG = 500  # Set steps: 5-25 ms of evaluation here (10-50 µs each), far past SHORT_BUDGET
+SHORT_BUDGET = 0.002  # seconds: what the long chain certainly overruns
 
 
 def _chain(n: int, trigger: str = "trigger.webhook") -> dict[str, Any]:
@@ -87,8 +88,15 @@ async def _output(runtime: Runtime, run_id: str) -> Any:
     ids=["one_statement_start", "locked_start"],
 )
 async def test_a_start_past_its_budget_is_continued_by_a_worker_and_remembered(
-    client: httpx.AsyncClient, runtime: Runtime, worker_factory: Any, trigger: str, start: Any
+    client: httpx.AsyncClient,
+    runtime: Runtime,
+    worker_factory: Any,
+    trigger: str,
+    start: Any,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    # a budget the chain overruns however fast the machine evaluates it
+    monkeypatch.setattr(inline_budget, "INLINE_BUDGET_SECONDS", SHORT_BUDGET)
     wf = await publish(client, _chain(LONG, trigger))
     overruns = runtime.execution.starts.overruns
 
