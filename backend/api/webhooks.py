@@ -100,9 +100,11 @@ class Answer:
     def asgi(self) -> ASGIApp:
         """As the ASGI response Litestar would make of :meth:`response`, with the same
         messages. An answer with a body and no Content-Type or Content-Length of its own
-        (every 202 and most answers) is sent by :meth:`send_plain`, without building
+        (every 202 and most answers) is sent by :func:`_send_plain`, without building
         Litestar's response object (about 20 microseconds less per answer); any other is
-        Litestar's ``ASGIResponse``."""
+        Litestar's ``ASGIResponse``. Either way the headers are encoded here, so a value
+        latin-1 cannot carry raises ``UnicodeEncodeError`` from this call, as Litestar's
+        response raises it when built."""
         if (
             self.status < 200
             or self.status in _NO_BODY
@@ -114,20 +116,28 @@ class Answer:
                 headers=self.headers,
                 media_type=self.media_type,
             )
-        return self.send_plain
-
-    async def send_plain(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """Send this answer (see :meth:`asgi`): its headers as Litestar encodes them
-        (lower-case, latin-1; ``UnicodeEncodeError`` for a value latin-1 cannot carry),
-        then its Content-Type and Content-Length, then the body in one message."""
         headers = [
             (name.lower().encode("latin-1"), value.encode("latin-1"))
             for name, value in self.headers.items()
         ]
         headers.append((b"content-type", _content_type(self.media_type)))
         headers.append((b"content-length", str(len(self.body)).encode("latin-1")))
-        await send({"type": "http.response.start", "status": self.status, "headers": headers})
-        await send({"type": "http.response.body", "body": self.body, "more_body": False})
+        return partial(_send_plain, self.status, headers, self.body)
+
+
+async def _send_plain(
+    status: int,
+    headers: list[tuple[bytes, bytes]],
+    body: bytes,
+    scope: Scope,
+    receive: Receive,
+    send: Send,
+) -> None:
+    """Send an answer as Litestar's ``ASGIResponse`` sends it: the start with ``headers``
+    (encoded, Litestar's order: the answer's own, then Content-Type and Content-Length),
+    then the whole body in one message."""
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body, "more_body": False})
 
 
 _NO_BODY = frozenset({204, 304})
@@ -138,8 +148,10 @@ _SETS_OWN = frozenset({"content-type", "content-length"})
 
 
 def _content_type(media_type: str) -> bytes:
-    """The Content-Type Litestar sends for ``media_type`` (``text/*`` gets UTF-8)."""
+    """The Content-Type Litestar sends for ``media_type`` (an empty one is JSON, ``text/*``
+    gets UTF-8)."""
     text = media_type.value if isinstance(media_type, MediaType) else media_type
+    text = text or MediaType.JSON.value
     if text.startswith("text/"):
         text = f"{text}; charset=utf-8"
     return text.encode("latin-1")

@@ -15,11 +15,14 @@ writes that followed it in the same pass. An app sends a whole small answer with
 yielding to the loop (Litestar's response does), so its head and body leave in one
 ``write``. Nothing waits longer than that pass. Order is kept, and:
 
-- once :data:`FLUSH_BYTES` are held, they are written at once, so a large or streamed
-  body reaches the real transport (and its flow control, which pauses the app when the
-  client reads slowly) as before;
-- ``close()`` and ``write_eof()`` write what is held first; ``abort()`` drops it, as
-  the transport drops its own buffer;
+- once :data:`FLUSH_BYTES` are held, they are written at once, and a write that large is
+  written as it is (after what is held, without copying it), so a large or streamed body
+  reaches the real transport (and its flow control, which pauses the app when the client
+  reads slowly) as before;
+- ``close()`` and ``write_eof()`` write what is held first, and so does the protocol when
+  the client closes its side (the event loop then closes the transport itself);
+  ``abort()`` drops it, as the transport drops its own buffer, and so does a flush after
+  the connection was lost;
 - ``get_write_buffer_size()`` counts what is held.
 
 Every other attribute is the real transport's. Measured on the Webhook -> Set -> If
@@ -55,6 +58,10 @@ class GatheredWrites:
         write it with what is held at once when that reaches :data:`FLUSH_BYTES`."""
         if not data:
             return
+        if len(data) >= FLUSH_BYTES:  # large: written as it is, after what is held
+            self.flush()
+            self._transport.write(data)
+            return
         chunk = data if isinstance(data, bytes) else bytes(data)
         if self._held is None:
             self._held = [chunk]
@@ -72,10 +79,12 @@ class GatheredWrites:
             self.write(chunk)
 
     def flush(self) -> None:
-        """Write what is held, as one ``write`` (nothing when nothing is held)."""
+        """Write what is held, as one ``write``: nothing when nothing is held, or when the
+        transport is closing (the connection was lost: what is held is dropped, as the
+        transport drops its own buffer; a close through this proxy flushes first)."""
         held, self._held = self._held, None
         self._held_bytes = 0
-        if held:
+        if held and not self._transport.is_closing():
             self._transport.write(held[0] if len(held) == 1 else b"".join(held))
 
     def close(self) -> None:
@@ -107,4 +116,11 @@ class GatheringHttpToolsProtocol(HttpToolsProtocol):
     it as ``uvicorn.Config(http=...)``."""
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(GatheredWrites(transport, self.loop))  # type: ignore[arg-type]
+        self.gathered = GatheredWrites(transport, self.loop)
+        super().connection_made(self.gathered)  # type: ignore[arg-type]
+
+    def eof_received(self) -> None:
+        """The client closed its side: write what is held now, since the event loop then
+        closes the transport itself (not through the proxy: uvicorn answers None)."""
+        self.gathered.flush()
+        super().eof_received()

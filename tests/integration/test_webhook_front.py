@@ -255,6 +255,7 @@ async def _messages(app: Any) -> list[dict[str, Any]]:
         webhooks.Answer(429, b"{}", headers={"Retry-After": "30"}),
         webhooks.Answer(200, b"", "text/plain"),
         webhooks.Answer(200, b"<x/>", "application/xml; charset=utf-16"),
+        webhooks.Answer(200, b"x", ""),  # no media type: JSON, as Litestar says
         # answers that keep Litestar's response: their own type or length, no body
         webhooks.Answer(200, b"a,b", headers={"content-Type": "text/csv"}),
         webhooks.Answer(200, b"ab", headers={"Content-Length": "2"}),
@@ -271,3 +272,15 @@ async def test_an_answer_sends_what_litestars_response_sends(answer: webhooks.An
         media_type=answer.media_type,
     )
     assert await _messages(answer.asgi()) == await _messages(litestar)
+
+
+def test_a_header_latin_1_cannot_carry_fails_when_the_answer_is_made() -> None:
+    """Inside the front's error handling (webhook_front.py), as Litestar's response fails
+    when built: the app's 500 answers it, not the server."""
+    from litestar.response.base import ASGIResponse
+
+    answer = webhooks.Answer(200, b"{}", headers={"X-Name": "\u2713"})
+    with pytest.raises(UnicodeEncodeError):
+        answer.asgi()
+    with pytest.raises(UnicodeEncodeError):
+        ASGIResponse(body=b"{}", status_code=200, headers=answer.headers)
