@@ -114,11 +114,18 @@ def test_dashboard_after_a_burst_of_runs(
     assert page.locator("#chart-runs svg rect.bar.bad").count() >= 1
     assert (page.locator("#chart-success svg text").text_content() or "").endswith("%")
     assert page.locator("#chart-durations svg rect").count() == 3
-    assert page.locator("#slowest tbody tr").first.get_by_text("Order intake").count() == 1
+    # other tests' workflows may share this server's dashboard: ours are placed among them
+    slowest = page.locator("#slowest tbody tr").all_inner_texts()
+    ours = [i for i, row in enumerate(slowest) if "Order intake" in row]
+    assert ours or len(slowest) == 5, slowest  # listed, unless five slower ones fill it
+    flaky = [i for i, row in enumerate(slowest) if "Flaky CRM sync" in row]
+    assert not (ours and flaky) or ours[0] < flaky[0], slowest  # the HTTP call takes longer
     p50 = page.locator("#chart-durations svg text").nth(1).text_content() or ""
     assert p50.endswith("ms") and p50 != "0.00 ms"  # the HTTP step takes real time
-    failing = page.locator("#most-failing tbody tr").first
-    assert "Flaky CRM sync" in failing.inner_text()
+    failing_rows = page.locator("#most-failing tbody tr").all_inner_texts()
+    assert any("Flaky CRM sync" in row for row in failing_rows), failing_rows
+    assert not any("Order intake" in row for row in failing_rows)  # none of its runs failed
+    failing = page.locator("#most-failing tbody tr", has_text="Flaky CRM sync")
     assert page.locator('[data-figure="workers"] .tile-value').inner_text() == "1"
     page.screenshot(path=str(ARTIFACTS_DIR / "dashboard.png"), full_page=True)
 
