@@ -191,6 +191,18 @@ async def served() -> AsyncIterator[int]:
         await task
 
 
+@contextlib.asynccontextmanager
+async def connected() -> AsyncIterator[tuple[asyncio.StreamReader, asyncio.StreamWriter]]:
+    """A client connection to the app served with the protocol, closed at the end."""
+    async with served() as port:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        try:
+            yield reader, writer
+        finally:
+            writer.close()
+            await writer.wait_closed()
+
+
 async def read_answer(reader: asyncio.StreamReader) -> tuple[bytes, bytes]:
     """(head, body) of one answer with a Content-Length."""
     head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)
@@ -212,26 +224,20 @@ async def test_each_small_answer_is_one_write_on_a_kept_alive_connection() -> No
             assert head.startswith(b"HTTP/1.1 202 ")
             assert body == b'{"ok":true}'
         assert len(WRITES) == 3
-        writer.close()
-        await writer.wait_closed()
 
 
 async def test_a_large_body_arrives_whole() -> None:
-    async with served() as port:
-        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    async with connected() as (reader, writer):
         writer.write(b"GET /large HTTP/1.1\r\nHost: x\r\n\r\n")
         head, body = await read_answer(reader)
         assert head.startswith(b"HTTP/1.1 200 ")
         assert body == b"x" * (1024 * 1024)
-        writer.close()
-        await writer.wait_closed()
 
 
 async def test_a_streamed_chunk_is_sent_before_the_answer_ends() -> None:
     global STREAM_GATE
     STREAM_GATE = asyncio.Event()
-    async with served() as port:
-        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    async with connected() as (reader, writer):
         writer.write(b"GET /stream HTTP/1.1\r\nHost: x\r\n\r\n")
         head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)
         assert b"transfer-encoding: chunked" in head.lower()
@@ -240,30 +246,22 @@ async def test_a_streamed_chunk_is_sent_before_the_answer_ends() -> None:
         STREAM_GATE.set()
         rest = await asyncio.wait_for(reader.readuntil(b"0\r\n\r\n"), 5)
         assert b"second" in rest
-        writer.close()
-        await writer.wait_closed()
 
 
 async def test_an_answer_to_a_half_closed_connection_is_sent() -> None:
-    async with served() as port:
-        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    async with connected() as (reader, writer):
         writer.write(b"GET /small HTTP/1.1\r\nHost: x\r\n\r\n")
         writer.write_eof()  # the client sends nothing more: the server closes after answering
         head, body = await asyncio.wait_for(read_answer(reader), 5)
         assert head.startswith(b"HTTP/1.1 202 ") and body == b'{"ok":true}'
-        writer.close()
-        await writer.wait_closed()
 
 
 async def test_connection_close_sends_the_answer_then_closes() -> None:
-    async with served() as port:
-        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    async with connected() as (reader, writer):
         writer.write(b"GET /small HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
         head, body = await read_answer(reader)
         assert head.startswith(b"HTTP/1.1 202 ") and body == b'{"ok":true}'
         assert await asyncio.wait_for(reader.read(), 5) == b""  # closed after the answer
-        writer.close()
-        await writer.wait_closed()
 
 
 def test_served_on_uvloop_as_railyard_api_runs_it() -> None:
