@@ -19,8 +19,9 @@ Reads like ``temporalio.activity``::
 
 Credentials (:mod:`connectors.sdk.credentials`): declare types with
 :func:`credential_type`, reference one from a config field with :func:`credential_meta`,
-read the decrypted fields with :func:`credential`. Trigger node types are declared with
-:func:`trigger`.
+read the decrypted fields with :func:`credential`. Trigger node types (push, polling, broker, email)
+are declared with :func:`polling_trigger`, :func:`app_webhook_trigger`,
+:func:`listen_trigger` and :func:`trigger` (:mod:`connectors.sdk.triggers`).
 
 Register the connector under the ``railyard.connectors`` entry point. Test it with
 :class:`connectors.testing.ActionTestEnvironment`. The SDK depends only on the standard
@@ -29,14 +30,7 @@ author API only: what runs actions (the guarded HTTP client and its connection p
 building each attempt's context) is the host's, in :mod:`connectors.host`.
 """
 
-from .action import (
-    ActionDefinition,
-    ActionFn,
-    Connector,
-    TriggerDefinition,
-    action,
-    trigger,
-)
+from .action import ActionDefinition, ActionFn, Connector, action
 from .context import (
     ActionContext,
     ActionInfo,
@@ -73,8 +67,29 @@ from .errors import (
 )
 from .schema import config_json_schema
 from .ssrf import SsrfPolicy
+from .triggers import (
+    LISTEN_KINDS,
+    TRIGGER_KINDS,
+    DeliveryRefused,
+    Emit,
+    PollResult,
+    PushRequest,
+    PushResponse,
+    Registration,
+    TriggerDefinition,
+    TriggerEvent,
+    app_webhook_trigger,
+    check_timestamp,
+    hmac_hex,
+    listen_trigger,
+    polling_trigger,
+    trigger,
+    verify_hmac,
+)
 
 __all__ = [
+    "LISTEN_KINDS",
+    "TRIGGER_KINDS",
     "ActionContext",
     "ActionDefinition",
     "ActionError",
@@ -87,28 +102,41 @@ __all__ = [
     "Connector",
     "CredentialResolver",
     "CredentialType",
+    "DeliveryRefused",
+    "Emit",
     "HeartbeatCallback",
     "NonRetryableError",
     "OAuth2Fields",
+    "PollResult",
+    "PushRequest",
+    "PushResponse",
+    "Registration",
     "SmtpFields",
     "SsrfPolicy",
     "TriggerDefinition",
+    "TriggerEvent",
     "action",
+    "app_webhook_trigger",
+    "check_timestamp",
     "config_json_schema",
     "credential",
     "credential_meta",
     "credential_type",
     "current_context",
     "heartbeat",
+    "hmac_hex",
     "http_client",
     "http_errors",
     "info",
     "is_cancelled",
+    "listen_trigger",
     "logger",
     "parse_retry_after",
+    "polling_trigger",
     "raise_for_status",
     "redact_url",
     "secret",
     "setting",
     "trigger",
+    "verify_hmac",
 ]

@@ -24,15 +24,13 @@ from .context import ActionContext, _current
 from .credentials import CredentialType, credential_types_of_schema
 from .errors import ConfigError
 from .schema import config_json_schema, output_json_schema
+from .triggers import TriggerDefinition
 
 __all__ = [
-    "TRIGGER_SOURCES",
     "ActionDefinition",
     "ActionFn",
     "Connector",
-    "TriggerDefinition",
     "action",
-    "trigger",
 ]
 
 ActionFn = Callable[[Any, Any], Awaitable[Any]]
@@ -193,90 +191,6 @@ def action(
         )
 
     return decorate
-
-
-TRIGGER_SOURCES: tuple[str, ...] = ("webhook", "schedule", "manual")
-"""What starts a run of a connector trigger: the product's webhook endpoint, its scheduler,
-or a user (manual/API)."""
-
-
-@dataclass(frozen=True)
-class TriggerDefinition:
-    """A declared trigger node type (kind ``trigger``): it starts runs, it has no input.
-
-    A connector trigger is a *declaration*: the product starts the run through the
-    mechanism named by ``source`` and the trigger step's output is the run input (for
-    ``webhook``: ``{"body", "headers", "query", "method"}`` as the webhook endpoint builds
-    it). The config (``config_type``) is shown in the designer and available to
-    expressions; ``output_example`` documents the output shape on the catalog page.
-
-    Attributes:
-        type: node type name (``"slack.event"``).
-        label, description, icon, category: how the palette shows it.
-        source: one of :data:`TRIGGER_SOURCES`.
-        config_type: the ``msgspec.Struct`` of the trigger config.
-        output_example: a JSON-able example of the run input this trigger produces.
-        output_type: the type of that run input (a ``msgspec.Struct``, ``TypedDict``,
-            ...; ``Any`` when undeclared): its JSON Schema is the trigger's output schema,
-            against which the designer checks the paths expressions read.
-    """
-
-    type: str
-    label: str
-    source: str
-    config_type: builtins.type[Any]
-    description: str = ""
-    category: str = "Triggers"
-    icon: str = ""
-    output_example: Any = None
-    output_type: Any = Any
-
-    def config_json_schema(self) -> dict[str, Any]:
-        """JSON Schema of the trigger config with ``$ref`` inlined."""
-        return config_json_schema(self.config_type)
-
-    def output_json_schema(self) -> dict[str, Any]:
-        """JSON Schema of the run input (from ``output_type``; ``{}`` when it is ``Any``)."""
-        return output_json_schema(self.output_type)
-
-
-class _NoConfig(msgspec.Struct):
-    """A trigger without settings."""
-
-
-def trigger(
-    type: str,
-    *,
-    label: str,
-    source: str = "webhook",
-    config: builtins.type[Any] = _NoConfig,
-    description: str = "",
-    category: str = "Triggers",
-    icon: str = "",
-    output_example: Any = None,
-    output: Any = Any,
-) -> TriggerDefinition:
-    """Declare a trigger node type (see :class:`TriggerDefinition`; ``output`` is its
-    ``output_type``).
-
-    Raises ``ValueError`` for an unknown ``source`` and ``TypeError`` when ``config`` is
-    not a ``msgspec.Struct``.
-    """
-    if source not in TRIGGER_SOURCES:
-        raise ValueError(f"trigger {type!r}: source must be one of {TRIGGER_SOURCES}")
-    if not (inspect.isclass(config) and issubclass(config, msgspec.Struct)):
-        raise TypeError(f"trigger {type!r}: config must be a msgspec.Struct subclass")
-    return TriggerDefinition(
-        type=type,
-        label=label,
-        source=source,
-        config_type=config,
-        description=description,
-        category=category,
-        icon=icon,
-        output_example=output_example,
-        output_type=output,
-    )
 
 
 @dataclass(frozen=True)
