@@ -8,7 +8,7 @@ PORT ?= 8000
 DATA_DIR ?= .railyard
 PYTEST_ARGS ?=
 
-.PHONY: dev dev-stop test lint unit integration e2e install chromium clean lock bench-peers bench-steps
+.PHONY: dev dev-stop test lint unit integration e2e install chromium trigger-servers clean lock bench-peers bench-steps
 
 EXAMPLE_PLUGIN := connectors/examples/railyard-example-plugin
 
@@ -72,7 +72,17 @@ $(CHECKOV):
 	@$(PYTHON) -m venv $(VENV)/checkov
 	@$(VENV)/checkov/bin/python -m pip install -qq --disable-pip-version-check 'checkov>=3.2'
 
-test: install $(VENV)/.example-plugin $(CHECKOV) chromium lint
+# The real servers the trigger tests start themselves (RabbitMQ, Mosquitto, NATS, Dovecot);
+# their Debian services are not used: each test session runs its own on 127.0.0.1.
+TRIGGER_SERVERS := rabbitmq-server mosquitto nats-server dovecot-imapd
+trigger-servers:
+	@missing=""; for p in $(TRIGGER_SERVERS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+		echo "installing Debian's$$missing"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	fi
+
+test: install $(VENV)/.example-plugin $(CHECKOV) chromium trigger-servers lint
 	$(PY) -m pytest -n 2 --dist loadgroup -q $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing"; exit 1; fi; exit $$rc
 
