@@ -39,6 +39,10 @@ other 5xx retryable, 4xx not); a timeout raises a retryable ``ActionError`` of k
 
 Non-GET requests carry ``Idempotency-Key: <sdk.info().idempotency_key>`` unless the user
 set that header (any case) themselves, so APIs that deduplicate see retries as one call.
+
+The polling trigger ``http.new_items`` ("New items at a URL") lives in
+:mod:`connectors.builtin.http_items`; the credential types and how a request carries them
+in :mod:`connectors.builtin.http_auth` (both re-exported here).
 """
 
 from __future__ import annotations
@@ -50,53 +54,37 @@ import httpx
 import msgspec
 
 from connectors import sdk
+from connectors.builtin.http_auth import (
+    API_KEY,
+    AUTH_TYPES,
+    BASIC,
+    BEARER,
+    OAUTH2,
+    AuthCredential,
+    apply_auth,
+    query_params,
+)
+from connectors.builtin.http_items import NewItemsConfig, new_items
 
 __all__ = [
     "API_KEY",
+    "AUTH_TYPES",
     "BASIC",
     "BEARER",
     "OAUTH2",
     "HttpRequestConfig",
     "HttpResponse",
+    "NewItemsConfig",
     "apply_auth",
     "connector",
     "http_request",
+    "new_items",
 ]
 
 Method = Literal["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
 
 _BODYLESS = frozenset({"GET", "HEAD", "OPTIONS"})
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
-
-API_KEY = sdk.credential_type(
-    "api_key",
-    label="API key",
-    kind="api_key",
-    fields=sdk.ApiKeyFields,
-    description="A key sent in a header or query parameter",
-)
-BASIC = sdk.credential_type(
-    "basic",
-    label="Basic auth",
-    kind="basic",
-    fields=sdk.BasicFields,
-    description="Username and password (HTTP Basic)",
-)
-BEARER = sdk.credential_type(
-    "bearer",
-    label="Bearer token",
-    kind="bearer",
-    fields=sdk.BearerFields,
-    description="Authorization: Bearer <token>",
-)
-OAUTH2 = sdk.credential_type(
-    "oauth2",
-    label="OAuth2 (authorization code)",
-    kind="oauth2",
-    fields=sdk.OAuth2Fields,
-    description="Any OAuth2 provider; click Connect after saving",
-)
-AUTH_TYPES = ("basic", "bearer", "api_key", "oauth2")
 
 
 class HttpRequestConfig(msgspec.Struct, kw_only=True):
@@ -141,9 +129,7 @@ class HttpRequestConfig(msgspec.Struct, kw_only=True):
     content_type: Annotated[
         str, msgspec.Meta(title="Raw content type", description="Content-Type of a raw body")
     ] = "text/plain; charset=utf-8"
-    credential: Annotated[str | None, sdk.credential_meta(*AUTH_TYPES, title="Authentication")] = (
-        None
-    )
+    credential: AuthCredential = None
     response_format: Annotated[
         Literal["auto", "json", "text", "bytes"],
         msgspec.Meta(
@@ -251,35 +237,6 @@ def _headers(response: httpx.Response) -> dict[str, str]:
     return out
 
 
-def apply_auth(
-    credential: dict[str, Any], headers: dict[str, str], params: list[tuple[str, str]]
-) -> None:
-    """Add the credential's auth to ``headers`` / ``params`` (in place) by its ``kind``."""
-    kind = credential.get("kind")
-    if kind == "basic":
-        raw = f"{credential['username']}:{credential['password']}".encode()
-        headers["Authorization"] = "Basic " + base64.b64encode(raw).decode()
-    elif kind == "bearer":
-        headers["Authorization"] = f"Bearer {credential['token']}"
-    elif kind == "oauth2":
-        headers["Authorization"] = f"Bearer {credential['access_token']}"
-    elif kind == "api_key":
-        if credential.get("placement") == "query":
-            params.append((credential.get("name") or "api_key", credential["api_key"]))
-        else:
-            headers[credential.get("name") or "X-API-Key"] = credential["api_key"]
-    else:
-        raise sdk.ConfigError(f"credential kind {kind!r} cannot authenticate HTTP requests")
-
-
-def _query_params(query: dict[str, str | list[str]]) -> list[tuple[str, str]]:
-    params: list[tuple[str, str]] = []
-    for key, value in query.items():
-        for item in value if isinstance(value, list) else [value]:
-            params.append((key, str(item)))
-    return params
-
-
 def _body_kwargs(config: HttpRequestConfig) -> dict[str, Any]:
     if config.body is None or config.method in _BODYLESS:
         return {}
@@ -383,7 +340,7 @@ async def http_request(config: HttpRequestConfig, input: Any) -> HttpResponse:
     headers = dict(config.headers)
     if method != "GET" and not any(k.lower() == "idempotency-key" for k in headers):
         headers["Idempotency-Key"] = sdk.info().idempotency_key
-    params = _query_params(config.query)
+    params = query_params(config.query)
     if config.credential:
         apply_auth(sdk.credential("credential"), headers, params)
     client = sdk.http_client()
@@ -424,6 +381,7 @@ connector = sdk.Connector(
     description="Generic HTTP requests and the generic API-key, basic, bearer and OAuth2 "
     "credential types",
     actions=[http_request],
+    triggers=[new_items],
     credential_types=[API_KEY, BASIC, BEARER, OAUTH2],
     icon="globe",
 )

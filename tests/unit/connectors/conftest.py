@@ -11,6 +11,8 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
+from tests.fakes.feeds import ItemsAndFeeds
+
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
@@ -97,3 +99,20 @@ def local_server() -> Iterator[str]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+@pytest.fixture(scope="session")
+def _items_and_feeds() -> Iterator[ItemsAndFeeds]:
+    server = ItemsAndFeeds().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def feed_api(_items_and_feeds: ItemsAndFeeds) -> ItemsAndFeeds:
+    """A local JSON-items and RSS/Atom server (tests/fakes/feeds.py) with nothing listed,
+    recorded or failing."""
+    _items_and_feeds.reset()
+    return _items_and_feeds
