@@ -17,6 +17,7 @@ from litestar.static_files import create_static_files_router
 from backend.api.admin_access import GroupController, ProjectController
 from backend.api.admin_tokens import AdminTokenController, ServiceAccountController
 from backend.api.allow import correct_options_allow
+from backend.api.app_webhooks import AppWebhookController
 from backend.api.audit import AuditController, SettingsController
 from backend.api.auth import AuthController
 from backend.api.catalog import CatalogController
@@ -137,6 +138,7 @@ def create_app(
             SearchController,
             CatalogController,
             CredentialController,
+            AppWebhookController,
             WebhookController,
             WebhookSettingsController,
             ApiTokenController,

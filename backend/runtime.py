@@ -20,8 +20,9 @@ from backend.db.engine import make_engine, make_sessionmaker
 from backend.db.recovery_queries import PgRecoveryQueries
 from backend.db.run_store import PgRunStore
 from backend.observability import metrics, tracing
-from backend.services import credential_use, run_watch
+from backend.services import credential_use, run_watch, webhooks
 from backend.services.catalog import AppCatalog, load_catalog
+from backend.services.events.contexts import EventEnv
 from backend.services.execution import Execution
 from backend.settings import Settings
 from backend.transport.dispatch import ArqDispatcher
@@ -44,6 +45,13 @@ class Runtime:
     catalog: AppCatalog
     execution: Execution
     http_pool: httpx.AsyncHTTPTransport | None = None
+
+    @functools.cached_property
+    def events(self) -> EventEnv:
+        """The event service's dependencies (backend/services/events)."""
+        return EventEnv(
+            self.sessionmaker, self.execution, self.catalog.triggers, self.settings.base_url
+        )
 
     async def close(self) -> None:
         """Finish eager runs and pending run announcements, close the outbound HTTP
@@ -133,6 +141,7 @@ async def build_runtime(settings: Settings, *, pool_size: int = 10, name: str = 
     sessionmaker = make_sessionmaker(engine)
     redis = redis_client(RedisTarget.from_settings(settings))
     catalog = load_catalog()
+    webhooks.accept_connector_triggers(catalog.triggers)
     if settings.encryption_key:
         crypto.configure(crypto.keyring_from_settings(settings))
     payloads.configure(settings.payload_inline_limit)

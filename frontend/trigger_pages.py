@@ -1,4 +1,5 @@
-"""Trigger pages and fragments: webhook deliveries, the schedule preview, API tokens.
+"""Trigger pages and fragments: webhook deliveries, a connector trigger's status, the
+schedule preview, API tokens.
 
 Rendered through ``backend.services`` (never the JSON API). Login required.
 """
@@ -15,8 +16,9 @@ from litestar.params import FromPath, JSONBody, URLEncodedBody
 from litestar.response import Redirect
 
 from backend.auth.policy import Permission, parse_role, scopes_for_role
-from backend.auth.web import DbSession
+from backend.auth.web import AppRuntime, DbSession
 from backend.services import api_tokens, schedules, webhooks, workflows
+from backend.services.events import status as event_status
 from backend.services.identity import Identity
 from backend.triggers.schedule_rules import ScheduleError
 from frontend.rendering import ENV, LoginRequiredPages, render
@@ -52,6 +54,34 @@ class TriggerPages(LoginRequiredPages):
             "webhook_deliveries.html",
             workflow={"id": str(wf.id), "name": wf.name},
             deliveries=rows,
+        )
+
+    @get(
+        "/workflows/{workflow_id:uuid}/trigger",
+        operation_id="page_trigger_status",
+        opt={"permission": Permission.WORKFLOW_READ},
+    )
+    async def trigger_status(
+        self,
+        request: Request[Any, Any, Any],
+        workflow_id: FromPath[uuid.UUID],
+        db: DbSession,
+        runtime: AppRuntime,
+    ) -> Response[str]:
+        """The workflow's connector trigger: its URL or registration, last poll, next
+        poll, last event and last error, recent events with their runs, dead letters."""
+        try:
+            wf = await workflows.get_workflow(db, workflow_id)
+        except workflows.WorkflowNotFound as exc:
+            return render(request, "error.html", status_code=404, message=str(exc))
+        found = await event_status.trigger_status(
+            db, workflow_id, runtime.settings.base_url, datetime.now(UTC)
+        )
+        return render(
+            request,
+            "trigger_status.html",
+            workflow={"id": str(wf.id), "name": wf.name},
+            trigger=found,
         )
 
     @post(

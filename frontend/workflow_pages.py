@@ -168,9 +168,11 @@ class WorkflowPages(LoginRequiredPages):
         operation_id="page_restore_workflow",
         opt={"permission": Permission.WORKFLOW_MANAGE},
     )
-    async def restore(self, workflow_id: FromPath[uuid.UUID], db: DbSession) -> Response[Any]:
+    async def restore(
+        self, workflow_id: FromPath[uuid.UUID], db: DbSession, runtime: AppRuntime
+    ) -> Response[Any]:
         """Restore an archived workflow and return to the workflow list."""
-        await workflow_lifecycle.restore_workflow(db, workflow_id)
+        await workflow_lifecycle.restore_workflow(db, workflow_id, runtime.catalog.triggers)
         webhooks.clear_endpoint_cache()
         return Redirect("/workflows")
 

@@ -62,7 +62,7 @@ def delivery_target(scope: Scope) -> tuple[str, str] | None:
     if not path.startswith(PREFIX) or path.endswith("/") or "//" in path:
         return None
     token, slash, suffix = path[len(PREFIX) :].partition("/")
-    if not token or token == "test":
+    if not token or token in ("test", "app"):
         return None
     # U+0000 and lone surrogates are the unstorable characters; an ASCII path holds no
     # surrogate, so only a path with other characters is looked at in full

@@ -267,7 +267,7 @@ class WorkflowController(Controller):
         self, workflow_id: FromPath[uuid.UUID], db: DbSession, runtime: AppRuntime
     ) -> WorkflowOut:
         """Restore an archived workflow: back in the lists, webhook and schedule active."""
-        wf = await workflow_lifecycle.restore_workflow(db, workflow_id)
+        wf = await workflow_lifecycle.restore_workflow(db, workflow_id, runtime.catalog.triggers)
         webhooks.clear_endpoint_cache()
         await db.refresh(wf)
         return workflow_out(runtime, wf)

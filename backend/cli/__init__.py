@@ -1,4 +1,4 @@
-"""The ``railyard`` command: dev (embedded default), api, worker, scheduler, migrate.
+"""The ``railyard`` command: dev (embedded default), api, worker, scheduler, events, migrate.
 
 ``railyard dev`` starts embedded PostgreSQL and Redis (real servers from pip wheels),
 migrates, creates the first admin (printing how to log in), and runs API + worker +
@@ -35,7 +35,7 @@ def _setup_logging(command: str | None = None) -> None:
     one-shot tools (``RAILYARD_LOG_FORMAT`` decides when set; backend/observability/logs.py)."""
     from backend.observability import logs
 
-    default = "json" if command in ("api", "worker", "scheduler") else "plain"
+    default = "json" if command in ("api", "worker", "scheduler", "events") else "plain"
     try:
         logs.configure(
             os.environ.get("RAILYARD_LOG_LEVEL", "INFO"),
@@ -145,6 +145,10 @@ async def serve(
         # dev: the leader-elected scheduler (sweeps and schedules) runs in-process too
         scheduler_runtime = await build_runtime(settings, pool_size=3, name="scheduler")
         tasks.append(asyncio.create_task(run_scheduler(scheduler_runtime, stop)))
+        # dev: broker and email subscriptions of connector triggers run in-process too
+        from backend.workers.events import run_events
+
+        tasks.append(asyncio.create_task(run_events(scheduler_runtime, stop)))
     waiter: asyncio.Task[Any] = asyncio.create_task(stop.wait())
     done, _ = await asyncio.wait([*tasks, waiter], return_when=asyncio.FIRST_COMPLETED)
     await _drain(app, server, stop, settings.shutdown_delay)
@@ -253,6 +257,32 @@ def cmd_scheduler(args: argparse.Namespace) -> int:
         probes = await _start_probes(args.health_port, lambda: runtime, settings.metrics_token)
         try:
             await run_scheduler(runtime, stop)
+        finally:
+            if probes is not None:
+                await probes.close()
+            await runtime.close()
+            _end_tracing()
+
+    asyncio.run(main())
+    return 0
+
+
+def cmd_events(args: argparse.Namespace) -> int:
+    """Production events process: broker and email subscriptions of connector triggers
+    (scale out by running more; each subscription is held by one at a time)."""
+    from backend.runtime import build_runtime
+    from backend.workers.events import run_events
+
+    settings = load_settings()
+    settings.require_services()
+
+    async def main() -> None:
+        _tracing(settings)
+        runtime = await build_runtime(settings, pool_size=5, name="events")
+        stop = _stop_on_signals()
+        probes = await _start_probes(args.health_port, lambda: runtime, settings.metrics_token)
+        try:
+            await run_events(runtime, stop)
         finally:
             if probes is not None:
                 await probes.close()
@@ -380,6 +410,11 @@ def main(argv: list[str] | None = None) -> int:
     sched = sub.add_parser("scheduler", help="run durable timers and recovery (leader-elected)")
     sched.add_argument("--health-port", type=int, default=_env_port(), help=HEALTH_PORT_HELP)
     sched.set_defaults(func=cmd_scheduler)
+    events = sub.add_parser(
+        "events", help="run broker and email subscriptions of connector triggers"
+    )
+    events.add_argument("--health-port", type=int, default=_env_port(), help=HEALTH_PORT_HELP)
+    events.set_defaults(func=cmd_events)
     migrate = sub.add_parser("migrate", help="apply database migrations")
     migrate.set_defaults(func=cmd_migrate)
     cu = sub.add_parser(

@@ -91,6 +91,37 @@ SCHEDULE_LAG = Histogram(
     ["catch_up"],
     buckets=(*LATENCY_BUCKETS, 30, 60, 300, 3600),
 )
+TRIGGER_EVENTS = Counter(
+    "railyard_trigger_events",
+    "Events connector triggers stored in the inbox, by trigger kind and node type.",
+    ["kind", "node_type"],
+)
+TRIGGER_DUPLICATES = Counter(
+    "railyard_trigger_duplicates",
+    "Events a connector trigger heard again (redelivered, retried, re-polled) and dropped.",
+    ["kind", "node_type"],
+)
+TRIGGER_REFUSED = Counter(
+    "railyard_trigger_deliveries_refused",
+    "App webhook deliveries refused (no run), by reason: signature, replay, payload, size, "
+    "unknown, disabled, error.",
+    ["reason"],
+)
+TRIGGER_DEAD_LETTERS = Counter(
+    "railyard_trigger_dead_letters",
+    "Messages listening triggers could not turn into events, kept as dead letters.",
+    ["node_type"],
+)
+TRIGGER_FAILURES = Counter(
+    "railyard_trigger_failures",
+    "Failed polls, registrations and subscriptions of connector triggers.",
+    ["kind", "node_type"],
+)
+POLL_LAG = Histogram(
+    "railyard_trigger_poll_lag_seconds",
+    "Time from a polling trigger's due time to the start of its poll.",
+    buckets=(*LATENCY_BUCKETS, 30, 60, 300),
+)
 HTTP_DURATION = Histogram(
     "railyard_http_request_duration_seconds",
     "HTTP request duration in the API, by route template.",
@@ -187,6 +218,34 @@ def dispatch_latency(job: str, seconds: float) -> None:
 def schedule_lag(seconds: float, *, catch_up: bool) -> None:
     """Observe how late a schedule fire started its run."""
     SCHEDULE_LAG.labels("true" if catch_up else "false").observe(max(0.0, seconds))
+
+
+def trigger_events(kind: str, node_type: str, stored: int, duplicates: int) -> None:
+    """Count events a trigger stored and the duplicates it dropped."""
+    if stored:
+        _child(TRIGGER_EVENTS, kind, node_type).inc(stored)
+    if duplicates:
+        _child(TRIGGER_DUPLICATES, kind, node_type).inc(duplicates)
+
+
+def trigger_refused(reason: str) -> None:
+    """Count one refused app webhook delivery."""
+    _child(TRIGGER_REFUSED, reason).inc()
+
+
+def trigger_dead_letter(node_type: str) -> None:
+    """Count one dead letter."""
+    _child(TRIGGER_DEAD_LETTERS, node_type).inc()
+
+
+def trigger_failure(kind: str, node_type: str) -> None:
+    """Count one failed poll, registration or subscription."""
+    _child(TRIGGER_FAILURES, kind, node_type).inc()
+
+
+def poll_lag(seconds: float) -> None:
+    """Observe how late a poll started."""
+    POLL_LAG.observe(max(0.0, seconds))
 
 
 def http_request(method: str, route: str, status: int, seconds: float) -> None:

@@ -32,7 +32,19 @@ RUN_STATUSES = (
     "cancelled",
     "timed_out",
 )
-RUN_TRIGGERS = ("webhook", "schedule", "manual", "api", "subworkflow", "error", "rerun")
+RUN_TRIGGERS = (
+    "webhook",
+    "schedule",
+    "manual",
+    "api",
+    "subworkflow",
+    "error",
+    "rerun",
+    "app_webhook",
+    "polling",
+    "broker",
+    "email",
+)
 
 # The fields each scope accepts, besides the common ``in``, ``sort`` and time fields.
 SCOPE_FIELDS: dict[Scope, frozenset[str]] = {

@@ -14,6 +14,7 @@ from importlib.metadata import entry_points
 from typing import Any
 
 from backend.engine.nodes import NODE_TYPES, NodeRegistry
+from backend.services.events.subscriptions import INCLUDE_EXISTING, POLL_INTERVAL
 from designer_schema.catalog import NodeTypeSpec
 
 log = logging.getLogger(__name__)
@@ -150,7 +151,35 @@ def spec_for_action(action: Any, connector_name: str) -> NodeTypeSpec:
 
 
 def spec_for_trigger(trig: Any, connector_name: str) -> NodeTypeSpec:
-    """Build the :class:`NodeTypeSpec` (kind ``trigger``, no input) of an SDK trigger."""
+    """Build the :class:`NodeTypeSpec` (kind ``trigger``, no input) of an SDK trigger.
+
+    A polling trigger's config gains the product's two settings
+    (:mod:`backend.services.events.subscriptions`): ``poll_interval`` (seconds, at least
+    the trigger's ``min_interval``) and ``include_existing``."""
+    schema = trig.config_json_schema()
+    if getattr(trig, "kind", None) == "polling":
+        props = dict(schema.get("properties", {}))
+        props.setdefault(
+            POLL_INTERVAL,
+            {
+                "type": "number",
+                "minimum": trig.min_interval,
+                "default": trig.interval,
+                "title": "Poll every (seconds)",
+                "description": f"At least {trig.min_interval:g} s.",
+            },
+        )
+        props.setdefault(
+            INCLUDE_EXISTING,
+            {
+                "type": "boolean",
+                "default": False,
+                "title": "Include existing items",
+                "description": "Start runs for the items already there when the workflow "
+                "is published (otherwise only new ones, from now).",
+            },
+        )
+        schema = {**schema, "properties": props}
     return NodeTypeSpec(
         type=trig.type,
         label=trig.label,
@@ -160,7 +189,7 @@ def spec_for_trigger(trig: Any, connector_name: str) -> NodeTypeSpec:
         icon=trig.icon,
         inputs=(),
         outputs=("out",),
-        config_schema=trig.config_json_schema(),
+        config_schema=schema,
         connector=connector_name,
         output_schema=trig.output_json_schema(),
     )

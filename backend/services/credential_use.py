@@ -62,7 +62,12 @@ async def resolve_for_action(
                 kind="credential_type_mismatch",
             )
         refusal = (
-            await references.run_publisher_refusal(session, info.run_id, str(row.id))
+            await references.run_publisher_refusal(
+                session,
+                info.run_id,
+                str(row.id),
+                version=(info.workflow_id, info.workflow_version),
+            )
             if publisher_check
             else None
         )

@@ -10,7 +10,10 @@ workflows, so :func:`check` compiles and then adds, for every literal reference
 - ``workflow_missing`` (warning): a Sub-workflow or For each step names a workflow that
   does not exist;
 - ``workflow_archived`` (warning): it names an archived workflow (which starts no runs
-  until it is restored).
+  until it is restored);
+
+and, for the trigger, ``trigger_unrunnable`` (error): a connector trigger whose kind
+nothing in Railyard runs (:func:`trigger_diagnostics`).
 
 The missing and archived cases are warnings, not errors: an archived workflow can be
 restored before a run needs it, and a reference can be fixed after publishing; until then
@@ -32,6 +35,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.auth.policy import Permission
 from backend.db.models import Credential, Workflow
+from backend.services.events.kinds import unrunnable
 from backend.services.references import references
 from connectors.sdk.credentials import credential_types_of_schema
 from designer_schema.catalog import Catalog
@@ -153,6 +157,20 @@ def _node_types(diagram: Diagram | dict[str, Any]) -> list[tuple[str, str, Any]]
     return out
 
 
+def trigger_diagnostics(diagram: Diagram, catalog: Catalog) -> list[Diagnostic]:
+    """``trigger_unrunnable`` (error) on a connector trigger nothing in Railyard can run
+    (:func:`backend.services.events.kinds.unrunnable`): publishing it would start no run,
+    ever, so it is refused instead."""
+    triggers: dict[str, Any] = getattr(catalog, "triggers", {})
+    found = []
+    for node in diagram.nodes:
+        definition = triggers.get(node.type)
+        problem = unrunnable(definition) if definition is not None else None
+        if problem is not None:
+            found.append(Diagnostic("error", "trigger_unrunnable", problem, node.id, None, None))
+    return found
+
+
 async def check(
     session: AsyncSession,
     diagram: Diagram,
@@ -164,7 +182,10 @@ async def check(
     upstream output schemas by ``reader`` when given) and add :func:`reference_diagnostics`;
     the graph is ``None`` when any diagnostic is an error."""
     graph, diagnostics = compile_diagram(diagram, catalog, checker, reader)
-    extra = await reference_diagnostics(session, diagram, catalog)
+    extra = [
+        *trigger_diagnostics(diagram, catalog),
+        *await reference_diagnostics(session, diagram, catalog),
+    ]
     if extra:
         diagnostics = [*diagnostics, *extra]
         if any(d.severity == "error" for d in extra):

@@ -127,21 +127,30 @@ async def check_called_workflow(
 
 
 async def _publisher(
-    session: AsyncSession, run_id: str | uuid.UUID | None
+    session: AsyncSession,
+    run_id: str | uuid.UUID | None,
+    version: tuple[str, int] | None = None,
 ) -> tuple[int, User | None] | None:
+    """``(version number, publisher)`` of the run's version, or of ``version``
+    (``(workflow id, number)``: trigger code, which runs before any run exists)."""
+    query = select(WorkflowVersion.number, User).outerjoin(
+        User, User.id == WorkflowVersion.created_by
+    )
     try:
-        key = uuid.UUID(str(run_id))
+        if run_id:
+            query = query.join(Run, WorkflowVersion.id == Run.version_id).where(
+                Run.id == uuid.UUID(str(run_id))
+            )
+        elif version is not None:
+            query = query.where(
+                WorkflowVersion.workflow_id == uuid.UUID(version[0]),
+                WorkflowVersion.number == version[1],
+            )
+        else:
+            return None
     except ValueError:
         return None
-    found = (
-        await session.execute(
-            select(WorkflowVersion.number, User)
-            .select_from(Run)
-            .join(WorkflowVersion, WorkflowVersion.id == Run.version_id)
-            .outerjoin(User, User.id == WorkflowVersion.created_by)
-            .where(Run.id == key)
-        )
-    ).first()
+    found = (await session.execute(query)).first()
     return (found[0], found[1]) if found else None
 
 
@@ -150,11 +159,15 @@ async def run_publisher_refusal(
     run_id: str | uuid.UUID | None,
     object_id: str,
     permission: Permission = Permission.CREDENTIAL_USE,
+    *,
+    version: tuple[str, int] | None = None,
 ) -> str | None:
-    """Why the publisher of a run's version may not use the credential (or run the called
-    workflow): a message for the step error, or None when it may. A version without an
-    active publisher is refused; an unknown object is left to the caller's own check."""
-    found = await _publisher(session, run_id)
+    """Why the publisher of a run's version (or, for a trigger's code, which runs before
+    its run exists, of ``version``: ``(workflow id, number)``) may not use the credential
+    (or run the called workflow): a message for the step error, or None when it may. A
+    version without an active publisher is refused; an unknown object is left to the
+    caller's own check."""
+    found = await _publisher(session, run_id, version)
     if found is None:
         return "the run is unknown, so its publisher cannot be checked"
     number, publisher = found

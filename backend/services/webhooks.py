@@ -44,6 +44,18 @@ from designer_schema.diagram import Diagram
 
 WEBHOOK_TRIGGER = "trigger.webhook"
 
+WEBHOOK_TYPES: set[str] = {WEBHOOK_TRIGGER}
+"""Node types the webhook endpoint starts runs for: ``trigger.webhook`` and every
+connector trigger of kind ``webhook`` (:func:`accept_connector_triggers`). A connector's
+webhook trigger is served with the endpoint's defaults (any method, no authentication
+but the unguessable URL, 202 with the run id); its own config is the trigger step's."""
+
+
+def accept_connector_triggers(triggers: dict[str, Any]) -> None:
+    """Serve the connector triggers of kind ``webhook`` among ``triggers`` (node type ->
+    SDK ``TriggerDefinition``, the catalog's) at the webhook endpoint."""
+    WEBHOOK_TYPES.update(t for t, d in triggers.items() if getattr(d, "kind", None) == "webhook")
+
 
 @dataclass
 class Endpoint:
@@ -152,7 +164,7 @@ async def load_endpoint(
             return None
         secret = await get_secret(session, wf.id)
         diagram = msgspec.convert(wf.draft, Diagram)
-        nodes = [n for n in diagram.nodes if n.type == WEBHOOK_TRIGGER]
+        nodes = [n for n in diagram.nodes if n.type in WEBHOOK_TYPES]
         config = dict(nodes[0].config) if nodes else {}
         return Endpoint(wf.id, None, config, secret, bool(nodes))
     # only the version's identity and its trigger step: a large workflow's diagram and
@@ -190,7 +202,7 @@ async def load_endpoint(
     step = step or {}
     version = VersionRow(version_id, workflow_id, int(number))
     config = dict(step.get("config") or {})
-    return Endpoint(workflow_id, version, config, secret, step.get("type") == WEBHOOK_TRIGGER)
+    return Endpoint(workflow_id, version, config, secret, step.get("type") in WEBHOOK_TYPES)
 
 
 _CACHE: dict[str, tuple[float, Endpoint | None]] = {}

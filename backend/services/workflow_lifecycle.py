@@ -6,7 +6,9 @@ the webhook token and secret. What stops:
 
 - the workflow leaves the workflow lists and the workflow pickers;
 - its webhook answers ``410 Gone`` (:func:`backend.services.webhooks.load_endpoint`);
-- its schedule is disabled (:func:`backend.services.schedules.disable_schedule`);
+- its schedule is disabled (:func:`backend.services.schedules.disable_schedule`), and so
+  is its connector trigger (no poll, delivery or subscription; a hook registered at the
+  vendor is deleted: :mod:`backend.services.events.subscriptions`);
 - it starts no new runs: manual and API runs are refused (409), Sub-workflow and For each
   calls fail (the child is recorded as ``subworkflow_not_found``, the step as
   ``child_failed``), an error workflow is not started
@@ -36,6 +38,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from backend.auth.policy import Permission, Principal, allows
 from backend.db.models import Run, Workflow
 from backend.services import references, schedules, workflow_audit
+from backend.services.events import subscriptions
 from backend.services.workflows import (
     InvalidInput,
     WorkflowInUse,
@@ -88,6 +91,7 @@ async def archive_workflow(
     wf.archived_at = datetime.now(UTC)
     wf.archived_by = user_id
     await schedules.disable_schedule(session, wf.id)
+    await subscriptions.disable_subscription(session, wf.id, wf.archived_at)
     runs = (
         await session.execute(
             select(func.count()).select_from(Run).where(Run.workflow_id == workflow_id)
@@ -98,9 +102,12 @@ async def archive_workflow(
     return wf
 
 
-async def restore_workflow(session: AsyncSession, workflow_id: uuid.UUID) -> Workflow:
-    """Bring an archived workflow back (its schedule restarts from now); restoring an
-    active workflow changes nothing. Raises :class:`WorkflowNotFound`."""
+async def restore_workflow(
+    session: AsyncSession, workflow_id: uuid.UUID, triggers: dict[str, Any] | None = None
+) -> Workflow:
+    """Bring an archived workflow back (its schedule restarts from now, and its connector
+    trigger, given the catalog's ``triggers`` by node type, from a new baseline); restoring
+    an active workflow changes nothing. Raises :class:`WorkflowNotFound`."""
     wf = await _locked(session, workflow_id)
     if wf.archived_at is None:
         return wf
@@ -109,8 +116,10 @@ async def restore_workflow(session: AsyncSession, workflow_id: uuid.UUID) -> Wor
     await session.flush()
     version = await active_version(session, wf)
     if version is not None:
-        await schedules.sync_schedule(
-            session, wf.id, version.number, version.graph, datetime.now(UTC)
+        now = datetime.now(UTC)
+        await schedules.sync_schedule(session, wf.id, version.number, version.graph, now)
+        await subscriptions.sync_subscription(
+            session, wf.id, version.number, version.graph, now, triggers or {}
         )
     await workflow_audit.restored(session, wf)
     return wf

@@ -21,6 +21,7 @@ from backend.engine.expression_paths import JsonataReader
 from backend.engine.expressions import JsonataChecker
 from backend.engine.workflow_settings import SettingError, WorkflowSettings
 from backend.services import diagram_checks, schedules, workflow_audit
+from backend.services.events import subscriptions
 from backend.triggers.schedule_rules import ScheduleError
 from designer_schema.catalog import Catalog
 from designer_schema.compiler import compile_diagram
@@ -374,7 +375,7 @@ async def publish(
     if existing is not None:
         wf.active_version = existing.number
         await session.flush()
-        await _sync_triggers(session, wf.id, existing)
+        await _sync_triggers(session, wf.id, existing, catalog)
         await workflow_audit.published(session, wf, existing, False, previous)
         return PublishResult(existing, False, warnings)
     latest = (
@@ -396,15 +397,22 @@ async def publish(
     session.add(version)
     wf.active_version = version.number
     await session.flush()
-    await _sync_triggers(session, wf.id, version)
+    await _sync_triggers(session, wf.id, version, catalog)
     await workflow_audit.published(session, wf, version, True, previous)
     return PublishResult(version, True, warnings)
 
 
-async def _sync_triggers(session: AsyncSession, workflow_id: uuid.UUID, v: WorkflowVersion) -> None:
-    """Make the schedule row follow the now active version (PublishRejected if invalid)."""
+async def _sync_triggers(
+    session: AsyncSession, workflow_id: uuid.UUID, v: WorkflowVersion, catalog: Catalog
+) -> None:
+    """Make the schedule row and the event service's subscription follow the now active
+    version (PublishRejected if the schedule is invalid)."""
+    now = datetime.now(UTC)
+    await subscriptions.sync_subscription(
+        session, workflow_id, v.number, v.graph, now, getattr(catalog, "triggers", {})
+    )
     try:
-        await schedules.sync_schedule(session, workflow_id, v.number, v.graph, datetime.now(UTC))
+        await schedules.sync_schedule(session, workflow_id, v.number, v.graph, now)
     except ScheduleError as exc:
         _, node_id, _ = schedules.trigger_config(v.graph)
         raise PublishRejected(

@@ -3,7 +3,11 @@
 Leadership is a PostgreSQL session-level advisory lock held on a dedicated connection:
 the first ``railyard scheduler`` to take it sweeps, times out runs at their deadline
 (:func:`~backend.workers.run_control.enforce_deadlines`), fires schedules
-(:mod:`backend.services.schedule_firing`) and applies retention every
+(:mod:`backend.services.schedule_firing`), polls polling triggers
+(:mod:`backend.services.events.polling`), registers and retires app webhooks
+(:mod:`backend.services.events.lifecycle`), starts the runs of stored trigger events a
+crash left without one (:func:`backend.services.events.inbox.start_pending`) and applies
+retention every
 ``RAILYARD_RETENTION_INTERVAL`` seconds (:mod:`backend.services.retention`); others
 stand by, each waiting in PostgreSQL for the lock (:func:`take_leadership`), so a standby
 takes over the moment the leader's session ends: the leader stopping (SIGTERM: it lets the
@@ -25,6 +29,9 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from backend.runtime import Runtime
 from backend.services import retention
 from backend.services.availability import database_unavailable
+from backend.services.events import inbox
+from backend.services.events.lifecycle import run_lifecycle
+from backend.services.events.polling import run_polls
 from backend.services.recovery import sweep
 from backend.services.schedule_firing import run_schedules
 from backend.workers.health import Backoff, ServiceHealth
@@ -102,12 +109,19 @@ async def _lead(
                 tick=runtime.settings.schedule_tick,
             )
         )
+        clock = runtime.execution.clock
+        tick = runtime.settings.schedule_tick
+        polling = asyncio.create_task(run_polls(runtime.events, clock, stop, tick=tick))
+        hooks = asyncio.create_task(run_lifecycle(runtime.events, clock, stop, tick=tick))
         deadlines = asyncio.create_task(enforce_deadlines(runtime.execution))
         pruning = asyncio.create_task(_retention_loop(runtime, stop))
         try:
             while not stop.is_set():
                 try:
                     counts = await sweep(runtime.execution.recovery, grace_seconds=interval)
+                    counts["trigger_events"] = await inbox.start_pending(
+                        runtime.sessionmaker, runtime.execution, clock.now()
+                    )
                     if any(counts.values()):
                         log.info("sweep: %s", counts)
                 except Exception as exc:  # a failed pass must not end leadership
@@ -119,10 +133,10 @@ async def _lead(
                 await conn.execute(text("select 1"))  # still leader: the lock's session lives
                 await conn.commit()
         finally:
-            firing.cancel()
-            deadlines.cancel()
-            pruning.cancel()
-            await asyncio.gather(firing, deadlines, pruning, return_exceptions=True)
+            background = (firing, polling, hooks, deadlines, pruning)
+            for task in background:
+                task.cancel()
+            await asyncio.gather(*background, return_exceptions=True)
             with contextlib.suppress(Exception):  # a dead connection released it already
                 await conn.execute(text("select pg_advisory_unlock(:k)"), {"k": SCHEDULER_LOCK_KEY})
                 await conn.commit()

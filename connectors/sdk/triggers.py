@@ -46,12 +46,10 @@ Example (polling)::
 from __future__ import annotations
 
 import builtins
-import hashlib
-import hmac
 import inspect
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import msgspec
 
@@ -59,9 +57,27 @@ from .context import ActionContext, _current
 from .credentials import credential_types_of_schema
 from .errors import ConfigError
 from .schema import config_json_schema, output_json_schema
+from .signatures import check_timestamp, hmac_hex, verify_hmac
+from .trigger_types import (
+    MAX_EVENT_ID,
+    CheckFn,
+    DeliveryRefused,
+    Emit,
+    ListenFn,
+    PollFn,
+    PollResult,
+    PushRequest,
+    PushResponse,
+    ReceiveFn,
+    RegisterFn,
+    Registration,
+    TriggerEvent,
+    UnregisterFn,
+)
 
 __all__ = [
     "LISTEN_KINDS",
+    "MAX_EVENT_ID",
     "TRIGGER_KINDS",
     "DeliveryRefused",
     "Emit",
@@ -93,164 +109,6 @@ TRIGGER_KINDS: tuple[str, ...] = (
 
 LISTEN_KINDS: tuple[str, ...] = ("broker", "email")
 """Kinds run by a long-lived ``listen(config, emit)`` subscription."""
-
-MAX_EVENT_ID = 200
-"""Longest event id (dedupe key) in characters."""
-
-
-class TriggerEvent(msgspec.Struct, frozen=True):
-    """One event a trigger heard.
-
-    Attributes:
-        id: the dedupe key, 1 to :data:`MAX_EVENT_ID` characters: the vendor's delivery
-            or event id, the polled item's id, the broker message id, the email
-            Message-ID. One run per ``(workflow, id)``.
-        data: the run input (JSON-able); the trigger step's output.
-        meta: what the run page shows about where the event came from, e.g.
-            ``{"delivery_id": "Ev123", "message_id": "<a@b>"}`` (strings only).
-    """
-
-    id: str
-    data: Any = None
-    meta: dict[str, str] = msgspec.field(default_factory=dict)
-
-
-class PollResult(msgspec.Struct):
-    """What one ``poll`` returns: the new events (oldest first) and the cursor to store.
-
-    ``cursor`` is any JSON-able value; it is stored in the transaction that stores the
-    events, and the next ``poll`` gets it back. ``None`` keeps the stored cursor.
-    """
-
-    events: list[TriggerEvent] = msgspec.field(default_factory=list)
-    cursor: Any = None
-
-
-class PushRequest(msgspec.Struct, frozen=True):
-    """A delivery to an app webhook's URL, as ``receive`` sees it.
-
-    Attributes:
-        method: ``"POST"``, ``"GET"``, ...
-        headers: header names lower-cased; repeated headers joined with ``", "``.
-        query: query parameters (the last value of a repeated name).
-        body: the raw body (bytes; verify signatures over this, never a re-encoding).
-        received_at: when the product received it, in Unix seconds.
-        url: the trigger's public URL.
-    """
-
-    method: str
-    headers: dict[str, str]
-    body: bytes = b""
-    query: dict[str, str] = msgspec.field(default_factory=dict)
-    received_at: float = 0.0
-    url: str = ""
-
-    def json(self) -> Any:
-        """The body decoded as JSON; raises :class:`DeliveryRefused` (400) when it is not."""
-        try:
-            return msgspec.json.decode(self.body)
-        except msgspec.DecodeError:
-            raise DeliveryRefused(400, "payload", "the body is not valid JSON") from None
-
-
-class PushResponse(msgspec.Struct):
-    """What ``receive`` answers: the events to start runs for and the HTTP answer.
-
-    ``body`` is sent as JSON (``str`` as ``text/plain``, e.g. a challenge echo); the
-    answer goes out after the events' runs are stored.
-    """
-
-    events: list[TriggerEvent] = msgspec.field(default_factory=list)
-    status: int = 200
-    body: Any = None
-
-
-class Registration(msgspec.Struct):
-    """The state of a hook registered at the vendor, stored encrypted per workflow.
-
-    Attributes:
-        remote_id: the vendor's id of the hook (to check and delete it).
-        secret: a signing secret the vendor issued (or the product generated).
-        data: anything else the connector needs later (JSON-able).
-    """
-
-    remote_id: str = ""
-    secret: str = ""
-    data: dict[str, Any] = msgspec.field(default_factory=dict)
-
-
-class DeliveryRefused(Exception):
-    """Raised by ``receive`` for a delivery that must start no run.
-
-    Attributes:
-        status: HTTP status of the answer (400 malformed, 401 unsigned or mis-signed,
-            403 forbidden, 409 replayed, 413 too large).
-        reason: short machine label counted in metrics: ``"signature"``, ``"replay"``,
-            ``"payload"``, ``"size"``, ...
-        message: what the sender is told.
-    """
-
-    def __init__(self, status: int, reason: str, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.reason = reason
-        self.message = message
-
-
-class Emit(Protocol):
-    """What ``listen`` hands its messages to (the product's side of a subscription)."""
-
-    async def __call__(self, event: TriggerEvent) -> None:
-        """Store ``event`` and its run; returns once both are durable (ack after it)."""
-
-    async def dead_letter(self, reason: str, raw: bytes | str, meta: dict[str, str]) -> None:
-        """Keep a message that is not valid for the trigger (undecodable, no id, ...)
-        where the user sees it (the workflow's dead letters), then ack it: returns once
-        it is stored."""
-
-
-PollFn = Callable[[Any, Any], Awaitable[PollResult]]
-ReceiveFn = Callable[[Any, PushRequest, Registration | None], Awaitable[PushResponse]]
-ListenFn = Callable[[Any, Emit], Awaitable[None]]
-RegisterFn = Callable[[Any, str], Awaitable[Registration]]
-CheckFn = Callable[[Any, Registration], Awaitable[bool]]
-UnregisterFn = Callable[[Any, Registration], Awaitable[None]]
-
-
-def hmac_hex(secret: str | bytes, message: bytes, algorithm: str = "sha256") -> str:
-    """Hex HMAC of ``message`` under ``secret`` (``algorithm``: a ``hashlib`` name)."""
-    key = secret.encode() if isinstance(secret, str) else secret
-    return hmac.new(key, message, getattr(hashlib, algorithm)).hexdigest()
-
-
-def verify_hmac(
-    secret: str | bytes,
-    message: bytes,
-    signature: str,
-    *,
-    algorithm: str = "sha256",
-    prefix: str = "",
-) -> None:
-    """Check ``signature`` (``prefix`` + hex HMAC, e.g. Slack's ``"v0="``, GitHub's
-    ``"sha256="``) in constant time; raises :class:`DeliveryRefused` (401,
-    ``"signature"``) when it is missing or wrong."""
-    if not signature:
-        raise DeliveryRefused(401, "signature", "the delivery is not signed")
-    expected = prefix + hmac_hex(secret, message, algorithm)
-    if not hmac.compare_digest(expected.encode(), signature.strip().encode()):
-        raise DeliveryRefused(401, "signature", "the signature does not match")
-
-
-def check_timestamp(timestamp: str | float, now: float, tolerance: float = 300.0) -> None:
-    """Refuse a delivery signed more than ``tolerance`` seconds from ``now`` (Unix
-    seconds): :class:`DeliveryRefused` (401, ``"replay"``). Slack's window is 5 minutes
-    (its "Verifying requests from Slack" guide)."""
-    try:
-        sent = float(timestamp)
-    except (TypeError, ValueError):
-        raise DeliveryRefused(401, "replay", "the delivery has no valid timestamp") from None
-    if abs(now - sent) > tolerance:
-        raise DeliveryRefused(401, "replay", "the delivery was signed outside the replay window")
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,6 @@
 """Tables of the triggers: webhook secrets, deliveries, test calls, stored files, schedules,
-schedule fires and API tokens. All timestamps are ``timestamptz`` in UTC.
+schedule fires, API tokens, and the event service's subscriptions, inbox, registrations to
+retire and dead letters. All timestamps are ``timestamptz`` in UTC.
 """
 
 from __future__ import annotations
@@ -33,6 +34,10 @@ __all__ = [
     "Schedule",
     "ScheduleFire",
     "StoredFile",
+    "TriggerDeadLetter",
+    "TriggerEventRow",
+    "TriggerRetirement",
+    "TriggerSubscription",
     "WebhookDelivery",
     "WebhookSecret",
     "WebhookTestCall",
@@ -176,3 +181,131 @@ class ApiToken(Base):
     expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
     last_used_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+
+class TriggerSubscription(Base):
+    """What the event service runs for a workflow whose active version starts with a
+    connector trigger of kind ``app_webhook``, ``polling``, ``broker`` or ``email``.
+
+    One row per workflow (like :class:`Schedule`), following the active version:
+    ``revision`` grows when the trigger's type or config changes. ``token`` is the
+    app webhook's URL path (``/hooks/app/<token>``), kept across versions.
+
+    Polling: ``cursor`` is the connector's cursor, changed only in the transaction that
+    stores the events it produced (``baseline_taken`` False: the first poll stores the
+    cursor and starts no run, unless ``include_existing``); ``next_poll_at`` is when the
+    poller claims it next. App webhooks: ``registration`` is the AES-GCM-encrypted
+    :class:`connectors.sdk.Registration` (``registration_status``: ``none``, ``pending``,
+    ``registered``, ``failed``), ``next_check_at`` when the lifecycle loop runs next.
+    Broker and email: ``lease_owner`` / ``lease_until`` say which events process holds
+    the subscription. ``last_*`` feed the workflow page's status line.
+    """
+
+    __tablename__ = "trigger_subscriptions"
+    __table_args__ = (
+        Index("ix_trigger_subscriptions_poll", "next_poll_at", postgresql_where=text("enabled")),
+        Index("ix_trigger_subscriptions_check", "next_check_at"),
+    )
+
+    id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True, default=_uuid)
+    workflow_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("workflows.id", ondelete="CASCADE"), unique=True
+    )
+    token: Mapped[str] = mapped_column(String(64), unique=True)
+    version_number: Mapped[int] = mapped_column(Integer)
+    step_id: Mapped[str] = mapped_column(String(200))
+    node_type: Mapped[str] = mapped_column(String(200))
+    kind: Mapped[str] = mapped_column(String(20))
+    config: Mapped[dict[str, Any]] = mapped_column(JSONB)
+    revision: Mapped[int] = mapped_column(Integer, default=1)
+    enabled: Mapped[bool] = mapped_column(Boolean, default=True)
+    interval_seconds: Mapped[float] = mapped_column(Float, default=300.0)
+    include_existing: Mapped[bool] = mapped_column(Boolean, default=False)
+    cursor: Mapped[Any] = mapped_column(JSONB, nullable=True)
+    baseline_taken: Mapped[bool] = mapped_column(Boolean, default=False)
+    next_poll_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    registration: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True)
+    registration_status: Mapped[str] = mapped_column(String(20), default="none")
+    next_check_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    lease_owner: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    lease_until: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    last_polled_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    last_event_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    last_error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    last_error_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    failures: Mapped[int] = mapped_column(Integer, default=0)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    updated_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), server_default=func.now(), onupdate=func.now()
+    )
+
+
+class TriggerRetirement(Base):
+    """An app webhook registration to delete at the vendor: its workflow's version was
+    replaced by one with another trigger config, or the workflow was archived or
+    deactivated. ``config`` is the config it was registered with; the lifecycle loop
+    retries the ``unregister`` hook with backoff (``attempts``, ``next_attempt_at``)."""
+
+    __tablename__ = "trigger_retirements"
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
+    workflow_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("workflows.id", ondelete="CASCADE"))
+    node_type: Mapped[str] = mapped_column(String(200))
+    config: Mapped[dict[str, Any]] = mapped_column(JSONB)
+    version_number: Mapped[int] = mapped_column(Integer)
+    registration: Mapped[bytes] = mapped_column(LargeBinary)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    next_attempt_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    last_error: Mapped[str | None] = mapped_column(Text, nullable=True)
+
+
+class TriggerEventRow(Base):
+    """The inbox: one row per event a connector trigger heard, unique per
+    ``(workflow_id, dedupe_key)`` so a redelivered or re-polled event is stored once.
+
+    Stored (with a polling trigger's new cursor) in one transaction; its run is started
+    with the idempotency key ``trigger-event:<id>`` and ``run_id`` set after. ``data`` is
+    the run input until the run is stored (then NULL); ``meta`` is what the run page
+    shows (delivery id, message id, Message-ID). ``error`` says why a row starts no run:
+    its start failed for good, or it is a polling trigger's baseline (an item there before
+    the trigger was activated, remembered so that it never starts one).
+    """
+
+    __tablename__ = "trigger_events"
+    __table_args__ = (
+        UniqueConstraint("workflow_id", "dedupe_key"),
+        Index("ix_trigger_events_pending", "received_at", postgresql_where=text("run_id is null")),
+        Index("ix_trigger_events_run", "run_id", postgresql_where=text("run_id is not null")),
+        Index("ix_trigger_events_received", "received_at"),
+    )
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
+    workflow_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("workflows.id", ondelete="CASCADE"))
+    version_number: Mapped[int] = mapped_column(Integer)
+    node_type: Mapped[str] = mapped_column(String(200))
+    kind: Mapped[str] = mapped_column(String(20))
+    dedupe_key: Mapped[str] = mapped_column(String(200))
+    data: Mapped[Any] = mapped_column(JSONB, nullable=True)
+    meta: Mapped[dict[str, Any]] = mapped_column(JSONB, default=dict)
+    received_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    run_id: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True), nullable=True)
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+
+
+class TriggerDeadLetter(Base):
+    """A message a listening trigger could not turn into an event (not decodable, no id,
+    too large), kept for the user on the workflow page instead of being lost.
+    ``raw`` is the message text (bytes that are not UTF-8 as base64, ``encoding`` says
+    which), cut to 64 KiB."""
+
+    __tablename__ = "trigger_dead_letters"
+    __table_args__ = (Index("ix_trigger_dead_letters_workflow", "workflow_id", "id"),)
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
+    workflow_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("workflows.id", ondelete="CASCADE"))
+    node_type: Mapped[str] = mapped_column(String(200))
+    received_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    reason: Mapped[str] = mapped_column(Text)
+    raw: Mapped[str] = mapped_column(Text)
+    encoding: Mapped[str] = mapped_column(String(10), default="utf-8")
+    meta: Mapped[dict[str, Any]] = mapped_column(JSONB, default=dict)

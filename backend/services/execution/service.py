@@ -75,6 +75,8 @@ class Execution:
             base_url=base_url.rstrip("/"),
         )
         self.env.eager.limit = eager_runs
+        # what the event service builds a trigger's context with (credentials, HTTP, SSRF)
+        self.context_factory = context_factory
         self.followups = Followups(self.env)
         self.transitions = Transitions(self.env, self.followups)
         self.starts = Starts(self.env, self.transitions, self.followups)

@@ -1,0 +1,239 @@
+"""The poller: polling triggers called on their interval, each new item one run.
+
+Runs in the scheduler's leader (:mod:`backend.workers.scheduler`), beside schedule
+firing. One pass (:func:`poll_due`):
+
+1. Claim the due subscriptions (``next_poll_at <= now``, ``FOR UPDATE SKIP LOCKED``) and
+   move their ``next_poll_at`` one interval on, in one transaction: a leader that dies
+   mid-poll delays the subscription by at most one interval, and two leaders (a
+   failover) never poll the same one at once.
+2. Call each claimed trigger's ``poll(config, cursor)`` (at most
+   :data:`CONCURRENT_POLLS` at a time, each bounded by its interval).
+3. In one transaction per subscription: store the new events in the inbox (unique per
+   item id) and the new cursor, unless the subscription changed meanwhile (a new
+   revision starts from its own baseline). The first poll of a revision only takes the
+   baseline (its cursor), starting no runs, unless the user chose "include existing
+   items".
+4. Start the stored events' runs (:func:`backend.services.events.inbox.start_runs`).
+
+A crash between 3 and 4 leaves stored events whose runs the sweep starts; a crash
+before 3 polls again from the old cursor, and the item ids keep it to one run per item.
+A failed poll backs off: the connector's ``retry_after`` (HTTP ``Retry-After`` on 429 and
+503) when longer, else exponential from 5 s up to an hour; the error is on the workflow
+page until a poll succeeds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import select
+
+from backend.db.models import TriggerSubscription
+from backend.engine.ports import Clock
+from backend.observability import metrics
+from backend.services.availability import database_unavailable
+from backend.services.events.contexts import EventEnv, TriggerSite
+from backend.services.events.inbox import InvalidEvent, Source, insert_events, start_runs
+from backend.services.events.subscriptions import backoff, connector_config
+from connectors import sdk
+
+log = logging.getLogger(__name__)
+
+CONCURRENT_POLLS = 8
+"""Polls one leader runs at the same time."""
+
+CLAIM_BATCH = 50
+"""Subscriptions claimed per pass."""
+
+
+@dataclass(frozen=True)
+class Claimed:
+    """A subscription claimed for one poll (a snapshot; the row may change meanwhile)."""
+
+    id: uuid.UUID
+    site: TriggerSite
+    kind: str
+    config: dict[str, Any]
+    cursor: Any
+    baseline: bool
+    due_at: datetime
+    interval: float
+
+
+async def claim_due(env: EventEnv, now: datetime, limit: int = CLAIM_BATCH) -> list[Claimed]:
+    """Claim up to ``limit`` due polling subscriptions (see the module doc, step 1)."""
+    claimed: list[Claimed] = []
+    async with env.sessionmaker() as session, session.begin():
+        rows = (
+            await session.execute(
+                select(TriggerSubscription)
+                .where(
+                    TriggerSubscription.enabled,
+                    TriggerSubscription.kind == "polling",
+                    TriggerSubscription.next_poll_at <= now,
+                )
+                .order_by(TriggerSubscription.next_poll_at)
+                .limit(limit)
+                .with_for_update(skip_locked=True)
+            )
+        ).scalars()
+        for row in rows:
+            assert row.next_poll_at is not None
+            claimed.append(
+                Claimed(
+                    id=row.id,
+                    site=TriggerSite(
+                        row.workflow_id,
+                        row.version_number,
+                        row.step_id,
+                        row.node_type,
+                        row.revision,
+                    ),
+                    kind=row.kind,
+                    config=dict(row.config),
+                    cursor=row.cursor,
+                    baseline=not row.baseline_taken and not row.include_existing,
+                    due_at=row.next_poll_at,
+                    interval=row.interval_seconds,
+                )
+            )
+            row.next_poll_at = now + timedelta(seconds=row.interval_seconds)
+    return claimed
+
+
+async def poll_one(env: EventEnv, claim: Claimed, clock: Clock) -> int:
+    """Poll one claimed subscription, store what it found, start the runs; returns how
+    many runs it started. Failures are recorded on the subscription, never raised, but
+    for a lost database."""
+    started_at = clock.now()
+    metrics.poll_lag((started_at - claim.due_at).total_seconds())
+    definition = env.definition(claim.site.node_type)
+    try:
+        if definition is None:
+            raise sdk.ConfigError(
+                f"the node type {claim.site.node_type} is not installed on this server"
+            )
+        result = await asyncio.wait_for(
+            definition.call(
+                "poll", connector_config(claim.config), env.context(claim.site), claim.cursor
+            ),
+            timeout=max(30.0, claim.interval),
+        )
+        if not isinstance(result, sdk.PollResult):
+            raise TypeError(f"poll returned {type(result).__name__}, not PollResult")
+        ids = await _store(env, claim, result, clock.now())
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:
+        if database_unavailable(exc):
+            raise
+        await _failed(env, claim, exc, clock.now())
+        return 0
+    return len(await start_runs(env.sessionmaker, env.execution, ids))
+
+
+async def _store(env: EventEnv, claim: Claimed, result: sdk.PollResult, now: datetime) -> list[int]:
+    async with env.sessionmaker() as session, session.begin():
+        row = await session.get(TriggerSubscription, claim.id, with_for_update=True)
+        if row is None or not row.enabled or row.revision != claim.site.revision:
+            return []  # changed while polling: the new revision polls from its own baseline
+        source = Source(claim.site.workflow_id, row.version_number, row.node_type, row.kind)
+        ids = await insert_events(session, source, result.events, now, baseline=claim.baseline)
+        if claim.baseline:
+            ids = []  # remembered, never started
+        else:
+            metrics.trigger_events(row.kind, row.node_type, len(ids), len(result.events) - len(ids))
+            if ids:
+                row.last_event_at = now
+        if result.cursor is not None:
+            row.cursor = result.cursor
+        row.baseline_taken = True
+        row.last_polled_at = now
+        row.failures = 0
+        row.last_error = None
+        row.last_error_at = None
+    return ids
+
+
+async def _failed(env: EventEnv, claim: Claimed, exc: BaseException, now: datetime) -> None:
+    message = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
+    if isinstance(exc, TimeoutError):
+        message = f"the poll took longer than {max(30.0, claim.interval):g} s"
+    if isinstance(exc, InvalidEvent):
+        message = f"the trigger returned an invalid event: {exc}"
+    log.warning(
+        "poll of %s (workflow %s) failed: %s", claim.site.node_type, claim.site.workflow_id, message
+    )
+    metrics.trigger_failure(claim.kind, claim.site.node_type)
+    async with env.sessionmaker() as session, session.begin():
+        row = await session.get(TriggerSubscription, claim.id, with_for_update=True)
+        if row is None or row.revision != claim.site.revision:
+            return
+        row.failures = (row.failures or 0) + 1
+        row.last_error = str(message)[:2000]
+        row.last_error_at = now
+        row.last_polled_at = now
+        delay = backoff(row.failures)
+        retry_after = getattr(exc, "retry_after", None)
+        if isinstance(retry_after, int | float) and retry_after > delay.total_seconds():
+            delay = timedelta(seconds=float(retry_after))
+        row.next_poll_at = now + max(delay, timedelta(seconds=0))
+
+
+async def poll_due(env: EventEnv, clock: Clock) -> int:
+    """One pass at ``clock.now()``: claim, poll, store, start; returns the runs started."""
+    claimed = await claim_due(env, clock.now())
+    if not claimed:
+        return 0
+    gate = asyncio.Semaphore(CONCURRENT_POLLS)
+
+    async def one(claim: Claimed) -> int:
+        async with gate:
+            return await poll_one(env, claim, clock)
+
+    results = await asyncio.gather(*(one(c) for c in claimed), return_exceptions=True)
+    for result in results:
+        if isinstance(result, BaseException):
+            raise result
+    return sum(r for r in results if isinstance(r, int))
+
+
+async def next_due(env: EventEnv) -> datetime | None:
+    """The earliest ``next_poll_at`` of an enabled polling subscription."""
+    async with env.sessionmaker() as session:
+        found: datetime | None = (
+            await session.execute(
+                select(TriggerSubscription.next_poll_at)
+                .where(TriggerSubscription.enabled, TriggerSubscription.kind == "polling")
+                .order_by(TriggerSubscription.next_poll_at)
+                .limit(1)
+            )
+        ).scalar_one_or_none()
+        return found
+
+
+async def run_polls(env: EventEnv, clock: Clock, stop: asyncio.Event, *, tick: float = 1.0) -> None:
+    """Poll until ``stop`` is set, waking at the next due poll (at most ``tick`` seconds
+    apart). A failed pass is logged and the next one tries again."""
+    while not stop.is_set():
+        try:
+            await poll_due(env, clock)
+            due = await next_due(env)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("polling pass failed")
+            due = None
+        wait = tick
+        if due is not None:
+            wait = min(tick, max(0.0, (due - clock.now()).total_seconds()))
+        try:
+            await asyncio.wait_for(stop.wait(), max(wait, 0.01))
+        except TimeoutError:
+            pass

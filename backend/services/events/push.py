@@ -1,0 +1,179 @@
+"""An app webhook delivery: verified by the connector, stored once, answered in time.
+
+``POST /hooks/app/<token>`` (any method the vendor uses) reaches :func:`deliver`:
+
+1. The subscription is found by its token: unknown answers 404, an archived or replaced
+   trigger 410 (the vendor stops retrying).
+2. A body over the webhook body limit answers 413 unread by the connector.
+3. The connector's ``receive(config, request, registration)`` verifies it (signature,
+   replay window), answers handshakes (Slack's ``url_verification``, a challenge echo) and
+   returns the events; :class:`connectors.sdk.DeliveryRefused` answers its status
+   (401 unsigned or mis-signed, replayed, 400 malformed) and starts nothing.
+4. The events are stored in the inbox (a retried delivery's event id is already there:
+   nothing new), then their runs are started while the vendor's deadline
+   (``response_deadline``, Slack's 3 s) allows; a start that does not fit goes on after
+   the answer and the sweep guarantees it. The answer is sent once the events are durable.
+
+Every refusal is counted in ``railyard_trigger_deliveries_refused_total{reason}``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import msgspec
+from sqlalchemy import select
+
+from backend import crypto
+from backend.db.models import TriggerSubscription
+from backend.observability import metrics
+from backend.services.availability import database_unavailable
+from backend.services.events.contexts import EventEnv, TriggerSite
+from backend.services.events.inbox import InvalidEvent, Source, insert_events, start_runs
+from backend.services.events.subscriptions import connector_config
+from connectors import sdk
+
+log = logging.getLogger(__name__)
+
+_background: set[asyncio.Task[Any]] = set()
+
+
+@dataclass
+class PushAnswer:
+    """The HTTP answer to a delivery: status, body bytes, media type, extra headers."""
+
+    status: int
+    body: bytes
+    media_type: str = "application/json"
+    headers: dict[str, str] = field(default_factory=dict)
+    run_ids: list[str] = field(default_factory=list)
+
+
+def registration_aad(workflow_id: Any) -> bytes:
+    """Associated data binding an encrypted registration to its workflow."""
+    return f"trigger-registration:{workflow_id}".encode()
+
+
+def open_registration(workflow_id: Any, blob: bytes | None) -> sdk.Registration | None:
+    """Decrypt a stored registration (``None`` when there is none)."""
+    if blob is None:
+        return None
+    plain = crypto.decrypt(blob, aad=registration_aad(workflow_id))
+    return msgspec.json.decode(plain, type=sdk.Registration)
+
+
+def seal_registration(workflow_id: Any, registration: sdk.Registration) -> bytes:
+    """Encrypt a registration for storage (AES-GCM, bound to its workflow)."""
+    return crypto.encrypt(msgspec.json.encode(registration), aad=registration_aad(workflow_id))
+
+
+def _problem(status: int, reason: str, detail: str) -> PushAnswer:
+    metrics.trigger_refused(reason)
+    body = msgspec.json.encode({"status": status, "title": reason, "detail": detail})
+    return PushAnswer(status, body, "application/problem+json")
+
+
+def _answer(response: sdk.PushResponse, run_ids: list[str]) -> PushAnswer:
+    if response.body is None:
+        return PushAnswer(response.status, b"", "text/plain", run_ids=run_ids)
+    if isinstance(response.body, str):
+        return PushAnswer(response.status, response.body.encode(), "text/plain", run_ids=run_ids)
+    return PushAnswer(response.status, msgspec.json.encode(response.body), run_ids=run_ids)
+
+
+async def deliver(
+    env: EventEnv,
+    token: str,
+    *,
+    method: str,
+    headers: dict[str, str],
+    query: dict[str, str],
+    body: bytes,
+    max_body: int,
+) -> PushAnswer:
+    """Handle one delivery to ``/hooks/app/<token>`` (see the module doc). Never raises
+    but for a lost database (the route answers 503)."""
+    received = time.monotonic()
+    async with env.sessionmaker() as session:
+        row = (
+            await session.execute(
+                select(TriggerSubscription).where(TriggerSubscription.token == token)
+            )
+        ).scalar_one_or_none()
+    if row is None or row.kind != "app_webhook":
+        return _problem(404, "unknown", "no app webhook trigger at this URL")
+    if not row.enabled:
+        return _problem(410, "disabled", "this trigger is no longer active")
+    if len(body) > max_body:
+        return _problem(413, "size", f"the body is larger than {max_body} bytes")
+    definition = env.definition(row.node_type)
+    if definition is None:
+        return _problem(503, "error", f"the node type {row.node_type} is not installed")
+    site = TriggerSite(
+        row.workflow_id, row.version_number, row.step_id, row.node_type, row.revision
+    )
+    request = sdk.PushRequest(
+        method=method,
+        headers={k.lower(): v for k, v in headers.items()},
+        body=body,
+        query=dict(query),
+        received_at=time.time(),
+        url=env.url(token),
+    )
+    deadline = float(getattr(definition, "response_deadline", 10.0))
+    try:
+        registration = open_registration(row.workflow_id, row.registration)
+        response = await asyncio.wait_for(
+            definition.call(
+                "receive", connector_config(row.config), env.context(site), request, registration
+            ),
+            timeout=max(0.5, deadline * 0.6),
+        )
+        if not isinstance(response, sdk.PushResponse):
+            raise TypeError(f"receive returned {type(response).__name__}, not PushResponse")
+        now = datetime.now(UTC)
+        async with env.sessionmaker() as session, session.begin():
+            source = Source(row.workflow_id, row.version_number, row.node_type, row.kind)
+            ids = await insert_events(session, source, response.events, now)
+            if ids:
+                locked = await session.get(TriggerSubscription, row.id, with_for_update=True)
+                if locked is not None:
+                    locked.last_event_at = now
+        metrics.trigger_events(row.kind, row.node_type, len(ids), len(response.events) - len(ids))
+    except sdk.DeliveryRefused as refused:
+        return _problem(refused.status, refused.reason, refused.message)
+    except TimeoutError:
+        return _problem(503, "error", "the trigger did not answer in time")
+    except InvalidEvent as exc:
+        return _problem(502, "error", f"the trigger returned an invalid event: {exc}")
+    except Exception as exc:
+        if database_unavailable(exc):
+            raise
+        log.exception("app webhook %s (workflow %s) failed", row.node_type, row.workflow_id)
+        metrics.trigger_failure(row.kind, row.node_type)
+        return _problem(502, "error", f"the trigger failed: {type(exc).__name__}: {exc}")
+    run_ids = await _start_in_time(env, ids, deadline - (time.monotonic() - received))
+    return _answer(response, run_ids)
+
+
+async def _start_in_time(env: EventEnv, ids: list[int], budget: float) -> list[str]:
+    """Start the runs of ``ids`` within ``budget`` seconds (less a margin for the answer);
+    what does not fit goes on in the background (and the sweep makes it certain)."""
+    if not ids:
+        return []
+    task = asyncio.ensure_future(start_runs(env.sessionmaker, env.execution, ids))
+    try:
+        linked = await asyncio.wait_for(asyncio.shield(task), timeout=max(0.05, budget - 0.3))
+    except TimeoutError:
+        _background.add(task)
+        task.add_done_callback(_background.discard)
+        return []
+    except Exception as exc:  # stored: the sweep starts them
+        log.warning("app webhook runs not started yet (the sweep will): %r", exc)
+        return []
+    return [str(linked[i]) for i in ids if i in linked]
