@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncGenerator
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlencode, urlparse
 
@@ -43,6 +44,7 @@ from backend.services import (
     workflows,
 )
 from backend.services import credentials as creds
+from backend.services.events import status as event_status
 from backend.services.records import WorkflowRecord
 from frontend.field_views import WORKFLOW_PICKER_KEY
 from frontend.forms import CREDENTIAL_SCHEMA_KEY, CredentialChoice, render_config_panel
@@ -176,6 +178,9 @@ class AppPages(LoginRequiredPages):
                 "active_version": wf.active_version,
                 "draft_revision": wf.draft_revision,
                 "webhook": await active_webhook(db, runtime.settings.base_url, wf),
+                "event_trigger": await event_status.trigger_status(
+                    db, wf.id, runtime.settings.base_url, datetime.now(UTC)
+                ),
             },
             diagram_json=msgspec.json.encode(wf.draft).decode(),
             catalog_json=msgspec.json.encode(runtime.catalog.all()).decode(),
@@ -276,6 +281,7 @@ class AppPages(LoginRequiredPages):
             can_control=level >= Level.RUN,
             results_url="/search?" + urlencode({"q": search}) if search else None,
             run=detail,
+            trigger_event=await event_status.event_of_run(db, run_id),
             run_json=msgspec.json.encode(detail).decode(),
             diagram_json=msgspec.json.encode(diagram).decode(),
             catalog_json=msgspec.json.encode(runtime.catalog.all()).decode(),

@@ -309,20 +309,24 @@ async def test_app_webhook_registers_verifies_dedupes_and_retires(
     assert [r.input for r in runs] == [{"id": "Ev1", "text": "hi"}]
     assert runs[0].trigger == "app_webhook"
     assert first.headers["x-railyard-run-ids"] == str(runs[0].id)
+    run_page = await client.get(f"/runs/{runs[0].id}")
+    assert 'id="trigger-event"' in run_page.text and "delivery_id" in run_page.text
 
     unsigned = await client.post(url, content=raw, headers={"content-type": "application/json"})
     wrong = await client.post(url, content=raw, headers={"x-signature": "0" * 64})
     oversized = await client.post(url, content=b"x" * (events.settings.webhook_max_body + 1))
     unknown = await client.post("/hooks/app/nope", content=raw, headers=headers)
     assert [r.status_code for r in (unsigned, wrong, oversized, unknown)] == [401, 401, 413, 404]
-    assert unsigned.json()["title"] == "signature"
+    assert unsigned.json() == {"status_code": 401, "detail": "the delivery is not signed"}
     assert len(await _runs(events, wf["id"])) == 1
     metrics = (await client.get("/metrics")).text
     assert 'railyard_trigger_deliveries_refused_total{reason="signature"} 2.0' in metrics
     assert 'railyard_trigger_deliveries_refused_total{reason="size"}' in metrics
 
     page = await client.get(f"/workflows/{wf['id']}/trigger")
-    assert "registered" in page.text and sub.token in page.text
+    assert "registered" in page.text and sub.token in page.text and "Ev1" in page.text
+    designer = await client.get(f"/workflows/{wf['id']}/designer")
+    assert 'id="trigger-status-link"' in designer.text
 
     # a new config registers a new hook and retires the old one
     await client.put(

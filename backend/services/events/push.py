@@ -14,7 +14,8 @@
    (``response_deadline``, Slack's 3 s) allows; a start that does not fit goes on after
    the answer and the sweep guarantees it. The answer is sent once the events are durable.
 
-Every refusal is counted in ``railyard_trigger_deliveries_refused_total{reason}``.
+Every refusal is counted in ``railyard_trigger_deliveries_refused_total{reason}`` and
+answered with the API's error body, ``{"status_code", "detail"}``.
 """
 
 from __future__ import annotations
@@ -74,8 +75,7 @@ def seal_registration(workflow_id: Any, registration: sdk.Registration) -> bytes
 
 def _problem(status: int, reason: str, detail: str) -> PushAnswer:
     metrics.trigger_refused(reason)
-    body = msgspec.json.encode({"status": status, "title": reason, "detail": detail})
-    return PushAnswer(status, body, "application/problem+json")
+    return PushAnswer(status, msgspec.json.encode({"status_code": status, "detail": detail}))
 
 
 def _answer(response: sdk.PushResponse, run_ids: list[str]) -> PushAnswer:
