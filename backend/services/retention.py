@@ -15,6 +15,10 @@ waiting run keeps everything however old it is.
 - ``versions``: published workflow versions nothing needs any more, by publication time
   and the newest N per workflow (backend/services/retention_versions.py says what keeps
   one); the workflow itself is never removed.
+- ``trigger_events``: the event inbox of connector triggers (the ids that keep each event
+  to one run) and their dead letters, by receipt, after as many days as runs
+  (``RAILYARD_RETENTION_RUNS_DAYS``; off when that is): an event is remembered as long as
+  the runs it could have started.
 - ``audit``: audit rows, by age only (``RAILYARD_AUDIT_RETENTION_DAYS``).
 - ``large_values``: stored large values (the ``payloads`` table) no kept run can
   reference; always on.
@@ -68,7 +72,17 @@ MAX_BATCHES = 200
 """Batches per class per pass (the next pass continues)."""
 PAYLOAD_MARGIN = timedelta(days=1)
 """A large value younger than this is never deleted (see the module docstring)."""
-CLASSES = ("runs", "payloads", "steps", "events", "files", "versions", "audit", "large_values")
+CLASSES = (
+    "runs",
+    "payloads",
+    "steps",
+    "events",
+    "files",
+    "versions",
+    "trigger_events",
+    "audit",
+    "large_values",
+)
 """Every data class, in the order a pass handles them."""
 
 _ENDED = "('succeeded','failed','cancelled','timed_out')"
@@ -102,6 +116,7 @@ def rules(settings: Settings) -> dict[str, Rule]:
         "versions": Rule(
             "versions", settings.retention_versions_days, settings.retention_versions_max
         ),
+        "trigger_events": Rule("trigger_events", settings.retention_runs_days),
         "audit": Rule("audit", settings.audit_retention_days),
         "large_values": Rule("large_values", 1),
     }
@@ -355,6 +370,17 @@ async def _class_pass(
             result,
             lambda session: versions.prune_batch(session, result.cutoff, rule.max_rows, size),
         )
+    elif name == "trigger_events":
+        result.cutoff = now - timedelta(days=rule.days)
+        for table in ("trigger_events", "trigger_dead_letters"):
+            await _delete_batches(
+                sessions,
+                result,
+                f"delete from {table} where id in (select id from {table}"
+                " where received_at < :cutoff limit :n for update skip locked)",
+                cutoff=result.cutoff,
+                n=size,
+            )
     elif name == "audit":
         result.cutoff = now - timedelta(days=rule.days)
         await _prune_audit(sessions, result, rule.days, size)

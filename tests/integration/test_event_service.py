@@ -24,14 +24,17 @@ from backend.db.models import (
     TriggerSubscription,
 )
 from backend.runtime import Runtime
+from backend.services import retention
 from backend.services.events import inbox
 from backend.services.events.lifecycle import run_lifecycle_pass
 from backend.services.events.listeners import Listeners
 from backend.services.events.polling import poll_due
 from backend.services.events.push import open_registration
+from backend.settings import Settings
 from connectors import sdk
 from tests.diagrams import diagram, edge, node
 from tests.integration.flows import publish
+from tests.integration.retention_rows import by_class, rules
 
 pytestmark = pytest.mark.integration
 
@@ -432,3 +435,21 @@ async def test_a_connector_webhook_trigger_is_served(
     assert answer.status_code == 202, answer.text
     runs = await _runs(events, wf["id"])
     assert len(runs) == 1 and runs[0].input["body"] == {"x": 1}
+
+
+async def test_retention_forgets_old_trigger_events_and_dead_letters(
+    events: Runtime, client: httpx.AsyncClient, settings: Settings
+) -> None:
+    wf = await publish(client, _flow("demo.queue"))
+    source = inbox.Source(uuid.UUID(wf["id"]), 1, "demo.queue", "broker")
+    now = events.execution.clock.now()
+    async with events.sessionmaker() as session, session.begin():
+        for received, name in ((now - timedelta(days=100), "old"), (now, "new")):
+            await inbox.insert_events(session, source, [sdk.TriggerEvent(id=name)], received)
+            await inbox.insert_dead_letter(session, source, name, b"x", {}, received)
+    results = await retention.run_pass(events.sessionmaker, rules(settings, retention_runs_days=90))
+    assert by_class(results)["trigger_events"].deleted == 2
+    async with events.sessionmaker() as session:
+        kept = (await session.execute(select(TriggerEventRow.dedupe_key))).scalars().all()
+        letters = (await session.execute(select(TriggerDeadLetter.reason))).scalars().all()
+    assert (kept, letters) == (["new"], ["new"])
