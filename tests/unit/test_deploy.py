@@ -21,8 +21,8 @@ ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
 COMPOSE = DEPLOY / "compose.yaml"
 DOCKERFILE = DEPLOY / "Dockerfile"
-LONG_RUNNING = {"postgres", "redis", "api", "worker", "scheduler"}
-RAILYARD = {"api", "worker", "scheduler"}
+LONG_RUNNING = {"postgres", "redis", "api", "worker", "scheduler", "events"}
+RAILYARD = {"api", "worker", "scheduler", "events"}
 BUILD_TOOLS = ("gcc", "g++", "build-essential", "make", "cargo", "rustc", "git")
 
 
@@ -119,7 +119,7 @@ def test_compose_restarts_every_long_running_process_and_probes_it() -> None:
         service = services[name]
         assert service.get("restart") in ("unless-stopped", "always"), name
         assert service.get("healthcheck", {}).get("test"), name
-    for name in ("worker", "scheduler"):
+    for name in ("worker", "scheduler", "events"):
         env = services[name]["environment"]
         probe = " ".join(services[name]["healthcheck"]["test"])
         assert f":{env['RAILYARD_HEALTH_PORT']}/health/ready" in probe, name
@@ -174,6 +174,7 @@ def _needed_seconds(env: dict[str, Any]) -> dict[str, float]:
         "api": delay + grace + closing,
         "worker": grace + HAND_BACK_SECONDS + closing,
         "scheduler": closing,
+        "events": closing,
     }
 
 

@@ -100,6 +100,7 @@ def test_every_railyard_pod_is_hardened_probed_and_bounded(overlay: str) -> None
         "railyard-api",
         "railyard-worker",
         "railyard-scheduler",
+        "railyard-events",
         "railyard-migrate",
     }
     for doc in workloads:
@@ -201,12 +202,12 @@ def test_the_documented_upgrade_order_selects_one_part_at_a_time() -> None:
         }
 
     assert part("migrate") == {("Job", "railyard-migrate")}
-    for component in ("api", "worker", "scheduler"):
+    for component in ("api", "worker", "scheduler", "events"):
         assert ("Deployment", f"railyard-{component}") in part(component)
     text = (ROOT / "docs" / "operations.md").read_text()
     for command in (
         "kubectl apply -k $O -l app.kubernetes.io/component=migrate",
-        "for part in api worker scheduler; do",
+        "for part in api worker scheduler events; do",
         "kubectl apply -k $O -l app.kubernetes.io/component=$part",
     ):
         assert command in text
