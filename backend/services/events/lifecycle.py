@@ -25,7 +25,7 @@ import logging
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import or_, select
+from sqlalchemy import select
 
 from backend.db.models import TriggerRetirement, TriggerSubscription
 from backend.engine.ports import Clock
@@ -61,9 +61,8 @@ async def _due(env: EventEnv, now: datetime) -> list[TriggerSubscription]:
                     TriggerSubscription.enabled,
                     TriggerSubscription.kind == "app_webhook",
                     TriggerSubscription.next_check_at <= now,
-                    or_(
-                        TriggerSubscription.registration_status.in_(("pending", "failed")),
-                        TriggerSubscription.registration_status == "registered",
+                    TriggerSubscription.registration_status.in_(
+                        ("pending", "failed", "registered")
                     ),
                 )
                 .order_by(TriggerSubscription.next_check_at)

@@ -203,6 +203,7 @@ class Listeners:
         failures = 0
         while True:
             error: BaseException | None = None
+            began = asyncio.get_running_loop().time()
             try:
                 if definition is None:
                     raise sdk.ConfigError(
@@ -216,7 +217,9 @@ class Listeners:
                 raise
             except Exception as exc:
                 error = exc
-            failures += 1
+            # a subscription that held for a minute starts its backoff afresh
+            healthy = asyncio.get_running_loop().time() - began > 60
+            failures = 1 if healthy else failures + 1
             await self._record(held, error)
             await asyncio.sleep(min(60.0, backoff(failures, base=1.0).total_seconds()))
 
