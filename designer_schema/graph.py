@@ -42,7 +42,8 @@ class RetryPolicy(msgspec.Struct, frozen=True):
     Intervals are in seconds. ``max_attempts`` counts the first attempt (1 = no retry).
     The delay before attempt n+1 is
     ``min(initial_interval * backoff_coefficient ** (n - 1), max_interval)``, with
-    ``jitter`` (a fraction, 0.1 = +-10 %) applied on top.
+    ``jitter`` (a fraction, 0.1 = +-10 %) applied on top; when a server's Retry-After is
+    longer, the delay is that times a factor in ``[1, 1 + jitter]``.
     """
 
     max_attempts: int = 1

@@ -21,16 +21,21 @@ def retry_delay(
     """Seconds to wait before the attempt after ``attempt`` (1-based).
 
     ``min(initial * coefficient ** (attempt - 1), max_interval)`` scaled by a uniform factor
-    in ``[1 - jitter, 1 + jitter]``; never less than ``retry_after`` (a server's
-    Retry-After, in seconds) when one is given.
+    in ``[1 - jitter, 1 + jitter]``. When a server's ``retry_after`` (Retry-After, in
+    seconds) is longer, the delay is ``retry_after`` scaled by a uniform factor in
+    ``[1, 1 + jitter]``: never earlier than the server asked, and spread, so the runs one
+    throttling answer stopped do not all come back in the same instant (AWS's jitter
+    applied after the server's floor).
     """
+    chance = rng or random
     base = policy.initial_interval * policy.backoff_coefficient ** max(attempt - 1, 0)
     base = min(base, policy.max_interval)
     if policy.jitter > 0:
-        factor = (rng or random).uniform(1 - policy.jitter, 1 + policy.jitter)
-        base *= factor
-    if retry_after is not None:
-        base = max(base, retry_after)
+        base *= chance.uniform(1 - policy.jitter, 1 + policy.jitter)
+    if retry_after is not None and retry_after > base:
+        base = retry_after
+        if policy.jitter > 0:
+            base *= chance.uniform(1, 1 + policy.jitter)
     return max(base, 0.0)
 
 
