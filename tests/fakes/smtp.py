@@ -26,8 +26,9 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 
-def self_signed_context() -> ssl.SSLContext:
-    """A server TLS context with a fresh self-signed certificate for 127.0.0.1."""
+def self_signed_files(directory: Path) -> tuple[Path, Path]:
+    """A fresh self-signed certificate for 127.0.0.1 and ``localhost`` and its key, as
+    ``cert.pem`` and ``key.pem`` (mode 0600) in ``directory``."""
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
     now = datetime.datetime.now(datetime.UTC)
@@ -40,22 +41,31 @@ def self_signed_context() -> ssl.SSLContext:
         .not_valid_before(now - datetime.timedelta(minutes=5))
         .not_valid_after(now + datetime.timedelta(days=1))
         .add_extension(
-            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            x509.SubjectAlternativeName(
+                [x509.IPAddress(ipaddress.ip_address("127.0.0.1")), x509.DNSName("localhost")]
+            ),
             critical=False,
         )
         .sign(key, hashes.SHA256())
     )
-    tmp = Path(tempfile.mkdtemp(prefix="railyard-smtp-"))
-    (tmp / "cert.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    (tmp / "key.pem").write_bytes(
+    cert_file, key_file = directory / "cert.pem", directory / "key.pem"
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(
         key.private_bytes(
             serialization.Encoding.PEM,
             serialization.PrivateFormat.PKCS8,
             serialization.NoEncryption(),
         )
     )
+    key_file.chmod(0o600)
+    return cert_file, key_file
+
+
+def self_signed_context() -> ssl.SSLContext:
+    """A server TLS context with a fresh self-signed certificate for 127.0.0.1."""
+    cert, key = self_signed_files(Path(tempfile.mkdtemp(prefix="railyard-smtp-")))
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    context.load_cert_chain(tmp / "cert.pem", tmp / "key.pem")
+    context.load_cert_chain(cert, key)
     return context
 
 

@@ -51,6 +51,7 @@ def test_only_the_built_in_connectors_are_listed() -> None:
         "email",
         "http",
         "hubspot",
+        "imap",
         "rss",
         "slack",
         "webhook",
