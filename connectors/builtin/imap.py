@@ -2,7 +2,7 @@
 
 A long-lived subscription (kind ``email``): it logs in to the mailbox of an ``imap``
 credential, delivers every message it has not delivered yet, then waits for new mail with
-IDLE (RFC 2177) where the server offers it, else with a NOOP every ``poll_interval``
+IDLE (RFC 2177) where the server offers it, else with a NOOP every ``check_every``
 seconds, and repeats.
 
 **Exactly once.** A message is *delivered* when ``await emit(event)`` returned (its run
@@ -125,7 +125,7 @@ class EmailReceivedConfig(msgspec.Struct, kw_only=True):
             title="Use IDLE", description="Wait for new mail with IDLE when the server offers it"
         ),
     ] = True
-    poll_interval: Annotated[
+    check_every: Annotated[
         float,
         msgspec.Meta(
             title="Check every (s)",
@@ -299,7 +299,7 @@ async def email_received(config: EmailReceivedConfig, emit: sdk.Emit) -> None:
         while True:
             for uid in await session.search(*pending):
                 await _deliver(session, uid, config, flags, emit)
-            await session.wait_for_mail(idle, config.poll_interval)
+            await session.wait_for_mail(idle, config.check_every)
     finally:
         await session.close()
 

@@ -76,7 +76,7 @@ async def test_idle_delivers_new_mail_promptly_and_from_now(imap_server: Dovecot
     env = env_for(user)
     # a check every 20 minutes: only IDLE can make the delivery prompt
     listening = asyncio.create_task(
-        env.listen(email_received, config(start="new", poll_interval=1200), count=2, timeout=20)
+        env.listen(email_received, config(start="new", check_every=1200), count=2, timeout=20)
     )
     await wait_for_flag(user, old, KEYWORD)  # "from now": the old one is skipped
     sent = time.monotonic()
@@ -96,7 +96,7 @@ async def test_polling_without_idle(imap_server_without_idle: Dovecot) -> None:
     old = await asyncio.to_thread(user.deliver, mail(1))
     env = env_for(user)
     listening = asyncio.create_task(
-        env.listen(email_received, config(start="new", poll_interval=1), count=1, timeout=20)
+        env.listen(email_received, config(start="new", check_every=1), count=1, timeout=20)
     )
     await wait_for_flag(user, old, KEYWORD)
     await asyncio.to_thread(user.deliver, mail(2))
@@ -110,7 +110,7 @@ async def test_a_message_whose_emit_did_not_return_is_delivered_again(
     user = imap_server.add_user()
     a = await asyncio.to_thread(user.deliver, mail(1))
     env = env_for(user)
-    settings = config(mark_seen=True, poll_interval=1)
+    settings = config(mark_seen=True, check_every=1)
     first = await env.listen(email_received, settings, count=1)
     again = await env.listen(email_received, settings, count=1)
     assert [e.id for e in first.events] == [e.id for e in again.events] == ["<1@example.org>"]
