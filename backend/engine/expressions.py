@@ -53,7 +53,9 @@ jsonata-python quirks handled here (see the module-level helpers):
 - the constructor's ``timeout`` is measured from *compile* time, so the budget's hooks
   are attached to a fresh frame per evaluation instead;
 - runtime failures surface as ``JException`` but also as plain ``ValueError`` /
-  ``ZeroDivisionError`` / ``RecursionError``; all become :class:`ExpressionError`.
+  ``ZeroDivisionError`` / ``RecursionError``; all become :class:`ExpressionError`;
+- an integer turned into text is rounded to 15 digits; Railyard keeps every digit
+  (:mod:`backend.engine.expression_numbers`).
 """
 
 from __future__ import annotations
@@ -77,9 +79,12 @@ from backend.engine.expression_limits import (
     charged_environment,
     re2_engine,
 )
+from backend.engine.expression_numbers import install as _exact_integers
 from backend.engine.expression_plain import Unsure, plain_evaluator
 from backend.engine.unstorable import storable_problem
 from backend.engine.watchdog import WATCHDOG
+
+_exact_integers()
 
 __all__ = [
     "DEFAULT_TIMEOUT_MS",
