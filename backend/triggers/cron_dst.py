@@ -19,7 +19,7 @@ descends:
 - A nonexistent local time (spring forward) fires once at the first instant after the gap,
   for every job (as Vixie cron runs skipped fixed-time jobs "soon after the change"); all
   nonexistent times of one gap collapse into that one fire. See
-  :func:`backend.triggers.schedule_rules.local_to_utc`.
+  :func:`connectors.sdk.wallclock.local_to_utc` (the rule the Date & time node follows too).
 
 systemd timers are not the model: they skip the repeated hour even for a minutely timer
 (systemd issue #8647, open).

@@ -24,12 +24,15 @@ The daylight-saving rule (documented in docs/schedules.md):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import croniter
 
 from backend.triggers.cron_dst import is_wildcard, next_wildcard_fire
+
+# the product's one wall-clock rule, shared with the Date & time node (re-exported here)
+from connectors.sdk.wallclock import local_to_utc as local_to_utc
 
 _MAX_CRON_STEPS = 100_000
 #: Most instants one scheduling pass enumerates for a schedule before jumping ahead.
@@ -113,25 +116,6 @@ def _number(config: dict[str, object], name: str, default: float) -> float:
     if value < 0:
         raise ScheduleError(f"{name} must not be negative", name)
     return float(value)
-
-
-def local_to_utc(naive: datetime, tz: ZoneInfo) -> datetime:
-    """The UTC instant of local wall time ``naive`` in ``tz``, by the DST rule above."""
-    first = naive.replace(tzinfo=tz, fold=0).astimezone(UTC)
-    if first.astimezone(tz).replace(tzinfo=None) == naive:
-        return first  # exists; for a repeated time fold=0 is the first occurrence
-    # Nonexistent: the transition lies between the two readings; find its first instant.
-    second = naive.replace(tzinfo=tz, fold=1).astimezone(UTC)
-    lo, hi = sorted((first, second))
-    after_offset = hi.astimezone(tz).utcoffset()
-    lo_s, hi_s = int(lo.timestamp()), int(hi.timestamp())
-    while lo_s < hi_s:
-        mid = (lo_s + hi_s) // 2
-        if datetime.fromtimestamp(mid, UTC).astimezone(tz).utcoffset() == after_offset:
-            hi_s = mid
-        else:
-            lo_s = mid + 1
-    return datetime.fromtimestamp(hi_s, UTC)
 
 
 def next_fire(spec: ScheduleSpec, after: datetime, anchor: datetime) -> datetime | None:

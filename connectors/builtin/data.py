@@ -18,8 +18,13 @@ Paths (``field``) are dotted: ``address.city``, ``tags.0``. A missing path is ``
   ``sum`` -> 0), ``collect``, ``count_distinct``, ``first``, ``last``.
 - ``data.datetime`` -> ``{"iso", "formatted", "epoch", "timezone", "weekday"}``: parses
   ISO 8601 or epoch seconds (``"now"`` for the current time), interprets naive times in
-  ``input_timezone``, shifts by ``add_*``, converts to ``timezone`` (IANA names via
-  ``zoneinfo``), formats with ``strftime`` (``format``; ``"iso"`` gives ISO 8601).
+  ``input_timezone``, adds ``add_days`` as calendar days on ``input_timezone``'s wall clock
+  (an input with an offset is first read in that zone, so ``12:00`` stays ``12:00`` with
+  or without one) and ``add_hours`` / ``add_minutes`` as elapsed time, converts to
+  ``timezone`` (IANA names via ``zoneinfo``), formats with ``strftime`` (``format``;
+  ``"iso"`` gives ISO 8601). A nonexistent or repeated local time follows the product's
+  one rule (:mod:`connectors.sdk.wallclock`: the first instant after a gap, the first of
+  two occurrences), the scheduler's too.
 - ``data.template`` -> ``{"text": ...}``: a Jinja2 template rendered in a
   ``SandboxedEnvironment`` with ``input`` and ``data`` (``autoescape`` for HTML output);
   undefined variables are errors. Compiled templates are cached by source
@@ -39,6 +44,7 @@ import msgspec
 
 from connectors import sdk
 from connectors.builtin import templating
+from connectors.sdk.wallclock import add_local_days
 
 __all__ = ["connector", "get_path"]
 
@@ -393,8 +399,12 @@ class DateTimeOutput(TypedDict):
 )
 async def format_datetime(config: DateTimeConfig, input: Any) -> DateTimeOutput:
     """Convert a moment between timezones and format it."""
-    moment = _parse_moment(config.value, _zone(config.input_timezone))
-    moment += timedelta(days=config.add_days, hours=config.add_hours, minutes=config.add_minutes)
+    zone = _zone(config.input_timezone)
+    moment = _parse_moment(config.value, zone)
+    if config.add_days:
+        moment = add_local_days(moment, config.add_days, zone)
+    # elapsed time: added to the instant, never to a zone's wall clock
+    moment = moment.astimezone(UTC) + timedelta(hours=config.add_hours, minutes=config.add_minutes)
     local = moment.astimezone(_zone(config.timezone))
     formatted = local.isoformat() if config.format == "iso" else local.strftime(config.format)
     return {

@@ -85,6 +85,39 @@ async def test_datetime_zones_and_format() -> None:
         await env.run(data.format_datetime, {"value": "yesterday-ish"}, None)
 
 
+BERLIN = {"input_timezone": "Europe/Berlin", "timezone": "Europe/Berlin"}
+
+
+async def test_datetime_never_produces_a_local_time_that_does_not_exist() -> None:
+    """Clocks in Berlin jump from 02:00 to 03:00 on 29 March 2026: the scheduler's rule
+    (the first instant after the gap) holds for days; hours are elapsed time."""
+    env = ActionTestEnvironment()
+    day = await env.run(
+        data.format_datetime, {**BERLIN, "value": "2026-03-28T02:30:00", "add_days": 1}, None
+    )
+    assert day["iso"] == "2026-03-29T03:00:00+02:00"
+    hour = await env.run(
+        data.format_datetime, {**BERLIN, "value": "2026-03-29T01:30:00", "add_hours": 1}, None
+    )
+    assert hour["iso"] == "2026-03-29T03:30:00+02:00"
+    # clocks fall back on 25 October: a repeated 02:30 is its first occurrence
+    repeated = await env.run(
+        data.format_datetime, {**BERLIN, "value": "2026-10-24T02:30:00", "add_days": 1}, None
+    )
+    assert repeated["iso"] == "2026-10-25T02:30:00+02:00"
+
+
+async def test_datetime_days_are_calendar_days_with_or_without_an_offset() -> None:
+    env = ActionTestEnvironment()
+    naive = await env.run(
+        data.format_datetime, {**BERLIN, "value": "2026-03-28T12:00:00", "add_days": 1}, None
+    )
+    offset = await env.run(
+        data.format_datetime, {**BERLIN, "value": "2026-03-28T12:00:00+01:00", "add_days": 1}, None
+    )
+    assert naive["iso"] == offset["iso"] == "2026-03-29T12:00:00+02:00"
+
+
 async def test_text_template_sandboxed_and_escaped() -> None:
     env = ActionTestEnvironment()
     out = await env.run(
