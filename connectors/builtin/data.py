@@ -155,7 +155,7 @@ class FilterOutput(TypedDict):
     label="Filter",
     config=FilterConfig,
     category="Data",
-    icon="filter",
+    icon="funnel",
     expression_fields=("items", "value"),
 )
 async def filter_items(config: FilterConfig, input: Any) -> FilterOutput:
@@ -203,7 +203,7 @@ class SortOutput(TypedDict):
     label="Sort",
     config=SortConfig,
     category="Data",
-    icon="sort",
+    icon="arrow-up-down",
     expression_fields=("items",),
 )
 async def sort_items(config: SortConfig, input: Any) -> SortOutput:

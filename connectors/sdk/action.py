@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import builtins
 import functools
+import importlib.resources
 import inspect
+import re
+import sys
 import typing
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -193,6 +196,10 @@ def action(
     return decorate
 
 
+ICON_NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
+"""What an icon name looks like: lower-case letters, digits and dashes (``acme-logo``)."""
+
+
 @dataclass(frozen=True)
 class Connector:
     """A plugin: a named, versioned group of node types and credential types.
@@ -201,6 +208,17 @@ class Connector:
     (an action type may appear once per version), and so must credential type names.
     ``icon`` names the palette icon of the group; ``docs_url`` links its documentation on
     the catalog page.
+
+    ``icons`` maps icon names of the connector's own (``"acme-logo"``) to SVG files in its
+    package (``"icons/acme.svg"``, a relative ``/``-separated path ending in ``.svg``); a
+    node type or the connector uses one by naming it (``icon="acme-logo"``), and any other
+    ``icon`` is a name of the Lucide set shipped with Railyard. ``package`` is the import
+    name those paths are relative to; it defaults to the package of the module that
+    creates the Connector. Railyard sanitises every icon when it loads the connector and
+    refuses the connector when one is unsafe (docs/connectors.md, "Icons").
+
+    Raises ``ValueError`` for duplicate node or credential types and for a malformed icon
+    name or path.
     """
 
     name: str
@@ -212,6 +230,8 @@ class Connector:
     credential_types: Sequence[CredentialType] = ()
     icon: str = ""
     docs_url: str = ""
+    icons: Mapping[str, str] = field(default_factory=dict)
+    package: str = ""
 
     def __post_init__(self) -> None:
         seen: set[tuple[str, int]] = set()
@@ -227,6 +247,25 @@ class Connector:
         names = [c.name for c in self.credential_types]
         if len(names) != len(set(names)):
             raise ValueError(f"connector {self.name!r}: duplicate credential type")
+        for icon, path in self.icons.items():
+            _check_icon_entry(self.name, icon, path)
+        if self.icons and not self.package:
+            # the module calling Connector(...): two frames up (__post_init__, __init__)
+            caller = sys._getframe(2).f_globals
+            package = caller.get("__package__") or caller.get("__name__") or ""
+            object.__setattr__(self, "package", package)
+
+    def read_icon(self, name: str) -> bytes:
+        """The bytes of the connector's own icon ``name`` (read from :attr:`package` with
+        ``importlib.resources``, unchecked: Railyard sanitises them at load).
+
+        Raises ``KeyError`` when the connector declares no such icon and ``OSError`` or
+        ``ImportError`` when the file cannot be read."""
+        path = self.icons[name]
+        resource = importlib.resources.files(self.package)
+        for part in path.split("/"):
+            resource = resource.joinpath(part)
+        return resource.read_bytes()
 
     def get(self, node_type: str, version: int | None = None) -> ActionDefinition | None:
         """The action named ``node_type`` at ``version`` (``None``: the latest) or ``None``."""
@@ -236,3 +275,23 @@ class Connector:
             if d.type == node_type and (version is None or d.version == version)
         ]
         return max(found, key=lambda d: d.version) if found else None
+
+
+def _check_icon_entry(connector: str, name: str, path: str) -> None:
+    if not isinstance(name, str) or not ICON_NAME.match(name):
+        raise ValueError(
+            f"connector {connector!r}: icon name {name!r} must be lower-case letters, digits "
+            "and dashes (e.g. 'acme-logo')"
+        )
+    parts = path.split("/") if isinstance(path, str) else []
+    if (
+        not parts
+        or not path.endswith(".svg")
+        or path.startswith("/")
+        or "\\" in path
+        or any(part in ("", ".", "..") for part in parts)
+    ):
+        raise ValueError(
+            f"connector {connector!r}: icon {name!r} must be an .svg file given by a relative "
+            f"path inside the connector's package (e.g. 'icons/{name}.svg'), not {path!r}"
+        )

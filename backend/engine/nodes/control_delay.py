@@ -20,7 +20,7 @@ SPEC = NodeTypeSpec(
     label="Delay",
     kind="control",
     category="Flow",
-    icon="clock",
+    icon="timer",
     description="Waits a number of seconds on a durable timer, then passes the input on.",
     config_schema={
         "type": "object",

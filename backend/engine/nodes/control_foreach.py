@@ -35,7 +35,7 @@ SPEC = NodeTypeSpec(
     label="For each",
     kind="control",
     category="Flow",
-    icon="loop",
+    icon="repeat",
     description="Runs a body workflow once per list item; outputs the results in item order.",
     config_schema={
         "type": "object",

@@ -18,7 +18,7 @@ SPEC = NodeTypeSpec(
     label="Set",
     kind="control",
     category="Data",
-    icon="edit",
+    icon="pencil",
     description="Builds a new object: each field is a literal or a JSONata expression.",
     config_schema={
         "type": "object",

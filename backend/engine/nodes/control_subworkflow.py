@@ -30,7 +30,7 @@ SPEC = NodeTypeSpec(
     label="Sub-workflow",
     kind="control",
     category="Flow",
-    icon="call",
+    icon="workflow",
     description="Runs another workflow as a child run; waits for it or fires and forgets.",
     config_schema={
         "type": "object",

@@ -31,7 +31,7 @@ SPEC = NodeTypeSpec(
     label="Switch",
     kind="control",
     category="Flow",
-    icon="switch",
+    icon="route",
     description=(
         "Routes the input to one (or, in mode all, every) matching case port, else to default."
     ),

@@ -16,7 +16,7 @@ SPEC = NodeTypeSpec(
     label="Wait Until",
     kind="control",
     category="Flow",
-    icon="clock",
+    icon="alarm-clock",
     description="Waits until a timestamp (ISO 8601, UTC without offset), then passes the input on.",
     config_schema={
         "type": "object",

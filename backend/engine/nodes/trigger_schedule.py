@@ -27,7 +27,7 @@ SPEC = NodeTypeSpec(
     label="Schedule",
     kind="trigger",
     category="Triggers",
-    icon="clock",
+    icon="calendar-clock",
     description=(
         "Starts a run at times given by a cron expression, a fixed interval or one date, in "
         "a time zone. The run input is {schedule_id, scheduled_at, fired_at, timezone, "

@@ -54,5 +54,5 @@ def test_builtin_node_types_follow_the_registry_and_cannot_be_shadowed() -> None
     async def shadow(config: Cfg, input: Any) -> Any:
         return None
 
-    with pytest.raises(ValueError, match=r"node type control\.set is already provided"):
-        catalog.add_connector(sdk.Connector("control", "Shadow", "1", actions=[shadow]))
+    with pytest.raises(ValueError, match=r"declares control\.set, which belongs to Railyard's"):
+        catalog.add_connector(sdk.Connector("shadow", "Shadow", "1", actions=[shadow]))
