@@ -52,6 +52,32 @@ def canonical(d: dict[str, Any]) -> str:
     return json.dumps(d, sort_keys=True)
 
 
+ICON_DRAWN = """async (el) => {
+  const use = el.querySelector("use");
+  if (use) { const b = use.getBBox(); return b.width > 0 && b.height > 0; }
+  const image = el.querySelector("image");
+  if (!image) return false;
+  const img = new Image();
+  img.src = image.getAttribute("href");
+  try { await img.decode(); } catch { return false; }
+  return img.naturalWidth > 0;
+}"""
+"""JS: whether the icon in an element is drawn (static/js/icons.js): a Lucide ``<use>``
+whose sprite symbol resolved to a box, or a plugin ``<image>`` whose SVG loads."""
+
+
+def icon_drawn(locator: Any, timeout: float = 10.0) -> bool:
+    """Whether the icon inside ``locator`` is drawn, waiting up to ``timeout`` seconds for
+    the sprite or the image to load."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if locator.evaluate(ICON_DRAWN):
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+
+
 def node_el(page: Any, node_id: str) -> Any:
     return page.locator(f'#canvas g.node[data-node-id="{node_id}"]')
 

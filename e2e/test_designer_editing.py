@@ -28,6 +28,7 @@ from e2e.designer_page import (
     drag_node,
     edge_point,
     focus_canvas,
+    icon_drawn,
     new_workflow,
     node_el,
     open_designer,
@@ -352,9 +353,9 @@ def test_quick_add_insert_on_edge_note_and_help(page: Any, railyard_server: Rail
     wait_until = next(n for n in d["nodes"] if n["type"] == "control.wait_until")
     assert (http["id"], wait_until["id"]) in {(e["source"], e["target"]) for e in d["edges"]}
 
-    # Icons are SVG paths, not characters that need an emoji font.
+    # Icons are drawn SVG (Lucide symbols), not characters that need an emoji font.
     for node_id in (ids["check"], ids["wait"], wait_until["id"]):
-        assert node_el(page, node_id).locator(".node-icon path").count() > 0
+        assert icon_drawn(node_el(page, node_id).locator(".node-icon"))
 
     # Keyboard only: help overlay, a sticky note, Escape.
     press(page, "?")

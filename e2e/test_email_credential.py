@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from e2e.conftest import ARTIFACTS_DIR, RailyardServer, login
-from e2e.designer_page import publish
+from e2e.designer_page import icon_drawn, publish
 from e2e.nodes_by_type import connect, io_block, node, node_id, select_node
 from tests.fakes.smtp import SmtpServer
 
@@ -119,10 +119,10 @@ def test_email_with_smtp_credential(
     page.fill("#new-workflow-name", "Order confirmation mail")
     page.click("#create-workflow")
     page.wait_for_url(re.compile(r".*/workflows/[0-9a-f-]+/designer$"))
-    # The palette groups Email under its connector, with the connector's icon (inline SVG).
+    # The palette groups Email under its connector, with the connector's icon (Lucide SVG).
     group = page.locator('.palette-group[data-group="connector:email"]')
     group.wait_for()
-    assert group.locator(".palette-group-icon svg path").count() > 0
+    assert icon_drawn(group.locator(".palette-group-icon"))
     page.fill("#palette-search", "mail")
     assert page.locator(f'.palette-item[data-type="{WEBHOOK}"]').is_hidden()
     page.fill("#palette-search", "")

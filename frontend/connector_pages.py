@@ -1,11 +1,14 @@
 """Pages for connectors: the catalog (``/catalog``) and credentials (``/credentials``).
 
 ``/catalog`` lists every installed connector (version, source distribution, node types
-with their descriptions and config fields, credential types) and the plugins that failed
-to load. ``/credentials`` lists credentials (masked), creates one from a form generated
-from the credential type's JSON Schema (secret inputs are ``type=password`` and never
-pre-filled), deletes, and links OAuth2 credentials to *Connect*. Secrets are never
-rendered: templates only receive :class:`backend.services.credentials.CredentialView`.
+with their descriptions and config fields, credential types) and, to admins, the
+connectors that failed to load and why (others see how many). ``/catalog/icons/...``
+serves the node-type icons: the Lucide sprite and the plugins' own SVG icons (sanitised
+when the plugin loaded; backend/services/icons.py). ``/credentials`` lists credentials
+(masked), creates one from a form generated from the credential type's JSON Schema
+(secret inputs are ``type=password`` and never pre-filled), deletes, and links OAuth2
+credentials to *Connect*. Secrets are never rendered: templates only receive
+:class:`backend.services.credentials.CredentialView`.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from litestar import Request, Response, get, post
+from litestar.exceptions import NotFoundException
 from litestar.params import FromPath, FromQuery, URLEncodedBody
 from litestar.response import Redirect
 
@@ -22,10 +26,18 @@ from backend.auth.guards import CurrentPrincipal
 from backend.auth.policy import Level, Permission, Principal
 from backend.auth.web import AppRuntime, DbSession
 from backend.runtime import Runtime
-from backend.services import access
+from backend.services import access, icons
 from backend.services import credentials as creds
 from backend.services.identity import Identity
 from frontend.rendering import LoginRequiredPages, render
+
+
+def _svg(data: bytes) -> Response[bytes]:
+    """An icon answer; its restrictive Content-Security-Policy comes from
+    backend/auth/security_headers.py (``/catalog/icons/``)."""
+    return Response(
+        data, media_type="image/svg+xml", headers={"cache-control": "private, max-age=3600"}
+    )
 
 
 def _return_path(value: str) -> str:
@@ -108,9 +120,10 @@ class ConnectorPages(LoginRequiredPages):
 
     @get("/catalog", operation_id="page_catalog", opt={"permission": Permission.AUTHENTICATED})
     async def catalog_page(
-        self, request: Request[Any, Any, Any], runtime: AppRuntime
+        self, request: Request[Any, Any, Any], runtime: AppRuntime, principal: CurrentPrincipal
     ) -> Response[str]:
-        """Installed connectors, their node types and docs, and plugin load errors."""
+        """Installed connectors, their node types and docs, and the connectors that failed
+        to load (the reasons for admins only: they can name paths and package internals)."""
         catalog = runtime.catalog
         connectors = []
         for info in sorted(catalog.connectors, key=lambda c: c.label.lower()):
@@ -118,8 +131,39 @@ class ConnectorPages(LoginRequiredPages):
             connectors.append({"info": info, "specs": specs})
         core = [s for s in catalog.all() if s.connector == "core"]
         return render(
-            request, "catalog.html", connectors=connectors, core=core, errors=catalog.errors
+            request,
+            "catalog.html",
+            connectors=connectors,
+            core=core,
+            errors=catalog.errors if principal.is_admin else [],
+            error_count=len(catalog.errors),
         )
+
+    @get(
+        "/catalog/icons/lucide.svg",
+        operation_id="page_icon_sprite",
+        opt={"permission": Permission.AUTHENTICATED},
+    )
+    async def icon_sprite(self) -> Response[bytes]:
+        """The Lucide icons Railyard ships, one ``<symbol id="<name>">`` each
+        (``image/svg+xml``)."""
+        return _svg(icons.lucide_sprite())
+
+    @get(
+        "/catalog/icons/{connector:str}/{name:str}",
+        operation_id="page_plugin_icon",
+        opt={"permission": Permission.AUTHENTICATED},
+    )
+    async def plugin_icon(
+        self, runtime: AppRuntime, connector: FromPath[str], name: FromPath[str]
+    ) -> Response[bytes]:
+        """A plugin's own icon ``<name>.svg``, as sanitised when the plugin loaded
+        (``image/svg+xml``); 404 for an icon no loaded connector ships."""
+        stem = name.removesuffix(".svg")
+        svg = runtime.catalog.icon_svg(connector, stem) if name.endswith(".svg") else None
+        if svg is None:
+            raise NotFoundException(f"connector {connector!r} has no icon {name!r}")
+        return _svg(svg)
 
     @get(
         "/credentials",

@@ -1,10 +1,10 @@
 """Security headers on every HTTP response (pages, API, static files, webhooks).
 
-Two policies (docs/security.md, "Security headers"):
+Three policies (docs/security.md, "Security headers"):
 
-- **App** (everything but ``/hooks/...``): :data:`APP_CSP` (scripts, styles, images and
-  connections only from the app's own origin, no inline script or style, no plugins, no
-  framing: ``frame-ancestors 'none'``), ``X-Frame-Options: DENY``,
+- **App** (everything but ``/hooks/...`` and ``/catalog/icons/...``): :data:`APP_CSP`
+  (scripts, styles, images and connections only from the app's own origin, no inline
+  script or style, no plugins, no framing: ``frame-ancestors 'none'``), ``X-Frame-Options: DENY``,
   ``X-Content-Type-Options: nosniff``, ``Referrer-Policy: same-origin``,
   ``Cross-Origin-Opener-Policy: same-origin``, and ``Strict-Transport-Security`` when
   Railyard is served over HTTPS (``RAILYARD_SECURE_COOKIES=1`` or an ``https://``
@@ -15,6 +15,11 @@ Two policies (docs/security.md, "Security headers"):
   Railyard's cookies nor act as the app; ``default-src 'none'``: it loads nothing),
   ``nosniff`` and ``Referrer-Policy: no-referrer``. These replace any same-named header a
   workflow set.
+- **Icons** (``/catalog/icons/...``, the Lucide sprite and the SVG icons plugins ship):
+  :data:`ICON_CSP` (``sandbox``, ``default-src 'none'``: an icon opened on its own runs
+  nothing and loads nothing; inline styles only, for the drawing itself), ``nosniff``,
+  ``X-Frame-Options: DENY`` and ``Referrer-Policy: no-referrer``. The icons were sanitised
+  when their plugin loaded (backend/services/icons.py); this is the second wall.
 
 The headers are set in one place (:class:`SecurityHeaders`, the app's ``before_send``
 hook) so no route can forget them; a handler that sets one of them itself is overridden.
@@ -44,10 +49,19 @@ APP_CSP = "; ".join(
 WEBHOOK_CSP = "sandbox; default-src 'none'; frame-ancestors 'none'"
 """The Content-Security-Policy of every answer under ``/hooks/``."""
 
+ICON_CSP = "sandbox; default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'"
+"""The Content-Security-Policy of every answer under ``/catalog/icons/``."""
+
 HSTS = "max-age=31536000; includeSubDomains"
 """Strict-Transport-Security when served over HTTPS (one year)."""
 
 WEBHOOK_PREFIX = "/hooks/"
+ICON_PREFIX = "/catalog/icons/"
+
+
+def _with_hsts(headers: dict[str, str], https: bool) -> dict[str, str]:
+    """``headers`` plus Strict-Transport-Security when ``https``."""
+    return {**headers, "strict-transport-security": HSTS} if https else headers
 
 
 def app_headers(*, https: bool) -> dict[str, str]:
@@ -59,9 +73,7 @@ def app_headers(*, https: bool) -> dict[str, str]:
         "referrer-policy": "same-origin",
         "cross-origin-opener-policy": "same-origin",
     }
-    if https:
-        headers["strict-transport-security"] = HSTS
-    return headers
+    return _with_hsts(headers, https)
 
 
 def webhook_headers(*, https: bool) -> dict[str, str]:
@@ -71,9 +83,14 @@ def webhook_headers(*, https: bool) -> dict[str, str]:
         "x-content-type-options": "nosniff",
         "referrer-policy": "no-referrer",
     }
-    if https:
-        headers["strict-transport-security"] = HSTS
-    return headers
+    return _with_hsts(headers, https)
+
+
+def icon_headers(*, https: bool) -> dict[str, str]:
+    """The headers of an icon answer under ``/catalog/icons/`` (lower-case names): those
+    of a webhook answer with :data:`ICON_CSP` and no framing."""
+    headers = webhook_headers(https=https)
+    return {**headers, "content-security-policy": ICON_CSP, "x-frame-options": "DENY"}
 
 
 def served_over_https(base_url: str, secure_cookies: bool) -> bool:
@@ -112,14 +129,21 @@ class SecurityHeaders:
     def __init__(self, *, https: bool) -> None:
         self.app_headers = app_headers(https=https)
         self.webhook_headers = webhook_headers(https=https)
+        self.icon_headers = icon_headers(https=https)
         self._app = _encoded(self.app_headers)
         self._webhook = _encoded(self.webhook_headers)
+        self._icon = _encoded(self.icon_headers)
 
     async def __call__(self, message: Message, scope: Scope) -> None:
         """Replace the security headers of an ``http.response.start`` message."""
         if message["type"] != "http.response.start" or scope["type"] != ScopeType.HTTP:
             return
         path = scope.get("path", "")
-        wanted = self._webhook if path.startswith(WEBHOOK_PREFIX) else self._app
+        if path.startswith(WEBHOOK_PREFIX):
+            wanted = self._webhook
+        elif path.startswith(ICON_PREFIX):
+            wanted = self._icon
+        else:
+            wanted = self._app
         headers = _merge(list(message.get("headers", [])), *wanted)
         message["headers"] = headers  # type: ignore[typeddict-unknown-key]

@@ -31,6 +31,7 @@ from backend.auth.policy import Permission as P
 from backend.db.models import StoredFile
 from backend.runtime import Runtime
 from backend.settings import Settings
+from connectors import sdk
 from tests.diagrams import diagram, node
 from tests.integration.conftest import login
 from tests.integration.rbac import PASSWORD, grant, make_user
@@ -168,6 +169,8 @@ ROUTES: dict[tuple[str, str], P] = {
     ("PUT", "/api/workflows/{workflow_id:uuid}/webhook/secret"): P.WORKFLOW_EDIT,
     ("GET", "/api/workflows/{workflow_id:uuid}/webhook/test-call"): P.WORKFLOW_READ,
     ("GET", "/catalog"): P.AUTHENTICATED,
+    ("GET", "/catalog/icons/lucide.svg"): P.AUTHENTICATED,
+    ("GET", "/catalog/icons/{connector:str}/{name:str}"): P.AUTHENTICATED,
     ("GET", "/credentials"): P.CREDENTIAL_LIST,
     ("POST", "/credentials"): P.CREDENTIAL_CREATE,
     ("POST", "/credentials/{credential_id:str}/delete"): P.CREDENTIAL_MANAGE,
@@ -346,6 +349,18 @@ async def _world(
         )
     ).json()["id"]
     wf = (await admin.post("/api/workflows", json={"name": "W"})).json()
+    # a plugin with an icon of its own (/catalog/icons/{connector}/{name})
+    runtime.catalog.add_connector(
+        sdk.Connector(
+            "matrix",
+            "Matrix",
+            "1",
+            icon="matrix-logo",
+            icons={"matrix-logo": "icons/acme.svg"},
+            package="tests.unit.services.plugin_icons",
+        ),
+        source="railyard-matrix 1",
+    )
     d = diagram([node("hook", "trigger.webhook")], [])
     assert (await admin.put(f"/api/workflows/{wf['id']}/draft", json={"diagram": d})).json()["ok"]
     assert (await admin.post(f"/api/workflows/{wf['id']}/publish")).status_code == 201
@@ -409,6 +424,8 @@ async def _world(
         "user_id": str(ids["viewer"]),
         "number": "1",  # the version W published above
         "session_id": str(uuid.uuid4()),  # own-session routes: anyone's unknown id is a 404
+        "connector": "matrix",  # the plugin icon added above
+        "name": "matrix-logo.svg",
     }
     return World(params, clients)
 

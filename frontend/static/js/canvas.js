@@ -15,7 +15,7 @@
 
 import { attachInput } from "./canvas-input.js";
 import { edgePath } from "./edge-route.js";
-import { drawIcon, iconName } from "./icons.js";
+import { drawIcon, iconName, pluginIconUrl } from "./icons.js";
 import { isNote, NODE_WIDTH } from "./model.js";
 import { Selection } from "./selection.js";
 import { fitText, truncate, wrap } from "./text-fit.js";
@@ -374,9 +374,11 @@ export class Canvas {
         el("rect", { class: "node-hatch", width: NODE_WIDTH, height: h, rx: 10, ry: 10, fill: `url(#${this.prefix}-hatch)` }, g);
       }
       el("rect", { class: "node-accent", x: 0, y: 0, width: 5, height: h, rx: 2 }, g);
-      const icon = el("g", { class: "node-icon", transform: `translate(24 ${h / 2})` }, g);
+      const glyph = iconName(spec);
+      const iconClass = pluginIconUrl(glyph) ? "node-icon has-image" : "node-icon";
+      const icon = el("g", { class: iconClass, transform: `translate(24 ${h / 2})` }, g);
       el("circle", { r: 13 }, icon);
-      drawIcon(icon, iconName(spec, node.type), spec?.label || node.type.split(".").pop(), 16);
+      drawIcon(icon, glyph, spec?.label || node.type.split(".").pop(), 16);
 
       const outputs = m.outputsOf(node);
       const textPx = NODE_WIDTH - 44 - (outputs.length > 1 ? 48 : 14); // leave room for port names

@@ -1,9 +1,9 @@
 // The node palette: catalog node types grouped by connector (core nodes by category),
 // each group headed by its connector's icon and label; searchable; draggable onto the
 // canvas (HTML5 drag and drop; dropped on an edge it is inserted into the edge) or added at
-// the canvas centre by click / Enter. Icons are inline SVG (icons.js).
+// the canvas centre by click / Enter. Icons: icons.js.
 
-import { iconElement, iconName } from "./icons.js";
+import { iconElement, iconName, pluginIconUrl } from "./icons.js";
 
 export const DRAG_MIME = "application/x-railyard-node-type";
 
@@ -44,7 +44,7 @@ export function renderPalette(container, search, catalog, { onAdd, connectors = 
       const icon = document.createElement("span");
       icon.className = "palette-group-icon";
       icon.setAttribute("aria-hidden", "true");
-      icon.append(iconElement(iconName({ icon: group.icon }, ""), group.label, 14));
+      icon.append(iconElement(group.icon, group.label, 14));
       h.appendChild(icon);
       h.title = `${group.label} connector ${group.version}`;
     }
@@ -80,8 +80,9 @@ function paletteItem(spec, groupWords, onAdd) {
   item.title = spec.description ? `${spec.description}\n(${spec.type})` : spec.type;
 
   const icon = document.createElement("span");
-  icon.className = "palette-icon";
-  icon.append(iconElement(iconName(spec, spec.type), spec.label, 16));
+  const glyph = iconName(spec);
+  icon.className = pluginIconUrl(glyph) ? "palette-icon has-image" : "palette-icon";
+  icon.append(iconElement(glyph, spec.label, 16));
   const text = document.createElement("span");
   text.className = "palette-text";
   const label = document.createElement("span");

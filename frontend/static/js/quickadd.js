@@ -72,7 +72,7 @@ export class QuickAdd {
       li.title = spec.description || spec.type;
       const label = document.createElement("span");
       label.textContent = spec.label;
-      li.append(iconElement(iconName(spec, spec.type), spec.label, 14), label);
+      li.append(iconElement(iconName(spec), spec.label, 14), label);
       this.list.append(li);
     }
     this.setActive(0);
