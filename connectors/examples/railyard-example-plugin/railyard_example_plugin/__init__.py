@@ -81,5 +81,6 @@ connector = sdk.Connector(
     description="An example third-party plugin",
     actions=[get_item, reverse_text],
     credential_types=[EXAMPLE_KEY],
-    icon="repeat",
+    icon="example-logo",
+    icons={"example-logo": "icons/example.svg"},
 )
