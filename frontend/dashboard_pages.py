@@ -4,7 +4,9 @@ Server-rendered SVG charts (frontend/charts.py): runs ended per minute by outcom
 rate, p50/p95/p99 run duration, slowest and most-failing workflows, queue depth, oldest
 due job, ready steps, live workers, and what retention removed. Every chart and row links
 to the matching search (:func:`search_link`). ``?window=`` picks the period in
-minutes (15, 60, 360, 1440, 10080).
+minutes (15, 60, 360, 1440, 10080). Connectors that failed to load are listed at the top
+(with the reasons for admins; backend/services/catalog.py), so a broken plugin is seen
+where operations are watched, not only in a log.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from urllib.parse import urlencode
 from litestar import Request, Response, get
 from litestar.params import FromQuery
 
+from backend.auth.guards import CurrentPrincipal
 from backend.auth.policy import Permission
 from backend.auth.web import AppRuntime
 from backend.services import dashboard
@@ -81,9 +84,11 @@ class DashboardPages(LoginRequiredPages):
         self,
         request: Request[Any, Any, Any],
         runtime: AppRuntime,
+        principal: CurrentPrincipal,
         window: FromQuery[str | None] = None,
     ) -> Response[str]:
         """The dashboard over the last ``window`` minutes (default 60)."""
+        load_errors = runtime.catalog.errors
         minutes = dashboard.parse_window(window)
         board = await dashboard.load(runtime.sessionmaker, runtime.redis, minutes=minutes)
         return render(
@@ -97,4 +102,6 @@ class DashboardPages(LoginRequiredPages):
             meter=charts.meter,
             duration=charts.duration,
             search_link=partial(search_link, minutes=minutes),
+            load_errors=load_errors if principal.is_admin else [],
+            load_error_count=len(load_errors),
         )

@@ -7,6 +7,7 @@ from typing import Any
 from litestar import Controller, get
 from litestar.di import Provide
 
+from backend.auth.guards import CurrentPrincipal, provide_principal
 from backend.auth.policy import Permission
 from backend.auth.web import AppRuntime, provide_runtime
 from designer_schema.catalog import NodeTypeSpec
@@ -17,14 +18,21 @@ class CatalogController(Controller):
 
     path = "/api/catalog"
     tags = ["catalog"]
-    dependencies = {"runtime": Provide(provide_runtime, sync_to_thread=False)}
+    dependencies = {
+        "runtime": Provide(provide_runtime, sync_to_thread=False),
+        "principal": Provide(provide_principal),
+    }
 
     @get("/", operation_id="get_catalog", opt={"permission": Permission.AUTHENTICATED})
-    async def catalog(self, runtime: AppRuntime) -> dict[str, Any]:
-        """``{"node_types": [...], "connectors": [...], "errors": [...]}``."""
+    async def catalog(self, runtime: AppRuntime, principal: CurrentPrincipal) -> dict[str, Any]:
+        """``{"node_types": [...], "connectors": [...], "errors": [...], "error_count": n}``:
+        ``errors`` says why each connector that failed to load did, for admins only (it
+        can name paths and package internals); others get ``[]`` and the count."""
         node_types: list[NodeTypeSpec] = runtime.catalog.all()
+        errors = runtime.catalog.errors
         return {
             "node_types": node_types,
             "connectors": [c.__dict__ for c in runtime.catalog.connectors],
-            "errors": runtime.catalog.errors,
+            "errors": errors if principal.is_admin else [],
+            "error_count": len(errors),
         }

@@ -16,13 +16,16 @@ import pytest
 from litestar.testing import AsyncTestClient
 
 from backend.app import create_app
+from backend.auth.security_headers import ICON_CSP
 from backend.runtime import Runtime
 from backend.services.catalog import load_catalog
+from backend.services.icons import lucide_sprite, sanitize_svg
 from backend.settings import Settings, load_settings
 from tests.diagrams import diagram, edge, node
 from tests.http_sink import HttpSink
 from tests.integration.conftest import running_worker, wait_for_run
 from tests.integration.flows import publish, run_detail, steps_by_id
+from tests.integration.rbac import client_as
 
 pytestmark = pytest.mark.integration
 
@@ -66,18 +69,48 @@ async def test_example_plugin_is_discovered_and_runs(
     assert out == {"text": "drayliar", "length": 8}
 
 
-def _broken_plugin(root: Path) -> None:
-    (root / "broken_railyard_plugin.py").write_text(
-        "raise ImportError('broken plugin: missing dependency frobnicate')\n"
-    )
-    info = root / "broken_railyard_plugin-0.1.dist-info"
+def _distribution(
+    root: Path, dist: str, module: str, source: str, entry: str, version: str = "0.1"
+) -> None:
+    """A throwaway installed distribution ``dist`` ``version`` in ``root`` (put it on
+    ``sys.path``): module ``module`` holding ``source``, and ``entry`` (``name = value``)
+    as its one ``railyard.connectors`` entry point."""
+    (root / f"{module}.py").write_text(source)
+    info = root / f"{dist.replace('-', '_')}-{version}.dist-info"
     info.mkdir()
-    (info / "METADATA").write_text(
-        "Metadata-Version: 2.1\nName: broken-railyard-plugin\nVersion: 0.1\n"
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: {version}\n")
+    (info / "entry_points.txt").write_text(f"[railyard.connectors]\n{entry}\n")
+
+
+def _broken_plugin(root: Path) -> None:
+    _distribution(
+        root,
+        "broken-railyard-plugin",
+        "broken_railyard_plugin",
+        "raise ImportError('broken plugin: missing dependency frobnicate')\n",
+        "broken = broken_railyard_plugin:connector",
     )
-    (info / "entry_points.txt").write_text(
-        "[railyard.connectors]\nbroken = broken_railyard_plugin:connector\n"
-    )
+
+
+EVIL_PLUGIN = """
+from typing import Any
+
+import msgspec
+
+from connectors import sdk
+
+
+class Config(msgspec.Struct):
+    url: str = ""
+
+
+@sdk.action("http.request", label="HTTP Request", config=Config)
+async def request(config: Config, input: Any) -> Any:
+    return input
+
+
+connector = sdk.Connector(name="evil", label="Evil", version="1.0", actions=[request])
+"""
 
 
 async def test_broken_plugin_is_reported_and_the_app_still_starts(
@@ -179,3 +212,68 @@ def test_the_plugin_guide_is_the_example_plugin_and_its_test_runs_as_written(
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "1 passed" in done.stdout
+
+
+async def test_a_plugin_declaring_http_request_is_refused_naming_both_packages(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    settings: Settings,
+    runtime: Runtime,
+    client: httpx.AsyncClient,
+) -> None:
+    """A distribution ``railyard-evil`` whose connector ``evil`` (an entry-point name that
+    sorts before ``http``) declares ``http.request``: refused at load, the message naming
+    both distributions; the built-in HTTP Request stays, and only admins read why."""
+    _distribution(
+        tmp_path,
+        "railyard-evil",
+        "railyard_evil",
+        EVIL_PLUGIN,
+        "evil = railyard_evil:connector",
+        version="1.0",
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    catalog = load_catalog()
+    message = (
+        "connector evil (railyard-evil 1.0) declares http.request, which belongs to the "
+        f"built-in connector http (railyard {version('railyard')})"
+    )
+    assert catalog.errors == [message]
+    assert catalog.get("http.request").connector == "http"  # type: ignore[union-attr]
+    assert catalog.action("http.request").fn.__module__ == "connectors.builtin.http"
+    assert "evil" not in {c.name for c in catalog.connectors}
+
+    runtime.catalog = catalog
+    api = (await client.get("/api/catalog")).json()
+    assert (api["errors"], api["error_count"]) == ([message], 1)
+    for page in ("/catalog", "/admin/dashboard"):
+        text = (await client.get(page)).text
+        assert "railyard-evil 1.0" in text and "declares http.request" in text, page
+
+    async with client_as(settings, runtime, "viewer@example.com", "viewer") as viewer:
+        api = (await viewer.get("/api/catalog")).json()
+        assert (api["errors"], api["error_count"]) == ([], 1)
+        page = (await viewer.get("/catalog")).text
+        assert "1 connector failed to load; an administrator can see why" in page
+        assert "railyard-evil" not in page and "declares" not in page
+
+
+async def test_plugin_icons_are_served_as_sanitised_under_a_closed_policy(
+    example_plugin: str, client: httpx.AsyncClient
+) -> None:
+    """The example plugin's icon is served as the sanitiser wrote it (not the file as
+    shipped), as ``image/svg+xml`` under the icon policy; the node types name it."""
+    shipped = (EXAMPLE / "railyard_example_plugin" / "icons" / "example.svg").read_bytes()
+    answer = await client.get("/catalog/icons/example/example-logo.svg")
+    assert answer.status_code == 200
+    assert answer.content == sanitize_svg(shipped) != shipped
+    assert answer.headers["content-type"] == "image/svg+xml"
+    assert answer.headers["content-security-policy"] == ICON_CSP
+    assert answer.headers["x-content-type-options"] == "nosniff"
+    catalog = (await client.get("/api/catalog")).json()
+    example = next(c for c in catalog["connectors"] if c["name"] == "example")
+    assert example["icon"] == "example/example-logo"
+    for missing in ("example/example-logo", "example/other.svg", "http/globe.svg"):
+        assert (await client.get(f"/catalog/icons/{missing}")).status_code == 404
+    sprite = await client.get("/catalog/icons/lucide.svg")
+    assert sprite.content == lucide_sprite() and b'<symbol id="globe"' in sprite.content
