@@ -5,6 +5,7 @@ backend/cli/restore_drill.py)."""
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -53,21 +54,42 @@ def cmd_settings(args: argparse.Namespace) -> int:
 
 
 def cmd_node_types(args: argparse.Namespace) -> int:
-    """Print the built-in node types' reference as Markdown (``--markdown``), rewrite the
-    generated part of a document (``--update FILE``), or list them a line each;
-    backend/services/node_reference.py."""
+    """List every node type, the installed plugins' included, a line each (type, version,
+    kind, label, where it comes from: ``core`` or the connector's distribution), or print
+    their reference as Markdown (``--markdown``); ``--builtin`` keeps to the node types
+    shipped with Railyard. ``--update FILE`` rewrites the generated part of a document
+    with the built-in reference (what docs/node-types.md holds);
+    backend/services/node_reference.py.
+
+    Connectors that failed to load are named on stderr, and the exit code is then 1."""
     from backend.generated_docs import update_generated
     from backend.services import node_reference as ref
+    from backend.services.catalog import load_catalog
 
-    return _generated_doc_command(
-        args,
-        ref.markdown_reference,
-        lambda path: update_generated(path, ref.BEGIN, ref.END, ref.markdown_reference()),
-        lambda: (
-            f"{spec.type}\t{spec.version}\t{spec.kind}\t{spec.label}"
-            for spec in ref.builtin_catalog().all()
-        ),
-    )
+    if args.update:
+        return _generated_doc_command(
+            args,
+            ref.markdown_reference,
+            lambda path: update_generated(path, ref.BEGIN, ref.END, ref.markdown_reference()),
+            list,
+        )
+    quiet = logging.getLogger("backend.services.catalog")
+    level = quiet.level
+    quiet.setLevel(logging.CRITICAL)  # the errors are printed below, once, not logged too
+    try:
+        catalog = ref.builtin_catalog() if args.builtin else load_catalog()
+    finally:
+        quiet.setLevel(level)
+    if args.markdown:
+        print(ref.markdown_reference(catalog))
+    else:
+        sources = {info.name: info.source or "extra" for info in catalog.connectors}
+        for spec in catalog.all():
+            source = sources.get(spec.connector, "core")
+            print(f"{spec.type}\t{spec.version}\t{spec.kind}\t{spec.label}\t{source}")
+    for error in catalog.errors:
+        print(f"railyard: not loaded: {error}", file=sys.stderr)
+    return 1 if catalog.errors else 0
 
 
 def cmd_restore_drill(args: argparse.Namespace) -> int:
@@ -100,7 +122,8 @@ def add_commands(sub: Any) -> None:
         ("settings", "list every setting (variable, type, default, meaning)", cmd_settings),
         (
             "node-types",
-            "list the built-in node types (--markdown: the reference of their config)",
+            "list every node type, installed plugins included (--markdown: the reference"
+            " of their config)",
             cmd_node_types,
         ),
     )
@@ -111,6 +134,12 @@ def add_commands(sub: Any) -> None:
             "--update", metavar="FILE", help="rewrite the generated part of FILE with it"
         )
         command.set_defaults(func=func)
+        if name == "node-types":
+            command.add_argument(
+                "--builtin",
+                action="store_true",
+                help="only the node types shipped with Railyard (--update always is)",
+            )
     drill = sub.add_parser(
         "restore-drill",
         help="dump DATABASE_URL, restore it into a fresh database and check it",
