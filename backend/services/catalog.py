@@ -15,7 +15,7 @@ naming both connectors and their distributions):
   nobody else (no replacing or shadowing a built-in or another plugin's type);
 - each credential type it declares is new, and its node types ask only for the credential
   types it declares itself (so a plugin never receives the credentials users saved for
-  another connector);
+  another connector); the built-in connectors, one distribution, share theirs;
 - each icon is a name of the Lucide set shipped with Railyard or one of the connector's
   own SVG icons, and every own icon is safe (:mod:`backend.services.icons`).
 
@@ -180,7 +180,7 @@ class AppCatalog:
         credential_types = list(getattr(connector, "credential_types", ()))
         self._check_name(name, who)
         self._check_node_types(name, who, [*actions, *triggers])
-        self._check_credentials(name, who, credential_types, [*actions, *triggers])
+        self._check_credentials(name, who, credential_types, [*actions, *triggers], builtin)
         own_icons = _own_icons(connector, who)
         group_icon = _resolve_icon(
             getattr(connector, "icon", ""), name, own_icons, DEFAULT_ICON, f"{who}: its icon"
@@ -249,9 +249,15 @@ class AppCatalog:
             )
 
     def _check_credentials(
-        self, name: str, who: str, declared: list[Any], definitions: Iterable[Any]
+        self, name: str, who: str, declared: list[Any], definitions: Iterable[Any], builtin: bool
     ) -> None:
         own = {c.name for c in declared}
+        if builtin:  # built-in connectors share theirs (rss reads feeds with http's basic)
+            own |= {
+                ctype
+                for ctype, owner in self.credential_owners.items()
+                if (info := self.connector(owner)) is not None and info.builtin
+            }
         for ctype in declared:
             owner = self.credential_owners.get(ctype.name)
             if owner is not None:
@@ -267,6 +273,8 @@ class AppCatalog:
                         continue
                     owner = self.credential_owners.get(ctype_name)
                     where = f"{definition.type} (config field {config_field})"
+                    if owner is None and builtin:
+                        continue  # declared by a built-in connector loaded later
                     if owner is None:
                         raise ConnectorRefused(
                             f"{who}: {where} asks for credential type {ctype_name}, which "

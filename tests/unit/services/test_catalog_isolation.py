@@ -18,6 +18,7 @@ from backend.services import catalog as catalog_module
 from backend.services.catalog import AppCatalog, ConnectorRefused, load_catalog
 from connectors import sdk
 from connectors.builtin import http, slack
+from connectors.sdk.credentials import credential_types_of_schema
 
 HTTP_OWNER = "the built-in connector http (railyard 0.1.0)"
 
@@ -267,10 +268,29 @@ def test_builtin_connectors_load_first_so_no_plugin_takes_their_names(
     assert load_catalog(plugins=False).errors == []
 
 
-def test_every_builtin_node_type_has_a_shipped_icon() -> None:
+def test_every_builtin_node_type_has_a_shipped_icon_and_declared_credential_types() -> None:
     catalog = load_catalog(plugins=False)
     assert catalog.errors == []
     assert catalog.core_icon_errors() == []
     for spec in catalog.all():
         assert spec.icon, spec.type
         assert "/" not in spec.icon, spec.type  # built-ins use the Lucide set only
+        for accepted in credential_types_of_schema(spec.config_schema).values():
+            assert set(accepted) <= set(catalog.credential_types), spec.type
+
+
+def test_builtin_connectors_share_their_credential_types() -> None:
+    """Built-in connectors are one distribution: one may ask for another's credential
+    types (RSS feeds behind http's basic auth), whatever the load order; a plugin may not."""
+
+    class Basic(msgspec.Struct):
+        credential: Annotated[str, sdk.credential_meta("basic")]
+
+    feed = sdk.Connector("feed", "Feed", "1", actions=[_action("feed.read", Basic)])
+    catalog = AppCatalog()
+    catalog.add_connector(feed, source="railyard 0.1.0", builtin=True)  # before http
+    catalog.add_connector(http.connector, source="railyard 0.1.0", builtin=True)
+    later = sdk.Connector("feed2", "Feed", "1", actions=[_action("feed2.read", Basic)])
+    catalog.add_connector(later, source="railyard 0.1.0", builtin=True)
+    plugin = sdk.Connector("feed3", "Feed", "1", actions=[_action("feed3.read", Basic)])
+    assert f"which belongs to {HTTP_OWNER}" in refused(catalog, plugin, "railyard-feed 1.0")
