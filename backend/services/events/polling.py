@@ -11,9 +11,12 @@ firing. One pass (:func:`poll_due`):
    :data:`CONCURRENT_POLLS` at a time, each bounded by its interval).
 3. In one transaction per subscription: store the new events in the inbox (unique per
    item id) and the new cursor, unless the subscription changed meanwhile (a new
-   revision starts from its own baseline). The first poll of a revision only takes the
-   baseline (its cursor), starting no runs, unless the user chose "include existing
-   items".
+   revision starts from its own baseline). The cursor only moves from the one the poll
+   started from: a leader deposed mid-poll (its lock's session ended, its poll not yet
+   cancelled) that stores after the new leader polled keeps its events, never its older
+   cursor, so the stored cursor never goes back. The first poll of a revision only
+   takes the baseline (its cursor), starting no runs, unless the user chose "include
+   existing items".
 4. Start the stored events' runs (:func:`backend.services.events.inbox.start_runs`).
 
 A crash between 3 and 4 leaves stored events whose runs the sweep starts; a crash
@@ -151,8 +154,8 @@ async def _store(env: EventEnv, claim: Claimed, result: sdk.PollResult, now: dat
             metrics.trigger_events(row.kind, row.node_type, len(ids), len(result.events) - len(ids))
             if ids:
                 row.last_event_at = now
-        if result.cursor is not None:
-            row.cursor = result.cursor
+        if result.cursor is not None and row.cursor == claim.cursor:
+            row.cursor = result.cursor  # else a later poll stored its own: never go back
         row.baseline_taken = True
         row.last_polled_at = now
         row.failures = 0
