@@ -23,7 +23,7 @@ from typing import Any
 
 import uvicorn
 
-from backend.cli import dev, ops_tools
+from backend.cli import connector_new, dev, ops_tools
 from backend.cli.admin_tools import cmd_create_user, cmd_rotate_key
 from backend.settings import Settings, SettingsError, load_settings
 
@@ -448,6 +448,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     reindex.set_defaults(func=cmd_search_reindex)
     ops_tools.add_commands(sub)
+    connector_new.add_command(sub)
     args = parser.parse_args(argv)
     try:
         _setup_logging(args.command)

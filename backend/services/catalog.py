@@ -157,7 +157,8 @@ class AppCatalog:
         info = self.connector(spec.connector)
         return info.who() if info is not None else f"connector {spec.connector}"
 
-    def _reserved(self) -> frozenset[str]:
+    def reserved_names(self) -> frozenset[str]:
+        """Prefixes no connector may take: the core node types' and :data:`RESERVED_NAMES`."""
         core = {spec.type.split(".")[0] for spec in self.nodes.latest_specs()}
         return RESERVED_NAMES | core
 
@@ -225,7 +226,7 @@ class AppCatalog:
                 f"{who}: a connector's name must be 1 to 40 lower-case letters, digits or "
                 "underscores, starting with a letter (it prefixes the connector's node types)"
             )
-        if name in self._reserved():
+        if name in self.reserved_names():
             raise ConnectorRefused(f"{who}: the name {name} belongs to {CORE_OWNER}")
         other = self.connector(name)
         if other is not None:
@@ -241,7 +242,7 @@ class AppCatalog:
                 continue
             other = self.connector(prefix) if dot else None
             whose = f", the prefix of {other.who()}" if other is not None else ""
-            if prefix in self._reserved():
+            if prefix in self.reserved_names():
                 whose = f", the prefix of {CORE_OWNER}"
             raise ConnectorRefused(
                 f"{who} declares {node_type}{whose}: a connector's node types must be named "
