@@ -8,7 +8,7 @@ PORT ?= 8000
 DATA_DIR ?= .railyard
 PYTEST_ARGS ?=
 
-.PHONY: dev dev-stop test lint unit integration e2e install chromium trigger-servers clean lock bench-peers bench-steps
+.PHONY: dev dev-stop test lint unit integration e2e install chromium trigger-servers clean lock bench-peers bench-steps icons
 
 EXAMPLE_PLUGIN := connectors/examples/railyard-example-plugin
 
@@ -105,6 +105,19 @@ bench-peers: $(VENV)/.installed-test
 # latency, its time line, throughput and per-step costs; BENCH_ARGS e.g. "--timeline --profile".
 bench-steps: $(VENV)/.installed-test
 	$(PY) bench/steps.py $(BENCH_ARGS)
+
+# Add Lucide icons to the vendored set (frontend/static/vendor/lucide), at its pinned
+# version: make icons ICONS="rss inbox". Needs npm; the package goes to a temporary folder.
+ICONS ?=
+LUCIDE := frontend/static/vendor/lucide
+icons:
+	@test -n "$(ICONS)" || { echo 'usage: make icons ICONS="name ..." (Lucide icon names)'; exit 2; }
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	npm install --silent --prefix "$$tmp" "lucide-static@$$(cat $(LUCIDE)/VERSION)" >/dev/null && \
+	for name in $(ICONS); do \
+		cp "$$tmp/node_modules/lucide-static/icons/$$name.svg" $(LUCIDE)/icons/ || exit 1; \
+		echo "added $(LUCIDE)/icons/$$name.svg"; \
+	done
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache test-artifacts
