@@ -7,7 +7,8 @@ directory; the browser is Debian's Chromium driven by Playwright's sync API.
 Reusable pieces for further e2e tests:
 
 - ``railyard_server`` (session): a running :class:`RailyardServer` (``base_url``, admin
-  ``email`` / ``password``, ``log_path``, ``log_tail()``).
+  ``email`` / ``password``, ``log_path``, ``log_tail()``); :func:`railyard_dev` starts
+  another one (with more environment, e.g. a plugin on its ``PYTHONPATH``) for a block.
 - ``http_endpoint`` (function): a local HTTP server recording request bodies
   (:class:`RecordingEndpoint`), answering ``200 {"ok": true}``.
 - ``browser`` (session) and ``page`` (function; console messages and page errors are
@@ -22,6 +23,7 @@ install it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -163,9 +165,14 @@ def _stop(proc: subprocess.Popen[bytes]) -> list[str]:
     return escalations
 
 
-@pytest.fixture(scope="session")
-def railyard_server() -> Iterator[RailyardServer]:
-    """``railyard dev --port <free> --data-dir <tmp>`` with a known admin login."""
+@contextlib.contextmanager
+def railyard_dev(
+    name: str = "server", env: dict[str, str] | None = None
+) -> Iterator[RailyardServer]:
+    """Run ``railyard dev --port <free> --data-dir <tmp>`` with a known admin login (and
+    ``env`` added to its environment, e.g. ``PYTHONPATH`` for a plugin) until the block
+    ends; then stop it with Ctrl-C and check that everything stopped. Its log is
+    ``test-artifacts/railyard-<name>-<xdist worker>.log``."""
     exe = _railyard_executable()
     # The embedded PostgreSQL runs as an unprivileged system user when we are root: the
     # data directory must be traversable by others.
@@ -173,22 +180,23 @@ def railyard_server() -> Iterator[RailyardServer]:
     data_dir.chmod(0o755)
     ARTIFACTS_DIR.mkdir(exist_ok=True)
     worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
-    log_path = ARTIFACTS_DIR / f"railyard-server-{worker}.log"
+    log_path = ARTIFACTS_DIR / f"railyard-{name}-{worker}.log"
     port = free_port()
     base_url = f"http://127.0.0.1:{port}"
-    env = {
+    environ = {
         **os.environ,
         "RAILYARD_ADMIN_EMAIL": ADMIN_EMAIL,
         "RAILYARD_ADMIN_PASSWORD": ADMIN_PASSWORD,
         "RAILYARD_HTTP_ALLOW_PRIVATE": "1",
         "PYTHONUNBUFFERED": "1",
+        **(env or {}),
     }
-    env.pop("RAILYARD_BASE_URL", None)  # webhook URLs must point at this server
+    environ.pop("RAILYARD_BASE_URL", None)  # webhook URLs must point at this server
     with log_path.open("wb") as log:
         proc = subprocess.Popen(
             [str(exe), "dev", "--port", str(port), "--data-dir", str(data_dir)],
             cwd=REPO_ROOT,
-            env=env,
+            env=environ,
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -213,6 +221,13 @@ def railyard_server() -> Iterator[RailyardServer]:
         problems.append(f"PostgreSQL still has {pid_file} after railyard dev exited")
     if problems:
         pytest.fail("; ".join(problems) + f"\nlog {log_path}:\n{_tail(log_path)}")
+
+
+@pytest.fixture(scope="session")
+def railyard_server() -> Iterator[RailyardServer]:
+    """``railyard dev --port <free> --data-dir <tmp>`` with a known admin login."""
+    with railyard_dev() as server:
+        yield server
 
 
 # ------------------------------------------------------------------------------ endpoint

@@ -13,6 +13,7 @@ import pytest
 from e2e.conftest import ARTIFACTS_DIR, RailyardServer, login
 from e2e.designer_page import icon_drawn, new_workflow
 from e2e.nodes_by_type import node
+from e2e.test_dashboard import api_client
 
 pytestmark = pytest.mark.e2e
 
@@ -49,15 +50,10 @@ def test_the_palette_and_the_canvas_show_each_node_types_icon(
 
 
 def test_icons_are_served_as_svg_under_a_closed_policy(railyard_server: RailyardServer) -> None:
-    with httpx.Client(base_url=railyard_server.base_url, timeout=15) as api:
-        assert api.get(EXAMPLE_ICON, follow_redirects=False).status_code in (302, 303, 307)
-        api.get("/login")
-        api.headers["x-csrftoken"] = api.cookies["csrftoken"]
-        r = api.post(
-            "/api/auth/login",
-            json={"email": railyard_server.email, "password": railyard_server.password},
-        )
-        assert r.status_code == 200, r.text
+    with httpx.Client(base_url=railyard_server.base_url, timeout=15) as anonymous:
+        assert anonymous.get(EXAMPLE_ICON).status_code in (302, 303, 307)  # to the login
+    api = api_client(railyard_server)
+    try:
         for path in (EXAMPLE_ICON, "/catalog/icons/lucide.svg"):
             answer = api.get(path)
             assert answer.status_code == 200
@@ -68,3 +64,5 @@ def test_icons_are_served_as_svg_under_a_closed_policy(railyard_server: Railyard
             assert b"<script" not in answer.content
         assert api.get("/catalog/icons/example/nope.svg").status_code == 404
         assert api.get("/catalog/icons/http/globe.svg").status_code == 404
+    finally:
+        api.close()

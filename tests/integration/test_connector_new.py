@@ -4,14 +4,14 @@ bad names and used folders are refused with the reason.
 
 Nothing is installed into the test virtualenv (tests run in parallel): the generated tests
 run with the package on ``sys.path`` (its pytest settings say ``pythonpath = ["."]``), and
-the distribution's metadata is built by setuptools (``egg_info``) into a folder that a
-separate Python process puts on its path, as an installed distribution would be.
+the distribution's metadata is built by setuptools into a folder that a separate Python
+process puts on its path, as an installed distribution would be
+(tests/generated_connector.py).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import tomllib
@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from backend.cli import main
+from tests.generated_connector import build_metadata, clean_env, python_path
 
 TIMEOUT = 120
 
@@ -47,12 +48,6 @@ print(json.dumps({
 """
 
 
-def _env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
-    env.pop("PYTHONPATH", None)
-    return {**env, **extra}
-
-
 def test_connector_new_writes_a_package_whose_tests_pass_and_that_railyard_loads(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -74,7 +69,7 @@ def test_connector_new_writes_a_package_whose_tests_pass_and_that_railyard_loads
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
         cwd=package,
-        env=_env(),
+        env=clean_env(),
         capture_output=True,
         text=True,
         timeout=TIMEOUT,
@@ -89,24 +84,13 @@ def test_connector_new_writes_a_package_whose_tests_pass_and_that_railyard_loads
         "acme": "railyard_acme:connector"
     }
     site = tmp_path / "site"
-    site.mkdir()
-    egg_info = ["-c", "from setuptools import setup; setup()", "-q", "egg_info"]
-    built = subprocess.run(
-        [sys.executable, *egg_info, "--egg-base", str(site)],
-        cwd=package,
-        env=_env(),
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT,
-    )
-    assert built.returncode == 0, built.stderr
-    [info] = site.glob("*.egg-info")
+    info = build_metadata(package, site)
     assert "railyard_acme/icons/acme.svg" in (info / "SOURCES.txt").read_text()
 
     # ... and a Railyard that has it on its path discovers and loads it, icon included.
     loaded = subprocess.run(
         [sys.executable, "-c", LOADED],
-        env=_env(PYTHONPATH=os.pathsep.join([str(site), str(package)])),
+        env=clean_env(PYTHONPATH=python_path(package, site)),
         capture_output=True,
         text=True,
         timeout=TIMEOUT,
