@@ -1,5 +1,7 @@
-"""Shared fixtures: real PostgreSQL and Redis servers (see tests/servers.py) and an IMAP
-server (tests/imap_server.py)."""
+"""Shared fixtures: real PostgreSQL and Redis servers (see tests/servers.py), an IMAP
+server (tests/imap_server.py) and the message brokers of the broker trigger tests
+(tests/broker_servers.py)."""
 
+from tests.broker_servers import *  # noqa: F403
 from tests.imap_server import *  # noqa: F403
 from tests.servers import *  # noqa: F403
