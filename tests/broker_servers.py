@@ -98,7 +98,9 @@ def _tail(path: Path, lines: int = 30) -> str:
 
 
 def _stop_pid(pid: int, timeout: float) -> None:
-    """SIGTERM ``pid``, SIGKILL it after ``timeout`` seconds."""
+    """SIGTERM ``pid`` (a server started in a session of its own), wait up to ``timeout``
+    seconds, then SIGKILL its whole process group: nothing it started outlives it (the
+    ``rabbitmq-server`` script runs the Erlang VM as its child)."""
     if pid <= 0 or not pid_alive(pid):
         return
     with contextlib.suppress(OSError):
@@ -106,9 +108,8 @@ def _stop_pid(pid: int, timeout: float) -> None:
     deadline = time.monotonic() + timeout
     while pid_alive(pid) and time.monotonic() < deadline:
         time.sleep(0.02)
-    if pid_alive(pid):
-        with contextlib.suppress(OSError):
-            os.kill(pid, signal.SIGKILL)
+    with contextlib.suppress(OSError):
+        os.killpg(pid, signal.SIGKILL)
 
 
 class BrokerServer:
