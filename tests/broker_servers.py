@@ -398,39 +398,33 @@ def broker_session_dir() -> Iterator[Path]:
     shutil.rmtree(path, ignore_errors=True)
 
 
+def _serving(server: BrokerServer) -> Iterator[BrokerServer]:
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()
+        if isinstance(server, RabbitMQServer):
+            server.stop_epmd()
+
+
 @pytest.fixture(scope="session")
-def rabbitmq_server(broker_session_dir: Path) -> Iterator[RabbitMQServer]:
+def rabbitmq_server(broker_session_dir: Path) -> Iterator[BrokerServer]:
     """RabbitMQ for this pytest process (``.url``, ``.restart()``); booting takes a few
     seconds, so its tests share one xdist group."""
-    server = RabbitMQServer(broker_session_dir / "rabbitmq")
-    try:
-        server.start()
-        yield server
-    finally:
-        server.stop()
-        server.stop_epmd()
+    yield from _serving(RabbitMQServer(broker_session_dir / "rabbitmq"))
 
 
 @pytest.fixture(scope="session")
-def mosquitto_server(broker_session_dir: Path) -> Iterator[MosquittoServer]:
+def mosquitto_server(broker_session_dir: Path) -> Iterator[BrokerServer]:
     """Mosquitto for this pytest process (``.url``, ``.restart()``)."""
-    server = MosquittoServer(broker_session_dir / "mosquitto")
-    try:
-        server.start()
-        yield server
-    finally:
-        server.stop()
+    yield from _serving(MosquittoServer(broker_session_dir / "mosquitto"))
 
 
 @pytest.fixture(scope="session")
-def nats_server(broker_session_dir: Path) -> Iterator[NatsServer]:
+def nats_server(broker_session_dir: Path) -> Iterator[BrokerServer]:
     """nats-server with JetStream for this pytest process (``.url``, ``.restart()``)."""
-    server = NatsServer(broker_session_dir / "nats")
-    try:
-        server.start()
-        yield server
-    finally:
-        server.stop()
+    yield from _serving(NatsServer(broker_session_dir / "nats"))
 
 
 @pytest.fixture(scope="session")

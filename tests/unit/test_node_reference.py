@@ -47,11 +47,15 @@ def test_every_built_in_node_type_and_config_key_is_described() -> None:
 def test_only_the_built_in_connectors_are_listed() -> None:
     built_in = builtin_catalog()
     assert {c.name for c in built_in.connectors} == {
+        "amqp",
         "data",
         "email",
         "http",
         "hubspot",
         "imap",
+        "mqtt",
+        "nats",
+        "redis_streams",
         "rss",
         "slack",
         "webhook",

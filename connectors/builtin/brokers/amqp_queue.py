@@ -42,13 +42,16 @@ from connectors import sdk
 from connectors.builtin.brokers.common import (
     NotValid,
     PayloadModeField,
+    broker_connector,
     content_id,
     decode_payload,
     dial_host,
     disconnected,
     event_id,
     jsonable,
+    login_type,
     parse_broker_url,
+    url_meta,
 )
 
 __all__ = [
@@ -76,25 +79,15 @@ PROPERTIES = (
     "delivery_mode",
 )
 
-AMQP_LOGIN = sdk.credential_type(
-    "amqp.login",
-    label="RabbitMQ login",
-    kind="basic",
-    fields=sdk.BasicFields,
-    description="User name and password of a RabbitMQ (AMQP 0-9-1) broker",
+AMQP_LOGIN = login_type(
+    "amqp.login", "RabbitMQ login", "User name and password of a RabbitMQ (AMQP 0-9-1) broker"
 )
 
 
 class AmqpConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """Config of ``amqp.message_received``."""
 
-    url: Annotated[
-        str,
-        msgspec.Meta(
-            title="Broker URL",
-            description="amqp://host:5672/vhost (amqps:// for TLS); the login goes in a credential",
-        ),
-    ]
+    url: Annotated[str, url_meta("Broker URL", "amqp://host:5672/vhost (amqps:// for TLS)")]
     queue: Annotated[str, msgspec.Meta(title="Queue", min_length=1, max_length=255)]
     credential: Annotated[str | None, sdk.credential_meta("amqp.login", title="Login")] = None
     declare: Annotated[
@@ -135,8 +128,9 @@ class AmqpMessage(TypedDict):
     ``payload``: the body decoded per the payload mode; ``headers``: the message's
     headers table as JSON; ``properties``: its basic properties (``timestamp`` as
     ISO 8601 text); ``exchange`` and ``routing_key``: where it was published;
-    ``queue``: the queue it was taken from; ``message_id``: the event id (see the
-    module doc); ``redelivered``: RabbitMQ delivered it before.
+    ``queue``: the queue it was taken from; ``message_id``: the event id (the message's
+    ``message_id`` property, else ``sha256:`` and a hash of its body, routing and
+    properties); ``redelivered``: RabbitMQ delivered it before.
     """
 
     payload: Any
@@ -234,8 +228,9 @@ async def _consume(config: AmqpConfig, channel: Any, emit: sdk.Emit) -> None:
     },
 )
 async def message_received(config: AmqpConfig, emit: sdk.Emit) -> None:
-    """Start a run for each message taken from a RabbitMQ queue (acked after the run is
-    stored)."""
+    """Start a run for each message taken from a RabbitMQ queue.
+
+    Each message is acked after its run is stored."""
     url = parse_broker_url(config.url, SCHEMES)
     login = sdk.credential("credential") if config.credential else {}
     try:
@@ -274,13 +269,10 @@ async def message_received(config: AmqpConfig, emit: sdk.Emit) -> None:
     raise disconnected("RabbitMQ", "the channel closed")
 
 
-connector = sdk.Connector(
-    name="amqp",
+connector = broker_connector(
+    message_received,
+    AMQP_LOGIN,
     label="RabbitMQ (AMQP)",
-    version="1.0.0",
     description="Start runs from messages in a RabbitMQ (AMQP 0-9-1) queue",
-    triggers=[message_received],
-    credential_types=[AMQP_LOGIN],
-    icon="rabbit",
     docs_url="https://www.rabbitmq.com/docs/consumers",
 )

@@ -22,19 +22,23 @@ from connectors.sdk.triggers import MAX_EVENT_ID
 
 __all__ = [
     "DISCONNECTED",
+    "BrokerLoginFields",
     "BrokerUrl",
     "NotValid",
     "PayloadMode",
     "PayloadModeField",
+    "broker_connector",
     "content_id",
     "decode_payload",
     "dial_host",
     "disconnected",
     "event_id",
     "jsonable",
+    "login_type",
     "parse_broker_url",
     "stable_name",
     "url_host",
+    "url_meta",
 ]
 
 DISCONNECTED = "broker_disconnected"
@@ -55,6 +59,53 @@ PayloadModeField = Annotated[
         },
     ),
 ]
+
+
+def url_meta(title: str, example: str) -> msgspec.Meta:
+    """``msgspec.Meta`` of a config's broker URL field: ``title`` and an ``example`` URL
+    (with its TLS variant), saying the login belongs in a credential."""
+    return msgspec.Meta(
+        title=title, description=f"{example}; the login goes in a credential", min_length=1
+    )
+
+
+class BrokerLoginFields(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """A user name and password the broker checks when the connection opens."""
+
+    username: Annotated[str, msgspec.Meta(title="Username", min_length=1)]
+    password: Annotated[str, sdk.secret("Password")]
+
+
+def login_type(
+    name: str, label: str, description: str, fields: type[Any] = BrokerLoginFields
+) -> sdk.CredentialType:
+    """A broker login credential type (:class:`BrokerLoginFields` unless ``fields`` says
+    otherwise), named ``<connector>.login`` so it reaches its connector's trigger only."""
+    return sdk.credential_type(
+        name, label=label, kind="custom", fields=fields, description=description
+    )
+
+
+def broker_connector(
+    trigger: sdk.TriggerDefinition,
+    login: sdk.CredentialType,
+    *,
+    label: str,
+    description: str,
+    docs_url: str,
+) -> sdk.Connector:
+    """The connector of one broker: its "message received" ``trigger`` (whose type names
+    the connector and whose icon heads the palette group) and its ``login`` type."""
+    return sdk.Connector(
+        name=trigger.type.split(".", 1)[0],
+        label=label,
+        version="1.0.0",
+        description=description,
+        triggers=[trigger],
+        credential_types=[login],
+        icon=trigger.icon,
+        docs_url=docs_url,
+    )
 
 
 class NotValid(Exception):

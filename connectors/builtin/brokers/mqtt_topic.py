@@ -51,14 +51,17 @@ from connectors import sdk
 from connectors.builtin.brokers.common import (
     NotValid,
     PayloadModeField,
+    broker_connector,
     content_id,
     decode_payload,
     dial_host,
     disconnected,
     event_id,
     jsonable,
+    login_type,
     parse_broker_url,
     stable_name,
+    url_meta,
 )
 
 __all__ = [
@@ -72,25 +75,13 @@ __all__ = [
 
 SCHEMES = {"mqtt": (1883, False), "tcp": (1883, False), "mqtts": (8883, True), "ssl": (8883, True)}
 
-MQTT_LOGIN = sdk.credential_type(
-    "mqtt.login",
-    label="MQTT login",
-    kind="basic",
-    fields=sdk.BasicFields,
-    description="User name and password of an MQTT broker",
-)
+MQTT_LOGIN = login_type("mqtt.login", "MQTT login", "User name and password of an MQTT broker")
 
 
 class MqttConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """Config of ``mqtt.message_received``."""
 
-    url: Annotated[
-        str,
-        msgspec.Meta(
-            title="Broker URL",
-            description="mqtt://host:1883 (mqtts:// for TLS); the login goes in a credential",
-        ),
-    ]
+    url: Annotated[str, url_meta("Broker URL", "mqtt://host:1883 (mqtts:// for TLS)")]
     topic: Annotated[
         str,
         msgspec.Meta(
@@ -159,7 +150,8 @@ class MqttMessage(TypedDict):
     ``properties``: its MQTT 5 properties (``user``: the user properties,
     ``correlation_data`` as text or base64); ``qos``: the QoS it was delivered with;
     ``retain``: a retained message replayed on subscribe; ``message_id``: the event id
-    (see the module doc).
+    (the ``id_property`` user property, else the ``id_field`` of the payload, else
+    ``sha256:`` and a hash of topic, payload and packet id).
     """
 
     payload: Any
@@ -290,8 +282,9 @@ async def _subscribe(config: MqttConfig, client: aiomqtt.Client, emit: sdk.Emit)
     },
 )
 async def message_received(config: MqttConfig, emit: sdk.Emit) -> None:
-    """Start a run for each message published on an MQTT topic filter (QoS 1, acked after
-    the run is stored)."""
+    """Start a run for each message published on an MQTT topic filter.
+
+    QoS 1 in a persistent session; each message is acked after its run is stored."""
     url = parse_broker_url(config.url, SCHEMES)
     login = sdk.credential("credential") if config.credential else {}
     v5 = config.protocol == "5"
@@ -326,13 +319,10 @@ async def message_received(config: MqttConfig, emit: sdk.Emit) -> None:
     raise disconnected("the MQTT broker", "the message stream ended")
 
 
-connector = sdk.Connector(
-    name="mqtt",
+connector = broker_connector(
+    message_received,
+    MQTT_LOGIN,
     label="MQTT",
-    version="1.0.0",
     description="Start runs from messages published on MQTT topics (QoS 1, persistent session)",
-    triggers=[message_received],
-    credential_types=[MQTT_LOGIN],
-    icon="radio",
     docs_url="https://mqtt.org/mqtt-specification/",
 )

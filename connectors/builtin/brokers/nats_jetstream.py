@@ -42,13 +42,16 @@ from connectors import sdk
 from connectors.builtin.brokers.common import (
     NotValid,
     PayloadModeField,
+    broker_connector,
     decode_payload,
     dial_host,
     disconnected,
     event_id,
+    login_type,
     parse_broker_url,
     stable_name,
     url_host,
+    url_meta,
 )
 
 __all__ = [
@@ -73,25 +76,15 @@ class NatsLoginFields(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     token: Annotated[str, sdk.secret("Token", "Instead of user and password")] = ""
 
 
-NATS_LOGIN = sdk.credential_type(
-    "nats.login",
-    label="NATS login",
-    kind="custom",
-    fields=NatsLoginFields,
-    description="User and password, or a token, of a NATS server",
+NATS_LOGIN = login_type(
+    "nats.login", "NATS login", "User and password, or a token, of a NATS server", NatsLoginFields
 )
 
 
 class NatsConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """Config of ``nats.message_received``."""
 
-    url: Annotated[
-        str,
-        msgspec.Meta(
-            title="Server URL",
-            description="nats://host:4222 (tls:// for TLS); the login goes in a credential",
-        ),
-    ]
+    url: Annotated[str, url_meta("Server URL", "nats://host:4222 (tls:// for TLS)")]
     stream: Annotated[str, msgspec.Meta(title="Stream", min_length=1, pattern=r"^[^.*>\s]+$")]
     subject: Annotated[
         str, msgspec.Meta(title="Subject", description="e.g. orders.> or orders.created")
@@ -126,7 +119,8 @@ class NatsMessage(TypedDict):
     ``payload``: decoded per the payload mode; ``headers``: the NATS headers;
     ``subject``: the subject it was published on; ``stream`` and ``sequence``: where it is
     stored; ``delivered``: how many times JetStream delivered it (2 or more: a
-    redelivery); ``message_id``: the event id (see the module doc).
+    redelivery); ``message_id``: the event id (the ``Nats-Msg-Id`` header, else
+    ``<stream>:<sequence>``).
     """
 
     payload: Any
@@ -239,7 +233,7 @@ async def _consume(config: NatsConfig, nc: Any, emit: sdk.Emit) -> None:
     kind="broker",
     config=NatsConfig,
     category="NATS",
-    icon="layers",
+    icon="radio-tower",
     output=NatsMessage,
     output_example={
         "payload": {"order_id": "A-1001", "total": 42.5},
@@ -252,8 +246,9 @@ async def _consume(config: NatsConfig, nc: Any, emit: sdk.Emit) -> None:
     },
 )
 async def message_received(config: NatsConfig, emit: sdk.Emit) -> None:
-    """Start a run for each message stored in a NATS JetStream stream (durable consumer,
-    acked after the run is stored)."""
+    """Start a run for each message stored in a NATS JetStream stream.
+
+    A durable consumer; each message is acked after its run is stored."""
     url = parse_broker_url(config.url, SCHEMES)
     login = sdk.credential("credential") if config.credential else {}
     host = url_host(await dial_host(url))
@@ -295,13 +290,10 @@ async def message_received(config: NatsConfig, emit: sdk.Emit) -> None:
                 await nc.close()
 
 
-connector = sdk.Connector(
-    name="nats",
+connector = broker_connector(
+    message_received,
+    NATS_LOGIN,
     label="NATS JetStream",
-    version="1.0.0",
     description="Start runs from messages stored in a NATS JetStream stream",
-    triggers=[message_received],
-    credential_types=[NATS_LOGIN],
-    icon="layers",
     docs_url="https://docs.nats.io/nats-concepts/jetstream/consumers",
 )

@@ -43,12 +43,15 @@ from connectors import sdk
 from connectors.builtin.brokers.common import (
     NotValid,
     PayloadMode,
+    broker_connector,
     decode_payload,
     dial_host,
     disconnected,
     event_id,
+    login_type,
     parse_broker_url,
     stable_name,
+    url_meta,
 )
 
 __all__ = [
@@ -72,26 +75,18 @@ class RedisLoginFields(msgspec.Struct, kw_only=True, forbid_unknown_fields=True)
     ] = ""
 
 
-REDIS_LOGIN = sdk.credential_type(
+REDIS_LOGIN = login_type(
     "redis_streams.login",
-    label="Redis login",
-    kind="basic",
-    fields=RedisLoginFields,
-    description="Password (and ACL user) of a Redis server",
+    "Redis login",
+    "Password (and ACL user) of a Redis server",
+    RedisLoginFields,
 )
 
 
 class RedisStreamsConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """Config of ``redis_streams.message_received``."""
 
-    url: Annotated[
-        str,
-        msgspec.Meta(
-            title="Redis URL",
-            description="redis://host:6379/0 (rediss:// for TLS); the password goes in a "
-            "credential",
-        ),
-    ]
+    url: Annotated[str, url_meta("Redis URL", "redis://host:6379/0 (rediss:// for TLS)")]
     stream: Annotated[str, msgspec.Meta(title="Stream", min_length=1)]
     credential: Annotated[
         str | None, sdk.credential_meta("redis_streams.login", title="Redis login")
@@ -284,7 +279,7 @@ def _fields_text(fields: dict[bytes, bytes]) -> dict[str, str]:
 
 @sdk.listen_trigger(
     "redis_streams.message_received",
-    label="Redis Streams: entry added",
+    label="Redis Streams: message received",
     kind="broker",
     config=RedisStreamsConfig,
     category="Redis",
@@ -299,8 +294,9 @@ def _fields_text(fields: dict[bytes, bytes]) -> dict[str, str]:
     },
 )
 async def message_received(config: RedisStreamsConfig, emit: sdk.Emit) -> None:
-    """Start a run for each entry added to a Redis stream (consumer group, acked after
-    the run is stored)."""
+    """Start a run for each entry added to a Redis stream.
+
+    A consumer group; each entry is acked after its run is stored."""
     url = parse_broker_url(config.url, SCHEMES)
     try:
         db = int(url.path or 0)
@@ -331,13 +327,10 @@ async def message_received(config: RedisStreamsConfig, emit: sdk.Emit) -> None:
         await client.aclose()
 
 
-connector = sdk.Connector(
-    name="redis_streams",
+connector = broker_connector(
+    message_received,
+    REDIS_LOGIN,
     label="Redis Streams",
-    version="1.0.0",
     description="Start runs from entries added to a Redis stream (consumer groups)",
-    triggers=[message_received],
-    credential_types=[REDIS_LOGIN],
-    icon="database",
     docs_url="https://redis.io/docs/latest/develop/data-types/streams/",
 )

@@ -1,5 +1,6 @@
 """Fixtures of the broker trigger tests: one :class:`~tests.integration.brokers.cases.BrokerCase`
-per broker, on the servers of tests/broker_servers.py."""
+per broker (``redis_case``, ``amqp_case``, ``mqtt_case``, ``nats_case``), on the servers of
+tests/broker_servers.py."""
 
 from __future__ import annotations
 
@@ -7,24 +8,18 @@ from typing import Any
 
 import pytest
 
-from tests.integration.brokers.cases import AmqpCase, MqttCase, NatsCase, RedisCase
+from tests.integration.brokers.cases import AmqpCase, BrokerCase, MqttCase, NatsCase, RedisCase
 
 
-@pytest.fixture
-def redis_case(streams_redis_server: Any) -> RedisCase:
-    return RedisCase(streams_redis_server)
+def _case(cls: type[BrokerCase], server_fixture: str) -> Any:
+    @pytest.fixture
+    def case(request: pytest.FixtureRequest) -> BrokerCase:
+        return cls(request.getfixturevalue(server_fixture))
+
+    return case
 
 
-@pytest.fixture
-def amqp_case(rabbitmq_server: Any) -> AmqpCase:
-    return AmqpCase(rabbitmq_server)
-
-
-@pytest.fixture
-def mqtt_case(mosquitto_server: Any) -> MqttCase:
-    return MqttCase(mosquitto_server)
-
-
-@pytest.fixture
-def nats_case(nats_server: Any) -> NatsCase:
-    return NatsCase(nats_server)
+redis_case = _case(RedisCase, "streams_redis_server")
+amqp_case = _case(AmqpCase, "rabbitmq_server")
+mqtt_case = _case(MqttCase, "mosquitto_server")
+nats_case = _case(NatsCase, "nats_server")
