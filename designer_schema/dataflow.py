@@ -19,8 +19,9 @@ Output-schema keywords that depend on the node's config or input:
 - ``"x-property-schemas": {"<property>": "<field>"}``: the property's schema is taken from
   that config field when it holds a JSON Schema object (the webhook's ``body_schema``).
 - ``"x-properties-if": {"<property>": "<field>" | "!<field>"}``: the property is in the
-  output only when that config field is set (not empty), or with ``!`` only when it is
-  not; kept, it is required (Aggregate: ``groups`` with *Group by*, else ``result``).
+  output only when that config field is set (not empty, not false), or with ``!`` only
+  when it is not; kept, it is required (Aggregate: ``groups`` with *Group by*, else
+  ``result``; the webhook's request fields, or with ``cloudevents`` the event's).
 
 Inputs: one incoming edge gives the source's output; several give either one of them or
 the object keyed by the arrived sources' ids (the engine's rule); a Join node
@@ -399,7 +400,7 @@ def _with_conditional_properties(
         if isinstance(condition, str):
             negated = condition.startswith("!")
             value = config.get(condition.removeprefix("!"))
-            if (value not in (None, "", [], {})) == negated:
+            if (value is not False and value not in (None, "", [], {})) == negated:
                 continue
             if prop not in required:
                 required.append(prop)

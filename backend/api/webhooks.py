@@ -16,17 +16,17 @@ Order of checks (each failure is answered before any run exists; rejections othe
    (also when the process stops meanwhile: backend/api/answer_cutoff.py).
 
 ``Idempotency-Key`` or the configured delivery-id header returns the original run for
-``idempotency_hours`` (default 24). ``/hooks/test/{token}`` is the designer's test URL: while
-the designer listens, the next request is parsed with the draft's settings and kept for
-field mapping; no run starts.
+``idempotency_hours`` (default 24). A webhook taking CloudEvents (``cloudevents``, version
+2) parses and starts its runs in backend/api/webhook_cloudevents.py from step 5 on: one
+run per event, deduplicated by the event's ``source`` and ``id``. ``/hooks/test/{token}``
+is the designer's test URL: while the designer listens, the next request is parsed with
+the draft's settings and kept for field mapping; no run starts.
 """
 
 from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
@@ -35,13 +35,19 @@ from litestar import Controller, MediaType, Request, Response, route
 from litestar.enums import HttpMethod
 from litestar.exceptions import HTTPException
 from litestar.params import FromPath
-from litestar.response.base import ASGIResponse
-from litestar.types import ASGIApp, Receive, Scope, Send
 
 from backend.api import answer_cutoff
+from backend.api import webhook_cloudevents as cloudevents
 from backend.api.run_links import run_started
+from backend.api.webhook_parts import (
+    Answer,
+    BodyReader,
+    Rejection,
+    error_answer,
+    held_key,
+    verified_body,
+)
 from backend.auth.policy import Permission
-from backend.engine.nodes.trigger_webhook import DEFAULT_IDEMPOTENCY_HOURS
 from backend.engine.states import RunStatus
 from backend.runtime import Runtime
 from backend.services import run_watch
@@ -49,7 +55,6 @@ from backend.services import webhook_listening as listening
 from backend.services import webhooks as hooks
 from backend.triggers import rate_limit
 from backend.triggers.response_headers import answer_headers, safe_media_type
-from backend.triggers.webhook_auth import AuthFailure, verify
 from backend.triggers.webhook_input import BodyError, build_run_input, parse_request_body
 
 DEFAULT_WAIT_TIMEOUT = 30.0
@@ -60,101 +65,6 @@ METHODS: list[HttpMethod] = [
     HttpMethod.PATCH,
     HttpMethod.DELETE,
 ]
-
-
-@dataclass
-class Rejection(Exception):
-    """A request refused before any run exists; ``field`` names where in the request
-    (``body``) when one place is at fault."""
-
-    status: int
-    reason: str
-    headers: dict[str, str] | None = None
-    audit: bool = True
-    field: str | None = None
-
-
-BodyReader = Callable[[int], Awaitable[bytes]]
-"""Reads a request's whole body, at most the given number of bytes (a longer one raises
-:class:`Rejection` 413)."""
-
-
-@dataclass
-class Answer:
-    """A webhook's HTTP answer, whichever way the request came in: through the app's
-    route (:meth:`response`) or through the front (backend/api/webhook_front.py,
-    :meth:`asgi`). ``body`` is encoded; ``media_type`` is Litestar's (``text/...`` gets
-    ``; charset=utf-8`` either way)."""
-
-    status: int
-    body: bytes
-    media_type: str = MediaType.JSON
-    headers: dict[str, str] = field(default_factory=dict)
-
-    def response(self) -> Response[bytes]:
-        """As a Litestar response (bytes pass through its serializer untouched)."""
-        return Response(
-            self.body, status_code=self.status, headers=self.headers, media_type=self.media_type
-        )
-
-    def asgi(self) -> ASGIApp:
-        """As the ASGI response Litestar would make of :meth:`response`, with the same
-        messages. An answer with a body and no Content-Type or Content-Length of its own
-        (every 202 and most answers) is sent by :func:`_send_plain`, without building
-        Litestar's response object (about 20 microseconds less per answer); any other is
-        Litestar's ``ASGIResponse``. Either way the headers are encoded here, so a value
-        latin-1 cannot carry raises ``UnicodeEncodeError`` from this call, as Litestar's
-        response raises it when built."""
-        if (
-            self.status < 200
-            or self.status in _NO_BODY
-            or _SETS_OWN.intersection(name.lower() for name in self.headers)
-        ):
-            return ASGIResponse(
-                body=self.body,
-                status_code=self.status,
-                headers=self.headers,
-                media_type=self.media_type,
-            )
-        headers = [
-            (name.lower().encode("latin-1"), value.encode("latin-1"))
-            for name, value in self.headers.items()
-        ]
-        headers.append((b"content-type", _content_type(self.media_type)))
-        headers.append((b"content-length", str(len(self.body)).encode("latin-1")))
-        return partial(_send_plain, self.status, headers, self.body)
-
-
-async def _send_plain(
-    status: int,
-    headers: list[tuple[bytes, bytes]],
-    body: bytes,
-    scope: Scope,
-    receive: Receive,
-    send: Send,
-) -> None:
-    """Send an answer as Litestar's ``ASGIResponse`` sends it: the start with ``headers``
-    (encoded, Litestar's order: the answer's own, then Content-Type and Content-Length),
-    then the whole body in one message."""
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body, "more_body": False})
-
-
-_NO_BODY = frozenset({204, 304})
-"""Statuses without a body (Litestar's ``ASGIResponse`` sends neither length nor type)."""
-
-_SETS_OWN = frozenset({"content-type", "content-length"})
-"""Headers Litestar sets only when the answer does not (``setdefault``)."""
-
-
-def _content_type(media_type: str) -> bytes:
-    """The Content-Type Litestar sends for ``media_type`` (an empty one is JSON, ``text/*``
-    gets UTF-8)."""
-    text = media_type.value if isinstance(media_type, MediaType) else media_type
-    text = text or MediaType.JSON.value
-    if text.startswith("text/"):
-        text = f"{text}; charset=utf-8"
-    return text.encode("latin-1")
 
 
 async def cached_endpoint(runtime: Runtime, token: str) -> hooks.Endpoint | None:
@@ -213,14 +123,7 @@ async def _prepare(
     read: BodyReader,
 ) -> tuple[dict[str, Any], Any]:
     """Limit, authenticate and parse; returns (run input without files, parsed body)."""
-    config = endpoint.config
-    max_body = config.get("max_body")
-    limit = int(max_body) if isinstance(max_body, int) else runtime.settings.webhook_max_body
-    raw = await read(limit)
-    try:
-        verify(config, endpoint.secret, headers, raw, time.time())
-    except AuthFailure as exc:
-        raise Rejection(401, str(exc)) from exc
+    raw = await verified_body(runtime, endpoint, headers, read)
     try:
         parsed = parse_request_body(
             headers.get("content-type", ""), raw, runtime.settings.max_json_depth
@@ -233,7 +136,7 @@ async def _prepare(
         query=request.query_params.multi_items(),
         headers=headers,
         body=parsed.body,
-        config=config,
+        config=endpoint.config,
         redact=runtime.settings.redact_headers,
     )
     return run_input, parsed
@@ -252,11 +155,6 @@ async def _audit(
             now=runtime.execution.clock.now(),
             test=test,
         )
-
-
-def _error(rej: Rejection) -> Answer:
-    body = {"status_code": rej.status, "detail": rej.reason, "field": rej.field}
-    return Answer(rej.status, msgspec.json.encode(body), headers=rej.headers or {})
 
 
 async def deliver(
@@ -284,11 +182,16 @@ async def deliver(
                     {"Retry-After": str(int(retry))},
                     audit=False,
                 )
-        run_input, parsed = await _prepare(runtime, endpoint, request, headers, read)
+        if endpoint.cloudevents:  # backend/api/webhook_cloudevents.py
+            events, batch = await cloudevents.read_events(runtime, endpoint, headers, read)
+        else:
+            run_input, parsed = await _prepare(runtime, endpoint, request, headers, read)
     except Rejection as rej:
         if rej.audit and rej.status != 404:
             await _audit(runtime, endpoint.workflow_id, request.method, rej)
-        return _error(rej)
+        return error_answer(rej)
+    if endpoint.cloudevents:
+        return await cloudevents.start_runs(runtime, endpoint, events, batch=batch)
     if parsed.files:
         async with runtime.sessionmaker() as session, session.begin():
             run_input["files"] = await hooks.store_files(
@@ -346,15 +249,7 @@ async def _idempotency_key(
     delivery_header = str(endpoint.config.get("delivery_id_header") or "").lower()
     if not value and delivery_header:
         value = headers.get(delivery_header)
-    if not value:
-        return None
-    key = f"webhook:{endpoint.workflow_id}:{value[:150]}"
-    hours = endpoint.config.get("idempotency_hours")
-    window = float(hours) if isinstance(hours, int | float) else DEFAULT_IDEMPOTENCY_HOURS
-    async with runtime.sessionmaker() as session, session.begin():
-        cutoff = hooks.idempotency_cutoff(runtime.execution.clock.now(), window)
-        await hooks.release_expired_key(session, key, cutoff)
-    return key
+    return await held_key(runtime, endpoint, value) if value else None
 
 
 class WebhookController(Controller):
@@ -444,20 +339,22 @@ class WebhookController(Controller):
         now = runtime.execution.clock.now()
         try:
             _check_route({**endpoint.config, "enabled": True}, request.method, suffix)
-            run_input, parsed = await _prepare(
-                runtime, endpoint, request, headers, partial(_read_body, request)
-            )
+            read = partial(_read_body, request)
+            if endpoint.cloudevents:  # the first event is what the designer maps from
+                events, _batch = await cloudevents.read_events(runtime, endpoint, headers, read)
+                run_input, files = (events[0].input if events else None), []
+            else:
+                run_input, parsed = await _prepare(runtime, endpoint, request, headers, read)
+                files = parsed.files
         except Rejection as rej:
             async with runtime.sessionmaker() as session, session.begin():
                 await hooks.save_test_call(session, endpoint.workflow_id, now, None, rej.reason)
             await _audit(runtime, endpoint.workflow_id, request.method, rej, test=True)
             await listening.stop_listening(runtime.redis, endpoint.workflow_id)
-            return _error(rej).response()
+            return error_answer(rej).response()
         async with runtime.sessionmaker() as session, session.begin():
-            if parsed.files:
-                run_input["files"] = await hooks.store_files(
-                    session, endpoint.workflow_id, parsed.files
-                )
+            if files and run_input is not None:
+                run_input["files"] = await hooks.store_files(session, endpoint.workflow_id, files)
             await hooks.save_test_call(session, endpoint.workflow_id, now, run_input)
         await listening.stop_listening(runtime.redis, endpoint.workflow_id)
         return Response(

@@ -37,6 +37,7 @@ from backend.db.models import (
     Workflow,
     WorkflowVersion,
 )
+from backend.engine.nodes.trigger_webhook import CLOUDEVENTS
 from backend.engine.ports import VersionRow
 from backend.services import audit
 from backend.triggers.webhook_input import UploadedFile
@@ -68,6 +69,7 @@ class Endpoint:
     is_webhook: bool = True
     extra: dict[str, Any] = field(default_factory=dict)
     archived: bool = False  # the workflow is archived: the webhook answers 410 Gone
+    cloudevents: bool = False  # trigger.webhook v2 takes CloudEvents (docs/webhooks.md)
 
 
 def secret_aad(workflow_id: uuid.UUID) -> bytes:
@@ -166,7 +168,15 @@ async def load_endpoint(
         diagram = msgspec.convert(wf.draft, Diagram)
         nodes = [n for n in diagram.nodes if n.type in WEBHOOK_TYPES]
         config = dict(nodes[0].config) if nodes else {}
-        return Endpoint(wf.id, None, config, secret, bool(nodes))
+        cloudevents = bool(nodes) and nodes[0].type == WEBHOOK_TRIGGER
+        return Endpoint(
+            wf.id,
+            None,
+            config,
+            secret,
+            bool(nodes),
+            cloudevents=cloudevents and config.get(CLOUDEVENTS) is True,
+        )
     # only the version's identity and its trigger step: a large workflow's diagram and
     # graph documents are never read (or decoded) to answer a webhook
     trigger_step = func.jsonb_path_query_first(
@@ -202,7 +212,24 @@ async def load_endpoint(
     step = step or {}
     version = VersionRow(version_id, workflow_id, int(number))
     config = dict(step.get("config") or {})
-    return Endpoint(workflow_id, version, config, secret, step.get("type") in WEBHOOK_TYPES)
+    return Endpoint(
+        workflow_id,
+        version,
+        config,
+        secret,
+        step.get("type") in WEBHOOK_TYPES,
+        cloudevents=takes_cloudevents(step, config),
+    )
+
+
+def takes_cloudevents(step: dict[str, Any], config: dict[str, Any]) -> bool:
+    """Whether a published trigger step takes CloudEvents: ``trigger.webhook`` version 2 or
+    later with ``cloudevents`` true (version 1 never had the key in its schema)."""
+    return (
+        step.get("type") == WEBHOOK_TRIGGER
+        and int(step.get("type_version") or 1) >= 2
+        and config.get(CLOUDEVENTS) is True
+    )
 
 
 _CACHE: dict[str, tuple[float, Endpoint | None]] = {}

@@ -1,5 +1,10 @@
 """``trigger.webhook``: an HTTP request to ``/hooks/<token>[/<path_suffix>]`` starts a run.
 
+Version 2 adds ``cloudevents``: the webhook takes CloudEvents (binary, structured and
+batched modes), each event starts one run whose input is the event, deduplicated by its
+``source`` and ``id`` (backend.triggers.cloudevents). Without it version 2 behaves as
+version 1, which graphs published before it keep running.
+
 Config: accepted ``methods``, ``path_suffix``, ``enabled``, ``max_body`` (bytes), ``auth``
 (none, header token, basic, HMAC with presets), ``respond`` mode, ``delivery_id_header`` and
 ``idempotency_hours``, ``rate_limit`` (requests per minute), ``redact_headers`` (extra secret
@@ -10,6 +15,8 @@ in the published version's graph, so the endpoint always follows the active vers
 """
 
 from __future__ import annotations
+
+import msgspec
 
 from backend.engine.nodes.base import NodeType, TriggerBehaviour
 from designer_schema.catalog import NodeTypeSpec
@@ -244,3 +251,70 @@ SPEC = NodeTypeSpec(
 )
 
 NODE = NodeType(SPEC, TriggerBehaviour())
+
+CLOUDEVENTS = "cloudevents"
+"""Config key (version 2) switching the webhook to CloudEvents."""
+
+_STRING_OR_NULL: dict[str, object] = {"type": ["string", "null"]}
+
+CLOUDEVENT_PROPERTIES: dict[str, object] = {
+    "specversion": {"type": "string", "description": "1.0 (or 0.3)"},
+    "id": {"type": "string"},
+    "source": {"type": "string", "description": "A URI reference naming the producer"},
+    "type": {"type": "string", "description": "e.g. com.example.order.created"},
+    "subject": _STRING_OR_NULL,
+    "time": {**_STRING_OR_NULL, "description": "RFC 3339, as the sender wrote it"},
+    "datacontenttype": _STRING_OR_NULL,
+    "dataschema": _STRING_OR_NULL,
+    "extensions": {
+        "type": "object",
+        "description": "Every other attribute, e.g. traceparent",
+        "additionalProperties": True,
+    },
+    "data": {"description": "The event data: a JSON value, text, or {$base64, ...}"},
+}
+"""The run input of a CloudEvent (backend.triggers.cloudevents)."""
+
+_PROPERTIES = dict(OUTPUT_SCHEMA["properties"])  # type: ignore[call-overload]
+
+OUTPUT_SCHEMA_V2: dict[str, object] = {
+    "type": "object",
+    "properties": {**_PROPERTIES, **CLOUDEVENT_PROPERTIES},
+    "required": [],
+    "x-property-schemas": {"body": "body_schema", "data": "body_schema"},
+    "x-properties-if": {
+        **{name: f"!{CLOUDEVENTS}" for name in _PROPERTIES},
+        **{name: CLOUDEVENTS for name in CLOUDEVENT_PROPERTIES},
+    },
+}
+"""Version 2's run input: the request's (as version 1), or with ``cloudevents`` the
+event's."""
+
+SPEC_V2 = msgspec.structs.replace(
+    SPEC,
+    version=2,
+    description=(
+        "Starts a run when an HTTP request reaches the workflow's webhook URL. The run input "
+        "is {method, path, query, headers, auth, body, files}; with CloudEvents, each event "
+        "(binary, structured or batched) starts a run with the event as input."
+    ),
+    output_schema=OUTPUT_SCHEMA_V2,
+    config_schema={
+        **SPEC.config_schema,
+        "properties": {
+            **SPEC.config_schema["properties"],
+            CLOUDEVENTS: {
+                "type": "boolean",
+                "default": False,
+                "title": "CloudEvents",
+                "description": (
+                    "Take CloudEvents (binary ce- headers, application/cloudevents+json or "
+                    "a batch): each event starts one run with the event as input, once per "
+                    "source and id. Other requests get 400."
+                ),
+            },
+        },
+    },
+)
+
+NODE_V2 = NodeType(SPEC_V2, TriggerBehaviour())

@@ -1,0 +1,65 @@
+"""CloudEvents on a webhook (``trigger.webhook`` version 2 with ``cloudevents``): the
+request's events parsed (backend/triggers/cloudevents.py), one run started per event.
+
+Only an endpoint that takes CloudEvents comes here; every other delivery keeps the
+webhook's own path. The checks before (route, rate limit, body size, authentication) are
+the webhook's. Then:
+
+- a request in none of the three modes, or with an invalid event, is refused with 400
+  naming the problem, and no run starts (for a batch: none of its runs);
+- each event starts one run with the event as its input and the idempotency key of its
+  ``source`` and ``id`` (:func:`backend.api.webhook_parts.held_key`, the mechanism of the
+  ``Idempotency-Key`` header, with the trigger's ``idempotency_hours``): a repeated
+  delivery returns the run of the first;
+- the answer comes once every run is stored: 202 with the run's links (and
+  ``Location``) for one event, ``{"runs": [links, ...]}`` in the batch's order for a
+  batch. The trigger's Respond setting does not apply: CloudEvents senders wait for no
+  workflow.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from backend.api.run_links import run_started
+from backend.api.webhook_parts import Answer, BodyReader, Rejection, held_key, verified_body
+from backend.runtime import Runtime
+from backend.services import webhooks as hooks
+from backend.triggers.cloudevents import (
+    CloudEventError,
+    ParsedEvent,
+    batched,
+    parse_cloudevents,
+)
+
+__all__ = ["read_events", "start_runs"]
+
+
+async def read_events(
+    runtime: Runtime, endpoint: hooks.Endpoint, headers: dict[str, str], read: BodyReader
+) -> tuple[list[ParsedEvent], bool]:
+    """The events of a verified request and whether it is a batch; raises
+    :class:`Rejection` 413, 401 or 400."""
+    raw = await verified_body(runtime, endpoint, headers, read)
+    try:
+        return parse_cloudevents(headers, raw, runtime.settings.max_json_depth), batched(headers)
+    except CloudEventError as exc:
+        raise Rejection(400, str(exc), field="body") from exc
+
+
+async def start_runs(
+    runtime: Runtime, endpoint: hooks.Endpoint, events: list[ParsedEvent], *, batch: bool
+) -> Answer:
+    """Start (or find, for a repeated event) each event's run, in order; the 202 answer."""
+    assert endpoint.version is not None
+    links = []
+    for event in events:
+        key = await held_key(runtime, endpoint, event.dedupe_value)
+        started = await runtime.execution.start_run(
+            endpoint.version, event.input, trigger="webhook", idempotency_key=key
+        )
+        links.append(run_started(runtime, started.run_id, started.status))
+    if batch:
+        return Answer(202, msgspec.json.encode({"runs": links}))
+    (single,) = links
+    return Answer(202, msgspec.json.encode(single), headers={"Location": single.status_url})
