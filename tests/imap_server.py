@@ -32,12 +32,20 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 
 from tests.fakes.smtp import free_port, self_signed_files
 
-__all__ = ["Dovecot", "MailUser", "dovecot_binary", "imap_server", "imap_server_without_idle"]
+__all__ = [
+    "Dovecot",
+    "MailUser",
+    "dovecot_binary",
+    "imap_server",
+    "imap_server_without_idle",
+    "own_imap_server",
+]
 
 PASSWORD = "correct-horse-battery"  # no space: the static passdb splits its args on them
 
@@ -200,7 +208,7 @@ service anvil {{
 
     def start(self) -> Dovecot:
         """Start and wait until the plain port answers; fails with the log's tail."""
-        binary = dovecot_binary()
+        dovecot_binary()
         self.root.mkdir(parents=True, exist_ok=True)
         self.root.chmod(0o755)
         self.mail.mkdir(exist_ok=True)
@@ -211,17 +219,27 @@ service anvil {{
         cert, key = self_signed_files(self.root)
         for _attempt in range(3):  # a port taken between choosing and binding: again
             self.port, self.tls_port = free_port(), free_port()
-            conf = self.root / "dovecot.conf"
-            conf.write_text(self._config(cert, key))
-            self.process = subprocess.Popen(
-                [binary, "-F", "-c", str(conf)],
-                stdout=subprocess.DEVNULL,
-                stderr=(self.root / "stderr.log").open("wb"),
-                preexec_fn=_die_with_parent,
-            )
-            if self._wait_ready():
+            (self.root / "dovecot.conf").write_text(self._config(cert, key))
+            if self._launch():
                 return self
             self.stop()
+        self._failed()
+
+    def restart(self) -> None:
+        """Start again after :meth:`stop`, on the same ports with the same mailboxes."""
+        if not self._launch():
+            self._failed()
+
+    def _launch(self) -> bool:
+        self.process = subprocess.Popen(
+            [dovecot_binary(), "-F", "-c", str(self.root / "dovecot.conf")],
+            stdout=subprocess.DEVNULL,
+            stderr=(self.root / "stderr.log").open("wb"),
+            preexec_fn=_die_with_parent,
+        )
+        return self._wait_ready()
+
+    def _failed(self) -> NoReturn:
         tail = self.log.read_text()[-2000:] if self.log.exists() else ""
         errors = (self.root / "stderr.log").read_text()[-2000:]
         raise RuntimeError(f"dovecot did not start:\n{tail}\n{errors}")
@@ -255,7 +273,12 @@ service anvil {{
 
 def _server(idle: bool) -> Iterator[Dovecot]:
     root = Path(tempfile.mkdtemp(prefix=f"railyard-dovecot-{os.getpid()}-"))
-    server = Dovecot(root, idle=idle).start()
+    server = Dovecot(root, idle=idle)
+    try:
+        server.start()
+    except BaseException:
+        shutil.rmtree(root, ignore_errors=True)
+        raise
     try:
         yield server
     finally:
@@ -274,3 +297,9 @@ def imap_server() -> Iterator[Dovecot]:
 def imap_server_without_idle() -> Iterator[Dovecot]:
     """Dovecot announcing no IDLE after login (clients must poll)."""
     yield from _server(idle=False)
+
+
+@pytest.fixture
+def own_imap_server() -> Iterator[Dovecot]:
+    """A Dovecot of the test's own, to stop and start again."""
+    yield from _server(idle=True)

@@ -269,3 +269,42 @@ async def test_a_closed_server_is_a_retryable_connect_error() -> None:
     with pytest.raises(sdk.ActionError) as failed:
         await env.listen(email_received, config())
     assert failed.value.kind == "imap_connect" and failed.value.retryable
+
+
+class Recording:
+    """An ``emit`` that returns at once (the run stored), keeping what it got."""
+
+    def __init__(self) -> None:
+        self.events: list[sdk.TriggerEvent] = []
+        self.arrived = asyncio.Event()
+
+    async def __call__(self, event: sdk.TriggerEvent) -> None:
+        self.events.append(event)
+        self.arrived.set()
+
+    async def dead_letter(self, reason: str, raw: bytes | str, meta: dict[str, str]) -> None:
+        raise AssertionError(f"unexpected dead letter: {reason}")
+
+
+async def test_the_server_going_away_ends_the_subscription_at_once(
+    own_imap_server: Dovecot,
+) -> None:
+    user = own_imap_server.add_user()
+    env = env_for(user)
+    emit = Recording()
+    context = env.context_for(env._info(email_received), {})
+    # in IDLE with a renewal only every 20 minutes: only the lost connection can end it
+    listening = asyncio.create_task(
+        email_received.call("listen", config(check_every=1200), context, emit)
+    )
+    first = await asyncio.to_thread(user.deliver, mail(1))
+    await asyncio.wait_for(emit.arrived.wait(), 10)
+    await wait_for_flag(user, first, KEYWORD)
+    await asyncio.to_thread(own_imap_server.stop)
+    with pytest.raises(sdk.ActionError) as lost:
+        await asyncio.wait_for(listening, 10)
+    assert lost.value.kind == "imap_connect" and lost.value.retryable
+    await asyncio.to_thread(own_imap_server.restart)
+    await asyncio.to_thread(user.deliver, mail(2))
+    got = await env.listen(email_received, config())
+    assert [e.id for e in got.events] == ["<2@example.org>"]  # the first one was marked
