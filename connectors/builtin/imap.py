@@ -187,8 +187,27 @@ async def _first_start(session: Session, config: EmailReceivedConfig, keyword: s
         await session.store(existing, [keyword])
     else:
         read = await session.search("UID", existing, "SEEN")
-        for uid in read:
-            await session.store(str(uid), [keyword])
+        for chunk in uid_sets(read):
+            await session.store(chunk, [keyword])
+
+
+def uid_sets(uids: list[int], max_chars: int = 1000) -> list[str]:
+    """Ascending ``uids`` as IMAP sequence sets (``"1:3,7,9:12"``) of at most about
+    ``max_chars`` characters each, so a command line stays short."""
+    spans: list[list[int]] = []
+    for uid in uids:
+        if spans and spans[-1][1] == uid - 1:
+            spans[-1][1] = uid
+        else:
+            spans.append([uid, uid])
+    ranges = [str(first) if first == last else f"{first}:{last}" for first, last in spans]
+    sets: list[str] = []
+    for part in ranges:
+        if sets and len(sets[-1]) + len(part) < max_chars:
+            sets[-1] += "," + part
+        else:
+            sets.append(part)
+    return sets
 
 
 async def _deliver(

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from connectors import sdk
-from connectors.builtin.imap import IMAP, connector, email_received
+from connectors.builtin.imap import IMAP, connector, email_received, uid_sets
 from connectors.builtin.imap_session import encode_mailbox
 from connectors.testing import TriggerTestEnvironment
 from tests.imap_server import Dovecot, MailUser
@@ -308,3 +308,11 @@ async def test_the_server_going_away_ends_the_subscription_at_once(
     await asyncio.to_thread(user.deliver, mail(2))
     got = await env.listen(email_received, config())
     assert [e.id for e in got.events] == ["<2@example.org>"]  # the first one was marked
+
+
+def test_uid_sets_are_compact_and_short() -> None:
+    assert uid_sets([1, 2, 3, 7, 9, 10, 11, 12]) == ["1:3,7,9:12"]
+    assert uid_sets([]) == [] and uid_sets([5]) == ["5"]
+    many = uid_sets(list(range(1, 20_000, 2)), max_chars=100)
+    assert all(len(s) < 110 for s in many)
+    assert [int(u) for s in many for u in s.split(",")] == list(range(1, 20_000, 2))
