@@ -1,4 +1,6 @@
-"""Built-in Slack connector: ``slack.post_message`` (Web API) and ``slack.webhook_message``.
+"""Built-in Slack connector: ``slack.post_message`` (Web API), ``slack.webhook_message``,
+and the Events API triggers ``slack.message_posted`` and ``slack.reaction_added``
+(:mod:`connectors.builtin.slack_events`, credential type ``slack.app``).
 
 ``slack.post_message`` calls ``POST <slack.api_url>/chat.postMessage`` (setting
 ``RAILYARD_SLACK_API_URL``, default ``https://slack.com/api``) with
@@ -31,6 +33,7 @@ import httpx
 import msgspec
 
 from connectors import sdk
+from connectors.builtin.slack_events import SLACK_APP, message_posted, reaction_added
 
 __all__ = ["BOT_TOKEN", "INCOMING_WEBHOOK", "connector", "post_message", "webhook_message"]
 
@@ -224,9 +227,11 @@ connector = sdk.Connector(
     name="slack",
     label="Slack",
     version="1.0.0",
-    description="Post Slack messages with a bot token or an incoming webhook",
+    description="Post Slack messages with a bot token or an incoming webhook; start runs "
+    "from messages and reactions (Events API)",
     actions=[post_message, webhook_message],
-    credential_types=[BOT_TOKEN, INCOMING_WEBHOOK, SLACK_OAUTH2],
+    triggers=[message_posted, reaction_added],
+    credential_types=[BOT_TOKEN, INCOMING_WEBHOOK, SLACK_OAUTH2, SLACK_APP],
     icon="message-square",
     docs_url="https://api.slack.com/methods/chat.postMessage",
 )
