@@ -1,8 +1,9 @@
 """Built-in HubSpot CRM connector (CRM API v3 contacts and deals, v4 associations).
 
-Base URL: setting ``hubspot.api_url`` (``RAILYARD_HUBSPOT_API_URL``, default
-``https://api.hubapi.com``). Auth: ``Authorization: Bearer <token>`` from a
-``hubspot.private_app`` (private app access token) or ``hubspot.oauth2`` credential.
+Base URL, auth and error mapping: :mod:`connectors.builtin.hubspot_api` (setting
+``hubspot.api_url``; ``Authorization: Bearer <token>`` from a ``hubspot.private_app`` or
+``hubspot.oauth2`` credential). The polling triggers ``hubspot.contact_created`` and
+``hubspot.contact_updated`` are in :mod:`connectors.builtin.hubspot_triggers`.
 
 Endpoints (as documented by HubSpot):
 
@@ -26,9 +27,9 @@ An object output is HubSpot's ``{"id", "properties", "createdAt", "updatedAt",
 Errors: HubSpot error bodies ``{"status": "error", "message", "correlationId",
 "category"}`` become step errors of kind ``hubspot_<category lower-cased>`` (e.g.
 ``hubspot_validation_error``, ``hubspot_object_not_found``, ``hubspot_conflict``) whose
-message carries the message and correlation id. 429 (category ``RATE_LIMITS``) is
-retryable: it waits ``Retry-After`` when sent, else the
-``X-HubSpot-RateLimit-Interval-Milliseconds`` window (converted to seconds) when
+message carries the message and correlation id. 429 is retryable: it waits
+``Retry-After`` when sent, else per the rate-limit policy HubSpot names (1 s for its
+secondly limit), else the ``X-HubSpot-RateLimit-Interval-Milliseconds`` window when
 ``X-HubSpot-RateLimit-Remaining`` is 0, else 10 s. 5xx are retryable; other 4xx are not.
 """
 
@@ -36,21 +37,19 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-import httpx
 import msgspec
 
 from connectors import sdk
+from connectors.builtin.hubspot_api import CredentialField, call
 from connectors.builtin.hubspot_outputs import (
     AssociationOutput,
     ContactSearchOutput,
     CrmObject,
     UpsertedContact,
 )
+from connectors.builtin.hubspot_triggers import contact_created, contact_updated
 
 __all__ = ["PRIVATE_APP", "connector"]
-
-DEFAULT_API_URL = "https://api.hubapi.com"
-_CRED = ("hubspot.private_app", "hubspot.oauth2")
 
 
 class PrivateAppFields(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -82,7 +81,6 @@ Properties = Annotated[
     dict[str, Any],
     msgspec.Meta(title="Properties", description="HubSpot property names and values"),
 ]
-CredentialField = Annotated[str, sdk.credential_meta(*_CRED, title="HubSpot account")]
 
 
 class CreateConfig(msgspec.Struct, kw_only=True):
@@ -145,58 +143,6 @@ class AssociateConfig(msgspec.Struct, kw_only=True):
     contact_id: Annotated[str, msgspec.Meta(title="Contact id")]
 
 
-def _rate_limit_wait(response: httpx.Response) -> float:
-    retry_after = sdk.parse_retry_after(response.headers.get("retry-after"))
-    if retry_after is not None:
-        return retry_after
-    remaining = response.headers.get("x-hubspot-ratelimit-remaining")
-    interval = response.headers.get("x-hubspot-ratelimit-interval-milliseconds")
-    if remaining == "0" and interval and interval.isdigit():
-        return int(interval) / 1000.0
-    return 10.0
-
-
-def _raise_hubspot_error(response: httpx.Response, what: str) -> None:
-    try:
-        body = response.json()
-    except ValueError:
-        body = {}
-    if not isinstance(body, dict):
-        body = {}
-    category = str(body.get("category") or f"http_{response.status_code}")
-    message = str(body.get("message") or response.reason_phrase or "error")
-    correlation = body.get("correlationId")
-    text = f"HubSpot {what} failed ({response.status_code} {category}): {message}"
-    if correlation:
-        text += f" [correlationId {correlation}]"
-    details = {"status": response.status_code, "category": category, "correlationId": correlation}
-    kind = "hubspot_" + category.lower()
-    status = response.status_code
-    if status == 429:
-        raise sdk.ActionError(
-            text, kind=kind, retry_after=_rate_limit_wait(response), details=details
-        )
-    if status >= 500:
-        raise sdk.ActionError(text, kind=kind, details=details)
-    raise sdk.NonRetryableError(text, kind=kind, details=details)
-
-
-async def _call(method: str, path: str, what: str, body: Any = None) -> Any:
-    cred = sdk.credential("credential")
-    token = cred.get("access_token") or cred.get("token")
-    base = str(sdk.setting("hubspot.api_url", DEFAULT_API_URL)).rstrip("/")
-    with sdk.http_errors(base + path, method=method, service=f"HubSpot {what}:"):
-        response = await sdk.http_client().request(
-            method,
-            base + path,
-            json=body,
-            headers={"Authorization": f"Bearer {token}", "Accept": "application/json"},
-        )
-    if response.status_code >= 400:
-        _raise_hubspot_error(response, what)
-    return response.json() if response.content else None
-
-
 def _segment(value: str, name: str) -> str:
     value = str(value).strip()
     if not value or not value.replace("-", "").replace("_", "").isalnum():
@@ -214,7 +160,7 @@ def _segment(value: str, name: str) -> str:
 )
 async def create_contact(config: CreateConfig, input: Any) -> CrmObject:
     """Create a contact (409 ``CONFLICT`` when the email exists: use upsert)."""
-    return await _call(
+    return await call(
         "POST", "/crm/v3/objects/contacts", "create contact", {"properties": config.properties}
     )
 
@@ -230,7 +176,7 @@ async def create_contact(config: CreateConfig, input: Any) -> CrmObject:
 async def update_contact(config: UpdateContactConfig, input: Any) -> CrmObject:
     """Update a contact's properties by id."""
     contact_id = _segment(config.contact_id, "contact_id")
-    return await _call(
+    return await call(
         "PATCH",
         f"/crm/v3/objects/contacts/{contact_id}",
         "update contact",
@@ -251,7 +197,7 @@ async def upsert_contact(config: UpsertContactConfig, input: Any) -> UpsertedCon
     email = config.email.strip()
     if "@" not in email:
         raise sdk.ConfigError(f"email {config.email!r} is not an email address")
-    data = await _call(
+    data = await call(
         "POST",
         "/crm/v3/objects/contacts/batch/upsert",
         "upsert contact",
@@ -291,7 +237,7 @@ async def search_contacts(config: SearchContactsConfig, input: Any) -> ContactSe
     }
     if config.after:
         body["after"] = config.after
-    return await _call("POST", "/crm/v3/objects/contacts/search", "search contacts", body)
+    return await call("POST", "/crm/v3/objects/contacts/search", "search contacts", body)
 
 
 @sdk.action(
@@ -304,7 +250,7 @@ async def search_contacts(config: SearchContactsConfig, input: Any) -> ContactSe
 )
 async def create_deal(config: CreateConfig, input: Any) -> CrmObject:
     """Create a deal (properties such as ``dealname``, ``amount``, ``dealstage``)."""
-    return await _call(
+    return await call(
         "POST", "/crm/v3/objects/deals", "create deal", {"properties": config.properties}
     )
 
@@ -321,7 +267,7 @@ async def associate_deal_contact(config: AssociateConfig, input: Any) -> Associa
     """Create the default deal-to-contact association (v4; idempotent)."""
     deal_id = _segment(config.deal_id, "deal_id")
     contact_id = _segment(config.contact_id, "contact_id")
-    return await _call(
+    return await call(
         "PUT",
         f"/crm/v4/objects/deals/{deal_id}/associations/default/contacts/{contact_id}",
         "associate deal with contact",
@@ -332,7 +278,7 @@ connector = sdk.Connector(
     name="hubspot",
     label="HubSpot",
     version="1.0.0",
-    description="HubSpot CRM contacts and deals",
+    description="HubSpot CRM contacts and deals; start runs from new and changed contacts",
     actions=[
         create_contact,
         update_contact,
@@ -341,6 +287,7 @@ connector = sdk.Connector(
         create_deal,
         associate_deal_contact,
     ],
+    triggers=[contact_created, contact_updated],
     credential_types=[PRIVATE_APP, HUBSPOT_OAUTH2],
     icon="users",
     docs_url="https://developers.hubspot.com/docs/api/crm/contacts",

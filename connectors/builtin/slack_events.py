@@ -351,9 +351,9 @@ def _reaction(config: ReactionAddedConfig, head: dict[str, Any], event: dict[str
     return out
 
 
-_ENVELOPE_EXAMPLE = {
+_ENVELOPE_EXAMPLE = {  # Slack's documented examples (tests/fixtures/slack-event-*.json)
     "event_id": "Ev123ABC456",
-    "event_time": 1355517523,
+    "event_time": 1234567890,
     "team_id": "T123ABC456",
     "api_app_id": "A123ABC456",
 }

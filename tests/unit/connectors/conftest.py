@@ -11,6 +11,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
+from tests.fakes.apis import HubSpotLike
 from tests.fakes.feeds import ItemsAndFeeds
 
 
@@ -116,3 +117,12 @@ def feed_api(_items_and_feeds: ItemsAndFeeds) -> ItemsAndFeeds:
     recorded or failing."""
     _items_and_feeds.reset()
     return _items_and_feeds
+
+
+@pytest.fixture
+def crm() -> Iterator[HubSpotLike]:
+    """A HubSpot-like CRM server (tests/fakes/apis.py), started for one test."""
+    server = HubSpotLike().start()
+    assert isinstance(server, HubSpotLike)
+    yield server
+    server.stop()

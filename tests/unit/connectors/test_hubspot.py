@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -14,20 +13,8 @@ from tests.fakes.apis import HubSpotLike
 from tests.unit.connectors.output_schema import assert_declared_output
 
 
-@pytest.fixture
-def crm() -> Iterator[HubSpotLike]:
-    server = HubSpotLike().start()
-    assert isinstance(server, HubSpotLike)
-    yield server
-    server.stop()
-
-
 def _env(crm: HubSpotLike, token: str = "pat-valid") -> ActionTestEnvironment:
-    return ActionTestEnvironment(
-        settings={"hubspot.api_url": crm.url},
-        credentials={"hs": {"type": "hubspot.private_app", "kind": "bearer", "token": token}},
-        credential_types=[hubspot.PRIVATE_APP],
-    )
+    return ActionTestEnvironment(**crm.environment(token), credential_types=[hubspot.PRIVATE_APP])
 
 
 async def test_contact_lifecycle_and_deal_association(crm: HubSpotLike) -> None:
