@@ -399,7 +399,7 @@ async def message_posted(
     config=ReactionAddedConfig,
     response_deadline=RESPONSE_DEADLINE,
     category="Slack",
-    icon="message-square",
+    icon="smile",
     description="Start a run for each emoji reaction added to a message or file the "
     "Slack app can see (Events API), optionally only for some emoji.",
     output=SlackReaction,
