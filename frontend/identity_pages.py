@@ -27,6 +27,7 @@ from backend.auth.web import (
     provide_runtime,
     provide_user,
     session_cookie,
+    session_token,
 )
 from backend.services import login_sessions, oidc, password_links, sso
 from backend.services.passwords import MIN_LENGTH, WeakPassword
@@ -34,6 +35,7 @@ from frontend.rendering import LoginRequiredPages, login_page, render, safe_next
 
 PUBLIC = permission_opt(Permission.PUBLIC)
 AUTHENTICATED = permission_opt(Permission.AUTHENTICATED)
+SESSIONS_OWN = permission_opt(Permission.SESSIONS_OWN)
 
 
 class SsoPages(Controller):
@@ -163,7 +165,7 @@ class AccountPages(LoginRequiredPages):
     @get("/account", operation_id="page_account", opt=AUTHENTICATED)
     async def account(self, request: Request, db: DbSession, user: CurrentUser) -> Response[str]:
         """The user's account: profile facts and live sessions."""
-        current = request.cookies.get(SESSION_COOKIE, "")
+        current = session_token(request) or ""
         sessions = await login_sessions.list_sessions(db, user.id)
         this_id = await login_sessions.session_id_of(db, current) if current else None
         return render(request, "account.html", sessions=sessions, this_session=this_id)
@@ -171,7 +173,7 @@ class AccountPages(LoginRequiredPages):
     @post(
         "/account/sessions/{session_id:uuid}/revoke",
         operation_id="page_account_revoke",
-        opt=AUTHENTICATED,
+        opt=SESSIONS_OWN,
     )
     async def revoke(
         self, db: DbSession, user: CurrentUser, session_id: FromPath[uuid.UUID]
@@ -183,7 +185,7 @@ class AccountPages(LoginRequiredPages):
     @post(
         "/account/sign-out-everywhere",
         operation_id="page_account_sign_out_everywhere",
-        opt=AUTHENTICATED,
+        opt=SESSIONS_OWN,
     )
     async def sign_out_everywhere(self, db: DbSession, user: CurrentUser) -> Response[Any]:
         """End every session of the user, this one too, and go to the login page."""

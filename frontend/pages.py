@@ -31,6 +31,7 @@ from backend.auth.web import (
     provide_db,
     provide_runtime,
     session_cookie,
+    session_token,
     throttled_message,
 )
 from backend.runtime import Runtime
@@ -130,11 +131,11 @@ class AuthPages(Controller):
     @post("/logout", operation_id="page_logout", opt={"permission": Permission.PUBLIC})
     async def logout(self, request: Request, db: DbSession) -> Response[Any]:
         """End the session and go to the login page."""
-        token = request.cookies.get(SESSION_COOKIE)
-        if token:
-            await login_sessions.close(db, token)
+        token = session_token(request)
         response: Response[Any] = Redirect("/login")
-        response.delete_cookie(SESSION_COOKIE)
+        if token:  # a token request has no session to end (its cookies are not its own)
+            await login_sessions.close(db, token)
+            response.delete_cookie(SESSION_COOKIE)
         return response
 
 

@@ -23,6 +23,7 @@ from backend.auth.web import (
     provide_db,
     provide_user,
     session_cookie,
+    session_token,
     throttled_message,
 )
 from backend.runtime import Runtime
@@ -71,16 +72,16 @@ class AuthController(Controller):
     @post(
         "/logout",
         operation_id="logout",
-        opt={"permission": Permission.AUTHENTICATED},
+        opt={"permission": Permission.SESSIONS_OWN},
         status_code=204,
     )
     async def logout(self, db: DbSession, request: Request) -> Response[None]:
         """End the session."""
-        token = request.cookies.get(SESSION_COOKIE)
-        if token:
-            await login_sessions.close(db, token)
+        token = session_token(request)
         response = Response(None, status_code=204)
-        response.delete_cookie(SESSION_COOKIE)
+        if token:  # a token request has no session to end (its cookies are not its own)
+            await login_sessions.close(db, token)
+            response.delete_cookie(SESSION_COOKIE)
         return response
 
     @get(
@@ -106,7 +107,7 @@ class AuthController(Controller):
     @delete(
         "/sessions/{session_id:uuid}",
         operation_id="revoke_own_session",
-        opt={"permission": Permission.AUTHENTICATED},
+        opt={"permission": Permission.SESSIONS_OWN},
         dependencies={"user": Provide(provide_user)},
         status_code=204,
     )
@@ -120,7 +121,7 @@ class AuthController(Controller):
     @post(
         "/sign-out-everywhere",
         operation_id="sign_out_everywhere",
-        opt={"permission": Permission.AUTHENTICATED},
+        opt={"permission": Permission.SESSIONS_OWN},
         dependencies={"user": Provide(provide_user)},
         status_code=200,
     )

@@ -76,6 +76,7 @@ class Permission(StrEnum):
     SETTINGS_READ = "settings:read"
     METRICS_READ = "metrics:read"  # /metrics and the dashboard (or the metrics token)
     TOKENS_OWN = "tokens:own"  # one's own API tokens
+    SESSIONS_OWN = "sessions:own"  # end one's own login sessions (log out, revoke, everywhere)
     TOKENS_MANAGE = "tokens:manage"  # every token and service account
     WORKFLOW_CREATE = "workflow:create"
     WORKFLOW_LIST = "workflow:list"  # list pages/APIs, filtered per object
@@ -122,6 +123,7 @@ ROLE_PERMISSIONS: dict[Role, frozenset[Permission]] = {
         {
             Permission.AUTHENTICATED,
             Permission.TOKENS_OWN,
+            Permission.SESSIONS_OWN,
             Permission.WORKFLOW_CREATE,
             Permission.WORKFLOW_LIST,
             Permission.CREDENTIAL_CREATE,
@@ -132,6 +134,7 @@ ROLE_PERMISSIONS: dict[Role, frozenset[Permission]] = {
         {
             Permission.AUTHENTICATED,
             Permission.TOKENS_OWN,
+            Permission.SESSIONS_OWN,
             Permission.WORKFLOW_LIST,
             Permission.CREDENTIAL_LIST,
         }
@@ -140,6 +143,7 @@ ROLE_PERMISSIONS: dict[Role, frozenset[Permission]] = {
         {
             Permission.AUTHENTICATED,
             Permission.TOKENS_OWN,
+            Permission.SESSIONS_OWN,
             Permission.WORKFLOW_LIST,
             Permission.CREDENTIAL_LIST,
         }
@@ -189,8 +193,9 @@ SYSTEM_LEVEL: dict[Permission, Level] = {
     Permission.CREDENTIAL_CREATE: Level.EDIT,
 }
 # Everything else that is not an object permission (users, groups, projects, audit,
-# settings, tokens, even one's own) needs the ``admin`` scope when reached with a token:
-# a token cannot mint tokens or change who may do what unless it is an admin token.
+# settings, tokens, even one's own, and one's own login sessions) needs the ``admin`` scope
+# when reached with a token: a token cannot mint tokens, end its owner's browser sessions
+# or change who may do what unless it is an admin token.
 
 
 def parse_role(value: str) -> Role:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import AsyncGenerator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable
 from datetime import UTC, datetime
 from typing import TypeAlias
 
@@ -57,24 +57,30 @@ def provide_runtime(state: State) -> Runtime:
 
 
 async def load_user(connection: ASGIConnection) -> Identity | None:
-    """The user of the request's session cookie (cached on the connection), or None."""
+    """The user the request authenticates as (cached on the connection), or None.
+
+    What authenticates is decided once, by :func:`token_authentication`: a request whose
+    ``Authorization`` scheme is ``Bearer`` is authenticated by that token alone (a missing
+    or malformed token is anonymous, never a fall back to the cookie); any other request by
+    its session cookie. The CSRF middleware asks the same function, so a request skips the
+    CSRF check exactly when no cookie can authenticate it.
+    """
     if "user" in connection.scope.get("state", {}):
         user: Identity | None = connection.scope["state"]["user"]
         return user
     user = None
-    bearer = bearer_token(connection)
-    if bearer is not None:
-        # A bearer request is authenticated by its token only, never by cookies (so it
-        # may skip CSRF: see BearerAwareCSRFMiddleware).
-        runtime = runtime_of(connection.app.state)
-        async with runtime.sessionmaker() as session, session.begin():
-            found = await api_tokens.token_identity(session, bearer, datetime.now(UTC))
+    by_token, bearer = token_authentication(connection.scope.get("headers", ()))
+    if by_token:
         state = connection.scope.setdefault("state", {})
         state["auth"] = "token"
-        if found is not None:
-            user, scopes = found
-            state["token_scopes"] = scopes
-    elif token := connection.cookies.get(SESSION_COOKIE):
+        if bearer is not None:
+            runtime = runtime_of(connection.app.state)
+            async with runtime.sessionmaker() as session, session.begin():
+                found = await api_tokens.token_identity(session, bearer, datetime.now(UTC))
+            if found is not None:
+                user, scopes = found
+                state["token_scopes"] = scopes
+    elif token := session_token(connection):
         runtime = runtime_of(connection.app.state)
         async with runtime.sessionmaker() as session:
             user = await login_sessions.identity_for_session(session, token)
@@ -82,6 +88,16 @@ async def load_user(connection: ASGIConnection) -> Identity | None:
     if user is not None:
         audit.bind_actor(user.id, user.email)
     return user
+
+
+def session_token(connection: ASGIConnection) -> str | None:
+    """The login session cookie's token when the request is authenticated by cookie; None
+    for a bearer-token request (its cookies are ignored: log out and the account page act
+    on the session that authenticates the request, never on a cookie sent alongside a
+    token) and when there is no cookie."""
+    if token_authentication(connection.scope.get("headers", ()))[0]:
+        return None
+    return connection.cookies.get(SESSION_COOKIE) or None
 
 
 def client_address(connection: ASGIConnection) -> str | None:
@@ -161,10 +177,41 @@ def throttled_message(lock: Lock) -> tuple[str, int]:
     return (f"Too many failed sign-in attempts. Try again in {minutes} {unit}.", seconds)
 
 
+_AUTHORIZATION = b"authorization"
+_CREDENTIALS_RE = re.compile(r"[ \t]*([^ \t]+)(?:[ \t]+(.*?))?[ \t]*", re.DOTALL)
+_TOKEN68_RE = re.compile(r"[A-Za-z0-9._~+/-]+=*")
+
+
+def token_authentication(headers: Iterable[tuple[bytes, bytes]]) -> tuple[bool, str | None]:
+    """Whether a request authenticates by bearer token, and the token.
+
+    ``headers`` are the ASGI scope's raw headers. A request authenticates by token when any
+    ``Authorization`` header's scheme is ``Bearer`` (case-insensitive; the scheme is what
+    comes before the first space or tab). The token is that header's credentials when they
+    are one well-formed token68 (RFC 7235: letters, digits, ``-._~+/``, trailing ``=``) in
+    the only ``Authorization`` header; otherwise it is None, and the request is anonymous:
+    it never falls back to a cookie. Raises nothing.
+    """
+    by_token = False
+    values = []
+    for name, raw in headers:
+        if name.lower() != _AUTHORIZATION:
+            continue
+        values.append(raw)
+        match = _CREDENTIALS_RE.fullmatch(raw.decode("latin-1"))
+        if match is not None and match[1].lower() == "bearer":
+            by_token = True
+    if not by_token or len(values) != 1:
+        return by_token, None
+    match = _CREDENTIALS_RE.fullmatch(values[0].decode("latin-1"))
+    token = match[2] if match is not None else None
+    return True, token if token and _TOKEN68_RE.fullmatch(token) else None
+
+
 def bearer_token(connection: ASGIConnection) -> str | None:
-    """The token of an ``Authorization: Bearer <token>`` header, if any."""
-    scheme, _, token = connection.headers.get("authorization", "").partition(" ")
-    return token.strip() if scheme.lower() == "bearer" and token.strip() else None
+    """The token of a well-formed ``Authorization: Bearer <token>`` header, if any (see
+    :func:`token_authentication`)."""
+    return token_authentication(connection.scope.get("headers", ()))[1]
 
 
 REQUEST_ID_HEADER = "x-request-id"
@@ -233,18 +280,19 @@ async def with_request_context(
 
 
 class BearerAwareCSRFMiddleware(CSRFMiddleware):
-    """CSRF protection that lets ``Authorization: Bearer`` API requests through.
+    """CSRF protection that lets requests authenticated by a bearer token through.
 
-    Browsers never add that header on their own, and such requests are authenticated by
-    the token alone (cookies are ignored), so they cannot be forged cross-site.
+    The decision is :func:`token_authentication`'s, the same one :func:`load_user` makes:
+    a request skips the check only when it authenticates by its ``Bearer`` token, and then
+    its cookies authenticate nothing (a missing or malformed token is anonymous). Browsers
+    never add that header on their own, so such requests cannot be forged cross-site; a
+    request that could be authenticated by its cookie is always checked.
     """
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            for name, value in scope.get("headers", []):
-                if name == b"authorization" and value[:7].lower() == b"bearer ":
-                    await self.app(scope, receive, send)
-                    return
+        if scope["type"] == "http" and token_authentication(scope.get("headers", ()))[0]:
+            await self.app(scope, receive, send)
+            return
         await super().__call__(scope, receive, send)
 
 

@@ -95,14 +95,14 @@ ROUTES: dict[tuple[str, str], P] = {
     ("GET", "/api/admin/tokens"): P.TOKENS_MANAGE,
     ("DELETE", "/api/admin/tokens/{token_id:uuid}"): P.TOKENS_MANAGE,
     ("POST", "/api/auth/login"): P.PUBLIC,
-    ("POST", "/api/auth/logout"): P.AUTHENTICATED,
+    ("POST", "/api/auth/logout"): P.SESSIONS_OWN,
     ("GET", "/api/auth/me"): P.AUTHENTICATED,
     ("GET", "/api/auth/sessions"): P.AUTHENTICATED,
-    ("DELETE", "/api/auth/sessions/{session_id:uuid}"): P.AUTHENTICATED,
-    ("POST", "/api/auth/sign-out-everywhere"): P.AUTHENTICATED,
+    ("DELETE", "/api/auth/sessions/{session_id:uuid}"): P.SESSIONS_OWN,
+    ("POST", "/api/auth/sign-out-everywhere"): P.SESSIONS_OWN,
     ("GET", "/account"): P.AUTHENTICATED,
-    ("POST", "/account/sessions/{session_id:uuid}/revoke"): P.AUTHENTICATED,
-    ("POST", "/account/sign-out-everywhere"): P.AUTHENTICATED,
+    ("POST", "/account/sessions/{session_id:uuid}/revoke"): P.SESSIONS_OWN,
+    ("POST", "/account/sign-out-everywhere"): P.SESSIONS_OWN,
     ("GET", "/login/oidc"): P.PUBLIC,
     ("GET", "/login/oidc/callback"): P.PUBLIC,
     ("GET", "/reset-password/{token:str}"): P.PUBLIC,
@@ -270,6 +270,7 @@ ALLOWED: dict[P, set[str]] = {
     P.PUBLIC: set(SUBJECTS),
     P.AUTHENTICATED: LOGGED_IN,
     P.TOKENS_OWN: LOGGED_IN,
+    P.SESSIONS_OWN: LOGGED_IN,
     P.WORKFLOW_LIST: LOGGED_IN,
     P.CREDENTIAL_LIST: LOGGED_IN,
     P.WORKFLOW_CREATE: EDITORS,
@@ -488,6 +489,58 @@ async def test_authorization_matrix(world: World) -> None:
             if not ok:
                 failures.append(f"{subject:14} {method:6} {path}: {got} ({r.status_code})")
     assert failures == [], "\n" + "\n".join(failures)
+
+
+# Session and account routes (one's sessions, account page, own tokens) reached with an
+# admin's API token of each scope and no cookie: reading one's account needs any scope;
+# ending sessions and one's own tokens need the admin scope (docs/security.md, "API
+# tokens and service accounts").
+ACCOUNT_PATHS = ("/api/auth/", "/account", "/api/tokens", "/tokens")
+TOKEN_SCOPES = ("read", "run", "edit", "admin")
+SCOPES_ALLOWED: dict[P, set[str]] = {
+    P.AUTHENTICATED: set(TOKEN_SCOPES),
+    P.SESSIONS_OWN: {"admin"},
+    P.TOKENS_OWN: {"admin"},
+}
+
+
+async def test_token_scopes_on_session_and_account_routes(
+    world: World, settings: Settings, runtime: Runtime
+) -> None:
+    """Every session and account route x every token scope: refused (403) exactly where
+    the scope is too weak. A read token cannot end its owner's browser sessions (the
+    admin's session still works after every refused call)."""
+    admin = world.clients["admin"]
+    routes = sorted(
+        (key, permission)
+        for key, permission in ROUTES.items()
+        if key[1].startswith(ACCOUNT_PATHS) and permission is not P.PUBLIC
+    )
+    assert {p for _, p in routes} == set(SCOPES_ALLOWED)
+    own = (await admin.get("/api/auth/sessions")).json()
+    params = {**world.params, "session_id": own[0]["id"]}  # the admin's own live session
+    failures = []
+    for scope in TOKEN_SCOPES:
+        made = await admin.post("/api/tokens", json={"name": scope, "scopes": [scope]})
+        transport = httpx.ASGITransport(app=create_app(settings, runtime))
+        async with httpx.AsyncClient(
+            transport=transport,
+            base_url="http://testserver.local",
+            headers={"Authorization": f"Bearer {made.json()['token']}"},
+        ) as c:
+            for (method, path), permission in routes:
+                allowed = scope in SCOPES_ALLOWED[permission]
+                if method != "GET" and allowed:
+                    continue  # an allowed unsafe call would change the world
+                r = await c.request(
+                    method, _fill(path, params), json={} if method == "POST" else None
+                )
+                got = "allow" if r.status_code < 400 else str(r.status_code)
+                if got != ("allow" if allowed else "403"):
+                    failures.append(f"{scope:5} {method:6} {path}: {r.status_code}")
+    assert failures == [], "\n" + "\n".join(failures)
+    assert (await admin.get("/api/auth/me")).status_code == 200
+    assert [s["id"] for s in (await admin.get("/api/auth/sessions")).json()] == [own[0]["id"]]
 
 
 class _Forms(HTMLParser):

@@ -30,6 +30,7 @@ EXPECTED_SYSTEM: dict[Role, set[Permission]] = {
         Permission.PUBLIC,
         Permission.AUTHENTICATED,
         Permission.TOKENS_OWN,
+        Permission.SESSIONS_OWN,
         Permission.WORKFLOW_CREATE,
         Permission.WORKFLOW_LIST,
         Permission.CREDENTIAL_CREATE,
@@ -39,6 +40,7 @@ EXPECTED_SYSTEM: dict[Role, set[Permission]] = {
         Permission.PUBLIC,
         Permission.AUTHENTICATED,
         Permission.TOKENS_OWN,
+        Permission.SESSIONS_OWN,
         Permission.WORKFLOW_LIST,
         Permission.CREDENTIAL_LIST,
     },
@@ -46,6 +48,7 @@ EXPECTED_SYSTEM: dict[Role, set[Permission]] = {
         Permission.PUBLIC,
         Permission.AUTHENTICATED,
         Permission.TOKENS_OWN,
+        Permission.SESSIONS_OWN,
         Permission.WORKFLOW_LIST,
         Permission.CREDENTIAL_LIST,
     },
@@ -217,6 +220,17 @@ def test_admin_areas_need_the_admin_scope() -> None:
         Decision.FORBID
     )
     assert decide(who(Role.EDITOR, scopes={Scope.EDIT}), Permission.WORKFLOW_CREATE) is (
+        Decision.ALLOW
+    )
+
+
+def test_own_sessions_need_the_admin_scope_with_a_token() -> None:
+    """A token below ``admin`` cannot end its owner's browser sessions; a session can."""
+    for role in Role:
+        assert decide(who(role), Permission.SESSIONS_OWN) is Decision.ALLOW
+        for scope in (Scope.READ, Scope.RUN, Scope.EDIT):
+            assert decide(who(role, scopes={scope}), Permission.SESSIONS_OWN) is Decision.FORBID
+    assert decide(who(Role.VIEWER, scopes={Scope.ADMIN}), Permission.SESSIONS_OWN) is (
         Decision.ALLOW
     )
 
