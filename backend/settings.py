@@ -26,11 +26,13 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
+from backend.setting_values import (
+    SettingsError,
+    check_networks,
+    normalize_database_url,
+    parse_role_map,
+)
 from designer_schema.limits import DiagramLimits
-
-
-class SettingsError(Exception):
-    """A required setting is missing or malformed."""
 
 
 def about(meaning: str, *, default: str = "", **constraints: Any) -> msgspec.Meta:
@@ -133,6 +135,14 @@ class Settings(msgspec.Struct, kw_only=True):
     ] = 0.0
     session_hours: Annotated[float, about("login session lifetime, hours", gt=0)] = 336.0
     secure_cookies: Annotated[bool, about("mark cookies `Secure` (behind HTTPS)")] = False
+    trusted_proxies: Annotated[
+        tuple[str, ...],
+        about(
+            "IPs or CIDRs of the reverse proxies (ingress, load balancer) whose "
+            "`X-Forwarded-For` and `X-Forwarded-Proto` the API believes; empty: the "
+            "connecting address is the client, whatever the headers say"
+        ),
+    ] = ()
     encryption_key: Annotated[
         str,
         about(
@@ -390,7 +400,13 @@ _ENV = {
 SETTING_VARIABLES: dict[str, str] = {name: var for var, name in _ENV.items()}
 """The environment variable of each setting (``{"base_url": "RAILYARD_BASE_URL", ...}``)."""
 
-_LISTS = ("http_allowlist", "encryption_old_keys", "redact_headers", "redis_sentinels")
+_LISTS = (
+    "http_allowlist",
+    "encryption_old_keys",
+    "redact_headers",
+    "redis_sentinels",
+    "trusted_proxies",
+)
 
 
 def load_settings(environ: dict[str, str] | None = None, **overrides: object) -> Settings:
@@ -427,6 +443,7 @@ def load_settings(environ: dict[str, str] | None = None, **overrides: object) ->
         host, sep, port = address.rpartition(":")
         if not (sep and host and port.isdigit()):
             raise SettingsError(f"RAILYARD_REDIS_SENTINELS: {address!r} is not host:port")
+    check_networks("RAILYARD_TRUSTED_PROXIES", settings.trusted_proxies)
     if settings.payload_inline_limit < 1024:
         raise SettingsError("RAILYARD_PAYLOAD_INLINE_LIMIT must be at least 1024 (bytes)")
     return settings
@@ -452,38 +469,3 @@ def _extra_settings(raw: dict[str, object], env: dict[str, str]) -> dict[str, An
         if var.startswith("RAILYARD_") and var not in _ENV and value != "":
             extra[setting_key(var.removeprefix("RAILYARD_"))] = value
     return extra
-
-
-def parse_role_map(value: str) -> dict[str, str]:
-    """``"rail-admins=admin, devs=editor"`` -> ``{"rail-admins": "admin", "devs": "editor"}``.
-
-    Raises :class:`SettingsError` for a pair without ``=``.
-    """
-    pairs: dict[str, str] = {}
-    for part in value.split(","):
-        if not part.strip():
-            continue
-        claim, sep, role = part.rpartition("=")
-        if not sep or not claim.strip() or not role.strip():
-            raise SettingsError(
-                f"RAILYARD_OIDC_ROLE_MAP: {part.strip()!r} is not a claim_value=role pair"
-            )
-        pairs[claim.strip()] = role.strip()
-    return pairs
-
-
-def normalize_database_url(url: str) -> str:
-    """Use the asyncpg driver for ``postgres://`` and ``postgresql://`` URLs.
-
-    Raises :class:`SettingsError` for another database or driver.
-    """
-    if not url:
-        return url
-    scheme, sep, rest = url.partition("://")
-    if not sep:
-        raise SettingsError("DATABASE_URL must look like postgresql://user:pass@host:5432/db")
-    if scheme in ("postgres", "postgresql", "postgresql+asyncpg"):
-        return f"postgresql+asyncpg://{rest}"
-    raise SettingsError(
-        f"DATABASE_URL scheme {scheme!r} is not supported: use postgresql:// (asyncpg driver)"
-    )

@@ -112,25 +112,12 @@ async def serve(
 
     from backend.api import answer_cutoff
     from backend.app import create_app
-    from backend.cli.http_protocol import GatheringHttpToolsProtocol
     from backend.workers.worker import make_worker, stop_worker
 
     _tracing(settings)
 
     app = create_app(settings, tune_gc=True)
-    server = uvicorn.Server(
-        uvicorn.Config(
-            app,
-            host=host,
-            port=port,
-            log_level="info" if logging.getLogger().isEnabledFor(logging.INFO) else "warning",
-            lifespan="on",
-            http=GatheringHttpToolsProtocol,  # one write per answer (http_protocol.py)
-            access_log=os.environ.get("RAILYARD_ACCESS_LOG", "1") != "0",
-            log_config=None,  # uvicorn's records go through the root handler (JSON or plain)
-            timeout_graceful_shutdown=math.ceil(settings.shutdown_grace),
-        )
-    )
+    server = uvicorn.Server(uvicorn_config(app, settings, host, port))
     server.capture_signals = contextlib.nullcontext  # type: ignore[method-assign,assignment]
     worker = make_worker(settings, sweep=False) if with_worker else None
     tasks: list[asyncio.Task[Any]] = [asyncio.create_task(server.serve())]
@@ -170,6 +157,33 @@ async def serve(
     for task in done:
         if task is not waiter and task.exception():
             raise task.exception()  # type: ignore[misc]
+
+
+def uvicorn_config(app: Any, settings: Settings, host: str, port: int) -> uvicorn.Config:
+    """The API's uvicorn configuration (``railyard api`` and ``railyard dev``).
+
+    Forwarded headers (``X-Forwarded-For``, ``X-Forwarded-Proto``) are believed only from
+    the addresses in ``settings.trusted_proxies`` (``RAILYARD_TRUSTED_PROXIES``); with none,
+    uvicorn's proxy-headers middleware is off and the connecting address is the client's
+    (uvicorn's own default would trust them from loopback, and read
+    ``FORWARDED_ALLOW_IPS`` from the environment).
+    """
+    from backend.cli.http_protocol import GatheringHttpToolsProtocol
+
+    trusted = list(settings.trusted_proxies)
+    return uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_level="info" if logging.getLogger().isEnabledFor(logging.INFO) else "warning",
+        lifespan="on",
+        http=GatheringHttpToolsProtocol,  # one write per answer (http_protocol.py)
+        access_log=os.environ.get("RAILYARD_ACCESS_LOG", "1") != "0",
+        log_config=None,  # uvicorn's records go through the root handler (JSON or plain)
+        timeout_graceful_shutdown=math.ceil(settings.shutdown_grace),
+        proxy_headers=bool(trusted),
+        forwarded_allow_ips=trusted or [],
+    )
 
 
 async def _drain(app: Any, server: uvicorn.Server, stop: asyncio.Event, delay: float) -> None:

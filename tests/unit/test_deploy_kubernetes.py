@@ -188,6 +188,24 @@ def test_network_is_denied_by_default_and_opened_per_need(overlay: str) -> None:
     assert {53, 5432, 6379, 26379} <= ports
 
 
+def test_production_believes_forwarded_headers_only_from_the_ingress() -> None:
+    """The API believes X-Forwarded-For only from RAILYARD_TRUSTED_PROXIES (issue 29,
+    finding 6): production sets it, and only the ingress controller and Prometheus may
+    connect to the API at all; the dev overlay trusts no proxy."""
+    resources = _rendered("production")
+    config = next(doc for (kind, _), doc in resources.items() if kind == "ConfigMap")
+    assert config["data"]["RAILYARD_TRUSTED_PROXIES"]
+    policy = resources[("NetworkPolicy", "railyard-api-ingress")]["spec"]
+    sources = [
+        peer["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"]
+        for rule in policy["ingress"]
+        for peer in rule["from"]
+    ]
+    assert sources == ["ingress-nginx", "monitoring"]
+    dev = next(doc for (kind, _), doc in _rendered("dev").items() if kind == "ConfigMap")
+    assert "RAILYARD_TRUSTED_PROXIES" not in dev["data"]
+
+
 def test_the_documented_upgrade_order_selects_one_part_at_a_time() -> None:
     """docs/operations.md, "Zero-downtime upgrades" applies the overlay part by part with
     ``-l app.kubernetes.io/component=<part>``: each selector must pick that part's
