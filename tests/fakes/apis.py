@@ -32,7 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Self
 
 Reply = tuple[int, dict[str, str], bytes]
 
@@ -97,6 +97,13 @@ class LocalApi:
     def stop(self) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
 
     def route(self, req: Recorded) -> Reply:  # pragma: no cover - overridden
         raise NotImplementedError

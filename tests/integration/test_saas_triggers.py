@@ -5,6 +5,7 @@ event starts exactly one run."""
 
 from __future__ import annotations
 
+import re
 import time
 import uuid
 from collections.abc import Iterator
@@ -33,10 +34,8 @@ T0 = 1_767_225_600_000  # 2026-01-01T00:00:00Z in ms
 
 @pytest.fixture
 def crm() -> Iterator[HubSpotLike]:
-    server = HubSpotLike().start()
-    assert isinstance(server, HubSpotLike)
-    yield server
-    server.stop()
+    with HubSpotLike() as server:
+        yield server
 
 
 @pytest.fixture
@@ -51,19 +50,31 @@ async def _credential(client: httpx.AsyncClient, type: str, data: dict[str, Any]
     return str(r.json()["id"])
 
 
-def _flow(trigger: str, **config: Any) -> dict[str, Any]:
-    return diagram(
-        [node("t", trigger, **config), node("s", "control.set", mapping={"seen": "=$"})],
-        [edge("t", "s")],
-    )
+async def _publish(client: httpx.AsyncClient, trigger: str, **config: Any) -> str:
+    """Publish a workflow started by ``trigger``; its id."""
+    steps = [node("t", trigger, **config), node("s", "control.set", mapping={"seen": "=$"})]
+    return str((await publish(client, diagram(steps, [edge("t", "s")])))["id"])
 
 
-async def _subscription(runtime: Runtime, workflow_id: str) -> TriggerSubscription:
-    async with runtime.sessionmaker() as session:
+async def _trigger_url(client: httpx.AsyncClient, workflow_id: str) -> str:
+    """The app webhook's URL as the workflow's Trigger page shows it (what the user
+    pastes into the Slack app), as a path."""
+    page = (await client.get(f"/workflows/{workflow_id}/trigger")).text
+    found = re.search(r"http://testserver\.local(/hooks/app/[A-Za-z0-9_-]+)", page)
+    assert found, "the Trigger page shows no app webhook URL"
+    return found.group(1)
+
+
+async def _poll_row(runtime: Runtime, workflow_id: str, *, due: bool) -> TriggerSubscription:
+    """The workflow's trigger subscription; ``due`` makes it due for a poll now."""
+    async with runtime.sessionmaker() as session, session.begin():
         query = select(TriggerSubscription).where(
             TriggerSubscription.workflow_id == uuid.UUID(workflow_id)
         )
-        return (await session.execute(query)).scalar_one()
+        row = (await session.execute(query)).scalar_one()
+        if due:
+            row.next_poll_at = runtime.execution.clock.now() - timedelta(seconds=1)
+        return row
 
 
 async def _runs(runtime: Runtime, workflow_id: str) -> list[Run]:
@@ -78,8 +89,8 @@ async def test_slack_events_start_one_run_per_event_id(
     runtime: Runtime, client: httpx.AsyncClient
 ) -> None:
     app = await _credential(client, "slack.app", {"signing_secret": SIGNING_SECRET})
-    wf = await publish(client, _flow("slack.message_posted", credential=app))
-    url = f"/hooks/app/{(await _subscription(runtime, wf['id'])).token}"
+    wf = await _publish(client, "slack.message_posted", credential=app)
+    url = await _trigger_url(client, wf)
     slack = SlackEvents(SIGNING_SECRET, client=client, retry_delays=(0.0, 0.0, 0.0))
 
     assert await slack.verify_url(url)  # saving the Request URL in the Slack app
@@ -94,7 +105,7 @@ async def test_slack_events_start_one_run_per_event_id(
     bot = await slack.send_event(url, {**message, "bot_id": "B1", "ts": "1767225600.000200"})
     assert [a.status for a in bot.attempts] == [200]  # acknowledged, filtered out
 
-    runs = await _runs(runtime, wf["id"])
+    runs = await _runs(runtime, wf)
     assert len(runs) == 1 and runs[0].trigger == "app_webhook"
     assert runs[0].input["text"] == "order #42" and runs[0].input["event_id"] == delivery.event_id
 
@@ -108,18 +119,9 @@ async def test_slack_events_start_one_run_per_event_id(
     assert [replayed.attempts[0].status, forged.attempts[0].status] == [401, 401]
     with pytest.raises(UrlVerificationFailed, match="401"):
         await SlackEvents("another app", client=client).verify_url(url)
-    assert len(await _runs(runtime, wf["id"])) == 1
+    assert len(await _runs(runtime, wf)) == 1
     metrics = (await client.get("/metrics")).text
     assert 'railyard_trigger_deliveries_refused_total{reason="replay"}' in metrics
-
-
-async def _make_due(runtime: Runtime, workflow_id: str) -> None:
-    async with runtime.sessionmaker() as session, session.begin():
-        query = select(TriggerSubscription).where(
-            TriggerSubscription.workflow_id == uuid.UUID(workflow_id)
-        )
-        row = (await session.execute(query)).scalar_one()
-        row.next_poll_at = runtime.execution.clock.now() - timedelta(seconds=1)
 
 
 async def test_hubspot_contacts_start_one_run_each_from_now_and_back_off_on_429(
@@ -127,29 +129,29 @@ async def test_hubspot_contacts_start_one_run_each_from_now_and_back_off_on_429(
 ) -> None:
     account = await _credential(client, "hubspot.private_app", {"token": "pat-valid"})
     existing = crm.add_contact({"email": "old@example.com"}, created_ms=T0)
-    wf = await publish(client, _flow("hubspot.contact_created", credential=account))
+    wf = await _publish(client, "hubspot.contact_created", credential=account)
     events, clock = runtime.events, runtime.execution.clock
     assert await poll_due(events, clock) == 0  # the baseline: from now
     made = [
         crm.add_contact({"email": f"c{n}@example.com"}, created_ms=T0 + 1 + n // 3)
         for n in range(150)
     ]
-    await _make_due(runtime, wf["id"])
+    await _poll_row(runtime, wf, due=True)
     assert await poll_due(events, clock) == 150
-    runs = await _runs(runtime, wf["id"])
+    runs = await _runs(runtime, wf)
     assert sorted(r.input["id"] for r in runs) == sorted(made) and existing not in made
     assert {r.trigger for r in runs} == {"polling"}
-    await _make_due(runtime, wf["id"])
+    await _poll_row(runtime, wf, due=True)
     assert await poll_due(events, clock) == 0
 
     late = crm.add_contact(created_ms=T0 + 100)
     crm.rate_limit_next = 1
-    await _make_due(runtime, wf["id"])
+    await _poll_row(runtime, wf, due=True)
     assert await poll_due(events, clock) == 0
-    sub = await _subscription(runtime, wf["id"])
+    sub = await _poll_row(runtime, wf, due=False)
     assert sub.last_error and "429" in sub.last_error
     assert sub.next_poll_at is not None
     assert sub.next_poll_at >= clock.now() + timedelta(seconds=9)  # HubSpot's 10 s window
-    await _make_due(runtime, wf["id"])
+    await _poll_row(runtime, wf, due=True)
     assert await poll_due(events, clock) == 1
-    assert [r.input["id"] for r in await _runs(runtime, wf["id"])][-1] == late
+    assert [r.input["id"] for r in await _runs(runtime, wf)][-1] == late

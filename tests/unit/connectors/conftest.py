@@ -122,7 +122,5 @@ def feed_api(_items_and_feeds: ItemsAndFeeds) -> ItemsAndFeeds:
 @pytest.fixture
 def crm() -> Iterator[HubSpotLike]:
     """A HubSpot-like CRM server (tests/fakes/apis.py), started for one test."""
-    server = HubSpotLike().start()
-    assert isinstance(server, HubSpotLike)
-    yield server
-    server.stop()
+    with HubSpotLike() as server:
+        yield server
