@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
+from e2e.api_client import api_client, node, publish
 from e2e.conftest import ARTIFACTS_DIR, login, railyard_dev
 from e2e.designer_page import icon_drawn, new_workflow
-from e2e.test_dashboard import api_client, node, publish
 from tests.generated_connector import build_metadata, generate, python_path
 
 pytestmark = pytest.mark.e2e

@@ -10,10 +10,10 @@ from typing import Any
 import httpx
 import pytest
 
+from e2e.api_client import api_client
 from e2e.conftest import ARTIFACTS_DIR, RailyardServer, login
 from e2e.designer_page import icon_drawn, new_workflow
 from e2e.nodes_by_type import node
-from e2e.test_dashboard import api_client
 
 pytestmark = pytest.mark.e2e
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from sqlalchemy import text
 
 from backend.app import create_app
 from backend.db.migrate import upgrade
@@ -22,6 +23,7 @@ from backend.embedded import EmbeddedPostgres, EmbeddedRedis
 from backend.runtime import Runtime, build_runtime
 from backend.services import accounts
 from backend.settings import Settings, load_settings
+from backend.workers.scheduler import SCHEDULER_LOCK_KEY
 from tests.diagrams import diagram, edge, node
 from tests.integration.conftest import ADMIN_EMAIL, ADMIN_PASSWORD, login
 from tests.servers import pg_template
@@ -153,3 +155,18 @@ async def own_servers(directory: Path) -> AsyncIterator[tuple[EmbeddedPostgres, 
     finally:
         redis.stop()
         pg.stop()
+
+
+async def leader_pid(runtime: Runtime) -> int | None:
+    """The PostgreSQL backend pid holding the scheduler's leader lock, if any."""
+    key = SCHEDULER_LOCK_KEY
+    async with runtime.engine.connect() as conn:
+        return (
+            await conn.execute(
+                text(
+                    "select pid from pg_locks where locktype = 'advisory' and granted"
+                    " and classid = :hi and objid = :lo and objsubid = 1"
+                ),
+                {"hi": key >> 32, "lo": key & 0xFFFFFFFF},
+            )
+        ).scalar_one_or_none()

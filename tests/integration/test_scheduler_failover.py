@@ -18,10 +18,9 @@ from sqlalchemy import text
 
 from backend.runtime import Runtime
 from backend.settings import Settings
-from backend.workers.scheduler import SCHEDULER_LOCK_KEY
 from tests.diagrams import diagram, edge, node
 from tests.integration.flows import publish
-from tests.integration.railyard_processes import processes, until
+from tests.integration.railyard_processes import leader_pid, processes, until
 
 pytestmark = [pytest.mark.integration, pytest.mark.faults]
 
@@ -37,21 +36,6 @@ def every_second() -> dict[str, Any]:
         ],
         [edge("tick", "note")],
     )
-
-
-async def leader_pid(runtime: Runtime) -> int | None:
-    """The PostgreSQL backend pid holding the scheduler's leader lock, if any."""
-    key = SCHEDULER_LOCK_KEY
-    async with runtime.engine.connect() as conn:
-        return (
-            await conn.execute(
-                text(
-                    "select pid from pg_locks where locktype = 'advisory' and granted"
-                    " and classid = :hi and objid = :lo and objsubid = 1"
-                ),
-                {"hi": key >> 32, "lo": key & 0xFFFFFFFF},
-            )
-        ).scalar_one_or_none()
 
 
 async def fires(runtime: Runtime) -> list[tuple[Any, ...]]:

@@ -35,8 +35,7 @@ from backend.settings import Settings
 from tests.diagrams import diagram, edge, node
 from tests.integration import fault_plugin
 from tests.integration.flows import publish
-from tests.integration.railyard_processes import processes, until
-from tests.integration.test_scheduler_failover import leader_pid
+from tests.integration.railyard_processes import leader_pid, processes, until
 from tests.integration.trigger_faults import (
     ItemsVendor,
     Sampler,
