@@ -405,6 +405,7 @@ def _with_conditional_properties(
             if prop not in required:
                 required.append(prop)
         properties[prop] = schema
+    required = [name for name in required if name in properties]
     return {**declared, "properties": properties, "required": required}
 
 

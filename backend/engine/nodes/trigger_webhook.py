@@ -280,7 +280,7 @@ _PROPERTIES = dict(OUTPUT_SCHEMA["properties"])  # type: ignore[call-overload]
 OUTPUT_SCHEMA_V2: dict[str, object] = {
     "type": "object",
     "properties": {**_PROPERTIES, **CLOUDEVENT_PROPERTIES},
-    "required": [],
+    "required": list(OUTPUT_SCHEMA["required"]),  # type: ignore[call-overload]
     "x-property-schemas": {"body": "body_schema", "data": "body_schema"},
     "x-properties-if": {
         **{name: f"!{CLOUDEVENTS}" for name in _PROPERTIES},

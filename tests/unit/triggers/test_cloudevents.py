@@ -221,3 +221,12 @@ def test_only_a_published_version_2_step_takes_cloudevents() -> None:
     assert not takes_cloudevents({"type": "trigger.webhook"}, on)  # graphs before versions
     assert not takes_cloudevents({"type": "trigger.webhook", "type_version": 2}, {})
     assert not takes_cloudevents({"type": "acme.hook", "type_version": 2}, on)
+
+
+def test_a_cloudevents_webhook_output_requires_only_the_event_fields() -> None:
+    from designer_schema.dataflow import DataFlow
+
+    doc = msgspec.convert(diagram([node("hook", "trigger.webhook", cloudevents=True)], []), Diagram)
+    schema = DataFlow.of_diagram(doc, AppCatalog(), JsonataReader()).output_schema("hook")
+    assert "method" not in schema["properties"] and "method" not in schema["required"]
+    assert {"id", "source", "type", "data"} <= set(schema["required"])
