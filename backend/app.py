@@ -33,6 +33,7 @@ from backend.api.runs import RunController
 from backend.api.search import SearchController
 from backend.api.storable_input import DEFAULT_MAX_SCAN_BYTES, StorableInputMiddleware
 from backend.api.telemetry import TelemetryMiddleware
+from backend.api.trigger_samples import TriggerSampleController
 from backend.api.triggers import ApiTokenController, FileController, WebhookSettingsController
 from backend.api.users import SessionAdminController, UserAdminController
 from backend.api.webhook_front import WebhookFront
@@ -135,6 +136,7 @@ def create_app(
             RunController,
             PinController,
             TestRunController,
+            TriggerSampleController,
             SearchController,
             CatalogController,
             CredentialController,

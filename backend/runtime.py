@@ -20,7 +20,7 @@ from backend.db.engine import make_engine, make_sessionmaker
 from backend.db.recovery_queries import PgRecoveryQueries
 from backend.db.run_store import PgRunStore
 from backend.observability import metrics, tracing
-from backend.services import credential_use, run_watch, webhooks
+from backend.services import credential_use, pins, run_watch, webhooks
 from backend.services.catalog import AppCatalog, load_catalog
 from backend.services.events.contexts import EventEnv
 from backend.services.execution import Execution
@@ -50,7 +50,11 @@ class Runtime:
     def events(self) -> EventEnv:
         """The event service's dependencies (backend/services/events)."""
         return EventEnv(
-            self.sessionmaker, self.execution, self.catalog.triggers, self.settings.base_url
+            self.sessionmaker,
+            self.execution,
+            self.catalog.triggers,
+            self.settings.base_url,
+            pin=pins.pin,
         )
 
     async def close(self) -> None:
@@ -81,7 +85,8 @@ def make_context_factory(
     *,
     http_pool: httpx.AsyncBaseTransport | None = None,
 ) -> Any:
-    """Build ``factory(info: sdk.ActionInfo, heartbeat, is_cancelled) -> sdk.ActionContext``.
+    """Build ``factory(info: sdk.ActionInfo, heartbeat, is_cancelled, publisher_check=True)
+    -> sdk.ActionContext``.
 
     ``http_pool`` (from :func:`connectors.host.outbound.guarded_connection_pool` for this
     settings' SSRF policy) is shared by every attempt's HTTP client and OAuth2 token
@@ -90,7 +95,9 @@ def make_context_factory(
 
     With ``sessionmaker`` and ``catalog`` the context resolves credential fields of the
     node config through :func:`backend.services.credential_use.resolve_for_action` (decrypt,
-    refresh OAuth2 tokens through the SSRF-guarded transport, audit the use).
+    refresh OAuth2 tokens through the SSRF-guarded transport, audit the use);
+    ``publisher_check=False`` leaves out the check that the version's publisher may use
+    them (a draft trigger's code run for the designer, whose caller checked its user).
     """
     policy = ssrf_policy(settings)
     keyring = crypto.keyring_from_settings(settings) if settings.encryption_key else None
@@ -101,7 +108,9 @@ def make_context_factory(
         SsrfGuardTransport(policy, inner=http_pool, close_inner=False) if http_pool else None
     )
 
-    def factory(info: sdk.ActionInfo, heartbeat: Any, is_cancelled: Any) -> Any:
+    def factory(
+        info: sdk.ActionInfo, heartbeat: Any, is_cancelled: Any, publisher_check: bool = True
+    ) -> Any:
         resolver = None
         if sessionmaker is not None and catalog is not None:
             resolver = functools.partial(
@@ -112,6 +121,7 @@ def make_context_factory(
                 info=info,
                 refresh_margin=settings.oauth2_refresh_margin,
                 transport=shared_guard or SsrfGuardTransport(policy),
+                publisher_check=publisher_check,
             )
         return action_context(
             info,

@@ -105,6 +105,63 @@ def _text(value: Any) -> str:
         return str(value)
 
 
+#: What an event's ``meta`` key is, by trigger kind (``None``: any kind); others are humanised.
+_META_LABELS: dict[tuple[str | None, str], str] = {
+    (None, "delivery_id"): "Vendor delivery id",
+    ("email", "message_id"): "Message-ID",
+    (None, "message_id"): "Broker message id",
+    (None, "item_id"): "Item id",
+    (None, "entry_id"): "Feed entry id",
+    (None, "contact_id"): "Contact id",
+    (None, "sequence"): "Sequence number",
+}
+
+#: What the event id (the dedupe key) is, by trigger kind.
+_EVENT_ID_LABELS = {
+    "app_webhook": "Delivery",
+    "polling": "Item",
+    "broker": "Message",
+    "email": "Email",
+}
+
+
+@dataclass
+class TriggerEventView:
+    """The event that started a run, as the run page shows it: the event id with what it
+    is (``id_label``), then ``facts`` (label, value) from the event's ``meta`` (vendor
+    delivery id, broker message id, email Message-ID, queue, ...). ``id_in_facts`` is True
+    when a fact already shows the id (it is not repeated)."""
+
+    kind: str
+    node_type: str
+    id: str
+    id_label: str
+    received_at: Any
+    facts: list[tuple[str, str]] = field(default_factory=list)
+    id_in_facts: bool = False
+
+
+def trigger_event_view(event: dict[str, Any]) -> TriggerEventView:
+    """:class:`TriggerEventView` of ``backend.services.events.status.event_of_run``'s dict
+    (``{"kind", "node_type", "id", "received_at", "meta"}``)."""
+    kind = str(event.get("kind") or "")
+    meta = event.get("meta") if isinstance(event.get("meta"), dict) else {}
+    facts = []
+    for key, value in (meta or {}).items():
+        label = _META_LABELS.get((kind, str(key))) or _META_LABELS.get((None, str(key)))
+        facts.append((label or _label(key), _text(value)))
+    event_id = str(event.get("id") or "")
+    return TriggerEventView(
+        kind=kind,
+        node_type=str(event.get("node_type") or ""),
+        id=event_id,
+        id_label=_EVENT_ID_LABELS.get(kind, "Event"),
+        received_at=event.get("received_at"),
+        facts=facts,
+        id_in_facts=any(value == event_id for _label_, value in facts),
+    )
+
+
 _INLINE_DOC = re.compile(r"``(?P<literal>.+?)``|:[a-z:]+:`~?(?P<role>[^`]+)`")
 
 
@@ -127,9 +184,10 @@ def inline_doc(text: str | None) -> Markup:
 
 
 def install(env: jinja2.Environment) -> None:
-    """Add the display helpers (``error_view``, ``large_values``) and the run statuses to
-    ``env``'s template globals (see the module docstring)."""
+    """Add the display helpers (``error_view``, ``trigger_event_view``, ``large_values``)
+    and the run statuses to ``env``'s template globals (see the module docstring)."""
     env.globals["error_view"] = error_view
+    env.globals["trigger_event_view"] = trigger_event_view
     env.filters["inline_doc"] = inline_doc
     env.globals["large_values"] = large_values
     env.globals["run_statuses"] = RUN_STATUSES

@@ -16,6 +16,7 @@ from backend.api.schemas import DraftConflictOut, ErrorOut
 from backend.services.accounts import AccountError
 from backend.services.api_tokens import TokenError
 from backend.services.availability import unavailable_service
+from backend.services.events.samples import SampleFailed
 from backend.services.execution import RunNotActive, RunNotFound
 from backend.services.grants import GrantError, GrantNotFound
 from backend.services.groups import GroupNotFound
@@ -50,6 +51,12 @@ def not_found(_: Request, exc: LookupError) -> Response[bytes]:
 
 def invalid_input(_: Request, exc: InvalidInput | UnstorableInput) -> Response[bytes]:
     return _json(400, str(exc), field=exc.field)
+
+
+def sample_failed(_: Request, exc: SampleFailed) -> Response[bytes]:
+    """A test event that could not be fetched: its status, the message, ``field`` when
+    the request is at fault, ``extra.kind`` the connector's error kind."""
+    return _json(exc.status, exc.message, field=exc.field, extra={"kind": exc.kind})
 
 
 def search_input(_: Request, exc: SearchInputError) -> Response[bytes]:
@@ -214,4 +221,5 @@ API_EXCEPTION_HANDLERS: dict[int | type[Exception], ErrorHandler] = {
     ProjectNotFound: not_found,
     500: unexpected_error,
     DraftConflict: draft_conflict,
+    SampleFailed: sample_failed,
 }

@@ -19,6 +19,7 @@ from backend.auth.guards import access_dependencies
 from backend.auth.policy import Permission
 from backend.auth.web import AppRuntime, DbSession
 from backend.services import expression_data as exprdata
+from backend.services import pins
 from backend.services import workflows as svc
 
 
@@ -32,12 +33,21 @@ class ExpressionController(Controller):
 
     async def _sample(
         self, db: DbSession, runtime: AppRuntime, workflow_id: uuid.UUID, body: FieldsIn | PreviewIn
-    ) -> exprdata.RunSample:
+    ) -> tuple[exprdata.RunSample, str | None]:
+        """The last run's data with the draft's pinned data (and then ``body.pinned``)
+        standing in for step outputs, and which data that is (``None``: none)."""
         svc.check_diagram_limits(body.diagram, runtime.settings.diagram_limits())
         svc.check_json_limit(body.pinned, runtime.settings.max_json_depth, "pinned")
-        await svc.get_workflow(db, workflow_id)
+        stored = pins.pinned_values(await svc.get_workflow(db, workflow_id))
         sample = await exprdata.last_run_sample(db, workflow_id)
-        return sample.pinned(body.pinned) if body.pinned else sample
+        values = {**stored, **body.pinned}
+        if body.pinned or (values and sample.run_id is None):
+            origin: str | None = "pinned data"
+        elif sample.run_id is not None:
+            origin = f"run {sample.run_id}" + (" and pinned data" if values else "")
+        else:
+            origin = None
+        return (sample.pinned(values) if values else sample), origin
 
     @post(
         "/fields",
@@ -53,12 +63,11 @@ class ExpressionController(Controller):
         runtime: AppRuntime,
     ) -> FieldsOut:
         """What an expression of ``node_id`` can read, grouped by source, with examples
-        from the last run (or pinned data); 400 naming ``node_id`` when it is no step."""
-        sample = await self._sample(db, runtime, workflow_id, data)
+        from the last run, the draft's pinned data standing in for the outputs of the
+        steps it is pinned on (a fetched test event on the trigger); 400 naming
+        ``node_id`` when it is no step."""
+        sample, origin = await self._sample(db, runtime, workflow_id, data)
         sources = exprdata.available_fields(data.diagram, runtime.catalog, data.node_id, sample)
-        origin = (
-            "pinned data" if data.pinned else (f"run {sample.run_id}" if sample.run_id else None)
-        )
         return FieldsOut(sources=sources, data_from=origin)
 
     @post(
@@ -77,14 +86,9 @@ class ExpressionController(Controller):
         """The expression's value against the last run's data (or pinned data), with the
         run limits; a syntax or evaluation error is part of the answer (200), with its
         position. 400 naming ``node_id`` when it is no step."""
-        sample = await self._sample(db, runtime, workflow_id, data)
+        sample, origin = await self._sample(db, runtime, workflow_id, data)
         return await exprdata.preview(
-            data.diagram,
-            runtime.catalog,
-            data.node_id,
-            data.expression,
-            sample,
-            pinned=bool(data.pinned),
+            data.diagram, runtime.catalog, data.node_id, data.expression, sample, data_from=origin
         )
 
     @post(

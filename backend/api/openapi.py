@@ -81,6 +81,13 @@ ANSWERS: dict[str, dict[int, str | tuple[str, Any]]] = {
     "replay_run": {409: "The run has not ended"},
     "start_test_run": {422: "The draft has compile errors (`diagnostics` lists them)"},
     "unpin_data": {404: "The node has no pinned data"},
+    "fetch_trigger_sample": {
+        400: _REASONS[400],
+        409: "The workflow is archived",
+        502: "The trigger's code or the app it calls failed: `detail` says why, "
+        "`extra.kind` is the connector's error kind",
+        504: "The trigger did not answer within 30 s",
+    },
     "create_credential": {503: "No encryption key is configured"},
     "update_credential": {503: "No encryption key is configured"},
     "connect_credential": {409: "The credential is not an OAuth2 credential"},

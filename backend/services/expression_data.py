@@ -263,15 +263,17 @@ async def preview(
     source: str,
     sample: RunSample,
     *,
-    pinned: bool = False,
+    data_from: str | None = None,
 ) -> Preview:
     """Evaluate ``source`` (with or without its leading ``=``) as an expression of
-    ``node_id`` against ``sample``, in a worker thread, with the run limits. Raises
+    ``node_id`` against ``sample``, in a worker thread, with the run limits; ``data_from``
+    names that data in the answer (default: the sample's run). Raises
     :class:`NodeNotFound` for an unknown node id."""
     flow = _flow(diagram, catalog, node_id)
     sample = _with_trigger(sample, flow)
     text = source[1:] if source.startswith("=") else source
-    data_from = "pinned data" if pinned else (f"run {sample.run_id}" if sample.run_id else None)
+    if data_from is None and sample.run_id:
+        data_from = f"run {sample.run_id}"
     try:
         compiled = compile_expression(text)
     except ExpressionError as err:

@@ -100,6 +100,7 @@ async def pin(
         "workflow.pin",
         "workflow",
         wf.id,
+        actor_user_id=user_id,
         before=before,
         after=entry,
         details={"node_id": node_id},

@@ -199,6 +199,11 @@ class TriggerSubscription(Base):
     ``registered``, ``failed``), ``next_check_at`` when the lifecycle loop runs next.
     Broker and email: ``lease_owner`` / ``lease_until`` say which events process holds
     the subscription. ``last_*`` feed the workflow page's status line.
+
+    ``sample_until`` / ``sample``: the designer's "Fetch test event" window of an app
+    webhook (:mod:`backend.services.events.samples`). A workflow never published gets a
+    row for it with ``enabled`` False and ``version_number`` 0, so its trigger URL exists
+    (and stays the same) before the first publish.
     """
 
     __tablename__ = "trigger_subscriptions"
@@ -234,6 +239,8 @@ class TriggerSubscription(Base):
     last_error: Mapped[str | None] = mapped_column(Text, nullable=True)
     last_error_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     failures: Mapped[int] = mapped_column(Integer, default=0)
+    sample_until: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    sample: Mapped[dict[str, Any] | None] = mapped_column(JSONB, nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
     updated_at: Mapped[datetime] = mapped_column(
         DateTime(timezone=True), server_default=func.now(), onupdate=func.now()

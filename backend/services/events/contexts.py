@@ -44,19 +44,30 @@ class EventEnv:
         execution: starts runs (and holds the context factory).
         triggers: SDK trigger definitions by node type (the catalog's).
         base_url: the public URL app webhook URLs are built on.
+        pin: stores data pinned on a draft's node (:func:`backend.services.pins.pin`,
+            handed in so the event service needs nothing of the workflow services):
+            where a fetched test event goes (:mod:`backend.services.events.samples`).
     """
 
     sessionmaker: async_sessionmaker[AsyncSession]
     execution: Execution
     triggers: dict[str, Any]
     base_url: str = ""
+    pin: Any = None
 
     def definition(self, node_type: str) -> Any | None:
         """The SDK ``TriggerDefinition`` of ``node_type`` (``None``: not installed now)."""
         return self.triggers.get(node_type)
 
-    def context(self, site: TriggerSite, cancelled: Any = _never) -> sdk.ActionContext:
-        """A fresh context for one call of the trigger's code at ``site``."""
+    def context(
+        self, site: TriggerSite, cancelled: Any = _never, *, draft: bool = False
+    ) -> sdk.ActionContext:
+        """A fresh context for one call of the trigger's code at ``site``.
+
+        ``draft``: the code runs for the designer on the draft (``site.version_number``
+        0), not for a published version: credentials are resolved without the version
+        publisher's check, which the caller made for the user instead
+        (:mod:`backend.services.events.samples`)."""
         info = sdk.ActionInfo(
             run_id="",
             workflow_id=str(site.workflow_id),
@@ -66,7 +77,12 @@ class EventEnv:
             node_type=site.node_type,
             workflow_version=site.version_number,
         )
-        context: sdk.ActionContext = self.execution.context_factory(info, None, cancelled)
+        factory = self.execution.context_factory
+        context: sdk.ActionContext = (
+            factory(info, None, cancelled, publisher_check=False)
+            if draft
+            else factory(info, None, cancelled)
+        )
         return context
 
     def url(self, token: str) -> str:

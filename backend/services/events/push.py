@@ -14,6 +14,11 @@
    (``response_deadline``, Slack's 3 s) allows; a start that does not fit goes on after
    the answer and the sweep guarantees it. The answer is sent once the events are durable.
 
+While the designer listens for a test event (:mod:`backend.services.events.samples`),
+a delivery goes to the draft's ``receive`` first and its event is pinned as the sample;
+a workflow that is not live (never published, or its published trigger is another)
+answers with the draft's answer and starts nothing; a live one then goes on with step 3.
+
 Every refusal is counted in ``railyard_trigger_deliveries_refused_total{reason}`` and
 answered with the API's error body, ``{"status_code", "detail"}``.
 """
@@ -34,6 +39,7 @@ from backend import crypto
 from backend.db.models import TriggerSubscription
 from backend.observability import metrics
 from backend.services.availability import database_unavailable
+from backend.services.events import samples
 from backend.services.events.contexts import EventEnv, TriggerSite
 from backend.services.events.inbox import InvalidEvent, Source, insert_events, start_runs
 from backend.services.events.subscriptions import connector_config
@@ -122,18 +128,13 @@ async def deliver(
                 select(TriggerSubscription).where(TriggerSubscription.token == token)
             )
         ).scalar_one_or_none()
-    if row is None or row.kind != "app_webhook":
+    sampling = row is not None and samples.listening(row, datetime.now(UTC))
+    if row is None or (row.kind != "app_webhook" and not sampling):
         return _problem(404, "unknown", "no app webhook trigger at this URL")
-    if not row.enabled:
+    if not row.enabled and not sampling:
         return _problem(410, "disabled", "this trigger is no longer active")
     if len(body) > max_body:
         return _problem(413, "size", f"the body is larger than {max_body} bytes")
-    definition = env.definition(row.node_type)
-    if definition is None:
-        return _problem(503, "error", f"the node type {row.node_type} is not installed")
-    site = TriggerSite(
-        row.workflow_id, row.version_number, row.step_id, row.node_type, row.revision
-    )
     request = sdk.PushRequest(
         method=method,
         headers={k.lower(): v for k, v in headers.items()},
@@ -141,6 +142,17 @@ async def deliver(
         query=dict(query),
         received_at=time.time(),
         url=env.url(token),
+    )
+    live = row.enabled and row.kind == "app_webhook"
+    if sampling:
+        sampled = await _sample(env, row, request)
+        if not live:
+            return sampled
+    definition = env.definition(row.node_type)
+    if definition is None:
+        return _problem(503, "error", f"the node type {row.node_type} is not installed")
+    site = TriggerSite(
+        row.workflow_id, row.version_number, row.step_id, row.node_type, row.revision
     )
     deadline = float(getattr(definition, "response_deadline", 10.0))
     try:
@@ -176,6 +188,25 @@ async def deliver(
         return _problem(502, "error", f"the trigger failed: {type(exc).__name__}: {exc}")
     run_ids = await _start_in_time(env, ids, deadline - (time.monotonic() - received))
     return _answer(response, run_ids)
+
+
+async def _sample(env: EventEnv, row: TriggerSubscription, request: sdk.PushRequest) -> PushAnswer:
+    """A delivery while the designer listens for a test event
+    (:func:`backend.services.events.samples.take_delivery`): the answer the draft's trigger
+    gives it (used when the workflow is not live, which starts no run)."""
+    try:
+        registration = open_registration(row.workflow_id, row.registration)
+        response = await samples.take_delivery(env, row, request, registration)
+    except sdk.DeliveryRefused as refused:
+        return _problem(refused.status, refused.reason, refused.message)
+    except samples.SampleFailed as failed:
+        return _problem(failed.status, "error", failed.message)
+    except Exception as exc:
+        if database_unavailable(exc):
+            raise
+        log.exception("test event of workflow %s failed", row.workflow_id)
+        return _problem(502, "error", f"the trigger failed: {type(exc).__name__}: {exc}")
+    return _answer(response, [])
 
 
 async def _start_in_time(env: EventEnv, ids: list[int], budget: float) -> list[str]:

@@ -54,6 +54,11 @@ def _when(value: datetime | None) -> str:
 def _line(row: TriggerSubscription, now: datetime) -> tuple[str, str]:
     parts: list[str] = []
     state = "ok"
+    if not row.enabled and row.version_number == 0:
+        return "disabled", (
+            "Not published yet: deliveries to this URL reach the designer only while it "
+            "listens for a test event"
+        )
     if not row.enabled:
         return "disabled", "Not active (the workflow was archived or its trigger replaced)"
     if row.kind == "polling":
