@@ -255,6 +255,8 @@ def render_config_panel(
     credential_type_labels: Mapping[str, str] | None = None,
     return_to: str = "",
     workflow_names: Mapping[str, str] | None = None,
+    trigger_kind: str = "",
+    trigger_example: bool = False,
 ) -> str:
     """Render the side-panel form editing one node of type ``spec``.
 
@@ -263,7 +265,10 @@ def render_config_panel(
     its label for the "New ..." links; ``return_to`` is the designer's path (same-site,
     starting with ``/``) the credentials page sends the user back to; ``workflow_names``
     maps the workflow ids the config names to the names workflow pickers show (ids the
-    user may not read are left out and shown as an id).
+    user may not read are left out and shown as an id). ``trigger_kind`` (a connector
+    trigger's kind: ``polling``, ``app_webhook``, ...) and ``trigger_example`` (it has an
+    example event) become ``data-trigger-kind`` / ``data-trigger-example`` on the form,
+    where the designer adds its "Fetch test event" section (trigger-panels.js).
     """
     schema = spec.config_schema or {}
     properties: dict[str, Any] = schema.get("properties") or {}
@@ -320,6 +325,8 @@ def render_config_panel(
         node_errors=node_errors,
         on_error=config.get("on_error") or "fail",
         on_error_choices=ON_ERROR_CHOICES,
+        trigger_kind=trigger_kind,
+        trigger_example=trigger_example,
     )
 
 

@@ -219,6 +219,7 @@ class AppPages(LoginRequiredPages):
         views = await creds.list_credentials(db, runtime.catalog, types, usable) if types else []
         named = [v for k, v in data.config.items() if _is_picker(spec.config_schema, k)]
         names = await workflow_picker.readable_names(db, principal, named) if named else {}
+        trigger = runtime.catalog.triggers.get(spec.type)
         html = render_config_panel(
             ENV,
             spec,
@@ -232,6 +233,8 @@ class AppPages(LoginRequiredPages):
             },
             return_to=urlparse(data.return_to).path if data.return_to.startswith("/") else "",
             workflow_names=names,
+            trigger_kind=str(getattr(trigger, "kind", "") or ""),
+            trigger_example=getattr(trigger, "output_example", None) is not None,
         )
         return Response(html, media_type=MediaType.HTML)
 

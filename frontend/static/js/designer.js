@@ -70,7 +70,11 @@ const panel = new ConfigPanel(document.getElementById("config-panel"), model, {
   // "New credential" leaves the page: keep the drawing first.
   beforeLeave: async () => readOnly || !dirty || (await save()),
 });
-attachTriggerPanels(document.getElementById("config-panel"), model, workflowId);
+attachTriggerPanels(document.getElementById("config-panel"), model, workflowId, {
+  save: () => save(),
+  onPinned: () => testRuns?.loadPins(),
+  canEdit: Boolean(document.getElementById("save-btn")), // an editor (readOnly is set below)
+});
 attachExpressionEditor(document.getElementById("config-panel"), model, workflowId);
 
 const quickAdd = new QuickAdd(document.querySelector(".canvas-wrap"), catalog);

@@ -1,7 +1,7 @@
 // The fields an expression can read, for the expression editor (expression-editor.js):
 // fetched from POST /api/workflows/{id}/expressions/fields for the open node (declared
-// output schemas upstream, plus the last run's or pinned data), shown as a searchable,
-// grouped list, and matched against what is typed for autocomplete.
+// output schemas upstream, plus the last run's data and the draft's pinned data), shown as
+// a searchable, grouped list, and matched against what is typed for autocomplete.
 
 import { errorMessage, postJSON } from "./api.js";
 
@@ -22,6 +22,8 @@ export class FieldSource {
     model.onChange((kind) => {
       if (kind === "graph") this.stamp++;
     });
+    // pinned data (a fetched test event on the trigger) gives the fields their examples
+    document.addEventListener("railyard:pins-changed", () => this.stamp++);
   }
 
   /** -> {sources: [{prefix, label, fields: [{path, type, description}], examples}], data_from} */

@@ -1,24 +1,29 @@
-// The node palette: catalog node types grouped by connector (core nodes by category),
-// each group headed by its connector's icon and label; searchable; draggable onto the
-// canvas (HTML5 drag and drop; dropped on an edge it is inserted into the edge) or added at
-// the canvas centre by click / Enter. Icons: icons.js.
+// The node palette: catalog node types grouped by connector (core nodes by category, every
+// trigger under Triggers), each group headed by its connector's icon and label; searchable;
+// draggable onto the canvas (HTML5 drag and drop; dropped on an edge it is inserted into the
+// edge) or added at the canvas centre by click / Enter. Icons: icons.js.
 
 import { iconElement, iconName, pluginIconUrl } from "./icons.js";
 
 export const DRAG_MIME = "application/x-railyard-node-type";
 
-/** [{key, label, icon, specs}] in palette order: core categories first, then connectors by label. */
+/**
+ * [{key, label, icon, specs}] in palette order: core categories first, then connectors by
+ * label. Every trigger, a connector's too, is under Triggers (a workflow starts with one).
+ */
 export function paletteGroups(catalog, connectors = []) {
   const info = new Map(connectors.map((c) => [c.name, c]));
   const groups = new Map();
   for (const spec of catalog) {
-    const connector = spec.connector && spec.connector !== "core" ? info.get(spec.connector) : null;
-    const key = connector ? `connector:${connector.name}` : `core:${spec.category || "Other"}`;
+    const trigger = spec.kind === "trigger";
+    const connector = !trigger && spec.connector && spec.connector !== "core" ? info.get(spec.connector) : null;
+    const category = trigger ? "Triggers" : spec.category || "Other";
+    const key = connector ? `connector:${connector.name}` : `core:${category}`;
     if (!groups.has(key)) {
       groups.set(key, {
         key,
         core: !connector,
-        label: connector ? connector.label : spec.category || "Other",
+        label: connector ? connector.label : category,
         icon: connector ? connector.icon : "",
         version: connector ? connector.version : "",
         specs: [],
@@ -34,6 +39,7 @@ export function paletteGroups(catalog, connectors = []) {
 
 export function renderPalette(container, search, catalog, { onAdd, connectors = [] }) {
   container.replaceChildren();
+  const info = new Map(connectors.map((c) => [c.name, c]));
   for (const group of paletteGroups(catalog, connectors)) {
     const section = document.createElement("section");
     section.className = "palette-group";
@@ -50,8 +56,11 @@ export function renderPalette(container, search, catalog, { onAdd, connectors = 
     }
     h.append(group.label);
     section.appendChild(h);
-    const groupWords = group.core ? "" : group.label;
-    for (const spec of group.specs) section.appendChild(paletteItem(spec, groupWords, onAdd));
+    for (const spec of group.specs) {
+      // a connector's trigger is found by its connector's name too ("slack" finds Slack's)
+      const groupWords = group.core ? info.get(spec.connector)?.label || "" : group.label;
+      section.appendChild(paletteItem(spec, groupWords, onAdd));
+    }
     container.appendChild(section);
   }
 

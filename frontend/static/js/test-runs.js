@@ -51,6 +51,12 @@ export class TestRuns {
   async loadPins() {
     const resp = await getJSON(`/api/workflows/${this.workflowId}/pins`);
     if (resp.ok && resp.data) this.pins = resp.data;
+    this.pinsChanged();
+  }
+
+  /** Redraw after pins changed, and tell the field picker (its examples come from them). */
+  pinsChanged() {
+    document.dispatchEvent(new CustomEvent("railyard:pins-changed"));
     this.paint();
     this.render();
   }
@@ -229,9 +235,8 @@ export class TestRuns {
         if (!resp.ok) { err.textContent = errorMessage(resp); err.hidden = false; return; }
         this.pins[node.id] = resp.data;
         this.editing = null;
-        this.paint();
         this.setStatus(`Data pinned on ${node.id}`, "ok");
-        this.render();
+        this.pinsChanged();
       });
       box.append(h("p", { class: "small muted", text: `Pinned data is ${what}.` }), area, err, h("p", { class: "test-actions" }, saveBtn, " ", cancel));
       return box;
@@ -253,8 +258,7 @@ export class TestRuns {
           const resp = await postJSON(`/api/workflows/${this.workflowId}/pins/${encodeURIComponent(node.id)}/delete`, {});
           if (!resp.ok && resp.status !== 404) { this.setStatus(errorMessage(resp), "error"); return; }
           delete this.pins[node.id];
-          this.paint();
-          this.render();
+          this.pinsChanged();
         });
         row.append(" ", unpin);
       }
