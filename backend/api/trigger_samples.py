@@ -26,7 +26,7 @@ from litestar.params import FromPath, JSONBody
 from backend.auth.guards import CurrentPrincipal, access_dependencies
 from backend.auth.policy import Permission
 from backend.auth.web import AppRuntime, CurrentUser
-from backend.services.events import samples
+from backend.services.events import sample_fetch, samples
 
 
 class TriggerSampleIn(msgspec.Struct, forbid_unknown_fields=True):
@@ -66,7 +66,7 @@ class TriggerSampleController(Controller):
         arrived within 30 s); an app webhook answers ``listening`` with its ``url``.
         400 naming ``node_id`` or ``mode``; 403 when the trigger's credential is not
         yours to use; 409 for an archived workflow; 502/504 when the trigger failed."""
-        return await samples.fetch(
+        return await sample_fetch.fetch(
             runtime.events,
             runtime.catalog,
             workflow_id,

@@ -385,8 +385,9 @@ def spec_for_trigger(trig: Any, connector_name: str, *, icon: str | None = None)
                 "type": "number",
                 "minimum": trig.min_interval,
                 "default": trig.interval,
-                "title": "Poll every (seconds)",
-                "description": f"At least {trig.min_interval:g} s.",
+                "x-duration": True,
+                "title": "Poll every",
+                "description": f"At least {trig.min_interval:g} s (e.g. 30s, 5m, 1h).",
             },
         )
         props.setdefault(

@@ -19,6 +19,7 @@ module                        holds
 ``lifecycle``                 registering, checking and deleting hooks at the vendor
 ``listeners``                 broker and email subscriptions (the events process)
 ``status``                    what the workflow and run pages show
-``samples``                   the designer's "Fetch test event" on the draft's trigger
+``sample_fetch``              the designer's "Fetch test event" on the draft's trigger
+``samples``                   a fetched sample; an app webhook's listening window
 ============================  ===========================================================
 """

@@ -1,37 +1,27 @@
-"""The designer's "Fetch test event": a connector trigger's code run once on the draft.
+"""The designer's "Fetch test event": what a sample is, and an app webhook's listening window.
 
-The sample is pinned on the draft's trigger node (:mod:`backend.services.pins`), so it is
-the input of test runs and the data the expression editor lists fields and previews
-from. Nothing here starts a run, stores an event or moves a cursor. By kind:
+A sample is an event a connector trigger's code heard for the draft, pinned on the
+draft's trigger node (through ``EventEnv.pin``, i.e. :func:`backend.services.pins.pin`),
+so it is the input of test runs and the data the expression editor lists fields and
+previews from. Nothing here starts a run, stores an event or moves a cursor.
+:mod:`backend.services.events.sample_fetch` fetches one for every kind; this module holds
+the answer (:class:`SampleState`), the errors (:class:`SampleFailed`) and the window of
+an app webhook:
 
-=============  ===========================================================================
-kind           what :func:`fetch` does
-=============  ===========================================================================
-``polling``    ``poll(config, cursor=None)`` once, within :data:`FETCH_SECONDS`: the
-               items as they are now (the stored cursor of a published trigger is not
-               used or changed); the newest is pinned, the others (newest first, at most
-               :data:`MAX_CANDIDATES`) are offered to pick from
-``broker``,    ``listen(config, emit)`` until the first message, at most
-``email``      :data:`FETCH_SECONDS`: ``emit`` keeps the event and raises before the
-               connector acks it, so the message stays with the broker or mailbox (and
-               reaches a published subscription as usual); nothing within the time is an
-               ``empty`` answer saying so
-``app_webhook``  opens a listening window of :data:`LISTEN_SECONDS` on the workflow's
-               trigger URL (``/hooks/app/<token>``, the one URL the workflow keeps for
-               good: a workflow never published gets its subscription row now, disabled,
-               so the URL exists before the first publish). The next delivery is
-               verified by the draft's ``receive`` (:func:`take_delivery`): its first
-               event is pinned and ends the window; a handshake (no event) is answered
-               and the window stays open; a refused delivery ends it with the refusal
-               shown. While the workflow is live the delivery also starts its run as
-               every delivery does; otherwise it starts none.
-=============  ===========================================================================
-
-``mode="example"`` pins the trigger's ``output_example`` instead, for any kind.
+:func:`start_listening` opens a window of :data:`LISTEN_SECONDS` on the workflow's
+trigger URL (``/hooks/app/<token>``, the one URL the workflow keeps for good: a workflow
+never published gets its subscription row now, disabled, so the URL exists before the
+first publish). The next delivery is verified by the draft's ``receive``
+(:func:`take_delivery`, called by :mod:`backend.services.events.push`): its first event
+is pinned and ends the window; a delivery without an event (a handshake, an event the
+trigger's settings leave out) is answered and the window stays open; a refused delivery
+ends it with the refusal shown. While the workflow is live the delivery also starts its
+run as every delivery does; otherwise it starts none. The window lives on the
+subscription row (``sample_until``, ``sample``), so a delivery costs no extra look-up.
 
 The trigger's code runs in the draft's context (``EventEnv.context(..., draft=True)``):
 credentials are those of the draft's config, and the user asking must be allowed to use
-them (checked here, for a delivery again when it arrives, as that user).
+them (checked when fetching, and for a delivery again when it arrives, as that user).
 """
 
 from __future__ import annotations
@@ -50,7 +40,6 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from backend.db.models import TriggerSubscription, User, Workflow
 from backend.services import access, references
 from backend.services.events.contexts import EventEnv, TriggerSite
-from backend.services.events.kinds import LISTEN_KINDS
 from backend.services.events.subscriptions import connector_config
 from connectors import sdk
 
@@ -62,8 +51,6 @@ LISTEN_SECONDS = 120.0
 
 MAX_CANDIDATES = 20
 """Events of one poll offered to pick from."""
-
-MODES = ("fetch", "example")
 
 
 class SampleEvent(msgspec.Struct):
@@ -132,34 +119,8 @@ class SampleFailed(Exception):
         self.field = field
 
 
-def _invalid(message: str, field: str) -> SampleFailed:
+def invalid(message: str, field: str) -> SampleFailed:
     return SampleFailed(400, message, "invalid_input", field)
-
-
-class _Taken(Exception):
-    """Raised out of a sample's ``emit`` so the connector does not ack the message."""
-
-
-class _SampleEmit:
-    """The ``emit`` of a sample listen: keeps the first event (or dead letter) and raises
-    before the connector acks it."""
-
-    def __init__(self) -> None:
-        self.event: sdk.TriggerEvent | None = None
-        self.dead: tuple[str, bytes | str] | None = None
-        self.arrived = asyncio.Event()
-
-    async def __call__(self, event: sdk.TriggerEvent) -> None:
-        if self.event is None and self.dead is None:
-            self.event = event
-        self.arrived.set()
-        raise _Taken
-
-    async def dead_letter(self, reason: str, raw: bytes | str, meta: dict[str, str]) -> None:
-        if self.event is None and self.dead is None:
-            self.dead = (reason, raw)
-        self.arrived.set()
-        raise _Taken
 
 
 def _nodes(draft: Any) -> list[dict[str, Any]]:
@@ -176,41 +137,42 @@ def trigger_node(draft: Any, catalog: Any, node_id: str | None) -> dict[str, Any
     if node_id is not None:
         node = next((n for n in nodes if n.get("id") == node_id), None)
         if node is None:
-            raise _invalid(f"node {node_id!r} is not in the saved draft", "node_id")
+            raise invalid(f"node {node_id!r} is not in the saved draft", "node_id")
         spec = catalog.get(str(node.get("type")))
         if spec is None or spec.kind != "trigger":
-            raise _invalid(f"node {node_id!r} is not a trigger", "node_id")
+            raise invalid(f"node {node_id!r} is not a trigger", "node_id")
         return node
     found = [n for n in nodes if getattr(catalog.get(str(n.get("type"))), "kind", "") == "trigger"]
     if not found:
-        raise _invalid("the saved draft has no trigger", "node_id")
+        raise invalid("the saved draft has no trigger", "node_id")
     if len(found) > 1:
-        raise _invalid("the draft has several triggers: name one in node_id", "node_id")
+        raise invalid("the draft has several triggers: name one in node_id", "node_id")
     return found[0]
 
 
-def _site(workflow_id: uuid.UUID, node: dict[str, Any]) -> TriggerSite:
+def site_of(workflow_id: uuid.UUID, node: dict[str, Any]) -> TriggerSite:
     return TriggerSite(workflow_id, 0, str(node["id"]), str(node["type"]))
 
 
-def _config(node: dict[str, Any]) -> dict[str, Any]:
+def config_of(node: dict[str, Any]) -> dict[str, Any]:
     config = node.get("config")
     return connector_config(config if isinstance(config, dict) else {})
 
 
-def _failure(exc: BaseException) -> SampleFailed:
-    """The :class:`SampleFailed` of an exception the trigger's code raised."""
+def failure(exc: BaseException, seconds: float) -> SampleFailed:
+    """The :class:`SampleFailed` of an exception the trigger's code raised (``seconds``:
+    the time it had, for a timeout)."""
     if isinstance(exc, SampleFailed):
         return exc
     if isinstance(exc, TimeoutError):
-        return SampleFailed(504, f"the trigger did not answer within {FETCH_SECONDS:g} s")
+        return SampleFailed(504, f"the trigger did not answer within {seconds:g} s")
     if isinstance(exc, sdk.ActionError):
         wrong_setup = isinstance(exc, sdk.ConfigError) or exc.kind.startswith("credential")
         return SampleFailed(400 if wrong_setup else 502, exc.message, exc.kind)
     return SampleFailed(502, f"the trigger failed: {type(exc).__name__}: {exc}")
 
 
-async def _check_user(
+async def check_user(
     session: AsyncSession, principal: Any, node: dict[str, Any], catalog: Any
 ) -> None:
     """Raise :class:`references.ReferenceNotGranted` when ``principal`` may not use a
@@ -218,7 +180,7 @@ async def _check_user(
     await references.check_diagram(session, principal, {"nodes": [node]}, catalog)
 
 
-async def _pin(
+async def pin_sample(
     env: EventEnv,
     session: AsyncSession,
     workflow_id: uuid.UUID,
@@ -239,7 +201,7 @@ async def _pin(
         raise SampleFailed(502, f"the event cannot be pinned: {exc}", "sample_too_large") from None
 
 
-async def _workflow(session: AsyncSession, workflow_id: uuid.UUID) -> Workflow:
+async def workflow_of(session: AsyncSession, workflow_id: uuid.UUID) -> Workflow:
     """The workflow (404 when there is none, 409 when it is archived)."""
     wf = await session.get(Workflow, workflow_id)
     if wf is None:
@@ -247,131 +209,6 @@ async def _workflow(session: AsyncSession, workflow_id: uuid.UUID) -> Workflow:
     if wf.archived_at is not None:
         raise SampleFailed(409, f"workflow {wf.name!r} is archived: restore it first", "archived")
     return wf
-
-
-async def _poll(env: EventEnv, definition: Any, site: TriggerSite, config: Any) -> SampleState:
-    result = await asyncio.wait_for(
-        definition.call("poll", config, env.context(site, draft=True), None), FETCH_SECONDS
-    )
-    if not isinstance(result, sdk.PollResult):
-        raise SampleFailed(502, f"poll returned {type(result).__name__}, not PollResult")
-    events = [e for e in result.events if isinstance(e, sdk.TriggerEvent)]
-    if not events:
-        return SampleState(
-            "empty",
-            source="poll",
-            message="The poll found no items now: add one in the app and fetch again, "
-            "or use the example.",
-        )
-    newest = list(reversed(events))[:MAX_CANDIDATES]
-    return SampleState(
-        "pinned",
-        source="poll",
-        data=newest[0].data,
-        candidates=[SampleEvent(e.id, e.data, dict(e.meta)) for e in newest],
-        message=f"The poll found {len(events)} item(s); the newest is pinned.",
-    )
-
-
-async def _listen(env: EventEnv, definition: Any, site: TriggerSite, config: Any) -> SampleState:
-    emit = _SampleEmit()
-    context = env.context(site, draft=True)
-    task = asyncio.create_task(definition.call("listen", config, context, emit))
-    arrived = asyncio.create_task(emit.arrived.wait())
-    try:
-        await asyncio.wait({task, arrived}, timeout=FETCH_SECONDS, return_when="FIRST_COMPLETED")
-    finally:
-        for pending in (task, arrived):
-            pending.cancel()
-        await asyncio.gather(task, arrived, return_exceptions=True)
-    if emit.event is not None:
-        event = emit.event
-        return SampleState(
-            "pinned",
-            source="listen",
-            data=event.data,
-            candidates=[SampleEvent(event.id, event.data, dict(event.meta))],
-            message="A message arrived and is pinned; it was not acknowledged, so it stays "
-            "with the broker or mailbox.",
-        )
-    if emit.dead is not None:
-        reason, raw = emit.dead
-        text = raw if isinstance(raw, str) else raw.decode("utf-8", "replace")
-        return SampleState(
-            "empty",
-            source="listen",
-            message=f"A message arrived that this trigger cannot read ({reason}): {text[:200]}",
-        )
-    if task.done() and not task.cancelled():
-        error = task.exception()
-        if error is None:
-            raise SampleFailed(502, "the subscription ended before a message arrived")
-        raise _failure(error)
-    return SampleState(
-        "empty",
-        source="listen",
-        message=f"No message arrived within {FETCH_SECONDS:g} s: send one, then fetch again.",
-    )
-
-
-async def fetch(
-    env: EventEnv,
-    catalog: Any,
-    workflow_id: uuid.UUID,
-    *,
-    principal: Any,
-    user_id: uuid.UUID | None,
-    node_id: str | None = None,
-    mode: str = "fetch",
-    max_json_depth: int = 64,
-) -> SampleState:
-    """Fetch a sample for the saved draft's trigger node (``node_id``, else its one
-    trigger) and pin it (see the module doc); an app webhook answers ``listening``.
-
-    Raises :class:`SampleFailed`: 400 naming ``node_id`` (not a trigger of the saved
-    draft) or ``mode`` (unknown, no example, or a trigger without events to fetch), 404,
-    409 (archived), and what the trigger's code failed with (400, 502, 504); and
-    ``ReferenceNotGranted`` when the user may not use the node's credential.
-    """
-    if mode not in MODES:
-        raise _invalid(f"mode must be one of {', '.join(MODES)}", "mode")
-    async with env.sessionmaker() as session:
-        wf = await _workflow(session, workflow_id)
-        node = trigger_node(wf.draft, catalog, node_id)
-        await _check_user(session, principal, node, catalog)
-    node_type = str(node["type"])
-    definition = env.definition(node_type)
-    kind = getattr(definition, "kind", None)
-    if mode == "example":
-        example = getattr(definition, "output_example", None)
-        if example is None:
-            raise _invalid(f"{node_type} has no example event", "mode")
-        state = SampleState(
-            "pinned", source="example", data=example, message="The example is pinned."
-        )
-    elif kind == "app_webhook":
-        return await start_listening(env, workflow_id, node, user_id)
-    elif kind not in ("polling", *LISTEN_KINDS):
-        what = "Listen for test call" if node_type == "trigger.webhook" else "Pin data"
-        raise _invalid(
-            f"{node_type} has no events to fetch: use {what}, or pin data by hand", "mode"
-        )
-    else:
-        site = _site(workflow_id, node)
-        try:
-            if kind == "polling":
-                state = await _poll(env, definition, site, _config(node))
-            else:
-                state = await _listen(env, definition, site, _config(node))
-        except Exception as exc:
-            raise _failure(exc) from exc
-    state.node_id, state.node_type, state.kind = str(node["id"]), node_type, kind
-    if state.status == "pinned":
-        async with env.sessionmaker() as session, session.begin():
-            await _pin(
-                env, session, workflow_id, str(node["id"]), state.data, user_id, max_json_depth
-            )
-    return state
 
 
 # ---------------------------------------------------------------------- app webhooks
@@ -499,7 +336,7 @@ async def _record(
         if pin is not None:
             node_id, data, user_id, depth = pin
             try:
-                await _pin(env, session, row.workflow_id, node_id, data, user_id, depth)
+                await pin_sample(env, session, row.workflow_id, node_id, data, user_id, depth)
             except SampleFailed as exc:
                 outcome = {"status": "failed", "message": exc.message}
         if "deliveries" in outcome:
@@ -533,7 +370,7 @@ async def _listener(
     raw_user = sample.get("user_id")
     user_id = uuid.UUID(raw_user) if isinstance(raw_user, str) else None
     async with env.sessionmaker() as session:
-        wf = await _workflow(session, row.workflow_id)
+        wf = await workflow_of(session, row.workflow_id)
         node = next((n for n in _nodes(wf.draft) if n.get("id") == sample.get("node_id")), None)
         if node is None or node.get("type") != sample.get("node_type"):
             raise SampleFailed(409, "the trigger node changed since listening began: fetch again")
@@ -542,7 +379,7 @@ async def _listener(
             raise SampleFailed(403, "the user who started listening is no longer active")
         try:
             principal = await access.principal_for(session, user)
-            await _check_user(session, principal, node, _Specs(env))
+            await check_user(session, principal, node, _Specs(env))
         except references.ReferenceNotGranted as exc:
             raise SampleFailed(403, str(exc), "credential_not_granted") from None
     return node, user_id
@@ -565,22 +402,23 @@ async def take_delivery(
     the caller's: a live workflow goes on as usual)."""
     sample = dict(row.sample or {})
     listen_id = str(sample.get("listen_id") or "")
+    budget = 0.5
     try:
         node, user_id = await _listener(env, row)
         definition = env.definition(str(node["type"]))
         if definition is None or definition.kind != "app_webhook":
             raise SampleFailed(409, f"{node['type']} is not an app webhook trigger")
         same = row.enabled and row.node_type == node["type"]
-        deadline = float(getattr(definition, "response_deadline", 10.0))
+        budget = max(budget, float(definition.response_deadline) * 0.6)
         response = await asyncio.wait_for(
             definition.call(
                 "receive",
-                _config(node),
-                env.context(_site(row.workflow_id, node), draft=True),
+                config_of(node),
+                env.context(site_of(row.workflow_id, node), draft=True),
                 request,
                 registration if same else None,
             ),
-            timeout=max(0.5, deadline * 0.6),
+            timeout=budget,
         )
         if not isinstance(response, sdk.PushResponse):
             raise SampleFailed(502, f"receive returned {type(response).__name__}")
@@ -589,10 +427,10 @@ async def take_delivery(
         await _record(env, row.id, listen_id, {"status": "refused", "message": message}, close=True)
         raise
     except Exception as exc:
-        failure = _failure(exc)
-        outcome = {"status": "failed", "message": failure.message}
+        failed = failure(exc, budget)
+        outcome = {"status": "failed", "message": failed.message}
         await _record(env, row.id, listen_id, outcome, close=True)
-        raise failure from exc
+        raise failed from exc
     events = [e for e in response.events if isinstance(e, sdk.TriggerEvent)]
     if not events:
         note = (
