@@ -222,11 +222,21 @@ async function publish() {
   badge.hidden = false;
   root.dataset.activeVersion = version.number;
   showWebhook(resp.data?.webhook_url);
+  showTriggerLink();
   const note = resp.data?.created === false ? " (no changes since the last publish)" : "";
   const warnings = resp.data?.warnings || [];
   showDiagnostics(warnings); // what runs will ignore stays listed under Problems
   const warned = warnings.length ? ` · ${warnings.length} warning${warnings.length === 1 ? "" : "s"}` : "";
   setStatus(`Published version ${version.number}${note}${warned}`, "ok");
+}
+
+/** After a publish: the toolbar's link to the trigger page when a connector trigger (one
+ * the event service runs) was published; the page says how it is doing. */
+function showTriggerLink() {
+  const link = document.getElementById("trigger-status-link");
+  const trigger = model.nodes.find((n) => model.spec(n.type)?.kind === "trigger");
+  const spec = trigger && model.spec(trigger.type);
+  if (link && spec && spec.connector && spec.connector !== "core") link.hidden = false;
 }
 
 /**
