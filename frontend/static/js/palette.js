@@ -1,5 +1,5 @@
-// The node palette: catalog node types grouped by connector (core nodes by category, every
-// trigger under Triggers), each group headed by its connector's icon and label; searchable;
+// The node palette: catalog node types grouped by connector (core nodes by category; every
+// trigger under Triggers too), each group headed by its connector's icon and label; searchable;
 // draggable onto the canvas (HTML5 drag and drop; dropped on an edge it is inserted into the
 // edge) or added at the canvas centre by click / Enter. Icons: icons.js.
 
@@ -9,32 +9,31 @@ export const DRAG_MIME = "application/x-railyard-node-type";
 
 /**
  * [{key, label, icon, specs}] in palette order: core categories first, then connectors by
- * label. Every trigger, a connector's too, is under Triggers (a workflow starts with one).
+ * label. Every trigger is under Triggers (a workflow starts with one); a connector's
+ * triggers are also in its own group, with its actions.
  */
 export function paletteGroups(catalog, connectors = []) {
   const info = new Map(connectors.map((c) => [c.name, c]));
   const groups = new Map();
-  for (const spec of catalog) {
-    const trigger = spec.kind === "trigger";
-    const connector = !trigger && spec.connector && spec.connector !== "core" ? info.get(spec.connector) : null;
-    const category = trigger ? "Triggers" : spec.category || "Other";
-    const key = connector ? `connector:${connector.name}` : `core:${category}`;
-    if (!groups.has(key)) {
-      groups.set(key, {
-        key,
-        core: !connector,
-        label: connector ? connector.label : category,
-        icon: connector ? connector.icon : "",
-        version: connector ? connector.version : "",
-        specs: [],
-      });
-    }
+  const add = (key, fields, spec) => {
+    if (!groups.has(key)) groups.set(key, { key, ...fields, specs: [] });
     groups.get(key).specs.push(spec);
+  };
+  const core = (label) => ({ core: true, label, icon: "", version: "" });
+  for (const spec of catalog) {
+    const connector = spec.connector && spec.connector !== "core" ? info.get(spec.connector) : null;
+    if (spec.kind === "trigger" && connector) add("core:Triggers", core("Triggers"), spec);
+    if (connector) {
+      const { name, label, icon, version } = connector;
+      add(`connector:${name}`, { core: false, label, icon, version }, spec);
+    } else {
+      add(`core:${spec.category || "Other"}`, core(spec.category || "Other"), spec);
+    }
   }
   const all = [...groups.values()];
-  const core = all.filter((g) => g.core);
+  const first = all.filter((g) => g.core);
   const rest = all.filter((g) => !g.core).sort((a, b) => a.label.localeCompare(b.label));
-  return [...core, ...rest];
+  return [...first, ...rest];
 }
 
 export function renderPalette(container, search, catalog, { onAdd, connectors = [] }) {
