@@ -165,8 +165,9 @@ function sampleSection(form, workflowId, opts) {
   const box = section(form, "Test event", "trigger-sample-section");
   const url = el("p", { className: "small trigger-sample-url-line", hidden: kind !== "app_webhook" });
   const status = el("p", { className: "hint", id: "trigger-sample-status", role: "status" });
-  const pick = el("select", { id: "trigger-sample-pick", hidden: true });
-  pick.setAttribute("aria-label", "Pin another item of the poll");
+  const pick = el("select", { id: "trigger-sample-pick" });
+  const pickRow = el("p", { className: "small trigger-sample-pick-row", hidden: true });
+  pickRow.append(el("label", { htmlFor: "trigger-sample-pick" }, "Pin another item of the poll: "), pick);
   const output = el("pre", { className: "json mono small", id: "trigger-sample-output", hidden: true });
   const link = el("a", { href: `/workflows/${workflowId}/trigger`, className: "small" }, "Trigger status of the published version →");
   box.append(el("p", { className: "hint" }, SAMPLE_HINTS[kind]), url);
@@ -176,7 +177,7 @@ function sampleSection(form, workflowId, opts) {
     const fetchBtn = el("button", { type: "button", className: "btn btn-small btn-accent", id: "trigger-sample-fetch" }, "Fetch test event");
     const exampleBtn = el("button", { type: "button", className: "btn btn-small", id: "trigger-sample-example", hidden: !("triggerExample" in form.dataset) }, "Use example");
     const stopBtn = el("button", { type: "button", className: "btn btn-small", id: "trigger-sample-stop", hidden: true }, "Stop listening");
-    box.append(el("p", { className: "test-actions" }, undefined), status, pick, output, link);
+    box.append(el("p", { className: "test-actions" }, undefined), status, pickRow, output, link);
     box.querySelector(".test-actions").append(fetchBtn, " ", exampleBtn, " ", stopBtn);
     fetchBtn.addEventListener("click", () => run("fetch", [fetchBtn, exampleBtn]));
     exampleBtn.addEventListener("click", () => run("example", [fetchBtn, exampleBtn]));
@@ -257,7 +258,7 @@ function sampleSection(form, workflowId, opts) {
     showUrl(state);
     candidates = state.candidates || [];
     pick.replaceChildren(...candidates.map((c, i) => el("option", { value: String(i) }, `${i === 0 ? "Newest: " : ""}${c.id}`)));
-    pick.hidden = candidates.length < 2;
+    pickRow.hidden = candidates.length < 2;
     if (state.status === "listening") {
       const until = state.listening_until ? new Date(state.listening_until).toLocaleTimeString() : "";
       const heard = state.deliveries ? ` ${state.message}` : "";
