@@ -55,15 +55,16 @@ def canonical(d: dict[str, Any]) -> str:
 ICON_DRAWN = """async (el) => {
   const use = el.querySelector("use");
   if (use) { const b = use.getBBox(); return b.width > 0 && b.height > 0; }
-  const image = el.querySelector("image");
+  const image = el.querySelector("image, img");
   if (!image) return false;
   const img = new Image();
-  img.src = image.getAttribute("href");
+  img.src = image.getAttribute("href") || image.getAttribute("src");
   try { await img.decode(); } catch { return false; }
   return img.naturalWidth > 0;
 }"""
-"""JS: whether the icon in an element is drawn (static/js/icons.js): a Lucide ``<use>``
-whose sprite symbol resolved to a box, or a plugin ``<image>`` whose SVG loads."""
+"""JS: whether the icon in an element is drawn (static/js/icons.js, the catalog page): a
+Lucide ``<use>`` whose sprite symbol resolved to a box, or a plugin ``<image>``/``<img>``
+whose SVG loads."""
 
 
 def icon_drawn(locator: Any, timeout: float = 10.0) -> bool:

@@ -48,6 +48,12 @@ def test_the_palette_and_the_canvas_show_each_node_types_icon(
     page.locator('.palette-item[data-type="http.request"]').click()
     assert icon_drawn(node(page, "http.request").locator(".node-icon"))
 
+    # The catalog page shows them too.
+    page.goto(f"{railyard_server.base_url}/catalog")
+    assert icon_drawn(page.locator("#connector-example h2"))
+    assert icon_drawn(page.locator("#connector-http h2"))
+    assert icon_drawn(page.locator('[id="node-type-http.request"] td').first)
+
 
 def test_icons_are_served_as_svg_under_a_closed_policy(railyard_server: RailyardServer) -> None:
     with httpx.Client(base_url=railyard_server.base_url, timeout=15) as anonymous:
