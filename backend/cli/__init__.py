@@ -335,7 +335,9 @@ async def _start_probes(port: int | None, runtime: Any, metrics_token: str = "")
     probes).
 
     ``runtime()`` returns the process's Runtime, or None while it is being built; ready
-    means PostgreSQL and Redis both answer (backend/workers/health.py).
+    means PostgreSQL and Redis both answer (backend/workers/health.py). The probes listen
+    on ``RAILYARD_HEALTH_HOST``, loopback by default (the Kubernetes manifests give the
+    pod IP); without ``metrics_token`` only this host may read ``/metrics``.
     """
     if port is None:
         return None
@@ -353,7 +355,7 @@ async def _start_probes(port: int | None, runtime: Any, metrics_token: str = "")
 
     server = ProbeServer(
         ready,
-        host=os.environ.get("RAILYARD_HEALTH_HOST", "0.0.0.0"),
+        host=os.environ.get("RAILYARD_HEALTH_HOST") or "127.0.0.1",
         port=port,
         metrics_token=metrics_token,
     )

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hmac
+import ipaddress
 import logging
 import random
 import time
@@ -104,7 +105,11 @@ class ProbeServer:
     """HTTP/1.1 liveness and readiness endpoint on ``host:port`` (see the module docstring),
     plus ``GET /metrics``: this process's Prometheus metrics (backend/observability/
     metrics.py). When ``metrics_token`` is set, ``/metrics`` answers 401 unless the request
-    sends ``Authorization: Bearer <metrics_token>``.
+    sends ``Authorization: Bearer <metrics_token>``; when it is not set, only clients on
+    this host (loopback addresses) may read it, anyone else gets 403.
+
+    ``host`` defaults to loopback: probes of a container platform reach the process at an
+    address it is given explicitly (the pod IP in the Kubernetes manifests).
 
     ``ready`` is called for each ``/health/ready`` request. Any other path answers 404.
     One request per connection (``Connection: close``); the request head is limited to
@@ -114,7 +119,7 @@ class ProbeServer:
     def __init__(
         self,
         ready: ReadinessCheck,
-        host: str = "0.0.0.0",
+        host: str = "127.0.0.1",
         port: int = 0,
         *,
         metrics_token: str = "",
@@ -154,7 +159,10 @@ class ProbeServer:
                 for name, _, value in (h.partition(":") for h in header_lines if h)
             }
             if method == "GET" and path == "/metrics":
-                status, content_type, payload = self._metrics(headers.get("authorization", ""))
+                peer = writer.get_extra_info("peername")
+                status, content_type, payload = self._metrics(
+                    headers.get("authorization", ""), peer[0] if peer else None
+                )
             else:
                 status, body = await self._answer(method, path)
                 payload = msgspec.json.encode(body)
@@ -164,6 +172,7 @@ class ProbeServer:
             200: "OK",
             400: "Bad Request",
             401: "Unauthorized",
+            403: "Forbidden",
             404: "Not Found",
             503: "Service Unavailable",
         }
@@ -176,7 +185,14 @@ class ProbeServer:
             await writer.drain()
         writer.close()
 
-    def _metrics(self, authorization: str) -> tuple[int, str, bytes]:
+    def _metrics(self, authorization: str, peer: str | None) -> tuple[int, str, bytes]:
+        """The answer to ``GET /metrics`` from ``peer`` (the client's IP address): status,
+        content type, body (see the class docstring)."""
+        if not self.metrics_token and not _is_loopback(peer):
+            body = msgspec.json.encode(
+                {"detail": "set RAILYARD_METRICS_TOKEN to read metrics from another host"}
+            )
+            return 403, "application/json", body
         if self.metrics_token:
             scheme, _, token = authorization.partition(" ")
             if scheme.lower() != "bearer" or not hmac.compare_digest(
@@ -195,3 +211,13 @@ class ProbeServer:
             result = await self.ready()
             return (200 if all(v == "ok" for v in result.values()) else 503), result
         return 404, {"detail": "not found"}
+
+
+def _is_loopback(address: str | None) -> bool:
+    """True for a loopback IP address (``127.0.0.0/8``, ``::1``, IPv4-mapped loopback)."""
+    try:
+        ip = ipaddress.ip_address(address or "")
+    except ValueError:
+        return False
+    mapped = getattr(ip, "ipv4_mapped", None)
+    return bool((mapped or ip).is_loopback)

@@ -206,6 +206,19 @@ def test_production_believes_forwarded_headers_only_from_the_ingress() -> None:
     assert "RAILYARD_TRUSTED_PROXIES" not in dev["data"]
 
 
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_probe_ports_listen_on_the_pod_ip(overlay: str) -> None:
+    """Worker, scheduler and events processes serve /health and /metrics on a probe port
+    that listens on loopback unless told otherwise (issue 29, finding 8); the manifests
+    give it the pod's own address through the downward API, never 0.0.0.0."""
+    resources = _rendered(overlay)
+    for name in ("railyard-worker", "railyard-scheduler", "railyard-events"):
+        (container,) = resources[("Deployment", name)]["spec"]["template"]["spec"]["containers"]
+        env = {e["name"]: e for e in container.get("env", [])}
+        source = env["RAILYARD_HEALTH_HOST"]["valueFrom"]["fieldRef"]["fieldPath"]
+        assert source == "status.podIP", name
+
+
 def test_the_documented_upgrade_order_selects_one_part_at_a_time() -> None:
     """docs/operations.md, "Zero-downtime upgrades" applies the overlay part by part with
     ``-l app.kubernetes.io/component=<part>``: each selector must pick that part's
