@@ -96,7 +96,9 @@ def check_password(password: str, *, email: str = "") -> None:
     common = _common()
     if folded in common or stem in common or (not stem and folded.isdigit()):
         raise WeakPassword("this password is too common; choose another")
-    address = email.strip().casefold()
-    local = address.split("@")[0]
-    if address and (address in folded or (len(local) >= 3 and _fold(local) in folded)):
+    # the address is folded as the password is (case, NFKC, separators such as the dots
+    # of every domain): an unfolded address with a dot could never be found in it
+    address = _fold(email.strip())
+    local = _fold(email.strip().rpartition("@")[0] or email.strip())
+    if address and (address in folded or (len(local) >= 3 and local in folded)):
         raise WeakPassword("the password may not contain your email address or user name")
