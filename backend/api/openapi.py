@@ -65,6 +65,8 @@ _WEBHOOK: dict[int | str, str] = {
     405: "The trigger does not accept this method; `Allow` lists those it does",
     413: "Body larger than the trigger's `max_body`",
     429: "Rate limit reached; retry after `Retry-After` seconds",
+    500: "The run failed, was cancelled or timed out: `run_id`, `status`, `detail` (with "
+    "`failure_answer: detailed`, the run's `error` instead of `detail`)",
     503: "PostgreSQL or Redis cannot be reached right now; try again shortly",
     "default": "What the workflow's Respond step answers: any status, headers and body",
 }

@@ -233,6 +233,7 @@ async def deliver(
                 # an idempotent replay returns an earlier run: not the one subscribed
                 watched=watched if started.created else None,
                 started_status=None if late else started.status,
+                failure_detail=endpoint.failure_detail,
             )
             # a stopping process answers 202 before its grace ends (answer_cutoff.py)
             answer = await answer_cutoff.unless_cut(request.app.state, waiting)

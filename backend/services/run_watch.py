@@ -304,18 +304,40 @@ async def _answer_fields(
 
 
 def _answer(
-    run_id: uuid.UUID, status: str, response: Any, error: Any, output: Any, last_step: bool
+    run_id: uuid.UUID,
+    status: str,
+    response: Any,
+    error: Any,
+    output: Any,
+    last_step: bool,
+    detail: bool = False,
 ) -> tuple[bool, dict[str, Any] | None]:
     """``(decided, answer)`` of a run in ``status`` with these values (see
-    :func:`wait_for_answer`); ``decided`` False: keep waiting."""
+    :func:`wait_for_answer`); ``decided`` False: keep waiting. A run that ended without
+    succeeding answers 500 with :func:`failure_body`."""
     if response is not None and not last_step:
         return True, dict(response)
     if status in ("failed", "cancelled", "timed_out"):
-        body = {"run_id": str(run_id), "status": status, "error": error}
-        return True, {"status": 500, "headers": {}, "body": body}
+        return True, {
+            "status": 500,
+            "headers": {},
+            "body": failure_body(run_id, status, error, detail),
+        }
     if status == "succeeded":
         return True, ({"status": 200, "headers": {}, "body": output} if last_step else None)
     return False, None
+
+
+def failure_body(run_id: uuid.UUID, status: str, error: Any, detail: bool) -> dict[str, Any]:
+    """The body a webhook caller gets for a run that ended in ``status`` (``failed``,
+    ``cancelled``, ``timed_out``): ``{"run_id", "status", "detail"}`` with a fixed
+    sentence, nothing of the workflow's internals; with ``detail`` (the webhook's explicit
+    ``failure_answer: detailed``) ``"error"`` as the run recorded it (kind, step, message)
+    instead of the sentence."""
+    if detail:
+        return {"run_id": str(run_id), "status": status, "error": error}
+    words = {"failed": "failed", "cancelled": "was cancelled", "timed_out": "timed out"}
+    return {"run_id": str(run_id), "status": status, "detail": f"the run {words[status]}"}
 
 
 def _can_answer(notice: RunNotice, last_step: bool) -> bool:
@@ -348,16 +370,19 @@ async def wait_for_answer(
     last_step: bool = False,
     watched: NoticeWait | None = None,
     started_status: str | None = None,
+    failure_detail: bool = False,
 ) -> dict[str, Any] | None:
     """Wait up to ``timeout`` seconds for the run's webhook answer.
 
     ``last_step=False`` (response mode ``respond_node``): the Respond step's
     ``{"status", "headers", "body"}``; ``last_step=True``: 200 with the run's output once it
-    succeeded. A run that failed, was cancelled or timed out gives a 500 answer naming the
-    error; ``None`` on timeout (or a run that ended without an answer). Change notices come
-    through the process's shared subscription (:func:`notices_for`); the run is read once
-    now, then only after a notice that can answer without carrying the answer, a notice
-    that does not say, or :data:`POLL_SECONDS` without a notice (module doc).
+    succeeded. A run that failed, was cancelled or timed out gives a 500 answer with the
+    run id and status, and the run's error only with ``failure_detail``
+    (:func:`failure_body`); ``None`` on timeout (or a run that ended without an answer).
+    Change notices come through the process's shared subscription (:func:`notices_for`);
+    the run is read once now, then only after a notice that can answer without carrying
+    the answer, a notice that does not say, or :data:`POLL_SECONDS` without a notice
+    (module doc).
 
     ``watched``: the run's notices watched before the run was stored
     (:func:`early_watch`), which then started in ``started_status``; when that status
@@ -374,9 +399,13 @@ async def wait_for_answer(
             and started_status not in _TERMINAL
             and started_status != "queued"
         )
-        return await _wait(sessionmaker, watched, run_id, timeout, last_step, read=not skip)
+        return await _wait(
+            sessionmaker, watched, run_id, timeout, last_step, failure_detail, read=not skip
+        )
     async with notices_for(redis).watch(run_id) as wait:
-        return await _wait(sessionmaker, wait, run_id, timeout, last_step, read=True)
+        return await _wait(
+            sessionmaker, wait, run_id, timeout, last_step, failure_detail, read=True
+        )
 
 
 async def _wait(
@@ -385,6 +414,7 @@ async def _wait(
     run_id: uuid.UUID,
     timeout: float,
     last_step: bool,
+    detail: bool,
     *,
     read: bool,
 ) -> dict[str, Any] | None:
@@ -397,7 +427,7 @@ async def _wait(
                 await wait.go_remote()  # the run left this process: hear the others too
             wait.take()  # what they announced, this read sees
             status, response, error, output = await _answer_fields(sessionmaker, run_id, last_step)
-            decided, answer = _answer(run_id, status, response, error, output, last_step)
+            decided, answer = _answer(run_id, status, response, error, output, last_step, detail)
             if decided:
                 return answer
         remaining = deadline - loop.time()
@@ -417,7 +447,13 @@ async def _wait(
                 read = True
                 continue
             decided, answer = _answer(
-                run_id, notice.status, notice.response, notice.error, notice.output, last_step
+                run_id,
+                notice.status,
+                notice.response,
+                notice.error,
+                notice.output,
+                last_step,
+                detail,
             )
             if decided:
                 return answer

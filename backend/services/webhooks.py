@@ -37,7 +37,7 @@ from backend.db.models import (
     Workflow,
     WorkflowVersion,
 )
-from backend.engine.nodes.trigger_webhook import CLOUDEVENTS
+from backend.engine.nodes.trigger_webhook import CLOUDEVENTS, FAILURE_ANSWER
 from backend.engine.ports import VersionRow
 from backend.services import audit
 from backend.triggers.webhook_input import UploadedFile
@@ -70,6 +70,7 @@ class Endpoint:
     extra: dict[str, Any] = field(default_factory=dict)
     archived: bool = False  # the workflow is archived: the webhook answers 410 Gone
     cloudevents: bool = False  # trigger.webhook v2 takes CloudEvents (docs/webhooks.md)
+    failure_detail: bool = False  # v3's explicit detailed answer to a failed run
 
 
 def secret_aad(workflow_id: uuid.UUID) -> bytes:
@@ -219,6 +220,7 @@ async def load_endpoint(
         secret,
         step.get("type") in WEBHOOK_TYPES,
         cloudevents=takes_cloudevents(step, config),
+        failure_detail=answers_failure_detail(step, config),
     )
 
 
@@ -229,6 +231,17 @@ def takes_cloudevents(step: dict[str, Any], config: dict[str, Any]) -> bool:
         step.get("type") == WEBHOOK_TRIGGER
         and int(step.get("type_version") or 1) >= 2
         and config.get(CLOUDEVENTS) is True
+    )
+
+
+def answers_failure_detail(step: dict[str, Any], config: dict[str, Any]) -> bool:
+    """Whether a published trigger step answers a failed run with its error:
+    ``trigger.webhook`` version 3 or later with ``failure_answer`` ``detailed``. Every
+    other webhook answers a generic failure (the run id and status only)."""
+    return (
+        step.get("type") == WEBHOOK_TRIGGER
+        and int(step.get("type_version") or 1) >= 3
+        and config.get(FAILURE_ANSWER) == "detailed"
     )
 
 

@@ -305,7 +305,17 @@ def refused_at(step: int, url: str) -> dict[str, Any]:
     fine = node("text", "data.template", template="fine")
     first, second = (refused, fine) if step == 1 else (fine, refused)
     return diagram(
-        [node("hook", "trigger.webhook", respond="last_step", wait_timeout=20), first, second],
+        [
+            node(
+                "hook",
+                "trigger.webhook",
+                respond="last_step",
+                wait_timeout=20,
+                failure_answer="detailed",
+            ),
+            first,
+            second,
+        ],
         [edge("hook", first["id"]), edge(first["id"], second["id"])],
     )
 

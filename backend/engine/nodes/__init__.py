@@ -33,6 +33,7 @@ from backend.engine.nodes.registry import NodeRegistry
 BUILTIN_NODES: tuple[NodeType, ...] = (
     trigger_webhook.NODE,
     trigger_webhook.NODE_V2,
+    trigger_webhook.NODE_V3,
     trigger_schedule.NODE,
     trigger_manual.NODE,
     control_if.NODE,

@@ -5,6 +5,11 @@ batched modes), each event starts one run whose input is the event, deduplicated
 ``source`` and ``id`` (backend.triggers.cloudevents). Without it version 2 behaves as
 version 1, which graphs published before it keep running.
 
+Version 3 adds ``failure_answer``: what a waiting webhook's caller learns when the run
+fails. Every version answers ``generic`` (500 with the run id and status, no error);
+only version 3's explicit ``detailed`` adds the run's error (kind, step, message), which
+anyone who can call the webhook then reads (docs/webhooks.md, "Response modes").
+
 Config: accepted ``methods``, ``path_suffix``, ``enabled``, ``max_body`` (bytes), ``auth``
 (none, header token, basic, HMAC with presets), ``respond`` mode, ``delivery_id_header`` and
 ``idempotency_hours``, ``rate_limit`` (requests per minute), ``redact_headers`` (extra secret
@@ -318,3 +323,35 @@ SPEC_V2 = msgspec.structs.replace(
 )
 
 NODE_V2 = NodeType(SPEC_V2, TriggerBehaviour())
+
+FAILURE_ANSWER = "failure_answer"
+"""Config key (version 3): ``generic`` or ``detailed`` answer to a failed run."""
+FAILURE_ANSWERS = ["generic", "detailed"]
+
+SPEC_V3 = msgspec.structs.replace(
+    SPEC_V2,
+    version=3,
+    config_schema={
+        **SPEC_V2.config_schema,
+        "properties": {
+            **SPEC_V2.config_schema["properties"],
+            FAILURE_ANSWER: {
+                "type": "string",
+                "enum": FAILURE_ANSWERS,
+                "x-enum-labels": {
+                    "generic": "Generic (500 with the run id)",
+                    "detailed": "Detailed (500 with the run's error)",
+                },
+                "default": "generic",
+                "title": "Answer to a failed run",
+                "description": (
+                    "When the caller waits (Respond step or last step) and the run fails. "
+                    "Detailed adds the error (kind, step, message): whoever can call the "
+                    "webhook reads it."
+                ),
+            },
+        },
+    },
+)
+
+NODE_V3 = NodeType(SPEC_V3, TriggerBehaviour())

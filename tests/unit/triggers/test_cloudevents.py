@@ -192,7 +192,7 @@ def _flow_diagnostics(cloudevents: bool | None, mapping: dict[str, str]) -> list
     graph, found = compile_diagram(
         msgspec.convert(doc, Diagram), AppCatalog(), JsonataChecker(), JsonataReader()
     )
-    assert graph is None or graph.steps[0].type_version == 2
+    assert graph is None or graph.steps[0].type_version >= 2
     return [f"{d.field}:{d.code}" for d in found]
 
 
@@ -209,9 +209,11 @@ def test_the_designer_knows_the_event_fields_with_cloudevents() -> None:
 
 
 def test_version_1_is_kept_for_published_graphs() -> None:
-    assert NODE_TYPES.versions("trigger.webhook") == [1, 2]
+    assert NODE_TYPES.versions("trigger.webhook") == [1, 2, 3]
     v1 = NODE_TYPES.get("trigger.webhook", 1)
     assert v1 is not None and "cloudevents" not in v1.spec.config_schema["properties"]
+    v2 = NODE_TYPES.get("trigger.webhook", 2)
+    assert v2 is not None and "failure_answer" not in v2.spec.config_schema["properties"]
 
 
 def test_only_a_published_version_2_step_takes_cloudevents() -> None:
