@@ -77,11 +77,13 @@ class TriggerPages(LoginRequiredPages):
         found = await event_status.trigger_status(
             db, workflow_id, runtime.settings.base_url, datetime.now(UTC)
         )
+        spec = runtime.catalog.get(found.node_type) if found is not None else None
         return render(
             request,
             "trigger_status.html",
             workflow={"id": str(wf.id), "name": wf.name},
             trigger=found,
+            trigger_label=spec.label if spec is not None else "",
         )
 
     @post(

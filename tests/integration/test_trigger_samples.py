@@ -331,6 +331,7 @@ async def test_an_app_webhook_listens_for_the_next_delivery_before_and_after_pub
     assert first.status_code == 200, first.text
     state = await _state(client, wf)
     assert (state["status"], state["source"], state["node_id"]) == ("pinned", "delivery", "t")
+    assert state["data"] == {"id": "Ev1", "kind": "order", "total": 9}
     assert "Ev1" in state["message"]
     assert await _pins(client, wf) == {"t": {"id": "Ev1", "kind": "order", "total": 9}}
     assert await _count(events, Run, wf) == 0 and await _count(events, TriggerEventRow, wf) == 0

@@ -287,9 +287,11 @@ def _state(env: EventEnv, row: TriggerSubscription, now: datetime) -> SampleStat
 
 async def sample_state(env: EventEnv, workflow_id: uuid.UUID) -> SampleState:
     """The workflow's app webhook listening state (``idle`` with no URL when the workflow
-    has no trigger URL yet). Raises :class:`SampleFailed` (404)."""
+    has no trigger URL yet); when a delivery was pinned, ``data`` is the pin (while it is
+    still on the node). Raises :class:`SampleFailed` (404)."""
     async with env.sessionmaker() as session:
-        if await session.get(Workflow, workflow_id) is None:
+        wf = await session.get(Workflow, workflow_id)
+        if wf is None:
             raise SampleFailed(404, f"workflow {workflow_id} not found", "not_found")
         row = (
             await session.execute(
@@ -298,7 +300,11 @@ async def sample_state(env: EventEnv, workflow_id: uuid.UUID) -> SampleState:
         ).scalar_one_or_none()
     if row is None:
         return SampleState("idle")
-    return _state(env, row, datetime.now(UTC))
+    state = _state(env, row, datetime.now(UTC))
+    pinned = (wf.pinned_data or {}).get(state.node_id or "")
+    if state.status == "pinned" and isinstance(pinned, dict):
+        state.data = pinned.get("data")
+    return state
 
 
 async def stop_listening(env: EventEnv, workflow_id: uuid.UUID) -> SampleState:
