@@ -12,7 +12,9 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-from typing import Any
+from collections.abc import Coroutine
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
 
 import pytest
 
@@ -22,6 +24,8 @@ from e2e.nodes_by_type import connect, node, node_id, select_node
 from tests.fakes.slack_events import SlackEvents
 
 pytestmark = pytest.mark.e2e
+
+T = TypeVar("T")
 
 SLACK = "slack.message_posted"
 SET = "control.set"
@@ -42,6 +46,13 @@ def message(text: str) -> dict[str, Any]:
         "event_ts": f"{time.time():.6f}",
         "channel_type": "channel",
     }
+
+
+def in_thread(coroutine: Coroutine[Any, Any, T]) -> T:
+    """Run an emulator call to the end in a thread of its own (Playwright's sync API keeps
+    an event loop running in this one)."""
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coroutine).result()
 
 
 def drop(page: Any, palette_item: Any, fx: float, fy: float) -> None:
@@ -116,11 +127,11 @@ def test_slack_trigger_from_test_event_to_run(page: Any, railyard_server: Railya
     url = section.locator("#trigger-sample-url").inner_text().strip()
     assert re.fullmatch(rf"{re.escape(server.base_url)}/hooks/app/[\w-]+", url), url
     # Slack checks the Request URL when it is saved, then posts the channel's next message.
-    assert asyncio.run(slack.verify_url(url))
+    assert in_thread(slack.verify_url(url))
     page.wait_for_function(
         "() => /still listening/.test(document.querySelector('#trigger-sample-status').textContent)"
     )
-    sample = asyncio.run(slack.send_event(url, message("Order 1042: 3 crates")))
+    sample = in_thread(slack.send_event(url, message("Order 1042: 3 crates")))
     assert sample.delivered, sample.attempts
     status.filter(has_text="is pinned").wait_for()
     output = section.locator("#trigger-sample-output")
@@ -154,9 +165,7 @@ def test_slack_trigger_from_test_event_to_run(page: Any, railyard_server: Railya
     page.wait_for_function(
         "() => /Published version 1/.test(document.querySelector('#status').textContent)"
     )
-    live = asyncio.run(
-        slack.send_event(url, message("Order 1043: 5 crates"), event_id="EvLIVE1043")
-    )
+    live = in_thread(slack.send_event(url, message("Order 1043: 5 crates"), event_id="EvLIVE1043"))
     assert live.delivered and live.attempts[0].status == 200, live.attempts
     run = wait_for_run(server, page, workflow_id)
     assert run["status"] == "succeeded", run
@@ -165,9 +174,7 @@ def test_slack_trigger_from_test_event_to_run(page: Any, railyard_server: Railya
     [step] = [s for s in run["steps"] if s["step_id"] == set_id]
     assert step["output"] == {"order_text": "Order 1043: 5 crates"}
     # Slack's retry of the same event starts nothing more
-    again = asyncio.run(
-        slack.send_event(url, message("Order 1043: 5 crates"), event_id="EvLIVE1043")
-    )
+    again = in_thread(slack.send_event(url, message("Order 1043: 5 crates"), event_id="EvLIVE1043"))
     assert again.delivered
     listed = page.evaluate(FETCH, f"/api/runs?workflow_id={workflow_id}")
     assert len(listed) == 1
@@ -184,6 +191,8 @@ def test_slack_trigger_from_test_event_to_run(page: Any, railyard_server: Railya
     event_row = page.locator("tr.trigger-event", has_text="EvLIVE1043")
     event_row.wait_for()
     assert run["id"] in event_row.inner_text()
+    assert "Vendor delivery id: EvLIVE1043" in event_row.inner_text()
+    assert "Slack: message posted" in page.locator("#trigger-status h2").first.inner_text()
     assert page.locator("tr.trigger-event").count() == 1  # the test event started no run
     page.screenshot(path=str(ARTIFACTS_DIR / "slack-trigger-page.png"), full_page=True)
 
