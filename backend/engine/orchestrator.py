@@ -43,7 +43,14 @@ from backend.engine.nodes.registry import NodeRegistry
 from backend.engine.outcomes import AttemptOutcome, AttemptSucceeded
 from backend.engine.planner import activated_sources, graph_index, plan
 from backend.engine.retry import retry_delay, should_retry
-from backend.engine.run_end import cancel, fail, settle, time_out, update_waiting
+from backend.engine.run_end import (
+    cancel,
+    fail,
+    settle,
+    succeed_after_end,
+    time_out,
+    update_waiting,
+)
 from backend.engine.states import RunStatus, StepStatus
 from backend.engine.step_results import finish_failed, has_unhandled_failure, succeed, unhandled
 from backend.engine.unfinished_attempts import counted_attempts, reopen
@@ -63,6 +70,7 @@ __all__ = [
     "reopen_attempt",
     "start",
     "step_input",
+    "succeed_after_end",
     "time_out",
 ]
 

@@ -1,6 +1,6 @@
 """How a run ends or waits: settling (failed on an unhandled failure, succeeded when
 every step finished), cancelling, timing out, and ``waiting`` while only timers and calls
-are left.
+are left; and an attempt that completes after its run ended.
 
 Pure over :class:`~backend.engine.model.RunState`.
 """
@@ -14,6 +14,7 @@ from backend.engine.model import RunState
 from backend.engine.nodes.base import WAITING_KINDS
 from backend.engine.nodes.registry import NodeRegistry
 from backend.engine.states import RunStatus, StepStatus
+from backend.engine.step_results import succeed
 from designer_schema.graph import WorkflowGraph
 
 
@@ -108,3 +109,31 @@ def _end_unfinished(
     state.move(status)
     state.finished_at = now
     state.emit(f"run.{status.value}", reason=error["message"])
+
+
+def succeed_after_end(
+    state: RunState, step_id: str, attempt: int, output: Any, now: datetime
+) -> bool:
+    """Record that attempt number ``attempt`` of action ``step_id``, still running when the
+    run ended (another branch failed the run: running attempts are not stopped then), has
+    succeeded: its call happened, so the step, cancelled by the run's end, becomes
+    ``succeeded`` with ``output`` (event ``step.succeeded`` with ``after_run_end``). Step
+    state follows the attempt's outcome; the run stays as it ended and nothing downstream
+    starts. A re-run or replay then copies the step with its output instead of calling it
+    again.
+
+    Returns False (nothing changed) unless the run ended, the step is ``cancelled`` and
+    ``attempt`` is its latest attempt. The caller closes the attempt fenced by its token
+    in the same write, so only an attempt still open (not cancelled with its run by
+    cancel, timeout or ``fail``) is recorded.
+    """
+    rec = state.steps.get(step_id)
+    if (
+        not state.status.terminal
+        or rec is None
+        or rec.status != StepStatus.CANCELLED
+        or rec.attempts != attempt
+    ):
+        return False
+    succeed(state, step_id, output, now, attempt=attempt, after_run_end=True)
+    return True

@@ -9,7 +9,9 @@ paused`` (a paused run starts nothing new; steps already running finish and are 
 
 Step run: ``pending -> ready -> running -> (succeeded | failed)``, ``pending -> skipped``
 (dead path: no incoming branch was taken), ``running -> ready`` (retry scheduled),
-``ready/running -> cancelled``.
+``ready/running -> cancelled``, ``cancelled -> succeeded`` (the attempt that was running
+when the run ended completed: its call happened, so the step shows it with its output;
+:func:`backend.engine.run_end.succeed_after_end`).
 
 Attempt: ``running -> (succeeded | failed | expired | cancelled)``.
 """
@@ -57,7 +59,9 @@ class StepStatus(StrEnum):
 
     @property
     def terminal(self) -> bool:
-        """True for states a step never leaves."""
+        """True for the states a step ends in: it never leaves them, except a step
+        cancelled by its run's end whose running attempt then succeeds (``cancelled ->
+        succeeded``)."""
         return self in _STEP_TERMINAL
 
 
@@ -124,7 +128,8 @@ STEP_TRANSITIONS: dict[StepStatus, frozenset[StepStatus]] = {
     StepStatus.SUCCEEDED: frozenset(),
     StepStatus.FAILED: frozenset(),
     StepStatus.SKIPPED: frozenset(),
-    StepStatus.CANCELLED: frozenset(),
+    # only the attempt that was running when the run ended (run_end.succeed_after_end)
+    StepStatus.CANCELLED: frozenset({StepStatus.SUCCEEDED}),
 }
 
 

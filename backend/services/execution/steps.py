@@ -13,7 +13,10 @@
   statement (child runs, the run failing), by the locked path, which recomputes it with
   the same function from the state it loads (the pure changes live in
   backend/services/execution/step_changes.py). A late or duplicate completion is
-  discarded: a step completes exactly once.
+  discarded: a step completes exactly once. One late completion is recorded: the success
+  of the attempt that was still running (its attempt open) when another branch's failure
+  ended the run makes its cancelled step ``succeeded`` with its output, so a re-run or
+  replay reuses it instead of calling it again (``orchestrator.succeed_after_end``).
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from datetime import timedelta
 from typing import Any
 
 from backend.engine import orchestrator, step_timeouts
-from backend.engine.outcomes import AttemptFailed, AttemptOutcome
+from backend.engine.outcomes import AttemptFailed, AttemptOutcome, AttemptSucceeded
 from backend.engine.ports import (
     ConnectorRegistry,
     FinishedAttempt,
@@ -266,6 +269,12 @@ class Steps:
 
         async def decide(run: Locked) -> Change:
             if not is_current(run.state, done):
+                if isinstance(outcome, AttemptSucceeded) and orchestrator.succeed_after_end(
+                    run.state, done.step_id, done.number, outcome.output, run.now
+                ):
+                    # the run ended while the call ran, and it completed: the step shows
+                    # it (written with the attempt's fenced close, so only if still open)
+                    return Change(finish=finished(done, outcome, run.now))
                 # no longer the step's current attempt: close it if still open, discard
                 if not await run.tx.close_attempt(finished(done, outcome, run.now)):
                     log.info("discarded late completion of %s/%s", run_id, done.step_id)
