@@ -7,7 +7,8 @@ The trigger consumes one queue with manual acknowledgements (aio-pika):
   the queue to an exchange first (``binding_key`` ``#`` on a topic exchange: every
   message).
 - ``prefetch`` is how many unacked messages RabbitMQ hands the subscription at once
-  (``basic.qos``); they are handled one after the other.
+  (``basic.qos``); they are stored one after the other, or ``concurrency`` at once
+  (their runs then start in any order).
 - Each message is handed to ``emit`` and acked (``basic.ack``) only after ``emit``
   returned (its run is stored). When the subscription ends before the ack (a crash, a
   lost connection, a new workflow version), RabbitMQ puts the message back in the queue
@@ -40,6 +41,7 @@ from aio_pika.abc import AbstractIncomingMessage
 
 from connectors import sdk
 from connectors.builtin.brokers.common import (
+    ConcurrencyField,
     NotValid,
     PayloadModeField,
     broker_connector,
@@ -48,6 +50,7 @@ from connectors.builtin.brokers.common import (
     dial_host,
     disconnected,
     event_id,
+    handle_each,
     jsonable,
     login_type,
     parse_broker_url,
@@ -102,6 +105,7 @@ class AmqpConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     ] = ""
     binding_key: Annotated[str, msgspec.Meta(title="Binding key")] = "#"
     prefetch: Annotated[int, msgspec.Meta(title="Prefetch", ge=1, le=1000)] = 20
+    concurrency: ConcurrencyField = 1
     payload: PayloadModeField = "json"
 
 
@@ -195,17 +199,21 @@ async def _consume(config: AmqpConfig, channel: Any, emit: sdk.Emit) -> None:
     queue = await channel.declare_queue(config.queue, durable=True, passive=not config.declare)
     if config.exchange:
         await queue.bind(config.exchange, routing_key=config.binding_key)
+
+    async def handle(message: AbstractIncomingMessage) -> None:
+        try:
+            event = message_event(config, message)
+        except NotValid as bad:
+            mid = message_id_of(message)
+            await emit.dead_letter(
+                bad.reason, message.body, {"message_id": mid, "queue": config.queue}
+            )
+        else:
+            await emit(event)
+        await message.ack()
+
     async with queue.iterator() as messages:
-        async for message in messages:
-            try:
-                event = message_event(config, message)
-            except NotValid as bad:
-                mid = message_id_of(message)
-                meta = {"message_id": mid, "queue": config.queue}
-                await emit.dead_letter(bad.reason, message.body, meta)
-            else:
-                await emit(event)
-            await message.ack()
+        await handle_each(aiter(messages), handle, config.concurrency)
 
 
 @sdk.listen_trigger(

@@ -4,15 +4,16 @@ payload decoding, event ids and the consumer names derived from the workflow.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
 import ipaddress
 import math
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from datetime import date, datetime
 from decimal import Decimal
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 from urllib.parse import unquote, urlsplit
 
 import msgspec
@@ -24,6 +25,7 @@ __all__ = [
     "DISCONNECTED",
     "BrokerLoginFields",
     "BrokerUrl",
+    "ConcurrencyField",
     "NotValid",
     "PayloadMode",
     "PayloadModeField",
@@ -33,6 +35,7 @@ __all__ = [
     "dial_host",
     "disconnected",
     "event_id",
+    "handle_each",
     "jsonable",
     "login_type",
     "parse_broker_url",
@@ -106,6 +109,53 @@ def broker_connector(
         icon=trigger.icon,
         docs_url=docs_url,
     )
+
+
+ConcurrencyField = Annotated[
+    int,
+    msgspec.Meta(
+        title="Messages stored at once",
+        description="1 keeps the broker's order; more stores messages (and starts their "
+        "runs) in parallel, each still acked only after its own run is stored",
+        ge=1,
+        le=100,
+    ),
+]
+
+T = TypeVar("T")
+
+
+async def handle_each(
+    messages: AsyncIterator[T],
+    handle: Callable[[T], Coroutine[Any, Any, None]],
+    concurrency: int,
+) -> None:
+    """Run ``handle`` (emit, then ack) on each of ``messages``: one after the other when
+    ``concurrency`` is 1, else up to ``concurrency`` at once.
+
+    Returns when ``messages`` ends and every ``handle`` is done. The first error raised
+    by a ``handle`` or by ``messages`` cancels the rest and is raised as it is (not in an
+    ``ExceptionGroup``); a message whose ``handle`` was cancelled before its ack is
+    delivered again by the broker.
+    """
+    if concurrency <= 1:
+        async for message in messages:
+            await handle(message)
+        return
+    slots = asyncio.Semaphore(concurrency)
+    try:
+        async with asyncio.TaskGroup() as group:
+            async for message in messages:
+                await slots.acquire()
+                task: asyncio.Task[None] = group.create_task(handle(message))
+                task.add_done_callback(lambda _task: slots.release())
+    except BaseExceptionGroup as errors:
+        raise _first_error(errors) from None
+
+
+def _first_error(errors: BaseExceptionGroup[BaseException]) -> BaseException:
+    first = errors.exceptions[0]
+    return _first_error(first) if isinstance(first, BaseExceptionGroup) else first
 
 
 class NotValid(Exception):

@@ -9,8 +9,9 @@ paho-mqtt):
   messages for it while Railyard is away;
 - acks are manual: the ``PUBACK`` of a message is sent only after ``emit`` returned (its
   run is stored). A message whose ``PUBACK`` never left (a crash, a lost connection) is
-  sent again by the broker when the session reconnects, with its original packet id (MQTT
-  3.1.1 section 4.4, MQTT 5 section 4.4).
+  sent again by the broker when the session reconnects, with its original packet id
+  (MQTT 3.1.1 section 4.4, MQTT 5 section 4.4). Messages are stored one after the other:
+  ``PUBACK`` packets must follow the order the messages arrived in (section 4.6).
 
 Event id. MQTT 3.1.1 messages carry no id of their own, and a packet id is reused once
 acked (it counts to 65,535 per session and starts over), so the id is, in order:

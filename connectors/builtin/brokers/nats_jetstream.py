@@ -7,7 +7,8 @@ explicit acks:
   step) is created on first use with ``deliver`` ``new`` (messages stored from now on) or
   ``all`` (the whole stream), filtered on ``subject``, and ``ack_wait`` seconds; an
   existing consumer keeps its position and settings;
-- messages are fetched ``batch`` at a time; each is handed to ``emit`` and acked
+- messages are fetched ``batch`` at a time and stored one after the other, or
+  ``concurrency`` at once; each is handed to ``emit`` and acked
   (``+ACK``) only after ``emit`` returned (its run is stored). While ``emit`` runs the
   trigger tells JetStream it is still working on the message (``+WPI``, every half
   ``ack_wait``), so a slow store is not taken for a crash. A message not acked within
@@ -40,6 +41,7 @@ from nats.js import api
 
 from connectors import sdk
 from connectors.builtin.brokers.common import (
+    ConcurrencyField,
     NotValid,
     PayloadModeField,
     broker_connector,
@@ -47,6 +49,7 @@ from connectors.builtin.brokers.common import (
     dial_host,
     disconnected,
     event_id,
+    handle_each,
     login_type,
     parse_broker_url,
     stable_name,
@@ -110,6 +113,7 @@ class NatsConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     create_stream: Annotated[bool, msgspec.Meta(title="Create the stream when missing")] = False
     ack_wait: Annotated[float, msgspec.Meta(title="Ack wait (s)", ge=1, le=3600)] = 30.0
     batch: Annotated[int, msgspec.Meta(title="Messages per fetch", ge=1, le=1000)] = 20
+    concurrency: ConcurrencyField = 1
     payload: PayloadModeField = "json"
 
 
@@ -216,15 +220,22 @@ async def _consume(config: NatsConfig, nc: Any, emit: sdk.Emit) -> None:
         stream=config.stream,
         config=consumer,
     )
-    while True:
-        try:
-            messages = await sub.fetch(config.batch, timeout=5)
-        except nats.errors.TimeoutError:
-            if nc.is_closed:
-                raise disconnected("NATS", "the connection closed") from None
-            continue
-        for message in messages:
-            await _handle(config, message, emit)
+
+    async def fetched() -> AsyncIterator[Msg]:
+        while True:
+            try:
+                batch = await sub.fetch(config.batch, timeout=5)
+            except nats.errors.TimeoutError:
+                if nc.is_closed:
+                    raise disconnected("NATS", "the connection closed") from None
+                continue
+            for message in batch:
+                yield message
+
+    async def handle(message: Msg) -> None:
+        await _handle(config, message, emit)
+
+    await handle_each(fetched(), handle, config.concurrency)
 
 
 @sdk.listen_trigger(

@@ -12,6 +12,9 @@ The trigger reads a stream as a member of a consumer group (``XREADGROUP``):
    died (a pod that went away) loses nothing.
 4. Otherwise it blocks on new entries (id ``>``), ``batch`` at a time.
 
+Entries are stored one after the other, or ``concurrency`` at once (their runs then
+start in any order).
+
 Each entry is handed to ``emit`` and ``XACK``-ed only after ``emit`` returned (its run is
 stored). Event id: ``<stream>:<entry id>`` (e.g. ``orders:1712000000000-0``): Redis assigns
 each entry a unique id in its stream and a redelivered entry keeps it, so the product
@@ -33,6 +36,7 @@ as durable as the Redis server's persistence (AOF) makes them.
 from __future__ import annotations
 
 import time
+from collections.abc import AsyncIterator
 from typing import Annotated, Any, Literal, TypedDict
 
 import msgspec
@@ -41,6 +45,7 @@ from redis.asyncio import Redis
 
 from connectors import sdk
 from connectors.builtin.brokers.common import (
+    ConcurrencyField,
     NotValid,
     PayloadMode,
     broker_connector,
@@ -48,6 +53,7 @@ from connectors.builtin.brokers.common import (
     dial_host,
     disconnected,
     event_id,
+    handle_each,
     login_type,
     parse_broker_url,
     stable_name,
@@ -117,6 +123,7 @@ class RedisStreamsConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=Tru
     ] = "fields"
     payload_field: Annotated[str, msgspec.Meta(title="Payload field", min_length=1)] = "payload"
     batch: Annotated[int, msgspec.Meta(title="Entries per read", ge=1, le=1000)] = 50
+    concurrency: ConcurrencyField = 1
     block: Annotated[float, msgspec.Meta(title="Wait per read (s)", gt=0, le=60)] = 5.0
     claim_idle: Annotated[
         float,
@@ -200,29 +207,29 @@ class _Subscription:
             if "BUSYGROUP" not in str(err):
                 raise
 
-    async def handle(self, entries: list[tuple[Any, Any]]) -> None:
-        """Emit then ack each entry, in order; dead-letter (then ack) an invalid one."""
-        for raw_id, fields in entries:
-            if raw_id is None:
-                continue  # deleted entry in an XAUTOCLAIM answer: already off the list
-            entry_id = _text(raw_id)
-            if fields:
-                try:
-                    event = entry_event(self.config, entry_id, fields)
-                except NotValid as bad:
-                    key = self.config.payload_field.encode()
-                    raw = fields.get(key) if self.config.payload != "fields" else None
-                    await self.emit.dead_letter(
-                        bad.reason,
-                        raw if raw is not None else msgspec.json.encode(_fields_text(fields)),
-                        {
-                            "message_id": entry_event_id(self.config.stream, entry_id),
-                            "stream": self.config.stream,
-                        },
-                    )
-                else:
-                    await self.emit(event)
-            await self.client.xack(self.config.stream, self.config.group, raw_id)
+    async def handle(self, entry: tuple[Any, Any]) -> None:
+        """Emit, then ack, one entry; dead-letter (then ack) an invalid one."""
+        raw_id, fields = entry
+        if raw_id is None:
+            return  # a deleted entry in an XAUTOCLAIM answer: already off the list
+        entry_id = _text(raw_id)
+        if fields:
+            try:
+                event = entry_event(self.config, entry_id, fields)
+            except NotValid as bad:
+                key = self.config.payload_field.encode()
+                raw = fields.get(key) if self.config.payload != "fields" else None
+                await self.emit.dead_letter(
+                    bad.reason,
+                    raw if raw is not None else msgspec.json.encode(_fields_text(fields)),
+                    {
+                        "message_id": entry_event_id(self.config.stream, entry_id),
+                        "stream": self.config.stream,
+                    },
+                )
+            else:
+                await self.emit(event)
+        await self.client.xack(self.config.stream, self.config.group, raw_id)
 
     async def read(self, last_id: str, *, block: bool) -> list[tuple[Any, Any]]:
         reply = await self.client.xreadgroup(
@@ -234,19 +241,17 @@ class _Subscription:
         )
         return list(reply[0][1]) if reply else []
 
-    async def drain_pending(self) -> None:
-        """Re-read this consumer's own pending entries (id ``0`` onwards) until none is
-        left: what it was given before and never acked."""
+    async def pending(self) -> AsyncIterator[tuple[Any, Any]]:
+        """This consumer's own pending entries (id ``0`` onwards): what it was given
+        before and never acked."""
         last = "0"
-        while True:
-            entries = await self.read(last, block=False)
-            if not entries:
-                return
-            await self.handle(entries)
+        while entries := await self.read(last, block=False):
+            for entry in entries:
+                yield entry
             last = _text(entries[-1][0])
 
-    async def claim_idle(self) -> None:
-        """Take over (XAUTOCLAIM) the group's entries idle for ``claim_idle`` seconds."""
+    async def claimed(self) -> AsyncIterator[tuple[Any, Any]]:
+        """The group's entries idle for ``claim_idle`` seconds, taken over (XAUTOCLAIM)."""
         start: Any = "0-0"
         while True:
             reply = await self.client.xautoclaim(
@@ -257,20 +262,28 @@ class _Subscription:
                 start_id=start,
                 count=self.config.batch,
             )
-            start, entries = reply[0], reply[1]
-            await self.handle(list(entries))
+            start = reply[0]
+            for entry in reply[1]:
+                yield entry
             if _text(start) == "0-0":
                 return
 
-    async def run(self) -> None:
+    async def entries(self) -> AsyncIterator[tuple[Any, Any]]:
+        """Every entry to handle, in the order of the module doc (never ends)."""
         await self.ensure_group()
-        await self.drain_pending()
+        async for entry in self.pending():
+            yield entry
         next_claim = 0.0
         while True:
             if self.config.claim_idle and time.monotonic() >= next_claim:
-                await self.claim_idle()
+                async for entry in self.claimed():
+                    yield entry
                 next_claim = time.monotonic() + max(self.config.claim_idle / 2, 1.0)
-            await self.handle(await self.read(">", block=True))
+            for entry in await self.read(">", block=True):
+                yield entry
+
+    async def run(self) -> None:
+        await handle_each(self.entries(), self.handle, self.config.concurrency)
 
 
 def _fields_text(fields: dict[bytes, bytes]) -> dict[str, str]:

@@ -26,7 +26,7 @@ from redis.asyncio import Redis
 
 from connectors import sdk
 from connectors.builtin.brokers import amqp_queue, mqtt_topic, nats_jetstream, redis_streams
-from connectors.testing import DeadLetter, TriggerTestEnvironment
+from connectors.testing import DeadLetter, ListenDone, TriggerTestEnvironment
 
 LISTEN_TIMEOUT = 15.0
 """Seconds any one subscription in these tests may take."""
@@ -53,6 +53,36 @@ class GatedEmit:
 
     async def dead_letter(self, reason: str, raw: bytes | str, meta: dict[str, str]) -> None:
         self.dead_letters.append(DeadLetter(reason, raw, dict(meta)))
+
+
+class SlowEmit:
+    """Records events; each ``emit`` takes ``delay`` seconds (a run being stored) and the
+    ``count``-th raises :class:`ListenDone` (it is not acked). :attr:`most_at_once` is
+    the largest number of ``emit`` calls that were running together."""
+
+    def __init__(self, count: int, delay: float) -> None:
+        self.count = count
+        self.delay = delay
+        self.events: list[sdk.TriggerEvent] = []
+        self.running = 0
+        self.most_at_once = 0
+        self.stored = asyncio.Event()
+
+    async def __call__(self, event: sdk.TriggerEvent) -> None:
+        self.events.append(event)
+        if len(self.events) >= self.count:
+            raise ListenDone
+        self.running += 1
+        self.most_at_once = max(self.most_at_once, self.running)
+        try:
+            await asyncio.sleep(self.delay)
+        finally:
+            self.running -= 1
+        if len(self.events) == self.count - 1 and self.running == 0:
+            self.stored.set()
+
+    async def dead_letter(self, reason: str, raw: bytes | str, meta: dict[str, str]) -> None:
+        raise AssertionError(f"unexpected dead letter: {reason}")
 
 
 def start_listen(

@@ -6,6 +6,8 @@ Each scenario runs once per broker (Redis Streams, RabbitMQ, Mosquitto, NATS Jet
   letters; an event whose ``emit`` did not return (the test subscription ends inside it,
   as when the process dies before the ack) is delivered again to the next subscription
   with the same id, while the acked messages and the dead letter are not;
+- with ``concurrency`` above 1 (not MQTT, whose acks must keep the broker's order)
+  several messages are stored at once, each acked after its own ``emit``;
 - a broker that goes away ends the subscription with a ``broker_disconnected`` error
   (the product reconnects), and a message whose ack could not reach the broker is
   delivered again, with the same id, once the broker is back.
@@ -15,15 +17,17 @@ from __future__ import annotations
 
 import asyncio
 
+import msgspec
 import pytest
 
 from connectors import sdk
 from connectors.builtin.brokers.common import DISCONNECTED
-from connectors.testing import TriggerTestEnvironment
+from connectors.testing import ListenDone, TriggerTestEnvironment
 from tests.integration.brokers.cases import (
     LISTEN_TIMEOUT,
     BrokerCase,
     GatedEmit,
+    SlowEmit,
     fresh_name,
     start_listen,
 )
@@ -99,3 +103,34 @@ async def test_broker_restart_ends_the_subscription_and_keeps_the_unacked(
     [event] = again.events
     assert event.data["payload"] == {"n": 1}
     assert event.id == emit.events[0].id
+
+
+@pytest.fixture(params=[p for p in CASES if p.values[0] != "mqtt"])
+def parallel_case(request: pytest.FixtureRequest) -> BrokerCase:
+    return request.getfixturevalue(f"{request.param}_case")  # type: ignore[no-any-return]
+
+
+async def test_messages_stored_in_parallel_are_each_acked(parallel_case: BrokerCase) -> None:
+    case = parallel_case
+    name = fresh_name("par")
+    config = {**case.config(name), "concurrency": 4}
+    await case.prepare(name)
+    for n in range(8):
+        await case.publish(name, msgspec.json.encode({"n": n}))
+    env = TriggerTestEnvironment()
+    emit = SlowEmit(count=9, delay=0.2)
+    running = start_listen(env, case.trigger, config, emit)
+    try:
+        await asyncio.wait_for(emit.stored.wait(), LISTEN_TIMEOUT)
+        assert sorted(e.data["payload"]["n"] for e in emit.events) == list(range(8))
+        assert emit.most_at_once == 4
+        await asyncio.sleep(0.3)  # the last acks follow their emits by a round trip
+        await case.publish(name, b'{"n": 8}')  # the ninth ends the subscription unacked
+        with pytest.raises(ListenDone):
+            await asyncio.wait_for(running, LISTEN_TIMEOUT)
+    finally:
+        running.cancel()
+        await asyncio.gather(running, return_exceptions=True)
+
+    again = await env.listen(case.trigger, case.config(name), timeout=LISTEN_TIMEOUT)
+    assert [e.data["payload"] for e in again.events] == [{"n": 8}]
