@@ -7,6 +7,7 @@ their message; nothing stored as an event and no run started but by a live workf
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import uuid
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
@@ -20,6 +21,7 @@ from sqlalchemy import func, select
 from backend.db.models import Run, TriggerEventRow, TriggerSubscription
 from backend.runtime import Runtime
 from backend.services.events import samples
+from backend.services.events.lifecycle import run_lifecycle_pass
 from backend.settings import Settings
 from connectors import sdk
 from tests.diagrams import diagram, edge, node
@@ -38,6 +40,7 @@ class App:
         self.queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
         self.acked: list[str] = []
         self.keys: list[str] = []
+        self.consumers: list[str] = []
 
 
 APP = App()
@@ -96,9 +99,28 @@ async def pushed(
     )
 
 
+async def _register(config: PushConfig, url: str) -> sdk.Registration:
+    return sdk.Registration(remote_id="hook-1", secret="issued-by-the-app")
+
+
+@sdk.app_webhook_trigger(
+    "sample.hooked", label="Sample: hooked", config=PushConfig, register=_register
+)
+async def hooked(
+    config: PushConfig, request: sdk.PushRequest, registration: sdk.Registration | None
+) -> sdk.PushResponse:
+    """Deliveries signed with the secret the app issued when the hook was registered."""
+    secret = registration.secret if registration else ""
+    sdk.verify_hmac(secret, request.body, request.headers.get("x-signature", ""))
+    body = request.json()
+    return sdk.PushResponse(events=[sdk.TriggerEvent(id=body["id"], data=body)])
+
+
 @sdk.listen_trigger("sample.queue", label="Sample: queue", kind="broker")
 async def queue(config: object, emit: sdk.Emit) -> None:
-    """Messages from the app's queue, acked after emit returns."""
+    """Messages from the app's queue, acked after emit returns; the consumer is named
+    after the step, as broker triggers name theirs."""
+    APP.consumers.append(sdk.info().step_id)
     while True:
         message_id, payload = await APP.queue.get()
         if payload is None:
@@ -112,7 +134,7 @@ SAMPLE = sdk.Connector(
     name="sample",
     label="Sample",
     version="1.0",
-    triggers=[items, pushed, queue],
+    triggers=[items, pushed, hooked, queue],
     credential_types=[KEY],
 )
 
@@ -280,6 +302,7 @@ async def test_a_broker_message_is_pinned_without_its_ack(
     assert (got["status"], got["source"], got["data"]) == ("pinned", "listen", {"order": 7})
     assert got["candidates"][0]["id"] == "m1"
     assert APP.acked == []  # emit raised before the ack: the message stays with the broker
+    assert APP.consumers == ["t:test-event"]  # not the published subscription's identity
     assert await _pins(client, wf) == {"t": {"order": 7}}
     assert await _count(events, TriggerEventRow, wf) == 0
 
@@ -365,3 +388,56 @@ async def test_an_app_webhook_listens_for_the_next_delivery_before_and_after_pub
     run_id = live.headers["x-railyard-run-ids"]
     run_page = await client.get(f"/runs/{run_id}")
     assert "Vendor delivery id" in run_page.text and "Ev2" in run_page.text
+
+
+async def test_a_redis_stream_entry_is_pinned_and_left_pending(
+    events: Runtime, client: httpx.AsyncClient, settings: Settings
+) -> None:
+    """The built-in Redis Streams trigger against the real Redis: the entry read for the
+    sample is pinned, not acked, and pending on a consumer of its own."""
+    stream = f"orders-{uuid.uuid4().hex[:8]}"
+    wf = await _draft(
+        client,
+        "redis_streams.message_received",
+        url=settings.redis_url,
+        stream=stream,
+        start="all",
+        payload="json",
+    )
+    entry = await events.redis.xadd(stream, {"payload": '{"order": 1042}', "source": "shop"})
+    got = (await _fetch(client, wf)).json()
+    assert got["status"] == "pinned", got
+    assert got["data"]["payload"] == {"order": 1042}
+    assert got["candidates"][0]["id"] == f"{stream}:{entry.decode()}"
+    pending = await events.redis.xpending(stream, "railyard")
+    assert pending["pending"] == 1  # read for the sample, never acked
+    [(consumer, count)] = [(c["name"].decode(), c["pending"]) for c in pending["consumers"]]
+    assert count == 1
+    # a consumer of its own, not the one a published subscription of step "t" reads as
+    assert consumer == _stable_name(wf, "t:test-event") != _stable_name(wf, "t")
+    assert await _count(events, TriggerEventRow, wf) == 0
+
+
+def _stable_name(workflow_id: str, step_id: str) -> str:
+    """The consumer name the Redis Streams trigger derives from its workflow and step."""
+    digest = hashlib.sha256(f"{workflow_id}\x00{step_id}".encode()).hexdigest()
+    return f"railyard-{digest[:14]}"
+
+
+async def test_a_registered_hook_is_heard_with_the_published_registration(
+    events: Runtime, client: httpx.AsyncClient
+) -> None:
+    wf = await _draft(client, "sample.hooked")
+    path = (await _fetch(client, wf)).json()["url"].removeprefix("http://testserver.local")
+    raw, headers = _signed({"id": "Ev1"}, "issued-by-the-app")
+    # not registered yet: nothing issued the secret, so the delivery cannot be verified
+    assert (await client.post(path, content=raw, headers=headers)).status_code == 401
+    assert (await _state(client, wf))["status"] == "refused"
+
+    assert (await client.post(f"/api/workflows/{wf}/publish")).status_code == 201
+    await run_lifecycle_pass(events.events, events.execution.clock)
+    assert (await _fetch(client, wf)).json()["status"] == "listening"
+    answer = await client.post(path, content=raw, headers=headers)
+    assert answer.status_code == 200, answer.text
+    assert (await _state(client, wf))["data"] == {"id": "Ev1"}
+    assert await _count(events, Run, wf) == 1  # live: the delivery started its run too

@@ -150,8 +150,18 @@ def trigger_node(draft: Any, catalog: Any, node_id: str | None) -> dict[str, Any
     return found[0]
 
 
+SAMPLE_STEP_SUFFIX = ":test-event"
+"""Added to the trigger's step id in the context a sample is fetched in. Connectors name
+their broker identity after the step (``sdk.info().step_id``: a Redis consumer, an MQTT
+client id), so a sample is read as a consumer of its own, beside a published
+subscription's: it neither takes over that subscription's session nor leaves a message
+pending where that subscription does not look for it (its broker hands it over as it
+does a dead consumer's)."""
+
+
 def site_of(workflow_id: uuid.UUID, node: dict[str, Any]) -> TriggerSite:
-    return TriggerSite(workflow_id, 0, str(node["id"]), str(node["type"]))
+    """Where a sample of ``node`` runs: the draft (version 0), a step id of its own."""
+    return TriggerSite(workflow_id, 0, f"{node['id']}{SAMPLE_STEP_SUFFIX}", str(node["type"]))
 
 
 def config_of(node: dict[str, Any]) -> dict[str, Any]:
