@@ -15,6 +15,9 @@ Nodes
   and ports are not checked.
 - ``missing_config``: a field listed in the config schema's ``required`` is absent,
   ``None`` or ``""`` (``field`` = the field name).
+- ``unbound_reference``: a field named in the node's ``unbound`` (a credential or called
+  workflow an import could not bind) is absent, ``None`` or ``""`` (``field`` = the field
+  name); it blocks publishing until the field holds a value.
 - ``invalid_config``: a top-level literal value whose JSON type does not match the
   schema property's ``type`` (``string``, ``number``, ``integer``, ``boolean``, ``object``,
   ``array``, ``null``, or a list of these) or is not in its ``enum``. Expressions are
@@ -145,6 +148,7 @@ DIAGNOSTIC_CODES: Final = (
     "duplicate_node_id",
     "unknown_node_type",
     "missing_config",
+    "unbound_reference",
     "invalid_config",
     "expression_syntax",
     "dangling_edge",

@@ -36,6 +36,11 @@ class Node(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     ``type`` names a node type of the catalog (``trigger.webhook``, ``control.if``,
     ``http.request`` ...). ``config`` maps field names of the node type's config schema to
     values; a string value starting with ``=`` is a JSONata expression (see docs/expressions.md).
+
+    ``unbound`` names the config fields an import left empty because it could not bind
+    their reference (a credential or called workflow) for the importer: each is a
+    compile error (``unbound_reference``) until the field holds a value. Absent (unset,
+    and left out of the JSON) on every other node.
     """
 
     id: str
@@ -43,6 +48,7 @@ class Node(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     label: str = ""
     position: Position = Position()
     config: dict[str, Any] = msgspec.field(default_factory=dict)
+    unbound: list[str] | msgspec.UnsetType = msgspec.UNSET
 
 
 class Edge(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

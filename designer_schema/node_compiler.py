@@ -61,6 +61,19 @@ def compile_node(
                 field=name,
             )
 
+    for name in node.unbound or ():
+        value = node.config.get(name)
+        if name in missing or not (value is None or value == ""):
+            continue
+        prop = properties.get(name)
+        title = prop.get("title") if isinstance(prop, Mapping) else None
+        sink.add(
+            "unbound_reference",
+            f"{title or name}: the imported reference could not be bound here; pick one",
+            node_id=node.id,
+            field=name,
+        )
+
     config: dict[str, Any] = {}
     expressions: dict[str, str] = {}
     for key, value in node.config.items():

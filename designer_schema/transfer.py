@@ -168,12 +168,16 @@ def without_fields(diagram: Diagram, slots: set[tuple[str, str]]) -> Diagram:
 
 
 def with_fields(diagram: Diagram, values: dict[tuple[str, str], Any]) -> Diagram:
-    """``diagram`` with config fields set (``{(node id, field): value}``; ``None`` removes
-    the field)."""
-    return _rewrite(diagram, values)
+    """``diagram`` with reference fields bound (``{(node id, field): value}``): a value sets
+    the field and takes it out of the node's ``unbound``; ``None`` removes the field and
+    names it in the node's ``unbound``, so that compiling reports it
+    (``unbound_reference``) until the field holds a value."""
+    return _rewrite(diagram, values, mark=True)
 
 
-def _rewrite(diagram: Diagram, values: dict[tuple[str, str], Any]) -> Diagram:
+def _rewrite(
+    diagram: Diagram, values: dict[tuple[str, str], Any], *, mark: bool = False
+) -> Diagram:
     by_node: dict[str, dict[str, Any]] = {}
     for (node_id, field), value in values.items():
         by_node.setdefault(node_id, {})[field] = value
@@ -185,5 +189,14 @@ def _rewrite(diagram: Diagram, values: dict[tuple[str, str], Any]) -> Diagram:
             continue
         config = {k: v for k, v in node.config.items() if k not in changes}
         config.update({k: v for k, v in changes.items() if v is not None})
-        nodes.append(msgspec.structs.replace(node, config=config))
+        if not mark:
+            nodes.append(msgspec.structs.replace(node, config=config))
+            continue
+        unbound = [f for f in node.unbound or () if f not in changes]
+        unbound += sorted(f for f, v in changes.items() if v is None)
+        nodes.append(
+            msgspec.structs.replace(
+                node, config=config, unbound=unbound if unbound else msgspec.UNSET
+            )
+        )
     return msgspec.structs.replace(diagram, nodes=nodes)

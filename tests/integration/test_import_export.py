@@ -244,3 +244,39 @@ async def test_import_into_a_draft_follows_the_revision_rule(
     await make_user(runtime, "op@example.com", "operator")
     async with client_as(settings, runtime, "op@example.com") as c:
         assert (await c.post("/api/workflows/import", json=doc)).status_code == 403
+
+
+async def test_an_unbound_reference_blocks_publishing_until_bound(
+    client: httpx.AsyncClient,
+) -> None:
+    wf, cred, child = await _source(client)
+    doc = (await client.get(f"/api/workflows/{wf}/export")).json()
+    # as if from another installation: no credential here has that id or name
+    doc["credentials"][0].update(id="00000000-0000-0000-0000-000000000001", name="Elsewhere")
+    r = await client.post("/api/workflows/import", json=doc)
+    assert r.status_code == 201, r.text
+    assert r.json()["references_bound"] == 1  # the called workflow, by id
+    copy = r.json()["id"]
+    draft = (await client.get(f"/api/workflows/{copy}")).json()["draft"]
+    nodes = {n["id"]: n for n in draft["nodes"]}
+    assert nodes["call"]["unbound"] == ["credential"] and "unbound" not in nodes["sub"]
+
+    # the warning does not vanish: compiling the stored draft reports it as an error
+    check = await client.post(f"/api/workflows/{copy}/compile", json={"diagram": draft})
+    found = {
+        (d["severity"], d["code"], d["node_id"], d["field"]) for d in check.json()["diagnostics"]
+    }
+    assert ("error", "unbound_reference", "call", "credential") in found
+    r = await client.post(f"/api/workflows/{copy}/publish")
+    assert r.status_code == 422, r.text
+    assert any(
+        d["code"] == "unbound_reference" and (d["node_id"], d["field"]) == ("call", "credential")
+        for d in r.json()["diagnostics"]
+    ), r.text
+
+    # bound in the designer (the field now holds a credential): publishing goes through
+    nodes["call"]["config"]["credential"] = cred
+    r = await client.put(f"/api/workflows/{copy}/draft", json={"diagram": draft})
+    assert r.status_code == 200, r.text
+    r = await client.post(f"/api/workflows/{copy}/publish")
+    assert r.status_code == 201, r.text

@@ -28,6 +28,8 @@ export class DiagramModel {
       label: n.label || "",
       position: { x: Number(n.position?.x) || 0, y: Number(n.position?.y) || 0 },
       config: n.config && typeof n.config === "object" ? { ...n.config } : {},
+      // fields an import could not bind: the server reports each until it holds a value
+      ...(Array.isArray(n.unbound) && n.unbound.length ? { unbound: n.unbound.map(String) } : {}),
     }));
     this.edges = (diagram.edges || []).map((e) => ({
       id: String(e.id),
@@ -289,6 +291,7 @@ export class DiagramModel {
         label: n.label,
         position: { x: n.position.x, y: n.position.y },
         config: n.config,
+        ...(n.unbound ? { unbound: n.unbound } : {}),
       })),
       edges: this.edges.map((e) => ({
         id: e.id,

@@ -7,7 +7,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from designer_schema.diagram import Diagram
+from designer_schema.diagram import Diagram, Edge
 from designer_schema.transfer import (
     EXPORT_FORMAT,
     CredentialRef,
@@ -20,6 +20,8 @@ from designer_schema.transfer import (
     without_fields,
 )
 from tests.diagrams import diagram, node
+from tests.unit.designer_schema._fakes import compile_, only
+from tests.unit.designer_schema._fakes import node as fake_node
 
 
 def document(**overrides: Any) -> dict[str, Any]:
@@ -104,3 +106,29 @@ def test_fields_taken_out_and_put_back() -> None:
 def test_export_struct_defaults() -> None:
     doc = WorkflowExport(EXPORT_FORMAT, 1, ExportedWorkflow("W"), Diagram())
     assert decode_export(encode_export(doc)).credentials == []
+
+
+def test_an_unbound_reference_is_a_compile_error_until_the_field_holds_a_value() -> None:
+    call = fake_node("call", "http.request", url="https://example.test", method="GET")
+    start = fake_node("hook", "trigger.webhook")
+    edges = [Edge(id="e", source="hook", target="call")]
+    imported = with_fields(Diagram(nodes=[start, call], edges=edges), {("call", "token"): None})
+    assert imported.nodes[1].unbound == ["token"] and imported.nodes[0].unbound is msgspec.UNSET
+    assert b'"unbound"' not in msgspec.json.encode(imported.nodes[0])
+    graph, found = compile_(imported)
+    assert graph is None
+    assert [(d.severity, d.node_id, d.field) for d in only(found, "unbound_reference")] == [
+        ("error", "call", "token")
+    ]
+    # a value in the field satisfies it; binding it by import takes the mark away
+    filled = msgspec.structs.replace(
+        imported,
+        nodes=[
+            start,
+            msgspec.structs.replace(imported.nodes[1], config={**call.config, "token": "x"}),
+        ],
+    )
+    assert only(compile_(filled)[1], "unbound_reference") == []
+    rebound = with_fields(imported, {("call", "token"): "x"})
+    assert rebound.nodes[1].unbound is msgspec.UNSET
+    assert msgspec.json.decode(msgspec.json.encode(imported), type=Diagram) == imported
