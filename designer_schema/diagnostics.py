@@ -14,7 +14,8 @@ class Diagnostic(msgspec.Struct, frozen=True):
 
     ``code`` is a stable machine name; the full list is
     :data:`designer_schema.compiler.DIAGNOSTIC_CODES` (``duplicate_node_id``,
-    ``unknown_node_type``, ``missing_config``, ``unbound_reference``, ``invalid_config``, ``expression_syntax``,
+    ``unknown_node_type``, ``missing_config``, ``unbound_reference``, ``invalid_config``,
+    ``expression_syntax``,
     ``dangling_edge``, ``unknown_port``, ``duplicate_edge``, ``note_edge``, ``no_trigger``,
     ``multiple_triggers``, ``unreachable_node``, ``cycle``, and the data-flow codes
     ``unknown_field``, ``wrong_type``, ``unknown_step``, ``not_upstream``, ``list_value``).

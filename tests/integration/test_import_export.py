@@ -249,7 +249,7 @@ async def test_import_into_a_draft_follows_the_revision_rule(
 async def test_an_unbound_reference_blocks_publishing_until_bound(
     client: httpx.AsyncClient,
 ) -> None:
-    wf, cred, child = await _source(client)
+    wf, cred, _child = await _source(client)
     doc = (await client.get(f"/api/workflows/{wf}/export")).json()
     # as if from another installation: no credential here has that id or name
     doc["credentials"][0].update(id="00000000-0000-0000-0000-000000000001", name="Elsewhere")
