@@ -133,7 +133,10 @@ class Emit(Protocol):
     """What ``listen`` hands its messages to (the product's side of a subscription)."""
 
     async def __call__(self, event: TriggerEvent) -> None:
-        """Store ``event`` and its run; returns once both are durable (ack after it)."""
+        """Store ``event`` and its run; returns once both are durable (ack after it).
+        Calls may overlap: a listener that keeps several messages in flight (each acked
+        after its own call returns) has their events stored together, a few statements
+        for a group instead of one round trip per message."""
 
     async def dead_letter(self, reason: str, raw: bytes | str, meta: dict[str, str]) -> None:
         """Keep a message that is not valid for the trigger (undecodable, no id, ...)

@@ -390,6 +390,9 @@ def listen_trigger(
     reconnects with backoff) and is cancelled when the workflow's version is replaced.
     A message that is not valid for the trigger (not decodable, no id): hand it to
     ``await emit.dead_letter(reason, raw, meta)``, then ack it; it is never lost silently.
+    For throughput, keep several messages in flight (``emit`` called for the next before
+    the last returned, each acked when its own call returns): the product stores the
+    events of overlapping calls together.
     """
     if kind not in LISTEN_KINDS:
         raise ValueError(f"trigger {type!r}: kind must be one of {LISTEN_KINDS}")

@@ -7,21 +7,30 @@ runs with the idempotency key ``trigger-event:<row id>`` and links each row to i
 so a start repeated after a crash (by the same process or the sweep,
 :func:`start_pending`) is the same run. An event row is written before any broker ack,
 poll cursor or vendor answer says "received": what is acknowledged is durable.
+
+Any number of events cost the same few statements: the events travel as one JSON array
+(:func:`encode_event`) into one ``INSERT``; their runs start concurrently, so the run
+store writes them in groups (backend/db/group_commit.py); one ``UPDATE`` links them all.
+:class:`EventBatches` stores and starts the events that concurrent callers (a listening
+trigger's ``emit``) hand in at the same moment together, one group at a time.
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import logging
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
-from sqlalchemy import select, update
-from sqlalchemy.dialects.postgresql import insert
+import msgspec
+from sqlalchemy import BigInteger, String, select, text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from backend.db.group_commit import GroupCommit, numbered
 from backend.db.models import TriggerDeadLetter, TriggerEventRow, WorkflowVersion
 from backend.engine.ports import VersionRow
 from backend.services.availability import database_unavailable
@@ -57,15 +66,40 @@ def idempotency_key(event_row_id: int) -> str:
     return f"trigger-event:{event_row_id}"
 
 
-def _checked(event: TriggerEvent) -> None:
+def encode_event(event: TriggerEvent, *, baseline: bool = False) -> bytes:
+    """``event`` as the JSON object the insert statement reads (``{"id", "data",
+    "meta"}``; ``baseline``: without its data). Raises :class:`InvalidEvent` when it
+    cannot be stored: not a TriggerEvent, no id or too long an id, data that is not JSON
+    or holds a character PostgreSQL refuses."""
     if not isinstance(event, TriggerEvent):
         raise InvalidEvent(f"{event!r} is not a TriggerEvent")
     if not event.id or len(event.id) > MAX_EVENT_ID:
         raise InvalidEvent(f"an event id must have 1 to {MAX_EVENT_ID} characters: {event.id!r}")
     try:
         check_storable(event.data, "data")
+        if baseline:
+            return msgspec.json.encode(TriggerEvent(event.id, None, event.meta))
+        return msgspec.json.encode(event)
     except UnstorableInput as err:
         raise InvalidEvent(f"event {event.id}: {err}") from None
+    except (msgspec.EncodeError, TypeError, ValueError, OverflowError) as err:
+        raise InvalidEvent(f"event {event.id}: its data is not JSON: {err}") from None
+
+
+# The events of ``:events`` (``ord``: their position; distinct ids) inserted unless the
+# workflow has seen their id; one row (``ord``, new row id) per event inserted.
+_INSERT_EVENTS = text(
+    """
+    INSERT INTO trigger_events (workflow_id, version_number, node_type, kind, dedupe_key,
+                                data, meta, received_at, error)
+    SELECT CAST(:workflow_id AS uuid), :version_number, :node_type, :kind, e.id, e.data,
+           coalesce(e.meta, '{}'::jsonb), :received_at, :error
+    FROM jsonb_to_recordset(CAST(:events AS jsonb)) AS e(ord int, id text, data jsonb, meta jsonb)
+    ORDER BY e.ord
+    ON CONFLICT (workflow_id, dedupe_key) DO NOTHING
+    RETURNING id, dedupe_key
+    """
+).columns(id=BigInteger(), dedupe_key=String())
 
 
 BASELINE = "baseline: there before the trigger was activated (no run)"
@@ -85,36 +119,52 @@ async def insert_events(
     are new, in order: an event whose id the workflow has seen is skipped. ``baseline``:
     remember the ids only (no data, no run, :data:`BASELINE`). Raises
     :class:`InvalidEvent` before writing anything when an event cannot be stored."""
-    for event in events:
-        _checked(event)
-    seen: set[str] = set()
-    rows = []
-    for event in events:
-        if event.id in seen:  # one statement cannot insert a key twice
-            continue
-        seen.add(event.id)
-        rows.append(
-            {
-                "workflow_id": source.workflow_id,
-                "version_number": source.version_number,
-                "node_type": source.node_type,
-                "kind": source.kind,
-                "dedupe_key": event.id,
-                "data": None if baseline else event.data,
-                "meta": dict(event.meta),
-                "received_at": now,
-                "error": BASELINE if baseline else None,
-            }
-        )
-    if not rows:
+    encoded = [encode_event(event, baseline=baseline) for event in events]
+    found = await insert_encoded(session, source, encoded, now, baseline=baseline)
+    return sorted(row_id for row_id in found if row_id is not None)
+
+
+async def insert_encoded(
+    session: AsyncSession,
+    source: Source,
+    encoded: Sequence[bytes],
+    now: datetime,
+    *,
+    baseline: bool = False,
+) -> list[int | None]:
+    """:func:`insert_events` of events already encoded (:func:`encode_event`), in one
+    statement; per event, in order, the id of its new row, or ``None`` when the workflow
+    had its id already (an id twice in ``encoded``: its first is the new row)."""
+    ids = [msgspec.json.decode(item, type=_EventId).id for item in encoded]
+    first: dict[str, int] = {}
+    distinct = []
+    for position, event_id in enumerate(ids):
+        if event_id not in first:  # one statement cannot insert a key twice
+            first[event_id] = position
+            distinct.append(encoded[position])
+    if not distinct:
         return []
-    statement = (
-        insert(TriggerEventRow)
-        .values(rows)
-        .on_conflict_do_nothing(index_elements=["workflow_id", "dedupe_key"])
-        .returning(TriggerEventRow.id)
+    rows = await session.execute(
+        _INSERT_EVENTS,
+        {
+            "workflow_id": str(source.workflow_id),
+            "version_number": source.version_number,
+            "node_type": source.node_type,
+            "kind": source.kind,
+            "received_at": now,
+            "error": BASELINE if baseline else None,
+            "events": numbered(distinct),
+        },
     )
-    return sorted((await session.execute(statement)).scalars())
+    new = {key: row_id for row_id, key in rows}
+    return [
+        new.get(event_id) if first[event_id] == position else None
+        for position, event_id in enumerate(ids)
+    ]
+
+
+class _EventId(msgspec.Struct):
+    id: str
 
 
 async def insert_dead_letter(
@@ -182,16 +232,22 @@ class VersionCache:
 VERSIONS = VersionCache()
 
 
+@dataclass(frozen=True)
+class Stored:
+    """An inbox row whose run is to start: its id, where it came from, the run input."""
+
+    id: int
+    workflow_id: uuid.UUID
+    version_number: int
+    kind: str
+    data: Any
+
+
 async def start_runs(
     sessionmaker: async_sessionmaker[AsyncSession], execution: Execution, ids: Sequence[int]
 ) -> dict[int, uuid.UUID]:
     """Start the runs of the inbox rows ``ids`` that have none yet; returns ``{row id: run
-    id}`` of the rows linked now.
-
-    A row whose run cannot start (its version is gone, its input is refused) keeps the
-    reason in ``error`` and is not tried again; a lost database raises (the rows stay
-    pending and the sweep, :func:`start_pending`, starts them later).
-    """
+    id}`` of the rows linked now (:func:`start_stored`, the rows read back first)."""
     if not ids:
         return {}
     async with sessionmaker() as session:
@@ -208,43 +264,136 @@ async def start_runs(
                 .order_by(TriggerEventRow.id)
             )
         ).all()
-        versions = {
-            (r.workflow_id, r.version_number): await VERSIONS.get(
-                session, r.workflow_id, r.version_number
-            )
-            for r in rows
-        }
-    linked: dict[int, uuid.UUID] = {}
-    failed: dict[int, str] = {}
-    for row in rows:
+    return await start_stored(sessionmaker, execution, [Stored(*row) for row in rows])
+
+
+START_CONCURRENCY = 256
+"""Run starts one :func:`start_stored` call has in flight at once."""
+
+# Each inbox row of ``:links`` gets its run (its data, now the run's input, dropped) or
+# the reason it starts none.
+_LINK = text(
+    """
+    UPDATE trigger_events t
+    SET run_id = l.run_id,
+        error = l.error,
+        data = CASE WHEN l.run_id IS NULL THEN t.data END
+    FROM jsonb_to_recordset(CAST(:links AS jsonb)) AS l(id bigint, run_id uuid, error text)
+    WHERE t.id = l.id
+    """
+)
+
+
+async def start_stored(
+    sessionmaker: async_sessionmaker[AsyncSession],
+    execution: Execution,
+    rows: Sequence[Stored],
+) -> dict[int, uuid.UUID]:
+    """Start the runs of the inbox ``rows`` (concurrently, in order of their ids, so the
+    run store writes them in groups) and link them in one statement; returns ``{row id:
+    run id}`` of the rows linked.
+
+    A row whose run cannot start (its version is gone, its input is refused) keeps the
+    reason in ``error`` and is not tried again; a lost database raises (the rows stay
+    pending and the sweep, :func:`start_pending`, starts them later).
+    """
+    if not rows:
+        return {}
+    rows = sorted(rows, key=lambda r: r.id)
+    versions: dict[tuple[uuid.UUID, int], VersionRow | None] = {}
+    async with sessionmaker() as session:
+        for row in rows:
+            key = (row.workflow_id, row.version_number)
+            if key not in versions:
+                versions[key] = await VERSIONS.get(session, *key)
+    gate = asyncio.Semaphore(START_CONCURRENCY)
+
+    async def start(row: Stored) -> uuid.UUID | str:
         version = versions[(row.workflow_id, row.version_number)]
         if version is None:
-            failed[row.id] = f"version {row.version_number} of the workflow no longer exists"
-            continue
-        try:
+            return f"version {row.version_number} of the workflow no longer exists"
+        async with gate:
             started = await execution.start_run(
                 version, row.data, trigger=row.kind, idempotency_key=idempotency_key(row.id)
             )
-        except Exception as exc:
-            if database_unavailable(exc):
-                raise
-            log.exception("trigger event %s: its run could not start", row.id)
-            failed[row.id] = f"{type(exc).__name__}: {exc}"[:2000]
+        return started.run_id
+
+    outcomes = await asyncio.gather(*(start(row) for row in rows), return_exceptions=True)
+    linked: dict[int, uuid.UUID] = {}
+    links = []
+    lost: BaseException | None = None
+    for row, outcome in zip(rows, outcomes, strict=True):
+        if isinstance(outcome, uuid.UUID):
+            linked[row.id] = outcome
+            links.append({"id": row.id, "run_id": str(outcome), "error": None})
             continue
-        linked[row.id] = started.run_id
-    if linked or failed:
+        if isinstance(outcome, BaseException):
+            if not isinstance(outcome, Exception) or database_unavailable(outcome):
+                lost = lost or outcome
+                continue
+            log.error("trigger event %s: its run could not start", row.id, exc_info=outcome)
+            outcome = f"{type(outcome).__name__}: {outcome}"[:2000]
+        links.append({"id": row.id, "run_id": None, "error": outcome})
+    if links:
         async with sessionmaker() as session, session.begin():
-            for row_id, run_id in linked.items():
-                await session.execute(
-                    update(TriggerEventRow)
-                    .where(TriggerEventRow.id == row_id)
-                    .values(run_id=run_id, data=None)
-                )
-            for row_id, reason in failed.items():
-                await session.execute(
-                    update(TriggerEventRow).where(TriggerEventRow.id == row_id).values(error=reason)
-                )
+            await session.execute(_LINK, {"links": msgspec.json.encode(links).decode()})
+    if lost is not None:
+        raise lost
     return linked
+
+
+EMIT_BATCH = 256
+"""Events :class:`EventBatches` stores in one group at most."""
+
+
+class EventBatches:
+    """Stores and starts the events of one source that concurrent callers hand in at the
+    same moment together (:class:`~backend.db.group_commit.GroupCommit`: at low load each
+    event is its own group; under load a group is every event that arrived while the
+    previous ones were written, up to ``max_items``): one insert, their runs started
+    concurrently, one link, for the whole group. Two groups are written at a time, so
+    one group's runs start while the next is stored."""
+
+    def __init__(
+        self,
+        sessionmaker: async_sessionmaker[AsyncSession],
+        execution: Execution,
+        source: Source,
+        *,
+        max_items: int = EMIT_BATCH,
+    ) -> None:
+        self.sessionmaker = sessionmaker
+        self.execution = execution
+        self.source = source
+        self.groups: GroupCommit[int | None] = GroupCommit(
+            self._write, max_items=max_items, max_in_flight=2
+        )
+
+    async def submit(self, encoded: bytes) -> int | None:
+        """Store one event (:func:`encode_event`) and start its run; returns its new row's
+        id, or ``None`` when the workflow had its id already (stored before: its run is
+        started by whoever stored it, or the sweep). Returns only once the event is
+        stored and, when new, its run too (or its start failed for good: the row says
+        why). Raises what storing it raised (a lost database)."""
+        return await self.groups.submit(encoded)
+
+    async def _write(self, items: Sequence[bytes]) -> list[int | None]:
+        source = self.source
+        async with self.sessionmaker() as session, session.begin():
+            found = await insert_encoded(session, source, items, self.execution.clock.now())
+        rows = [
+            Stored(
+                row_id,
+                source.workflow_id,
+                source.version_number,
+                source.kind,
+                msgspec.json.decode(item, type=TriggerEvent).data,
+            )
+            for item, row_id in zip(items, found, strict=True)
+            if row_id is not None
+        ]
+        await start_stored(self.sessionmaker, self.execution, rows)
+        return found
 
 
 async def start_pending(

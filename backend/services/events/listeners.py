@@ -16,6 +16,10 @@ message only after its run is stored. A process killed before the ack leaves the
 message with the broker, which redelivers it; the inbox keeps that to one run. An event
 the inbox cannot store (no id, unstorable data) and anything handed to
 ``emit.dead_letter`` is kept as a dead letter, shown on the workflow page, then acked.
+A listener may keep many messages in flight (``emit`` called again before an earlier call
+returned, each message acked when its own call returns): the events waiting at the same
+moment are stored and started together, a few statements for the whole group, so a busy
+subscription is not held to one commit round trip per message.
 """
 
 from __future__ import annotations
@@ -36,11 +40,11 @@ from backend.observability import metrics
 from backend.services.availability import database_unavailable
 from backend.services.events.contexts import EventEnv, TriggerSite
 from backend.services.events.inbox import (
+    EventBatches,
     InvalidEvent,
     Source,
+    encode_event,
     insert_dead_letter,
-    insert_events,
-    start_runs,
 )
 from backend.services.events.kinds import LISTEN_KINDS
 from backend.services.events.subscriptions import backoff, connector_config
@@ -75,22 +79,24 @@ class SubscriptionEmit:
         self.source = Source(
             held.site.workflow_id, held.site.version_number, held.site.node_type, held.kind
         )
+        self.batches = EventBatches(env.sessionmaker, env.execution, self.source)
         self._touched: datetime | None = None
 
     async def __call__(self, event: sdk.TriggerEvent) -> None:
-        """Store ``event`` and start its run; returns once both are durable."""
-        now = self.clock.now()
+        """Store ``event`` and start its run; returns once both are durable. Calls may
+        overlap: the events of concurrent calls are stored and started together
+        (:class:`~backend.services.events.inbox.EventBatches`)."""
         try:
-            async with self.env.sessionmaker() as session, session.begin():
-                ids = await insert_events(session, self.source, [event], now)
+            encoded = encode_event(event)
         except InvalidEvent as exc:
             raw = getattr(event, "data", None)
             await self.dead_letter(str(exc), repr(raw)[:65536], dict(getattr(event, "meta", {})))
             return
-        metrics.trigger_events(self.held.kind, self.held.site.node_type, len(ids), 1 - len(ids))
-        if ids:
-            await start_runs(self.env.sessionmaker, self.env.execution, ids)
-            await self._touch(now)
+        row_id = await self.batches.submit(encoded)
+        new = int(row_id is not None)
+        metrics.trigger_events(self.held.kind, self.held.site.node_type, new, 1 - new)
+        if new:
+            await self._touch(self.clock.now())
 
     async def dead_letter(self, reason: str, raw: bytes | str, meta: dict[str, str]) -> None:
         """Keep a message no event could be made of; returns once it is stored."""
