@@ -266,7 +266,9 @@ def cmd_scheduler(args: argparse.Namespace) -> int:
 
     async def main() -> None:
         _tracing(settings)
-        runtime = await build_runtime(settings, pool_size=2, name="scheduler")
+        # the leader polls up to CONCURRENT_POLLS (8) subscriptions at once beside its
+        # sweeps: a pool smaller than that opened and closed overflow connections per poll
+        runtime = await build_runtime(settings, pool_size=SCHEDULER_POOL, name="scheduler")
         stop = _stop_on_signals()
         probes = await _start_probes(args.health_port, lambda: runtime, settings.metrics_token)
         try:
@@ -293,7 +295,9 @@ def cmd_events(args: argparse.Namespace) -> int:
 
     async def main() -> None:
         _tracing(settings)
-        runtime = await build_runtime(settings, pool_size=5, name="events")
+        # a busy subscription writes two groups of events at a time, each with its inbox
+        # insert, run inserts and link: a pool smaller than that churns connections
+        runtime = await build_runtime(settings, pool_size=EVENTS_POOL, name="events")
         stop = _stop_on_signals()
         probes = await _start_probes(args.health_port, lambda: runtime, settings.metrics_token)
         try:
@@ -377,6 +381,12 @@ def cmd_migrate(_: argparse.Namespace) -> int:
     print("database is at the latest migration")
     return 0
 
+
+SCHEDULER_POOL = 10
+"""Database connections the scheduler keeps (plus up to 20 overflow, docs/operations.md)."""
+
+EVENTS_POOL = 10
+"""Database connections an events process keeps (plus up to 20 overflow)."""
 
 HEALTH_PORT_HELP = (
     "serve /health/live and /health/ready on this port (default: $RAILYARD_HEALTH_PORT, else off)"
