@@ -260,6 +260,7 @@ def cmd_scheduler(args: argparse.Namespace) -> int:
     Redis and PostgreSQL outages."""
     from backend.runtime import build_runtime
     from backend.workers.scheduler import run_scheduler
+    from backend.workers.worker import loop_factory
 
     settings = load_settings()
     settings.require_services()
@@ -279,7 +280,10 @@ def cmd_scheduler(args: argparse.Namespace) -> int:
             await runtime.close()
             _end_tracing()
 
-    asyncio.run(main())
+    # uvloop, as the API and workers: the leader's polls, starts and sweeps are mostly
+    # socket writes and reads (bench/triggers.py)
+    with asyncio.Runner(loop_factory=loop_factory()) as runner:
+        runner.run(main())
     return 0
 
 
