@@ -155,13 +155,15 @@ class RunCounter:
 
 
 class Broker:
-    """One broker: its server, the trigger's config and a fast publisher."""
+    """One broker: its server, the trigger's config and a fast publisher.
+    ``concurrency`` is the trigger's "Messages stored at once" (1: one after the other)."""
 
     name = ""
     trigger = ""
 
-    def __init__(self, server: Any) -> None:
+    def __init__(self, server: Any, concurrency: int = 1) -> None:
         self.server = server
+        self.concurrency = concurrency
 
     def config(self) -> dict[str, Any]:
         raise NotImplementedError
@@ -177,7 +179,13 @@ class RedisBroker(Broker):
     name, trigger = "redis", "redis_streams.message_received"
 
     def config(self) -> dict[str, Any]:
-        return {"url": self.server.url, "stream": "bench", "start": "all", "payload": "json"}
+        return {
+            "url": self.server.url,
+            "stream": "bench",
+            "start": "all",
+            "payload": "json",
+            "concurrency": self.concurrency,
+        }
 
     async def publish(self, bodies: list[bytes], ids: list[str]) -> None:
         from redis.asyncio import Redis
@@ -200,7 +208,8 @@ class AmqpBroker(Broker):
         return {
             "url": self.server.url.replace("guest:guest@", ""),
             "queue": "bench",
-            "prefetch": 200,
+            "prefetch": max(20, 2 * self.concurrency),
+            "concurrency": self.concurrency,
         }
 
     async def prepare(self) -> None:
@@ -216,7 +225,9 @@ class AmqpBroker(Broker):
 
         connection = await aio_pika.connect(self.server.url)
         async with connection:
-            channel = await connection.channel(publisher_confirms=True)
+            # no publisher confirms: the runs stored say what arrived, and a confirm per
+            # message would make the publisher, not the subscription, the bottleneck
+            channel = await connection.channel(publisher_confirms=False)
             persistent = aio_pika.DeliveryMode.PERSISTENT
 
             async def one(body: bytes, mid: str) -> None:
@@ -274,6 +285,8 @@ class NatsBroker(Broker):
             "stream": "bench",
             "subject": "bench.>",
             "deliver": "all",
+            "batch": max(20, self.concurrency),
+            "concurrency": self.concurrency,
         }
 
     async def prepare(self) -> None:
@@ -313,8 +326,11 @@ def _session_expiry(seconds: int) -> Any:
     return properties
 
 
-def start_brokers(directory: Path, names: list[str]) -> tuple[list[Broker], list[Any]]:
-    """Start the servers of ``names`` under ``directory``: the brokers and every server to
+def start_brokers(
+    directory: Path, names: list[str], concurrency: int
+) -> tuple[list[Broker], list[Any]]:
+    """Start the servers of ``names`` under ``directory``: the brokers (their triggers
+    storing ``concurrency`` messages at once, but MQTT's: in order) and every server to
     stop at the end."""
     from backend.embedded import EmbeddedRedis
     from tests.broker_servers import MosquittoServer, NatsServer, RabbitMQServer
@@ -326,12 +342,12 @@ def start_brokers(directory: Path, names: list[str]) -> tuple[list[Broker], list
             redis = EmbeddedRedis(directory / "streams-redis")
             redis.start()
             servers.append(redis)
-            brokers.append(RedisBroker(redis))
+            brokers.append(RedisBroker(redis, concurrency))
         elif name == "amqp":
             rabbit = RabbitMQServer(directory / "rabbitmq")
             servers.append(rabbit)
             rabbit.start()
-            brokers.append(AmqpBroker(rabbit))
+            brokers.append(AmqpBroker(rabbit, concurrency))
         elif name == "mqtt":
             mosquitto = MosquittoServer(directory / "mosquitto")
             servers.append(mosquitto)
@@ -341,7 +357,7 @@ def start_brokers(directory: Path, names: list[str]) -> tuple[list[Broker], list
             nats_server = NatsServer(directory / "nats")
             servers.append(nats_server)
             nats_server.start()
-            brokers.append(NatsBroker(nats_server))
+            brokers.append(NatsBroker(nats_server, concurrency))
     return brokers, servers
 
 
@@ -559,10 +575,15 @@ def poll_lag(stack: Stack, polls: int, seconds: float, profile: Path | None = No
 
 
 def throughput(
-    stack: Stack, names: list[str], events: int, workers: int, profile: Path | None = None
+    stack: Stack,
+    names: list[str],
+    events: int,
+    workers: int,
+    concurrency: int,
+    profile: Path | None = None,
 ) -> None:
     """The broker phase (see the module doc)."""
-    brokers, servers = start_brokers(stack.data / "brokers", names)
+    brokers, servers = start_brokers(stack.data / "brokers", names, concurrency)
     try:
         for broker in brokers:
             asyncio.run(broker.prepare())
@@ -612,6 +633,12 @@ def main() -> int:
     parser.add_argument("--events", type=int, default=5000, help="messages per broker")
     parser.add_argument("--brokers", default=",".join(BROKERS), help="comma-separated")
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument(
+        "--concurrency",
+        type=int,
+        default=100,
+        help="the triggers' 'Messages stored at once' (1 to 100; MQTT is always 1)",
+    )
     parser.add_argument("--polls", type=int, default=300, help="polling subscriptions")
     parser.add_argument("--poll-seconds", type=float, default=65.0)
     parser.add_argument("--skip-polls", action="store_true")
@@ -635,7 +662,7 @@ def main() -> int:
     with Stack("railyard-bench-triggers-", env=env, keep=args.keep) as stack:
         print(f"data and logs: {stack.data}", flush=True)
         if not args.skip_brokers:
-            throughput(stack, names, args.events, args.workers, args.profile)
+            throughput(stack, names, args.events, args.workers, args.concurrency, args.profile)
         if not args.skip_polls:
             poll_lag(stack, args.polls, args.poll_seconds, args.profile)
         figure("trigger_load_average", load_average(), "")
