@@ -171,7 +171,7 @@ class MqttCase(BrokerCase):
     async def prepare(self, name: str) -> None:
         # the first subscription creates the persistent session that queues messages
         with pytest.raises(TimeoutError):
-            await TriggerTestEnvironment().listen(self.trigger, self.config(name), timeout=0.5)
+            await TriggerTestEnvironment().listen(self.trigger, self.config(name), timeout=2)
 
     async def publish(
         self,

@@ -30,7 +30,7 @@ async def test_ids_binding_headers_and_properties(amqp_case: AmqpCase) -> None:
         ex = await channel.declare_exchange(exchange, aio_pika.ExchangeType.TOPIC, durable=True)
         env = TriggerTestEnvironment()
         with pytest.raises(TimeoutError):  # declares and binds the queue
-            await env.listen(message_received, config, timeout=1)
+            await env.listen(message_received, config, timeout=3)
         sent = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
         await ex.publish(
             aio_pika.Message(

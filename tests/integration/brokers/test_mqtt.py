@@ -58,7 +58,7 @@ async def test_mqtt_311_persistent_session_redelivers(mqtt_case: MqttCase) -> No
     config = {**mqtt_case.config(name), "protocol": "3.1.1"}
     env = TriggerTestEnvironment()
     with pytest.raises(TimeoutError):
-        await env.listen(message_received, config, timeout=0.5)
+        await env.listen(message_received, config, timeout=2)
     await mqtt_case.publish(name, b'{"n": 1}')
     await mqtt_case.publish(name, b'{"n": 2}')
     first = await env.listen(message_received, config, timeout=LISTEN_TIMEOUT)

@@ -49,7 +49,7 @@ async def test_a_missing_stream_is_refused_or_created(nats_case: NatsCase) -> No
     assert missing.value.kind == "not_found"
 
     with pytest.raises(TimeoutError):  # creates the stream and the consumer
-        await env.listen(message_received, {**config, "create_stream": True}, timeout=0.5)
+        await env.listen(message_received, {**config, "create_stream": True}, timeout=2)
     await nats_case.publish(name, b'{"n": 1}')
     got = await env.listen(message_received, config, timeout=LISTEN_TIMEOUT)
     assert [e.data["payload"] for e in got.events] == [{"n": 1}]

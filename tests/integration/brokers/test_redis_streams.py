@@ -68,7 +68,7 @@ async def test_a_new_group_starts_at_new_entries(redis_case: RedisCase) -> None:
     config = {"url": redis_case.server.url, "stream": stream, "payload": "text"}
     env = TriggerTestEnvironment()
     with pytest.raises(TimeoutError):  # creates the group at "$": the old entry is skipped
-        await env.listen(message_received, config, timeout=0.5)
+        await env.listen(message_received, config, timeout=2)
     await _xadd(redis_case, stream, {"payload": "2"})
     got = await env.listen(message_received, config, timeout=LISTEN_TIMEOUT)
     assert [e.data["payload"] for e in got.events] == ["2"]

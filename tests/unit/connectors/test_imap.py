@@ -298,11 +298,11 @@ async def test_the_server_going_away_ends_the_subscription_at_once(
         email_received.call("listen", config(check_every=1200), context, emit)
     )
     first = await asyncio.to_thread(user.deliver, mail(1))
-    await asyncio.wait_for(emit.arrived.wait(), 10)
+    await asyncio.wait_for(emit.arrived.wait(), 30)
     await wait_for_flag(user, first, KEYWORD)
     await asyncio.to_thread(own_imap_server.stop)
     with pytest.raises(sdk.ActionError) as lost:
-        await asyncio.wait_for(listening, 10)
+        await asyncio.wait_for(listening, 30)
     assert lost.value.kind == "imap_connect" and lost.value.retryable
     await asyncio.to_thread(own_imap_server.restart)
     await asyncio.to_thread(user.deliver, mail(2))
