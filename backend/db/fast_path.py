@@ -39,9 +39,18 @@ costs more per statement than this (its release resets the connection with a sta
 of its own), and it would be a second set of connections to size and count.
 
 Errors: asyncpg's own exceptions propagate (backend/services/availability.py classifies
-a lost connection). After an error that is not PostgreSQL's answer to the statement (a
-lost socket, a protocol error, cancellation) the connection is invalidated, not reused:
-the pool opens a new one at the next checkout. asyncpg prepares each statement once per
+a lost connection). Only after PostgreSQL's answer to the statement (a constraint, a bad
+value: :func:`connection_survives`) does the connection go back to the pool; after
+anything else (a lost socket, a protocol error, cancellation, and the server ending the
+session: ``57Pxx`` such as "terminating connection due to administrator command" when
+PostgreSQL shuts down) it is invalidated, not reused, and the pool opens a new one at the
+next checkout. A connection put back after the server ended its session would fail its
+next statement with asyncpg's ``InternalClientError`` ("another operation is in
+progress"). The same error meets a connection that sat idle in the pool when the server's
+``FATAL`` reached it, before its closed socket is noticed: such a connection is
+invalidated and the statement, which asyncpg refused before sending it, is sent once more
+on another (:func:`stale_connection`); the error classifies as the database being
+unavailable (503) should it come again. asyncpg prepares each statement once per
 connection; a new connection prepares it again.
 """
 
@@ -83,21 +92,27 @@ class FastPath:
         return rows
 
     async def _run(self, method: str, sql: str, args: tuple[Any, ...]) -> Any:
-        """``method`` (an ``asyncpg.Connection`` query method) on a pooled connection."""
-        fairy = await self._checkout()
-        try:
-            result = await getattr(fairy.driver_connection, method)(sql, *args)
-        except asyncpg.PostgresError as exc:
-            if isinstance(exc, asyncpg.PostgresConnectionError):
-                fairy.invalidate(exc)
-            else:  # PostgreSQL's answer (a constraint, a bad value): the connection is fine
-                await self._checkin(fairy)
-            raise
-        except BaseException as exc:
-            fairy.invalidate(exc)  # outside a greenlet this does no I/O: the socket is closed
-            raise
-        await self._checkin(fairy)
-        return result
+        """``method`` (an ``asyncpg.Connection`` query method) on a pooled connection; on
+        a stale one (:func:`stale_connection`: the statement was never sent) once more on
+        another."""
+        for attempt in (1, 2):
+            fairy = await self._checkout()
+            try:
+                result = await getattr(fairy.driver_connection, method)(sql, *args)
+            except asyncpg.PostgresError as exc:
+                if connection_survives(exc, fairy.driver_connection):
+                    await self._checkin(fairy)  # PostgreSQL's answer: the connection is fine
+                else:
+                    fairy.invalidate(exc)
+                raise
+            except BaseException as exc:
+                fairy.invalidate(exc)  # outside a greenlet no I/O: the socket is closed
+                if attempt == 1 and stale_connection(exc):
+                    continue
+                raise
+            await self._checkin(fairy)
+            return result
+        raise AssertionError("unreachable: the second attempt returns or raises")
 
     def connection(self) -> LazyConnection:
         """A SQLAlchemy connection in autocommit for the statements that are not on the
@@ -128,6 +143,37 @@ class FastPath:
             fairy.close()
         else:
             await greenlet_spawn(fairy.close)
+
+
+SESSION_ENDING_ERRORS: tuple[type[asyncpg.PostgresError], ...] = (
+    asyncpg.PostgresConnectionError,  # 08xxx
+    asyncpg.exceptions.OperatorInterventionError,  # 57xxx: shutdown, crash, cancelled, ...
+)
+"""PostgreSQL errors after which the session is over (or its state unknown)."""
+
+
+def connection_survives(exc: asyncpg.PostgresError, connection: Any) -> bool:
+    """True when ``exc`` is PostgreSQL's answer to the statement (a constraint, a value it
+    cannot store) and ``connection`` (an ``asyncpg.Connection``) is still open: it may go
+    back to the pool. False for the errors of :data:`SESSION_ENDING_ERRORS` and for a
+    connection asyncpg already saw closed."""
+    return not isinstance(exc, SESSION_ENDING_ERRORS) and not connection.is_closed()
+
+
+_STALE_MESSAGES = ("cannot switch to state", "cannot perform operation")
+
+
+def stale_connection(exc: BaseException) -> bool:
+    """True when ``exc`` is asyncpg refusing to start a statement on a connection whose
+    protocol is not idle (``InternalClientError`` "cannot switch to state 12; another
+    operation (2) is in progress", ``InterfaceError`` "cannot perform operation: another
+    operation is in progress"): raised before anything is sent, so the statement did not
+    reach the server. It happens to a pooled connection in the moment between PostgreSQL's
+    ``FATAL`` (a shutdown ends every session: 57P01) reaching it and its socket being seen
+    closed; the connection is dead, the server going away."""
+    return isinstance(exc, asyncpg.InternalClientError | asyncpg.InterfaceError) and str(
+        exc
+    ).startswith(_STALE_MESSAGES)
 
 
 class LazyConnection:

@@ -22,8 +22,9 @@ Outcomes stay each caller's own:
   ``asyncpg.PostgresError`` that is its answer to the statement, also when wrapped by
   SQLAlchemy: :func:`refused_by_postgres`), each item of it is written
   again alone, so only the items at fault fail, each with its own error;
-- any other error (a lost connection, an exhausted pool) fails every item of the group with
-  that error, as it would have failed each of their own statements.
+- the server ending the session (shutting down: ``57Pxx``) is not such an answer: like
+  any other error (a lost connection, an exhausted pool) it fails every item of the
+  group with that error, as it would have failed each of their own statements.
 """
 
 from __future__ import annotations
@@ -155,9 +156,14 @@ def refused_by_postgres(exc: BaseException) -> bool:
     seen: BaseException | None = exc
     while seen is not None:
         if isinstance(seen, asyncpg.PostgresError):
-            return not isinstance(seen, asyncpg.PostgresConnectionError)
+            return not isinstance(seen, _SESSION_ENDED)
         seen = seen.__cause__
     return False
+
+
+_SESSION_ENDED = (asyncpg.PostgresConnectionError, asyncpg.exceptions.OperatorInterventionError)
+"""PostgreSQL errors that end the session (08xxx, 57xxx: shutting down, crashed): the
+server's state, not an answer about the group's items, so they are not written alone."""
 
 
 def _fail(group: list[tuple[bytes, asyncio.Future[_R]]], exc: BaseException) -> None:

@@ -24,6 +24,8 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from backend.db.fast_path import stale_connection
+
 DATABASE_DOWN_ERRORS: tuple[type[BaseException], ...] = (
     asyncpg.exceptions.PostgresConnectionError,  # 08xxx: cannot connect, connection lost
     asyncpg.exceptions.OperatorInterventionError,  # 57Pxx: shutting down, starting up
@@ -66,12 +68,14 @@ def causes(exc: BaseException) -> Iterator[BaseException]:
 
 
 def database_unavailable(exc: BaseException) -> bool:
-    """True when ``exc`` means PostgreSQL is unreachable (see the module docstring); a
-    Redis connection error (whose chain also holds an ``OSError``) is not."""
+    """True when ``exc`` means PostgreSQL is unreachable (see the module docstring), also
+    a statement refused on a connection the server just ended
+    (:func:`backend.db.fast_path.stale_connection`); a Redis connection error (whose chain
+    also holds an ``OSError``) is not."""
     if redis_unavailable(exc):
         return False
     for error in causes(exc):
-        if isinstance(error, DATABASE_DOWN_ERRORS):
+        if isinstance(error, DATABASE_DOWN_ERRORS) or stale_connection(error):
             return True
         if isinstance(error, sa_exc.DBAPIError) and error.connection_invalidated:
             return True
