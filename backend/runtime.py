@@ -24,6 +24,7 @@ from backend.services import credential_use, pins, run_watch, webhooks
 from backend.services.catalog import AppCatalog, load_catalog
 from backend.services.events.contexts import EventEnv
 from backend.services.execution import Execution
+from backend.services.outbound import ssrf_policy
 from backend.settings import Settings
 from backend.transport.dispatch import ArqDispatcher
 from backend.transport.redis_client import RedisTarget, redis_client
@@ -69,13 +70,6 @@ class Runtime:
         await run_watch.close_notices(self.redis)
         await self.redis.aclose()
         await self.engine.dispose()
-
-
-def ssrf_policy(settings: Settings) -> Any:
-    """The outbound-HTTP SSRF policy from settings."""
-    return sdk.SsrfPolicy(
-        allow_private=settings.http_allow_private, allowlist=tuple(settings.http_allowlist)
-    )
 
 
 def make_context_factory(

@@ -26,10 +26,9 @@ from backend.api.schemas import Name
 from backend.auth.guards import CurrentPrincipal, access_dependencies
 from backend.auth.policy import Permission
 from backend.auth.web import AppRuntime, CurrentUser, DbSession
-from backend.runtime import Runtime, ssrf_policy
-from backend.services import access, credential_oauth
+from backend.runtime import Runtime
+from backend.services import access, credential_oauth, outbound
 from backend.services import credentials as svc
-from connectors.host.outbound import SsrfGuardTransport
 
 
 class CredentialIn(msgspec.Struct, forbid_unknown_fields=True):
@@ -237,7 +236,7 @@ class CredentialController(Controller):
                     state=oauth_state,
                     code=code,
                     user_id=user.id,
-                    transport=SsrfGuardTransport(ssrf_policy(runtime.settings)),
+                    transport=outbound.guarded_transport(runtime.settings),
                 )
         except (svc.CredentialError, svc.CredentialNotFound) as err:
             return Redirect(f"/credentials?error={quote(str(err))}")

@@ -21,6 +21,11 @@ Three policies (docs/security.md, "Security headers"):
   ``X-Frame-Options: DENY`` and ``Referrer-Policy: no-referrer``. The icons were sanitised
   when their plugin loaded (backend/services/icons.py); this is the second wall.
 
+An app response to an authenticated request (a session or an API token found a user)
+also gets ``Cache-Control: no-store``: what a signed-in user saw (runs, credentials,
+audit rows) is kept by no browser or proxy cache, not even for the back button after
+signing out.
+
 The headers are set in one place (:class:`SecurityHeaders`, the app's ``before_send``
 hook) so no route can forget them; a handler that sets one of them itself is overridden.
 """
@@ -54,6 +59,9 @@ ICON_CSP = "sandbox; default-src 'none'; style-src 'unsafe-inline'; frame-ancest
 
 HSTS = "max-age=31536000; includeSubDomains"
 """Strict-Transport-Security when served over HTTPS (one year)."""
+
+NO_STORE = "no-store"
+"""Cache-Control of every app response to an authenticated request."""
 
 WEBHOOK_PREFIX = "/hooks/"
 ICON_PREFIX = "/catalog/icons/"
@@ -131,6 +139,7 @@ class SecurityHeaders:
         self.webhook_headers = webhook_headers(https=https)
         self.icon_headers = icon_headers(https=https)
         self._app = _encoded(self.app_headers)
+        self._app_signed_in = _encoded({**self.app_headers, "cache-control": NO_STORE})
         self._webhook = _encoded(self.webhook_headers)
         self._icon = _encoded(self.icon_headers)
 
@@ -143,6 +152,8 @@ class SecurityHeaders:
             wanted = self._webhook
         elif path.startswith(ICON_PREFIX):
             wanted = self._icon
+        elif scope.get("state", {}).get("user") is not None:  # authenticated: no cache
+            wanted = self._app_signed_in
         else:
             wanted = self._app
         headers = _merge(list(message.get("headers", [])), *wanted)

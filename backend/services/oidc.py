@@ -20,7 +20,10 @@ id (and ``azp`` equal to it when there are several audiences), ``exp`` in the fu
 ``iat`` present (60 s leeway for clock skew), ``sub`` present, ``nonce`` equal to the one
 sent. Any failure raises :class:`OidcError` naming the check.
 
-Discovery documents and JWKS are cached per process for an hour.
+Discovery documents and JWKS are cached per process for an hour. Every request to the
+provider (discovery, JWKS, token exchange) goes through the SSRF guard of outbound HTTP
+(:func:`backend.services.outbound.guarded_transport`): a provider on a private address
+must be allowed in ``RAILYARD_HTTP_ALLOWLIST``.
 """
 
 from __future__ import annotations
@@ -42,7 +45,9 @@ from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.db.models import OidcLogin
+from backend.services import outbound
 from backend.settings import Settings
+from connectors import sdk
 
 __all__ = [
     "OidcError",
@@ -85,14 +90,28 @@ def callback_url(settings: Settings) -> str:
     return f"{settings.base_url.rstrip('/')}/login/oidc/callback"
 
 
-async def _get_json(url: str, transport: httpx.AsyncBaseTransport | None) -> dict[str, Any]:
+def _outbound(
+    settings: Settings, transport: httpx.AsyncBaseTransport | None
+) -> httpx.AsyncBaseTransport:
+    """``transport``, or the SSRF-guarded one of the settings: every request to the
+    identity provider (discovery, key set, token exchange) goes through the same guard as
+    any outbound request (backend/services/outbound.py), since the issuer URL, and the
+    ``jwks_uri`` and ``token_endpoint`` the provider names, are not Railyard's to trust."""
+    return transport if transport is not None else outbound.guarded_transport(settings)
+
+
+async def _get_json(
+    settings: Settings, url: str, transport: httpx.AsyncBaseTransport | None
+) -> dict[str, Any]:
     try:
-        async with httpx.AsyncClient(transport=transport, timeout=10.0) as client:
-            response = await client.get(url, headers={"Accept": "application/json"})
+        async with httpx.AsyncClient(transport=_outbound(settings, transport), timeout=10.0) as c:
+            response = await c.get(url, headers={"Accept": "application/json"})
             response.raise_for_status()
             data = response.json()
     except (httpx.HTTPError, ValueError) as exc:
         raise OidcError(f"the identity provider could not be read at {url}: {exc}", 502) from None
+    except sdk.ActionError as exc:  # the SSRF guard refused the address, or DNS failed
+        raise OidcError(f"the identity provider cannot be reached at {url}: {exc}", 502) from None
     if not isinstance(data, dict):
         raise OidcError(f"the identity provider answered {url} with no JSON object", 502)
     return data
@@ -110,7 +129,7 @@ async def provider_metadata(
     cached = _CACHE.get(issuer)
     if cached is not None and time.monotonic() - cached.fetched < CACHE_SECONDS:
         return cached.metadata
-    doc = await _get_json(f"{issuer}/.well-known/openid-configuration", transport)
+    doc = await _get_json(settings, f"{issuer}/.well-known/openid-configuration", transport)
     if str(doc.get("issuer", "")).rstrip("/") != issuer:
         raise OidcError(
             f"the discovery document names issuer {doc.get('issuer')!r},"
@@ -137,7 +156,7 @@ async def _keys(
     fresh = time.monotonic() - entry.keys_fetched < CACHE_SECONDS
     if entry.keys is not None and fresh and not refresh:
         return entry.keys
-    document = await _get_json(str(metadata["jwks_uri"]), transport)
+    document = await _get_json(settings, str(metadata["jwks_uri"]), transport)
     try:
         entry.keys = KeySet.import_key_set(document)  # type: ignore[arg-type]
     except (JoseError, ValueError, TypeError, KeyError) as exc:
@@ -153,7 +172,7 @@ def _oauth_client(settings: Settings, transport: httpx.AsyncBaseTransport | None
         scope=settings.oidc_scopes,
         redirect_uri=callback_url(settings),
         code_challenge_method="S256",
-        transport=transport,
+        transport=_outbound(settings, transport),
         timeout=15.0,
     )
 
@@ -229,7 +248,7 @@ async def finish(
         )
     except (OAuth2Error, OAuthError) as exc:
         raise OidcError(f"the identity provider refused the sign-in: {exc}", 401) from None
-    except httpx.HTTPError as exc:
+    except (httpx.HTTPError, sdk.ActionError) as exc:
         raise OidcError(f"the identity provider could not be reached: {exc}", 502) from None
     finally:
         await client.aclose()
