@@ -158,7 +158,14 @@ class ActionTestEnvironment:
                     **extra,
                 }
             self.credential_uses.append((credential_id, fields_by_id.get(credential_id, "")))
-            return {**fields, "id": credential_id, "type": type_name, "kind": kind}
+            secret_fields = list(declared.secret_fields) if declared is not None else []
+            return {
+                **fields,
+                "id": credential_id,
+                "type": type_name,
+                "kind": kind,
+                "secret_fields": secret_fields,
+            }
 
         return action_context(
             info,

@@ -19,6 +19,8 @@ from typing import Any, TextIO
 
 import structlog
 
+from connectors.sdk.redaction import SecretsLogFilter
+
 FORMATS = ("json", "plain")
 
 
@@ -53,6 +55,9 @@ def configure(
     )
     handler = logging.StreamHandler(stream or sys.stderr)
     handler.setFormatter(formatter)
+    # a record written while a connector attempt runs loses that attempt's credential
+    # secrets (connectors/sdk/redaction.py), whichever library wrote it
+    handler.addFilter(SecretsLogFilter())
     root = logging.getLogger()
     for old in list(root.handlers):
         root.removeHandler(old)

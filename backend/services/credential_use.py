@@ -33,7 +33,8 @@ async def resolve_for_action(
     (:mod:`backend.services.references`); ``publisher_check=False`` skips that for
     callers outside any run (key rotation checks, tests of the decryption itself).
 
-    Returns ``{**fields, "id", "type", "kind"}`` plus, for OAuth2, ``access_token``,
+    Returns ``{**fields, "id", "type", "kind", "secret_fields"}`` (the names of the type's
+    write-only fields, whose values the host redacts) plus, for OAuth2, ``access_token``,
     ``token_type`` and ``expires_at`` (epoch seconds), refreshed first when it expires
     within ``refresh_margin`` seconds. Audits ``credential.use`` with the run, step and
     attempt. Raises ``sdk.NonRetryableError`` (kinds ``credential_missing``,
@@ -81,6 +82,14 @@ async def resolve_for_action(
             ) from None
         fields: dict[str, Any] = payload["fields"]
         result: dict[str, Any] = {**fields, "id": str(row.id), "type": row.type, "kind": row.kind}
+        # the host redacts these values from what the attempt outputs, raises and logs
+        # (connectors/sdk/redaction.py); a type no longer installed: every text field
+        ctype = catalog.credential_type(row.type)
+        result["secret_fields"] = (
+            list(ctype.secret_fields)
+            if ctype is not None
+            else [k for k, v in fields.items() if isinstance(v, str)]
+        )
         refreshed = False
         if row.kind == "oauth2":
             token = payload.get("token")

@@ -26,6 +26,7 @@ import msgspec
 from .context import ActionContext, _current
 from .credentials import CredentialType, credential_types_of_schema
 from .errors import ConfigError
+from .redaction import redact_exception
 from .schema import config_json_schema, output_json_schema
 from .triggers import TriggerDefinition
 
@@ -118,7 +119,9 @@ class ActionDefinition:
 
         Credential fields set in ``config`` are resolved through the context first (see
         :mod:`connectors.sdk.credentials`). Returns the output converted to JSON-able
-        builtins (``msgspec.to_builtins``).
+        builtins (``msgspec.to_builtins``). The secrets of those credentials are redacted
+        from the output and from an error's message and details
+        (:mod:`connectors.sdk.redaction`).
         Raises :class:`~connectors.sdk.errors.ConfigError` for an invalid config and
         whatever ``fn`` raises (``ActionError`` subclasses carry retry hints).
         """
@@ -129,7 +132,10 @@ class ActionDefinition:
             if refs:
                 await context.load_credentials(refs)
             result = await self.fn(parsed, input)
-            return msgspec.to_builtins(result)
+            return context.redact(msgspec.to_builtins(result))
+        except Exception as exc:  # its message and details are shown and stored
+            redact_exception(exc, context.secret_forms)
+            raise
         finally:
             try:
                 await context.aclose()

@@ -31,6 +31,7 @@ import httpx
 import msgspec
 
 from .errors import ConfigError
+from .redaction import credential_secrets, redact, secret_forms
 from .ssrf import SsrfPolicy
 
 __all__ = [
@@ -81,7 +82,9 @@ class ActionInfo(msgspec.Struct, frozen=True):
 CredentialResolver = Callable[[str, tuple[str, ...]], Awaitable[dict[str, Any]]]
 """``await resolver(credential_id, accepted_types) -> fields``.
 
-Returns the decrypted credential as a dict (its fields plus ``id``, ``type`` and ``kind``;
+Returns the decrypted credential as a dict (its fields plus ``id``, ``type``, ``kind`` and
+``secret_fields``, the names of the type's write-only fields, whose values the host
+redacts from outputs, errors and logs: :mod:`connectors.sdk.redaction`;
 OAuth2 credentials also carry a fresh ``access_token``, ``token_type`` and ``expires_at``
 in epoch seconds). Raises :class:`~connectors.sdk.errors.ActionError` (usually
 non-retryable) when the credential is missing, of another type, or cannot be refreshed.
@@ -127,6 +130,9 @@ class ActionContext:
     settings: Mapping[str, Any] = field(default_factory=dict)
     credential_resolver: CredentialResolver | None = None
     _credentials: dict[str, dict[str, Any]] = field(default_factory=dict, init=False, repr=False)
+    _secrets: list[str] = field(default_factory=list, init=False, repr=False)
+    secret_forms: tuple[str, ...] = field(default=(), init=False, repr=False)
+    """The forms of the loaded credentials' secrets (:mod:`connectors.sdk.redaction`)."""
     _client: httpx.AsyncClient | None = field(default=None, init=False, repr=False)
     _owns_client: bool = field(default=False, init=False, repr=False)
     _pending: list[asyncio.Task[Any]] = field(default_factory=list, init=False, repr=False)
@@ -156,7 +162,16 @@ class ActionContext:
                     f"field {name!r} references credential {credential_id!r} but no "
                     "credential store is available"
                 )
-            self._credentials[name] = dict(await self.credential_resolver(credential_id, accepted))
+            resolved = dict(await self.credential_resolver(credential_id, accepted))
+            self._credentials[name] = resolved
+            self._secrets.extend(credential_secrets(resolved))
+            self.secret_forms = secret_forms(self._secrets)
+
+    def redact(self, value: Any) -> Any:
+        """``value`` (JSON-able builtins) with the loaded credentials' secrets replaced by
+        ``[redacted]`` (:func:`connectors.sdk.redaction.redact`); unchanged when the
+        attempt loaded none."""
+        return redact(value, self.secret_forms)
 
     def get_credential(self, name: str | None = None) -> dict[str, Any]:
         """The resolved credential of config field ``name`` (see :func:`credential`)."""

@@ -56,6 +56,7 @@ import msgspec
 from .context import ActionContext, _current
 from .credentials import credential_types_of_schema
 from .errors import ConfigError
+from .redaction import redact_exception
 from .schema import config_json_schema, output_json_schema
 from .signatures import check_timestamp, hmac_hex, verify_hmac
 from .trigger_types import (
@@ -198,7 +199,20 @@ class TriggerDefinition:
                     refs[name] = (value, accepted)
             if refs:
                 await context.load_credentials(refs)
-            return await fn(parsed, *args)
+            result = await fn(parsed, *args)
+            if context.secret_forms and isinstance(result, PollResult | PushResponse):
+                # its events become run inputs: no credential secret in them (the cursor
+                # is the trigger's own state, kept as it is)
+                result.events = [
+                    msgspec.structs.replace(
+                        e, data=context.redact(e.data), meta=context.redact(e.meta)
+                    )
+                    for e in result.events
+                ]
+            return result
+        except Exception as exc:  # its message is shown on the trigger page and logged
+            redact_exception(exc, context.secret_forms)
+            raise
         finally:
             try:
                 await context.aclose()

@@ -79,3 +79,23 @@ def test_plain_tracebacks_have_no_local_variables(restore_root: None) -> None:
     assert rest[-1] == "ValueError: boom"
     assert "xxxxxxxxxx" not in text and "locals" not in text
     assert len(text) < 2_000, len(text)
+
+
+def test_the_process_handler_redacts_the_secrets_of_the_running_attempt(
+    restore_root: None,
+) -> None:
+    """Whatever library logs while an attempt runs (httpx names every URL it calls), the
+    line loses the secrets of the credentials that attempt loaded (issue 29, finding 1)."""
+    from connectors.sdk.context import ActionContext, ActionInfo, _current
+    from connectors.sdk.redaction import secret_forms
+
+    out = io.StringIO()
+    logs.configure("INFO", fmt="plain", stream=out)
+    context = ActionContext(ActionInfo("r", "w", "s", 1, "k", "http.request"))
+    context.secret_forms = secret_forms(["api-key-5e1"])
+    token = _current.set(context)
+    try:
+        logging.getLogger("httpx").warning("GET https://a.example/?key=%s", "api-key-5e1")
+    finally:
+        _current.reset(token)
+    assert "api-key-5e1" not in out.getvalue() and "?key=[redacted]" in out.getvalue()
