@@ -16,15 +16,24 @@ body becomes one payload however many steps pass it on (the same content is the 
 (:func:`resolve_values`) puts the values back, so steps always get the full value; the API
 and pages show a preview instead (backend/services/run_values.py).
 
-An object of the run's own data that has the key ``$railyard.payload`` is always stored by
-reference, so a reference in a column is never user data. Payload rows are immutable and,
-like runs, never deleted.
+**References are the engine's own typed wrapper, never user data.** A reference is an
+object with exactly the keys ``$railyard.payload`` (64 lowercase hex digits) and ``bytes``
+(:func:`reference_of`); only those are followed. An object of the run's own data that has
+a reserved key (``$railyard.payload`` or ``$railyard.literal``), at any depth, is stored
+*escaped*: wrapped as ``{"$railyard.literal": <the object>}`` inside a payload stored by
+reference, so a column and the payloads the engine reduced hold no reference-shaped user
+object; the wrappers are taken off when values are read back (:func:`resolve_values`). A
+body that names someone else's large value, as text or in a forged wrapper, is data, never
+a way to it (docs/security.md, "Large values"). A payload whose whole value is shaped like
+a reference (user data stored before escaping existed) is read as data too. Payload rows
+are immutable and, like runs, never deleted.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -41,6 +50,12 @@ log = logging.getLogger(__name__)
 
 MARKER = "$railyard.payload"
 _MARKER_BYTES = MARKER.encode()
+ESCAPE = "$railyard.literal"
+"""Key of the wrapper around a user object that has a reserved key (module docstring)."""
+_ESCAPE_BYTES = ESCAPE.encode()
+_RESERVED = (MARKER, ESCAPE)
+_RESERVED_BYTES = b"$railyard."
+_DIGEST = re.compile(r"[0-9a-f]{64}")
 DEFAULT_INLINE_LIMIT = 256 * 1024
 #: Characters of a payload's JSON text kept as its preview.
 PREVIEW_CHARS = 1000
@@ -65,12 +80,56 @@ def inline_limit() -> int:
 
 
 def reference_of(value: Any) -> str | None:
-    """The SHA-256 a reference points to, or ``None`` when ``value`` is no reference."""
-    if isinstance(value, dict):
+    """The SHA-256 a reference points to, or ``None`` when ``value`` is no reference: a
+    reference is exactly ``{"$railyard.payload": <64 hex digits>, "bytes": <int>}``."""
+    if isinstance(value, dict) and len(value) == 2:
         ref = value.get(MARKER)
-        if isinstance(ref, str):
+        if isinstance(ref, str) and isinstance(value.get("bytes"), int) and _DIGEST.fullmatch(ref):
             return ref
     return None
+
+
+def _is_escape(value: Any) -> bool:
+    return isinstance(value, dict) and len(value) == 1 and ESCAPE in value
+
+
+def escaped(value: Any) -> Any:
+    """A copy of ``value`` in which every object with a reserved key (``$railyard.payload``,
+    ``$railyard.literal``), at any depth, is wrapped as ``{"$railyard.literal": obj}``.
+    Iterative: any depth a decoder allows."""
+    root = [value]
+    stack: list[tuple[Any, Any]] = [(root, 0)]
+    while stack:
+        container, key = stack.pop()
+        item = container[key]
+        if isinstance(item, dict):
+            copy = dict(item)
+            container[key] = {ESCAPE: copy} if any(k in copy for k in _RESERVED) else copy
+            stack.extend((copy, k) for k in copy)
+        elif isinstance(item, list):
+            copy_list = list(item)
+            container[key] = copy_list
+            stack.extend((copy_list, i) for i in range(len(copy_list)))
+    return root[0]
+
+
+def unescaped(value: Any) -> Any:
+    """``value`` with the wrappers :func:`escaped` put in taken off (in place where
+    ``value`` is a container; the result is returned). Each wrapper is taken off once,
+    however often a shared part is met."""
+    root = [value]
+    stack: list[tuple[Any, Any]] = [(root, 0)]
+    seen: set[int] = set()
+    while stack:
+        container, key = stack.pop()
+        item = container[key]
+        if _is_escape(item):
+            item = container[key] = item[ESCAPE]  # the user's own object: literal at its top
+        if not isinstance(item, dict | list) or id(item) in seen:
+            continue
+        seen.add(id(item))
+        stack.extend((item, k) for k in (item if isinstance(item, dict) else range(len(item))))
+    return root[0]
 
 
 @dataclass(frozen=True)
@@ -118,7 +177,7 @@ class Externalizer:
         """Apply :meth:`value` to ``fields`` of each row, in place; one encoding of all rows
         decides when there is nothing to do (the usual case)."""
         encoded = _encode(rows)
-        if len(encoded) <= self.limit and _MARKER_BYTES not in encoded:
+        if len(encoded) <= self.limit and _RESERVED_BYTES not in encoded:
             return rows
         for row in rows:
             for name in fields:
@@ -127,13 +186,16 @@ class Externalizer:
 
     def _part(self, value: Any, encoded: bytes, depth: int = 0) -> Any:
         small = len(encoded) <= self.limit
-        if small and _MARKER_BYTES not in encoded:
+        if small and _RESERVED_BYTES not in encoded:
             return value
         if depth >= _MAX_DEPTH and isinstance(value, dict | list):
-            return self._store(value, encoded)  # bounded work for deeply nested values
+            # bounded work for deeply nested values: stored whole, reserved keys escaped
+            if _RESERVED_BYTES in encoded:
+                return self._store_escaped(value)
+            return self._store(value, encoded)
         if isinstance(value, dict):
-            if MARKER in value:  # never stored inline: it would read as a reference
-                return self._store(value, encoded)
+            if any(k in value for k in _RESERVED):  # user data shaped like ours: escaped
+                return self._store_escaped(value)
             reduced: Any = {k: self._part(v, _encode(v), depth + 1) for k, v in value.items()}
             changed = any(reduced[k] is not v for k, v in value.items())
         elif isinstance(value, list):
@@ -146,11 +208,16 @@ class Externalizer:
         encoded = _encode(reduced)
         return reduced if len(encoded) <= self.limit else self._store(reduced, encoded)
 
-    def _store(self, value: Any, encoded: bytes) -> dict[str, Any]:
+    def _store_escaped(self, value: Any) -> dict[str, Any]:
+        """Store :func:`escaped` ``value`` whole (summary of the value itself)."""
+        wrapped = escaped(value)
+        return self._store(wrapped, _encode(wrapped), summary=summary_of(value))
+
+    def _store(self, value: Any, encoded: bytes, summary: str | None = None) -> dict[str, Any]:
         digest = hashlib.sha256(encoded).hexdigest()
         if digest not in self.payloads:
             self.payloads[digest] = StoredPayload(
-                digest, encoded, summary_of(value), preview_of(encoded)
+                digest, encoded, summary or summary_of(value), preview_of(encoded)
             )
         return {MARKER: digest, "bytes": len(encoded)}
 
@@ -197,15 +264,16 @@ async def store_value(db: Db, value: Any) -> Any:
 
 
 def references(value: Any, found: set[str]) -> set[str]:
-    """Add the SHA-256 of every reference inside ``value`` to ``found``; returns it.
-    (Iterative: JSON nested as deep as a decoder allows is fine.)"""
+    """Add the SHA-256 of every reference inside ``value`` to ``found``; returns it. The
+    inside of an escaped user object is data and is not looked into. (Iterative: JSON
+    nested as deep as a decoder allows is fine.)"""
     stack = [value]
     while stack:
         v = stack.pop()
         ref = reference_of(v)
         if ref is not None:
             found.add(ref)
-        elif isinstance(v, dict):
+        elif isinstance(v, dict) and not _is_escape(v):
             stack.extend(v.values())
         elif isinstance(v, list):
             stack.extend(v)
@@ -228,7 +296,7 @@ def substitute(value: Any, table: dict[str, Any]) -> Any:
             if ref is not None:
                 if ref in table:
                     v[key] = table[ref]
-            elif isinstance(item, dict | list):
+            elif isinstance(item, dict | list) and not _is_escape(item):
                 stack.append(item)
     return value
 
@@ -243,11 +311,18 @@ async def resolve_values(db: Db, values: list[Any]) -> list[Any]:
     if not wanted:
         return values
     table: dict[str, Any] = {}
+    escapes = False
     while wanted:
         rows = await db.execute(
             select(Payload.sha256, Payload.data).where(Payload.sha256.in_(list(wanted)))
         )
-        loaded = {digest: msgspec.json.decode(data) for digest, data in rows}
+        loaded = {}
+        for digest, data in rows:
+            value = msgspec.json.decode(data)
+            if reference_of(value) is not None:  # a forged reference stored whole: data
+                value = {ESCAPE: value}
+            loaded[digest] = value
+            escapes = escapes or _ESCAPE_BYTES in data or ESCAPE in loaded[digest]
         for digest in wanted - loaded.keys():
             log.error("payload %s is missing; its reference is kept", digest)
         table.update(loaded)
@@ -257,4 +332,36 @@ async def resolve_values(db: Db, values: list[Any]) -> list[Any]:
         wanted -= table.keys()
     for digest, v in table.items():  # nested references first, then the values
         table[digest] = substitute(v, table)
-    return [substitute(value, table) for value in values]
+    resolved = [substitute(value, table) for value in values]
+    return [unescaped(value) for value in resolved] if escapes else resolved
+
+
+def held_by(values: list[Any]) -> set[str]:
+    """The SHA-256 of every large value ``values`` (a run's columns, as stored) hold
+    through references, not counting nested ones (see :func:`held_through`)."""
+    found: set[str] = set()
+    for value in values:
+        references(value, found)
+    return found
+
+
+async def held_through(db: Db, direct: set[str], digest: str) -> bool:
+    """Whether ``digest`` is one of ``direct`` or a reference nested in one of their
+    payloads (followed the way :func:`resolve_values` follows them: references only,
+    escaped user data and reference-shaped payloads not)."""
+    seen: set[str] = set()
+    frontier = set(direct)
+    while frontier:
+        if digest in frontier:
+            return True
+        seen |= frontier
+        rows = await db.execute(select(Payload.data).where(Payload.sha256.in_(list(frontier))))
+        nested: set[str] = set()
+        for (data,) in rows:
+            if _MARKER_BYTES not in data:
+                continue
+            value = msgspec.json.decode(data)
+            if reference_of(value) is None:
+                references(value, nested)
+        frontier = nested - seen
+    return False

@@ -20,6 +20,7 @@ from typing import Any
 
 import msgspec
 from sqlalchemy import select, text
+from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.db import payloads
@@ -27,17 +28,16 @@ from backend.db.models import Payload
 
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 
-# Does any value column of the run hold this reference? (jsonb text contains the digest)
-_REFERENCED = text(
+# The run's value columns as stored (references in them are the engine's own wrappers)
+_COLUMNS = text(
     """
-    SELECT EXISTS (SELECT FROM runs WHERE id = :run_id AND
-                   concat(input::text, output::text, error::text) LIKE :pattern)
-        OR EXISTS (SELECT FROM step_runs WHERE run_id = :run_id AND
-                   concat(input::text, output::text, error::text, data::text) LIKE :pattern)
-        OR EXISTS (SELECT FROM attempts WHERE run_id = :run_id AND
-                   concat(input::text, config::text, output::text, error::text) LIKE :pattern)
+    SELECT jsonb_build_array(input, output, error) AS values FROM runs WHERE id = :run_id
+    UNION ALL
+    SELECT jsonb_build_array(input, output, error, data) FROM step_runs WHERE run_id = :run_id
+    UNION ALL
+    SELECT jsonb_build_array(input, config, output, error) FROM attempts WHERE run_id = :run_id
     """
-)
+).columns(values=JSONB)
 
 
 async def with_previews(session: AsyncSession, run_id: uuid.UUID, values: list[Any]) -> list[Any]:
@@ -66,22 +66,31 @@ async def with_previews(session: AsyncSession, run_id: uuid.UUID, values: list[A
     return [payloads.substitute(value, table) for value in values]
 
 
+async def holds(session: AsyncSession, run_id: uuid.UUID, digest: str) -> bool:
+    """Whether run ``run_id`` holds large value ``digest``: one of its value columns (run,
+    steps, attempts) references it through the engine's own wrapper, directly or nested
+    in a value it references (:func:`backend.db.payloads.held_through`). Text that merely
+    contains the digest, or a wrapper a caller forged in its data (stored escaped), holds
+    nothing."""
+    columns = [row for (row,) in await session.execute(_COLUMNS, {"run_id": run_id})]
+    direct = payloads.held_by(columns)
+    return bool(direct) and await payloads.held_through(session, direct, digest)
+
+
 async def download(session: AsyncSession, run_id: uuid.UUID, digest: str) -> bytes | None:
     """The JSON text of large value ``digest`` of run ``run_id`` (nested large parts put
-    back), or ``None`` when the run does not hold that value."""
-    if not _SHA256.match(digest):
-        return None
-    held = (
-        await session.execute(_REFERENCED, {"run_id": run_id, "pattern": f'%"{digest}"%'})
-    ).scalar_one()
-    if not held:
+    back, escaped user data as it was sent), or ``None`` when the run does not hold that
+    value (:func:`holds`). Who may read the run is the route's guard's question, asked at
+    each request."""
+    if not _SHA256.match(digest) or not await holds(session, run_id, digest):
         return None
     data = (
         await session.execute(select(Payload.data).where(Payload.sha256 == digest))
     ).scalar_one_or_none()
-    if data is None or payloads.MARKER.encode() not in data:
+    if data is None or b"$railyard." not in data:
         return data
-    (value,) = await payloads.resolve_values(session, [msgspec.json.decode(data)])
+    reference = {payloads.MARKER: digest, "bytes": len(data)}
+    (value,) = await payloads.resolve_values(session, [reference])
     return msgspec.json.encode(value)
 
 

@@ -7,7 +7,16 @@ from typing import Any
 
 import msgspec
 
-from backend.db.payloads import MARKER, Externalizer, preview_of, references, substitute
+from backend.db.payloads import (
+    ESCAPE,
+    MARKER,
+    Externalizer,
+    preview_of,
+    reference_of,
+    references,
+    substitute,
+    unescaped,
+)
 
 LIMIT = 1024
 
@@ -53,9 +62,31 @@ def test_user_data_with_the_marker_key_is_never_stored_inline() -> None:
     ext = Externalizer(LIMIT)
     tricky = {MARKER: "not a reference", "bytes": 1}
     stored = ext.value({"x": tricky})
-    assert stored == {"x": ref_of(tricky)}
+    assert stored == {"x": ref_of({ESCAPE: tricky})}  # escaped, then stored by reference
     table = {d: msgspec.json.decode(p.data) for d, p in ext.payloads.items()}
-    assert substitute(stored, table) == {"x": tricky}
+    assert unescaped(substitute(stored, table)) == {"x": tricky}
+
+
+def test_a_forged_reference_in_user_data_is_data_at_any_depth() -> None:
+    """A caller's body naming someone's large value by the engine's own wrapper: stored
+    escaped, never followed, given back as sent (issue 29, finding 2)."""
+    forged = {MARKER: "a" * 64, "bytes": 300_000}
+    deep: Any = forged
+    for _ in range(40):  # past the depth where parts are stored whole
+        deep = [deep]
+    for body in ({"x": forged}, {"y": [{"z": forged}]}, deep, {ESCAPE: 1, "k": forged}):
+        ext = Externalizer(LIMIT)
+        stored = ext.value(body)
+        table = {d: msgspec.json.decode(p.data) for d, p in ext.payloads.items()}
+        assert "a" * 64 not in references(stored, set())
+        for value in table.values():
+            assert "a" * 64 not in references(value, set())
+        for d, v in table.items():
+            table[d] = substitute(v, table)
+        assert unescaped(substitute(stored, table)) == body
+    assert reference_of(forged) == "a" * 64  # the shape itself is a reference's
+    assert reference_of({MARKER: "a" * 64, "bytes": 1, "more": 2}) is None
+    assert reference_of({MARKER: "not hex", "bytes": 1}) is None
 
 
 def test_references_and_substitute_put_values_back() -> None:
