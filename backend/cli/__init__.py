@@ -255,11 +255,13 @@ def cmd_worker(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_scheduler(args: argparse.Namespace) -> int:
-    """Production scheduler: durable timers and recovery sweeps, leader-elected; rides out
-    Redis and PostgreSQL outages."""
+def _background_process(args: argparse.Namespace, name: str, pool_size: int, body: Any) -> int:
+    """Run one background process (``scheduler``, ``events``) until SIGTERM or SIGINT:
+    tracing, a runtime whose database pool holds ``pool_size`` connections, the probes on
+    ``--health-port``, then ``await body(runtime, stop)``; on uvloop, as the API and
+    workers (its polls, starts, sweeps and acks are mostly socket reads and writes,
+    bench/triggers.py)."""
     from backend.runtime import build_runtime
-    from backend.workers.scheduler import run_scheduler
     from backend.workers.worker import loop_factory
 
     settings = load_settings()
@@ -267,56 +269,40 @@ def cmd_scheduler(args: argparse.Namespace) -> int:
 
     async def main() -> None:
         _tracing(settings)
-        # the leader polls up to CONCURRENT_POLLS (8) subscriptions at once beside its
-        # sweeps: a pool smaller than that opened and closed overflow connections per poll
-        runtime = await build_runtime(settings, pool_size=SCHEDULER_POOL, name="scheduler")
+        runtime = await build_runtime(settings, pool_size=pool_size, name=name)
         stop = _stop_on_signals()
         probes = await _start_probes(args.health_port, lambda: runtime, settings.metrics_token)
         try:
-            await run_scheduler(runtime, stop)
+            await body(runtime, stop)
         finally:
             if probes is not None:
                 await probes.close()
             await runtime.close()
             _end_tracing()
 
-    # uvloop, as the API and workers: the leader's polls, starts and sweeps are mostly
-    # socket writes and reads (bench/triggers.py)
     with asyncio.Runner(loop_factory=loop_factory()) as runner:
         runner.run(main())
     return 0
+
+
+def cmd_scheduler(args: argparse.Namespace) -> int:
+    """Production scheduler: durable timers and recovery sweeps, leader-elected; rides out
+    Redis and PostgreSQL outages. The leader polls up to CONCURRENT_POLLS (8) subscriptions
+    at once beside its sweeps: a pool smaller than that opened and closed overflow
+    connections per poll."""
+    from backend.workers.scheduler import run_scheduler
+
+    return _background_process(args, "scheduler", SCHEDULER_POOL, run_scheduler)
 
 
 def cmd_events(args: argparse.Namespace) -> int:
     """Production events process: broker and email subscriptions of connector triggers
-    (scale out by running more; each subscription is held by one at a time)."""
-    from backend.runtime import build_runtime
+    (scale out by running more; each subscription is held by one at a time). A busy
+    subscription writes two groups of events at a time, each with its inbox insert, run
+    inserts and link: a pool smaller than that churns connections."""
     from backend.workers.events import run_events
-    from backend.workers.worker import loop_factory
 
-    settings = load_settings()
-    settings.require_services()
-
-    async def main() -> None:
-        _tracing(settings)
-        # a busy subscription writes two groups of events at a time, each with its inbox
-        # insert, run inserts and link: a pool smaller than that churns connections
-        runtime = await build_runtime(settings, pool_size=EVENTS_POOL, name="events")
-        stop = _stop_on_signals()
-        probes = await _start_probes(args.health_port, lambda: runtime, settings.metrics_token)
-        try:
-            await run_events(runtime, stop)
-        finally:
-            if probes is not None:
-                await probes.close()
-            await runtime.close()
-            _end_tracing()
-
-    # uvloop, as the API and workers: a busy subscription's socket reads, writes and acks
-    # cost less CPU per message (bench/triggers.py)
-    with asyncio.Runner(loop_factory=loop_factory()) as runner:
-        runner.run(main())
-    return 0
+    return _background_process(args, "events", EVENTS_POOL, run_events)
 
 
 def _tracing(settings: Settings) -> None:
