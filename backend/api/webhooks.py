@@ -38,6 +38,13 @@ from litestar.params import FromPath
 
 from backend.api import answer_cutoff
 from backend.api import webhook_cloudevents as cloudevents
+from backend.api.delivery_gate import (
+    LARGE_BODY_BYTES,
+    RETRY_AFTER_SECONDS,
+    DeliveryGate,
+    GateFull,
+    Place,
+)
 from backend.api.run_links import run_started
 from backend.api.webhook_parts import (
     Answer,
@@ -163,8 +170,48 @@ async def deliver(
     """Answer one webhook request for ``endpoint`` (:func:`deliverable`), from check 1's
     path suffix and method on (see the module doc): a rejection, the 202 with the run's
     links, or the run's answer. ``request`` gives the method, path, query and headers;
-    ``read`` the body. Raises what storing the run raises (the app's error handlers
+    ``read`` the body. A large body waits for a place of the process's
+    :class:`~backend.api.delivery_gate.DeliveryGate` once read (429 when too many of the
+    workflow's wait). Raises what storing the run raises (the app's error handlers
     answer it: 503 while PostgreSQL or Redis is unreachable)."""
+    gate = request.app.state.get(_GATE)
+    if gate is None:
+        gate = request.app.state[_GATE] = DeliveryGate()
+    place = Place(gate, endpoint.workflow_id)
+    try:
+        return await _deliver(endpoint, suffix, request, read, place)
+    finally:
+        place.release()
+
+
+_GATE = "railyard_delivery_gate"
+
+
+def _gated(read: BodyReader, place: Place) -> BodyReader:
+    """``read``, then a place of the gate for a large body (429 when too many wait)."""
+
+    async def gated(limit: int) -> bytes:
+        raw = await read(limit)
+        if len(raw) > LARGE_BODY_BYTES:
+            try:
+                await place.take(len(raw))
+            except GateFull as exc:
+                retry = {"Retry-After": str(RETRY_AFTER_SECONDS)}
+                raise Rejection(429, str(exc), retry, audit=False) from None
+        return raw
+
+    return gated
+
+
+async def _deliver(
+    endpoint: hooks.Endpoint,
+    suffix: str,
+    request: Request[Any, Any, Any],
+    read: BodyReader,
+    place: Place,
+) -> Answer:
+    """:func:`deliver` once the gate is in place (``read`` takes a place for a large
+    body; it is given back once the run is stored, before waiting for its answer)."""
     runtime: Runtime = request.app.state.runtime
     config = endpoint.config
     headers = {k.lower(): v for k, v in request.headers.items()}
@@ -183,9 +230,13 @@ async def deliver(
                     audit=False,
                 )
         if endpoint.cloudevents:  # backend/api/webhook_cloudevents.py
-            events, batch = await cloudevents.read_events(runtime, endpoint, headers, read)
+            events, batch = await cloudevents.read_events(
+                runtime, endpoint, headers, _gated(read, place)
+            )
         else:
-            run_input, parsed = await _prepare(runtime, endpoint, request, headers, read)
+            run_input, parsed = await _prepare(
+                runtime, endpoint, request, headers, _gated(read, place)
+            )
     except Rejection as rej:
         if rej.audit and rej.status != 404:
             await _audit(runtime, endpoint.workflow_id, request.method, rej)
@@ -216,6 +267,7 @@ async def deliver(
             run_id=run_id,
             eager=waits,  # its first step may run here (backend/services/execution/eager.py)
         )
+        place.release()  # stored: the wait for its answer holds no place
         # a run queued behind the workflow's concurrency limit is answered 202 at once
         if waits and started.status != "queued":
             late = False

@@ -89,6 +89,12 @@ def reference_of(value: Any) -> str | None:
     return None
 
 
+def _flat(encoded: bytes) -> bool:
+    """Whether the JSON text of a list holds no object, nested list or string (numbers,
+    booleans and nulls only): three scans in C instead of a walk in Python."""
+    return encoded.find(b"[", 1) < 0 and b"{" not in encoded and b'"' not in encoded
+
+
 def _is_escape(value: Any) -> bool:
     return isinstance(value, dict) and len(value) == 1 and ESCAPE in value
 
@@ -166,18 +172,31 @@ class Externalizer:
     def __init__(self, limit: int | None = None) -> None:
         self.limit = limit or _inline_limit
         self.payloads: dict[str, StoredPayload] = {}
+        # containers already made into what a column stores, by identity (the value is
+        # kept, so its id is not reused): a run's input is also its trigger step's output
+        self._done: dict[int, tuple[Any, Any]] = {}
 
     def value(self, value: Any) -> Any:
-        """``value`` as a column stores it (the same object when nothing is large)."""
+        """``value`` as a column stores it (the same object when nothing is large). The
+        same container given again (not a copy) is not encoded again."""
         if value is None or isinstance(value, bool | int | float):
             return value
-        return self._part(value, _encode(value))
+        done = self._done.get(id(value))
+        if done is not None and done[0] is value:
+            return done[1]
+        stored = self._part(value, _encode(value))
+        if isinstance(value, dict | list):
+            self._done[id(value)] = (value, stored)
+        return stored
 
     def rows(self, rows: list[dict[str, Any]], fields: Iterable[str]) -> list[dict[str, Any]]:
         """Apply :meth:`value` to ``fields`` of each row, in place; one encoding of all rows
-        decides when there is nothing to do (the usual case)."""
-        encoded = _encode(rows)
-        if len(encoded) <= self.limit and _RESERVED_BYTES not in encoded:
+        decides when there is nothing to do (the usual case), unless a field holds a
+        value already made (then each field is done, that one from memory)."""
+        fields = tuple(fields)
+        known = any(id(row.get(name)) in self._done for row in rows for name in fields)
+        encoded = b"" if known else _encode(rows)
+        if not known and len(encoded) <= self.limit and _RESERVED_BYTES not in encoded:
             return rows
         for row in rows:
             for name in fields:
@@ -196,10 +215,12 @@ class Externalizer:
         if isinstance(value, dict):
             if any(k in value for k in _RESERVED):  # user data shaped like ours: escaped
                 return self._store_escaped(value)
-            reduced: Any = {k: self._part(v, _encode(v), depth + 1) for k, v in value.items()}
+            reduced: Any = {k: self._member(v, depth) for k, v in value.items()}
             changed = any(reduced[k] is not v for k, v in value.items())
         elif isinstance(value, list):
-            reduced = [self._part(v, _encode(v), depth + 1) for v in value]
+            if _flat(encoded):  # numbers, booleans, nulls only: no member is a part
+                return self._store(value, encoded)
+            reduced = [self._member(v, depth) for v in value]
             changed = any(r is not v for r, v in zip(reduced, value, strict=True))
         else:
             return value if small else self._store(value, encoded)
@@ -207,6 +228,17 @@ class Externalizer:
             return value if small else self._store(value, encoded)
         encoded = _encode(reduced)
         return reduced if len(encoded) <= self.limit else self._store(reduced, encoded)
+
+    def _member(self, value: Any, depth: int) -> Any:
+        """A member of a container, as :meth:`_part` makes it; a number, boolean, null or
+        a string too short to be over the limit (JSON text at most 6 bytes a character,
+        plus quotes) is never a part and is not encoded to find out: a 1 MB list of
+        numbers costs one pass, not one encoding per item."""
+        if value is None or isinstance(value, bool | int | float):
+            return value
+        if isinstance(value, str) and len(value) * 6 + 2 <= self.limit:
+            return value
+        return self._part(value, _encode(value), depth + 1)
 
     def _store_escaped(self, value: Any) -> dict[str, Any]:
         """Store :func:`escaped` ``value`` whole (summary of the value itself)."""

@@ -81,6 +81,7 @@ from backend.engine.expression_limits import (
 )
 from backend.engine.expression_numbers import install as _exact_integers
 from backend.engine.expression_plain import Unsure, plain_evaluator
+from backend.engine.expression_slice import Deferred, current_slice
 from backend.engine.unstorable import storable_problem
 from backend.engine.watchdog import WATCHDOG
 
@@ -407,7 +408,10 @@ def resolve_config(
     ``bindings`` follow the module's evaluation context contract.
 
     All the expressions of one config share one time budget of ``timeout_ms``
-    milliseconds, so a config with many fields cannot multiply it.
+    milliseconds, so a config with many fields cannot multiply it. Within
+    :func:`~backend.engine.expression_slice.loop_slice` they share the slice too, and
+    running past it raises :class:`~backend.engine.expression_slice.Deferred` (the step
+    is left for a worker) instead of failing at the time limit.
 
     Raises :class:`ExpressionError` whose message starts with ``field '<path>':`` and
     whose ``field`` attribute is the path, for syntax errors, runtime errors (``limit``
@@ -416,13 +420,23 @@ def resolve_config(
     then names where inside the value, e.g. ``mapping.s`` or ``mapping.s.items[0]``).
     """
     resolved: dict[str, Any] = {key: _copied(value) for key, value in config.items()}
-    deadline = None if timeout_ms is None else time.monotonic() + timeout_ms / 1000
+    now = time.monotonic()
+    deadline = None if timeout_ms is None else now + timeout_ms / 1000
+    sliced = current_slice()
+    held = None if sliced is None else now + sliced.ms / 1000  # the loop's slice (module)
+    if held is not None and (deadline is None or held < deadline):
+        deadline = held
+    else:
+        held = None
     for path, source in expressions.items():
         try:
             value = compile_expression(source).evaluate(
                 data, bindings, timeout_ms=timeout_ms, deadline=deadline
             )
         except ExpressionError as err:
+            if held is not None and sliced is not None and err.limit == "time":
+                sliced.deferred = True  # too long for here: a worker evaluates it
+                raise Deferred(path) from None
             raise ExpressionError(
                 f"field {path!r}: {err.message}",
                 source=err.source,

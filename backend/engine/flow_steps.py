@@ -10,6 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from backend.engine.expression_slice import Deferred
 from backend.engine.expressions import ExpressionError, resolve_config
 from backend.engine.model import ChildRequest, RunState
 from backend.engine.nodes.base import (
@@ -36,7 +37,9 @@ def run_inline(
     context: dict[str, Any],
 ) -> None:
     """Evaluate an inline step (If, Set, Switch, ...) now: it succeeds on the ports the
-    behaviour chose, or fails (expression or node error) honouring ``on_error``."""
+    behaviour chose, or fails (expression or node error) honouring ``on_error``. Raises
+    :class:`~backend.engine.expression_slice.Deferred`, the step ``ready`` again, when its
+    expressions ran past the slice of where it runs."""
     rec = state.step(step.id)
     rec.move(StepStatus.RUNNING)
     rec.started_at = now
@@ -47,6 +50,11 @@ def run_inline(
     try:
         config = resolve_config(step.config, step.expressions, rec.input, context)
         result = inline.evaluate(step, config, rec.input)
+    except Deferred:  # too long for where it runs: ready again, as before (a worker's)
+        rec.move(StepStatus.READY)
+        rec.attempts -= 1
+        rec.started_at = None
+        raise
     except ExpressionError as exc:
         error = {"message": str(exc), "kind": "expression_error", "field": exc.field}
         finish_failed(step, state, error, now)

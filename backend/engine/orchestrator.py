@@ -30,6 +30,7 @@ from typing import Any
 
 from backend.engine import step_timeouts
 from backend.engine.expression_bindings import LazyBindings, bindings
+from backend.engine.expression_slice import Deferred
 from backend.engine.flow_steps import progress_calls, run_inline, start_call, start_timer
 from backend.engine.model import RunState
 from backend.engine.nodes import NODE_TYPES
@@ -164,8 +165,9 @@ def advance(
     bindings are built once and kept current. ``should_yield()`` (checked before each
     inline step) lets the caller bound the time spent: once it answers True, the inline
     steps not yet evaluated stay ``ready`` (:func:`inline_ready` lists them) and the next
-    ``advance`` evaluates them first. ``candidates`` are the only pending steps the
-    first round may decide (``None``: every step).
+    ``advance`` evaluates them first; so it is for an inline step that ran past the slice
+    of where it runs (:mod:`backend.engine.expression_slice`). ``candidates`` are the only
+    pending steps the first round may decide (``None``: every step).
     """
     dispatch: list[str] = []
     if state.status.terminal or state.status == RunStatus.PAUSED:
@@ -190,13 +192,17 @@ def advance(
             failed = True
             continue
         for sid in leftover:
-            if should_yield is not None and should_yield():
+            if yielded or (should_yield is not None and should_yield()):
                 yielded = True
                 break
             step = graph.step(sid)
             inline = nodes.behaviour(step)
             assert isinstance(inline, InlineBehaviour)  # inline_ready lists only those
-            run_inline(graph, state, step, inline, now, context.get())
+            try:
+                run_inline(graph, state, step, inline, now, context.get())
+            except Deferred:  # past the slice of where this runs: stays ready, yield
+                yielded = True
+                break
             context.record(sid)
             touched.append(sid)
         leftover = []
@@ -225,7 +231,11 @@ def advance(
                 yielded = yielded or (should_yield is not None and should_yield())
                 if yielded:
                     continue  # stays ready: evaluated by the next advance
-                run_inline(graph, state, step, behaviour, now, context.get())
+                try:
+                    run_inline(graph, state, step, behaviour, now, context.get())
+                except Deferred:  # past the slice of where this runs: as a yield
+                    yielded = True
+                    continue
             else:
                 state.emit("step.ready", sid)
                 dispatch.append(sid)

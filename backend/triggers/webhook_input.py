@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl
 
+import msgspec
 import multipart
 
 from backend.triggers.redaction import auth_summary, redact_headers, secret_header_names
@@ -158,7 +159,24 @@ def parse_json_text(text: str, max_depth: int = DEFAULT_MAX_JSON_DEPTH) -> Any:
         return {}
     too_deep = BodyError(f"JSON body nested deeper than {max_depth} levels (limit max_json_depth)")
     try:
-        value = json.loads(text)
+        # msgspec first (about three times faster on a large body); whatever it does not
+        # take (malformed, NaN, 1e400, a lone surrogate, a huge integer) is decided by the
+        # standard library as before: the same values where both accept the text
+        value = msgspec.json.decode(text)
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        value = _standard_json(text, too_deep)
+    # the brackets in the text bound the depth (a count in C): the walk in Python is
+    # needed only when there are more of them than levels allowed
+    brackets = text.count("[") + text.count("{")
+    if brackets > max_depth and json_depth(value, max_depth) > max_depth:
+        raise too_deep
+    return value
+
+
+def _standard_json(text: str, too_deep: BodyError) -> Any:
+    """``json.loads(text)``, its errors as :class:`BodyError`."""
+    try:
+        return json.loads(text)
     except json.JSONDecodeError as exc:
         raise BodyError(
             # some of the decoder's messages end in "at" ("Invalid control character at")
@@ -170,9 +188,6 @@ def parse_json_text(text: str, max_depth: int = DEFAULT_MAX_JSON_DEPTH) -> Any:
         raise BodyError(f"JSON body not accepted: {exc}") from exc
     except RecursionError:  # deeper than the interpreter's recursion limit
         raise too_deep from None
-    if json_depth(value, max_depth) > max_depth:
-        raise too_deep
-    return value
 
 
 def parse_request_body(

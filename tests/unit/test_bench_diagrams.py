@@ -14,7 +14,7 @@ import pytest
 from backend.engine.expression_paths import JsonataReader
 from backend.engine.expressions import JsonataChecker
 from backend.services.catalog import load_catalog
-from bench import designer, engine, limits, scale, steps, webhook_answer, webhooks
+from bench import api_loop, designer, engine, limits, scale, steps, webhook_answer, webhooks
 from bench.peers import railyard_peer
 from designer_schema import Diagram, compile_diagram
 
@@ -30,6 +30,7 @@ DIAGRAMS: dict[str, Any] = {
     "designer.big_diagram": designer.big_diagram(),
     "peers.three_steps": railyard_peer.three_steps(),
     "steps.templates": steps.templates(),
+    "api_loop.heavy_diagram": api_loop.heavy_diagram(),
 }
 
 

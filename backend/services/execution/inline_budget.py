@@ -61,10 +61,19 @@ class InlineBudget:
         self.seconds = seconds
         self.deadline: float | None = None
         self.spent = False
+        self.deferred = False  # a step ran past the loop's slice (expression_slice.py)
+
+    @property
+    def left_work(self) -> bool:
+        """Whether the start left inline steps ``ready`` for a worker: the budget was
+        spent, or a step ran past the slice of where it runs."""
+        return self.spent or self.deferred
 
     def __call__(self) -> bool:
         now = time.thread_time()
-        if self.deadline is None:
+        if self.seconds < 0:  # a version too heavy for here: no inline step at all
+            self.spent = True
+        elif self.deadline is None:
             self.deadline = now + self.seconds
         elif not self.spent and now > self.deadline:
             self.spent = True
@@ -90,10 +99,18 @@ class Overruns:
         self.clock = clock
         self._until: OrderedDict[uuid.UUID, float] = OrderedDict()
         self._strikes: OrderedDict[uuid.UUID, int] = OrderedDict()
+        self._heavy: OrderedDict[uuid.UUID, float] = OrderedDict()
 
     def budget(self, version_id: uuid.UUID) -> InlineBudget:
-        """The budget of a start of ``version_id``: one inline step while the version is
-        remembered as overrunning, else :data:`INLINE_BUDGET_SECONDS`."""
+        """The budget of a start of ``version_id``: none at all while the version is
+        remembered as too heavy for here (a step of it ran past the loop's slice), one
+        inline step while it is remembered as overrunning, else
+        :data:`INLINE_BUDGET_SECONDS`."""
+        heavy = self._heavy.get(version_id)
+        if heavy is not None:
+            if heavy > self.clock():
+                return InlineBudget(-1.0)
+            del self._heavy[version_id]
         until = self._until.get(version_id)
         if until is not None:
             if until > self.clock():
@@ -105,7 +122,17 @@ class Overruns:
         """Learn from a finished start of ``version_id`` that used ``budget`` (from
         :meth:`budget`). The whole budget spent :data:`OVERRUN_STRIKES` times in a row
         makes the version remembered for ``seconds``; a start that did not run out
-        (whatever its budget) forgets the version and its strikes."""
+        (whatever its budget) forgets the version and its strikes. A start in which a step
+        ran past the loop's slice (``budget.deferred``) makes the version *heavy* for
+        ``seconds`` at once: its starts evaluate nothing here (the per-workflow limit of
+        docs/engine.md, "Limits")."""
+        if budget.deferred:
+            self._heavy[version_id] = self.clock() + self.seconds
+            self._heavy.move_to_end(version_id)
+            _trim(self._heavy, self.size)
+            return
+        if budget.seconds < 0:
+            return  # a heavy version's start evaluated nothing: its memo's expiry judges
         if not budget.spent:
             self._until.pop(version_id, None)
             self._strikes.pop(version_id, None)

@@ -8,6 +8,7 @@ import socket
 import uuid
 from typing import Any
 
+from backend.engine.expression_slice import loop_slice
 from backend.engine.ports import (
     Clock,
     ConnectorRegistry,
@@ -155,12 +156,18 @@ class Execution:
             return started
 
     async def _run_eager(self, run_id: uuid.UUID, claimed: Claimed) -> None:
-        """An eager run's task: the worker's step loop from ``claimed``. A change the
+        """An eager run's task: the worker's step loop from ``claimed``, its inline steps
+        held to the event loop's slice (backend/engine/expression_slice.py). A change the
         database refuses to store fails the run (kind ``unstorable_value``) as in a
         worker's job; any other error is logged by the task and the step is recovered by
         the sweeper (its lease runs out)."""
         try:
-            await self.steps.run_claimed(run_id, claimed)
+            # the steps after its action are evaluated here too: one too long for the
+            # event loop is left ready and a worker advances the run
+            with loop_slice() as sliced:
+                await self.steps.run_claimed(run_id, claimed)
+            if sliced.deferred:
+                await self.env.dispatcher.dispatch_advance(str(run_id))
         except Exception as exc:
             if not refused_by_database(exc):
                 raise

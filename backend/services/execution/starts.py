@@ -29,6 +29,7 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from backend.engine import orchestrator
+from backend.engine.expression_slice import loop_slice
 from backend.engine.model import RunState
 from backend.engine.ports import (
     DuplicateRun,
@@ -197,13 +198,15 @@ class Starts:
                 return None, None
             state = new_run_state(new)
             budget = self.overruns.budget(new.version_id)
-            dispatch = orchestrator.start(graph, state, now, should_yield=budget)
+            with loop_slice() as sliced:  # a step too long for here is left for a worker
+                dispatch = orchestrator.start(graph, state, now, should_yield=budget)
+            budget.deferred = sliced.deferred
             if needs_transaction(state):
                 return None, None
             new.deadline_at = settings.deadline(now)
             # a start that spent its inline budget leaves inline steps to a worker's advance
             claim = None
-            if eager and not budget.spent:
+            if eager and not budget.left_work:
                 claim = self._eager_claim(graph, state, new, dispatch, now)
             if claim is not None and claim.start is None:  # its config failed to resolve
                 self.env.eager.release()
@@ -230,7 +233,7 @@ class Starts:
                 # the run's id is unknown until this commit and every listener subscribes
                 # before it reads PostgreSQL: no announcement needed
                 followup = Followup(dispatch=dispatch_entries(state, dispatch, now), notify=False)
-                if budget.spent:  # a worker evaluates the inline steps left ready
+                if budget.left_work:  # a worker evaluates the inline steps left ready
                     followup.advance.append(str(new.id))
                 started = [(new.id, followup, state.status.value)]
                 if claim is None:
@@ -309,10 +312,15 @@ class Starts:
             return None
         graph = await tx.graph(row.version_id)
         state = await tx.load(row, children=has_calls(graph))
-        dispatch = orchestrator.start(graph, state, now, should_yield=budget)
+        if budget is None:
+            dispatch = orchestrator.start(graph, state, now)
+        else:
+            with loop_slice() as sliced:  # a step too long for here is left for a worker
+                dispatch = orchestrator.start(graph, state, now, should_yield=budget)
+            budget.deferred = budget.deferred or sliced.deferred
         change = Change(dispatch=dispatch, deadline_at=settings.deadline(now))
         followup = await self.transitions.persist(tx, row, state, graph, change, now)
-        if budget is not None and budget.spent:
+        if budget is not None and budget.left_work:
             followup.advance.append(str(run_id))
         return run_id, followup, state.status.value
 
