@@ -170,3 +170,48 @@ async def leader_pid(runtime: Runtime) -> int | None:
                 {"hi": key >> 32, "lo": key & 0xFFFFFFFF},
             )
         ).scalar_one_or_none()
+
+
+async def probe(port: int) -> tuple[int, dict[str, str]]:
+    """Status and body of the process's ``/health/ready`` (599 while it does not listen)."""
+    try:
+        async with httpx.AsyncClient(timeout=5) as c:
+            r = await c.get(f"http://127.0.0.1:{port}/health/ready")
+    except httpx.TransportError:
+        return 599, {}
+    return r.status_code, r.json()
+
+
+async def run_outcomes(rt: Runtime, run_ids: list[str]) -> list[tuple[str, int, int]]:
+    """Per run: (status, succeeded attempts of ``call``, succeeded records of ``after``)."""
+    async with rt.engine.connect() as conn:
+        rows = await conn.execute(
+            text(
+                "select r.status,"
+                " (select count(*) from attempts a where a.run_id = r.id and a.step_id = 'call'"
+                "  and a.status = 'succeeded'),"
+                " (select count(*) from step_runs s where s.run_id = r.id and s.step_id = 'after'"
+                "  and s.status = 'succeeded')"
+                " from runs r where r.id = any(cast(:ids as uuid[])) order by r.created_at"
+            ),
+            {"ids": run_ids},
+        )
+        return [(str(a), int(b), int(c)) for a, b, c in rows]
+
+
+def every_second() -> dict[str, Any]:
+    """A schedule firing every second (cron with seconds): tick -> Set."""
+    return diagram(
+        [
+            node("tick", "trigger.schedule", cron="* * * * * *"),
+            node("note", "control.set", mapping={"at": "=scheduled_at"}),
+        ],
+        [edge("tick", "note")],
+    )
+
+
+async def fires(runtime: Runtime) -> list[tuple[Any, ...]]:
+    """``(fire_at, run_id)`` of every fire, in instant order."""
+    async with runtime.engine.connect() as conn:
+        rows = await conn.execute(text("select fire_at, run_id from schedule_fires order by 1"))
+        return [tuple(r) for r in rows]

@@ -18,7 +18,6 @@ from typing import Any
 
 import httpx
 import pytest
-from sqlalchemy import text
 
 from backend.embedded import EmbeddedRedis
 from backend.runtime import Runtime
@@ -31,7 +30,9 @@ from tests.integration.railyard_processes import (
     http_flow,
     own_postgres,
     own_settings,
+    probe,
     processes,
+    run_outcomes,
     until,
 )
 
@@ -42,16 +43,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
-
-
-async def probe(port: int) -> tuple[int, dict[str, str]]:
-    """Status and body of the process's ``/health/ready`` (599 while it does not listen)."""
-    try:
-        async with httpx.AsyncClient(timeout=5) as c:
-            r = await c.get(f"http://127.0.0.1:{port}/health/ready")
-    except httpx.TransportError:
-        return 599, {}
-    return r.status_code, r.json()
 
 
 async def until_probe(port: int, status: int, down: str | None = None) -> None:
@@ -69,23 +60,6 @@ def kill_redis(redis: EmbeddedRedis) -> None:
     assert redis.pid is not None
     os.kill(redis.pid, signal.SIGKILL)
     redis.stop()
-
-
-async def run_outcomes(rt: Runtime, run_ids: list[str]) -> list[tuple[str, int, int]]:
-    """Per run: (status, succeeded attempts of ``call``, succeeded records of ``after``)."""
-    async with rt.engine.connect() as conn:
-        rows = await conn.execute(
-            text(
-                "select r.status,"
-                " (select count(*) from attempts a where a.run_id = r.id and a.step_id = 'call'"
-                "  and a.status = 'succeeded'),"
-                " (select count(*) from step_runs s where s.run_id = r.id and s.step_id = 'after'"
-                "  and s.status = 'succeeded')"
-                " from runs r where r.id = any(cast(:ids as uuid[])) order by r.created_at"
-            ),
-            {"ids": run_ids},
-        )
-        return [(str(a), int(b), int(c)) for a, b, c in rows]
 
 
 async def start_runs(client: httpx.AsyncClient, path: str, first: int, count: int) -> list[str]:

@@ -10,7 +10,6 @@ import signal
 import subprocess
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
@@ -18,31 +17,19 @@ from sqlalchemy import text
 
 from backend.runtime import Runtime
 from backend.settings import Settings
-from tests.diagrams import diagram, edge, node
 from tests.integration.flows import publish
-from tests.integration.railyard_processes import leader_pid, processes, until
+from tests.integration.railyard_processes import (
+    every_second,
+    fires,
+    leader_pid,
+    processes,
+    until,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.faults]
 
 STANDBY_WAIT = 0.5  # RAILYARD_SWEEP_INTERVAL of the processes: a standby's longest lock wait
 TAKEOVER_BOUND = STANDBY_WAIT + 5.0  # takeover is at once; room for a loaded machine
-
-
-def every_second() -> dict[str, Any]:
-    return diagram(
-        [
-            node("tick", "trigger.schedule", cron="* * * * * *"),
-            node("note", "control.set", mapping={"at": "=scheduled_at"}),
-        ],
-        [edge("tick", "note")],
-    )
-
-
-async def fires(runtime: Runtime) -> list[tuple[Any, ...]]:
-    """``(fire_at, run_id)`` of every fire, in instant order."""
-    async with runtime.engine.connect() as conn:
-        rows = await conn.execute(text("select fire_at, run_id from schedule_fires order by 1"))
-        return [tuple(r) for r in rows]
 
 
 async def scheduled_runs(runtime: Runtime) -> list[str]:
