@@ -37,6 +37,7 @@ from backend.auth.web import (
 from backend.runtime import Runtime
 from backend.services import (
     access,
+    grants,
     login_sessions,
     run_watch,
     runs,
@@ -166,15 +167,19 @@ class AppPages(LoginRequiredPages):
             )
         level = await access.workflow_level(db, principal, wf)
         archived = wf.archived_at is not None  # read only until restored
+        can_edit = level >= Level.EDIT and not archived
+        # a reader is told whom to ask for edit access
+        owner = None if can_edit else (await grants.object_summary(db, "workflow", wf.id)).owner
         return render(
             request,
             "designer.html",
-            can_edit=level >= Level.EDIT and not archived,
+            can_edit=can_edit,
             can_run=level >= Level.RUN and not archived,
             can_manage=level >= Level.MANAGE,
             workflow={
                 "id": str(wf.id),
                 "name": wf.name,
+                "owner": owner,
                 "archived": archived,
                 "active_version": wf.active_version,
                 "draft_revision": wf.draft_revision,

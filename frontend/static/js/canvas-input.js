@@ -6,6 +6,7 @@
 //     add there (onQuickAdd); a click on an output port asks too;
 //   - drag on the background: pans; with Shift, or in box mode, draws a selection box;
 //   - wheel: zooms at the cursor.
+// A locked canvas (the designer of a user who may not edit) only selects, pans and zooms.
 // mousedown/mousemove/mouseup (not pointer capture) so that synthetic mouse input
 // (Playwright) drives it like a person would.
 
@@ -37,7 +38,8 @@ function onMouseDown(canvas, e) {
   const nodeEl = target.closest(".node");
   const start = { clientX: e.clientX, clientY: e.clientY, moved: false };
 
-  if (!canvas.readOnly && target.classList.contains("port-out") && nodeEl) {
+  const editable = !canvas.readOnly && !canvas.locked;
+  if (editable && target.classList.contains("port-out") && nodeEl) {
     e.preventDefault();
     canvas.gesture = { ...start, type: "connect", source: nodeEl.dataset.nodeId, port: target.dataset.port };
     canvas.svg.classList.add("connecting");
@@ -47,6 +49,11 @@ function onMouseDown(canvas, e) {
     e.preventDefault();
     const id = nodeEl.dataset.nodeId;
     if (canvas.readOnly) {
+      canvas.gesture = { ...start, type: "click", id };
+      return;
+    }
+    if (canvas.locked) {
+      canvas.select({ kind: "node", id });
       canvas.gesture = { ...start, type: "click", id };
       return;
     }
@@ -62,7 +69,7 @@ function onMouseDown(canvas, e) {
     return;
   }
   const edgeId = target.dataset?.edgeId;
-  if (edgeId && !canvas.readOnly) {
+  if (edgeId && editable) {
     e.preventDefault();
     if (additive(e)) canvas.changeSelection((sel) => sel.toggle("edge", edgeId));
     else canvas.select({ kind: "edge", id: edgeId });
@@ -70,7 +77,7 @@ function onMouseDown(canvas, e) {
   }
   e.preventDefault();
   canvas.svg.focus({ preventScroll: true });
-  if (!canvas.readOnly && (e.shiftKey || canvas.boxMode)) {
+  if (editable && (e.shiftKey || canvas.boxMode)) {
     const p = canvas.screenToCanvas(e.clientX, e.clientY);
     canvas.gesture = { ...start, type: "box", from: p, add: e.ctrlKey || e.metaKey };
     return;

@@ -46,14 +46,16 @@ export class Canvas {
    * @param {SVGSVGElement} svg
    * @param {import("./model.js").DiagramModel} model
    * @param {object} options
-   *   readOnly: no editing (run view); onSelect(single selection {kind, id} | null, when
+   *   readOnly: no editing (run view); locked: no editing but nodes are selected and
+   *   focusable (the designer of a user who may not edit); onSelect(single selection {kind, id} | null, when
    *   the selection changed); onNodeClick(nodeId); onQuickAdd(sourceId, port, clientX,
    *   clientY) when a connection is dropped on empty canvas
    */
-  constructor(svg, model, { readOnly = false, onSelect = () => {}, onNodeClick = () => {}, onQuickAdd = () => {} } = {}) {
+  constructor(svg, model, { readOnly = false, locked = false, onSelect = () => {}, onNodeClick = () => {}, onQuickAdd = () => {} } = {}) {
     this.svg = svg;
     this.model = model;
     this.readOnly = readOnly;
+    this.locked = locked;
     this.onSelect = onSelect;
     this.onNodeClick = onNodeClick;
     this.onQuickAdd = onQuickAdd;

@@ -9,23 +9,27 @@ import { NODE_WIDTH } from "./model.js";
 
 const SNAP_KEY = "railyard.designer.snap";
 
+// What a user who may not edit can still do from the keyboard: look, select, copy.
+const READ_ONLY_ACTIONS = new Set(["copy", "selectAll", "deselect", "open", "zoomIn", "zoomOut", "fit", "help"]);
+
 /**
- * @param {{model, canvas, panel, setStatus, save: () => void, quickAdd}} parts
+ * @param {{model, canvas, panel, setStatus, save: () => void, quickAdd, readOnly: boolean}} parts
+ *   readOnly: the user may not edit (no edit buttons in the page, only READ_ONLY_ACTIONS)
  * @returns {Editor} the editor, with ``history`` set
  */
-export function wireEditing({ model, canvas, panel, setStatus, save, quickAdd }) {
+export function wireEditing({ model, canvas, panel, setStatus, save, quickAdd, readOnly = false }) {
   const editor = new Editor(model, canvas, { onStatus: setStatus });
   const button = (id) => document.getElementById(id);
   const undoBtn = button("undo-btn");
   const redoBtn = button("redo-btn");
   const history = new History(model, {
     onChange(h) {
-      undoBtn.disabled = !h.canUndo;
-      redoBtn.disabled = !h.canRedo;
+      if (undoBtn) undoBtn.disabled = !h.canUndo;
+      if (redoBtn) redoBtn.disabled = !h.canRedo;
     },
   });
   editor.history = history;
-  undoBtn.disabled = redoBtn.disabled = true;
+  if (undoBtn) undoBtn.disabled = redoBtn.disabled = true;
 
   // After undo/redo the open panel may show a config that is no longer there.
   let panelConfig = null;
@@ -42,6 +46,7 @@ export function wireEditing({ model, canvas, panel, setStatus, save, quickAdd })
   });
 
   const setToggle = (btn, on) => {
+    if (!btn) return;
     btn.setAttribute("aria-pressed", String(on));
     btn.classList.toggle("active", on);
   };
@@ -113,12 +118,16 @@ export function wireEditing({ model, canvas, panel, setStatus, save, quickAdd })
     save,
     help: showHelp,
   };
+  if (readOnly) {
+    for (const name of Object.keys(actions)) if (!READ_ONLY_ACTIONS.has(name)) delete actions[name];
+  }
   bindShortcuts(document, actions);
   for (const [id, action] of [
     ["undo-btn", "undo"], ["redo-btn", "redo"], ["layout-btn", "layout"], ["snap-btn", "snap"],
     ["box-btn", "boxMode"], ["note-btn", "note"], ["help-btn", "help"],
   ]) {
-    button(id).addEventListener("click", (e) => actions[action](e));
+    // the edit buttons are not in the page of a user who may not edit
+    if (actions[action]) button(id)?.addEventListener("click", (e) => actions[action](e));
   }
   return editor;
 }

@@ -25,6 +25,9 @@ const workflowId = root.dataset.workflowId;
 const catalog = parseJSON(root.dataset.catalog, []);
 const connectors = parseJSON(root.dataset.connectors, []);
 const model = new DiagramModel(parseJSON(root.dataset.diagram, {}), catalog);
+// Decided by the server's policy (workflow:edit, not archived): a user who may not edit
+// gets no palette, no dragging, no edit keys and read-only settings (designer.html).
+const readOnly = Boolean(root.dataset.readOnly);
 
 const statusEl = document.getElementById("status");
 let dirty = false;
@@ -66,6 +69,7 @@ function setStatus(text, kind = "") {
 
 const panel = new ConfigPanel(document.getElementById("config-panel"), model, {
   workflowId,
+  readOnly,
   onStatus: (m, k) => setStatus(m, k),
   // "New credential" leaves the page: keep the drawing first.
   beforeLeave: async () => readOnly || !dirty || (await save()),
@@ -73,12 +77,13 @@ const panel = new ConfigPanel(document.getElementById("config-panel"), model, {
 attachTriggerPanels(document.getElementById("config-panel"), model, workflowId, {
   save: () => save(),
   onPinned: () => testRuns?.loadPins(),
-  canEdit: Boolean(document.getElementById("save-btn")), // an editor (readOnly is set below)
+  canEdit: !readOnly,
 });
 attachExpressionEditor(document.getElementById("config-panel"), model, workflowId);
 
 const quickAdd = new QuickAdd(document.querySelector(".canvas-wrap"), catalog);
 const canvas = new Canvas(document.getElementById("canvas"), model, {
+  locked: readOnly,
   onSelect(sel) {
     if (sel && sel.kind === "node") panel.open(sel.id);
     else panel.close();
@@ -122,8 +127,10 @@ function addNode(type, clientX, clientY) {
   canvas.select({ kind: "node", id: node.id });
 }
 
-renderPalette(document.getElementById("palette-list"), document.getElementById("palette-search"), catalog, { onAdd: addNode, connectors });
-acceptDrops(canvas.svg, addNode);
+if (!readOnly) {
+  renderPalette(document.getElementById("palette-list"), document.getElementById("palette-search"), catalog, { onAdd: addNode, connectors });
+  acceptDrops(canvas.svg, addNode);
+}
 
 // ------------------------------------------------------------------ changes & diagnostics
 
@@ -135,8 +142,9 @@ function updateEmptyHint() {
 model.onChange((kind) => {
   updateEmptyHint();
   if (kind !== "graph") return; // pan/zoom is saved but does not make the draft dirty
+  if (readOnly) return; // nothing can change it here, nothing is saved
   dirty = true;
-  if (!readOnly) saver.changed();
+  saver.changed();
   showDraftStatus();
   clearTimeout(compileTimer);
   compileTimer = setTimeout(compile, COMPILE_DELAY_MS);
@@ -171,8 +179,6 @@ async function compile() {
 
 const saveBtn = document.getElementById("save-btn");
 const publishBtn = document.getElementById("publish-btn");
-// Save, Publish and Settings are rendered only for users who may edit the workflow.
-const readOnly = !saveBtn;
 
 const saver = new DraftSaver(workflowId, Number(root.dataset.draftRevision) || 0, {
   diagram: () => model.toJSON(),
@@ -344,8 +350,8 @@ document.getElementById("zoom-fit").addEventListener("click", () => canvas.fit()
 
 // ------------------------------------------------------------------ editing
 
-// A user who may not edit (no Save button rendered) edits locally only: nothing is saved.
 const editor = wireEditing({
+  readOnly,
   model,
   canvas,
   panel,

@@ -14,8 +14,13 @@ import { isNote } from "./model.js";
 import { attachWorkflowPickers } from "./workflow-picker.js";
 
 export class ConfigPanel {
-  constructor(container, model, { onStatus, beforeLeave = async () => true, workflowId = "" }) {
+  /**
+   * readOnly: the user may not edit; every control is shown but cannot change (text can
+   * still be selected and copied) and nothing is read back into the node.
+   */
+  constructor(container, model, { onStatus, beforeLeave = async () => true, workflowId = "", readOnly = false }) {
     this.container = container;
+    this.readOnly = readOnly;
     this.model = model;
     this.onStatus = onStatus;
     this.beforeLeave = beforeLeave;
@@ -61,6 +66,7 @@ export class ConfigPanel {
     this.showDiagnostics(this.diagnostics);
     const form = this.container.querySelector(".config-form");
     if (form) mountFields(form, this);
+    if (form && this.readOnly) lockForm(form);
     this.container.dispatchEvent(new CustomEvent("config-panel:rendered", { detail: { nodeId, form } }));
   }
 
@@ -89,6 +95,7 @@ export class ConfigPanel {
     form.append(h, hint, field);
     form.addEventListener("submit", (e) => e.preventDefault());
     this.container.replaceChildren(form);
+    if (this.readOnly) lockForm(form);
   }
 
   close() {
@@ -108,6 +115,7 @@ export class ConfigPanel {
   }
 
   onClick(e) {
+    if (this.readOnly) return;
     const add = e.target.closest(".kv-add");
     const remove = e.target.closest(".kv-remove");
     const fx = e.target.closest(".fx-toggle");
@@ -135,6 +143,7 @@ export class ConfigPanel {
   }
 
   onKeydown(e) {
+    if (this.readOnly) return;
     if (chipsKeydown(e)) this.apply(e.target.closest(".chips-editor"));
     else if (e.key === "Enter" && e.target.classList.contains("kv-value")) {
       // Enter in the last value adds a row
@@ -215,6 +224,7 @@ export class ConfigPanel {
 
   /** Read every control back into the node's label and config. */
   apply(source) {
+    if (this.readOnly) return;
     const form = this.container.querySelector(".config-form");
     const node = this.model.node(this.nodeId);
     if (!form || !node || form.dataset.nodeId !== node.id) return;
@@ -263,6 +273,23 @@ export class ConfigPanel {
       }
     }
   }
+}
+
+/**
+ * Show a form without letting it change: text stays selectable (readonly), every other
+ * control is disabled; the form says why.
+ */
+function lockForm(form) {
+  form.classList.add("read-only");
+  for (const c of form.querySelectorAll("input, textarea, select, button")) {
+    const text = (c.tagName === "INPUT" && /^(text|search|number|url|email|)$/.test(c.type)) || c.tagName === "TEXTAREA";
+    if (text) c.readOnly = true;
+    else c.disabled = true;
+  }
+  const note = document.createElement("p");
+  note.className = "hint read-only-note";
+  note.textContent = "Read only: you may look at these settings but not change them.";
+  form.prepend(note);
 }
 
 /** Make `control` the live one of a field (data-field) or park it (data-field-off). */
