@@ -164,3 +164,22 @@ def wait_saved(page: Any) -> None:
     page.wait_for_function(
         "() => !window.railyardDesigner.saver.dirty && !window.railyardDesigner.saver.inFlight"
     )
+
+
+OVERLAPS = """() => {
+  const { model } = window.railyardDesigner;
+  const box = (n) => [n.position.x, n.position.y,
+                      n.position.x + 200, n.position.y + model.nodeHeight(n)];
+  const found = [];
+  model.nodes.forEach((a, i) => model.nodes.slice(i + 1).forEach((b) => {
+    const [p, q] = [box(a), box(b)];
+    if (p[0] < q[2] && q[0] < p[2] && p[1] < q[3] && q[1] < p[3]) found.push([a.id, b.id]);
+  }));
+  return found;
+}"""
+"""JS: the pairs of node ids whose rectangles (position, 200 wide, the drawn height) overlap."""
+
+
+def overlapping_nodes(page: Any) -> list[tuple[str, str]]:
+    """Pairs of nodes of the designer's diagram whose rectangles overlap (none is right)."""
+    return [(a, b) for a, b in page.evaluate(OVERLAPS)]

@@ -3,7 +3,7 @@
 - 20 mixed edits (add, move, connect, rename, note, duplicate, delete, nudge, group move,
   auto-layout, edge delete, paste, cut) are each undone, one step at a time, back to the
   empty canvas, each intermediate diagram exactly as it was; redo brings the last back.
-- Nodes copied in one workflow are pasted into another (fresh ids, offset, edges between
+- Nodes copied in one workflow are pasted into another (fresh ids, in view, edges between
   them kept), through the system clipboard and through the in-page fallback when the
   Clipboard API is denied.
 - Box select (Shift-drag), group move, Delete, and undo of all three.
@@ -32,6 +32,7 @@ from e2e.designer_page import (
     new_workflow,
     node_el,
     open_designer,
+    overlapping_nodes,
     port_center,
     press,
     wait_layout_done,
@@ -183,7 +184,10 @@ def test_copy_paste_between_two_workflows(page: Any, railyard_server: RailyardSe
     assert by_type["control.set"]["config"] == {"mapping": {"total": "=body.total"}}
     original = {n["type"]: n for n in source["nodes"]}
     shift = by_type["control.if"]["position"]["x"] - original["control.if"]["position"]["x"]
-    assert shift > 0
+    # pasted in the middle of the view (the pointer was not over the canvas), in sight
+    for pasted_node in by_type.values():
+        assert node_el(page, pasted_node["id"]).is_visible()
+    assert not overlapping_nodes(page)
     assert (
         by_type["control.set"]["position"]["x"] - original["control.set"]["position"]["x"] == shift
     )

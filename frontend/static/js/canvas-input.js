@@ -19,6 +19,9 @@ const DRAG_THRESHOLD = 3; // px before a mousedown counts as a drag rather than 
 export function attachInput(canvas) {
   const svg = canvas.svg;
   svg.addEventListener("mousedown", (e) => onMouseDown(canvas, e));
+  // where Ctrl+V pastes: the pointer while it is over the canvas
+  svg.addEventListener("mousemove", (e) => (canvas.pointer = { clientX: e.clientX, clientY: e.clientY }));
+  svg.addEventListener("mouseleave", () => (canvas.pointer = null));
   svg.addEventListener("wheel", (e) => {
     e.preventDefault();
     canvas.zoomAt(e.deltaY < 0 ? 1.1 : 1 / 1.1, e.clientX, e.clientY);
@@ -134,7 +137,8 @@ function onMouseUp(canvas, e) {
     const inCanvas = hit && canvas.svg.contains(hit);
     if (!nodeEl) {
       // A click on a port, or a drop on empty canvas: pick a node to add there.
-      if (inCanvas || !g.moved) canvas.onQuickAdd(g.source, g.port, e.clientX, e.clientY);
+      // dropped: near the drop point; clicked: next to the port
+      if (inCanvas || !g.moved) canvas.onQuickAdd(g.source, g.port, e.clientX, e.clientY, g.moved);
       return;
     }
     if (nodeEl.dataset.nodeId === g.source) {

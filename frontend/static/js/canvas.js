@@ -49,7 +49,8 @@ export class Canvas {
    *   readOnly: no editing (run view); locked: no editing but nodes are selected and
    *   focusable (the designer of a user who may not edit); onSelect(single selection {kind, id} | null, when
    *   the selection changed); onNodeClick(nodeId); onQuickAdd(sourceId, port, clientX,
-   *   clientY) when a connection is dropped on empty canvas
+   *   clientY, dropped) when a connection is dropped on empty canvas (dropped true) or an
+   *   output port is clicked
    */
   constructor(svg, model, { readOnly = false, locked = false, onSelect = () => {}, onNodeClick = () => {}, onQuickAdd = () => {} } = {}) {
     this.svg = svg;
@@ -68,6 +69,7 @@ export class Canvas {
     this.edgeDiagnostics = new Map(); // edge id -> [Diagnostic]
     this.statuses = new Map(); // node id -> step status (read-only views)
     this.gesture = null;
+    this.pointer = null; // {clientX, clientY} while the mouse is over the canvas
     this.prefix = svg.id || "canvas";
     this.build();
     this.bindEvents();
@@ -129,6 +131,11 @@ export class Canvas {
   visibleCenter() {
     const r = this.svg.getBoundingClientRect();
     return this.screenToCanvas(r.left + r.width / 2, r.top + r.height / 2);
+  }
+
+  /** The canvas point under the pointer when it is over the canvas, else null. */
+  pointerPoint() {
+    return this.pointer ? this.screenToCanvas(this.pointer.clientX, this.pointer.clientY) : null;
   }
 
   zoomAt(factor, clientX, clientY) {

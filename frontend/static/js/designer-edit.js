@@ -93,8 +93,7 @@ export function wireEditing({ model, canvas, panel, setStatus, save, quickAdd, r
       }
       const g = canvas.nodeEls.get(node.id);
       const r = g.getBoundingClientRect();
-      const at = { x: node.position.x + NODE_WIDTH + 80, y: node.position.y + 28 };
-      quickAdd.open(r.right + 16, r.top, (type) => editor.addAfter(node.id, port, type, at));
+      quickAdd.open(r.right + 16, r.top, (type) => editor.addAfter(node.id, port, type));
     },
     connect: () => editor.connectSelected(),
     note: () => {

@@ -12,6 +12,7 @@ import { attachExpressionEditor } from "./expression-editor.js";
 import { DiagramModel, NODE_WIDTH } from "./model.js";
 import { acceptDrops, renderPalette } from "./palette.js";
 import { ConfigPanel } from "./panel.js";
+import { freeSpot } from "./placement.js";
 import { askPublishNote } from "./publish-note.js";
 import { QuickAdd } from "./quickadd.js";
 import { TestRuns } from "./test-runs.js";
@@ -34,7 +35,6 @@ let dirty = false;
 let diagnostics = [];
 let compileTimer = null;
 let compileSeq = 0;
-let addCount = 0;
 let testRuns = null; // set below, once the toolbar is wired
 
 function parseJSON(text, fallback) {
@@ -89,8 +89,8 @@ const canvas = new Canvas(document.getElementById("canvas"), model, {
     else panel.close();
     testRuns?.select(sel && sel.kind === "node" ? sel.id : null);
   },
-  onQuickAdd(source, port, clientX, clientY) {
-    const at = canvas.screenToCanvas(clientX, clientY);
+  onQuickAdd(source, port, clientX, clientY, dropped) {
+    const at = dropped ? canvas.screenToCanvas(clientX, clientY) : null;
     quickAdd.open(clientX, clientY, (type) => editor.addAfter(source, port, type, at));
   },
 });
@@ -113,17 +113,14 @@ function addNode(type, clientX, clientY) {
       return;
     }
   }
-  let pos;
-  if (clientX === null || clientX === undefined) {
-    // Click / keyboard: the middle of the view, shifted so repeated adds do not stack.
-    const c = canvas.visibleCenter();
-    const shift = (addCount++ % 6) * 24;
-    pos = { x: c.x - NODE_WIDTH / 2 + shift, y: c.y - 28 + shift };
-  } else {
-    const p = canvas.screenToCanvas(clientX, clientY);
-    pos = { x: p.x - NODE_WIDTH / 2, y: p.y - 28 };
-  }
-  const node = model.addNode(type, canvas.snapped(pos.x), canvas.snapped(pos.y));
+  // Click / keyboard: the middle of the view; dropped: under the pointer. Either way the
+  // nearest place where it covers no other node (placement.js).
+  const dropped = clientX !== null && clientX !== undefined;
+  const p = dropped ? canvas.screenToCanvas(clientX, clientY) : canvas.visibleCenter();
+  const h = model.nodeHeight({ id: "", type, config: {} });
+  const want = { x: canvas.snapped(p.x - NODE_WIDTH / 2), y: canvas.snapped(p.y - h / 2) };
+  const pos = freeSpot(model, want, { h });
+  const node = model.addNode(type, pos.x, pos.y);
   canvas.select({ kind: "node", id: node.id });
 }
 

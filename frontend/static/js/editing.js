@@ -5,9 +5,10 @@
 
 import { readFragment, writeFragment } from "./diagram-clipboard.js";
 import { layeredLayout } from "./layout.js";
-import { isNote, NODE_WIDTH, NOTE_TYPE } from "./model.js";
+import { isNote, NODE_WIDTH, NOTE_HEIGHT, NOTE_TYPE } from "./model.js";
+import { freeOffset, freeSpot, roomOnEdge, spotAfter } from "./placement.js";
 
-const PASTE_OFFSET = 48; // canvas units right and down of the copied nodes
+const PASTE_OFFSET = 48; // canvas units right and down of the copied nodes (duplicate)
 const LAYOUT_MS = 300; // auto-layout animation
 const NUDGE = 24; // arrow keys move the selection by one grid step (Shift: 1 unit)
 
@@ -21,7 +22,6 @@ export class Editor {
     this.model = model;
     this.canvas = canvas;
     this.onStatus = onStatus;
-    this.pasteCount = 0;
     this.animation = null;
   }
 
@@ -44,7 +44,6 @@ export class Editor {
     const ids = [...this.sel.nodes];
     if (!ids.length) return 0;
     const where = await writeFragment(this.model.fragment(ids));
-    this.pasteCount = 0;
     this.onStatus(`Copied ${plural(ids.length, "node")}${where === "page" ? " (in-page clipboard)" : ""}`, "ok");
     return ids.length;
   }
@@ -62,9 +61,19 @@ export class Editor {
       this.onStatus("Nothing to paste: copy nodes first", "error");
       return [];
     }
-    this.pasteCount++;
-    const offset = PASTE_OFFSET * this.pasteCount;
-    const ids = this.model.insertFragment(fragment, offset, offset);
+    // At the pointer when it is over the canvas, else in the middle of the view; moved
+    // down (then right) until no pasted node covers another.
+    const pointer = this.canvas.pointerPoint();
+    const nodes = fragment.nodes.filter((n) => n && typeof n.type === "string");
+    let at = pointer;
+    if (!at) {
+      const c = this.canvas.visibleCenter();
+      const box = fragmentBox(nodes, (n) => this.heightOf(n));
+      at = { x: c.x - box.w / 2, y: c.y - box.h / 2 };
+    }
+    const snap = { x: this.canvas.snapped(at.x), y: this.canvas.snapped(at.y) };
+    const { dx, dy } = freeOffset(this.model, nodes, snap, (n) => this.heightOf(n));
+    const ids = this.model.insertFragment({ nodes, edges: fragment.edges }, dx, dy);
     this.canvas.changeSelection((sel) => sel.setNodes(ids));
     this.onStatus(`Pasted ${plural(ids.length, "node")}`, "ok");
     return ids;
@@ -74,7 +83,11 @@ export class Editor {
   duplicate() {
     const ids = [...this.sel.nodes];
     if (!ids.length) return [];
-    const added = this.model.insertFragment(this.model.fragment(ids), PASTE_OFFSET, PASTE_OFFSET);
+    const fragment = this.model.fragment(ids);
+    const box = fragmentBox(fragment.nodes, (n) => this.heightOf(n));
+    const want = { x: box.x + PASTE_OFFSET, y: box.y + PASTE_OFFSET };
+    const { dx, dy } = freeOffset(this.model, fragment.nodes, want, (n) => this.heightOf(n));
+    const added = this.model.insertFragment(fragment, dx, dy);
     this.canvas.changeSelection((sel) => sel.setNodes(added));
     return added;
   }
@@ -107,21 +120,33 @@ export class Editor {
     return edge;
   }
 
-  /** Add a sticky note at canvas point (x, y), selected. */
+  /** The height a node (or fragment node) of the clipboard has on the canvas. */
+  heightOf(node) {
+    return this.model.nodeHeight({ id: "", type: node.type, config: node.config || {} });
+  }
+
+  /** Add a sticky note at canvas point (x, y), or the nearest free place; selected. */
   addNote(x, y) {
-    const node = this.model.addNode(NOTE_TYPE, this.canvas.snapped(x), this.canvas.snapped(y), { text: "" });
+    const at = freeSpot(this.model, { x: this.canvas.snapped(x), y: this.canvas.snapped(y) }, { h: NOTE_HEIGHT });
+    const node = this.model.addNode(NOTE_TYPE, at.x, at.y, { text: "" });
     this.canvas.select({ kind: "node", id: node.id });
     return node;
   }
 
   /**
-   * Add a node of ``type`` connected after ``sourceId``'s output ``port`` at a canvas point
-   * (quick-add from a port); one step.
+   * Add a node of ``type`` connected after ``sourceId``'s output ``port`` (quick-add); one
+   * step. ``at``: the canvas point a connection was dropped on (the node goes there, or
+   * the nearest free place); without it, one column right of the port, clear of others.
    */
-  addAfter(sourceId, port, type, at) {
+  addAfter(sourceId, port, type, at = null) {
     let node = null;
+    const source = this.model.node(sourceId);
+    const h = this.heightOf({ type });
+    const spot = at
+      ? freeSpot(this.model, { x: this.canvas.snapped(at.x), y: this.canvas.snapped(at.y - h / 2) }, { h })
+      : spotAfter(this.model, source, port, type);
     this.model.batch(() => {
-      node = this.model.addNode(type, this.canvas.snapped(at.x), this.canvas.snapped(at.y - 28));
+      node = this.model.addNode(type, spot.x, spot.y);
       const input = this.model.inputsOf(node)[0];
       if (input) this.model.connect(sourceId, port, node.id, input);
     });
@@ -130,14 +155,26 @@ export class Editor {
   }
 
   /**
-   * Put a new node of ``type`` into an edge: source -> new -> target (one step). Falls back
-   * to a plain add when the type has no input or no output.
+   * Put a new node of ``type`` into an edge: source -> new -> target (one step), one column
+   * right of the source; the target and what follows it move right to make room. Falls
+   * back to a plain add near ``at`` when the type has no input or no output.
    */
   insertOnEdge(edgeId, type, at) {
     const edge = this.model.edge(edgeId);
     let node = null;
+    const probe = { id: "", type, config: {} };
+    const joins = edge && this.model.inputsOf(probe).length && this.model.outputsOf(probe).length;
     this.model.batch(() => {
-      node = this.model.addNode(type, this.canvas.snapped(at.x - NODE_WIDTH / 2), this.canvas.snapped(at.y - 28));
+      let spot;
+      if (joins) {
+        const room = roomOnEdge(this.model, edge, type);
+        if (room.moves.length) this.model.moveNodes(room.moves);
+        spot = freeSpot(this.model, room.at, { h: this.heightOf(probe) });
+      } else {
+        const want = { x: this.canvas.snapped(at.x - NODE_WIDTH / 2), y: this.canvas.snapped(at.y - 28) };
+        spot = freeSpot(this.model, want, { h: this.heightOf(probe) });
+      }
+      node = this.model.addNode(type, spot.x, spot.y);
       const input = this.model.inputsOf(node)[0];
       const output = this.model.outputsOf(node)[0];
       if (edge && input && output) {
@@ -192,6 +229,18 @@ export class Editor {
       this.animation = { frame: requestAnimationFrame(frame) };
     });
   }
+}
+
+/** The bounding box {x, y, w, h} of fragment nodes. */
+function fragmentBox(nodes, heightOf) {
+  if (!nodes.length) return { x: 0, y: 0, w: 0, h: 0 };
+  const xs = nodes.map((n) => Number(n.position?.x) || 0);
+  const ys = nodes.map((n) => Number(n.position?.y) || 0);
+  const x = Math.min(...xs);
+  const y = Math.min(...ys);
+  const w = Math.max(...xs) + NODE_WIDTH - x;
+  const h = Math.max(...nodes.map((n, i) => ys[i] + heightOf(n))) - y;
+  return { x, y, w, h };
 }
 
 function plural(n, word) {
