@@ -96,9 +96,7 @@ def test_every_way_of_adding_finds_free_space(page: Any, railyard_server: Railya
 
     # Drop a palette node on the Set -> If edge: inserted, the If and its branches move right.
     press(page, "0")
-    edge = next(
-        e for e in d["edges"] if e["source"] == ids["control.set"] and e["target"] == check
-    )
+    edge = next(e for e in d["edges"] if e["source"] == ids["control.set"] and e["target"] == check)
     before_x = {n["id"]: n["position"]["x"] for n in d["nodes"]}
     ex, ey = edge_point(page, edge["id"])
     box = page.locator("#canvas").bounding_box()
