@@ -255,12 +255,14 @@ def cmd_worker(args: argparse.Namespace) -> int:
     return 0
 
 
-def _background_process(args: argparse.Namespace, name: str, pool_size: int, body: Any) -> int:
+def _background_process(
+    args: argparse.Namespace, name: str, pool_size: int, body: Any, describe: Any = None
+) -> int:
     """Run one background process (``scheduler``, ``events``) until SIGTERM or SIGINT:
     tracing, a runtime whose database pool holds ``pool_size`` connections, the probes on
-    ``--health-port``, then ``await body(runtime, stop)``; on uvloop, as the API and
-    workers (its polls, starts, sweeps and acks are mostly socket reads and writes,
-    bench/triggers.py)."""
+    ``--health-port`` (their readiness body extended by ``describe()`` when given), then
+    ``await body(runtime, stop)``; on uvloop, as the API and workers (its polls, starts,
+    sweeps and acks are mostly socket reads and writes, bench/triggers.py)."""
     from backend.runtime import build_runtime
     from backend.workers.worker import loop_factory
 
@@ -271,7 +273,9 @@ def _background_process(args: argparse.Namespace, name: str, pool_size: int, bod
         _tracing(settings)
         runtime = await build_runtime(settings, pool_size=pool_size, name=name)
         stop = _stop_on_signals()
-        probes = await _start_probes(args.health_port, lambda: runtime, settings.metrics_token)
+        probes = await _start_probes(
+            args.health_port, lambda: runtime, settings.metrics_token, describe
+        )
         try:
             await body(runtime, stop)
         finally:
@@ -289,10 +293,16 @@ def cmd_scheduler(args: argparse.Namespace) -> int:
     """Production scheduler: durable timers and recovery sweeps, leader-elected; rides out
     Redis and PostgreSQL outages. The leader polls up to CONCURRENT_POLLS (8) subscriptions
     at once beside its sweeps: a pool smaller than that opened and closed overflow
-    connections per poll."""
-    from backend.workers.scheduler import run_scheduler
+    connections per poll. Its readiness says whether it leads (``"role": "leader"`` or
+    ``"standby"``; a standby is ready: it takes over the moment the leader goes)."""
+    from backend.workers.scheduler import Leadership, run_scheduler
 
-    return _background_process(args, "scheduler", SCHEDULER_POOL, run_scheduler)
+    leader = Leadership()
+
+    async def body(runtime: Any, stop: asyncio.Event) -> None:
+        await run_scheduler(runtime, stop, leader=leader)
+
+    return _background_process(args, "scheduler", SCHEDULER_POOL, body, leader.describe)
 
 
 def cmd_events(args: argparse.Namespace) -> int:
@@ -328,9 +338,11 @@ def _stop_on_signals() -> asyncio.Event:
     return stop
 
 
-async def _start_probes(port: int | None, runtime: Any, metrics_token: str = "") -> Any:
+async def _start_probes(
+    port: int | None, runtime: Any, metrics_token: str = "", describe: Any = None
+) -> Any:
     """Serve ``/health/live``, ``/health/ready`` and ``/metrics`` on ``port`` (None: no
-    probes).
+    probes); ``describe()`` adds entries to the readiness body that do not decide it.
 
     ``runtime()`` returns the process's Runtime, or None while it is being built; ready
     means PostgreSQL and Redis both answer (backend/workers/health.py). The probes listen
@@ -356,6 +368,7 @@ async def _start_probes(port: int | None, runtime: Any, metrics_token: str = "")
         host=os.environ.get("RAILYARD_HEALTH_HOST") or "127.0.0.1",
         port=port,
         metrics_token=metrics_token,
+        describe=describe,
     )
     await server.start()
     return server

@@ -27,6 +27,9 @@ Series (documented in docs/operations.md, "Metrics"); durations in seconds:
 - ``railyard_db_pool_connections{pool,state}``: gauge, ``state`` one of ``checked_out``,
   ``idle``, ``overflow``; and ``railyard_db_pool_size{pool}``.
 - ``railyard_retention_deleted_total{data_class}``: counter of rows retention removed.
+- ``railyard_scheduler_leader{scheduler}``: gauge, 1 while the scheduler process
+  ``scheduler`` (``<host>:<pid>``) holds the leader lock, 0 while it stands by; served by
+  scheduler processes only (``sum(railyard_scheduler_leader)`` is 1 with a leader).
 - ``railyard_gc_pause_seconds{generation}``: histogram of the cyclic garbage collector's
   pauses, in processes that tuned it (:mod:`backend.observability.gc_pauses`).
 """
@@ -130,6 +133,11 @@ HTTP_DURATION = Histogram(
 )
 RETENTION_DELETED = Counter(
     "railyard_retention_deleted", "Rows removed (or cleared) by retention.", ["data_class"]
+)
+SCHEDULER_LEADER = Gauge(
+    "railyard_scheduler_leader",
+    "1 while this scheduler process holds the leader lock, 0 while it stands by.",
+    ["scheduler"],
 )
 INSTALLATION = CollectorRegistry(auto_describe=True)
 """Gauges about the whole installation, set by the API process at each scrape and served
@@ -254,6 +262,11 @@ def http_request(method: str, route: str, status: int, seconds: float) -> None:
     _child(HTTP_DURATION, method, route, code).observe(seconds)
     if route.startswith("/hooks"):
         _child(WEBHOOK_REQUESTS, code).inc()
+
+
+def scheduler_leader(scheduler: str, leads: bool) -> None:
+    """Say whether scheduler process ``scheduler`` (``<host>:<pid>``) leads."""
+    SCHEDULER_LEADER.labels(scheduler).set(1 if leads else 0)
 
 
 def retention_deleted(data_class: str, count: int) -> None:

@@ -3,7 +3,8 @@
 Over a window of the last ``minutes`` (15 minutes to 7 days): runs ended per minute by
 outcome, the success rate, p50/p95/p99 run duration (``percentile_cont``, start to end,
 seconds), the slowest workflows by p95, the workflows with the most failed runs, the
-installation's queue and workers (:mod:`backend.services.metrics_view`), and what retention
+installation's queue and workers (:mod:`backend.services.metrics_view`), the scheduler
+that leads (:mod:`backend.services.leadership`), and what retention
 removed (:mod:`backend.services.retention`). Queries use the ``runs.finished_at`` index, so
 their cost follows the window's runs, not the table.
 
@@ -20,7 +21,7 @@ from redis.asyncio import Redis
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from backend.services import retention
+from backend.services import leadership, retention
 from backend.services.metrics_view import Installation, installation
 
 WINDOWS = (15, 60, 360, 1440, 10080)
@@ -80,6 +81,8 @@ class Dashboard:
     now: Installation
     retention: list[retention.RecentPass] = field(default_factory=list)
     removed: dict[str, int] = field(default_factory=dict)
+    leader: tuple[str, datetime | None] | None = None
+    """The leading scheduler ``(name, connected at)``, None when none leads."""
 
     @property
     def success_rate(self) -> float | None:
@@ -150,6 +153,7 @@ async def load(
         per_workflow = (await session.execute(_PER_WORKFLOW, params)).all()
         passes = await retention.recent_passes(session, limit=14)
         removed = await retention.removed_since(session, now - timedelta(days=1))
+        leader = await leadership.scheduler_leader(session)
     found = {row[0]: Bucket(row[0], int(row[1]), int(row[2]), int(row[3])) for row in rows}
     buckets = []
     start = datetime.fromtimestamp((since.timestamp() // (width * 60)) * width * 60, tz=UTC)
@@ -181,4 +185,5 @@ async def load(
         now=await installation(sessionmaker, redis),
         retention=passes,
         removed=removed,
+        leader=leader,
     )

@@ -111,7 +111,9 @@ class ProbeServer:
     ``host`` defaults to loopback: probes of a container platform reach the process at an
     address it is given explicitly (the pod IP in the Kubernetes manifests).
 
-    ``ready`` is called for each ``/health/ready`` request. Any other path answers 404.
+    ``ready`` is called for each ``/health/ready`` request; ``describe()``, when given, adds
+    entries to that body that say what the process is doing without deciding readiness
+    (a scheduler's ``{"role": "standby"}``). Any other path answers 404.
     One request per connection (``Connection: close``); the request head is limited to
     8 KiB and 5 seconds.
     """
@@ -123,8 +125,10 @@ class ProbeServer:
         port: int = 0,
         *,
         metrics_token: str = "",
+        describe: Callable[[], dict[str, str]] | None = None,
     ) -> None:
         self.ready = ready
+        self.describe = describe
         self.host = host
         self.port = port
         self.metrics_token = metrics_token
@@ -209,7 +213,8 @@ class ProbeServer:
             return 200, {"status": "ok"}
         if path == "/health/ready":
             result = await self.ready()
-            return (200 if all(v == "ok" for v in result.values()) else 503), result
+            status = 200 if all(v == "ok" for v in result.values()) else 503
+            return status, {**result, **(self.describe() if self.describe else {})}
         return 404, {"detail": "not found"}
 
 

@@ -26,12 +26,14 @@ from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from backend.observability import metrics
 from backend.runtime import Runtime
-from backend.services import retention
+from backend.services import leadership, retention
 from backend.services.availability import database_unavailable
 from backend.services.events import inbox
 from backend.services.events.lifecycle import run_lifecycle
 from backend.services.events.polling import run_polls
+from backend.services.leadership import SCHEDULER_LOCK_KEY
 from backend.services.recovery import sweep
 from backend.services.schedule_firing import run_schedules
 from backend.workers.health import Backoff, ServiceHealth
@@ -39,8 +41,29 @@ from backend.workers.run_control import enforce_deadlines
 
 log = logging.getLogger(__name__)
 
-# Any constant unique to Railyard: the ASCII bytes of "RYSCHED" as an integer.
-SCHEDULER_LOCK_KEY = 0x52595343484544
+
+class Leadership:
+    """Whether this scheduler process leads, for its readiness probe (``"role"``:
+    ``"leader"`` or ``"standby"``) and the ``railyard_scheduler_leader`` gauge; ``name``
+    is the process as ``<host>:<pid>``, also given to the leader's database session
+    (:mod:`backend.services.leadership`)."""
+
+    def __init__(self, name: str | None = None) -> None:
+        self.name = name or leadership.process_name()
+        self.role = "standby"
+        metrics.scheduler_leader(self.name, leads=False)
+
+    def lead(self) -> None:
+        self.role = "leader"
+        metrics.scheduler_leader(self.name, leads=True)
+
+    def stand_by(self) -> None:
+        self.role = "standby"
+        metrics.scheduler_leader(self.name, leads=False)
+
+    def describe(self) -> dict[str, str]:
+        """What the readiness probe adds to its body: ``{"role": ...}``."""
+        return {"role": self.role}
 
 
 async def apply_retention(runtime: Runtime) -> int:
@@ -62,7 +85,10 @@ async def _retention_loop(runtime: Runtime, stop: asyncio.Event) -> None:
 
 
 async def run_scheduler(
-    runtime: Runtime, stop: asyncio.Event, health: ServiceHealth | None = None
+    runtime: Runtime,
+    stop: asyncio.Event,
+    health: ServiceHealth | None = None,
+    leader: Leadership | None = None,
 ) -> None:
     """Sweep and fire schedules while leader until ``stop`` is set.
 
@@ -71,14 +97,16 @@ async def run_scheduler(
     warning is logged in ``health`` and the scheduler tries to take the lock again with
     backoff (0.1 s doubling up to ``sweep_interval``), so it survives the outage and
     resumes within one backoff step of the database's return. A Redis outage only delays
-    dispatching: the dispatcher logs it and the next sweep dispatches again.
+    dispatching: the dispatcher logs it and the next sweep dispatches again. ``leader``
+    follows whether this process leads (a new :class:`Leadership` when not given).
     """
     interval = runtime.settings.sweep_interval
     health = health or ServiceHealth("scheduler")
+    leader = leader or Leadership()
     backoff = Backoff(cap=max(interval, 0.5))
     while not stop.is_set():
         try:
-            await _lead(runtime, stop, interval, health)
+            await _lead(runtime, stop, interval, health, leader)
             backoff.reset()
         except Exception as exc:  # connection lost: retry, never exit
             if database_unavailable(exc):
@@ -89,7 +117,11 @@ async def run_scheduler(
 
 
 async def _lead(
-    runtime: Runtime, stop: asyncio.Event, interval: float, health: ServiceHealth
+    runtime: Runtime,
+    stop: asyncio.Event,
+    interval: float,
+    health: ServiceHealth,
+    leader: Leadership,
 ) -> None:
     """Take the leader lock (or stand by one interval) and sweep while the lock's
     connection answers; raises when that connection is lost."""
@@ -99,7 +131,9 @@ async def _lead(
         if not got:
             log.debug("scheduler standing by: another scheduler is leader")
             return
-        log.info("scheduler is leader")
+        log.info("scheduler %s is leader", leader.name)
+        await leadership.name_session(conn, leader.name)
+        leader.lead()
         firing = asyncio.create_task(
             run_schedules(
                 runtime.sessionmaker,
@@ -133,6 +167,7 @@ async def _lead(
                 await conn.execute(text("select 1"))  # still leader: the lock's session lives
                 await conn.commit()
         finally:
+            leader.stand_by()
             background = (firing, polling, hooks, deadlines, pruning)
             for task in background:
                 task.cancel()
@@ -140,6 +175,7 @@ async def _lead(
             with contextlib.suppress(Exception):  # a dead connection released it already
                 await conn.execute(text("select pg_advisory_unlock(:k)"), {"k": SCHEDULER_LOCK_KEY})
                 await conn.commit()
+                await leadership.name_session(conn, None)
 
 
 LOCK_NOT_AVAILABLE = "55P03"

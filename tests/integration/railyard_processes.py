@@ -22,8 +22,8 @@ from backend.db.migrate import upgrade
 from backend.embedded import EmbeddedPostgres, EmbeddedRedis
 from backend.runtime import Runtime, build_runtime
 from backend.services import accounts
+from backend.services.leadership import SCHEDULER_LOCK_KEY
 from backend.settings import Settings, load_settings
-from backend.workers.scheduler import SCHEDULER_LOCK_KEY
 from tests.diagrams import diagram, edge, node
 from tests.integration.conftest import ADMIN_EMAIL, ADMIN_PASSWORD, login
 from tests.servers import pg_template

@@ -71,6 +71,9 @@ async def test_dashboard_shows_the_runs_of_the_window(
     link = f"/search?q=status%3Afailed%2Ctimed_out+workflow%3A{bad}+since%3A60m"
     assert f'href="{link}"' in html
     assert re.search(r'data-figure="ended"><span class="tile-value">9<', html)
+    # no scheduler runs in this test (test_scheduler_failover.py names a leading one)
+    assert board.leader is None
+    assert re.search(r'data-figure="scheduler_leader"><span[^>]*>none<', html)
     assert "66.7%" in html  # the success ring
     assert "style=" not in html.split("<main", 1)[-1]  # strict CSP: no inline styles
     # the link of the most failing workflow finds exactly its failed runs

@@ -7,21 +7,26 @@ from __future__ import annotations
 
 import itertools
 import signal
+import socket
 import subprocess
 from datetime import timedelta
 from pathlib import Path
 
 import httpx
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import text
 
+from backend.embedded import free_port
 from backend.runtime import Runtime
+from backend.services import dashboard
 from backend.settings import Settings
 from tests.integration.flows import publish
 from tests.integration.railyard_processes import (
     every_second,
     fires,
     leader_pid,
+    probe,
     processes,
     until,
 )
@@ -120,3 +125,55 @@ async def test_scheduler_failover_after_sigterm_of_the_leader(
     client: httpx.AsyncClient, runtime: Runtime, settings: Settings, embedded_tmp_dir: Path
 ) -> None:
     await switch_leader(client, runtime, settings, embedded_tmp_dir, signal.SIGTERM)
+
+
+async def test_leadership_is_visible_in_probes_metrics_and_dashboard(
+    runtime: Runtime, settings: Settings, embedded_tmp_dir: Path
+) -> None:
+    """Two schedulers: the leader's readiness says ``"role": "leader"`` and its gauge 1,
+    the standby's ``"standby"`` (and 200: it is ready to take over) and 0; the dashboard
+    names the leader's process; after the leader's SIGKILL the standby says it leads."""
+    ports = [free_port(), free_port()]
+    with processes(settings, embedded_tmp_dir) as start:
+        procs = [
+            start("scheduler", f"scheduler-{n}", "--health-port", str(port))
+            for n, port in enumerate(ports)
+        ]
+
+        async def one_leads() -> bool:
+            roles = [(await probe(port))[1].get("role") for port in ports]
+            return sorted(roles, key=str) == ["leader", "standby"]
+
+        await until(one_leads, 30, "one scheduler to lead, the other to stand by")
+        answers = [await probe(port) for port in ports]
+        assert [status for status, _ in answers] == [200, 200]
+        lead = next(n for n, (_, body) in enumerate(answers) if body["role"] == "leader")
+        host = socket.gethostname()
+        for n, port in enumerate(ports):
+            assert await leader_gauge(port, f"{host}:{procs[n].pid}") == (1 if n == lead else 0)
+        board = await dashboard.load(runtime.sessionmaker, runtime.redis, minutes=15)
+        assert board.leader is not None and board.leader[0] == f"{host}:{procs[lead].pid}"
+
+        procs[lead].send_signal(signal.SIGKILL)
+        procs[lead].wait(10)
+        other = 1 - lead
+
+        async def took_over() -> bool:
+            return (await probe(ports[other]))[1].get("role") == "leader"
+
+        await until(took_over, TAKEOVER_BOUND, "the standby to say it leads")
+        assert await leader_gauge(ports[other], f"{host}:{procs[other].pid}") == 1
+        board = await dashboard.load(runtime.sessionmaker, runtime.redis, minutes=15)
+        assert board.leader is not None and board.leader[0] == f"{host}:{procs[other].pid}"
+
+
+async def leader_gauge(port: int, scheduler: str) -> float:
+    """``railyard_scheduler_leader{scheduler=...}`` from the process's ``/metrics``."""
+    async with httpx.AsyncClient(timeout=5) as c:
+        text_format = (await c.get(f"http://127.0.0.1:{port}/metrics")).text
+    for family in text_string_to_metric_families(text_format):
+        for sample in family.samples:
+            if sample.name == "railyard_scheduler_leader":
+                assert sample.labels == {"scheduler": scheduler}, sample
+                return sample.value
+    raise AssertionError("no railyard_scheduler_leader in /metrics")
