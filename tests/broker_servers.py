@@ -58,7 +58,9 @@ BROKER_ROOT = TEST_ROOT / "brokers"
 """Parent of every session's broker directory."""
 
 HOST = "127.0.0.1"
-INSTALL_HINT = "run `make trigger-servers` (installs rabbitmq-server, mosquitto, nats-server)"
+INSTALL_HINT = (
+    "run `make trigger-servers` (installs rabbitmq-server, mosquitto, nats-server, mariadb-server)"
+)
 PID_SUFFIX = ".server.pid"
 _SESSION_DIR_RE = re.compile(r"^(?P<worker>[A-Za-z0-9_]+)-(?P<pid>\d+)-")
 
