@@ -50,6 +50,7 @@ def test_only_the_built_in_connectors_are_listed() -> None:
         "amqp",
         "data",
         "email",
+        "files",
         "http",
         "hubspot",
         "imap",
