@@ -98,7 +98,13 @@ def redact(value: Any, forms: tuple[str, ...]) -> Any:
             for k, v in value.items()
         }
     if isinstance(value, list | tuple):
-        return type(value)(redact(v, forms) for v in value)
+        items = [redact(v, forms) for v in value]
+        if isinstance(value, tuple) and hasattr(value, "_make"):  # a named tuple
+            return value._make(items)
+        try:
+            return type(value)(items)
+        except TypeError:  # a sequence type built otherwise: left as it is
+            return value
     return value
 
 

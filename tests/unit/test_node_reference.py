@@ -61,6 +61,8 @@ def test_only_the_built_in_connectors_are_listed() -> None:
         "redis",
         "redis_streams",
         "rss",
+        "s3",
+        "sftp",
         "slack",
         "webhook",
     }

@@ -110,6 +110,23 @@ def test_the_forms_of_a_secret() -> None:
     assert redact({"k": ("a/b c+d&e",)}, forms) == {"k": (REDACTED,)}
 
 
+def test_named_tuples_and_odd_sequences_in_exception_args_are_redacted_or_kept() -> None:
+    """A library's exception may carry a named tuple (aiohttp's ConnectionKey) or a
+    sequence type that cannot be built from a list: redacting never breaks on them."""
+    from collections import namedtuple
+
+    Key = namedtuple("Key", "host token")
+    forms = secret_forms(["token-secret-77"])
+    assert redact(Key("h", "token-secret-77"), forms) == Key("h", REDACTED)
+
+    class Pair(tuple[str, str]):
+        def __new__(cls, a: str, b: str) -> Pair:
+            return super().__new__(cls, (a, b))
+
+    odd = Pair("a", "token-secret-77")
+    assert redact(odd, forms) is odd
+
+
 def test_the_secrets_of_a_credential() -> None:
     basic = {"username": "ada", "password": "pw-123", "secret_fields": ["password"]}
     assert credential_secrets(basic) == ["pw-123", "YWRhOnB3LTEyMw=="]  # and Basic's form
