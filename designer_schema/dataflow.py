@@ -11,8 +11,9 @@ in ``backend.engine.expression_paths``) tells which paths an expression reads.
 Output-schema keywords that depend on the node's config or input:
 
 - ``"x-same-as-input": true``: the output is the step input (If, Switch, Delay, Join).
-- ``"x-fields-from": "<field>"``: the output is an object with one property per key of
-  that config field (the Set node's ``mapping``); a literal value gives its own type, an
+- ``"x-fields-from": "<field>"``: the output is an object with one property per entry of
+  that ordered field list (the Set node's ``mapping``, :mod:`designer_schema.ordered_fields`),
+  in its order; a literal value gives its own type, an
   expression the type of its result when the reader can tell (a path, ``&``, arithmetic).
 - ``"x-merge-input-if": "<field>"``: with that boolean config field true, the input
   object's fields are part of the output too (Set's "Keep input fields").
@@ -51,6 +52,7 @@ from designer_schema.catalog import Catalog, NodeTypeSpec
 from designer_schema.diagnostics import Diagnostic
 from designer_schema.diagram import NOTE_TYPE, Diagram, Edge, Node
 from designer_schema.graph import ERROR_PORT
+from designer_schema.ordered_fields import field_entries
 from designer_schema.schema_paths import (
     ANYTHING,
     Missing,
@@ -262,11 +264,11 @@ class DataFlow:
     def _fields_from(
         self, node: Node, declared: Mapping[str, Any], data: dict[str, Any]
     ) -> dict[str, Any]:
-        mapping = node.config.get(declared["x-fields-from"])
-        if not isinstance(mapping, dict):
+        entries = field_entries(node.config.get(declared["x-fields-from"]))
+        if entries is None:
             return {"type": "object"}
         properties: dict[str, Any] = {}
-        for key, value in mapping.items():
+        for key, value, _path in entries:
             if isinstance(value, str) and value.startswith("=") and not value.startswith("=="):
                 properties[str(key)] = self._result_schema(node.id, value[1:])
             else:

@@ -17,6 +17,7 @@ from designer_schema.config_types import check_literal, schema_properties, schem
 from designer_schema.diagnostic_sink import DiagnosticSink
 from designer_schema.diagram import Node
 from designer_schema.graph import ERROR_PORT, Step
+from designer_schema.ordered_fields import ORDERED_FIELDS, entry_problems
 from designer_schema.step_options import (
     RESERVED_CONFIG_KEYS,
     config_join,
@@ -102,6 +103,9 @@ def compile_node(
         schema = properties.get(name)
         if isinstance(schema, Mapping):
             check_literal(literal, schema, node.id, name, sink)
+            if schema.get(ORDERED_FIELDS):
+                for path, message in entry_problems(value):
+                    sink.add("invalid_config", message, node_id=node.id, field=f"{name}.{path}")
 
     outputs = output_ports(node, spec, expressions, sink)
     on_error = parse_on_error(node, sink)

@@ -19,7 +19,9 @@ kind          schema
 ``boolean``   ``type`` boolean
 ``chips``     ``type`` array whose ``items`` are strings, numbers or integers (an
               ``items.format`` of ``email`` checks each entry as an address)
-``kv``        ``type`` object with ``additionalProperties`` and no ``properties``
+``kv``        ``type`` object with ``additionalProperties`` and no ``properties``; also an
+              ordered field list (``"x-ordered-fields": true``), read back as a list of
+              ``{"name", "value"}`` entries in row order (``data-ordered``)
 ``json``      anything else (a JSON text area)
 ============  ==========================================================================
 """
@@ -31,6 +33,8 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from designer_schema.ordered_fields import ORDERED_FIELDS, field_entries
 
 ENUM_LABELS_KEY = "x-enum-labels"
 DURATION_KEY = "x-duration"
@@ -62,6 +66,7 @@ class FieldView:
     enum_json: bool = False  # option values are JSON-encoded (non-string enums)
     rows: list[tuple[str, str]] = field(default_factory=list)  # kv rows (key, value text)
     value_kind: str = "auto"  # how kv values / chip items are read back
+    ordered: bool = False  # kv: read back as an ordered list of {"name", "value"} entries
     chips: list[str] = field(default_factory=list)  # chip texts (strings; numbers as text)
     item_format: str = ""  # chips: "email" checks every entry
     suggestions: list[str] = field(default_factory=list)  # offered in a datalist
@@ -262,6 +267,17 @@ def _build_kv(view: FieldView, prop: Mapping[str, Any], value: Any) -> None:
     view.rows = [(str(k), kv_text(v)) for k, v in source.items()]
 
 
+def _is_ordered(prop: Mapping[str, Any]) -> bool:
+    return bool(prop.get(ORDERED_FIELDS))
+
+
+def _build_ordered(view: FieldView, prop: Mapping[str, Any], value: Any) -> None:
+    view.kind = "kv"
+    view.ordered = True
+    entries = field_entries(value if value is not None else prop.get("default")) or []
+    view.rows = [(name, kv_text(v)) for name, v, _path in entries]
+
+
 def _build_json(view: FieldView, prop: Mapping[str, Any], value: Any) -> None:
     default = prop.get("default")
     view.kind = "json"
@@ -275,6 +291,7 @@ BUILDERS: list[
 ] = [
     (_is_enum, _build_enum),
     (_is_workflow, _build_workflow),
+    (_is_ordered, _build_ordered),
     (_is_duration, _build_duration),
     (_is_string, _build_string),
     (_is_number, _build_number),

@@ -425,9 +425,14 @@ async def _wait(
         if read:
             if wait.left and not wait.remote:
                 await wait.go_remote()  # the run left this process: hear the others too
-            wait.take()  # what they announced, this read sees
-            status, response, error, output = await _answer_fields(sessionmaker, run_id, last_step)
-            decided, answer = _answer(run_id, status, response, error, output, last_step, detail)
+            # what they announced, this read would see; a notice already here carrying
+            # the answer is it, as built in memory (jsonb reorders object keys)
+            ns = [n for n in wait.take() if n and n.carried and _can_answer(n, last_step)]
+            if ns:
+                values = (ns[-1].status, ns[-1].response, ns[-1].error, ns[-1].output)
+            else:
+                values = await _answer_fields(sessionmaker, run_id, last_step)
+            decided, answer = _answer(run_id, *values, last_step, detail)
             if decided:
                 return answer
         remaining = deadline - loop.time()

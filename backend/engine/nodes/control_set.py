@@ -1,6 +1,8 @@
 """``control.set``: builds a new object from ``mapping`` (each value literal or expression).
 
-With ``keep_input`` the mapping is merged over the input object. Like a JSONata object
+``mapping`` is an ordered field list (:mod:`designer_schema.ordered_fields`): the output's
+keys come in the order of its entries. With ``keep_input`` the mapping is merged over the
+input object. Like a JSONata object
 constructor, a field whose expression matched nothing is left out (jsonata-python returns
 no value and null alike, so a null result is left out too).
 """
@@ -12,6 +14,7 @@ from typing import Any
 from backend.engine.nodes.base import InlineBehaviour, InlineResult, NodeError, NodeType
 from designer_schema.catalog import NodeTypeSpec
 from designer_schema.graph import Step
+from designer_schema.ordered_fields import field_entries, ordered_fields_schema
 
 SPEC = NodeTypeSpec(
     type="control.set",
@@ -23,12 +26,9 @@ SPEC = NodeTypeSpec(
     config_schema={
         "type": "object",
         "properties": {
-            "mapping": {
-                "type": "object",
-                "additionalProperties": True,
-                "title": "Fields",
-                "description": "Field name -> value; =expression values are computed.",
-            },
+            "mapping": ordered_fields_schema(
+                "Fields", "Field name -> value, in order; =expression values are computed."
+            ),
             "keep_input": {
                 "type": "boolean",
                 "default": False,
@@ -51,16 +51,16 @@ class Set(InlineBehaviour):
     """Outputs the mapped object."""
 
     def evaluate(self, step: Step, config: dict[str, Any], data: Any) -> InlineResult:
-        mapping = config.get("mapping") or {}
-        if not isinstance(mapping, dict):
-            raise NodeError("mapping must be an object", field="mapping")
+        entries = field_entries(config.get("mapping") or {})
+        if entries is None:
+            raise NodeError("mapping must be a list of fields (or an object)", field="mapping")
         output: dict[str, Any] = {}
         if config.get("keep_input") and isinstance(data, dict):
             output.update(data)
         output.update(
-            (key, value)
-            for key, value in mapping.items()
-            if value is not None or f"mapping.{key}" not in step.expressions
+            (name, value)
+            for name, value, path in entries
+            if value is not None or f"mapping.{path}" not in step.expressions
         )
         return InlineResult(output)
 

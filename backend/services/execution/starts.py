@@ -181,7 +181,7 @@ class Starts:
         for run_id, followup, run_status in started:
             if run_id == new.id:
                 status = run_status
-            await self.followups.after_commit(str(run_id), followup)
+            await self.followups.after_commit(str(run_id), followup, followup.state)
         return StartedRun(new.id, status, True, eager_step)
 
     async def _start_in_one_statement(
@@ -231,8 +231,15 @@ class Starts:
             if written.revision is not None:
                 self.overruns.record(new.version_id, budget)
                 # the run's id is unknown until this commit and every listener subscribes
-                # before it reads PostgreSQL: no announcement needed
-                followup = Followup(dispatch=dispatch_entries(state, dispatch, now), notify=False)
+                # before it reads PostgreSQL: no announcement needed, except of a run that
+                # ended or answered in its start, whose notice carries the answer as the
+                # steps built it (a read would see jsonb's own order of object keys)
+                answered = state.status.terminal or state.response is not None
+                followup = Followup(
+                    dispatch=dispatch_entries(state, dispatch, now),
+                    notify=answered,
+                    state=state if answered else None,
+                )
                 if budget.left_work:  # a worker evaluates the inline steps left ready
                     followup.advance.append(str(new.id))
                 started = [(new.id, followup, state.status.value)]

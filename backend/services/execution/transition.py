@@ -113,7 +113,9 @@ class Followup:
     advance (queued child runs, the error workflow's run, the oldest queued run of a
     workflow whose run just ended); ``cancel``: child runs to cancel; ``wake_parent``:
     the parent run to advance because this child run ended; ``notify``: announce the
-    change on the run's channel.
+    change on the run's channel; ``state``: the run as committed, for callers that have
+    no other way to hand it on (a start that ended or answered the run: its notice then
+    carries the answer as the steps built it, see :meth:`Followups.announce`).
     """
 
     dispatch: list[tuple[str, float | None]] = field(default_factory=list)
@@ -121,6 +123,7 @@ class Followup:
     cancel: list[str] = field(default_factory=list)
     wake_parent: str | None = None
     notify: bool = True
+    state: RunState | None = None
 
 
 @dataclass

@@ -224,15 +224,29 @@ export function kvRow() {
   return row;
 }
 
+/**
+ * A key/value table's value: an object, or with data-ordered (an ordered field list,
+ * designer_schema/ordered_fields.py) a list of {name, value} entries in row order, since
+ * the server's storage does not keep an object's key order.
+ */
 function readKv(editor) {
   const valueKind = editor.dataset.valueKind || "auto";
-  const out = {};
+  const ordered = editor.hasAttribute("data-ordered");
+  const out = ordered ? [] : {};
   for (const row of editor.querySelectorAll(".kv-row")) {
     const key = row.querySelector(".kv-key").value.trim();
     if (!key) continue;
-    out[key] = itemValue(row.querySelector(".kv-value").value, valueKind);
+    const value = itemValue(row.querySelector(".kv-value").value, valueKind);
+    if (ordered) out.push({ name: key, value });
+    else out[key] = value;
   }
   return { value: out };
+}
+
+/** [[name, value]] of an object or an ordered field list. */
+function kvEntries(value) {
+  if (Array.isArray(value)) return value.filter((e) => e && typeof e.name === "string").map((e) => [e.name, e.value]);
+  return value && typeof value === "object" ? Object.entries(value) : [];
 }
 
 /** A typed text as a value of `valueKind` (string, number, integer, boolean, auto). */
@@ -255,14 +269,14 @@ registerFieldKind("kv", {
   read: readKv,
   literalText(control) {
     const result = readKv(control);
-    return Object.keys(result.value).length ? JSON.stringify(result.value) : "";
+    return kvEntries(result.value).length ? JSON.stringify(result.value) : "";
   },
   setLiteral(control, text) {
     const rows = control.querySelector(".kv-rows");
     rows.replaceChildren();
     const obj = parseJSONOr(text, null);
-    if (obj && typeof obj === "object" && !Array.isArray(obj)) {
-      for (const [k, v] of Object.entries(obj)) {
+    if (obj && typeof obj === "object") {
+      for (const [k, v] of kvEntries(obj)) {
         const row = kvRow();
         row.querySelector(".kv-key").value = k;
         row.querySelector(".kv-value").value = typeof v === "string" ? v : JSON.stringify(v);
