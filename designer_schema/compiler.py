@@ -23,8 +23,9 @@ Nodes
   ``array``, ``null``, or a list of these) or is not in its ``enum``. Expressions are
   exempt, and so is ``None`` in a field that is not required (an unset optional field).
   Also: a config that is not JSON-encodable, a ``dynamic_outputs`` field that is not a
-  literal list of distinct non-empty port names, an expression path used twice, and bad
-  reserved keys (below).
+  literal list of distinct non-empty port names, an expression path used twice, an
+  ordered field list (``"x-ordered-fields"``) with an unnamed entry or a name used twice,
+  and bad reserved keys (below).
 - ``expression_syntax``: ``ExpressionChecker.check`` returned a message for an
   expression (that message becomes the diagnostic's), or the expression is empty.
 
@@ -79,8 +80,9 @@ Edges
 
 - ``note_edge``: an edge from or to a sticky note (notes take no edges).
 
-Warnings (never block publishing): ``unknown_config_key``, ``ignored_setting`` and
-``ignored_step``, for what a run would silently ignore (:mod:`designer_schema.ignored`).
+Warnings (never block publishing): ``unknown_config_key``, ``ignored_setting``,
+``ignored_step`` and ``unanswered_branch``, for what a run would silently ignore or a
+caller would silently miss (:mod:`designer_schema.ignored`).
 
 Sticky notes (``type`` = :data:`~designer_schema.diagram.NOTE_TYPE`) are comments: they are
 not steps, so they are never unreachable, never checked against the catalog, and adding,
@@ -131,7 +133,12 @@ from designer_schema.diagnostics import Diagnostic
 from designer_schema.diagram import NOTE_TYPE, Diagram, Node
 from designer_schema.graph import JoinSpec, Step, Transition, WorkflowGraph, canonical_hash
 from designer_schema.graph_checks import check_edges, cyclic_components, reachable
-from designer_schema.ignored import IGNORED_CODES, check_node_keys, check_trigger_needs
+from designer_schema.ignored import (
+    IGNORED_CODES,
+    check_answered_branches,
+    check_node_keys,
+    check_trigger_needs,
+)
 from designer_schema.node_compiler import compile_node
 from designer_schema.step_options import RESERVED_CONFIG_KEYS
 
@@ -250,6 +257,14 @@ def compile_diagram(
 
     if triggers:
         check_trigger_needs(nodes, specs, triggers[0], sink.add)
+        check_answered_branches(
+            nodes,
+            specs,
+            {node_id: step.outputs for node_id, step in steps.items()},
+            [(e.source, e.source_port, e.target) for e in wired.edges if e.source in nodes],
+            triggers[0],
+            sink.add,
+        )
         reached = reachable(triggers[0], adjacency)
         trigger_set = set(triggers)
         for node_id in nodes:

@@ -13,6 +13,11 @@ list and the publish answer carries it.
   type, or is configured otherwise. The Respond to Webhook step declares
   ``{"type": "trigger.webhook", "config": {"respond": ["respond_node"]}}``: with a Webhook
   that answers immediately (or a schedule), its response is never sent.
+- ``unanswered_branch``: the reverse. With a trigger configured so that such a step
+  answers (a Webhook whose *Respond* is "When a Respond to Webhook step answers"), a
+  branch of the flow that can end without passing one: its callers get ``202`` (the run
+  id) instead of an answer. Reported on the step where the branch ends, naming the
+  unconnected port when it is one of several (an If's ``false``).
 """
 
 from __future__ import annotations
@@ -24,11 +29,20 @@ from typing import Any, Final
 from designer_schema.catalog import NodeTypeSpec
 from designer_schema.diagram import Node
 
-IGNORED_CODES: Final = ("unknown_config_key", "ignored_setting", "ignored_step")
+IGNORED_CODES: Final = (
+    "unknown_config_key",
+    "ignored_setting",
+    "ignored_step",
+    "unanswered_branch",
+)
 """Codes of the warnings this module emits."""
 
 REQUIRES_TRIGGER: Final = "x-requires-trigger"
 """Config-schema key: ``{"type": <trigger type>, "config": {field: [allowed values]}}``."""
+
+ANSWERED_BY_STEP: Final = "x-answered-by-step"
+"""Trigger config-property key: the values of that field with which a step of the flow
+(one whose ``x-requires-trigger`` the trigger meets) answers the caller."""
 
 Emit = Callable[..., None]
 """``emit(code, message, *, node_id=, field=, severity="warning")`` (the compiler's sink)."""
@@ -104,6 +118,78 @@ def check_trigger_needs(
                 node_id=node_id,
                 severity="warning",
             )
+
+
+def check_answered_branches(
+    nodes: Mapping[str, Node],
+    specs: Mapping[str, NodeTypeSpec],
+    outputs: Mapping[str, tuple[str, ...]],
+    edges: list[tuple[str, str, str]],
+    trigger_id: str,
+    emit: Emit,
+) -> None:
+    """Warn about each branch from the trigger that ends without a step whose
+    ``x-requires-trigger`` the trigger meets, when the trigger waits for such a step (a
+    config field marked :data:`ANSWERED_BY_STEP` holds one of its values). ``outputs``:
+    each node's output ports; ``edges``: ``(source, port, target)``; ports named
+    ``error`` are not branches of the flow."""
+    answering = {
+        node_id
+        for node_id, spec in specs.items()
+        if node_id != trigger_id and _meets(nodes[trigger_id], specs[trigger_id], spec)
+    }
+    if not _waits_for_answer(nodes[trigger_id], specs[trigger_id]):
+        return
+    wired: dict[str, dict[str, list[str]]] = {}
+    for source, port, target in edges:
+        wired.setdefault(source, {}).setdefault(port, []).append(target)
+    seen = {trigger_id}
+    todo = [trigger_id]
+    while todo:
+        node_id = todo.pop()
+        ports = [p for p in outputs.get(node_id, ()) if p != "error"]
+        ends = [p for p in ports if not wired.get(node_id, {}).get(p)]
+        if ends and (len(ends) == len(ports) or node_id != trigger_id):
+            where = f" (its {', '.join(repr(p) for p in ends)} port)" if len(ports) > 1 else ""
+            emit(
+                "unanswered_branch",
+                f"a run ending here{where} never answers the webhook: the caller gets 202 "
+                "with the run id instead; add a Respond to Webhook step on this branch",
+                node_id=node_id,
+                severity="warning",
+            )
+        for port in ports:
+            for target in wired.get(node_id, {}).get(port, []):
+                if target not in seen and target not in answering:
+                    seen.add(target)
+                    todo.append(target)
+
+
+def _meets(trigger: Node, trigger_spec: NodeTypeSpec, spec: NodeTypeSpec) -> bool:
+    """Whether ``trigger`` meets ``spec``'s ``x-requires-trigger``."""
+    need = (spec.config_schema or {}).get(REQUIRES_TRIGGER)
+    if not isinstance(need, Mapping) or need.get("type") != trigger.type:
+        return False
+    wanted = need.get("config")
+    for field, allowed in wanted.items() if isinstance(wanted, Mapping) else ():
+        value = _value_or_default(trigger.config, trigger_spec, field)
+        choices = list(allowed) if isinstance(allowed, list | tuple) else [allowed]
+        if not any(_same(value, choice) for choice in choices):
+            return False
+    return True
+
+
+def _waits_for_answer(trigger: Node, trigger_spec: NodeTypeSpec) -> bool:
+    """Whether a config field of the trigger marked :data:`ANSWERED_BY_STEP` holds one of
+    the values listed there (the Webhook's *Respond* = ``respond_node``)."""
+    properties = (trigger_spec.config_schema or {}).get("properties")
+    for field, prop in properties.items() if isinstance(properties, Mapping) else ():
+        values = prop.get(ANSWERED_BY_STEP) if isinstance(prop, Mapping) else None
+        if isinstance(values, list) and any(
+            _same(_value_or_default(trigger.config, trigger_spec, field), v) for v in values
+        ):
+            return True
+    return False
 
 
 def _type_label(node_type: str, specs: Mapping[str, NodeTypeSpec]) -> str:

@@ -200,6 +200,8 @@ SPEC = NodeTypeSpec(
                 "type": "string",
                 "enum": RESPOND_MODES,
                 "x-enum-labels": RESPOND_MODE_LABELS,
+                # designer_schema.ignored: every branch must pass a Respond step then
+                "x-answered-by-step": ["respond_node"],
                 "default": "immediately",
                 "title": "Respond",
                 "description": (

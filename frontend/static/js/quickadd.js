@@ -5,6 +5,33 @@
 
 import { iconElement, iconName } from "./icons.js";
 
+/**
+ * The node types matching query ``q`` (lower case), best first: an exact type or label
+ * ("http.request", "set"), then a label or type starting with it ("http" finds HTTP
+ * Request before Respond to Webhook, whose description only mentions HTTP), then a word of
+ * the label starting with it, then label or type containing it, then category or
+ * description. Every word of ``q`` must occur somewhere. Ties keep catalog order.
+ */
+export function rankTypes(specs, q) {
+  if (!q) return specs;
+  const words = q.split(/\s+/).filter(Boolean);
+  const ranked = [];
+  specs.forEach((s, i) => {
+    const label = s.label.toLowerCase();
+    const type = s.type.toLowerCase();
+    const text = `${label} ${type} ${(s.category || "").toLowerCase()} ${(s.description || "").toLowerCase()}`;
+    if (!words.every((w) => text.includes(w))) return;
+    let rank = 4;
+    if (label === q || type === q || type.split(".").pop() === q) rank = 0;
+    else if (label.startsWith(q) || type.startsWith(q) || type.split(".").pop().startsWith(q)) rank = 1;
+    else if (label.split(/[^a-z0-9]+/).some((w) => w.startsWith(words[0]))) rank = 2;
+    else if (label.includes(q) || type.includes(q)) rank = 3;
+    ranked.push({ s, rank, i });
+  });
+  ranked.sort((a, b) => a.rank - b.rank || a.i - b.i);
+  return ranked.map((r) => r.s);
+}
+
 export class QuickAdd {
   /**
    * @param {HTMLElement} host  positioned container of the canvas (.canvas-wrap)
@@ -64,7 +91,7 @@ export class QuickAdd {
   filter() {
     const q = this.input.value.trim().toLowerCase();
     this.list.replaceChildren();
-    const matches = this.specs.filter((s) => !q || `${s.label} ${s.type} ${s.category || ""} ${s.description || ""}`.toLowerCase().includes(q));
+    const matches = rankTypes(this.specs, q);
     for (const spec of matches.slice(0, 50)) {
       const li = document.createElement("li");
       li.dataset.type = spec.type;
