@@ -18,13 +18,18 @@ from sqlalchemy.ext.asyncio import (
 # Seconds after which a pooled connection is replaced (server-side idle timeouts, failovers).
 POOL_RECYCLE_SECONDS = 1800
 
+MAX_OVERFLOW = 20
+"""Connections a pool opens beyond ``pool_size`` under load (closed again when returned
+while the pool is full); docs/operations.md, "Sizing", counts them in every process's
+share of PostgreSQL's ``max_connections``."""
+
 
 def make_engine(
     database_url: str, *, pool_size: int = 10, pool_timeout: float = 30.0
 ) -> AsyncEngine:
     """Create the async engine (asyncpg). ``database_url`` is ``postgresql+asyncpg://...``;
-    a checkout waits ``pool_timeout`` seconds for a connection when all ``pool_size`` + 20
-    are in use, then raises SQLAlchemy's ``TimeoutError``.
+    a checkout waits ``pool_timeout`` seconds for a connection when all ``pool_size`` +
+    :data:`MAX_OVERFLOW` are in use, then raises SQLAlchemy's ``TimeoutError``.
 
     No ``pool_pre_ping``: it costs three round trips per checkout (begin, ``;``, rollback
     on asyncpg), i.e. per transaction on the hot path. Instead a checkout hook asks the
@@ -50,7 +55,7 @@ def make_engine(
     engine = create_async_engine(
         database_url,
         pool_size=pool_size,
-        max_overflow=20,
+        max_overflow=MAX_OVERFLOW,
         pool_timeout=pool_timeout,
         pool_pre_ping=False,
         pool_use_lifo=True,

@@ -17,9 +17,8 @@ from typing import Any
 
 import yaml
 
-ROOT = Path(__file__).resolve().parents[2]
-DEPLOY = ROOT / "deploy"
-COMPOSE = DEPLOY / "compose.yaml"
+from tests.unit.deploy_files import COMPOSE, DEPLOY, ROOT, compose_services, seconds
+
 DOCKERFILE = DEPLOY / "Dockerfile"
 LONG_RUNNING = {"postgres", "redis", "api", "worker", "scheduler", "events"}
 RAILYARD = {"api", "worker", "scheduler", "events"}
@@ -39,11 +38,6 @@ def _stages(text: str) -> list[list[str]]:
         if stages:
             stages[-1].append(line)
     return stages
-
-
-def _services() -> dict[str, Any]:
-    services: dict[str, Any] = yaml.safe_load(COMPOSE.read_text())["services"]
-    return services
 
 
 def _requirement_name(spec: str) -> str:
@@ -100,7 +94,7 @@ def test_image_requirements_are_hash_pinned_and_match_pyproject() -> None:
 
 
 def test_compose_starts_migrate_first_and_waits_for_healthy_datastores() -> None:
-    services = _services()
+    services = compose_services()
     assert {"postgres", "redis", "migrate"} | RAILYARD <= set(services)
     migrate = services["migrate"]
     assert migrate["command"] == ["migrate"]
@@ -114,7 +108,7 @@ def test_compose_starts_migrate_first_and_waits_for_healthy_datastores() -> None
 
 
 def test_compose_restarts_every_long_running_process_and_probes_it() -> None:
-    services = _services()
+    services = compose_services()
     for name in LONG_RUNNING:
         service = services[name]
         assert service.get("restart") in ("unless-stopped", "always"), name
@@ -130,7 +124,7 @@ def test_compose_restarts_every_long_running_process_and_probes_it() -> None:
 
 
 def test_compose_runs_two_apis_scalable_workers_and_two_schedulers() -> None:
-    services = _services()
+    services = compose_services()
     assert services["api"]["deploy"]["replicas"] == 2
     assert services["scheduler"]["deploy"]["replicas"] == 2
     # `--scale worker=N` works only without a fixed container name or host port.
@@ -145,21 +139,13 @@ def test_compose_runs_two_apis_scalable_workers_and_two_schedulers() -> None:
 
 def test_compose_secrets_come_from_the_environment_never_the_file() -> None:
     text = COMPOSE.read_text()
-    services = _services()
+    services = compose_services()
     for name in RAILYARD | {"migrate"}:
         env = services[name]["environment"]
         for key in ("RAILYARD_SECRET_KEY", "RAILYARD_ENCRYPTION_KEY"):
             assert re.fullmatch(rf"\$\{{{key}:\?[^}}]+\}}", env[key]), (name, key)
         assert "${POSTGRES_PASSWORD:?" in env["DATABASE_URL"], name
     assert "change-me" not in text
-
-
-def _seconds(duration: str) -> float:
-    """A compose duration (``35s``, ``1m30s``) in seconds."""
-    units = {"h": 3600, "m": 60, "s": 1}
-    parts = re.findall(r"(\d+(?:\.\d+)?)([hms])", duration)
-    assert parts and "".join(n + u for n, u in parts) == duration, duration
-    return sum(float(n) * units[u] for n, u in parts)
 
 
 def _needed_seconds(env: dict[str, Any]) -> dict[str, float]:
@@ -182,15 +168,15 @@ def test_stop_grace_periods_leave_room_for_the_shutdown_settings() -> None:
     """compose's stop_grace_period and Kubernetes' terminationGracePeriodSeconds cover what
     each process does after SIGTERM (docs/operations.md, "Shutdown and failover"), with
     RAILYARD_SHUTDOWN_GRACE / _DELAY as each file sets them."""
-    services = _services()
+    services = compose_services()
     env = {**services["worker"]["environment"], **services["api"]["environment"]}
     assert "RAILYARD_SHUTDOWN_DELAY" not in services["worker"]["environment"]
-    for name, seconds in _needed_seconds(env).items():
-        assert _seconds(services[name]["stop_grace_period"]) >= seconds, name
+    for name, needed in _needed_seconds(env).items():
+        assert seconds(services[name]["stop_grace_period"]) >= needed, name
     base = DEPLOY / "kubernetes" / "base"
     config = yaml.safe_load((base / "configmap.yaml").read_text())["data"]
-    for name, seconds in _needed_seconds(config).items():
+    for name, needed in _needed_seconds(config).items():
         docs = yaml.safe_load_all((base / f"{name}.yaml").read_text())
         (deployment,) = [d for d in docs if d and d["kind"] == "Deployment"]
         pod = deployment["spec"]["template"]["spec"]
-        assert pod["terminationGracePeriodSeconds"] >= seconds, name
+        assert pod["terminationGracePeriodSeconds"] >= needed, name

@@ -10,79 +10,89 @@ virtualenv the Makefile makes), plus the structural rules of docs/operations.md,
 
 from __future__ import annotations
 
-import functools
+import json
 import os
-import shutil
-import subprocess
+import re
 import sys
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 import yaml
 
 from backend.observability.metrics import QUEUE_DEPTH
 from backend.workers.worker import DEFAULT_MAX_JOBS
+from tests.unit.deploy_files import OVERLAYS, ROOT, rendered, rendered_text, run
 
-ROOT = Path(__file__).resolve().parents[2]
-KUBERNETES = ROOT / "deploy" / "kubernetes"
-OVERLAYS = ("dev", "production")
+SCHEMAS = ROOT / "deploy" / "kubernetes" / "schemas"
 BIN = Path(sys.executable).parent
 CHECKOV = Path(os.environ.get("RAILYARD_CHECKOV", ROOT / ".venv" / "checkov" / "bin" / "checkov"))
 
 
-def _run(argv: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(argv, capture_output=True, text=True, timeout=120, **kwargs)
-
-
-def _kustomize_command() -> list[str]:
-    if kubectl := shutil.which("kubectl"):
-        return [kubectl, "kustomize"]
-    if kustomize := shutil.which("kustomize"):
-        return [kustomize, "build"]
-    pytest.fail("neither kubectl nor kustomize is on PATH: the manifests cannot be rendered")
-
-
-@functools.cache
-def _rendered_text(overlay: str) -> str:
-    result = _run([*_kustomize_command(), str(KUBERNETES / "overlays" / overlay)])
-    assert result.returncode == 0, result.stderr
-    return result.stdout
-
-
-def _rendered(overlay: str) -> dict[tuple[str, str], dict[str, Any]]:
-    """The overlay's resources by (kind, name)."""
-    docs = [doc for doc in yaml.safe_load_all(_rendered_text(overlay)) if doc]
-    return {(doc["kind"], doc["metadata"]["name"]): doc for doc in docs}
-
-
 def _write(tmp_path: Path, overlay: str) -> Path:
     path = tmp_path / f"{overlay}.yaml"
-    path.write_text(_rendered_text(overlay))
+    path.write_text(rendered_text(overlay))
     return path
 
 
 def test_sources_pass_yamllint() -> None:
     config = ROOT / "deploy" / ".yamllint"
-    result = _run([str(BIN / "yamllint"), "-s", "-c", str(config), str(ROOT / "deploy")])
+    result = run([str(BIN / "yamllint"), "-s", "-c", str(config), str(ROOT / "deploy")])
     assert result.returncode == 0, result.stdout + result.stderr
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
 def test_overlay_renders_and_matches_the_kubernetes_schemas(overlay: str, tmp_path: Path) -> None:
     path = _write(tmp_path, overlay)
-    result = _run([str(BIN / "kubernetes-validate"), "--strict", "--quiet", str(path)])
+    result = run([str(BIN / "kubernetes-validate"), "--strict", "--quiet", str(path)])
     assert result.returncode == 0, result.stdout + result.stderr
-    # KEDA's kinds have no schema there: the only warnings allowed are about them.
+    # The operators' kinds have no schema there: the only warnings allowed are about
+    # them, and each is validated against its operator's CRD schema instead (below).
     for line in (result.stdout + result.stderr).splitlines():
-        assert "keda.sh/" in line, line
+        version = re.search(r"api version (\S+) for", line)
+        assert version and (SCHEMAS / version[1].rpartition("/")[0]).is_dir(), line
+
+
+def crd_schema_errors(docs: list[dict[str, Any]]) -> list[str]:
+    """Each resource of an operator's kind against its CRD's JSON Schema
+    (deploy/kubernetes/schemas, strict); the errors, or a missing schema, as text."""
+    errors = []
+    for doc in docs:
+        group, _, version = doc["apiVersion"].rpartition("/")
+        if not group or "." not in group or group.endswith(".k8s.io"):
+            continue  # Kubernetes' own kinds: kubernetes-validate checks them
+        name = f"{doc['kind']} {doc['metadata']['name']}"
+        path = SCHEMAS / group / f"{doc['kind'].lower()}_{version}.json"
+        if not path.exists():
+            errors.append(f"{name}: no schema {path.relative_to(ROOT)}")
+            continue
+        validator = jsonschema.Draft7Validator(json.loads(path.read_text()))
+        errors += [
+            f"{name} at {list(e.absolute_path)}: {e.message}" for e in validator.iter_errors(doc)
+        ]
+    return errors
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_operator_kinds_match_their_crd_schemas(overlay: str) -> None:
+    docs = [doc for doc in yaml.safe_load_all(rendered_text(overlay)) if doc]
+    assert crd_schema_errors(docs) == []
+
+
+def test_crd_schemas_refuse_unknown_fields() -> None:
+    """The schemas are strict: a misspelt field of a Cluster is an error."""
+    cluster = rendered("production")[("Cluster", "railyard-pg")]
+    wrong = {**cluster, "spec": {**cluster["spec"], "instance": 3}}
+    (error,) = crd_schema_errors([wrong])
+    assert "'instance' was unexpected" in error
 
 
 def test_overlays_pass_checkov(tmp_path: Path) -> None:
     assert CHECKOV.exists(), f"{CHECKOV} is missing: `make test` installs it"
     files = [arg for overlay in OVERLAYS for arg in ("--file", str(_write(tmp_path, overlay)))]
     flags = ["--framework", "kubernetes", "--compact", "--quiet", "--skip-download"]
-    result = _run(
+    result = run(
         [str(CHECKOV), *files, *flags],
         env={**os.environ, "BC_SKIP_MAPPING": "TRUE"},
     )
@@ -94,7 +104,7 @@ def test_overlays_pass_checkov(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
 def test_every_railyard_pod_is_hardened_probed_and_bounded(overlay: str) -> None:
-    resources = _rendered(overlay)
+    resources = rendered(overlay)
     workloads = [doc for (kind, _), doc in resources.items() if kind in ("Deployment", "Job")]
     assert {doc["metadata"]["name"] for doc in workloads} == {
         "railyard-api",
@@ -120,11 +130,14 @@ def test_every_railyard_pod_is_hardened_probed_and_bounded(overlay: str) -> None
         if doc["kind"] == "Deployment":
             assert container["readinessProbe"]["httpGet"]["path"] == "/health/ready", name
             assert container["livenessProbe"]["httpGet"]["path"] == "/health/live", name
+            # liveness starts only once the process is up (a slow start is not a crash)
+            assert container["startupProbe"]["httpGet"]["path"] == "/health/live", name
+            assert "initialDelaySeconds" not in container["livenessProbe"], name
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
 def test_scheduler_pairs_and_api_disruption_budget(overlay: str) -> None:
-    resources = _rendered(overlay)
+    resources = rendered(overlay)
     assert resources[("Deployment", "railyard-scheduler")]["spec"]["replicas"] == 2
     api = resources[("Deployment", "railyard-api")]
     budget = resources[("PodDisruptionBudget", "railyard-api")]
@@ -137,7 +150,7 @@ def test_scheduler_pairs_and_api_disruption_budget(overlay: str) -> None:
 
 
 def test_production_scales_workers_with_keda_on_the_queue_depth_and_cpu() -> None:
-    resources = _rendered("production")
+    resources = rendered("production")
     # KEDA makes its own HorizontalPodAutoscaler; a second one would fight it.
     assert not [key for key in resources if key[0] == "HorizontalPodAutoscaler"]
     scaled = resources[("ScaledObject", "railyard-worker")]["spec"]
@@ -162,7 +175,7 @@ def _flag(args: list[str], name: str, default: int) -> int:
 
 
 def test_dev_scales_workers_on_cpu_and_brings_its_own_secret() -> None:
-    resources = _rendered("dev")
+    resources = rendered("dev")
     hpa = resources[("HorizontalPodAutoscaler", "railyard-worker")]["spec"]
     assert hpa["scaleTargetRef"]["name"] == "railyard-worker"
     assert hpa["metrics"][0]["resource"]["name"] == "cpu"
@@ -174,7 +187,7 @@ def test_dev_scales_workers_on_cpu_and_brings_its_own_secret() -> None:
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
 def test_network_is_denied_by_default_and_opened_per_need(overlay: str) -> None:
-    resources = _rendered(overlay)
+    resources = rendered(overlay)
     policies = {
         name: doc["spec"] for (kind, name), doc in resources.items() if kind == "NetworkPolicy"
     }
@@ -186,13 +199,22 @@ def test_network_is_denied_by_default_and_opened_per_need(overlay: str) -> None:
     egress = policies["railyard-egress-datastores"]["egress"]
     ports = {port["port"] for rule in egress for port in rule["ports"]}
     assert {53, 5432, 6379, 26379} <= ports
+    # Prometheus (namespace monitoring) scrapes the probe port of the other processes
+    metrics = policies["railyard-metrics-ingress"]
+    selected = {e["key"]: e["values"] for e in metrics["podSelector"]["matchExpressions"]}
+    assert set(selected["app.kubernetes.io/component"]) == {"worker", "scheduler", "events"}
+    (rule,) = metrics["ingress"]
+    assert [p["port"] for p in rule["ports"]] == [8001]
+    assert rule["from"] == [
+        {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}
+    ]
 
 
 def test_production_believes_forwarded_headers_only_from_the_ingress() -> None:
     """The API believes X-Forwarded-For only from RAILYARD_TRUSTED_PROXIES (issue 29,
     finding 6): production sets it, and only the ingress controller and Prometheus may
     connect to the API at all; the dev overlay trusts no proxy."""
-    resources = _rendered("production")
+    resources = rendered("production")
     config = next(doc for (kind, _), doc in resources.items() if kind == "ConfigMap")
     assert config["data"]["RAILYARD_TRUSTED_PROXIES"]
     policy = resources[("NetworkPolicy", "railyard-api-ingress")]["spec"]
@@ -202,7 +224,7 @@ def test_production_believes_forwarded_headers_only_from_the_ingress() -> None:
         for peer in rule["from"]
     ]
     assert sources == ["ingress-nginx", "monitoring"]
-    dev = next(doc for (kind, _), doc in _rendered("dev").items() if kind == "ConfigMap")
+    dev = next(doc for (kind, _), doc in rendered("dev").items() if kind == "ConfigMap")
     assert "RAILYARD_TRUSTED_PROXIES" not in dev["data"]
 
 
@@ -211,7 +233,7 @@ def test_probe_ports_listen_on_the_pod_ip(overlay: str) -> None:
     """Worker, scheduler and events processes serve /health and /metrics on a probe port
     that listens on loopback unless told otherwise (issue 29, finding 8); the manifests
     give it the pod's own address through the downward API, never 0.0.0.0."""
-    resources = _rendered(overlay)
+    resources = rendered(overlay)
     for name in ("railyard-worker", "railyard-scheduler", "railyard-events"):
         (container,) = resources[("Deployment", name)]["spec"]["template"]["spec"]["containers"]
         env = {e["name"]: e for e in container.get("env", [])}
@@ -223,7 +245,7 @@ def test_the_documented_upgrade_order_selects_one_part_at_a_time() -> None:
     """docs/operations.md, "Zero-downtime upgrades" applies the overlay part by part with
     ``-l app.kubernetes.io/component=<part>``: each selector must pick that part's
     workload (and the migration nothing else)."""
-    resources = _rendered("production")
+    resources = rendered("production")
 
     def part(component: str) -> set[tuple[str, str]]:
         return {
@@ -242,3 +264,81 @@ def test_the_documented_upgrade_order_selects_one_part_at_a_time() -> None:
         "kubectl apply -k $O -l app.kubernetes.io/component=$part",
     ):
         assert command in text
+
+
+def test_production_places_pods_for_failures_and_pins_the_image() -> None:
+    """Schedulers never share a node; workers spread over nodes and zones and leave a node
+    a quarter at a time; every Railyard image is pinned by digest."""
+    resources = rendered("production")
+    scheduler = resources[("Deployment", "railyard-scheduler")]["spec"]["template"]["spec"]
+    (required,) = scheduler["affinity"]["podAntiAffinity"][
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ]
+    assert required["topologyKey"] == "kubernetes.io/hostname"
+    assert required["labelSelector"]["matchLabels"]["app.kubernetes.io/component"] == "scheduler"
+    worker = resources[("Deployment", "railyard-worker")]["spec"]["template"]["spec"]
+    keys = {c["topologyKey"] for c in worker["topologySpreadConstraints"]}
+    assert keys == {"kubernetes.io/hostname", "topology.kubernetes.io/zone"}
+    budget = resources[("PodDisruptionBudget", "railyard-worker")]["spec"]
+    assert budget["maxUnavailable"] == "25%"
+    assert budget["selector"] == resources[("Deployment", "railyard-worker")]["spec"]["selector"]
+    for (kind, name), doc in resources.items():
+        if kind in ("Deployment", "Job") and name.startswith("railyard-"):
+            (container,) = doc["spec"]["template"]["spec"]["containers"]
+            assert re.fullmatch(r"[^@\s]+@sha256:[0-9a-f]{64}", container["image"]), name
+            assert container["imagePullPolicy"] == "IfNotPresent", name
+
+
+def test_production_pod_monitors_scrape_every_process_with_the_token() -> None:
+    resources = rendered("production")
+    scraped: dict[str, str] = {}
+    for (kind, _), doc in resources.items():
+        if kind != "PodMonitor":
+            continue
+        selector = doc["spec"]["selector"]
+        components = (
+            [selector["matchLabels"]["app.kubernetes.io/component"]]
+            if "matchLabels" in selector
+            else next(
+                e["values"]
+                for e in selector["matchExpressions"]
+                if e["key"] == "app.kubernetes.io/component"
+            )
+        )
+        (endpoint,) = doc["spec"]["podMetricsEndpoints"]
+        assert endpoint["path"] == "/metrics"
+        credentials = endpoint["authorization"]["credentials"]
+        assert credentials == {"name": "railyard-secrets", "key": "RAILYARD_METRICS_TOKEN"}
+        scraped.update(dict.fromkeys(components, endpoint["port"]))
+    assert scraped == {"api": "http", "worker": "health", "scheduler": "health", "events": "health"}
+    for component, port in scraped.items():
+        (container,) = resources[("Deployment", f"railyard-{component}")]["spec"]["template"][
+            "spec"
+        ]["containers"]
+        assert port in {p["name"] for p in container["ports"]}, component
+
+
+def test_production_postgresql_and_redis_come_from_operators() -> None:
+    """CloudNativePG: three instances, a synchronous standby that must acknowledge
+    (RPO 0), WAL archived and nightly base backups to object storage; Redis replicated and
+    watched by three Sentinels, which Railyard asks for the primary."""
+    resources = rendered("production")
+    cluster = resources[("Cluster", "railyard-pg")]["spec"]
+    assert cluster["instances"] == 3
+    assert cluster["postgresql"]["synchronous"] == {
+        "method": "any",
+        "number": 1,
+        "dataDurability": "required",
+    }
+    (plugin,) = cluster["plugins"]
+    assert plugin["isWALArchiver"] is True
+    store = resources[("ObjectStore", plugin["parameters"]["barmanObjectName"])]["spec"]
+    assert store["configuration"]["destinationPath"].startswith("s3://")
+    backup = resources[("ScheduledBackup", "railyard-pg-nightly")]["spec"]
+    assert backup["cluster"]["name"] == "railyard-pg" and backup["method"] == "plugin"
+    redis = resources[("RedisReplication", "railyard-redis")]["spec"]
+    assert redis["clusterSize"] == 3 and redis["sentinel"]["size"] == 3
+    config = next(doc for (kind, _), doc in resources.items() if kind == "ConfigMap")["data"]
+    sentinels = config["RAILYARD_REDIS_SENTINELS"].split(",")
+    assert sentinels == [f"railyard-redis-s-{n}.railyard-redis-s-hl:26379" for n in range(3)]
+    assert config["RAILYARD_REDIS_SENTINEL_MASTER"] == "mymaster"
