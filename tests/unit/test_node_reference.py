@@ -49,6 +49,7 @@ def test_only_the_built_in_connectors_are_listed() -> None:
     assert {c.name for c in built_in.connectors} == {
         "amqp",
         "data",
+        "discord",
         "email",
         "files",
         "http",
@@ -64,6 +65,9 @@ def test_only_the_built_in_connectors_are_listed() -> None:
         "s3",
         "sftp",
         "slack",
+        "teams",
+        "telegram",
+        "twilio",
         "webhook",
     }
     everything = {spec.type for spec in load_catalog().all()}
