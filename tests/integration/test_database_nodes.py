@@ -180,9 +180,18 @@ async def test_postgres_bad_input_is_a_clear_step_error(
     with pytest.raises(sdk.NonRetryableError) as err:
         await _pg(env, postgres.query, query="SELECT $1::int", parameters=[])
     assert err.value.kind == "sql_parameters" and "1 placeholder" in err.value.message
-    with pytest.raises(sdk.NonRetryableError) as err:
-        await _pg(env, postgres.query, query="SELECT generate_series(1, 20)", max_rows=5)
-    assert err.value.kind == "too_many_rows"
+    for transaction in (True, False):  # read through a cursor: 6 rows at most
+        with pytest.raises(sdk.NonRetryableError) as err:
+            await _pg(
+                env,
+                postgres.query,
+                query="SELECT generate_series(1, 10000000)",
+                max_rows=5,
+                transaction=transaction,
+            )
+        assert err.value.kind == "too_many_rows"
+    out = await _pg(env, postgres.query, query="SELECT generate_series(1, 5) AS n", max_rows=5)
+    assert out["count"] == 5
     with pytest.raises(sdk.ActionError) as err:
         await _pg(env, postgres.query, query="SELECT pg_sleep(10)", timeout=0.5)
     assert err.value.kind == "db_timeout" and err.value.retryable
@@ -301,6 +310,17 @@ async def test_mysql_transaction_and_bad_input(
     hostile = "x'); DROP TABLE t; --"
     out = await _my(env, mysql.query, query="SELECT %s AS v", parameters=[hostile])
     assert out["items"] == [{"v": hostile}]
+    with pytest.raises(sdk.NonRetryableError) as err:
+        await _my(
+            env,
+            mysql.query,
+            query="SELECT seq FROM seq_1_to_1000000",  # MariaDB's sequence engine
+            max_rows=5,
+        )
+    assert err.value.kind == "too_many_rows"
+    with pytest.raises(sdk.ActionError) as err:
+        await _my(env, mysql.query, query="SELECT SLEEP(10)", timeout=0.5)
+    assert err.value.kind == "db_timeout" and err.value.retryable
 
 
 async def test_mysql_login_tls_and_unreachable(mariadb_server: MariaDBServer) -> None:

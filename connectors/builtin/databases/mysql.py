@@ -80,6 +80,7 @@ class MysqlSession:
     def __init__(self, conn: Any, where: str) -> None:
         self.conn = conn
         self.where = where
+        self._abandoned = False
 
     async def begin(self) -> None:
         await self._guard(self.conn.begin())
@@ -88,21 +89,30 @@ class MysqlSession:
         await self._guard(self.conn.commit())
 
     async def rollback(self) -> None:
+        if self._abandoned:  # close() drops the connection; the server rolls back then
+            return
         await self.conn.rollback()
 
-    async def execute(self, statement: Statement) -> tuple[list[dict[str, Any]], int]:
-        return await self._guard(self._execute(statement))  # type: ignore[no-any-return]
+    async def execute(self, statement: Statement, limit: int) -> tuple[list[dict[str, Any]], int]:
+        return await self._guard(self._execute(statement, limit))  # type: ignore[no-any-return]
 
-    async def _execute(self, statement: Statement) -> tuple[list[dict[str, Any]], int]:
+    async def _execute(self, statement: Statement, limit: int) -> tuple[list[dict[str, Any]], int]:
         args = tuple(_argument(v) for v in statement.args) if statement.args else None
-        async with self.conn.cursor(asyncmy.cursors.DictCursor) as cursor:
-            affected = await cursor.execute(statement.sql, args)
-            if cursor.description:
-                records = await cursor.fetchall()
-                rows = [{k: sql.jsonable(v) for k, v in r.items()} for r in records]
-                return rows, len(rows)
-            inserted = [{"insert_id": cursor.lastrowid}] if cursor.lastrowid else []
-            return inserted, int(affected or 0)
+        # an unbuffered cursor: at most limit + 1 rows are read; a result over the limit is
+        # left unread and the connection closed hard (close() would read the rest)
+        cursor = self.conn.cursor(asyncmy.cursors.SSDictCursor)
+        affected = await cursor.execute(statement.sql, args)
+        if cursor.description:
+            records = await cursor.fetchmany(limit + 1)
+            if len(records) > limit:
+                self._abandoned = True
+            else:
+                await cursor.close()
+            rows = [{k: sql.jsonable(v) for k, v in r.items()} for r in records]
+            return rows, len(rows)
+        await cursor.close()
+        inserted = [{"insert_id": cursor.lastrowid}] if cursor.lastrowid else []
+        return inserted, int(affected or 0)
 
     async def _guard(self, work: Any) -> Any:
         try:
@@ -116,6 +126,9 @@ class MysqlSession:
             ) from None
 
     async def close(self) -> None:
+        if self._abandoned:  # a result is still streaming in: drop the connection
+            self.conn.close()
+            return
         try:
             await asyncio.wait_for(self.conn.ensure_closed(), 5)
         except (OSError, TimeoutError, asyncmy.errors.MySQLError):

@@ -261,18 +261,26 @@ class PostgresSession:
         if self._tx is not None and not self.conn.is_closed():
             await self._tx.rollback()
 
-    async def execute(self, statement: Statement) -> tuple[list[dict[str, Any]], int]:
-        return await self._guard(self._execute(statement))
+    async def execute(self, statement: Statement, limit: int) -> tuple[list[dict[str, Any]], int]:
+        return await self._guard(self._execute(statement, limit))  # type: ignore[no-any-return]
 
-    async def _execute(self, statement: Statement) -> tuple[list[dict[str, Any]], int]:
+    async def _execute(self, statement: Statement, limit: int) -> tuple[list[dict[str, Any]], int]:
         prepared = await self._prepare(statement)
         if prepared is None:  # a script of several commands
             return [], _affected(await self.conn.execute(statement.sql))
-        records = await prepared.fetch(*_arguments(prepared, statement.args))
+        args = _arguments(prepared, statement.args)
+        if not prepared.get_attributes():
+            await prepared.fetch(*args)
+            return [], _affected(prepared.get_statusmsg())
+        # rows come through a cursor (a portal read limit + 1 rows at a time); a cursor
+        # lives in a transaction, and one around a single statement is what autocommit is
+        if self.conn.is_in_transaction():
+            records = await (await prepared.cursor(*args)).fetch(limit + 1)
+        else:
+            async with self.conn.transaction():
+                records = await (await prepared.cursor(*args)).fetch(limit + 1)
         rows = [{key: sql.jsonable(value) for key, value in r.items()} for r in records]
-        if prepared.get_attributes():
-            return rows, len(rows)
-        return rows, _affected(prepared.get_statusmsg())
+        return rows, len(rows)
 
     async def _prepare(self, statement: Statement) -> Any:
         """The prepared statement, or ``None`` for a script (several commands, no

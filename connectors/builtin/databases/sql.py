@@ -379,9 +379,10 @@ class Session(Protocol):
 
     async def rollback(self) -> None: ...
 
-    async def execute(self, statement: Statement) -> tuple[list[dict[str, Any]], int]:
-        """The rows ``statement`` returned (JSON objects) and the rows it returned or
-        affected."""
+    async def execute(self, statement: Statement, limit: int) -> tuple[list[dict[str, Any]], int]:
+        """The rows ``statement`` returned (JSON objects), at most ``limit + 1`` of them
+        read from the server (so a result over the limit is never held whole), and the
+        rows it returned or affected."""
         ...
 
     async def close(self) -> None: ...
@@ -399,7 +400,8 @@ async def run_statements(
 
     With ``transaction`` they commit together and the first error rolls every one back;
     without, each commits alone and the first error stops the rest. More than
-    ``max_rows`` rows returned raise ``sdk.NonRetryableError`` (kind ``too_many_rows``);
+    ``max_rows`` rows returned raise ``sdk.NonRetryableError`` (kind ``too_many_rows``)
+    once the row past the limit is read;
     not finishing within ``timeout`` seconds raises a retryable ``sdk.ActionError``
     (kind ``db_timeout``).
     """
@@ -411,7 +413,7 @@ async def run_statements(
                 await session.begin()
             try:
                 for statement in statements:
-                    rows, affected = await session.execute(statement)
+                    rows, affected = await session.execute(statement, max_rows - len(items))
                     items.extend(rows)
                     count += affected
                     if len(items) > max_rows:
