@@ -7,13 +7,14 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import msgspec
-from litestar import Litestar, MediaType, Request, Response, Router
+from litestar import Litestar, Request, Response, Router
 from litestar.config.csrf import CSRFConfig
 from litestar.exceptions import HTTPException, NotAuthorizedException
 from litestar.logging.config import LoggingConfig
 from litestar.middleware.base import DefineMiddleware
 from litestar.static_files import create_static_files_router
 
+from backend.api import strict_query
 from backend.api.admin_access import GroupController, ProjectController
 from backend.api.admin_tokens import AdminTokenController, ServiceAccountController
 from backend.api.allow import correct_options_allow
@@ -23,7 +24,7 @@ from backend.api.auth import AuthController
 from backend.api.catalog import CatalogController
 from backend.api.credentials import CredentialController
 from backend.api.draft_runs import PinController, TestRunController
-from backend.api.errors import API_EXCEPTION_HANDLERS, ErrorHandler
+from backend.api.errors import API_EXCEPTION_HANDLERS, ErrorHandler, http_error
 from backend.api.expressions import ExpressionController
 from backend.api.grants import CredentialGrantController, WorkflowGrantController
 from backend.api.health import HealthController
@@ -32,6 +33,7 @@ from backend.api.openapi import StrictStructSchemaPlugin, document_responses, op
 from backend.api.runs import RunController
 from backend.api.search import SearchController
 from backend.api.storable_input import DEFAULT_MAX_SCAN_BYTES, StorableInputMiddleware
+from backend.api.strict_query import refuse_unknown_query
 from backend.api.telemetry import TelemetryMiddleware
 from backend.api.trigger_samples import TriggerSampleController
 from backend.api.triggers import ApiTokenController, FileController, WebhookSettingsController
@@ -64,17 +66,12 @@ from frontend.version_pages import VersionPages
 from frontend.workflow_pages import WorkflowPages
 
 
-def _http_error(request: Request, exc: HTTPException) -> Response[object]:
+def _http_error(request: Request, exc: HTTPException) -> Response[Any]:
     """Browser pages get the styled error page; everything else gets a JSON error."""
     if wants_html(request):
         message = "Page not found." if exc.status_code == 404 else str(exc.detail)
         return html_error(request, exc.status_code, message)  # type: ignore[return-value]
-    return Response(
-        {"status_code": exc.status_code, "detail": exc.detail},
-        status_code=exc.status_code,
-        media_type=MediaType.JSON,
-        headers=exc.headers,  # 405 carries Allow
-    )
+    return http_error(request, exc)  # problem details; 405 keeps Allow
 
 
 def _pages_get_html(handler: ErrorHandler) -> Any:
@@ -175,7 +172,7 @@ def create_app(
                 opt=permission_opt(Permission.PUBLIC),
             ),
         ],
-        guards=[authorize],
+        guards=[authorize, refuse_unknown_query],
         lifespan=[lifespan],
         before_send=[
             SecurityHeaders(https=served_over_https(settings.base_url, settings.secure_cookies))
@@ -202,6 +199,7 @@ def create_app(
             403: _http_error,
             404: _http_error,
             405: _http_error,
+            HTTPException: _http_error,
         },
         openapi_config=openapi_config(
             "0.1.0",
@@ -219,6 +217,7 @@ def create_app(
     )
     document_responses(app)
     correct_options_allow(app)
+    strict_query.install(app)
     # ordinary webhook deliveries skip the routing, guard and middleware layers (same checks)
     WebhookFront.install(app, max(DEFAULT_MAX_SCAN_BYTES, settings.webhook_max_body))
     if runtime is not None:

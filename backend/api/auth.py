@@ -6,13 +6,13 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-import msgspec
-from litestar import Controller, MediaType, Request, Response, delete, get, post
+from litestar import Controller, Request, Response, delete, get, post
 from litestar.di import Provide
 from litestar.exceptions import NotFoundException
 from litestar.params import FromPath, JSONBody
 
-from backend.api.schemas import ErrorOut, LoginIn, SessionOut, UserOut
+from backend.api.errors import problem_response
+from backend.api.schemas import LoginIn, SessionOut, UserOut
 from backend.api.user_schemas import session_out
 from backend.auth.policy import Permission
 from backend.auth.web import (
@@ -36,9 +36,15 @@ def user_out(user: Account) -> UserOut:
     return UserOut(str(user.id), user.email, user.display_name, user.role)
 
 
-def _error(status: int, detail: str, headers: dict[str, str] | None = None) -> Response[Any]:
-    body = msgspec.json.encode(ErrorOut(status_code=status, detail=detail))
-    return Response(body, status_code=status, media_type=MediaType.JSON, headers=headers)
+def _error(
+    request: Request[Any, Any, Any],
+    status: int,
+    detail: str,
+    headers: dict[str, str] | None = None,
+) -> Response[Any]:
+    response = problem_response(request, status, detail)
+    response.headers.update(headers or {})
+    return response
 
 
 class AuthController(Controller):
@@ -61,9 +67,9 @@ class AuthController(Controller):
         outcome, token = await password_sign_in(db, request, data.email, data.password)
         if outcome.lock is not None:
             message, seconds = throttled_message(outcome.lock)
-            return _error(429, message, {"Retry-After": str(seconds)})
+            return _error(request, 429, message, {"Retry-After": str(seconds)})
         if outcome.user is None or token is None:
-            return _error(401, "wrong email or password")
+            return _error(request, 401, "wrong email or password")
         runtime: Runtime = request.app.state.runtime
         response: Response[Any] = Response(user_out(outcome.user), status_code=200)
         response.set_cookie(session_cookie(runtime, token))

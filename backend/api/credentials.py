@@ -17,11 +17,12 @@ from typing import Annotated, Any
 from urllib.parse import quote
 
 import msgspec
-from litestar import Controller, MediaType, Request, Response, delete, get, patch, post
+from litestar import Controller, Request, Response, delete, get, patch, post
 from litestar.params import FromPath, FromQuery, JSONBody, QueryParameter
 from litestar.response import Redirect
 
-from backend import crypto
+from backend import crypto, problems
+from backend.api.errors import problem_response
 from backend.api.schemas import Name
 from backend.auth.guards import CurrentPrincipal, access_dependencies
 from backend.auth.policy import Permission
@@ -57,25 +58,22 @@ class CredentialTypeOut(msgspec.Struct):
     secret_fields: list[str]
 
 
-def _error(status: int, detail: str, field: str | None = None) -> Response[bytes]:
-    body = msgspec.json.encode({"status_code": status, "detail": detail, "field": field})
-    return Response(body, status_code=status, media_type=MediaType.JSON)
+def _invalid(request: Request[Any, Any, Any], exc: svc.CredentialError) -> Response[bytes]:
+    return problem_response(request, 400, exc.message, field=exc.field)
 
 
-def _invalid(_: Request[Any, Any, Any], exc: svc.CredentialError) -> Response[bytes]:
-    return _error(400, exc.message, exc.field)
+def _not_oauth2(request: Request[Any, Any, Any], exc: svc.NotOAuth2) -> Response[bytes]:
+    return problem_response(request, 409, exc.message, type=problems.STATE_CONFLICT)
 
 
-def _not_oauth2(_: Request[Any, Any, Any], exc: svc.NotOAuth2) -> Response[bytes]:
-    return _error(409, exc.message)
+def _not_found(request: Request[Any, Any, Any], exc: svc.CredentialNotFound) -> Response[bytes]:
+    return problem_response(request, 404, f"credential not found: {str(exc).strip(chr(39))}")
 
 
-def _not_found(_: Request[Any, Any, Any], exc: svc.CredentialNotFound) -> Response[bytes]:
-    return _error(404, f"credential not found: {str(exc).strip(chr(39))}")
-
-
-def _no_key(_: Request[Any, Any, Any], exc: crypto.CryptoError) -> Response[bytes]:
-    return _error(503, f"credentials are unavailable: {exc}")
+def _no_key(request: Request[Any, Any, Any], exc: crypto.CryptoError) -> Response[bytes]:
+    return problem_response(
+        request, 503, f"credentials are unavailable: {exc}", type=problems.UNAVAILABLE
+    )
 
 
 def callback_url(runtime: Runtime) -> str:

@@ -7,12 +7,10 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-import msgspec
-from litestar import MediaType, Request, Response
+from litestar import Request, Response
 from litestar.exceptions import HTTPException, ValidationException
-from litestar.exceptions.responses import create_exception_response
 
-from backend.api.schemas import DraftConflictOut, ErrorOut
+from backend import problems
 from backend.services.accounts import AccountError
 from backend.services.api_tokens import TokenError
 from backend.services.availability import unavailable_service
@@ -40,65 +38,79 @@ from backend.services.workflows import (
 log = logging.getLogger(__name__)
 
 
-def _json(status: int, detail: str, **extra: object) -> Response[bytes]:
-    body = msgspec.json.encode(ErrorOut(status_code=status, detail=detail, **extra))  # type: ignore[arg-type]
-    return Response(body, status_code=status, media_type=MediaType.JSON)
+def problem_response(request: Request, status: int, detail: str, **kwargs: Any) -> Response[bytes]:
+    """A problem details answer (:mod:`backend.problems`) for ``request``'s path;
+    ``kwargs`` as :func:`backend.problems.problem` takes them."""
+    body = problems.body(status, detail, request.url.path, **kwargs)
+    return Response(body, status_code=status, media_type=problems.MEDIA_TYPE)
 
 
-def not_found(_: Request, exc: LookupError) -> Response[bytes]:
-    return _json(404, str(exc).strip("'\""))
+_json = problem_response
 
 
-def invalid_input(_: Request, exc: InvalidInput | UnstorableInput) -> Response[bytes]:
-    return _json(400, str(exc), field=exc.field)
+def not_found(request: Request, exc: LookupError) -> Response[bytes]:
+    return _json(request, 404, str(exc).strip("'\""))
 
 
-def sample_failed(_: Request, exc: SampleFailed) -> Response[bytes]:
-    """A test event that could not be fetched: its status, the message, ``field`` when
-    the request is at fault, ``extra.kind`` the connector's error kind."""
-    return _json(exc.status, exc.message, field=exc.field, extra={"kind": exc.kind})
+def invalid_input(request: Request, exc: InvalidInput | UnstorableInput) -> Response[bytes]:
+    return _json(request, 400, str(exc), field=exc.field)
 
 
-def search_input(_: Request, exc: SearchInputError) -> Response[bytes]:
+def sample_failed(request: Request, exc: SampleFailed) -> Response[bytes]:
+    """A test event that could not be fetched: its status, the message, the field when
+    the request is at fault, ``kind`` the connector's error kind."""
+    return _json(request, exc.status, exc.message, field=exc.field, kind=exc.kind)
+
+
+def search_input(request: Request, exc: SearchInputError) -> Response[bytes]:
     """400 naming the search parameter (``q``, ``cursor``, ...) and, for the query, the
-    0-based ``position`` of the fault (``extra.position``)."""
-    extra = {"position": exc.position} if exc.position is not None else None
-    return _json(400, str(exc), field=exc.field, extra=extra)
+    0-based ``position`` of the fault."""
+    extra = {"position": exc.position} if exc.position is not None else {}
+    return _json(request, 400, str(exc), field=exc.field, where="parameter", **extra)
 
 
-def reference_not_granted(_: Request, exc: ReferenceNotGranted) -> Response[bytes]:
+def reference_not_granted(request: Request, exc: ReferenceNotGranted) -> Response[bytes]:
     """403 naming the node and config field (``field`` is ``<node id>.<field>``)."""
-    return _json(403, str(exc), field=f"{exc.node_id}.{exc.field}")
+    return _json(request, 403, str(exc), field=f"{exc.node_id}.{exc.field}")
 
 
-def bad_field(_: Request, exc: TokenError | GrantError | InvalidName) -> Response[bytes]:
+def bad_field(request: Request, exc: TokenError | GrantError | InvalidName) -> Response[bytes]:
     """400 naming the field of invalid access-control input (tokens, grants, names)."""
-    return _json(400, str(exc), field=exc.field)
+    return _json(request, 400, str(exc), field=exc.field)
 
 
 _AT = re.compile(r" - at `\$\.?([^`]*)`")
 _UNKNOWN = re.compile(r"^Object contains unknown field `([^`]*)`")
 
 
-def validation_error(_: Request, exc: ValidationException) -> Response[bytes]:
-    """400 for a request Litestar's validation refused: ``detail`` says what, ``field``
-    where (the parameter or the body's field path, ``nodes[0].id``), ``extra`` all findings."""
+def validation_error(request: Request, exc: ValidationException) -> Response[bytes]:
+    """400 for a request Litestar's validation refused: ``detail`` says what, ``errors``
+    where, one finding per problem (a ``pointer`` into the body, ``#/nodes/0/id``, or the
+    ``parameter`` named), ``field`` the first one's place."""
     extra = exc.extra if isinstance(exc.extra, list) else []
-    field = None
+    findings: list[problems.ProblemError] = []
     message = exc.detail
-    if extra and isinstance(extra[0], dict):
-        first = extra[0]
-        text = str(first.get("message") or "")
+    for number, item in enumerate(extra):
+        if not isinstance(item, dict):
+            continue
+        text = str(item.get("message") or "")
         found = _AT.search(text)
-        field = str((found.group(1) if found else "") or first.get("key") or "") or None
+        key = str(item.get("key") or "")
+        # the body's own kwarg name (``data``) is no place inside the body
+        place = (found.group(1) if found else "") or ("" if key == "data" else key)
         unknown = _UNKNOWN.match(text)
         if unknown:
-            field = ".".join(p for p in (field, unknown.group(1)) if p)
-        if text:
-            message = _AT.sub("", text)
-            if field:
-                message = f"{field}: {message}"
-    return _json(400, message, field=field, extra=extra or None)
+            place = ".".join(p for p in (place, unknown.group(1)) if p)
+        said = _AT.sub("", text) or exc.detail
+        source = getattr(item.get("source"), "value", item.get("source"))
+        if source in (None, "body"):
+            findings.append(problems.ProblemError(said, pointer=problems.pointer(place)))
+        else:
+            findings.append(problems.ProblemError(said, parameter=place or None))
+        where = place
+        if number == 0 and text:
+            message = f"{where}: {said}" if where else said
+    return _json(request, 400, message, errors=findings)
 
 
 def too_deep(request: Request, _: RecursionError) -> Response[bytes]:
@@ -107,6 +119,7 @@ def too_deep(request: Request, _: RecursionError) -> Response[bytes]:
     decoder gave up before reaching a field, so the field named is the whole ``body``."""
     limit = request.app.state.runtime.settings.max_json_depth
     return _json(
+        request,
         400,
         f"the request body is nested too deeply (limit max_json_depth: {limit} levels; "
         "node configs: max_config_depth)",
@@ -114,41 +127,57 @@ def too_deep(request: Request, _: RecursionError) -> Response[bytes]:
     )
 
 
-def name_taken(_: Request, exc: NameTaken) -> Response[bytes]:
+def name_taken(request: Request, exc: NameTaken) -> Response[bytes]:
     """409 naming the field whose value another object already uses."""
-    return _json(409, str(exc), field=exc.field)
+    return _json(request, 409, str(exc), field=exc.field)
 
 
-def forbidden(_: Request, exc: Exception) -> Response[bytes]:
-    return _json(403, str(exc))
+def forbidden(request: Request, exc: Exception) -> Response[bytes]:
+    return _json(request, 403, str(exc))
 
 
-def conflict(_: Request, exc: Exception) -> Response[bytes]:
-    return _json(409, str(exc))
+def conflict(request: Request, exc: Exception) -> Response[bytes]:
+    return _json(request, 409, str(exc), type=problems.STATE_CONFLICT)
 
 
-def account_error(_: Request, exc: AccountError) -> Response[bytes]:
-    return _json(exc.status, str(exc), field=exc.field)
+def account_error(request: Request, exc: AccountError) -> Response[bytes]:
+    return _json(request, exc.status, str(exc), field=exc.field)
 
 
-def weak_password(_: Request, exc: WeakPassword) -> Response[bytes]:
-    return _json(400, f"password: {exc}", field="password")
+def weak_password(request: Request, exc: WeakPassword) -> Response[bytes]:
+    return _json(request, 400, f"password: {exc}", field="password")
 
 
-def invalid_link(_: Request, exc: InvalidLink) -> Response[bytes]:
-    return _json(410, str(exc))
+def invalid_link(request: Request, exc: InvalidLink) -> Response[bytes]:
+    return _json(request, 410, str(exc))
 
 
-def draft_conflict(_: Request, exc: DraftConflict) -> Response[bytes]:
+def draft_conflict(request: Request, exc: DraftConflict) -> Response[bytes]:
     """409 naming who saved the draft revision the refused save did not know about."""
-    body = msgspec.json.encode(
-        DraftConflictOut(409, str(exc), exc.revision, exc.saved_by, exc.saved_at)
+    return _json(
+        request,
+        409,
+        str(exc),
+        type=problems.DRAFT_CONFLICT,
+        revision=exc.revision,
+        saved_by=exc.saved_by,
+        saved_at=exc.saved_at,
     )
-    return Response(body, status_code=409, media_type=MediaType.JSON)
 
 
-def publish_rejected(_: Request, exc: PublishRejected) -> Response[bytes]:
-    return _json(422, str(exc), diagnostics=exc.diagnostics)
+def publish_rejected(request: Request, exc: PublishRejected) -> Response[bytes]:
+    return _json(
+        request, 422, str(exc), type=problems.PUBLISH_REJECTED, diagnostics=exc.diagnostics
+    )
+
+
+def http_error(request: Request, exc: HTTPException) -> Response[bytes]:
+    """Litestar's own refusals (401 from the guard, 403 CSRF, 404 no route, 405 with
+    ``Allow``, 413, ...) and ``HTTPException`` raised by handlers, as problem details;
+    the exception's headers are kept."""
+    response = _json(request, exc.status_code, str(exc.detail))
+    response.headers.update(exc.headers or {})
+    return response
 
 
 RETRY_AFTER_SECONDS = 5
@@ -167,14 +196,16 @@ def unexpected_error(request: Request, exc: Exception) -> Response[bytes]:
     Redis, wherever it sits in the exception's chain
     (:func:`backend.services.availability.unavailable_service`), answers 503 with
     ``Retry-After``; anything else is a bug: logged with its traceback, answered 500
-    without one. An ``HTTPException`` raised as 500 keeps Litestar's own answer.
+    without one. An ``HTTPException`` raised as 500 is answered as it says (:func:`http_error`).
     """
     if isinstance(exc, HTTPException):
-        return create_exception_response(request, exc)  # type: ignore[return-value]
+        return http_error(request, exc)
     if refused_by_database(exc):  # missed by StorableInputMiddleware (e.g. a huge body)
         log.warning("unstorable text on %s %s: %s", request.method, request.url.path, exc)
         return _json(
-            400, "a value contains U+0000 (NUL) or a lone surrogate, which cannot be stored"
+            request,
+            400,
+            "a value contains U+0000 (NUL) or a lone surrogate, which cannot be stored",
         )
     service = unavailable_service(exc)
     if service is not None:
@@ -186,11 +217,11 @@ def unexpected_error(request: Request, exc: Exception) -> Response[bytes]:
             type(exc).__name__,
             exc,
         )
-        response = _json(503, UNAVAILABLE_DETAIL[service])
+        response = _json(request, 503, UNAVAILABLE_DETAIL[service], type=problems.UNAVAILABLE)
         response.headers["Retry-After"] = str(RETRY_AFTER_SECONDS)
         return response
     log.exception("unhandled error on %s %s", request.method, request.url.path)
-    return _json(500, "internal error (logged)")
+    return _json(request, 500, "internal error (logged)")
 
 
 ErrorHandler = Callable[[Request[Any, Any, Any], Any], Response[Any]]

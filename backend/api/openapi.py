@@ -5,7 +5,8 @@ Every operation's answers are documented in one place instead of on each route d
 - statuses that follow from how a route is built are derived from it
   (:func:`document_responses`): 401 behind a guard, 403 for unsafe methods checked for
   CSRF, 404 when the path names a resource, 503 when PostgreSQL or Redis cannot be reached
-  (every operation that reads them), 400 where Litestar validates parameters or a body;
+  (every operation that reads them), 400 on every ``/api`` operation (parameters and bodies
+  are validated, unknown query parameters refused), replacing Litestar's own 400 schema;
 - statuses a handler decides itself (409 for a run that is not active, 422 for a rejected
   publish, the webhook answers, ...) are listed per ``operation_id`` in :data:`ANSWERS`.
 
@@ -30,9 +31,11 @@ from litestar.openapi.spec import Components, Schema, SecurityScheme
 from litestar.routes import HTTPRoute
 from litestar.typing import FieldDefinition
 
-from backend.api.schemas import ErrorOut, PublishOut
+from backend import problems
+from backend.api.schemas import PublishOut
 from backend.auth.guards import declared_permission
 from backend.auth.policy import Permission
+from backend.problems import Problem
 
 SWAGGER_UI = "/static/vendor/swagger-ui"
 """Where the vendored Swagger UI files are served."""
@@ -44,7 +47,7 @@ _UNSAFE = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 _CSRF_EXEMPT = ("/hooks", "/health")
 
 _REASONS: dict[int, str] = {
-    400: "Invalid input: `detail` says what, `field` (or `extra`) where",
+    400: "Invalid input: `detail` says what, `errors` where (a body `pointer` or a `parameter`)",
     401: "Not logged in: no valid session cookie or API token",
     403: "Refused: the caller's role, grants or token scopes do not allow it, or the CSRF "
     "token is missing or wrong (cookie sessions, unsafe methods)",
@@ -104,7 +107,8 @@ ANSWERS: dict[str, dict[int, str | tuple[str, Any]]] = {
     "login": {401: "Wrong email or password", 429: "Too many failed sign-ins: locked for a while"},
 }
 """Statuses a handler decides itself, by ``operation_id`` (derived ones are added too):
-a description, or ``(description, body type)`` for a body other than :class:`ErrorOut`."""
+a description, or ``(description, body type)`` for a body other than
+:class:`~backend.problems.Problem`."""
 
 _STATUS_OVERRIDES: dict[str, int] = {
     "login": 200,
@@ -124,6 +128,9 @@ def _is_webhook(operation_id: str) -> bool:
 def derived_statuses(handler: HTTPRouteHandler, path: str, method: str) -> dict[int, str]:
     """The error statuses that follow from how the route is built (see the module doc)."""
     statuses: dict[int, str] = {}
+    if path.startswith("/api/") or _validates(handler, path):
+        # unknown query parameters are refused on every /api operation
+        statuses[400] = _REASONS[400]
     guarded = _guarded(handler)
     if guarded:
         statuses[401] = _REASONS[401]
@@ -134,6 +141,14 @@ def derived_statuses(handler: HTTPRouteHandler, path: str, method: str) -> dict[
     if guarded or not path.startswith("/health"):
         statuses[503] = _REASONS[503]
     return statuses
+
+
+def _validates(handler: HTTPRouteHandler, path: str) -> bool:
+    """True when Litestar validates parameters or a body of ``handler`` (and would
+    document its own 400 for it): as Litestar decides it, a path parameter, a declared
+    query, header or cookie parameter, or a body."""
+    names = set(handler.parsed_fn_signature.parameters) - {"request", "self"}
+    return "{" in path or bool(names - set(handler.resolve_dependencies()))
 
 
 def _operation_id(handler: HTTPRouteHandler, route: HTTPRoute, method: str) -> str:
@@ -181,19 +196,24 @@ def _document(handler: HTTPRouteHandler, route: HTTPRoute) -> None:
     for status, answer in statuses.items():
         if status in responses or status == handler.status_code:
             continue
-        description, body = answer if isinstance(answer, tuple) else (answer, ErrorOut)
+        description, body = answer if isinstance(answer, tuple) else (answer, Problem)
         free_form = webhook and status in (200, "default")
         responses[status] = ResponseSpec(
             data_container=cast(Any, None if free_form else body),
             description=description,
             generate_examples=False,
-            media_type="*/*" if free_form else "application/json",
+            media_type="*/*" if free_form else _media_type(body),
         )
     if handler.status_code == 204:  # (Litestar would document a JSON body)
         responses[204] = ResponseSpec(data_container=None, description="No content")
     handler.responses = responses
     if _guarded(handler):
         handler.security = SECURITY
+
+
+def _media_type(body: Any) -> str:
+    """Errors are ``application/problem+json``; other documented bodies plain JSON."""
+    return problems.MEDIA_TYPE if body is Problem else "application/json"
 
 
 def _guarded(handler: HTTPRouteHandler) -> bool:

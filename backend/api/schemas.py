@@ -39,7 +39,7 @@ Secret = Annotated[str, msgspec.Meta(min_length=1, pattern=r"\S", description="N
 """A write-only secret (webhook token, password, HMAC key)."""
 
 
-class LoginIn(msgspec.Struct):
+class LoginIn(msgspec.Struct, forbid_unknown_fields=True):
     """Credentials of a local account."""
 
     email: str
@@ -80,7 +80,7 @@ Tags = Annotated[
 ]
 
 
-class WorkflowCreate(msgspec.Struct):
+class WorkflowCreate(msgspec.Struct, forbid_unknown_fields=True):
     """Body of POST /api/workflows."""
 
     name: Name
@@ -88,7 +88,7 @@ class WorkflowCreate(msgspec.Struct):
     tags: Tags = msgspec.field(default_factory=list)
 
 
-class WorkflowPatch(msgspec.Struct):
+class WorkflowPatch(msgspec.Struct, forbid_unknown_fields=True):
     """Body of PATCH /api/workflows/{id}; absent fields are left unchanged.
 
     ``tags``: the workflow's tags, replacing the old ones (at most 20; lower-cased, other
@@ -138,24 +138,25 @@ class WorkflowOut(msgspec.Struct):
     tags: list[str] = msgspec.field(default_factory=list)
 
 
-class WorkflowDuplicate(msgspec.Struct):
+class WorkflowDuplicate(msgspec.Struct, forbid_unknown_fields=True):
     """Body of POST /api/workflows/{id}/duplicate; without ``name`` the copy is named
     ``"<name> (copy)"``."""
 
     name: str | None = None
 
 
-class DiagramIn(msgspec.Struct):
+class DiagramIn(msgspec.Struct, forbid_unknown_fields=True):
     """Body carrying a diagram (save draft, compile)."""
 
     diagram: Diagram
 
 
-class DraftIn(msgspec.Struct):
+class DraftIn(msgspec.Struct, forbid_unknown_fields=True):
     """Body of PUT /api/workflows/{id}/draft.
 
     ``base_revision``: the ``draft_revision`` this edit is based on; when given and the
-    stored draft has moved on, the save is refused with 409 (:class:`DraftConflictOut`).
+    stored draft has moved on, the save is refused with 409
+    (problem details with ``revision``, ``saved_by`` and ``saved_at``: backend/problems.py).
     """
 
     diagram: Diagram
@@ -168,16 +169,6 @@ class DraftSavedOut(msgspec.Struct):
     ok: bool
     diagnostics: list[Diagnostic]
     revision: int
-
-
-class DraftConflictOut(msgspec.Struct):
-    """409 body of a refused draft save: who saved the stored ``revision``, and when."""
-
-    status_code: int
-    detail: str
-    revision: int
-    saved_by: str | None
-    saved_at: datetime | None
 
 
 class DiagnosticsOut(msgspec.Struct):
@@ -196,13 +187,13 @@ class PublishOut(msgspec.Struct):
     warnings: list[Diagnostic] = msgspec.field(default_factory=list)  # never block publishing
 
 
-class RunCreate(msgspec.Struct):
+class RunCreate(msgspec.Struct, forbid_unknown_fields=True):
     """Body of POST /api/workflows/{id}/runs (manual or API trigger)."""
 
     input: Any = msgspec.field(default_factory=dict)
 
 
-class RerunIn(msgspec.Struct):
+class RerunIn(msgspec.Struct, forbid_unknown_fields=True):
     """Body of POST /api/runs/{id}/rerun: ``from`` is ``"failed_step"`` or ``"start"``."""
 
     start_from: Literal["failed_step", "start"] = msgspec.field(name="from")
@@ -222,17 +213,3 @@ class RunStarted(msgspec.Struct):
     status: str
     url: str
     status_url: str
-
-
-class ErrorOut(msgspec.Struct):
-    """Error body: HTTP status, message and where (a field path) when known.
-
-    ``extra`` lists what request validation found wrong (``[{"message", "key", "source"}]``);
-    ``diagnostics`` the diagram's problems of a rejected publish.
-    """
-
-    status_code: int
-    detail: str
-    field: str | None = None
-    diagnostics: list[Diagnostic] | None = None
-    extra: list[dict[str, Any]] | dict[str, Any] | None = None

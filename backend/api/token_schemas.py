@@ -10,7 +10,7 @@ import msgspec
 from backend.api.schemas import Name
 
 
-class TokenIn(msgspec.Struct):
+class TokenIn(msgspec.Struct, forbid_unknown_fields=True):
     """Body of POST /api/tokens: a name, scopes (``read``, ``run``, ``edit``, ``admin``; at
     most what the owner's role allows) and an optional expiry in days (0 or absent: none).
     Without ``scopes`` the token gets the strongest scope the role allows."""

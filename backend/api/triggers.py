@@ -42,7 +42,7 @@ class WebhookInfo(msgspec.Struct):
     listening: bool
 
 
-class SecretIn(msgspec.Struct):
+class SecretIn(msgspec.Struct, forbid_unknown_fields=True):
     """Body of PUT .../webhook/secret: the token, basic password or HMAC key."""
 
     secret: Secret

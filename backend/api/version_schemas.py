@@ -15,7 +15,7 @@ Note = Annotated[str, msgspec.Meta(max_length=2000, description="At most 2000 ch
 """A publish note (what changed, why)."""
 
 
-class PublishIn(msgspec.Struct):
+class PublishIn(msgspec.Struct, forbid_unknown_fields=True):
     """Body of POST /api/workflows/{id}/publish (optional): the version's ``note``."""
 
     note: Note = ""
@@ -35,7 +35,7 @@ class VersionDetailOut(msgspec.Struct):
     diagram: Diagram
 
 
-class RestoreIn(msgspec.Struct):
+class RestoreIn(msgspec.Struct, forbid_unknown_fields=True):
     """Body of POST .../versions/{number}/restore: the ``draft_revision`` the restore is
     based on (409 when the draft moved on; ``null`` overwrites)."""
 

@@ -38,6 +38,7 @@ from litestar import Litestar, Request
 from litestar.middleware._internal.exceptions.middleware import get_exception_handler
 from litestar.types import ASGIApp, Receive, Scope, Send
 
+from backend import problems
 from backend.api import webhooks
 from backend.api.storable_input import might_hold_unstorable, read_head, replay
 from backend.api.telemetry import observed
@@ -155,8 +156,5 @@ class WebhookFront:
         except Exception:
             log.exception("the error handler of %s failed", type(exc).__name__)
         log.error("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
-        return webhooks.Answer(500, _INTERNAL_ERROR).asgi()
-
-
-_INTERNAL_ERROR = b'{"status_code":500,"detail":"internal error (logged)"}'
-"""The body of the last-resort 500 (the app's own 500 handler says the same)."""
+        body = problems.body(500, "internal error (logged)", request.url.path)
+        return webhooks.Answer(500, body, media_type=problems.MEDIA_TYPE).asgi()

@@ -10,11 +10,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from functools import partial
 
-import msgspec
 from litestar import MediaType, Response
 from litestar.response.base import ASGIResponse
 from litestar.types import ASGIApp, Receive, Scope, Send
 
+from backend import problems
 from backend.engine.nodes.trigger_webhook import DEFAULT_IDEMPOTENCY_HOURS
 from backend.runtime import Runtime
 from backend.services import webhooks as hooks
@@ -125,10 +125,11 @@ def _content_type(media_type: str) -> bytes:
     return text.encode("latin-1")
 
 
-def error_answer(rej: Rejection) -> Answer:
-    """The JSON answer to a rejection: ``{"status_code", "detail", "field"}``."""
-    body = {"status_code": rej.status, "detail": rej.reason, "field": rej.field}
-    return Answer(rej.status, msgspec.json.encode(body), headers=rej.headers or {})
+def error_answer(rej: Rejection, instance: str) -> Answer:
+    """The answer to a rejection of the request to ``instance`` (its path): problem
+    details (:mod:`backend.problems`) naming the field when known."""
+    body = problems.body(rej.status, rej.reason, instance, field=rej.field)
+    return Answer(rej.status, body, media_type=problems.MEDIA_TYPE, headers=rej.headers or {})
 
 
 async def verified_body(

@@ -240,7 +240,7 @@ async def _deliver(
     except Rejection as rej:
         if rej.audit and rej.status != 404:
             await _audit(runtime, endpoint.workflow_id, request.method, rej)
-        return error_answer(rej)
+        return error_answer(rej, request.url.path)
     if endpoint.cloudevents:
         return await cloudevents.start_runs(runtime, endpoint, events, batch=batch)
     if parsed.files:
@@ -404,7 +404,7 @@ class WebhookController(Controller):
                 await hooks.save_test_call(session, endpoint.workflow_id, now, None, rej.reason)
             await _audit(runtime, endpoint.workflow_id, request.method, rej, test=True)
             await listening.stop_listening(runtime.redis, endpoint.workflow_id)
-            return error_answer(rej).response()
+            return error_answer(rej, request.url.path).response()
         async with runtime.sessionmaker() as session, session.begin():
             if files and run_input is not None:
                 run_input["files"] = await hooks.store_files(session, endpoint.workflow_id, files)

@@ -132,7 +132,7 @@ async def test_postgres_stopped_briefly_api_answers_503_and_nothing_is_lost(
                 ]:
                     r = await client.request(method, url, json=body)
                     assert r.status_code == 503, (url, r.status_code, r.text)
-                    assert r.json()["status_code"] == 503
+                    assert r.json()["status"] == 503
                     assert r.json()["detail"] == "database unavailable, try again shortly"
                 r = await client.get("/health/ready")
                 assert r.status_code == 503

@@ -166,8 +166,8 @@ async def test_import_never_binds_an_unlisted_id(
 @pytest.mark.parametrize(
     ("body", "field", "words"),
     [
-        ([1, 2], "data", "Expected `object`, got `array`"),
-        ({"format": "n8n"}, "data", "missing required field `format_version`"),
+        ([1, 2], "", "Expected `object`, got `array`"),
+        ({"format": "n8n"}, "", "missing required field `format_version`"),
         (
             {"format": "other", "format_version": 1, "workflow": {"name": "x"}, "diagram": {}},
             "$.format",
@@ -200,7 +200,7 @@ async def test_bad_imports_are_clear_400s(
 ) -> None:
     r = await client.post("/api/workflows/import", json=body)
     assert r.status_code == 400, r.text
-    assert r.json()["field"] == field and words in r.text
+    assert r.json().get("field", "") == field and words in r.text  # no field: the whole body
     assert (await client.get("/api/workflows")).json() == []  # nothing half-created
 
 

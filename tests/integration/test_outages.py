@@ -214,6 +214,6 @@ async def test_api_during_postgres_restart_answers_503_never_500(
     for url, _, kind, retry_after in unavailable:
         assert retry_after == "5", url
         assert kind == (
-            "text/html" if not url.startswith(("/api/", "/hooks/")) else "application/json"
+            "text/html" if not url.startswith(("/api/", "/hooks/")) else "application/problem+json"
         ), (url, kind)
     assert [a[1] for a in answers[-len(requests) :]] == [200, 200, 202, 200, 200]

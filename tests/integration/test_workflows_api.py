@@ -196,4 +196,4 @@ async def test_browser_gets_a_styled_404_page_and_api_gets_json(client: httpx.As
     assert page.status_code == 404
     assert "text/html" in page.headers["content-type"] and "Page not found" in page.text
     api = await client.get("/api/nothing-here", headers={"accept": "text/html"})
-    assert api.status_code == 404 and api.json()["status_code"] == 404
+    assert api.status_code == 404 and api.json()["status"] == 404

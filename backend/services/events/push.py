@@ -20,7 +20,7 @@ a workflow that is not live (never published, or its published trigger is anothe
 answers with the draft's answer and starts nothing; a live one then goes on with step 3.
 
 Every refusal is counted in ``railyard_trigger_deliveries_refused_total{reason}`` and
-answered with the API's error body, ``{"status_code", "detail"}``.
+answered with the API's error body, problem details (:mod:`backend.problems`).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from typing import Any
 import msgspec
 from sqlalchemy import or_, select, update
 
-from backend import crypto
+from backend import crypto, problems
 from backend.db.models import TriggerSubscription
 from backend.observability import metrics
 from backend.services.availability import database_unavailable
@@ -96,9 +96,12 @@ def touched(subscription_id: Any, now: datetime) -> Any:
     )
 
 
-def _problem(status: int, reason: str, detail: str) -> PushAnswer:
+def _problem(token: str, status: int, reason: str, detail: str) -> PushAnswer:
+    """A refused delivery to ``/hooks/app/<token>``, answered with problem details."""
     metrics.trigger_refused(reason)
-    return PushAnswer(status, msgspec.json.encode({"status_code": status, "detail": detail}))
+    return PushAnswer(
+        status, problems.body(status, detail, f"/hooks/app/{token}"), problems.MEDIA_TYPE
+    )
 
 
 def _answer(response: sdk.PushResponse, run_ids: list[str]) -> PushAnswer:
@@ -130,11 +133,11 @@ async def deliver(
         ).scalar_one_or_none()
     sampling = row is not None and samples.listening(row, datetime.now(UTC))
     if row is None or (row.kind != "app_webhook" and not sampling):
-        return _problem(404, "unknown", "no app webhook trigger at this URL")
+        return _problem(token, 404, "unknown", "no app webhook trigger at this URL")
     if not row.enabled and not sampling:
-        return _problem(410, "disabled", "this trigger is no longer active")
+        return _problem(token, 410, "disabled", "this trigger is no longer active")
     if len(body) > max_body:
-        return _problem(413, "size", f"the body is larger than {max_body} bytes")
+        return _problem(token, 413, "size", f"the body is larger than {max_body} bytes")
     request = sdk.PushRequest(
         method=method,
         headers={k.lower(): v for k, v in headers.items()},
@@ -150,7 +153,7 @@ async def deliver(
             return sampled
     definition = env.definition(row.node_type)
     if definition is None:
-        return _problem(503, "error", f"the node type {row.node_type} is not installed")
+        return _problem(token, 503, "error", f"the node type {row.node_type} is not installed")
     site = TriggerSite(
         row.workflow_id, row.version_number, row.step_id, row.node_type, row.revision
     )
@@ -175,17 +178,17 @@ async def deliver(
                     await session.execute(touched(row.id, now))
         metrics.trigger_events(row.kind, row.node_type, len(ids), len(response.events) - len(ids))
     except sdk.DeliveryRefused as refused:
-        return _problem(refused.status, refused.reason, refused.message)
+        return _problem(token, refused.status, refused.reason, refused.message)
     except TimeoutError:
-        return _problem(503, "error", "the trigger did not answer in time")
+        return _problem(token, 503, "error", "the trigger did not answer in time")
     except InvalidEvent as exc:
-        return _problem(502, "error", f"the trigger returned an invalid event: {exc}")
+        return _problem(token, 502, "error", f"the trigger returned an invalid event: {exc}")
     except Exception as exc:
         if database_unavailable(exc):
             raise
         log.exception("app webhook %s (workflow %s) failed", row.node_type, row.workflow_id)
         metrics.trigger_failure(row.kind, row.node_type)
-        return _problem(502, "error", f"the trigger failed: {type(exc).__name__}: {exc}")
+        return _problem(token, 502, "error", f"the trigger failed: {type(exc).__name__}: {exc}")
     run_ids = await _start_in_time(env, ids, deadline - (time.monotonic() - received))
     return _answer(response, run_ids)
 
@@ -198,14 +201,14 @@ async def _sample(env: EventEnv, row: TriggerSubscription, request: sdk.PushRequ
         registration = open_registration(row.workflow_id, row.registration)
         response = await samples.take_delivery(env, row, request, registration)
     except sdk.DeliveryRefused as refused:
-        return _problem(refused.status, refused.reason, refused.message)
+        return _problem(row.token, refused.status, refused.reason, refused.message)
     except samples.SampleFailed as failed:
-        return _problem(failed.status, "error", failed.message)
+        return _problem(row.token, failed.status, "error", failed.message)
     except Exception as exc:
         if database_unavailable(exc):
             raise
         log.exception("test event of workflow %s failed", row.workflow_id)
-        return _problem(502, "error", f"the trigger failed: {type(exc).__name__}: {exc}")
+        return _problem(row.token, 502, "error", f"the trigger failed: {type(exc).__name__}: {exc}")
     return _answer(response, [])
 
 

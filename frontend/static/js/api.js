@@ -25,7 +25,7 @@ export async function request(method, url, body, { accept = "application/json" }
   }
   const text = await response.text();
   let data = null;
-  if ((response.headers.get("Content-Type") || "").includes("json") && text) {
+  if ((response.headers.get("Content-Type") || "").includes("json") && text) { // problem+json too
     try {
       data = JSON.parse(text);
     } catch {
@@ -39,15 +39,16 @@ export const getJSON = (url) => request("GET", url);
 export const postJSON = (url, body) => request("POST", url, body);
 export const putJSON = (url, body) => request("PUT", url, body);
 
-/** A one-line message for a failed response (Litestar errors carry `detail`). */
+/** A one-line message for a failed response (RFC 9457 problem details: `detail`, and
+ *  `errors` naming each place when there are several). */
 export function errorMessage(resp) {
   const d = resp.data;
   let detail = "";
   if (d && typeof d === "object") {
     detail = d.detail || d.message || d.error || "";
     if (typeof detail !== "string") detail = JSON.stringify(detail);
-    if (Array.isArray(d.extra) && d.extra.length) {
-      detail += ": " + d.extra.map((e) => e.message || JSON.stringify(e)).join("; ");
+    if (Array.isArray(d.errors) && d.errors.length > 1) {
+      detail += ": " + d.errors.map((e) => e.detail || JSON.stringify(e)).join("; ");
     }
   } else if (resp.text && resp.text.length < 300 && !resp.text.trimStart().startsWith("<")) {
     detail = resp.text.trim();

@@ -198,7 +198,7 @@ async def test_search_query_syntax_errors(
     assert r.status_code == 400, r.text
     body = r.json()
     assert says in body["detail"] and body["field"] == "q"
-    assert body["extra"] == {"position": position}
+    assert body["position"] == position
 
 
 async def test_search_refuses_foreign_cursors_and_limits(

@@ -1,0 +1,179 @@
+"""The API's conventions (docs/api.md), checked on every route of the router, so a new
+route that breaks one fails here:
+
+- every error answer is RFC 9457 problem details, valid against the document's
+  ``Problem`` component, sent as ``application/problem+json``;
+- every ``/api`` route refuses a query parameter it does not declare with a 400 naming it;
+- every request body type refuses unknown fields, nested ones included.
+"""
+
+from __future__ import annotations
+
+import types
+import typing
+import uuid
+from typing import Any
+
+import httpx
+import jsonschema
+import msgspec
+import pytest
+from litestar import Litestar
+from litestar.routes import HTTPRoute
+
+from backend.api.strict_query import ALLOWED, OPEN_QUERY
+from backend.app import create_app
+from backend.problems import MEDIA_TYPE
+from backend.settings import Settings
+
+pytestmark = pytest.mark.integration
+
+
+def api_handlers(app: Litestar) -> list[tuple[str, str, Any]]:
+    """``(method, path, handler)`` of every ``/api`` route of ``app``."""
+    return [
+        (method, route.path, handler)
+        for route in app.routes
+        if isinstance(route, HTTPRoute) and route.path.startswith("/api/")
+        for method, (handler, _) in route.route_handler_map.items()
+        if method not in ("OPTIONS", "HEAD")
+    ]
+
+
+async def problem_schema(client: httpx.AsyncClient) -> dict[str, Any]:
+    """The ``Problem`` component with the document's other components resolvable."""
+    doc = (await client.get("/schema/openapi.json")).json()
+    components = doc["components"]["schemas"]
+    schema = dict(components["Problem"])
+    schema["components"] = {"schemas": components}
+    return schema
+
+
+def check_problem(r: httpx.Response, schema: dict[str, Any], status: int) -> dict[str, Any]:
+    assert r.status_code == status, (r.request.url, r.text)
+    assert r.headers["content-type"].startswith(MEDIA_TYPE), r.headers
+    body = dict(r.json())
+    jsonschema.validate(body, schema)
+    assert body["status"] == status and body["instance"] == r.request.url.path
+    assert body["type"] and body["title"] and isinstance(body["errors"], list)
+    return body
+
+
+def test_every_api_route_declares_its_query_parameters(settings: Settings) -> None:
+    app = create_app(settings)
+    unguarded = [
+        (method, path)
+        for method, path, handler in api_handlers(app)
+        if handler.operation_id not in OPEN_QUERY and ALLOWED not in handler.opt
+    ]
+    assert unguarded == []
+
+
+def _structs(annotation: Any, seen: set[type]) -> list[type]:
+    """Every msgspec Struct type reachable from ``annotation``."""
+    found: list[type] = []
+    if isinstance(annotation, type) and issubclass(annotation, msgspec.Struct):
+        if annotation in seen:
+            return found
+        seen.add(annotation)
+        found.append(annotation)
+        for field in msgspec.structs.fields(annotation):
+            found += _structs(field.type, seen)
+        return found
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        return _structs(typing.get_args(annotation)[0], seen)
+    if origin is not None or isinstance(annotation, types.UnionType):
+        for arg in typing.get_args(annotation):
+            found += _structs(arg, seen)
+    return found
+
+
+def test_every_request_body_refuses_unknown_fields(settings: Settings) -> None:
+    app = create_app(settings)
+    lenient: list[str] = []
+    for method, path, handler in api_handlers(app):
+        data = handler.parsed_fn_signature.parameters.get("data")
+        if data is None:
+            continue
+        hints = typing.get_type_hints(handler.fn, include_extras=True)
+        for struct in _structs(hints.get("data", data.annotation), set()):
+            if not struct.__struct_config__.forbid_unknown_fields:
+                lenient.append(f"{method} {path}: {struct.__name__}")
+    assert lenient == []
+
+
+async def test_unknown_query_parameters_and_body_fields_are_refused_by_name(
+    client: httpx.AsyncClient,
+) -> None:
+    schema = await problem_schema(client)
+    for path in ("/api/workflows", "/api/runs", "/api/credentials", "/api/tokens"):
+        r = await client.get(path, params={"stauts": "failed"})
+        body = check_problem(r, schema, 400)
+        assert body["errors"] == [{"detail": body["errors"][0]["detail"], "parameter": "stauts"}], (
+            body
+        )
+        assert "stauts" in body["detail"]
+    r = await client.post("/api/workflows", json={"name": "x", "colour": "red"})
+    body = check_problem(r, schema, 400)
+    assert body["errors"][0]["pointer"] == "#/colour", body
+    wf = (await client.post("/api/workflows", json={"name": "Typo"})).json()["id"]
+    r = await client.post(f"/api/workflows/{wf}/runs", json={"inputs": {}})
+    assert check_problem(r, schema, 400)["errors"][0]["pointer"] == "#/inputs"
+
+
+async def test_error_answers_are_problem_details(client: httpx.AsyncClient) -> None:
+    """A sample of bad requests, one per kind of refusal, each against the component."""
+    schema = await problem_schema(client)
+    missing = uuid.uuid4()
+    check_problem(await client.get(f"/api/workflows/{missing}"), schema, 404)
+    check_problem(await client.get("/api/no-such-thing"), schema, 404)
+    r = await client.request("TRACE", "/api/workflows")
+    check_problem(r, schema, 405)
+    assert "GET" in r.headers["allow"]
+    check_problem(await client.get("/api/runs", params={"limit": "many"}), schema, 400)
+    r = await client.post("/api/workflows", json={"name": ""})
+    assert check_problem(r, schema, 400)["errors"][0]["pointer"] == "#/name"
+    r = await client.post(
+        "/api/workflows", content=b"{not json", headers={"content-type": "application/json"}
+    )
+    check_problem(r, schema, 400)
+    wf = (await client.post("/api/workflows", json={"name": "Unpublished"})).json()["id"]
+    r = await client.post(f"/api/workflows/{wf}/runs", json={"input": {}})
+    check_problem(r, schema, 409)
+    r = await client.put(
+        f"/api/workflows/{wf}/draft",
+        json={"diagram": {"nodes": [], "edges": []}, "base_revision": 99},
+    )
+    body = check_problem(r, schema, 409)
+    assert body["revision"] == 0
+    anonymous = httpx.AsyncClient(transport=client._transport, base_url=str(client.base_url))
+    async with anonymous:
+        check_problem(await anonymous.get("/api/workflows"), schema, 401)
+    del client.headers["x-csrftoken"]
+    check_problem(await client.post("/api/workflows", json={"name": "x"}), schema, 403)
+
+
+async def test_every_error_status_is_documented_as_the_problem_component(
+    client: httpx.AsyncClient,
+) -> None:
+    doc = (await client.get("/schema/openapi.json")).json()
+    wrong = []
+    for path, item in doc["paths"].items():
+        for method, op in item.items():
+            if not isinstance(op, dict) or "responses" not in op:
+                continue
+            if path.startswith("/api/"):
+                assert "400" in op["responses"], (method, path)
+            for status, answer in op["responses"].items():
+                if not status.isdigit() or int(status) < 400:
+                    continue
+                content = answer.get("content", {})
+                if path.startswith("/hooks/") and "*/*" in content:
+                    continue  # a webhook's run failure answers what its run says
+                schema = content.get(MEDIA_TYPE, {}).get("schema", {})
+                if set(content) != {MEDIA_TYPE} or schema != {
+                    "$ref": "#/components/schemas/Problem"
+                }:
+                    wrong.append((method.upper(), path, status, sorted(content)))
+    assert wrong == []
