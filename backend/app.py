@@ -16,6 +16,7 @@ from litestar.static_files import create_static_files_router
 
 from backend.api import strict_query
 from backend.api.admin_access import GroupController, ProjectController
+from backend.api.admin_connectors import ConnectorAdminController
 from backend.api.admin_tokens import AdminTokenController, ServiceAccountController
 from backend.api.allow import correct_options_allow
 from backend.api.app_webhooks import AppWebhookController
@@ -111,6 +112,7 @@ def create_app(
         built = app.state.runtime = await build_runtime(
             settings, pool_size=settings.api_db_pool_size, name="api"
         )
+        await built.load_imported_connectors()
         if tune_gc:
             gc_pauses.configure()
         try:
@@ -142,6 +144,7 @@ def create_app(
             WebhookSettingsController,
             ApiTokenController,
             AdminTokenController,
+            ConnectorAdminController,
             ServiceAccountController,
             GroupController,
             ProjectController,

@@ -20,7 +20,7 @@ from backend.db.engine import make_engine, make_sessionmaker
 from backend.db.recovery_queries import PgRecoveryQueries
 from backend.db.run_store import PgRunStore
 from backend.observability import metrics, tracing
-from backend.services import credential_use, pins, run_watch, webhooks
+from backend.services import credential_use, openapi_catalog, pins, run_watch, webhooks
 from backend.services.catalog import AppCatalog, load_catalog
 from backend.services.events.contexts import EventEnv
 from backend.services.execution import Execution
@@ -57,6 +57,14 @@ class Runtime:
             self.settings.base_url,
             pin=pins.pin,
         )
+
+    async def load_imported_connectors(self) -> None:
+        """Put the stored imported connectors in the catalog; a database that cannot be
+        reached yet is logged, and the first step needing one loads them then."""
+        try:
+            await self.catalog.refresh()
+        except Exception:  # the process starts while PostgreSQL is down (see build_runtime)
+            log.warning("imported connectors not loaded yet", exc_info=True)
 
     async def close(self) -> None:
         """Finish eager runs and pending run announcements, close the outbound HTTP
@@ -145,6 +153,7 @@ async def build_runtime(settings: Settings, *, pool_size: int = 10, name: str = 
     sessionmaker = make_sessionmaker(engine)
     redis = redis_client(RedisTarget.from_settings(settings))
     catalog = load_catalog()
+    catalog.refreshers.append(openapi_catalog.refresher(sessionmaker, catalog))
     webhooks.accept_connector_triggers(catalog.triggers)
     if settings.encryption_key:
         crypto.configure(crypto.keyring_from_settings(settings))

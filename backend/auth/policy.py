@@ -91,6 +91,7 @@ class Permission(StrEnum):
     CREDENTIAL_LIST = "credential:list"
     CREDENTIAL_USE = "credential:use"
     CREDENTIAL_MANAGE = "credential:manage"
+    CONNECTORS_MANAGE = "connectors:manage"  # import OpenAPI documents as connectors
 
 
 # Object permissions: (kind of object, level needed). Runs and files are checked on their

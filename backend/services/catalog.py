@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any
@@ -114,6 +114,13 @@ class AppCatalog:
     nodes: NodeRegistry = field(default_factory=lambda: NODE_TYPES)
     icons: dict[tuple[str, str], bytes] = field(default_factory=dict)
     credential_owners: dict[str, str] = field(default_factory=dict)
+    refreshers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+
+    async def refresh(self) -> None:
+        """Bring in connectors stored since this catalog was built (imported OpenAPI
+        connectors: :mod:`backend.services.openapi_catalog`)."""
+        for refresh in self.refreshers:
+            await refresh()
 
     def get(self, node_type: str) -> NodeTypeSpec | None:
         builtin = self.nodes.get(node_type)

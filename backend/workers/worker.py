@@ -170,6 +170,7 @@ def make_worker(
         # machine): pay that here, not in the first step this worker runs
         await httpx.AsyncHTTPTransport().aclose()
         runtime = ctx["runtime"]
+        await runtime.load_imported_connectors()
         tasks = [
             listen_for_cancels(runtime.redis, runtime.execution.cancel_watch),
             heartbeat(runtime.redis, runtime.execution.env.worker),

@@ -38,6 +38,17 @@ from tests.integration.rbac import PASSWORD, grant, make_user
 
 pytestmark = pytest.mark.integration
 
+MATRIX_DOCUMENT = """
+openapi: 3.0.3
+info: {title: Matrix API, version: "1"}
+servers: [{url: "https://matrix.example"}]
+paths:
+  /ping:
+    get:
+      operationId: ping
+      responses: {"200": {description: ok}}
+"""
+
 # The documented table: (method, route path) -> the permission it needs.
 ROUTES: dict[tuple[str, str], P] = {
     ("GET", "/"): P.PUBLIC,
@@ -78,6 +89,10 @@ ROUTES: dict[tuple[str, str], P] = {
     ("DELETE", "/api/admin/sessions/{session_id:uuid}"): P.USERS_MANAGE,
     ("POST", "/admin/tokens/{token_id:uuid}/revoke"): P.TOKENS_MANAGE,
     ("GET", "/api/admin/groups"): P.GROUPS_MANAGE,
+    ("GET", "/api/admin/connectors"): P.CONNECTORS_MANAGE,
+    ("POST", "/api/admin/connectors"): P.CONNECTORS_MANAGE,
+    ("GET", "/api/admin/connectors/{connector_name:str}"): P.CONNECTORS_MANAGE,
+    ("POST", "/api/admin/connectors/{connector_name:str}/diff"): P.CONNECTORS_MANAGE,
     ("POST", "/api/admin/groups"): P.GROUPS_MANAGE,
     ("DELETE", "/api/admin/groups/{group_id:uuid}"): P.GROUPS_MANAGE,
     ("DELETE", "/api/admin/groups/{group_id:uuid}/members/{user_id:uuid}"): P.GROUPS_MANAGE,
@@ -285,6 +300,7 @@ ALLOWED: dict[P, set[str]] = {
     P.SETTINGS_READ: {"admin"},
     P.METRICS_READ: {"admin"},
     P.TOKENS_MANAGE: {"admin"},
+    P.CONNECTORS_MANAGE: {"admin"},
     P.WORKFLOW_READ: W_READ,
     P.RUN_READ: W_READ,
     P.FILE_READ: W_READ,
@@ -377,6 +393,10 @@ async def _world(
     assert digest, "the run's large input must be offered for download"
     token = (await admin.post("/api/tokens", json={"name": "t"})).json()["id"]
     group = (await admin.post("/api/admin/groups", json={"name": "G"})).json()["id"]
+    imported = await admin.post(
+        "/api/admin/connectors", json={"name": "matrix_api", "document": MATRIX_DOCUMENT}
+    )
+    assert imported.status_code == 201, imported.text
     project = (await admin.post("/api/admin/projects", json={"name": "P"})).json()["id"]
     async with runtime.sessionmaker() as session, session.begin():
         f = StoredFile(
@@ -429,6 +449,7 @@ async def _world(
         "number": "1",  # the version W published above
         "session_id": str(uuid.uuid4()),  # own-session routes: anyone's unknown id is a 404
         "connector": "matrix",  # the plugin icon added above
+        "connector_name": "matrix_api",  # the OpenAPI connector imported above
         "name": "matrix-logo.svg",
     }
     return World(params, clients)

@@ -345,6 +345,7 @@ from backend.db.models.identity import (  # noqa: E402,F401
     PasswordReset,
     UserIdentity,
 )
+from backend.db.models.openapi import OpenApiConnector, OpenApiConnectorVersion  # noqa: E402,F401
 from backend.db.models.payloads import Payload  # noqa: E402,F401
 from backend.db.models.retention import RetentionPass  # noqa: E402,F401
 from backend.db.models.search import SearchCursor  # noqa: E402,F401

@@ -172,6 +172,10 @@ class Steps:
         runs and stopping it at once when its run ends (``Env.cancel_watch``); returns
         the outcome."""
         runner = self.registry.action(claimed.node_type, info.node_version)
+        refresh = getattr(self.registry, "refresh", None)
+        if runner is None and refresh is not None:  # imported by another process since
+            await refresh()
+            runner = self.registry.action(claimed.node_type, info.node_version)
         if runner is None:
             return failure(
                 f"no installed connector provides {claimed.node_type}", "unknown_node_type"

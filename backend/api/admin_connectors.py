@@ -1,0 +1,141 @@
+"""``/api/admin/connectors``: import OpenAPI documents as connectors, list them, and see
+what a new document would change. Admin only (``connectors:manage``).
+
+The document comes as text in the body (``document``, JSON or YAML) or is fetched from
+``url`` through the SSRF guard. Errors: 400 ``{"detail", "field", "extra": {"where"}}``
+for a document or name that cannot be imported (``where``: the place in the document),
+404 for an unknown connector (docs/connectors.md, "OpenAPI connectors").
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import msgspec
+from litestar import Controller, MediaType, Request, Response, get, post
+from litestar.params import FromPath, JSONBody
+
+from backend.auth.guards import access_dependencies
+from backend.auth.policy import Permission
+from backend.auth.web import AppRuntime, CurrentUser, DbSession
+from backend.runtime import Runtime
+from backend.services import openapi_connectors as svc
+
+MANAGE = {"permission": Permission.CONNECTORS_MANAGE}
+ConnectorName = Annotated[str, msgspec.Meta(min_length=1, max_length=40)]
+
+
+class ImportIn(msgspec.Struct, forbid_unknown_fields=True):
+    """Body of an import: the connector's ``name`` (it prefixes the node types), an
+    optional ``label`` (default: the document's title), the document as text or its
+    ``url``, values of the first server's variables, and ``dry_run`` (report only)."""
+
+    name: ConnectorName
+    label: Annotated[str, msgspec.Meta(max_length=200)] = ""
+    document: str | None = None
+    url: Annotated[str, msgspec.Meta(max_length=2000)] | None = None
+    server_variables: dict[str, str] = {}
+    dry_run: bool = False
+
+
+class DiffIn(msgspec.Struct, forbid_unknown_fields=True):
+    """Body of a diff: a new document for an imported connector, as text or URL."""
+
+    document: str | None = None
+    url: Annotated[str, msgspec.Meta(max_length=2000)] | None = None
+    server_variables: dict[str, str] = {}
+
+
+def _refused(_: Request[Any, Any, Any], exc: svc.ImportRefused) -> Response[bytes]:
+    extra = {"where": exc.where} if exc.where else None
+    body = {"status_code": 400, "detail": exc.message, "field": exc.field, "extra": extra}
+    return Response(msgspec.json.encode(body), status_code=400, media_type=MediaType.JSON)
+
+
+def _not_found(_: Request[Any, Any, Any], exc: svc.ConnectorNotFound) -> Response[bytes]:
+    body = {"status_code": 404, "detail": f"no imported connector named {exc.args[0]}"}
+    return Response(msgspec.json.encode(body), status_code=404, media_type=MediaType.JSON)
+
+
+async def document_bytes(runtime: Runtime, document: str | None, url: str | None) -> bytes:
+    """The document given as text or fetched from ``url`` (exactly one of them).
+
+    Raises :class:`svc.ImportRefused`."""
+    if (document is None) == (url is None):
+        raise svc.ImportRefused("give the document as text or its url, not both", field="document")
+    if document is not None:
+        return document.encode()
+    return await svc.fetch_document(runtime.settings, str(url))
+
+
+async def run_import(db: Any, runtime: Runtime, user_id: Any, data: ImportIn) -> svc.ImportResult:
+    """Import, commit, then put the connector in this process's catalog."""
+    raw = await document_bytes(runtime, data.document, data.url)
+    result = await svc.import_document(
+        db,
+        runtime.catalog,
+        name=data.name,
+        label=data.label,
+        data=raw,
+        source_url=data.url or "",
+        server_variables=data.server_variables,
+        user_id=user_id,
+        dry_run=data.dry_run,
+    )
+    await db.commit()
+    if result.stored:
+        await runtime.catalog.refresh()
+    return result
+
+
+class ConnectorAdminController(Controller):
+    """Imported OpenAPI connectors."""
+
+    path = "/api/admin/connectors"
+    tags = ["connectors"]
+    dependencies = access_dependencies()
+    exception_handlers = {svc.ImportRefused: _refused, svc.ConnectorNotFound: _not_found}
+
+    @get("/", operation_id="list_imported_connectors", opt=MANAGE)
+    async def list_connectors(self, db: DbSession) -> list[svc.ConnectorOut]:
+        """Every imported connector: latest operations, refused operations, versions."""
+        return await svc.list_connectors(db)
+
+    @post("/", operation_id="import_connector", opt=MANAGE)
+    async def import_connector(
+        self, db: DbSession, runtime: AppRuntime, user: CurrentUser, data: JSONBody[ImportIn]
+    ) -> svc.ImportResult:
+        """Import a document as a connector, or as a new version of it (201; with
+        ``dry_run`` nothing is stored)."""
+        return await run_import(db, runtime, user.id, data)
+
+    @get("/{connector_name:str}", operation_id="get_imported_connector", opt=MANAGE)
+    async def get_connector(self, db: DbSession, connector_name: FromPath[str]) -> svc.ConnectorOut:
+        """One imported connector."""
+        return await svc.get_connector(db, connector_name)
+
+    @post(
+        "/{connector_name:str}/diff",
+        operation_id="diff_imported_connector",
+        opt=MANAGE,
+        status_code=200,
+    )
+    async def diff(
+        self,
+        db: DbSession,
+        runtime: AppRuntime,
+        user: CurrentUser,
+        connector_name: FromPath[str],
+        data: JSONBody[DiffIn],
+    ) -> svc.ImportResult:
+        """What importing ``document`` for the connector would change (nothing stored)."""
+        current = await svc.get_connector(db, connector_name)
+        request = ImportIn(
+            name=connector_name,
+            label=current.label,
+            document=data.document,
+            url=data.url,
+            server_variables=data.server_variables,
+            dry_run=True,
+        )
+        return await run_import(db, runtime, user.id, request)
