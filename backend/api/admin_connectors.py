@@ -22,7 +22,7 @@ from backend.runtime import Runtime
 from backend.services import openapi_connectors as svc
 
 MANAGE = {"permission": Permission.CONNECTORS_MANAGE}
-ConnectorName = Annotated[str, msgspec.Meta(min_length=1, max_length=40)]
+ConnectorName = Annotated[str, msgspec.Meta(pattern=r"^[a-z][a-z0-9_]{0,39}$")]
 
 
 class ImportIn(msgspec.Struct, forbid_unknown_fields=True):

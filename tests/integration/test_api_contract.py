@@ -128,6 +128,12 @@ async def test_api_contract(served: str, runtime: Runtime, tmp_path: Path) -> No
         'include-operation-id-regex = "^(import_workflow|import_into_draft)$"\n'
         "checks.positive_data_acceptance.expected-statuses = "
         '["2xx", "400", "401", "403", "404", "409"]\n'
+        # An OpenAPI document (given as text or fetched from its URL) must be a valid
+        # OpenAPI 3.0/3.1 document: refused with 400 naming the field and the place.
+        "[[operations]]\n"
+        'include-operation-id-regex = "^(import_connector|diff_imported_connector)$"\n'
+        "checks.positive_data_acceptance.expected-statuses = "
+        '["2xx", "400", "401", "403", "404", "409"]\n'
         # A test event needs a connector trigger in the stored draft (earlier requests
         # replaced it at random) and the node it names: refused with 400 naming the field.
         "[[operations]]\n"
