@@ -34,6 +34,7 @@ from connectors.builtin.files.common import (
     FileRef,
     MaxBytes,
     cell_text,
+    file_bytes,
     file_ref,
     file_text,
 )
@@ -156,9 +157,9 @@ def json_to_element(name: str, value: Any) -> ET.Element:
 )
 async def xml_read(config: XmlReadConfig, input: Any) -> XmlData:
     """Parse with defusedxml (see the module docstring)."""
-    text = file_text(config.file, input, config.max_bytes, "utf-8")
-    try:
-        root = SafeET.fromstring(text, forbid_dtd=True)
+    data, _name = file_bytes(config.file, input, config.max_bytes)
+    try:  # bytes: the parser follows the document's declared encoding
+        root = SafeET.fromstring(data, forbid_dtd=True)
     except DefusedXmlException as err:
         raise sdk.NonRetryableError(
             f"the XML declares a DTD or entities, which are refused: {err}", kind="xml_forbidden"

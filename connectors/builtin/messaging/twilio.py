@@ -10,6 +10,10 @@ resource; the SMS is then ``queued`` and sent by Twilio.
 
 Output: ``{"sid", "status", "to", "from", "body", "date_created"}``.
 
+Twilio has no idempotency key for messages: a retried attempt whose first try reached
+Twilio sends the SMS again. The default retry policy (one attempt) never does; raise it
+for this node only if a duplicate SMS is acceptable.
+
 Errors: Twilio's error body ``{"code", "message", "more_info", "status"}`` becomes kind
 ``twilio_<code>``: ``21211`` (an invalid To number), ``21606`` (a From number that
 cannot send), ``21610`` (the recipient unsubscribed), ``20003`` (a wrong login, HTTP

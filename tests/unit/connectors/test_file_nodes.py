@@ -171,6 +171,8 @@ async def test_xml_read_and_write() -> None:
             "empty": None,
         }
     }
+    latin = '<?xml version="1.0" encoding="ISO-8859-1"?><a>caf\xe9</a>'.encode("latin-1")
+    assert (await _run(markup.xml_read, file=_ref(latin)))["data"] == {"a": "caf\xe9"}
     ref = await _run(markup.xml_write, data=out["data"])
     assert (await _run(markup.xml_read, file=ref))["data"] == out["data"]
     assert b"hi &amp; bye" in _bytes(ref)
