@@ -64,3 +64,56 @@ def by_kind_and_name(text: str) -> dict[tuple[str, str], dict[str, Any]]:
 def rendered(overlay: str) -> dict[tuple[str, str], dict[str, Any]]:
     """The overlay's resources by (kind, name)."""
     return by_kind_and_name(rendered_text(overlay))
+
+
+CHART = DEPLOY / "helm" / "railyard"
+
+HELM_VALUES: dict[str, dict[str, Any]] = {
+    # an external PostgreSQL and Redis, workers on CPU: the chart's defaults
+    "helm-external": {},
+    # what the production overlay runs: CloudNativePG, the redis-operator, KEDA, a digest
+    "helm-operators": {
+        "image": {"digest": "sha256:" + "0" * 64},
+        "config": {"trustedProxies": "10.0.0.0/8"},
+        "postgresql": {"mode": "cloudnativepg"},
+        "redis": {"mode": "bundled"},
+        "worker": {"autoscaling": {"type": "keda", "minReplicas": 2, "maxReplicas": 50}},
+        "ingress": {"enabled": True, "tlsSecret": "railyard-tls"},
+    },
+}
+"""Value sets the Helm chart is rendered with by the tests (release ``railyard``)."""
+
+RENDERS = (*OVERLAYS, *HELM_VALUES)
+"""Everything the manifest tests check: the kustomize overlays and the chart's renders."""
+
+
+@functools.cache
+def helm_rendered_text(variant: str) -> str:
+    """The chart rendered by Helm's own engine (the Helm SDK in the ``helm-python-sdk``
+    wheel: no ``helm`` binary is packaged where this project installs from) as release
+    ``railyard`` in namespace ``railyard`` with :data:`HELM_VALUES` ``[variant]``."""
+    import helm_python
+
+    chart = helm_python.Chart.load(CHART)
+    out = chart.render(HELM_VALUES[variant], name="railyard", namespace="railyard")
+    return "".join(f"---\n# Source: {path}\n{text}\n" for path, text in sorted(out.items()))
+
+
+def render_text(source: str) -> str:
+    """A kustomize overlay or a Helm value set (:data:`RENDERS`) rendered."""
+    return helm_rendered_text(source) if source in HELM_VALUES else rendered_text(source)
+
+
+def resources_of(source: str) -> dict[tuple[str, str], dict[str, Any]]:
+    """The resources of :func:`render_text` by (kind, name)."""
+    return by_kind_and_name(render_text(source))
+
+
+def migrate_job(resources: dict[tuple[str, str], dict[str, Any]]) -> dict[str, Any]:
+    """The migration Job (``railyard-migrate``, or ``railyard-migrate-<revision>`` of Helm)."""
+    (job,) = [
+        doc
+        for (kind, name), doc in resources.items()
+        if kind == "Job" and re.fullmatch(r"railyard-migrate(-\d+)?", name)
+    ]
+    return job

@@ -14,7 +14,14 @@ from backend.cli import EVENTS_POOL, SCHEDULER_POOL
 from backend.db.engine import MAX_OVERFLOW
 from backend.settings import Settings
 from backend.workers.worker import DEFAULT_MAX_JOBS
-from tests.unit.deploy_files import OVERLAYS, ROOT, compose_services, rendered, seconds
+from tests.unit.deploy_files import (
+    RENDERS,
+    ROOT,
+    compose_services,
+    migrate_job,
+    resources_of,
+    seconds,
+)
 
 DOCS = ROOT / "docs" / "operations.md"
 PROCESSES = ("api", "worker", "scheduler", "events")
@@ -56,7 +63,7 @@ def _compose_drain() -> dict[str, tuple[float | None, float | None, float]]:
 
 
 def _kubernetes_drain(overlay: str) -> dict[str, tuple[float | None, float | None, float]]:
-    resources = rendered(overlay)
+    resources = resources_of(overlay)
     config = next(doc for (kind, _), doc in resources.items() if kind == "ConfigMap")["data"]
     drain = {}
     for name in PROCESSES:
@@ -70,7 +77,7 @@ def _kubernetes_drain(overlay: str) -> dict[str, tuple[float | None, float | Non
     return drain
 
 
-@pytest.mark.parametrize("overlay", OVERLAYS)
+@pytest.mark.parametrize("overlay", RENDERS)
 def test_drain_periods_agree_in_docs_compose_and_kubernetes(overlay: str) -> None:
     docs = _docs_drain_table()
     assert _compose_drain() == docs
@@ -112,13 +119,13 @@ def _env(container: dict[str, Any]) -> dict[str, str]:
     return {e["name"]: e.get("value", "") for e in container.get("env", [])}
 
 
-@pytest.mark.parametrize("overlay", OVERLAYS)
+@pytest.mark.parametrize("overlay", RENDERS)
 def test_pool_sizes_agree_in_docs_compose_and_kubernetes(overlay: str) -> None:
     docs = _docs_connections_per_process()
     services = compose_services()
     compose_env = {**services["api"]["environment"], **services["worker"]["environment"]}
     assert _pool_sizes(compose_env, services["worker"].get("command", [])) == docs
-    resources = rendered(overlay)
+    resources = resources_of(overlay)
     config = next(doc for (kind, _), doc in resources.items() if kind == "ConfigMap")["data"]
     containers = {
         name: resources[("Deployment", f"railyard-{name}")]["spec"]["template"]["spec"][
@@ -140,11 +147,12 @@ def _max_replicas(resources: dict[tuple[str, str], dict[str, Any]], name: str) -
     return int(resources[("Deployment", name)]["spec"]["replicas"])
 
 
-def test_production_connection_budget_holds_at_the_most_replicas() -> None:
+@pytest.mark.parametrize("source", ["production", "helm-operators"])
+def test_production_connection_budget_holds_at_the_most_replicas(source: str) -> None:
     """Pooled processes (API, workers, events) reach PostgreSQL through the transaction
     Pooler, the schedulers and the migration directly; at every Deployment's maximum the
     Pooler takes every client and PostgreSQL every server connection (docs' figures)."""
-    resources = rendered("production")
+    resources = resources_of(source)
     per_process = _docs_connections_per_process()
     pooler = resources[("Pooler", "railyard-pg-pooler-rw")]["spec"]
     cluster = resources[("Cluster", "railyard-pg")]["spec"]
@@ -156,8 +164,8 @@ def test_production_connection_budget_holds_at_the_most_replicas() -> None:
             "containers"
         ][0]
         assert "@railyard-pg-pooler-rw:5432/" in _env(container)["DATABASE_URL"], name
-    for kind, name in [("Deployment", "railyard-scheduler"), ("Job", "railyard-migrate")]:
-        (container,) = resources[(kind, name)]["spec"]["template"]["spec"]["containers"]
+    for workload in (resources[("Deployment", "railyard-scheduler")], migrate_job(resources)):
+        (container,) = workload["spec"]["template"]["spec"]["containers"]
         (url,) = [e for e in container["env"] if e["name"] == "DATABASE_URL"]
         # CloudNativePG's application Secret: its `uri` names the `-rw` Service
         assert url["valueFrom"]["secretKeyRef"] == {"name": "railyard-pg-app", "key": "uri"}

@@ -23,16 +23,26 @@ import yaml
 
 from backend.observability.metrics import QUEUE_DEPTH
 from backend.workers.worker import DEFAULT_MAX_JOBS
-from tests.unit.deploy_files import OVERLAYS, ROOT, rendered, rendered_text, run
+from tests.unit.deploy_files import (
+    RENDERS,
+    ROOT,
+    migrate_job,
+    render_text,
+    rendered,
+    resources_of,
+    run,
+)
 
 SCHEMAS = ROOT / "deploy" / "kubernetes" / "schemas"
+PRODUCTION = ("production", "helm-operators")
+"""The production overlay and the chart with the same choices."""
 BIN = Path(sys.executable).parent
 CHECKOV = Path(os.environ.get("RAILYARD_CHECKOV", ROOT / ".venv" / "checkov" / "bin" / "checkov"))
 
 
 def _write(tmp_path: Path, overlay: str) -> Path:
     path = tmp_path / f"{overlay}.yaml"
-    path.write_text(rendered_text(overlay))
+    path.write_text(render_text(overlay))
     return path
 
 
@@ -42,7 +52,7 @@ def test_sources_pass_yamllint() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-@pytest.mark.parametrize("overlay", OVERLAYS)
+@pytest.mark.parametrize("overlay", RENDERS)
 def test_overlay_renders_and_matches_the_kubernetes_schemas(overlay: str, tmp_path: Path) -> None:
     path = _write(tmp_path, overlay)
     result = run([str(BIN / "kubernetes-validate"), "--strict", "--quiet", str(path)])
@@ -74,9 +84,9 @@ def crd_schema_errors(docs: list[dict[str, Any]]) -> list[str]:
     return errors
 
 
-@pytest.mark.parametrize("overlay", OVERLAYS)
+@pytest.mark.parametrize("overlay", RENDERS)
 def test_operator_kinds_match_their_crd_schemas(overlay: str) -> None:
-    docs = [doc for doc in yaml.safe_load_all(rendered_text(overlay)) if doc]
+    docs = [doc for doc in yaml.safe_load_all(render_text(overlay)) if doc]
     assert crd_schema_errors(docs) == []
 
 
@@ -90,7 +100,7 @@ def test_crd_schemas_refuse_unknown_fields() -> None:
 
 def test_overlays_pass_checkov(tmp_path: Path) -> None:
     assert CHECKOV.exists(), f"{CHECKOV} is missing: `make test` installs it"
-    files = [arg for overlay in OVERLAYS for arg in ("--file", str(_write(tmp_path, overlay)))]
+    files = [arg for overlay in RENDERS for arg in ("--file", str(_write(tmp_path, overlay)))]
     flags = ["--framework", "kubernetes", "--compact", "--quiet", "--skip-download"]
     result = run(
         [str(CHECKOV), *files, *flags],
@@ -102,11 +112,12 @@ def test_overlays_pass_checkov(tmp_path: Path) -> None:
     assert "Skipped checks: 0" not in result.stdout
 
 
-@pytest.mark.parametrize("overlay", OVERLAYS)
+@pytest.mark.parametrize("overlay", RENDERS)
 def test_every_railyard_pod_is_hardened_probed_and_bounded(overlay: str) -> None:
-    resources = rendered(overlay)
+    resources = resources_of(overlay)
     workloads = [doc for (kind, _), doc in resources.items() if kind in ("Deployment", "Job")]
-    assert {doc["metadata"]["name"] for doc in workloads} == {
+    names = {re.sub(r"-\d+$", "", doc["metadata"]["name"]) for doc in workloads}
+    assert names == {
         "railyard-api",
         "railyard-worker",
         "railyard-scheduler",
@@ -135,9 +146,9 @@ def test_every_railyard_pod_is_hardened_probed_and_bounded(overlay: str) -> None
             assert "initialDelaySeconds" not in container["livenessProbe"], name
 
 
-@pytest.mark.parametrize("overlay", OVERLAYS)
+@pytest.mark.parametrize("overlay", RENDERS)
 def test_scheduler_pairs_and_api_disruption_budget(overlay: str) -> None:
-    resources = rendered(overlay)
+    resources = resources_of(overlay)
     assert resources[("Deployment", "railyard-scheduler")]["spec"]["replicas"] == 2
     api = resources[("Deployment", "railyard-api")]
     budget = resources[("PodDisruptionBudget", "railyard-api")]
@@ -145,7 +156,7 @@ def test_scheduler_pairs_and_api_disruption_budget(overlay: str) -> None:
     if overlay == "production":
         assert budget["spec"]["minAvailable"] >= 1
         assert api["spec"]["replicas"] > budget["spec"]["minAvailable"]
-    job = resources[("Job", "railyard-migrate")]
+    job = migrate_job(resources)
     assert job["spec"]["template"]["spec"]["containers"][0]["args"] == ["migrate"]
 
 
@@ -185,9 +196,9 @@ def test_dev_scales_workers_on_cpu_and_brings_its_own_secret() -> None:
     )
 
 
-@pytest.mark.parametrize("overlay", OVERLAYS)
+@pytest.mark.parametrize("overlay", RENDERS)
 def test_network_is_denied_by_default_and_opened_per_need(overlay: str) -> None:
-    resources = rendered(overlay)
+    resources = resources_of(overlay)
     policies = {
         name: doc["spec"] for (kind, name), doc in resources.items() if kind == "NetworkPolicy"
     }
@@ -228,12 +239,12 @@ def test_production_believes_forwarded_headers_only_from_the_ingress() -> None:
     assert "RAILYARD_TRUSTED_PROXIES" not in dev["data"]
 
 
-@pytest.mark.parametrize("overlay", OVERLAYS)
+@pytest.mark.parametrize("overlay", RENDERS)
 def test_probe_ports_listen_on_the_pod_ip(overlay: str) -> None:
     """Worker, scheduler and events processes serve /health and /metrics on a probe port
     that listens on loopback unless told otherwise (issue 29, finding 8); the manifests
     give it the pod's own address through the downward API, never 0.0.0.0."""
-    resources = rendered(overlay)
+    resources = resources_of(overlay)
     for name in ("railyard-worker", "railyard-scheduler", "railyard-events"):
         (container,) = resources[("Deployment", name)]["spec"]["template"]["spec"]["containers"]
         env = {e["name"]: e for e in container.get("env", [])}
@@ -266,10 +277,11 @@ def test_the_documented_upgrade_order_selects_one_part_at_a_time() -> None:
         assert command in text
 
 
-def test_production_places_pods_for_failures_and_pins_the_image() -> None:
+@pytest.mark.parametrize("source", PRODUCTION)
+def test_production_places_pods_for_failures_and_pins_the_image(source: str) -> None:
     """Schedulers never share a node; workers spread over nodes and zones and leave a node
     a quarter at a time; every Railyard image is pinned by digest."""
-    resources = rendered("production")
+    resources = resources_of(source)
     scheduler = resources[("Deployment", "railyard-scheduler")]["spec"]["template"]["spec"]
     (required,) = scheduler["affinity"]["podAntiAffinity"][
         "requiredDuringSchedulingIgnoredDuringExecution"
@@ -289,8 +301,9 @@ def test_production_places_pods_for_failures_and_pins_the_image() -> None:
             assert container["imagePullPolicy"] == "IfNotPresent", name
 
 
-def test_production_pod_monitors_scrape_every_process_with_the_token() -> None:
-    resources = rendered("production")
+@pytest.mark.parametrize("source", PRODUCTION)
+def test_production_pod_monitors_scrape_every_process_with_the_token(source: str) -> None:
+    resources = resources_of(source)
     scraped: dict[str, str] = {}
     for (kind, _), doc in resources.items():
         if kind != "PodMonitor":
@@ -318,11 +331,12 @@ def test_production_pod_monitors_scrape_every_process_with_the_token() -> None:
         assert port in {p["name"] for p in container["ports"]}, component
 
 
-def test_production_postgresql_and_redis_come_from_operators() -> None:
+@pytest.mark.parametrize("source", PRODUCTION)
+def test_production_postgresql_and_redis_come_from_operators(source: str) -> None:
     """CloudNativePG: three instances, a synchronous standby that must acknowledge
     (RPO 0), WAL archived and nightly base backups to object storage; Redis replicated and
     watched by three Sentinels, which Railyard asks for the primary."""
-    resources = rendered("production")
+    resources = resources_of(source)
     cluster = resources[("Cluster", "railyard-pg")]["spec"]
     assert cluster["instances"] == 3
     assert cluster["postgresql"]["synchronous"] == {
