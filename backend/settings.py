@@ -187,6 +187,16 @@ class Settings(msgspec.Struct, kw_only=True):
         float,
         about("longest sleep of the schedule loop, seconds (it wakes at the next fire)", gt=0),
     ] = 1.0
+    subscription_lease_seconds: Annotated[
+        float,
+        about(
+            "seconds an events process holds a broker or email subscription without renewing "
+            "it (it renews every third of it): a killed events process's subscriptions are "
+            "taken over by another, or by itself restarted, within this time",
+            ge=1,
+            le=3600,
+        ),
+    ] = 30.0
     max_diagram_nodes: Annotated[int, about("nodes in one diagram", ge=1)] = 5000
     max_diagram_edges: Annotated[int, about("edges in one diagram", ge=1)] = 10000
     max_config_depth: Annotated[int, about("nesting levels of one node's config", ge=1)] = 32

@@ -3,10 +3,11 @@ lag of polling triggers.
 
 Starts the bench stack (bench/cluster.py: embedded PostgreSQL with durable settings, Redis,
 migrated) and the brokers from their Debian packages on 127.0.0.1 (a second Redis with its
-append-only file for Redis Streams, RabbitMQ, Mosquitto, nats-server with JetStream; the
-same server classes the broker tests start), publishes one workflow per broker (``<broker>
-message received -> Set``), then runs one ``railyard events`` process (no API) and
-``--workers`` (2) ``railyard worker`` processes.
+append-only file for Redis Streams, RabbitMQ, Mosquitto without its limit of 1,000
+messages queued per client (which would drop most of a burst), nats-server with
+JetStream; the same server classes the broker tests start), publishes one workflow per
+broker (``<broker> message received -> Set``), then runs one ``railyard events`` process
+(no API) and ``--workers`` (2) ``railyard worker`` processes.
 
 Throughput, one broker after the other: one warm-up message (its run waited for), then
 ``--events`` (5,000) messages published as fast as the broker takes them, each with its
@@ -23,10 +24,12 @@ polling, and the p50/p95/p99 of ``railyard_trigger_poll_lag_seconds`` over that 
 PromQL's ``histogram_quantile`` does), and the polls and runs it made.
 
 Figures: ``trigger_<broker>_events_per_second``, ``trigger_<broker>_events``,
-``trigger_<broker>_pg_commits_per_event``, ``trigger_events_process_cpu_per_event``
+``trigger_<broker>_pg_commits_per_event``, ``trigger_<broker>_events_cpu_per_event``
 (ms), ``trigger_poll_lag_p50/p95/p99`` (s), ``trigger_polls``, ``trigger_poll_runs``,
-``trigger_poll_interval`` (s) and the load average. ``--quick``: 1,000 events per broker
-and 40 polling subscriptions. Bounded: every phase stops after its own time limit.
+``trigger_poll_interval`` (s) and the 1-minute load average after each phase
+(``trigger_<broker>_load_average``, ``trigger_poll_load_average``) and at the end.
+``--quick``: 1,000 events per broker and 40 polling subscriptions. Bounded: every phase
+stops after its own time limit.
 """
 
 from __future__ import annotations
@@ -349,7 +352,9 @@ def start_brokers(
             rabbit.start()
             brokers.append(AmqpBroker(rabbit, concurrency))
         elif name == "mqtt":
-            mosquitto = MosquittoServer(directory / "mosquitto")
+            # a burst of --events QoS 1 messages waits in the session's queue: Mosquitto's
+            # default of 1,000 queued messages per client would drop the rest
+            mosquitto = MosquittoServer(directory / "mosquitto", max_queued=0)
             servers.append(mosquitto)
             mosquitto.start()
             brokers.append(MqttBroker(mosquitto))
@@ -567,6 +572,7 @@ def poll_lag(stack: Stack, polls: int, seconds: float, profile: Path | None = No
         periods = feeds.periods(since)
         for q in (0.50, 0.95, 0.99):
             figure(f"trigger_poll_period_p{round(q * 100)}", percentile(periods, q), "s")
+        figure("trigger_poll_load_average", load_average(), "")
     finally:
         feeds.stop()
 
@@ -605,6 +611,7 @@ def throughput(
             figure(f"trigger_{broker.name}_events", runs, "runs")
             figure(f"trigger_{broker.name}_pg_commits_per_event", commits / max(1, runs), "xact")
             figure(f"trigger_{broker.name}_events_cpu_per_event", cpu / max(1, runs) * 1000, "ms")
+            figure(f"trigger_{broker.name}_load_average", load_average(), "")
             if profile is not None:
                 profiled(broker, workflow_id, stack, events_proc.pid, events, profile)
     finally:

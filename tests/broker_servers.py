@@ -301,12 +301,18 @@ class MosquittoServer(BrokerServer):
     Persistence is written when the broker stops (SIGTERM) and every
     ``autosave_interval`` seconds, so a restart keeps persistent sessions and the QoS 1
     messages queued for them. ``url`` is ``mqtt://127.0.0.1:<port>``.
+
+    ``max_queued`` is ``max_queued_messages``: the QoS 1 messages Mosquitto queues per
+    client beyond the 20 in flight (its default, 1000; 0: no limit). Over it Mosquitto
+    drops new messages for that client, so a burst larger than that to a subscriber
+    slower than its publisher needs a larger queue (mosquitto.conf(5)).
     """
 
     name = "mosquitto"
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, *, max_queued: int = 1000) -> None:
         super().__init__(directory)
+        self.max_queued = max_queued
         self._exe = _executable("mosquitto")
 
     @property
@@ -321,6 +327,7 @@ class MosquittoServer(BrokerServer):
             f"persistence_location {self.directory}/",
             "autosave_interval 1",
             "max_inflight_messages 20",
+            f"max_queued_messages {self.max_queued}",
             "log_dest stderr",
             # when run as root, Mosquitto would otherwise switch to the `mosquitto` user
             f"user {getpass.getuser()}",

@@ -53,7 +53,8 @@ from connectors import sdk
 log = logging.getLogger(__name__)
 
 LEASE_SECONDS = 30.0
-"""How long a claimed subscription stays with its events process without a renewal."""
+"""How long a claimed subscription stays with its events process without a renewal, by
+default (``railyard events`` takes ``RAILYARD_SUBSCRIPTION_LEASE_SECONDS``)."""
 
 LAST_EVENT_EVERY = 1.0
 """Seconds between two writes of a subscription's ``last_event_at`` under load."""
