@@ -48,7 +48,7 @@ class SendMessageConfig(msgspec.Struct, kw_only=True):
 
     credential: Annotated[str, sdk.credential_meta("telegram.bot_token", title="Bot")]
     chat_id: Annotated[
-        str, msgspec.Meta(title="Chat", description="A chat id or @channelusername", min_length=1)
+        str | int, msgspec.Meta(title="Chat", description="A chat id or @channelusername")
     ]
     text: Annotated[
         str,
@@ -92,6 +92,8 @@ async def send_message(config: SendMessageConfig, input: Any) -> TelegramMessage
     """``sendMessage``."""
     base = str(sdk.setting("telegram.api_url", DEFAULT_API_URL)).rstrip("/")
     token = sdk.credential("credential")["token"]
+    if config.chat_id == "":
+        raise sdk.ConfigError("a Telegram message needs a chat id")
     payload: dict[str, Any] = {"chat_id": config.chat_id, "text": config.text}
     if config.parse_mode:
         payload["parse_mode"] = config.parse_mode

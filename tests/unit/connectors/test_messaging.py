@@ -132,6 +132,8 @@ async def test_telegram_send_and_errors(api: TelegramLike) -> None:
     out = await _run(env, telegram.send_message, chat_id="42", text="hi", parse_mode="HTML")
     assert out["chat_id"] == 42 and out["text"] == "hi" and out["message_id"] > 0
     assert api.requests[0].body == {"chat_id": "42", "text": "hi", "parse_mode": "HTML"}
+    numeric = await _run(env, telegram.send_message, chat_id=42, text="from an expression")
+    assert numeric["chat_id"] == 42 and api.requests[1].body["chat_id"] == 42
     with pytest.raises(sdk.NonRetryableError) as err:
         await _run(env, telegram.send_message, chat_id="7", text="x")
     assert err.value.kind == "telegram_400" and "chat not found" in err.value.message
