@@ -25,7 +25,7 @@ from backend.services import accounts
 from backend.services.leadership import SCHEDULER_LOCK_KEY
 from backend.settings import Settings, load_settings
 from tests.diagrams import diagram, edge, node
-from tests.integration.conftest import ADMIN_EMAIL, ADMIN_PASSWORD, login
+from tests.integration.conftest import ADMIN_EMAIL, ADMIN_PASSWORD, login, wait_for_run
 from tests.servers import pg_template
 
 RAILYARD = str(Path(sys.executable).with_name("railyard"))
@@ -120,8 +120,9 @@ async def api(settings: Settings) -> AsyncIterator[tuple[Runtime, httpx.AsyncCli
         await rt.close()
 
 
-def own_settings(database_url: str, redis_url: str) -> Settings:
-    """Settings for servers of the test's own (short lease, fast sweep)."""
+def own_settings(database_url: str, redis_url: str, **overrides: Any) -> Settings:
+    """Settings for servers of the test's own (short lease, fast sweep); ``overrides``
+    set more."""
     return load_settings(
         environ={},
         database_url=database_url,
@@ -130,6 +131,7 @@ def own_settings(database_url: str, redis_url: str) -> Settings:
         http_allow_private=True,
         lease_seconds=float(LEASE_SECONDS),
         sweep_interval=0.5,
+        **overrides,
     )
 
 
@@ -215,3 +217,35 @@ async def fires(runtime: Runtime) -> list[tuple[Any, ...]]:
     async with runtime.engine.connect() as conn:
         rows = await conn.execute(text("select fire_at, run_id from schedule_fires order by 1"))
         return [tuple(r) for r in rows]
+
+
+async def until_probe(port: int, status: int, down: str | None = None) -> None:
+    """Wait until the probe answers ``status`` (naming ``down`` as down when given)."""
+
+    async def check() -> bool:
+        got, body = await probe(port)
+        return got == status and (down is None or body.get(down, "").startswith("down"))
+
+    await until(check, 30, f"/health/ready to answer {status}")
+
+
+def kill_redis(redis: EmbeddedRedis) -> None:
+    """SIGKILL the server (no shutdown, connections reset)."""
+    assert redis.pid is not None
+    os.kill(redis.pid, signal.SIGKILL)
+    redis.stop()
+
+
+async def start_runs(client: httpx.AsyncClient, path: str, first: int, count: int) -> list[str]:
+    ids = []
+    for n in range(first, first + count):
+        r = await client.post(path, json={"order": n})
+        assert r.status_code == 202, r.text
+        ids.append(r.json()["run_id"])
+    return ids
+
+
+async def all_succeed(rt: Runtime, run_ids: list[str], timeout: float) -> None:
+    for run_id in run_ids:
+        assert await wait_for_run(rt, run_id, timeout=timeout) == "succeeded", run_id
+    assert await run_outcomes(rt, run_ids) == [("succeeded", 1, 1)] * len(run_ids)

@@ -10,30 +10,28 @@ run acknowledged before, during or after the outage completed exactly once.
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
 import socket
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from backend.embedded import EmbeddedRedis
 from backend.runtime import Runtime
 from backend.settings import Settings
 from tests.http_sink import HttpSink
-from tests.integration.conftest import wait_for_run
 from tests.integration.flows import publish
 from tests.integration.railyard_processes import (
+    all_succeed,
     api,
     http_flow,
+    kill_redis,
     own_postgres,
     own_settings,
-    probe,
     processes,
-    run_outcomes,
+    start_runs,
     until,
+    until_probe,
 )
 
 pytestmark = [pytest.mark.integration, pytest.mark.faults]
@@ -43,38 +41,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
-
-
-async def until_probe(port: int, status: int, down: str | None = None) -> None:
-    """Wait until the probe answers ``status`` (naming ``down`` as down when given)."""
-
-    async def check() -> bool:
-        got, body = await probe(port)
-        return got == status and (down is None or body.get(down, "").startswith("down"))
-
-    await until(check, 30, f"/health/ready to answer {status}")
-
-
-def kill_redis(redis: EmbeddedRedis) -> None:
-    """SIGKILL the server (no shutdown, connections reset)."""
-    assert redis.pid is not None
-    os.kill(redis.pid, signal.SIGKILL)
-    redis.stop()
-
-
-async def start_runs(client: httpx.AsyncClient, path: str, first: int, count: int) -> list[str]:
-    ids = []
-    for n in range(first, first + count):
-        r = await client.post(path, json={"order": n})
-        assert r.status_code == 202, r.text
-        ids.append(r.json()["run_id"])
-    return ids
-
-
-async def all_succeed(rt: Runtime, run_ids: list[str], timeout: float) -> None:
-    for run_id in run_ids:
-        assert await wait_for_run(rt, run_id, timeout=timeout) == "succeeded", run_id
-    assert await run_outcomes(rt, run_ids) == [("succeeded", 1, 1)] * len(run_ids)
 
 
 async def test_worker_redis_outage(

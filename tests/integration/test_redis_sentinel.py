@@ -6,8 +6,6 @@ if it went to the primary the Sentinel named.
 
 from __future__ import annotations
 
-import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,46 +15,33 @@ from arq.constants import default_queue_name
 from redis import Redis
 
 from backend.embedded import EmbeddedRedis, free_port
-from backend.embedded.redis_server import redis_executable
 from backend.runtime import build_runtime
 from backend.settings import Settings, load_settings
 from backend.transport.redis_client import RedisTarget, arq_redis_settings
+from tests.http_sink import HttpSink
+from tests.integration.flows import publish
+from tests.integration.railyard_processes import (
+    all_succeed,
+    api,
+    http_flow,
+    kill_redis,
+    own_postgres,
+    own_settings,
+    processes,
+    start_runs,
+    until,
+    until_probe,
+)
+from tests.integration.sentinels import MASTER, primary_port, sentinel
 
 pytestmark = pytest.mark.integration
 
 
 @pytest.fixture
-def sentinel(redis_server: EmbeddedRedis, embedded_tmp_dir: Path) -> Iterator[int]:
+def sentinel_port(redis_server: EmbeddedRedis, embedded_tmp_dir: Path) -> Iterator[int]:
     """A ``redis-server --sentinel`` watching the test Redis as primary ``railyard``."""
-    port = free_port()
-    conf = embedded_tmp_dir / "sentinel.conf"
-    conf.write_text(
-        f"port {port}\nbind 127.0.0.1\ndir {embedded_tmp_dir}\n"
-        f"sentinel monitor railyard 127.0.0.1 {redis_server.port} 1\n"
-    )
-    log = (embedded_tmp_dir / "sentinel.log").open("wb")
-    proc = subprocess.Popen([redis_executable(), str(conf), "--sentinel"], stdout=log, stderr=log)
-    try:
-        client = Redis(host="127.0.0.1", port=port, socket_timeout=1)
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                if client.execute_command("SENTINEL", "get-master-addr-by-name", "railyard"):
-                    break
-            except OSError:
-                pass
-            except Exception as exc:  # a sentinel still starting answers a connection error
-                if "Connection" not in type(exc).__name__:
-                    raise
-            assert proc.poll() is None, "redis sentinel exited"
-            assert time.monotonic() < deadline, "redis sentinel did not start"
-            time.sleep(0.1)
-        client.close()
+    with sentinel(redis_server.port, embedded_tmp_dir) as port:
         yield port
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
-        log.close()
 
 
 def _sentinel_settings(migrated_url: str, port: int) -> Settings:
@@ -71,9 +56,9 @@ def _sentinel_settings(migrated_url: str, port: int) -> Settings:
 
 
 async def test_runtime_and_arq_reach_the_primary_through_the_sentinel(
-    migrated_url: str, redis_server: EmbeddedRedis, sentinel: int
+    migrated_url: str, redis_server: EmbeddedRedis, sentinel_port: int
 ) -> None:
-    settings = _sentinel_settings(migrated_url, sentinel)
+    settings = _sentinel_settings(migrated_url, sentinel_port)
     runtime = await build_runtime(settings, pool_size=1)
     primary = Redis.from_url(redis_server.url)
     try:
@@ -93,3 +78,63 @@ async def test_runtime_and_arq_reach_the_primary_through_the_sentinel(
         primary.delete("railyard:sentinel-probe", default_queue_name, "arq:job:probe-1")
         primary.close()
         await runtime.close()
+
+
+@pytest.mark.faults
+async def test_redis_primary_killed_sentinel_fails_over_nothing_acknowledged_is_lost(
+    sink: HttpSink, embedded_tmp_dir: Path
+) -> None:
+    """A Redis primary and its replica behind a real Sentinel; ``railyard worker`` and
+    ``railyard scheduler`` processes and the API find the primary through it. With 20 runs
+    in flight the primary is SIGKILLed; the Sentinel promotes the replica; every run
+    acknowledged before, during and after completes exactly once, and the worker, never
+    restarted, is ready again (tests/integration/test_outages.py's checks)."""
+    pg = await own_postgres(embedded_tmp_dir)
+    primary = EmbeddedRedis(embedded_tmp_dir / "redis-a", persistence_off=True)
+    replica = EmbeddedRedis(embedded_tmp_dir / "redis-b", persistence_off=True)
+    primary.start()
+    replica.start()
+    Redis.from_url(replica.url).replicaof("127.0.0.1", primary.port)
+    health = free_port()
+    try:
+        with sentinel(primary.port, embedded_tmp_dir, down_after_ms=1000) as port:
+            env = {
+                "RAILYARD_REDIS_SENTINELS": f"127.0.0.1:{port}",
+                "RAILYARD_REDIS_SENTINEL_MASTER": MASTER,
+            }
+            closed = f"redis://127.0.0.1:{free_port()}/0"  # only the Sentinel is asked
+            settings = own_settings(
+                pg.url,
+                closed,
+                redis_sentinels=(f"127.0.0.1:{port}",),
+                redis_sentinel_master=MASTER,
+            )
+            sink.delay = 0.2
+            async with api(settings) as (rt, client):
+                wf = await publish(client, http_flow(sink.url))
+                with processes(settings, embedded_tmp_dir, **env) as start:
+                    start("scheduler")
+                    worker = start("worker", "worker", "--health-port", str(health))
+                    await until_probe(health, 200)
+                    before = await start_runs(client, wf["webhook_path"], 0, 20)
+
+                    async def in_flight() -> bool:
+                        return len(sink.requests) >= 3
+
+                    await until(in_flight, 30, "runs to be in flight")
+                    kill_redis(primary)
+                    during = await start_runs(client, wf["webhook_path"], 20, 5)
+
+                    async def promoted() -> bool:
+                        return primary_port(port) == replica.port
+
+                    await until(promoted, 30, "the Sentinel to promote the replica")
+                    after = await start_runs(client, wf["webhook_path"], 25, 5)
+                    await all_succeed(rt, before + during + after, timeout=90)
+                    await until_probe(health, 200)
+                    assert worker.poll() is None, "the worker exited"
+            assert Redis.from_url(replica.url).role()[0] == b"master"
+    finally:
+        replica.stop()
+        primary.stop()
+        pg.stop()
