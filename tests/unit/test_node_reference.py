@@ -48,6 +48,7 @@ def test_only_the_built_in_connectors_are_listed() -> None:
     built_in = builtin_catalog()
     assert {c.name for c in built_in.connectors} == {
         "amqp",
+        "code",
         "data",
         "discord",
         "email",
