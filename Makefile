@@ -8,7 +8,7 @@ PORT ?= 8000
 DATA_DIR ?= .railyard
 PYTEST_ARGS ?=
 
-.PHONY: dev dev-stop test lint unit integration e2e install chromium trigger-servers kubectl clean lock bench-peers bench-steps icons
+.PHONY: dev dev-stop test lint unit integration e2e install chromium trigger-servers clean lock bench-peers bench-steps icons
 
 EXAMPLE_PLUGIN := connectors/examples/railyard-example-plugin
 
@@ -83,14 +83,7 @@ trigger-servers:
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
 	fi
 
-# Debian's kubectl renders the kustomize overlays offline (tests/unit/test_deploy_kubernetes.py;
-# no cluster is contacted).
-kubectl:
-	@command -v kubectl >/dev/null 2>&1 || { \
-		echo "installing Debian's kubectl"; \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq kubectl >/dev/null; }
-
-test: install $(VENV)/.example-plugin $(CHECKOV) chromium trigger-servers kubectl lint
+test: install $(VENV)/.example-plugin $(CHECKOV) chromium trigger-servers lint
 	$(PY) -m pytest -n 2 --dist loadgroup -q $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing"; exit 1; fi; exit $$rc
 
