@@ -73,9 +73,9 @@ $(CHECKOV):
 	@$(VENV)/checkov/bin/python -m pip install -qq --disable-pip-version-check 'checkov>=3.2'
 
 # The real servers the trigger and database node tests start themselves (RabbitMQ,
-# Mosquitto, NATS, Dovecot, MariaDB); their Debian services are not used: each test
-# session runs its own on 127.0.0.1.
-TRIGGER_SERVERS := rabbitmq-server mosquitto nats-server dovecot-imapd mariadb-server
+# Mosquitto, NATS, Dovecot, MariaDB, and PostgreSQL built with TLS); their Debian services
+# are not used: each test session runs its own on 127.0.0.1.
+TRIGGER_SERVERS := rabbitmq-server mosquitto nats-server dovecot-imapd mariadb-server postgresql
 trigger-servers:
 	@missing=""; for p in $(TRIGGER_SERVERS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \

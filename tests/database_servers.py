@@ -1,4 +1,5 @@
-"""Pytest fixture for the MariaDB server the MySQL/MariaDB node tests query.
+"""Pytest fixtures for the database servers the database node tests query: MariaDB, and
+a PostgreSQL serving TLS.
 
 Import everything into ``tests/conftest.py``: ``from tests.database_servers import *``.
 
@@ -11,21 +12,28 @@ the database ``railyard``, created by the server's init file at start. The Debia
 service is never used. A missing binary fails the test that needs it, naming the command
 that installs it; nothing is skipped. The server stops, and its directory goes, when the
 session ends (or at the next session's sweep when the session was killed).
+
+``tls_postgres`` is Debian's PostgreSQL (``postgresql``, also from ``make
+trigger-servers``; the embedded wheel is built without TLS) in a private cluster with
+``ssl = on`` and a self-signed certificate, run as the embedded server's system account
+when the tests run as root; the Debian cluster is never used.
 """
 
 from __future__ import annotations
 
 import getpass
+import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from backend.embedded.pg_binaries import pg_system_user
 from tests.broker_servers import HOST, BrokerServer, _executable, _serving
 from tests.fakes.smtp import self_signed_files
 
-__all__ = ["MariaDBServer", "mariadb_server"]
+__all__ = ["MariaDBServer", "TlsPostgres", "mariadb_server", "tls_postgres"]
 
 INSTALL_HINT = "run `make trigger-servers` (installs mariadb-server)"
 
@@ -106,4 +114,85 @@ def mariadb_server(broker_session_dir: Path) -> Iterator[MariaDBServer]:
         pytest.fail(f"cannot prepare MariaDB ({err}): {INSTALL_HINT}", pytrace=False)
     for running in _serving(server):
         assert isinstance(running, MariaDBServer)
+        yield running
+
+
+class TlsPostgres(BrokerServer):
+    """Debian's PostgreSQL with TLS on 127.0.0.1 (``port``, ``user``; trust
+    authentication; ``ca_file``: the certificate it presents, which is its own CA)."""
+
+    name = "postgres-tls"
+    user = "railyard"
+
+    def __init__(self, directory: Path) -> None:
+        super().__init__(directory)
+        found = sorted(Path("/usr/lib/postgresql").glob("*/bin/postgres"))
+        if not found:
+            pytest.fail(
+                "Debian's PostgreSQL is not installed: run `make trigger-servers`", pytrace=False
+            )
+        self._bin = found[-1].parent
+        self.data_dir = directory / "data"
+        self.ca_file, self.key_file = self_signed_files(directory)
+        self._ids = pg_system_user()
+        directory.chmod(0o755)
+        if self._ids is not None:  # the server's account owns its directory and key
+            for path in (directory, self.ca_file, self.key_file):
+                os.chown(path, *self._ids)
+
+    def _as_server(self, command: list[str]) -> list[str]:
+        if self._ids is None:
+            return command
+        uid, gid = self._ids
+        return ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups", *command]
+
+    def prepare(self) -> None:
+        if (self.data_dir / "PG_VERSION").exists():
+            return
+        done = subprocess.run(
+            self._as_server(
+                [
+                    str(self._bin / "initdb"),
+                    *("-D", str(self.data_dir), "-U", self.user),
+                    *("--auth=trust", "-E", "UTF8", "--no-sync"),
+                ]
+            ),
+            capture_output=True,
+            timeout=120,
+            check=False,
+        )
+        if done.returncode != 0:
+            raise RuntimeError("initdb failed: " + done.stdout.decode() + done.stderr.decode())
+
+    def ready(self) -> bool:
+        """True once the server accepts sessions (not merely its port: it answers
+        "starting up" first)."""
+        done = subprocess.run(
+            [str(self._bin / "pg_isready"), "-h", HOST, "-p", str(self.port), "-U", self.user],
+            capture_output=True,
+            timeout=10,
+            check=False,
+        )
+        return done.returncode == 0
+
+    def command(self) -> list[str]:
+        settings = {
+            "listen_addresses": HOST,
+            "unix_socket_directories": str(self.directory),
+            "ssl": "on",
+            "ssl_cert_file": str(self.ca_file),
+            "ssl_key_file": str(self.key_file),
+            "fsync": "off",
+        }
+        options = [f"--{k.replace('_', '-')}={v}" for k, v in settings.items()]
+        return self._as_server(
+            [str(self._bin / "postgres"), "-D", str(self.data_dir), "-p", str(self.port), *options]
+        )
+
+
+@pytest.fixture(scope="session")
+def tls_postgres(embedded_session_dir: Path) -> Iterator[TlsPostgres]:
+    """A PostgreSQL serving TLS for this pytest process (see the module docstring)."""
+    for running in _serving(TlsPostgres(embedded_session_dir / "pg-tls")):
+        assert isinstance(running, TlsPostgres)
         yield running

@@ -13,7 +13,7 @@ from backend.embedded import EmbeddedPostgres
 from connectors import sdk
 from connectors.builtin.databases import mysql, postgres
 from connectors.testing import ActionTestEnvironment
-from tests.database_servers import MariaDBServer
+from tests.database_servers import MariaDBServer, TlsPostgres
 from tests.fakes.smtp import free_port
 from tests.unit.connectors.output_schema import assert_declared_output
 
@@ -214,6 +214,36 @@ async def test_postgres_connection_problems(pg_server: EmbeddedPostgres, pg_data
     with pytest.raises(sdk.NonRetryableError) as err:
         await _pg(guarded, postgres.query, query="SELECT 1")
     assert err.value.kind == "ssrf_blocked"
+
+
+async def test_postgres_tls_modes(tls_postgres: TlsPostgres) -> None:
+    ca = tls_postgres.ca_file.read_text()
+    fields = {
+        "host": "127.0.0.1",
+        "port": tls_postgres.port,
+        "database": "postgres",
+        "username": tls_postgres.user,
+    }
+    query = "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()"
+
+    def env(**login: Any) -> ActionTestEnvironment:
+        return ActionTestEnvironment(
+            credentials={"pg": {"type": "postgres", **fields, **login}},
+            credential_types=[postgres.POSTGRES],
+        )
+
+    for login in ({"tls": "verify-full", "ca_certificate": ca}, {"tls": "require"}):
+        out = await _pg(env(**login), postgres.query, query=query)
+        assert out["items"] == [{"ssl": True}], login
+    plain = await _pg(env(tls="disable"), postgres.query, query=query)
+    assert plain["items"] == [{"ssl": False}]
+    with pytest.raises(sdk.NonRetryableError) as err:  # the system's CAs do not know it
+        await _pg(env(tls="verify-full"), postgres.query, query=query)
+    assert err.value.kind == "db_tls" and "certificate verify failed" in err.value.message
+    with pytest.raises(sdk.ConfigError):
+        await _pg(
+            env(tls="verify-ca", ca_certificate="not a certificate"), postgres.query, query=query
+        )
 
 
 # -- MySQL / MariaDB -------------------------------------------------------------------

@@ -98,8 +98,8 @@ def tls_context(login: Mapping[str, Any]) -> ssl.SSLContext | None:
     mode = login.get("tls", "verify-full")
     if mode == "disable":
         return None
-    context = ssl.create_default_context(cadata=login.get("ca_certificate") or None)
     try:
+        context = ssl.create_default_context(cadata=login.get("ca_certificate") or None)
         if not login.get("ca_certificate"):
             context.load_default_certs()
         if mode in ("require", "verify-ca"):
