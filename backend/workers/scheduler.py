@@ -54,10 +54,12 @@ class Leadership:
         metrics.scheduler_leader(self.name, leads=False)
 
     def lead(self) -> None:
+        """This process took the leader lock."""
         self.role = "leader"
         metrics.scheduler_leader(self.name, leads=True)
 
     def stand_by(self) -> None:
+        """This process does not hold the leader lock (any more)."""
         self.role = "standby"
         metrics.scheduler_leader(self.name, leads=False)
 
