@@ -6,6 +6,7 @@ chart has: its lint, its choices and its upgrade hook."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import helm_python
@@ -34,11 +35,22 @@ def test_chart_passes_helm_lint_strictly(variant: str) -> None:
     assert [m for m in report["messages"] if m["severity"] >= 2] == []
 
 
-def test_chart_refuses_a_mode_it_does_not_know() -> None:
-    with pytest.raises(helm_python.HelmRenderError, match=r"postgresql\.mode must be"):
-        _render({"postgresql": {"mode": "sqlite"}})
-    with pytest.raises(helm_python.HelmRenderError, match=r"worker\.autoscaling\.type must be"):
-        _render({"worker": {"autoscaling": {"type": "vpa"}}})
+def test_chart_refuses_values_it_does_not_know() -> None:
+    """values.schema.json: an unknown mode, a misspelt key, a tag where the digest goes."""
+    for values, where in [
+        ({"postgresql": {"mode": "sqlite"}}, "/postgresql/mode"),
+        ({"worker": {"autoscaling": {"type": "vpa"}}}, "/worker/autoscaling/type"),
+        ({"replicas": 3}, "additional properties 'replicas'"),
+        ({"image": {"digest": "0.1.0"}}, "/image/digest"),
+    ]:
+        with pytest.raises(helm_python.HelmValuesError, match=re.escape(where)):
+            _render(values)
+
+
+def test_switches_leave_out_what_they_turn_off() -> None:
+    resources = _render({"networkPolicy": {"enabled": False}, "metrics": {"podMonitor": False}})
+    assert not [key for key in resources if key[0] in ("NetworkPolicy", "PodMonitor")]
+    assert ("Ingress", "railyard-api") not in resources
 
 
 def test_external_postgresql_gives_schedulers_their_session_url() -> None:
