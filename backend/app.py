@@ -58,6 +58,7 @@ from frontend.connector_pages import ConnectorPages
 from frontend.dashboard_pages import DashboardPages
 from frontend.designer_fragments import DesignerFragments
 from frontend.identity_pages import AccountPages, SsoPages
+from frontend.import_pages import ImportPages
 from frontend.pages import AppPages, AuthPages, html_error, wants_html
 from frontend.rendering import STATIC
 from frontend.search_pages import SearchPages
@@ -161,6 +162,7 @@ def create_app(
             WorkflowPages,
             ConnectorPages,
             AdminPages,
+            ImportPages,
             AccessPages,
             VersionPages,
             SsoPages,

@@ -2,9 +2,11 @@
 what a new document would change. Admin only (``connectors:manage``).
 
 The document comes as text in the body (``document``, JSON or YAML) or is fetched from
-``url`` through the SSRF guard. Errors: 400 ``{"detail", "field", "extra": {"where"}}``
-for a document or name that cannot be imported (``where``: the place in the document),
-404 for an unknown connector (docs/connectors.md, "OpenAPI connectors").
+``url`` through the SSRF guard. Errors (problem details, docs/api.md): 400 naming the
+``field`` (``name``, ``document``, ``url``) for a document or name that cannot be
+imported, the ``detail`` ending with the place in the document (``(at /paths/~1items)``,
+``(at line 3, column 4)``) when known; 404 for an unknown connector
+(docs/connectors.md, "OpenAPI connectors").
 """
 
 from __future__ import annotations
@@ -12,9 +14,10 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import msgspec
-from litestar import Controller, MediaType, Request, Response, get, post
+from litestar import Controller, Request, Response, get, post
 from litestar.params import FromPath, JSONBody
 
+from backend.api.errors import problem_response
 from backend.auth.guards import access_dependencies
 from backend.auth.policy import Permission
 from backend.auth.web import AppRuntime, CurrentUser, DbSession
@@ -46,15 +49,13 @@ class DiffIn(msgspec.Struct, forbid_unknown_fields=True):
     server_variables: dict[str, str] = {}
 
 
-def _refused(_: Request[Any, Any, Any], exc: svc.ImportRefused) -> Response[bytes]:
-    extra = {"where": exc.where} if exc.where else None
-    body = {"status_code": 400, "detail": exc.message, "field": exc.field, "extra": extra}
-    return Response(msgspec.json.encode(body), status_code=400, media_type=MediaType.JSON)
+def _refused(request: Request[Any, Any, Any], exc: svc.ImportRefused) -> Response[bytes]:
+    detail = f"{exc.message} (at {exc.where})" if exc.where else exc.message
+    return problem_response(request, 400, detail, field=exc.field)
 
 
-def _not_found(_: Request[Any, Any, Any], exc: svc.ConnectorNotFound) -> Response[bytes]:
-    body = {"status_code": 404, "detail": f"no imported connector named {exc.args[0]}"}
-    return Response(msgspec.json.encode(body), status_code=404, media_type=MediaType.JSON)
+def _not_found(request: Request[Any, Any, Any], exc: svc.ConnectorNotFound) -> Response[bytes]:
+    return problem_response(request, 404, f"no imported connector named {exc.args[0]}")
 
 
 async def document_bytes(runtime: Runtime, document: str | None, url: str | None) -> bytes:
@@ -68,11 +69,11 @@ async def document_bytes(runtime: Runtime, document: str | None, url: str | None
     return await svc.fetch_document(runtime.settings, str(url))
 
 
-async def run_import(db: Any, runtime: Runtime, user_id: Any, data: ImportIn) -> svc.ImportResult:
-    """Import, commit, then put the connector in this process's catalog."""
+async def run_import(runtime: Runtime, user_id: Any, data: ImportIn) -> svc.ImportResult:
+    """Import (committed), then put the connector in this process's catalog."""
     raw = await document_bytes(runtime, data.document, data.url)
-    result = await svc.import_document(
-        db,
+    return await svc.import_and_install(
+        runtime.sessionmaker,
         runtime.catalog,
         name=data.name,
         label=data.label,
@@ -82,10 +83,6 @@ async def run_import(db: Any, runtime: Runtime, user_id: Any, data: ImportIn) ->
         user_id=user_id,
         dry_run=data.dry_run,
     )
-    await db.commit()
-    if result.stored:
-        await runtime.catalog.refresh()
-    return result
 
 
 class ConnectorAdminController(Controller):
@@ -103,11 +100,11 @@ class ConnectorAdminController(Controller):
 
     @post("/", operation_id="import_connector", opt=MANAGE)
     async def import_connector(
-        self, db: DbSession, runtime: AppRuntime, user: CurrentUser, data: JSONBody[ImportIn]
+        self, runtime: AppRuntime, user: CurrentUser, data: JSONBody[ImportIn]
     ) -> svc.ImportResult:
         """Import a document as a connector, or as a new version of it (201; with
         ``dry_run`` nothing is stored)."""
-        return await run_import(db, runtime, user.id, data)
+        return await run_import(runtime, user.id, data)
 
     @get("/{connector_name:str}", operation_id="get_imported_connector", opt=MANAGE)
     async def get_connector(self, db: DbSession, connector_name: FromPath[str]) -> svc.ConnectorOut:
@@ -138,4 +135,4 @@ class ConnectorAdminController(Controller):
             server_variables=data.server_variables,
             dry_run=True,
         )
-        return await run_import(db, runtime, user.id, request)
+        return await run_import(runtime, user.id, request)

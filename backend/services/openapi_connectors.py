@@ -19,7 +19,7 @@ from typing import Any
 import httpx
 import msgspec
 from sqlalchemy import func, select
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from backend.db.models.openapi import OpenApiConnector, OpenApiConnectorVersion
 from backend.services import audit
@@ -366,3 +366,15 @@ async def stored_marker(session: AsyncSession) -> tuple[int, datetime | None]:
         await session.execute(select(func.count(), func.max(OpenApiConnectorVersion.created_at)))
     ).one()
     return int(row[0]), row[1]
+
+
+async def import_and_install(
+    sessionmaker: async_sessionmaker[AsyncSession], catalog: Any, **kwargs: Any
+) -> ImportResult:
+    """:func:`import_document` in a transaction of its own, committed before the catalog
+    is refreshed (so the operations are in the palette when this returns)."""
+    async with sessionmaker() as session, session.begin():
+        result = await import_document(session, catalog, **kwargs)
+    if result.stored:
+        await catalog.refresh()
+    return result

@@ -157,7 +157,7 @@ async def test_bad_documents_and_names_are_refused(client: httpx.AsyncClient) ->
     )
     assert r.status_code == 400
     body = r.json()
-    assert body["field"] == "document" and body["extra"] == {"where": "line 1, column 4"}
+    assert body["field"] == "document" and body["detail"].endswith("(at line 1, column 4)")
     assert body["detail"].startswith("YAML anchor &x is not accepted")
     r = await client.post("/api/admin/connectors", json={"name": "http", "document": "{}"})
     assert (r.status_code, r.json()["field"]) == (400, "name")
@@ -186,3 +186,23 @@ async def test_import_from_a_url(client: httpx.AsyncClient, api: ScriptedApi) ->
     )
     assert r.status_code == 400
     assert r.json()["detail"].endswith("/huge exceeds 10485760 bytes")  # the guard's cap
+
+
+async def test_admin_page_imports_an_upload(client: httpx.AsyncClient, api: ScriptedApi) -> None:
+    page = await client.get("/admin/connectors")
+    assert page.status_code == 200 and "No connector imported yet." in page.text
+    csrf = client.headers["x-csrftoken"]
+    files = {"file": ("acme.yaml", _document(api.url).encode(), "application/yaml")}
+    form = {"_csrf_token": csrf, "name": "acme", "label": "Acme Inc."}
+    r = await client.post("/admin/connectors", data=form, files=files)
+    assert r.status_code == 200, r.text
+    assert "Stored as version 1." in r.text
+    assert "2 operations imported, 1 refused." in r.text
+    assert "security scheme oidc: type &#39;openIdConnect&#39; is not supported" in r.text
+    detail = await client.get("/admin/connectors/acme")
+    assert 'data-node-type="acme.list_items"' in detail.text
+    assert (await client.get("/admin/connectors/nothing")).status_code == 404
+    bad = {"file": ("x.yaml", b"openapi: [", "application/yaml")}
+    r = await client.post("/admin/connectors", data=form, files=bad)
+    assert r.status_code == 400
+    assert "the document is neither JSON nor valid YAML" in r.text
