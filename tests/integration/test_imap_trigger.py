@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from email.message import EmailMessage
-from typing import Any
 
 import httpx
 import pytest
@@ -17,21 +15,10 @@ from sqlalchemy import select
 from backend.db.models import Run
 from backend.runtime import Runtime
 from backend.services.events.listeners import Listeners
-from tests.diagrams import diagram, edge, node
-from tests.imap_server import Dovecot, MailUser
-from tests.integration.flows import publish
+from tests.imap_server import Dovecot
+from tests.integration.mailbox import mail, published_watch
 
 pytestmark = pytest.mark.integration
-
-
-def mail(n: int) -> bytes:
-    message = EmailMessage()
-    message["From"] = "Ada <ada@example.org>"
-    message["To"] = "orders@example.com"
-    message["Subject"] = f"Order {n}"
-    message["Message-ID"] = f"<order-{n}@example.org>"
-    message.set_content(f"{n} boxes, please.")
-    return message.as_bytes()
 
 
 async def subjects(runtime: Runtime, workflow_id: str, count: int) -> list[str]:
@@ -54,37 +41,13 @@ async def subjects(runtime: Runtime, workflow_id: str, count: int) -> list[str]:
     raise AssertionError(f"{count} runs never came")
 
 
-async def published_watch(client: httpx.AsyncClient, user: MailUser) -> dict[str, Any]:
-    credential = user.credential()
-    credential.pop("type")
-    r = await client.post(
-        "/api/credentials", json={"name": "Orders mailbox", "type": "imap", "data": credential}
-    )
-    assert r.status_code == 201, r.text
-    doc = diagram(
-        [
-            node(
-                "mail",
-                "imap.email_received",
-                credential=r.json()["id"],
-                start="all",
-                mark_seen=True,
-                check_every=1,
-            ),
-            node("set_1", "control.set", mapping={"subject": "=headers.subject"}),
-        ],
-        [edge("mail", "set_1")],
-    )
-    return await publish(client, doc)
-
-
 async def test_email_received_through_the_event_service(
     runtime: Runtime, client: httpx.AsyncClient, imap_server: Dovecot
 ) -> None:
     user = imap_server.add_user()
     for n in (1, 2, 1):  # the third is a copy of the first: the same Message-ID
         await asyncio.to_thread(user.deliver, mail(n))
-    wf = await published_watch(client, user)
+    wf = await published_watch(client, user, mark_seen=True, check_every=1)
     listeners = Listeners(runtime.events, runtime.execution.clock, "test-owner", lease_seconds=5)
     await listeners.reconcile()
     try:
