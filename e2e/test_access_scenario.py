@@ -150,7 +150,8 @@ def test_admin_restricts_editor_and_viewer_to_one_workflow(
         set_id = set_node.get_attribute("data-node-id")
         assert set_id
         connect(editor, trigger_id, "out", set_id)
-        editor.locator("#canvas path.edge").wait_for()
+        # attached: a straight horizontal edge has a zero-height box ("hidden" to Playwright)
+        editor.locator("#canvas path.edge").wait_for(state="attached")
         set_node.locator("rect.node-body").click(position={"x": 110, "y": 5})
         form = editor.locator(f'#config-panel form.config-form[data-node-id="{set_id}"]')
         form.locator(".kv-add").click()

@@ -56,8 +56,9 @@ def test_problems_webhook_copy_and_readable_run_error(
     # ------------------------------------------------------------ canvas names types by label
     http_node = page.locator(f'#canvas g.node[data-node-id="{ids["http"]}"]')
     http_node.wait_for()
-    assert http_node.locator("text.node-label").text_content() == "Notify CRM"
-    assert http_node.locator("text.node-sub").text_content() == "HTTP Request"
+    assert (http_node.locator("text.node-label").text_content() or "").strip() == "Notify CRM"
+    assert (http_node.locator("text.node-sub").text_content() or "").strip() == "HTTP Request"
+    assert http_node.get_attribute("aria-label") == "Notify CRM HTTP Request"
     assert "http.request" in (http_node.locator("title").text_content() or "")
 
     # ------------------------------------------------------------ Problems panel

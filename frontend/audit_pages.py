@@ -83,7 +83,16 @@ class AdminAuditPages(LoginRequiredPages):
             error = None
         except InvalidInput as exc:
             page, error = audit_log.AuditPage([], None), str(exc)
-        rows = [{"entry": e, "changes": audit_log.diff(e.before, e.after)} for e in page.entries]
+        names = await audit_log.object_names(db, page.entries)
+        rows = [
+            {
+                "entry": e,
+                "changes": audit_log.diff(e.before, e.after),
+                "object_name": names.get((e.object_type, e.object_id)),
+                "actor_name": names.get(("user", e.actor_user_id or "")),
+            }
+            for e in page.entries
+        ]
         older = (
             "/admin/audit?" + urlencode({**query, "before_id": page.next_before_id})
             if page.next_before_id is not None

@@ -36,7 +36,8 @@ def runs_chart(buckets: Sequence[Bucket], bucket_minutes: int, link: Callable[..
     step = plot_w / len(buckets)
     bar = max(step * 0.8, 1.0)
     parts = [
-        f'<svg class="chart" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" '
+        # a group, not an image: its bars are links (an image may hold no controls)
+        f'<svg class="chart" viewBox="0 0 {WIDTH} {HEIGHT}" role="group" '
         f'aria-label="Runs ended per {bucket_minutes} minute(s)">',
         f'<line class="axis" x1="{PAD_LEFT}" y1="{PAD_TOP + plot_h}" x2="{WIDTH}" '
         f'y2="{PAD_TOP + plot_h}"/>',
@@ -60,7 +61,8 @@ def runs_chart(buckets: Sequence[Bucket], bucket_minutes: int, link: Callable[..
             label = f"{when}: {count} {'cancelled' if status == 'other' else status}"
             href = escape(link(status, start=b.start, end=end))
             parts.append(
-                f'<a href="{href}"><rect class="bar {css}" x="{x:.1f}" '
+                f'<a href="{href}" aria-label="{escape(label)}">'
+                f'<rect class="bar {css}" x="{x:.1f}" '
                 f'y="{y:.1f}" width="{bar:.1f}" height="{h:.1f}"><title>{escape(label)}'
                 "</title></rect></a>"
             )
@@ -96,7 +98,11 @@ def hbars(values: Sequence[tuple[str, float | None]]) -> Markup:
     top = max((v for _, v in values if v is not None), default=0.0) or 1.0
     width, row, label_w, value_w = 300, 30, 36, 70
     height = row * len(values)
-    parts = [f'<svg class="chart hbars" viewBox="0 0 {width} {height}" role="img">']
+    summary = ", ".join(f"{label} {duration(value)}" for label, value in values)
+    parts = [
+        f'<svg class="chart hbars" viewBox="0 0 {width} {height}" role="img" '
+        f'aria-label="{escape(summary)}">'
+    ]
     for i, (label, value) in enumerate(values):
         y = i * row
         w = max((width - label_w - value_w) * (value or 0.0) / top, 1.0)

@@ -20,7 +20,9 @@ import msgspec
 from sqlalchemy import Select, func, select, text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from backend.db.models import AuditLog
+from backend.db.models import AuditLog, User, Workflow
+from backend.db.models.access import Group, Project
+from backend.db.models.credentials import Credential
 from backend.services import audit
 from backend.services.workflows import InvalidInput
 
@@ -255,3 +257,35 @@ async def record_purge(session: AsyncSession, deleted: int, *, days: int) -> Non
         f"older-than-{days}-days",
         details={"deleted": deleted, "keep_days": days},
     )
+
+
+async def object_names(
+    session: AsyncSession, entries: list[AuditEntry]
+) -> dict[tuple[str, str], str]:
+    """``{(object_type, object_id): name}`` for the entries' workflows, credentials,
+    groups and projects (their names) and users (their emails; actors too), so the audit
+    page shows who changed what by name; ids that are not UUIDs or no longer exist are left
+    out (the page shows the id alone)."""
+    tables: dict[str, tuple[Any, Any]] = {
+        "workflow": (Workflow.id, Workflow.name),
+        "credential": (Credential.id, Credential.name),
+        "group": (Group.id, Group.name),
+        "project": (Project.id, Project.name),
+        "user": (User.id, User.email),
+    }
+    wanted: dict[str, set[uuid.UUID]] = {}
+    pairs = [(e.object_type, e.object_id) for e in entries]
+    pairs += [("user", e.actor_user_id) for e in entries if e.actor_user_id]
+    for kind, object_id in pairs:
+        if kind in tables and object_id:
+            try:
+                wanted.setdefault(kind, set()).add(uuid.UUID(str(object_id)))
+            except ValueError:
+                continue
+    names: dict[tuple[str, str], str] = {}
+    for kind, ids in wanted.items():
+        id_column, name_column = tables[kind]
+        rows = await session.execute(select(id_column, name_column).where(id_column.in_(ids)))
+        for object_id, name in rows:
+            names[(kind, str(object_id))] = str(name)
+    return names

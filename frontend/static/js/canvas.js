@@ -374,7 +374,6 @@ export class Canvas {
         transform: `translate(${node.position.x} ${node.position.y})`,
         tabindex: this.readOnly ? null : 0,
         role: this.readOnly ? null : "button",
-        "aria-label": `${m.displayLabel(node)} (${m.typeLabel(node.type)})`,
       }, this.nodeLayer);
       this.nodeEls.set(node.id, g);
 
@@ -391,13 +390,18 @@ export class Canvas {
 
       const outputs = m.outputsOf(node);
       const textPx = NODE_WIDTH - 44 - (outputs.length > 1 ? 48 : 14); // leave room for port names
-      el("text", { class: "node-label", x: 44, y: h / 2 - 6, "dominant-baseline": "middle" }, g).textContent = fitText(m.displayLabel(node), textPx, "600 13px");
       // Subtitle: the node type's label under a custom label, else the step id (what
       // expressions refer to); type ids stay in the tooltip.
       const typeLabel = m.typeLabel(node.type);
-      el("text", { class: node.label ? "node-sub node-sub-type" : "node-sub", x: 44, y: h / 2 + 11, "dominant-baseline": "middle" }, g).textContent = node.label
-        ? fitText(typeLabel, textPx, "11px")
-        : truncate(node.id, Math.floor(textPx / 6.7)); // step ids are in the 11 px monospace font
+      const shownLabel = fitText(m.displayLabel(node), textPx, "600 13px");
+      const shownSub = node.label ? fitText(typeLabel, textPx, "11px") : truncate(node.id, Math.floor(textPx / 6.7)); // step ids are in the 11 px monospace font
+      // The accessible name starts with the texts as shown (WCAG 2.5.3, label in name),
+      // then says in full what they cut; each text ends with a space so the two read
+      // as two words (SVG does not draw a trailing space).
+      const full = [shownLabel !== m.displayLabel(node) ? m.displayLabel(node) : "", node.label ? "" : typeLabel].filter(Boolean);
+      g.setAttribute("aria-label", `${shownLabel} ${shownSub}${full.length ? `, ${full.join(", ")}` : ""}`);
+      el("text", { class: "node-label", x: 44, y: h / 2 - 6, "dominant-baseline": "middle", "aria-hidden": "true" }, g).textContent = `${shownLabel} `;
+      el("text", { class: node.label ? "node-sub node-sub-type" : "node-sub", x: 44, y: h / 2 + 11, "dominant-baseline": "middle", "aria-hidden": "true" }, g).textContent = `${shownSub} `;
       el("title", {}, g).textContent = [
         m.displayLabel(node),
         `${typeLabel} (${node.type})`,
@@ -413,7 +417,7 @@ export class Canvas {
       for (const port of outputs) {
         const p = m.portOffset(node, "out", port);
         if (outputs.length > 1) {
-          el("text", { class: `port-name${port === "error" ? " port-name-error" : ""}`, x: p.x - 12, y: p.y, "text-anchor": "end", "dominant-baseline": "central" }, g).textContent = truncate(port, 10);
+          el("text", { class: `port-name${port === "error" ? " port-name-error" : ""}`, x: p.x - 12, y: p.y, "text-anchor": "end", "dominant-baseline": "central", "aria-hidden": "true" }, g).textContent = truncate(port, 10);
         }
         el("circle", { class: `port port-out${port === "error" ? " port-error" : ""}`, "data-port": port, cx: p.x, cy: p.y, r: 7 }, g);
       }
@@ -447,13 +451,13 @@ export class Canvas {
       transform: `translate(${node.position.x} ${node.position.y})`,
       tabindex: this.readOnly ? null : 0,
       role: this.readOnly ? null : "button",
-      "aria-label": `Note: ${text.slice(0, 80) || "empty"}`,
     }, this.nodeLayer);
     this.nodeEls.set(node.id, g);
     el("rect", { class: "node-body note-body", width: NODE_WIDTH, height: h, rx: 4, ry: 4 }, g);
     const lines = wrap(text || "Empty note: select it to write", 30, 6);
+    g.setAttribute("aria-label", `${lines.join(" ")}, sticky note`);
     lines.forEach((line, i) => {
-      el("text", { class: text ? "note-text" : "note-text note-empty", x: 12, y: 22 + i * 16 }, g).textContent = line;
+      el("text", { class: text ? "note-text" : "note-text note-empty", x: 12, y: 22 + i * 16, "aria-hidden": "true" }, g).textContent = `${line} `;
     });
     el("title", {}, g).textContent = text || "Sticky note";
   }

@@ -197,6 +197,14 @@ async function save() {
 }
 
 async function publish() {
+  // A draft with errors cannot be published: say so before asking for a note.
+  clearTimeout(compileTimer);
+  await compile();
+  const errors = diagnostics.filter((d) => d.severity !== "warning").length;
+  if (errors) {
+    setStatus(`${problems(errors)} to fix first · not published (see Problems)`, "error");
+    return;
+  }
   const versionNote = await askPublishNote();
   if (versionNote === null) return;
   if (!(await save())) return;

@@ -102,5 +102,7 @@ export function showHelp() {
     d.append(h, table, more, actions);
   });
   dialog.showModal();
-  dialog.querySelector("button").focus();
+  // the Close button is at the end: focus it without scrolling the list away from its top
+  dialog.querySelector("button").focus({ preventScroll: true });
+  dialog.scrollTop = 0;
 }

@@ -1,0 +1,44 @@
+"""Accessibility checks of a page with axe-core (vendored under ``e2e/vendor/axe-core``,
+the npm package ``axe-core``, its version in ``VERSION``, MPL-2.0).
+
+axe is put into the page through the DevTools protocol (Playwright's ``evaluate``), which
+the page's Content-Security-Policy does not govern, so pages are checked exactly as they
+are served. Rules: WCAG 2.0/2.1/2.2 A and AA plus axe's best practices.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+AXE_SOURCE = Path(__file__).parent / "vendor" / "axe-core" / "axe.min.js"
+TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa", "best-practice"]
+BLOCKING = ("serious", "critical")
+
+RUN = """async (tags) => {
+  const result = await axe.run(document, { runOnly: { type: "tag", values: tags } });
+  return result.violations.map((v) => ({
+    id: v.id, impact: v.impact, help: v.help,
+    nodes: v.nodes.slice(0, 5).map((n) => ({
+      target: n.target.join(" "), summary: n.failureSummary,
+    })),
+  }));
+}"""
+
+
+def axe_violations(page: Any, impacts: tuple[str, ...] = BLOCKING) -> list[dict[str, Any]]:
+    """The page's axe-core violations of the given impacts (serious and critical by
+    default), each ``{id, impact, help, nodes: [{target, summary}]}``."""
+    if not page.evaluate("() => typeof window.axe !== 'undefined'"):
+        page.evaluate(AXE_SOURCE.read_text(encoding="utf-8"))
+    found = page.evaluate(RUN, TAGS)
+    return [v for v in found if v["impact"] in impacts]
+
+
+def describe(violations: list[dict[str, Any]]) -> str:
+    """The violations as readable lines (rule, impact, help, the first elements)."""
+    lines = []
+    for v in violations:
+        lines.append(f"{v['id']} ({v['impact']}): {v['help']}")
+        lines += [f"    {n['target']}: {n['summary']}" for n in v["nodes"]]
+    return "\n".join(lines)

@@ -1,0 +1,109 @@
+"""The small things of a first visit, at 1440 x 900, each checked as a person sees it.
+
+- The workflow list keeps every action button inside the page and a long name on at most
+  two lines.
+- The audit page names what a change touched (the workflow's name, not only its id) and
+  gives Changes room to read.
+- An access page without grants says that project grants also give access.
+- A new API token is read-only unless a stronger scope is chosen.
+- The shortcut help opens at its top.
+- Publishing a draft with errors is refused before any version note is asked for.
+- A test run of the draft shows as "test run" in the run list, not "v0".
+Screenshots: ui-workflow-list.png, ui-audit.png.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from e2e.api_client import api_client, node
+from e2e.conftest import ARTIFACTS_DIR, RailyardServer, login
+from e2e.designer_page import open_designer, press
+
+pytestmark = pytest.mark.e2e
+
+LONG_NAME = "Order intake from the web shop with credit check and warehouse reservation"
+
+
+def _workflow(server: RailyardServer) -> str:
+    """A workflow with a long name that had one test run of its draft, whose draft now
+    has an error (an If without its condition)."""
+    api = api_client(server)
+    wf = api.post("/api/workflows", json={"name": LONG_NAME}).json()
+    hook = node("hook", "trigger.webhook", 0)
+    shape = node("shape", "control.set", 320, mapping=[{"name": "ok", "value": True}])
+    for second in (shape, node("check", "control.if", 320)):
+        draft = {
+            "nodes": [hook, second],
+            "edges": [{"id": "e1", "source": "hook", "target": second["id"]}],
+            "schema_version": 1,
+        }
+        saved = api.put(f"/api/workflows/{wf['id']}/draft", json={"diagram": draft})
+        assert saved.status_code == 200, saved.text  # stored, with or without problems
+        if second is shape:
+            run = api.post(f"/api/workflows/{wf['id']}/test-runs", json={"input": {}})
+            assert run.status_code in (200, 201, 202), run.text
+    return str(wf["id"])
+
+
+def test_first_visit_details(page: Any, railyard_server: RailyardServer) -> None:
+    server = railyard_server
+    workflow_id = _workflow(server)
+    login(page, server)
+
+    # workflow list: actions inside the page, the name on two lines at most
+    page.goto(f"{server.base_url}/workflows")
+    row = page.locator(f'tr.workflow-row[data-workflow-id="{workflow_id}"]')
+    row.wait_for()
+    width = page.viewport_size["width"]
+    for button in row.locator(".actions-col .btn").all():
+        box = button.bounding_box()
+        assert box and box["x"] + box["width"] <= width, (button.inner_text(), box)
+    title = row.locator("a.row-title")
+    lines = title.evaluate(
+        "el => Math.round(el.getBoundingClientRect().height"
+        " / parseFloat(getComputedStyle(el).lineHeight))"
+    )
+    assert lines <= 2, lines
+    page.screenshot(path=str(ARTIFACTS_DIR / "ui-workflow-list.png"))
+
+    # audit: the workflow by name; Changes readable
+    page.goto(f"{server.base_url}/admin/audit?object_id={workflow_id}")
+    first = page.locator("tr.audit-row").first
+    first.wait_for()
+    assert LONG_NAME in first.locator(".audit-object").inner_text()
+    changes = page.locator("td.audit-changes").first.bounding_box()
+    assert changes and changes["width"] >= 300, changes
+    page.screenshot(path=str(ARTIFACTS_DIR / "ui-audit.png"))
+
+    # access: project grants are mentioned
+    page.goto(f"{server.base_url}/workflows/{workflow_id}/access")
+    assert "grants on its project" in page.locator("main").inner_text()
+
+    # tokens: read by default
+    page.goto(f"{server.base_url}/tokens")
+    assert page.locator("#token-scope").input_value() == "read"
+
+    # the shortcut help opens at its top
+    open_designer(page, server, workflow_id)
+    press(page, "?")
+    help_dialog = page.locator("dialog.shortcut-help, #shortcut-help").first
+    help_dialog.wait_for()
+    assert help_dialog.evaluate("d => d.scrollTop") == 0
+    page.keyboard.press("Escape")
+
+    # publish with errors: refused before the note
+    page.locator("#canvas g.node.has-error").first.wait_for()
+    page.click("#publish-btn")
+    page.wait_for_function(
+        "() => /not published/.test(document.getElementById('status').textContent)"
+    )
+    assert not page.locator("#publish-note").is_visible()
+
+    # the test run is a "test run" in the list
+    page.goto(f"{server.base_url}/runs?workflow_id={workflow_id}")
+    version_cell = page.locator("tr.run-row td").nth(2)
+    version_cell.wait_for()
+    assert version_cell.inner_text().strip() == "test run"
