@@ -9,8 +9,12 @@ Pure (msgspec and stdlib only). Identity:
   deleting an edge and drawing it again gives it a new id but changes nothing.
 
 Config fields are compared by path: nested objects are walked key by key (``headers.Accept``,
-``retry.max_attempts``), lists and scalars are compared as whole values. A field present on
-one side only is ``added`` or ``removed``.
+``retry.max_attempts``), lists and scalars are compared as whole values, except ordered
+field lists (``[{"name", "value"}, ...]``, the Set's *Fields*,
+:mod:`designer_schema.ordered_fields`), which are walked by name like objects (and against
+the older object form), with one more change at the list's own path when only the order
+of the names they share changed. A field present on one side only is ``added`` or
+``removed``.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from typing import Any, Literal
 import msgspec
 
 from designer_schema.diagram import Diagram, Edge, Node
+from designer_schema.ordered_fields import as_field_map
 
 ChangeKind = Literal["added", "removed", "changed"]
 
@@ -111,9 +116,26 @@ def _walk(before: Any, after: Any, path: str, out: list[FieldChange]) -> None:
         elif isinstance(old, dict) and isinstance(new, dict):
             for key in sorted(set(old) | set(new), key=str):
                 stack.append((old.get(key, _ABSENT), new.get(key, _ABSENT), f"{where}.{key}"))
+        elif (fields := _field_maps(old, new)) is not None:
+            a, b = fields
+            for key in sorted(set(a) | set(b)):
+                stack.append((a.get(key, _ABSENT), b.get(key, _ABSENT), f"{where}.{key}"))
+            if [k for k in a if k in b] != [k for k in b if k in a]:
+                found.append(FieldChange(where, "changed", list(a), list(b)))
         elif not _same(old, new):
             found.append(FieldChange(where, "changed", old, new))
     out.extend(sorted(found, key=lambda c: c.path))
+
+
+def _field_maps(old: Any, new: Any) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """Both sides as ``{name: value}`` when one is an ordered field list and the other one
+    too or an object (the older form of the same field); else ``None``."""
+    a, b = as_field_map(old), as_field_map(new)
+    if a is None and b is None:
+        return None
+    a = a if a is not None else (dict(old) if isinstance(old, dict) else None)
+    b = b if b is not None else (dict(new) if isinstance(new, dict) else None)
+    return (a, b) if a is not None and b is not None else None
 
 
 def _same(a: Any, b: Any) -> bool:

@@ -68,3 +68,22 @@ def entry_problems(value: Any) -> list[tuple[str, str]]:
         else:
             seen.add(name)
     return problems
+
+
+def as_field_map(value: Any) -> dict[str, Any] | None:
+    """``{name: value}`` of an ordered field list in the list form (every entry exactly
+    ``{"name": str, "value": ...}``, names distinct; ``[]`` included), else ``None``.
+    The diff (:mod:`designer_schema.diff`) compares such lists field by field."""
+    if not isinstance(value, list):
+        return None
+    out: dict[str, Any] = {}
+    for entry in value:
+        if not (
+            isinstance(entry, Mapping)
+            and set(entry) == {"name", "value"}
+            and isinstance(entry["name"], str)
+            and entry["name"] not in out
+        ):
+            return None
+        out[entry["name"]] = entry["value"]
+    return out

@@ -183,3 +183,20 @@ OVERLAPS = """() => {
 def overlapping_nodes(page: Any) -> list[tuple[str, str]]:
     """Pairs of nodes of the designer's diagram whose rectangles overlap (none is right)."""
     return [(a, b) for a, b in page.evaluate(OVERLAPS)]
+
+
+SET_FIELD = """([id, name]) => {
+  const m = window.railyardDesigner.model.node(id).config.mapping || [];
+  if (!Array.isArray(m)) return m[name];
+  const entry = m.find((e) => e.name === name);
+  return entry ? entry.value : undefined;
+}"""
+"""JS ``([node id, field name]) -> value``: one field of a Set's Fields (the ordered list
+``[{name, value}]``, or the older object form)."""
+
+
+def wait_set_field(page: Any, node_id: str, name: str, value: Any) -> None:
+    """Wait until the Set ``node_id``'s field ``name`` holds ``value``."""
+    page.wait_for_function(
+        f"([id, name, want]) => ({SET_FIELD})([id, name]) === want", arg=[node_id, name, value]
+    )

@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 import pytest
 
 from e2e.conftest import ARTIFACTS_DIR, RailyardServer, login
-from e2e.designer_page import new_workflow, publish
+from e2e.designer_page import new_workflow, publish, wait_set_field
 from e2e.nodes_by_type import connect, node, node_id, select_node
 from tests.fakes.slack_events import SlackEvents
 
@@ -155,10 +155,7 @@ def test_slack_trigger_from_test_event_to_run(page: Any, railyard_server: Railya
     field.click()
     assert value.input_value() == "=text"
     set_id = node_id(page, SET)
-    page.wait_for_function(
-        "id => window.railyardDesigner.model.node(id).config.mapping.order_text === '=text'",
-        arg=set_id,
-    )
+    wait_set_field(page, set_id, "order_text", "=text")
 
     # ------------------------------------------------------------ publish; a real event
     publish(page, "Slack orders")

@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from e2e.conftest import ARTIFACTS_DIR, RailyardServer, login
-from e2e.designer_page import new_workflow, open_designer, publish
+from e2e.designer_page import SET_FIELD, new_workflow, open_designer, publish, wait_set_field
 
 pytestmark = pytest.mark.e2e
 
@@ -58,9 +58,7 @@ def add_row(form: Any, key: str) -> Any:
 
 
 def mapping_value(page: Any, key: str) -> Any:
-    return page.evaluate(
-        "k => (window.railyardDesigner.model.node('set_1').config.mapping || {})[k]", key
-    )
+    return page.evaluate(SET_FIELD, ["set_1", key])
 
 
 def test_expression_picker_diagnostic_and_run(page: Any, railyard_server: RailyardServer) -> None:
@@ -100,10 +98,7 @@ def test_expression_picker_diagnostic_and_run(page: Any, railyard_server: Railya
     assert "string" in item.inner_text()
     item.click()
     assert value.input_value() == '="Hello " & body.customer.name'
-    page.wait_for_function(
-        "() => window.railyardDesigner.model.node('set_1').config.mapping.greeting"
-        " === '=\"Hello \" & body.customer.name'"
-    )
+    wait_set_field(page, "set_1", "greeting", '="Hello " & body.customer.name')
     # No run yet: the preview evaluates on empty data and says nothing matched the path.
     assist.locator(".expr-preview-value").filter(has_text='"Hello "').wait_for()
 
@@ -124,10 +119,7 @@ def test_expression_picker_diagnostic_and_run(page: Any, railyard_server: Railya
     total.press("Enter")
     total.press_sequentially(" * 10")
     assert total.input_value() == "=body.qty * 10"
-    page.wait_for_function(
-        "() => window.railyardDesigner.model.node('set_1').config.mapping.total"
-        " === '=body.qty * 10'"
-    )
+    wait_set_field(page, "set_1", "total", "=body.qty * 10")
     page.wait_for_function("() => !document.querySelector('#diagnostics li.diagnostic')")
     assert form.locator(".field-error").count() == 0
 
@@ -158,7 +150,6 @@ def test_expression_picker_diagnostic_and_run(page: Any, railyard_server: Railya
     # ----------------------------------------------- the preview now shows the run's data
     open_designer(page, server, workflow_id)
     form = open_node(page, "set_1")
-    # (stored mappings come back in PostgreSQL's jsonb key order: find the row by its key)
     greeting = form.locator(".kv-row").filter(has=page.locator('.kv-key[value="greeting"]'))
     greeting.locator(".kv-value").click()
     preview = form.locator(".expr-assist .expr-preview-value")

@@ -7,6 +7,7 @@ import { DraftSaver } from "./autosave.js";
 import { Canvas } from "./canvas.js";
 import { attachCopyButton } from "./clipboard.js";
 import { wireEditing } from "./designer-edit.js";
+import { attachConditionBuilder } from "./condition-builder.js";
 import { DiagnosticsList, problems } from "./diagnostics.js";
 import { attachExpressionEditor } from "./expression-editor.js";
 import { DiagramModel, NODE_WIDTH } from "./model.js";
@@ -80,6 +81,7 @@ attachTriggerPanels(document.getElementById("config-panel"), model, workflowId, 
   canEdit: !readOnly,
 });
 attachExpressionEditor(document.getElementById("config-panel"), model, workflowId);
+attachConditionBuilder(document.getElementById("config-panel"), model, workflowId);
 
 const quickAdd = new QuickAdd(document.querySelector(".canvas-wrap"), catalog);
 const canvas = new Canvas(document.getElementById("canvas"), model, {
