@@ -68,6 +68,7 @@ PAGES = [
     "/admin/tokens",
     "/admin/audit",
     "/admin/settings",
+    "/admin/connectors",
     "/workflows/{workflow}/designer",
     "/workflows/{workflow}/versions",
     "/workflows/{workflow}/compare?from=1&to=2",
