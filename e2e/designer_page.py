@@ -200,3 +200,27 @@ def wait_set_field(page: Any, node_id: str, name: str, value: Any) -> None:
     page.wait_for_function(
         f"([id, name, want]) => ({SET_FIELD})([id, name]) === want", arg=[node_id, name, value]
     )
+
+
+def open_node(page: Any, node_id: str) -> Any:
+    """Click the body of node ``node_id``; returns its loaded config form."""
+    page.locator(f'#canvas g.node[data-node-id="{node_id}"] rect.node-body').click(
+        position={"x": 110, "y": 5}
+    )
+    form = page.locator(f'#config-panel form.config-form[data-node-id="{node_id}"]')
+    form.wait_for()
+    return form
+
+
+def save_draft(page: Any, server: RailyardServer, workflow_id: str, d: dict[str, Any]) -> str:
+    """Save ``d`` as the workflow's draft through the API as the page's user, then open the
+    designer on it; returns the page's CSRF token (for further API calls as that user)."""
+    token = next(c["value"] for c in page.context.cookies() if c["name"] == "csrftoken")
+    saved = page.request.put(
+        f"{server.base_url}/api/workflows/{workflow_id}/draft",
+        data=json.dumps({"diagram": d}),
+        headers={"content-type": "application/json", "x-csrftoken": token},
+    )
+    assert saved.status == 200, saved.text()
+    open_designer(page, server, workflow_id)
+    return str(token)

@@ -4,7 +4,6 @@ evaluate in a real run, and the live preview switching to that run's data."""
 
 from __future__ import annotations
 
-import json
 import time
 from typing import Any
 
@@ -12,7 +11,15 @@ import httpx
 import pytest
 
 from e2e.conftest import ARTIFACTS_DIR, RailyardServer, login
-from e2e.designer_page import SET_FIELD, new_workflow, open_designer, publish, wait_set_field
+from e2e.designer_page import (
+    SET_FIELD,
+    new_workflow,
+    open_designer,
+    open_node,
+    publish,
+    save_draft,
+    wait_set_field,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -38,15 +45,6 @@ DIAGRAM = {
 }
 
 
-def open_node(page: Any, node_id: str) -> Any:
-    page.locator(f'#canvas g.node[data-node-id="{node_id}"] rect.node-body').click(
-        position={"x": 110, "y": 5}
-    )
-    form = page.locator(f'#config-panel form.config-form[data-node-id="{node_id}"]')
-    form.wait_for()
-    return form
-
-
 def add_row(form: Any, key: str) -> Any:
     """Add a Fields row named ``key`` and focus its value; returns the value input."""
     form.locator(".kv-add").click()
@@ -66,14 +64,7 @@ def test_expression_picker_diagnostic_and_run(page: Any, railyard_server: Railya
     ARTIFACTS_DIR.mkdir(exist_ok=True)
     login(page, server)
     workflow_id = new_workflow(page, server, "Greet customers")
-    token = next(c["value"] for c in page.context.cookies() if c["name"] == "csrftoken")
-    saved = page.request.put(
-        f"{server.base_url}/api/workflows/{workflow_id}/draft",
-        data=json.dumps({"diagram": DIAGRAM}),
-        headers={"content-type": "application/json", "x-csrftoken": token},
-    )
-    assert saved.status == 200, saved.text()
-    open_designer(page, server, workflow_id)
+    save_draft(page, server, workflow_id, DIAGRAM)
 
     # ----------------------------------------------- body schema from a pasted sample
     form = open_node(page, "hook")

@@ -14,7 +14,7 @@ import pytest
 
 from e2e.api_client import api_client
 from e2e.conftest import RailyardServer, login
-from e2e.designer_page import new_workflow, open_designer, publish
+from e2e.designer_page import new_workflow, open_node, publish, save_draft
 from tests.openapi_server import Call, ScriptedApi
 
 pytestmark = pytest.mark.e2e
@@ -63,15 +63,6 @@ def inventory() -> Iterator[ScriptedApi]:
     server.stop()
 
 
-def open_node(page: Any, node_id: str) -> Any:
-    page.locator(f'#canvas g.node[data-node-id="{node_id}"] rect.node-body').click(
-        position={"x": 110, "y": 5}
-    )
-    form = page.locator(f'#config-panel form.config-form[data-node-id="{node_id}"]')
-    form.wait_for()
-    return form
-
-
 def test_import_and_fetch_all_pages(
     page: Any, railyard_server: RailyardServer, inventory: ScriptedApi
 ) -> None:
@@ -111,7 +102,6 @@ def test_import_and_fetch_all_pages(
     item = page.locator('.palette-item[data-type="inventory.list_items"]')
     item.scroll_into_view_if_needed()
     assert "List items" in item.inner_text()
-    token = next(c["value"] for c in page.context.cookies() if c["name"] == "csrftoken")
     diagram = {
         "nodes": [
             {
@@ -139,13 +129,7 @@ def test_import_and_fetch_all_pages(
             {"id": "e2", "source": "list", "target": "report"},
         ],
     }
-    saved = page.request.put(
-        f"{server.base_url}/api/workflows/{workflow_id}/draft",
-        data=json.dumps({"diagram": diagram}),
-        headers={"content-type": "application/json", "x-csrftoken": token},
-    )
-    assert saved.status == 200, saved.text()
-    open_designer(page, server, workflow_id)
+    token = save_draft(page, server, workflow_id, diagram)
 
     form = open_node(page, "list")
     form.locator('[data-field-wrap="fetch_all_pages"] input[type="checkbox"]').check()
