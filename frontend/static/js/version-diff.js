@@ -1,7 +1,8 @@
 // The diff view (templates/version_diff.html): two read-only canvases, the older diagram on
 // the left with removed and changed nodes highlighted, the newer on the right with added
-// and changed ones; connections likewise. A click on a change in the list (or on a node)
-// shows that node on both sides. The diff itself is computed on the server
+// and changed ones; connections likewise. Each side fits its graph, never below a zoom
+// where the labels are drawn; a click on a change in the list (or on a node) zooms to that
+// node on both sides. The diff itself is computed on the server
 // (designer_schema/diff.py) and handed over in data-diff.
 
 import { Canvas } from "./canvas.js";
@@ -44,17 +45,42 @@ function draw(svgId, diagram, side) {
   const canvas = new Canvas(svg, model, { readOnly: true, onNodeClick: (id) => focusNode(id) });
   const states = sideStates(diagram, diff, side);
   canvas.setStatuses(states.nodes, states.edges);
-  canvas.fit();
   return canvas;
 }
 
-const canvases = [draw("diff-before", before, "before"), draw("diff-after", after, "after")];
+// Below this zoom the canvas leaves the texts out (canvas.js, LOD_ZOOM 0.45); a side is
+// never shown smaller than READABLE_ZOOM, and a change clicked is shown at FOCUS_ZOOM.
+const READABLE_ZOOM = 0.75;
+const FOCUS_ZOOM = 1;
 
-/** Centre the node on each side that has it, outline it, and mark its entry in the list. */
+/**
+ * Fit a side to its graph; when that is too small to read, show it at READABLE_ZOOM around
+ * the first change on that side (else its first node).
+ */
+function fitReadable(canvas, side) {
+  canvas.fit();
+  const { zoom } = canvas.model.viewport;
+  if (zoom >= READABLE_ZOOM || !canvas.model.nodes.length) return;
+  canvas.zoomAt(READABLE_ZOOM / zoom);
+  const states = sideStates(side === "before" ? before : after, diff, side).nodes;
+  const changed = Object.keys(states).find((id) => states[id] !== "same");
+  canvas.centerOn(changed || canvas.model.nodes[0].id);
+}
+
+const canvases = [draw("diff-before", before, "before"), draw("diff-after", after, "after")];
+const sides = ["before", "after"];
+// after layout: a canvas measured before its box has its size fits to nothing
+const fitAll = () => canvases.forEach((canvas, i) => fitReadable(canvas, sides[i]));
+fitAll();
+requestAnimationFrame(fitAll);
+
+/** Zoom to the node on each side that has it, outline it, and mark its entry in the list. */
 function focusNode(nodeId) {
   for (const canvas of canvases) {
     for (const g of canvas.svg.querySelectorAll(".node.focused")) g.classList.remove("focused");
     if (!canvas.model.node(nodeId)) continue;
+    const { zoom } = canvas.model.viewport;
+    if (zoom < FOCUS_ZOOM) canvas.zoomAt(FOCUS_ZOOM / zoom);
     canvas.centerOn(nodeId);
     canvas.svg.querySelector(`.node[data-node-id="${CSS.escape(nodeId)}"]`)?.classList.add("focused");
   }
