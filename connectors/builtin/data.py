@@ -1,4 +1,7 @@
-"""Built-in core data nodes: filter, sort, aggregate, date/time formatting, text template.
+"""Built-in core data nodes: filter, sort, aggregate, date/time formatting, text template;
+the connector also holds the item-list nodes (connectors/builtin/data_lists.py: merge,
+split out, remove duplicates, limit, rename keys), ``data.date_calc``
+(connectors/builtin/data_dates.py) and ``data.crypto`` (connectors/builtin/data_crypto.py).
 
 Decision: these are *actions* (run on workers like any connector), not inline control
 nodes. They are pure and cheap, but running them as actions keeps the engine's inline
@@ -33,54 +36,21 @@ Paths (``field``) are dotted: ``address.city``, ``tags.0``. A missing path is ``
 
 from __future__ import annotations
 
-import numbers
 import time
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, timedelta
 from typing import Annotated, Any, Literal, TypedDict, cast
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import jinja2
 import msgspec
 
 from connectors import sdk
-from connectors.builtin import templating
+from connectors.builtin import data_lists, templating
+from connectors.builtin.data_crypto import HMAC_KEY, crypto
+from connectors.builtin.data_dates import date_calc
+from connectors.builtin.data_values import Items, get_path, is_number, items_of, parse_moment, zone
 from connectors.sdk.wallclock import add_local_days
 
-__all__ = ["connector", "get_path"]
-
-Items = Annotated[
-    Any,
-    msgspec.Meta(title="Items", description="A list; defaults to the step input"),
-]
-
-
-def get_path(value: Any, path: str) -> Any:
-    """The value at dotted ``path`` in ``value`` (``None`` when missing)."""
-    if not path:
-        return value
-    for part in path.split("."):
-        if isinstance(value, dict):
-            value = value.get(part)
-        elif isinstance(value, list) and part.lstrip("-").isdigit():
-            index = int(part)
-            value = value[index] if -len(value) <= index < len(value) else None
-        else:
-            return None
-    return value
-
-
-def _items(items: Any, input: Any) -> list[Any]:
-    source = input if items is None else items
-    if isinstance(source, dict) and isinstance(source.get("items"), list) and items is None:
-        source = source["items"]
-    if not isinstance(source, list):
-        raise sdk.ConfigError(f"items must be a list, got {type(source).__name__}")
-    return source
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, numbers.Real) and not isinstance(value, bool)
-
+__all__ = ["connector", "get_path"]  # get_path: from data_values, kept here for plugins
 
 # -- filter ----------------------------------------------------------------------------
 
@@ -130,7 +100,7 @@ def _compare(actual: Any, op: str, expected: Any) -> bool:
         return isinstance(actual, str) and isinstance(expected, str) and actual.startswith(expected)
     if op == "in":
         return isinstance(expected, list) and actual in expected
-    both_numbers = _is_number(actual) and _is_number(expected)
+    both_numbers = is_number(actual) and is_number(expected)
     both_strings = isinstance(actual, str) and isinstance(expected, str)
     if not (both_numbers or both_strings):
         return False
@@ -160,7 +130,7 @@ class FilterOutput(TypedDict):
 )
 async def filter_items(config: FilterConfig, input: Any) -> FilterOutput:
     """Keep matching items."""
-    items = _items(config.items, input)
+    items = items_of(config.items, input)
     kept = [i for i in items if _compare(get_path(i, config.field), config.operator, config.value)]
     return {"items": kept, "count": len(kept), "dropped": len(items) - len(kept)}
 
@@ -183,7 +153,7 @@ class SortConfig(msgspec.Struct, kw_only=True):
 
 
 def _rank(value: Any) -> tuple[int, Any]:
-    if _is_number(value):
+    if is_number(value):
         return (0, value)
     if isinstance(value, str):
         return (1, value)
@@ -208,7 +178,7 @@ class SortOutput(TypedDict):
 )
 async def sort_items(config: SortConfig, input: Any) -> SortOutput:
     """Stable multi-key sort; ``None`` last."""
-    items = list(_items(config.items, input))
+    items = list(items_of(config.items, input))
     for key in reversed(config.keys):
         present = [i for i in items if get_path(i, key.field) is not None]
         missing = [i for i in items if get_path(i, key.field) is None]
@@ -256,7 +226,7 @@ def _aggregate(op: str, values: list[Any]) -> Any:
         return values[0] if values else None
     if op == "last":
         return values[-1] if values else None
-    nums = [v for v in values if _is_number(v)]
+    nums = [v for v in values if is_number(v)]
     if op == "sum":
         return sum(nums)
     if not nums:
@@ -316,7 +286,7 @@ async def aggregate(
     ),
 ]:
     """Count, sum, average, ... optionally per group (groups in first-seen order)."""
-    items = _items(config.items, input)
+    items = items_of(config.items, input)
     if not config.group_by:
         return {"result": _apply(config.aggregations, items)}
     groups: dict[bytes, tuple[Any, list[Any]]] = {}
@@ -352,32 +322,6 @@ class DateTimeConfig(msgspec.Struct, kw_only=True):
     add_minutes: Annotated[float, msgspec.Meta(title="Add minutes")] = 0
 
 
-def _zone(name: str) -> ZoneInfo:
-    try:
-        return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError):
-        raise sdk.ConfigError(f"unknown timezone {name!r} (use an IANA name)") from None
-
-
-def _parse_moment(value: Any, zone: ZoneInfo) -> datetime:
-    if value in (None, "", "now"):
-        return datetime.now(UTC)
-    if _is_number(value):
-        return datetime.fromtimestamp(float(value), UTC)
-    if isinstance(value, str):
-        text = value.strip()
-        if text.endswith("Z"):
-            text = text[:-1] + "+00:00"
-        try:
-            moment = datetime.fromisoformat(text)
-        except ValueError:
-            raise sdk.NonRetryableError(
-                f"cannot parse {value!r} as an ISO 8601 date/time", kind="invalid_datetime"
-            ) from None
-        return moment if moment.tzinfo else moment.replace(tzinfo=zone)
-    raise sdk.NonRetryableError(f"cannot parse {value!r} as a date/time", kind="invalid_datetime")
-
-
 class DateTimeOutput(TypedDict):
     """The moment in the output timezone: `iso` (ISO 8601 with offset), `formatted` (per
     Format), `epoch` (Unix seconds), `timezone` (IANA name) and `weekday` (e.g. Monday)."""
@@ -399,13 +343,13 @@ class DateTimeOutput(TypedDict):
 )
 async def format_datetime(config: DateTimeConfig, input: Any) -> DateTimeOutput:
     """Convert a moment between timezones and format it."""
-    zone = _zone(config.input_timezone)
-    moment = _parse_moment(config.value, zone)
+    naive_zone = zone(config.input_timezone)
+    moment = parse_moment(config.value, naive_zone)
     if config.add_days:
-        moment = add_local_days(moment, config.add_days, zone)
+        moment = add_local_days(moment, config.add_days, naive_zone)
     # elapsed time: added to the instant, never to a zone's wall clock
     moment = moment.astimezone(UTC) + timedelta(hours=config.add_hours, minutes=config.add_minutes)
-    local = moment.astimezone(_zone(config.timezone))
+    local = moment.astimezone(zone(config.timezone))
     formatted = local.isoformat() if config.format == "iso" else local.strftime(config.format)
     return {
         "iso": local.isoformat(),
@@ -466,7 +410,20 @@ connector = sdk.Connector(
     name="data",
     label="Data",
     version="1.0.0",
-    description="Filter, sort, aggregate, date/time and text templates",
-    actions=[filter_items, sort_items, aggregate, format_datetime, render_text],
+    description=(
+        "Filter, sort, aggregate, merge, split out, deduplicate, limit and rename items; "
+        "date/time, crypto and text templates"
+    ),
+    actions=[
+        filter_items,
+        sort_items,
+        aggregate,
+        *data_lists.ACTIONS,
+        format_datetime,
+        date_calc,
+        crypto,
+        render_text,
+    ],
+    credential_types=[HMAC_KEY],
     icon="table",
 )
