@@ -20,6 +20,7 @@ from sqlalchemy import text
 from backend.embedded import free_port
 from backend.runtime import Runtime
 from backend.services import dashboard
+from backend.services.leadership import SCHEDULER_LOCK_KEY
 from backend.settings import Settings
 from tests.integration.flows import publish
 from tests.integration.railyard_processes import (
@@ -75,6 +76,9 @@ async def _switch(runtime: Runtime, settings: Settings, log_dir: Path, how: sign
         await until(lambda: _has_leader(runtime), 30, "the first scheduler to lead")
         old = await leader_pid(runtime)
         start("scheduler", "scheduler-2")
+        # the standby must be up (a cold start imports the whole catalog, seconds on a
+        # busy machine) before its takeover is timed
+        await until(lambda: _standing_by(runtime), 60, "the second scheduler to stand by")
         await until(lambda: _fired_at_least(runtime, 3), 30, "three fires by the first leader")
         first.send_signal(how)
         try:
@@ -105,6 +109,20 @@ async def _switch(runtime: Runtime, settings: Settings, log_dir: Path, how: sign
     runs = await scheduled_runs(runtime)
     assert len({run_id for _, run_id in rows}) == len(rows)
     assert len(runs) == len(set(runs)) >= len(rows)
+
+
+async def _standing_by(runtime: Runtime) -> bool:
+    """True while a session waits for the leader lock (a standby scheduler)."""
+    key = SCHEDULER_LOCK_KEY
+    async with runtime.engine.connect() as conn:
+        waiting = await conn.execute(
+            text(
+                "select count(*) from pg_locks where locktype = 'advisory' and not granted"
+                " and classid = :hi and objid = :lo and objsubid = 1"
+            ),
+            {"hi": key >> 32, "lo": key & 0xFFFFFFFF},
+        )
+        return bool(waiting.scalar_one())
 
 
 async def _has_leader(runtime: Runtime) -> bool:
