@@ -39,6 +39,7 @@ from backend.api.telemetry import TelemetryMiddleware
 from backend.api.trigger_samples import TriggerSampleController
 from backend.api.triggers import ApiTokenController, FileController, WebhookSettingsController
 from backend.api.users import SessionAdminController, UserAdminController
+from backend.api.versioning import UnversionedAlias
 from backend.api.webhook_front import WebhookFront
 from backend.api.webhooks import WebhookController
 from backend.api.workflow_versions import WorkflowVersionController
@@ -225,6 +226,8 @@ def create_app(
     strict_query.install(app)
     # ordinary webhook deliveries skip the routing, guard and middleware layers (same checks)
     WebhookFront.install(app, max(DEFAULT_MAX_SCAN_BYTES, settings.webhook_max_body))
+    # the unversioned /api paths of before answer as /api/v1 until their sunset
+    UnversionedAlias.install(app)
     if runtime is not None:
         app.state.runtime = runtime
     return app

@@ -38,7 +38,7 @@ def human_size(n: int) -> str:
 
 def large_values(value: Any, path: str = "$") -> list[LargeValue]:
     """The large-value previews and uploaded-file descriptors (``{"filename", "size",
-    "ref": "file:<id>", ...}``, downloaded from ``/api/files/<id>``) inside ``value``
+    "ref": "file:<id>", ...}``, downloaded from ``/api/v1/files/<id>``) inside ``value``
     (depth first, in document order)."""
     if isinstance(value, dict):
         url = value.get("download_url")
@@ -60,7 +60,7 @@ def large_values(value: Any, path: str = "$") -> list[LargeValue]:
                     path,
                     human_size(size) if isinstance(size, int) else "?",
                     f"uploaded file {value.get('filename')}",
-                    f"/api/files/{ref[len(_FILE_PREFIX) :]}",
+                    f"/api/v1/files/{ref[len(_FILE_PREFIX) :]}",
                     file=True,
                 )
             ]

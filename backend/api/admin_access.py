@@ -65,7 +65,7 @@ def _pairs(items: list[tuple[str, str]], key: str = "name") -> list[dict[str, st
 class GroupController(Controller):
     """Groups and their members."""
 
-    path = "/api/admin/groups"
+    path = "/api/v1/admin/groups"
     tags = ["admin"]
     dependencies = access_dependencies()
 
@@ -114,7 +114,7 @@ class GroupController(Controller):
 class ProjectController(Controller):
     """Projects, their contents and their grants."""
 
-    path = "/api/admin/projects"
+    path = "/api/v1/admin/projects"
     tags = ["admin"]
     dependencies = access_dependencies()
 

@@ -39,7 +39,7 @@ class ServiceAccountOut(msgspec.Struct):
 class AdminTokenController(Controller):
     """Every API token of the installation."""
 
-    path = "/api/admin/tokens"
+    path = "/api/v1/admin/tokens"
     tags = ["admin"]
     dependencies = access_dependencies()
 
@@ -62,7 +62,7 @@ class AdminTokenController(Controller):
 class ServiceAccountController(Controller):
     """Service accounts and their tokens."""
 
-    path = "/api/admin/service-accounts"
+    path = "/api/v1/admin/service-accounts"
     tags = ["admin"]
     dependencies = access_dependencies()
 

@@ -50,7 +50,7 @@ AuditFilterParam: TypeAlias = NamedDependency[audit_log.AuditFilter]
 class AuditController(Controller):
     """The audit log (read-only: PostgreSQL refuses changes to it)."""
 
-    path = "/api/admin/audit"
+    path = "/api/v1/admin/audit"
     tags = ["admin"]
     dependencies = {
         **access_dependencies(),
@@ -85,7 +85,7 @@ class AuditController(Controller):
 class SettingsController(Controller):
     """The effective settings of this process, read-only."""
 
-    path = "/api/admin/settings"
+    path = "/api/v1/admin/settings"
     tags = ["admin"]
     dependencies = access_dependencies()
 

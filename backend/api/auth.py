@@ -50,7 +50,7 @@ def _error(
 class AuthController(Controller):
     """``/api/auth``: session login for API clients and the designer, own sessions."""
 
-    path = "/api/auth"
+    path = "/api/v1/auth"
     tags = ["auth"]
     dependencies = {"db": Provide(provide_db)}
 

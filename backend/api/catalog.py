@@ -16,7 +16,7 @@ from designer_schema.catalog import NodeTypeSpec
 class CatalogController(Controller):
     """The node-type catalog and connector load errors."""
 
-    path = "/api/catalog"
+    path = "/api/v1/catalog"
     tags = ["catalog"]
     dependencies = {
         "runtime": Provide(provide_runtime, sync_to_thread=False),

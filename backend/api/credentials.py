@@ -85,7 +85,7 @@ class CredentialController(Controller):
     """Credentials (see docs/credentials.md); who may see, use and change each one is
     decided per credential (docs/security.md)."""
 
-    path = "/api/credentials"
+    path = "/api/v1/credentials"
     tags = ["credentials"]
     dependencies = access_dependencies()
     exception_handlers = {

@@ -57,7 +57,7 @@ class TestRunOut(msgspec.Struct):
 class PinController(Controller):
     """Data pinned on the nodes of a workflow's draft (edit level to change, read to see)."""
 
-    path = "/api/workflows/{workflow_id:uuid}/pins"
+    path = "/api/v1/workflows/{workflow_id:uuid}/pins"
     tags = ["test runs"]
     dependencies = access_dependencies()
 
@@ -107,7 +107,7 @@ class PinController(Controller):
 class TestRunController(Controller):
     """Test runs of a workflow's draft (run level on the workflow)."""
 
-    path = "/api/workflows/{workflow_id:uuid}/test-runs"
+    path = "/api/v1/workflows/{workflow_id:uuid}/test-runs"
     tags = ["test runs"]
     dependencies = access_dependencies()
 
@@ -145,7 +145,7 @@ class TestRunController(Controller):
             run_id=str(started.run_id),
             status=started.status,
             url=f"{base}/runs/{started.run_id}",
-            status_url=f"{base}/api/runs/{started.run_id}",
+            status_url=f"{base}/api/v1/runs/{started.run_id}",
             events_url=f"/runs/{started.run_id}/events",
             step_id=started.step_id,
             executes=started.executes,

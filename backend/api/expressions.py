@@ -27,7 +27,7 @@ class ExpressionController(Controller):
     """Reading data for expressions needs read access to the workflow (it shows the last
     run's values, as the run page does)."""
 
-    path = "/api/workflows/{workflow_id:uuid}/expressions"
+    path = "/api/v1/workflows/{workflow_id:uuid}/expressions"
     tags = ["workflows"]
     dependencies = access_dependencies()
 

@@ -24,7 +24,7 @@ from backend.services import grants
 class WorkflowGrantController(Controller):
     """Who may read, run, edit or manage one workflow (besides admins and its owner)."""
 
-    path = "/api/workflows/{workflow_id:uuid}/grants"
+    path = "/api/v1/workflows/{workflow_id:uuid}/grants"
     tags = ["grants"]
     dependencies = access_dependencies()
     opt = {"permission": Permission.WORKFLOW_MANAGE}
@@ -62,7 +62,7 @@ class WorkflowGrantController(Controller):
 class CredentialGrantController(Controller):
     """Who may use or manage one credential (besides admins and its creator)."""
 
-    path = "/api/credentials/{credential_id:uuid}/grants"
+    path = "/api/v1/credentials/{credential_id:uuid}/grants"
     tags = ["grants"]
     dependencies = access_dependencies()
     opt = {"permission": Permission.CREDENTIAL_MANAGE}

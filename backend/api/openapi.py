@@ -11,7 +11,7 @@ Every operation's answers are documented in one place instead of on each route d
   publish, the webhook answers, ...) are listed per ``operation_id`` in :data:`ANSWERS`.
 
 Guarded operations declare both security schemes: ``bearer`` (``Authorization: Bearer
-<API token>``, created under ``/api/tokens``) and ``session`` (the login cookie; unsafe
+<API token>``, created under ``/api/v1/tokens``) and ``session`` (the login cookie; unsafe
 methods then also need the ``X-CSRFToken`` header). The API docs UI is Swagger UI served
 from ``frontend/static/vendor/swagger-ui`` (pinned version, licence beside it), so it works
 without internet access.
@@ -273,7 +273,7 @@ def openapi_config(version: str, router: Router) -> OpenAPIConfig:
         openapi_router=router,
         description=(
             "Workflows, runs, credentials, webhooks and API tokens. Authenticate with an API "
-            "token (`Authorization: Bearer <token>`, created under `/api/tokens`) or the "
+            "token (`Authorization: Bearer <token>`, created under `/api/v1/tokens`) or the "
             "login session cookie (unsafe methods then need the `X-CSRFToken` header)."
         ),
         components=Components(
@@ -287,7 +287,7 @@ def openapi_config(version: str, router: Router) -> OpenAPIConfig:
                     type="apiKey",
                     name="railyard_session",
                     security_scheme_in="cookie",
-                    description="The session cookie set by `POST /api/auth/login`",
+                    description="The session cookie set by `POST /api/v1/auth/login`",
                 ),
             }
         ),

@@ -19,5 +19,5 @@ def run_started(runtime: Runtime, run_id: uuid.UUID, status: str) -> RunStarted:
         run_id=str(run_id),
         status=status,
         url=f"{base}/runs/{run_id}",
-        status_url=f"{base}/api/runs/{run_id}",
+        status_url=f"{base}/api/v1/runs/{run_id}",
     )

@@ -22,7 +22,7 @@ from backend.services.workflows import check_json_limit
 class RunController(Controller):
     """Runs. Every route needs a logged-in user."""
 
-    path = "/api/runs"
+    path = "/api/v1/runs"
     tags = ["runs"]
     dependencies = access_dependencies()
 

@@ -24,7 +24,7 @@ from backend.services import search as svc
 class SearchController(Controller):
     """The search API (any logged-in user; results filtered per object)."""
 
-    path = "/api/search"
+    path = "/api/v1/search"
     tags = ["search"]
     dependencies = access_dependencies()
 

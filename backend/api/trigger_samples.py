@@ -43,7 +43,7 @@ class TriggerSampleIn(msgspec.Struct, forbid_unknown_fields=True):
 class TriggerSampleController(Controller):
     """Test events of a draft's connector trigger."""
 
-    path = "/api/workflows/{workflow_id:uuid}/trigger-sample"
+    path = "/api/v1/workflows/{workflow_id:uuid}/trigger-sample"
     tags = ["test runs"]
     dependencies = access_dependencies()
 

@@ -82,7 +82,7 @@ async def _info(workflow_id: uuid.UUID, db: UnitOfWork, runtime: Runtime) -> Web
 class WebhookSettingsController(Controller):
     """A workflow's webhook: secret, test calls and deliveries (login required)."""
 
-    path = "/api/workflows/{workflow_id:uuid}/webhook"
+    path = "/api/v1/workflows/{workflow_id:uuid}/webhook"
     tags = ["webhooks"]
     dependencies = _DEPS
 
@@ -167,7 +167,7 @@ class WebhookSettingsController(Controller):
 class ApiTokenController(Controller):
     """The logged-in user's API tokens."""
 
-    path = "/api/tokens"
+    path = "/api/v1/tokens"
     tags = ["tokens"]
     dependencies = _DEPS
 
@@ -200,7 +200,7 @@ class ApiTokenController(Controller):
 class FileController(Controller):
     """Files uploaded to webhooks (referenced from run inputs as ``file:<id>``)."""
 
-    path = "/api/files"
+    path = "/api/v1/files"
     tags = ["files"]
     dependencies = _DEPS
 

@@ -45,7 +45,7 @@ async def _link(
 class UserAdminController(Controller):
     """Accounts, for admins."""
 
-    path = "/api/admin/users"
+    path = "/api/v1/admin/users"
     tags = ["admin"]
     dependencies = access_dependencies()
 
@@ -129,7 +129,7 @@ class UserAdminController(Controller):
 class SessionAdminController(Controller):
     """Every live login session, for admins."""
 
-    path = "/api/admin/sessions"
+    path = "/api/v1/admin/sessions"
     tags = ["admin"]
     dependencies = access_dependencies()
 

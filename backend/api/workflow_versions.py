@@ -59,7 +59,7 @@ def _imported(
 class WorkflowVersionController(Controller):
     """Versions of a workflow, compare, restore, import and export."""
 
-    path = "/api/workflows"
+    path = "/api/v1/workflows"
     tags = ["versions"]
     dependencies = access_dependencies()
 

@@ -83,7 +83,7 @@ def version_out(v: VersionRecord, publisher: str | None, active: bool) -> Versio
 class WorkflowController(Controller):
     """Workflows and their versions. Every route needs a logged-in user."""
 
-    path = "/api/workflows"
+    path = "/api/v1/workflows"
     tags = ["workflows"]
     dependencies = access_dependencies()
 

@@ -5,7 +5,7 @@ Run values larger than the inline limit are stored once, by reference
 a bounded *preview*::
 
     {"$railyard.payload": "<sha256>", "bytes": 5242880, "summary": "list of 10000 items",
-     "preview": "[{\\"id\\": 0, ...…", "download_url": "/api/runs/<run id>/values/<sha256>"}
+     "preview": "[{\\"id\\": 0, ...…", "download_url": "/api/v1/runs/<run id>/values/<sha256>"}
 
 ``preview`` holds at most :data:`~backend.db.payloads.PREVIEW_CHARS` characters of the
 value's JSON text. The download returns the whole value (nested large parts included) and
@@ -59,7 +59,7 @@ async def with_previews(session: AsyncSession, run_id: uuid.UUID, values: list[A
             "bytes": size,
             "summary": summary,
             "preview": preview,
-            "download_url": f"/api/runs/{run_id}/values/{digest}",
+            "download_url": f"/api/v1/runs/{run_id}/values/{digest}",
         }
         for digest, size, summary, preview in rows
     }

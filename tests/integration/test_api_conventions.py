@@ -3,6 +3,8 @@ route that breaks one fails here:
 
 - every error answer is RFC 9457 problem details, valid against the document's
   ``Problem`` component, sent as ``application/problem+json``;
+- every API route lives under ``/api/v1``; the unversioned paths of before answer the
+  same, marked deprecated with their sunset date;
 - every ``/api`` route refuses a query parameter it does not declare with a 400 naming it;
 - every request body type refuses unknown fields, nested ones included.
 """
@@ -22,6 +24,7 @@ from litestar import Litestar
 from litestar.routes import HTTPRoute
 
 from backend.api.strict_query import ALLOWED, OPEN_QUERY
+from backend.api.versioning import PREFIX, SUNSET
 from backend.app import create_app
 from backend.problems import MEDIA_TYPE
 from backend.settings import Settings
@@ -69,6 +72,30 @@ def test_every_api_route_declares_its_query_parameters(settings: Settings) -> No
     assert unguarded == []
 
 
+def test_every_api_route_is_versioned(settings: Settings) -> None:
+    app = create_app(settings)
+    unversioned = [
+        (method, path) for method, path, _ in api_handlers(app) if not path.startswith(PREFIX + "/")
+    ]
+    assert unversioned == []
+
+
+async def test_unversioned_paths_are_deprecated_aliases(client: httpx.AsyncClient) -> None:
+    wf = (await client.post("/api/v1/workflows", json={"name": "Aliased"})).json()
+    old = await client.get(f"/api/workflows/{wf['id']}")
+    new = await client.get(f"/api/v1/workflows/{wf['id']}")
+    assert old.status_code == new.status_code == 200
+    assert old.json() == new.json()
+    assert "deprecation" not in new.headers and "sunset" not in new.headers
+    assert old.headers["deprecation"].startswith("@")
+    assert old.headers["sunset"] == SUNSET.strftime("%a, %d %b %Y %H:%M:%S GMT")
+    assert old.headers["link"] == f'</api/v1/workflows/{wf["id"]}>; rel="successor-version"'
+    # errors too; the OAuth2 redirect URI is no alias (providers keep it registered)
+    assert (await client.get("/api/nope")).headers["sunset"]
+    callback = await client.get("/api/credentials/oauth2/callback", params={"state": "x"})
+    assert "sunset" not in callback.headers
+
+
 def _structs(annotation: Any, seen: set[type]) -> list[type]:
     """Every msgspec Struct type reachable from ``annotation``."""
     found: list[type] = []
@@ -107,18 +134,18 @@ async def test_unknown_query_parameters_and_body_fields_are_refused_by_name(
     client: httpx.AsyncClient,
 ) -> None:
     schema = await problem_schema(client)
-    for path in ("/api/workflows", "/api/runs", "/api/credentials", "/api/tokens"):
+    for path in ("/api/v1/workflows", "/api/v1/runs", "/api/v1/credentials", "/api/v1/tokens"):
         r = await client.get(path, params={"stauts": "failed"})
         body = check_problem(r, schema, 400)
         assert body["errors"] == [{"detail": body["errors"][0]["detail"], "parameter": "stauts"}], (
             body
         )
         assert "stauts" in body["detail"]
-    r = await client.post("/api/workflows", json={"name": "x", "colour": "red"})
+    r = await client.post("/api/v1/workflows", json={"name": "x", "colour": "red"})
     body = check_problem(r, schema, 400)
     assert body["errors"][0]["pointer"] == "#/colour", body
-    wf = (await client.post("/api/workflows", json={"name": "Typo"})).json()["id"]
-    r = await client.post(f"/api/workflows/{wf}/runs", json={"inputs": {}})
+    wf = (await client.post("/api/v1/workflows", json={"name": "Typo"})).json()["id"]
+    r = await client.post(f"/api/v1/workflows/{wf}/runs", json={"inputs": {}})
     assert check_problem(r, schema, 400)["errors"][0]["pointer"] == "#/inputs"
 
 
@@ -126,32 +153,32 @@ async def test_error_answers_are_problem_details(client: httpx.AsyncClient) -> N
     """A sample of bad requests, one per kind of refusal, each against the component."""
     schema = await problem_schema(client)
     missing = uuid.uuid4()
-    check_problem(await client.get(f"/api/workflows/{missing}"), schema, 404)
-    check_problem(await client.get("/api/no-such-thing"), schema, 404)
-    r = await client.request("TRACE", "/api/workflows")
+    check_problem(await client.get(f"/api/v1/workflows/{missing}"), schema, 404)
+    check_problem(await client.get("/api/v1/no-such-thing"), schema, 404)
+    r = await client.request("TRACE", "/api/v1/workflows")
     check_problem(r, schema, 405)
     assert "GET" in r.headers["allow"]
-    check_problem(await client.get("/api/runs", params={"limit": "many"}), schema, 400)
-    r = await client.post("/api/workflows", json={"name": ""})
+    check_problem(await client.get("/api/v1/runs", params={"limit": "many"}), schema, 400)
+    r = await client.post("/api/v1/workflows", json={"name": ""})
     assert check_problem(r, schema, 400)["errors"][0]["pointer"] == "#/name"
     r = await client.post(
-        "/api/workflows", content=b"{not json", headers={"content-type": "application/json"}
+        "/api/v1/workflows", content=b"{not json", headers={"content-type": "application/json"}
     )
     check_problem(r, schema, 400)
-    wf = (await client.post("/api/workflows", json={"name": "Unpublished"})).json()["id"]
-    r = await client.post(f"/api/workflows/{wf}/runs", json={"input": {}})
+    wf = (await client.post("/api/v1/workflows", json={"name": "Unpublished"})).json()["id"]
+    r = await client.post(f"/api/v1/workflows/{wf}/runs", json={"input": {}})
     check_problem(r, schema, 409)
     r = await client.put(
-        f"/api/workflows/{wf}/draft",
+        f"/api/v1/workflows/{wf}/draft",
         json={"diagram": {"nodes": [], "edges": []}, "base_revision": 99},
     )
     body = check_problem(r, schema, 409)
     assert body["revision"] == 0
     anonymous = httpx.AsyncClient(transport=client._transport, base_url=str(client.base_url))
     async with anonymous:
-        check_problem(await anonymous.get("/api/workflows"), schema, 401)
+        check_problem(await anonymous.get("/api/v1/workflows"), schema, 401)
     del client.headers["x-csrftoken"]
-    check_problem(await client.post("/api/workflows", json={"name": "x"}), schema, 403)
+    check_problem(await client.post("/api/v1/workflows", json={"name": "x"}), schema, 403)
 
 
 async def test_every_error_status_is_documented_as_the_problem_component(

@@ -99,7 +99,7 @@ async def test_metrics_lists_every_documented_series_with_the_runs_it_saw(
     assert sample(fams, "railyard_step_duration_seconds", "_count", status="succeeded") >= 1
     assert sample(fams, "railyard_dispatch_latency_seconds", "_count", job="execute_step") >= 1
     assert sample(fams, "railyard_webhook_requests", "_total", status="202") >= 2
-    route = "/api/workflows/{workflow_id}/publish"
+    route = "/api/v1/workflows/{workflow_id}/publish"
     assert (
         sample(fams, "railyard_http_request_duration_seconds", "_count", route=route, status="201")
         >= 1

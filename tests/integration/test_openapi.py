@@ -67,9 +67,9 @@ async def test_every_operation_documents_the_statuses_it_can_answer(
             assert "404" in codes, where
         if path != "/health/live":
             assert "503" in codes, where
-    login = doc["paths"]["/api/auth/login"]["post"]["responses"]
+    login = doc["paths"]["/api/v1/auth/login"]["post"]["responses"]
     assert set(login) >= {"200", "401"} and "201" not in login
-    publish = doc["paths"]["/api/workflows/{workflow_id}/publish"]["post"]["responses"]
+    publish = doc["paths"]["/api/v1/workflows/{workflow_id}/publish"]["post"]["responses"]
     assert {"200", "201", "422"} <= set(publish)
     hook = doc["paths"]["/hooks/{token}"]["post"]["responses"]
     assert {"202", "405", "413", "429", "default"} <= set(hook)

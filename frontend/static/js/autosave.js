@@ -20,7 +20,7 @@ export class DraftSaver {
    *          onStatus: (text: string, kind?: string) => void}} hooks
    */
   constructor(workflowId, revision, { diagram, onSaved, onStatus }) {
-    this.url = `/api/workflows/${workflowId}/draft`;
+    this.url = `/api/v1/workflows/${workflowId}/draft`;
     this.revision = revision;
     this.diagram = diagram;
     this.onSaved = onSaved;

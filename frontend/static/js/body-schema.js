@@ -1,6 +1,6 @@
 // The Webhook panel's "Body schema" helpers: infer the JSON Schema of the request body from
 // the last test call, the newest run, or a pasted sample
-// (POST /api/workflows/{id}/expressions/infer-schema), and put it in the Body schema field,
+// (POST /api/v1/workflows/{id}/expressions/infer-schema), and put it in the Body schema field,
 // where it can be edited. Expressions reading body fields are then checked against it.
 
 import { errorMessage, postJSON } from "./api.js";
@@ -57,7 +57,7 @@ export function attachBodySchema(form, workflowId) {
     status.textContent = "Inferring…";
     let resp;
     try {
-      resp = await postJSON(`/api/workflows/${workflowId}/expressions/infer-schema`, body);
+      resp = await postJSON(`/api/v1/workflows/${workflowId}/expressions/infer-schema`, body);
     } catch (err) {
       status.textContent = err.message;
       return;

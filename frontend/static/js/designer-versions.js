@@ -24,7 +24,7 @@ export async function restoreVersion(number) {
   say(`Restoring version ${number}…`, "busy");
   let resp;
   try {
-    resp = await postJSON(`/api/workflows/${root.dataset.workflowId}/versions/${number}/restore`, {
+    resp = await postJSON(`/api/v1/workflows/${root.dataset.workflowId}/versions/${number}/restore`, {
       base_revision: saver.revision,
     });
   } catch (err) {

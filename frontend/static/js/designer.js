@@ -160,7 +160,7 @@ async function compile() {
   const seq = ++compileSeq;
   let resp;
   try {
-    resp = await postJSON(`/api/workflows/${workflowId}/compile`, { diagram: model.toJSON() });
+    resp = await postJSON(`/api/v1/workflows/${workflowId}/compile`, { diagram: model.toJSON() });
   } catch (err) {
     if (seq === compileSeq) setStatus(`Check failed: ${err.message}`, "error");
     return;
@@ -213,7 +213,7 @@ async function publish() {
   setStatus("Publishing…", "busy");
   let resp;
   try {
-    resp = await postJSON(`/api/workflows/${workflowId}/publish`, { note: versionNote });
+    resp = await postJSON(`/api/v1/workflows/${workflowId}/publish`, { note: versionNote });
   } catch (err) {
     setStatus(`Publish failed: ${err.message}`, "error");
     return;
@@ -332,7 +332,7 @@ runSubmit.addEventListener("click", () => withBusy(runSubmit, async () => {
   }
   let resp;
   try {
-    resp = await postJSON(`/api/workflows/${workflowId}/runs`, { input });
+    resp = await postJSON(`/api/v1/workflows/${workflowId}/runs`, { input });
   } catch (err) {
     resp = { ok: false, status: 0, data: { detail: err.message } };
   }

@@ -6,7 +6,7 @@
 // - autocomplete of the path being typed (arrows, Enter or Tab, Escape);
 // - a live preview of the value against the last run's data, with syntax errors (and
 //   their position) and the data-flow problems of the expression as you type
-//   (POST /api/workflows/{id}/expressions/preview: the run's evaluator and limits).
+//   (POST /api/v1/workflows/{id}/expressions/preview: the run's evaluator and limits).
 // panel.js stays unaware of it: the editor follows the panel's DOM and reports edits with
 // an "input" event, which the panel reads back into the node.
 
@@ -240,7 +240,7 @@ export function attachExpressionEditor(container, model, workflowId) {
     assist.dataset.state = "busy";
     let resp;
     try {
-      resp = await postJSON(`/api/workflows/${workflowId}/expressions/preview`, {
+      resp = await postJSON(`/api/v1/workflows/${workflowId}/expressions/preview`, {
         diagram: model.toJSON(),
         node_id: nodeId(),
         expression: text,

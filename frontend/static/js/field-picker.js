@@ -1,5 +1,5 @@
 // The fields an expression can read, for the expression editor (expression-editor.js):
-// fetched from POST /api/workflows/{id}/expressions/fields for the open node (declared
+// fetched from POST /api/v1/workflows/{id}/expressions/fields for the open node (declared
 // output schemas upstream, plus the last run's data and the draft's pinned data), shown as
 // a searchable, grouped list, and matched against what is typed for autocomplete.
 
@@ -31,7 +31,7 @@ export class FieldSource {
     const hit = this.cache.get(nodeId);
     if (hit && hit.stamp === this.stamp) return hit.result;
     const stamp = this.stamp;
-    const resp = await postJSON(`/api/workflows/${this.workflowId}/expressions/fields`, {
+    const resp = await postJSON(`/api/v1/workflows/${this.workflowId}/expressions/fields`, {
       diagram: this.model.toJSON(),
       node_id: nodeId,
     });

@@ -104,7 +104,7 @@ function withUnreached(statuses, runStatus) {
 const shown = withUnreached(statusesFromDom(), initialStatus);
 canvas.setStatuses(shown, edgeStates(diagram, shown, portsFromDom()), notes);
 
-// Replay from a step with its input edited: POST /api/runs/{id}/replay {step_id, input},
+// Replay from a step with its input edited: POST /api/v1/runs/{id}/replay {step_id, input},
 // then open the new run.
 for (const button of document.querySelectorAll("[data-replay-step]")) {
   button.addEventListener("click", async () => {
@@ -121,7 +121,7 @@ for (const button of document.querySelectorAll("[data-replay-step]")) {
     }
     button.disabled = true;
     try {
-      const result = await request("POST", `/api/runs/${view.dataset.runId}/replay`, { step_id: button.dataset.replayStep, input });
+      const result = await request("POST", `/api/v1/runs/${view.dataset.runId}/replay`, { step_id: button.dataset.replayStep, input });
       if (result.ok && result.data) {
         window.location.assign(`/runs/${result.data.run_id}`);
         return;
@@ -136,7 +136,7 @@ for (const button of document.querySelectorAll("[data-replay-step]")) {
   });
 }
 
-// Run controls: POST /api/runs/{id}/{pause|resume|cancel}; the buttons shown follow the
+// Run controls: POST /api/v1/runs/{id}/{pause|resume|cancel}; the buttons shown follow the
 // actions the status allows.
 function showControls(status) {
   const actions = RUN_STATUSES.get(status)?.actions || [];
@@ -151,7 +151,7 @@ for (const button of document.querySelectorAll("[data-run-action]")) {
     if (action === "cancel" && !window.confirm("Cancel this run? Running steps are asked to stop.")) return;
     button.disabled = true;
     try {
-      const result = await request("POST", `/api/runs/${view.dataset.runId}/${action}`);
+      const result = await request("POST", `/api/v1/runs/${view.dataset.runId}/${action}`);
       if (!result.ok) window.alert((result.data && result.data.detail) || `Could not ${action} the run.`);
     } catch (err) {
       window.alert(err.message);
@@ -162,12 +162,12 @@ for (const button of document.querySelectorAll("[data-run-action]")) {
   });
 }
 
-// Re-run: POST /api/runs/{id}/rerun {"from": "failed_step" | "start"}, then open the new run.
+// Re-run: POST /api/v1/runs/{id}/rerun {"from": "failed_step" | "start"}, then open the new run.
 for (const button of document.querySelectorAll("[data-rerun]")) {
   button.addEventListener("click", async () => {
     button.disabled = true;
     try {
-      const result = await request("POST", `/api/runs/${view.dataset.runId}/rerun`, { from: button.dataset.rerun });
+      const result = await request("POST", `/api/v1/runs/${view.dataset.runId}/rerun`, { from: button.dataset.rerun });
       if (result.ok && result.data) window.location.assign(`/runs/${result.data.run_id}`);
       else window.alert((result.data && result.data.detail) || "Could not re-run.");
     } catch (err) {

@@ -111,7 +111,7 @@ function largeParts(value, path, found = []) {
     if (typeof value["$railyard.payload"] === "string" && typeof value.download_url === "string") {
       found.push({ path, url: value.download_url, summary: value.summary });
     } else if (typeof value.ref === "string" && value.ref.startsWith("file:") && "filename" in value) {
-      found.push({ path, url: `/api/files/${value.ref.slice(5)}`, summary: `file ${value.filename}` });
+      found.push({ path, url: `/api/v1/files/${value.ref.slice(5)}`, summary: `file ${value.filename}` });
     } else {
       for (const [k, v] of Object.entries(value)) largeParts(v, `${path}.${k}`, found);
     }

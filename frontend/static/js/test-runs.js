@@ -2,8 +2,8 @@
 // publishing"): pinned data per node, "Test step", "Test workflow", the live run overlay
 // on the canvas, a step's input/output/error, and replay from a step with its input edited.
 //
-// API: GET/PUT /api/workflows/{id}/pins[/{node}], POST .../pins/{node}/delete,
-// POST /api/workflows/{id}/test-runs {step_id?, input?}, POST /api/runs/{id}/replay
+// API: GET/PUT /api/v1/workflows/{id}/pins[/{node}], POST .../pins/{node}/delete,
+// POST /api/workflows/{id}/test-runs {step_id?, input?}, POST /api/v1/runs/{id}/replay
 // {step_id, input}; live updates from GET /runs/{id}/events (Server-Sent Events).
 
 import { errorMessage, getJSON, postJSON, putJSON } from "./api.js";
@@ -49,7 +49,7 @@ export class TestRuns {
   }
 
   async loadPins() {
-    const resp = await getJSON(`/api/workflows/${this.workflowId}/pins`);
+    const resp = await getJSON(`/api/v1/workflows/${this.workflowId}/pins`);
     if (resp.ok && resp.data) this.pins = resp.data;
     this.pinsChanged();
   }
@@ -97,7 +97,7 @@ export class TestRuns {
     this.setStatus(`${what}: starting…`, "busy");
     let resp;
     try {
-      resp = await postJSON(`/api/workflows/${this.workflowId}/test-runs`, body);
+      resp = await postJSON(`/api/v1/workflows/${this.workflowId}/test-runs`, body);
     } catch (err) {
       this.setStatus(`${what} failed: ${err.message}`, "error");
       return;
@@ -124,7 +124,7 @@ export class TestRuns {
   }
 
   async replay(nodeId, input) {
-    const resp = await postJSON(`/api/runs/${this.run.id}/replay`, { step_id: nodeId, input });
+    const resp = await postJSON(`/api/v1/runs/${this.run.id}/replay`, { step_id: nodeId, input });
     if (!resp.ok) return errorMessage(resp);
     this.editing = null;
     this.setStatus(`Replay from ${nodeId} started`, "ok");
@@ -231,7 +231,7 @@ export class TestRuns {
         const parsed = parseJSONField(area.value);
         if (!parsed.ok) { err.textContent = parsed.message; err.hidden = false; return; }
         if (!(await this.save())) { err.textContent = "Save the draft first"; err.hidden = false; return; }
-        const resp = await putJSON(`/api/workflows/${this.workflowId}/pins/${encodeURIComponent(node.id)}`, { data: parsed.value });
+        const resp = await putJSON(`/api/v1/workflows/${this.workflowId}/pins/${encodeURIComponent(node.id)}`, { data: parsed.value });
         if (!resp.ok) { err.textContent = errorMessage(resp); err.hidden = false; return; }
         this.pins[node.id] = resp.data;
         this.editing = null;
@@ -255,7 +255,7 @@ export class TestRuns {
       if (pin) {
         const unpin = h("button", { type: "button", class: "btn btn-small", id: "pin-remove", text: "Unpin" });
         unpin.addEventListener("click", async () => {
-          const resp = await postJSON(`/api/workflows/${this.workflowId}/pins/${encodeURIComponent(node.id)}/delete`, {});
+          const resp = await postJSON(`/api/v1/workflows/${this.workflowId}/pins/${encodeURIComponent(node.id)}/delete`, {});
           if (!resp.ok && resp.status !== 404) { this.setStatus(errorMessage(resp), "error"); return; }
           delete this.pins[node.id];
           this.pinsChanged();

@@ -5,7 +5,7 @@
 // - Schedule: the next 10 fire times in the schedule's zone and in UTC
 //   (POST /designer/schedule-preview, refreshed as the fields change).
 // - A connector trigger (the form has data-trigger-kind): "Fetch test event" runs the draft
-//   trigger's code once and pins the event on the node (POST /api/workflows/{id}/trigger-
+//   trigger's code once and pins the event on the node (POST /api/v1/workflows/{id}/trigger-
 //   sample); an app webhook listens for the next delivery to its URL (GET .../trigger-sample
 //   polled until something arrived); "Use example" pins the trigger's example event.
 // The Run dialog's input is prefilled with the last test call's input.
@@ -92,7 +92,7 @@ async function webhookSection(form, workflowId) {
   box.append(urls, secretRow, listen, status, output, deliveries);
 
   async function loadInfo() {
-    const resp = await getJSON(`/api/workflows/${workflowId}/webhook`);
+    const resp = await getJSON(`/api/v1/workflows/${workflowId}/webhook`);
     if (!resp.ok) return null;
     urls.replaceChildren(
       el("p", {}, "Production URL (published version):"),
@@ -106,14 +106,14 @@ async function webhookSection(form, workflowId) {
 
   saveSecret.addEventListener("click", async () => {
     if (!secretInput.value) return;
-    const resp = await putJSON(`/api/workflows/${workflowId}/webhook/secret`, { secret: secretInput.value });
+    const resp = await putJSON(`/api/v1/workflows/${workflowId}/webhook/secret`, { secret: secretInput.value });
     secretInput.value = "";
     secretState.textContent = resp.ok ? "Secret saved (it is never shown)." : errorMessage(resp);
   });
 
   listen.addEventListener("click", async () => {
-    const before = (await getJSON(`/api/workflows/${workflowId}/webhook/test-call`)).data;
-    const resp = await postJSON(`/api/workflows/${workflowId}/webhook/listen`, {});
+    const before = (await getJSON(`/api/v1/workflows/${workflowId}/webhook/test-call`)).data;
+    const resp = await postJSON(`/api/v1/workflows/${workflowId}/webhook/listen`, {});
     if (!resp.ok) {
       status.textContent = errorMessage(resp);
       return;
@@ -123,7 +123,7 @@ async function webhookSection(form, workflowId) {
     const deadline = Date.now() + LISTEN_MS;
     while (Date.now() < deadline && form.isConnected) {
       await new Promise((r) => setTimeout(r, POLL_MS));
-      const call = (await getJSON(`/api/workflows/${workflowId}/webhook/test-call`)).data;
+      const call = (await getJSON(`/api/v1/workflows/${workflowId}/webhook/test-call`)).data;
       if (call && call.received_at && call.received_at !== before?.received_at) {
         showCall(call);
         listen.disabled = false;
@@ -146,7 +146,7 @@ async function webhookSection(form, workflowId) {
   }
 
   await loadInfo();
-  const last = (await getJSON(`/api/workflows/${workflowId}/webhook/test-call`)).data;
+  const last = (await getJSON(`/api/v1/workflows/${workflowId}/webhook/test-call`)).data;
   if (last && last.received_at) showCall(last);
 }
 
@@ -183,13 +183,13 @@ function sampleSection(form, workflowId, opts) {
     exampleBtn.addEventListener("click", () => run("example", [fetchBtn, exampleBtn]));
     stopBtn.addEventListener("click", async () => {
       listening = false;
-      const resp = await postJSON(`/api/workflows/${workflowId}/trigger-sample/stop`, {});
+      const resp = await postJSON(`/api/v1/workflows/${workflowId}/trigger-sample/stop`, {});
       if (resp.ok) show(resp.data);
     });
     pick.addEventListener("change", async () => {
       const chosen = candidates[Number(pick.value)];
       if (!chosen) return;
-      const resp = await putJSON(`/api/workflows/${workflowId}/pins/${encodeURIComponent(nodeId)}`, { data: chosen.data });
+      const resp = await putJSON(`/api/v1/workflows/${workflowId}/pins/${encodeURIComponent(nodeId)}`, { data: chosen.data });
       if (!resp.ok) return say(errorMessage(resp), "error");
       showData(chosen.data);
       say(`Item ${chosen.id} is pinned.`, "ok");
@@ -203,7 +203,7 @@ function sampleSection(form, workflowId, opts) {
         say(mode === "fetch" && kind !== "app_webhook" ? "Fetching a test event…" : "Working…", "busy");
         let resp;
         try {
-          resp = await postJSON(`/api/workflows/${workflowId}/trigger-sample`, { node_id: nodeId, mode });
+          resp = await postJSON(`/api/v1/workflows/${workflowId}/trigger-sample`, { node_id: nodeId, mode });
         } catch (err) {
           return say(err.message, "error");
         }
@@ -221,7 +221,7 @@ function sampleSection(form, workflowId, opts) {
       const deadline = Date.now() + LISTEN_MS + 5000;
       while (listening && form.isConnected && Date.now() < deadline) {
         await new Promise((r) => setTimeout(r, POLL_MS));
-        const resp = await getJSON(`/api/workflows/${workflowId}/trigger-sample`);
+        const resp = await getJSON(`/api/v1/workflows/${workflowId}/trigger-sample`);
         if (!resp.ok) continue;
         if (resp.data.status !== "listening") {
           show(resp.data);
@@ -273,7 +273,7 @@ function sampleSection(form, workflowId, opts) {
     say(state.message || state.status, state.status === "empty" ? "" : "error");
   }
 
-  getJSON(`/api/workflows/${workflowId}/trigger-sample`).then((resp) => {
+  getJSON(`/api/v1/workflows/${workflowId}/trigger-sample`).then((resp) => {
     if (!resp.ok || !form.isConnected) return;
     showUrl(resp.data);
     if (resp.data.status === "listening" && resp.data.node_id === nodeId) say("Listening for a test event…", "busy");
@@ -286,7 +286,7 @@ function prefillRunInput(workflowId) {
   if (!runBtn || !input) return;
   runBtn.addEventListener("click", async () => {
     if (input.value.trim() !== "{}") return;
-    const resp = await getJSON(`/api/workflows/${workflowId}/webhook/test-call`);
+    const resp = await getJSON(`/api/v1/workflows/${workflowId}/webhook/test-call`);
     if (resp.ok && resp.data && resp.data.input && input.value.trim() === "{}") {
       input.value = JSON.stringify(resp.data.input, null, 2);
     }

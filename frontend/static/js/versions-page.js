@@ -44,7 +44,7 @@ document.getElementById("import-draft-btn")?.addEventListener("click", () => {
     title: "Import into the draft",
     help: "Replaces this workflow's draft with the exported diagram (name and settings stay). Publish stays a separate step.",
     submitLabel: "Replace the draft",
-    url: () => `/api/workflows/${workflowId}/import?base_revision=${actions.dataset.draftRevision}`,
+    url: () => `/api/v1/workflows/${workflowId}/import?base_revision=${actions.dataset.draftRevision}`,
     onConflict: (resp) => {
       const error = document.getElementById("import-error");
       error.textContent = `${resp.data?.detail || "The draft changed"}: reload the page to import on top of it.`;

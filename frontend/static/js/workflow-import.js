@@ -7,6 +7,6 @@ document.getElementById("import-workflow-btn")?.addEventListener("click", () => 
     title: "Import a workflow",
     help: "A workflow exported from Railyard (this or another installation). Credentials and called workflows are matched by name.",
     askName: true,
-    url: (name) => `/api/workflows/import${name ? `?name=${encodeURIComponent(name)}` : ""}`,
+    url: (name) => `/api/v1/workflows/import${name ? `?name=${encodeURIComponent(name)}` : ""}`,
   });
 });

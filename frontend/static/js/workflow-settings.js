@@ -1,5 +1,5 @@
 // Workflow settings dialog (designer toolbar "Settings"): run-control settings of the
-// workflow, saved with PATCH /api/workflows/{id} {"settings": {...}} (null clears one).
+// workflow, saved with PATCH /api/v1/workflows/{id} {"settings": {...}} (null clears one).
 //   error_workflow_id    workflow started with the failed run's context when a run fails
 //   run_timeout_seconds  a run still going after this many seconds is timed out
 //   max_concurrent_runs  further runs wait queued and start oldest first
@@ -51,7 +51,7 @@ export function mountSettings(workflowId, button, setStatus) {
 
   async function open() {
     ui.error.hidden = true;
-    const [wf, all] = await Promise.all([getJSON(`/api/workflows/${workflowId}`), getJSON("/api/workflows")]);
+    const [wf, all] = await Promise.all([getJSON(`/api/v1/workflows/${workflowId}`), getJSON("/api/v1/workflows")]);
     if (!wf.ok || !all.ok) {
       setStatus(errorMessage(wf.ok ? all : wf), "error");
       return;
@@ -77,7 +77,7 @@ export function mountSettings(workflowId, button, setStatus) {
     };
     ui.save.disabled = true;
     try {
-      const resp = await request("PATCH", `/api/workflows/${workflowId}`, { settings });
+      const resp = await request("PATCH", `/api/v1/workflows/${workflowId}`, { settings });
       if (!resp.ok) {
         const field = resp.data?.field ? ` (${resp.data.field.replace("settings.", "")})` : "";
         ui.error.textContent = `${errorMessage(resp)}${field}`;

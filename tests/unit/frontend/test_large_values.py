@@ -22,7 +22,7 @@ def test_uploaded_file_descriptors_get_a_download_link() -> None:
     [found] = large_values(value)
     assert found.file is True
     assert found.path == "$.files[0]"
-    assert found.url == "/api/files/6f1d0f52-0000-4000-8000-000000000000"
+    assert found.url == "/api/v1/files/6f1d0f52-0000-4000-8000-000000000000"
     assert found.summary == "uploaded file report.pdf"
     assert found.size == "2 KB"
 

@@ -1,0 +1,89 @@
+"""The API's version in its paths: every operation lives under ``/api/v1``; the paths of
+before (``/api/...`` without a version) answer as aliases until :data:`SUNSET`
+(docs/api.md, "Versions"; CHANGELOG.md).
+
+:class:`UnversionedAlias` sits in front of the app's routing (it replaces the app's
+``asgi_handler``, as :class:`backend.api.webhook_front.WebhookFront` does): a request to
+``/api/<rest>`` whose ``<rest>`` does not start with a version is routed as
+``/api/v1/<rest>``, and its answer says so with ``Deprecation`` (RFC 9745, the date the
+alias was deprecated), ``Sunset`` (RFC 8594, the date it stops answering) and a ``Link``
+to the versioned path (``rel="successor-version"``, RFC 5829). Only the router sees the
+versioned path: the alias answers exactly what the versioned operation answers.
+
+The OAuth2 redirect URI (:data:`PERMANENT`) stays unversioned for good: providers hold it
+in their client registrations, so it is no part of the versioned API and never sunsets.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from email.utils import format_datetime
+
+from litestar import Litestar
+from litestar.types import ASGIApp, Message, Receive, Scope, Send
+
+PREFIX = "/api/v1"
+"""Where every operation of the current API version lives."""
+
+DEPRECATED = datetime(2026, 12, 5, tzinfo=UTC)
+"""When the unversioned paths were deprecated (the day ``/api/v1`` appeared)."""
+
+SUNSET = datetime(2027, 6, 30, tzinfo=UTC)
+"""When the unversioned paths stop answering (CHANGELOG.md)."""
+
+PERMANENT = frozenset({"/api/credentials/oauth2/callback"})
+"""Unversioned paths that are no alias: they answer without deprecation headers."""
+
+_HEADERS = (
+    (b"deprecation", f"@{int(DEPRECATED.timestamp())}".encode()),
+    (b"sunset", format_datetime(SUNSET, usegmt=True).encode()),
+)
+
+
+def versioned(path: str) -> str | None:
+    """The ``/api/v1`` path an unversioned API path is an alias of (``None`` when ``path``
+    is versioned already or no API path)."""
+    if not path.startswith("/api/") or path.startswith(PREFIX + "/") or path == PREFIX:
+        return None
+    rest = path[len("/api") :]
+    if rest.startswith("/v") and rest[2:3].isdigit():  # another version: not an alias
+        return None
+    return PREFIX + rest
+
+
+class UnversionedAlias:
+    """The ASGI entry described in the module doc, in front of ``inner`` (the app's
+    handler)."""
+
+    def __init__(self, inner: ASGIApp) -> None:
+        self.inner = inner
+
+    @classmethod
+    def install(cls, app: Litestar) -> None:
+        """Put the alias in front of ``app``'s routing (its ``asgi_handler``)."""
+        app.asgi_handler = cls(app.asgi_handler)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.inner(scope, receive, send)
+            return
+        path = scope["path"]
+        target = versioned(path)
+        if target is None:
+            await self.inner(scope, receive, send)
+            return
+        scope["path"] = target  # type: ignore[typeddict-unknown-key]
+        raw = scope.get("raw_path")
+        if isinstance(raw, bytes) and raw.startswith(b"/api/"):  # percent-encoding kept
+            scope["raw_path"] = PREFIX.encode() + raw[len(b"/api") :]  # type: ignore[typeddict-unknown-key]
+        if path in PERMANENT:
+            await self.inner(scope, receive, send)
+            return
+        link = (b"link", f'<{target}>; rel="successor-version"'.encode("latin-1", "replace"))
+
+        async def marked(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message["headers"] = [*message.get("headers", []), *_HEADERS, link]
+            await send(message)
+
+        await self.inner(scope, receive, marked)
