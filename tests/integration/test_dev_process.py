@@ -102,7 +102,7 @@ async def test_dev_sigint_finishes_waiting_webhooks_or_answers_202(
         links = fallback.json()
         assert links["status"] == "running" and links["run_id"], links
         assert fallback.headers["location"] == links["status_url"]
-        assert links["status_url"].endswith(f"/api/runs/{links['run_id']}")
+        assert links["status_url"].endswith(f"/api/v1/runs/{links['run_id']}")
         assert await asyncio.to_thread(dev.wait, GRACE + EXIT_MARGIN) == 0, dev.output()
         assert server_pids(data_dir) == (None, None), dev.output()
         assert "Traceback" not in dev.output(), dev.output()

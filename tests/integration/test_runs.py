@@ -25,7 +25,7 @@ async def test_webhook_set_if_http_true_branch(
     r = await client.post(wf["webhook_path"], json={"name": "Ada", "qty": 3, "price": 50})
     assert r.status_code == 202, r.text
     run_id = r.json()["run_id"]
-    assert r.json()["status_url"].endswith(f"/api/runs/{run_id}")
+    assert r.json()["status_url"].endswith(f"/api/v1/runs/{run_id}")
     assert await wait_for_run(runtime, run_id) == "succeeded"
 
     assert len(sink.requests) == 1
