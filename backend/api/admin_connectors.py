@@ -1,4 +1,4 @@
-"""``/api/admin/connectors``: import OpenAPI documents as connectors, list them, and see
+"""``/api/v1/admin/connectors``: import OpenAPI documents as connectors, list them, and see
 what a new document would change. Admin only (``connectors:manage``).
 
 The document comes as text in the body (``document``, JSON or YAML) or is fetched from
@@ -88,7 +88,7 @@ async def run_import(runtime: Runtime, user_id: Any, data: ImportIn) -> svc.Impo
 class ConnectorAdminController(Controller):
     """Imported OpenAPI connectors."""
 
-    path = "/api/admin/connectors"
+    path = "/api/v1/admin/connectors"
     tags = ["connectors"]
     dependencies = access_dependencies()
     exception_handlers = {svc.ImportRefused: _refused, svc.ConnectorNotFound: _not_found}
