@@ -8,7 +8,7 @@ import uuid
 from typing import Any
 
 import msgspec
-from litestar import Controller, get, post, put
+from litestar import Controller, delete, get, post, put
 from litestar.exceptions import NotFoundException
 from litestar.params import FromPath, JSONBody
 
@@ -54,6 +54,12 @@ class TestRunOut(msgspec.Struct):
     input_source: str
 
 
+async def _unpin(db: DbSession, workflow_id: uuid.UUID, node_id: str) -> None:
+    """Remove ``node_id``'s pin; ``NotFoundException`` (404) when it has none."""
+    if not await pins.unpin(db, workflow_id, node_id):
+        raise NotFoundException(f"node {node_id!r} has no pinned data")
+
+
 class PinController(Controller):
     """Data pinned on the nodes of a workflow's draft (edit level to change, read to see)."""
 
@@ -89,18 +95,28 @@ class PinController(Controller):
             max_json_depth=runtime.settings.max_json_depth,
         )
 
-    @post(
-        "/{node_id:str}/delete",
-        operation_id="unpin_data",
-        opt={"permission": Permission.WORKFLOW_EDIT},
-        status_code=200,
+    @delete(
+        "/{node_id:str}", operation_id="unpin_data", opt={"permission": Permission.WORKFLOW_EDIT}
     )
     async def unpin(
         self, workflow_id: FromPath[uuid.UUID], node_id: FromPath[str], db: DbSession
+    ) -> None:
+        """Remove a node's pin: 204; 404 when it has none."""
+        await _unpin(db, workflow_id, node_id)
+
+    @post(
+        "/{node_id:str}/delete",
+        operation_id="unpin_data_by_post",
+        opt={"permission": Permission.WORKFLOW_EDIT},
+        status_code=200,
+        include_in_schema=False,
+    )
+    async def unpin_by_post(
+        self, workflow_id: FromPath[uuid.UUID], node_id: FromPath[str], db: DbSession
     ) -> dict[str, bool]:
-        """Remove a node's pin (404 when it has none)."""
-        if not await pins.unpin(db, workflow_id, node_id):
-            raise NotFoundException(f"node {node_id!r} has no pinned data")
+        """Deprecated (until 2027-06-30, CHANGELOG.md): ``DELETE .../pins/{node_id}``.
+        Remove a node's pin (404 when it has none); answers ``{"unpinned": true}``."""
+        await _unpin(db, workflow_id, node_id)
         return {"unpinned": True}
 
 

@@ -86,6 +86,7 @@ ANSWERS: dict[str, dict[int, str | tuple[str, Any]]] = {
     "replay_run": {409: "The run has not ended"},
     "start_test_run": {422: "The draft has compile errors (`diagnostics` lists them)"},
     "unpin_data": {404: "The node has no pinned data"},
+    "unpin_data_by_post": {404: "The node has no pinned data"},
     "fetch_trigger_sample": {
         400: _REASONS[400],
         409: "The workflow is archived",

@@ -1,22 +1,27 @@
-"""``/api/runs``: run lists, run detail with steps and attempts, cancel, pause, resume,
+"""``/api/v1/runs``: run lists, run detail with steps and attempts, cancel, pause, resume,
 re-run, replay from a step."""
 
 from __future__ import annotations
 
 import uuid
+from typing import Annotated
 
 from litestar import Controller, Response, get, post
-from litestar.params import FromPath, FromQuery, JSONBody
+from litestar.params import FromPath, FromQuery, JSONBody, Parameter
 
 from backend.api.run_links import run_started
 from backend.api.schemas import ReplayIn, RerunIn, RunStarted
 from backend.auth.guards import CurrentPrincipal, access_dependencies
 from backend.auth.policy import Permission
 from backend.auth.web import AppRuntime, CurrentUser, DbSession
+from backend.engine.states import RunStatus
 from backend.services import access, run_values
 from backend.services import runs as svc
 from backend.services.execution import RunNotFound
 from backend.services.workflows import check_json_limit
+
+MAX_LIMIT = 1000
+"""Most runs one list answer holds."""
 
 
 class RunController(Controller):
@@ -32,14 +37,18 @@ class RunController(Controller):
         db: DbSession,
         principal: CurrentPrincipal,
         workflow_id: FromQuery[uuid.UUID | None] = None,
-        status: FromQuery[str | None] = None,
-        limit: FromQuery[int] = 100,
+        status: FromQuery[RunStatus | None] = None,
+        limit: Annotated[int, Parameter(ge=1, le=MAX_LIMIT)] = 100,
     ) -> list[svc.RunSummary]:
         """Newest runs of workflows the caller may read; filter by ``workflow_id`` and
-        ``status``."""
+        ``status`` (one of the run statuses). ``limit``: 1 to 1000 runs (400 outside)."""
         visible = await access.workflow_filter(db, principal)
         return await svc.list_runs(
-            db, workflow_id=workflow_id, status=status, limit=limit, visible=visible
+            db,
+            workflow_id=workflow_id,
+            status=status.value if status else None,
+            limit=limit,
+            visible=visible,
         )
 
     @get("/{run_id:uuid}", operation_id="get_run", opt={"permission": Permission.RUN_READ})

@@ -204,3 +204,14 @@ async def test_every_error_status_is_documented_as_the_problem_component(
                 }:
                     wrong.append((method.upper(), path, status, sorted(content)))
     assert wrong == []
+
+
+async def test_bad_filter_and_limit_values_are_refused_not_clamped(
+    client: httpx.AsyncClient,
+) -> None:
+    schema = await problem_schema(client)
+    for params in ({"limit": 0}, {"limit": 1001}, {"limit": -1}, {"status": "bogus"}):
+        body = check_problem(await client.get("/api/v1/runs", params=params), schema, 400)
+        assert body["errors"][0]["parameter"] == next(iter(params)), body
+    assert (await client.get("/api/v1/runs", params={"limit": 1000})).status_code == 200
+    assert (await client.get("/api/v1/runs", params={"status": "failed"})).status_code == 200

@@ -89,8 +89,8 @@ async def test_engine_pinned_data_and_test_step(
     assert (await client.get(f"/api/workflows/{wf_id}/versions")).json() == []
 
     # unpinned: a test step takes the upstream step's output from the last run instead
-    r = await client.post(f"/api/workflows/{wf_id}/pins/call_a/delete")
-    assert r.status_code == 200, r.text
+    r = await client.delete(f"/api/v1/workflows/{wf_id}/pins/call_a")
+    assert r.status_code == 204, r.text
     started = await start_test(client, wf_id, step_id="set_1", input={"n": 8})
     assert started["substituted"] == {"call_a": "last_run"}
     assert started["input_source"] == "given"
@@ -115,7 +115,9 @@ async def test_engine_test_run_bad_requests(
         deep = [deep]
     r = await client.put(f"/api/workflows/{wf_id}/pins/call_a", json={"data": deep})
     assert r.status_code == 400 and r.json()["field"].startswith("data"), r.text
-    r = await client.post(f"/api/workflows/{wf_id}/pins/call_a/delete")
+    r = await client.delete(f"/api/v1/workflows/{wf_id}/pins/call_a")
+    assert r.status_code == 404, r.text
+    r = await client.post(f"/api/workflows/{wf_id}/pins/call_a/delete")  # deprecated form
     assert r.status_code == 404, r.text
     r = await client.post(f"/api/workflows/{wf_id}/test-runs", json={"step_id": "nope"})
     assert r.status_code == 400 and r.json()["field"] == "step_id", r.text

@@ -2,11 +2,11 @@
 // publishing"): pinned data per node, "Test step", "Test workflow", the live run overlay
 // on the canvas, a step's input/output/error, and replay from a step with its input edited.
 //
-// API: GET/PUT /api/v1/workflows/{id}/pins[/{node}], POST .../pins/{node}/delete,
+// API: GET/PUT /api/v1/workflows/{id}/pins[/{node}], DELETE .../pins/{node},
 // POST /api/workflows/{id}/test-runs {step_id?, input?}, POST /api/v1/runs/{id}/replay
 // {step_id, input}; live updates from GET /runs/{id}/events (Server-Sent Events).
 
-import { errorMessage, getJSON, postJSON, putJSON } from "./api.js";
+import { errorMessage, getJSON, postJSON, putJSON, request } from "./api.js";
 import { followRun, formatDuration, overlayOf, runEnded, valueBlock } from "./run-overlay.js";
 
 function h(tag, attrs = {}, ...children) {
@@ -255,7 +255,7 @@ export class TestRuns {
       if (pin) {
         const unpin = h("button", { type: "button", class: "btn btn-small", id: "pin-remove", text: "Unpin" });
         unpin.addEventListener("click", async () => {
-          const resp = await postJSON(`/api/v1/workflows/${this.workflowId}/pins/${encodeURIComponent(node.id)}/delete`, {});
+          const resp = await request("DELETE", `/api/v1/workflows/${this.workflowId}/pins/${encodeURIComponent(node.id)}`);
           if (!resp.ok && resp.status !== 404) { this.setStatus(errorMessage(resp), "error"); return; }
           delete this.pins[node.id];
           this.pinsChanged();
