@@ -191,6 +191,42 @@ class DataFlow:
         """Schema of the node's output; ``{}`` when unknown."""
         return self._outputs.get(node_id, ANYTHING)
 
+    def child_input(self, node_id: str) -> dict[str, Any] | None:
+        """Schema of what each child run of a call node receives (its spec's config schema
+        key ``"x-child-input"``, a schema whose parts may say ``"x-item-of": "<field>"``
+        (an element of that field's list), ``"x-step-input": true`` (the step's input) or
+        ``"x-field-or-input": "<field>"`` (that field's value, the step's input when it
+        is empty)); ``None`` for a node that starts no child runs."""
+        spec = self._specs.get(node_id)
+        declared = (spec.config_schema or {}).get("x-child-input") if spec else None
+        if not isinstance(declared, dict):
+            return None
+        return self._child_part(self._nodes[node_id], declared)
+
+    def _child_part(self, node: Node, schema: dict[str, Any]) -> dict[str, Any]:
+        if isinstance(schema.get("x-item-of"), str):
+            items = self._field_schema(node, schema["x-item-of"]).get("items")
+            return items if isinstance(items, dict) else ANYTHING
+        if schema.get("x-step-input"):
+            return self._inputs.get(node.id, ANYTHING)
+        field = schema.get("x-field-or-input")
+        if isinstance(field, str):
+            if node.config.get(field) in (None, ""):
+                return self._inputs.get(node.id, ANYTHING)
+            return self._field_schema(node, field)
+        properties = schema.get("properties")
+        if isinstance(properties, dict):
+            parts = {k: self._child_part(node, v) for k, v in properties.items()}
+            return {**schema, "properties": parts}
+        return schema
+
+    def _field_schema(self, node: Node, field: str) -> dict[str, Any]:
+        """The schema of a config field's value: an expression's result, or the literal's."""
+        value = node.config.get(field)
+        if isinstance(value, str) and value.startswith("=") and not value.startswith("=="):
+            return self._result_schema(node.id, value[1:])
+        return value_schema(value)
+
     def upstream(self, node_id: str) -> frozenset[str]:
         """Ids of the nodes with a path of edges to ``node_id`` (its ancestors)."""
         found = self._ancestors.get(node_id)

@@ -53,3 +53,17 @@ def publish(api: httpx.Client, name: str, *nodes: dict[str, Any]) -> str:
     assert api.put(f"/api/workflows/{wf['id']}/draft", json={"diagram": diagram}).json()["ok"]
     assert api.post(f"/api/workflows/{wf['id']}/publish").status_code == 201
     return str(wf["id"])
+
+
+def chain_draft(api: httpx.Client, name: str, *nodes: dict[str, Any]) -> str:
+    """Create workflow ``name`` whose draft chains ``nodes`` (the first a trigger), saved
+    but not published; its id."""
+    edges = [
+        {"id": f"e{i}", "source": a["id"], "target": b["id"]}
+        for i, (a, b) in enumerate(itertools.pairwise(nodes))
+    ]
+    diagram = {"nodes": list(nodes), "edges": edges, "schema_version": 1}
+    wf = api.post("/api/workflows", json={"name": name}).json()
+    saved = api.put(f"/api/workflows/{wf['id']}/draft", json={"diagram": diagram})
+    assert saved.status_code == 200, saved.text
+    return str(wf["id"])

@@ -224,3 +224,12 @@ def save_draft(page: Any, server: RailyardServer, workflow_id: str, d: dict[str,
     assert saved.status == 200, saved.text()
     open_designer(page, server, workflow_id)
     return str(token)
+
+
+def open_settings(page: Any, server: RailyardServer, workflow_id: str, node_id: str) -> Any:
+    """Open the workflow's designer and the settings of ``node_id``; the loaded form."""
+    open_designer(page, server, workflow_id)
+    page.mouse.click(*body_point(page, node_id))
+    form = page.locator(f'#config-panel .config-form[data-node-id="{node_id}"]')
+    form.wait_for()
+    return form

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from e2e.api_client import api_client, node
+from e2e.api_client import api_client, chain_draft, node
 from e2e.conftest import ARTIFACTS_DIR, RailyardServer, login
-from e2e.designer_page import body_point, open_designer
+from e2e.designer_page import open_settings
 
 pytestmark = pytest.mark.e2e
 
@@ -33,7 +33,6 @@ def _wait_condition(page: Any, text: str) -> None:
 def test_rows_and_jsonata_round_trip(page: Any, railyard_server: RailyardServer) -> None:
     server = railyard_server
     api = api_client(server)
-    wf = api.post("/api/workflows", json={"name": "Conditions"}).json()
     hook = node("hook", "trigger.webhook", 0)
     hook["config"] = {
         "body_schema": {
@@ -46,16 +45,9 @@ def test_rows_and_jsonata_round_trip(page: Any, railyard_server: RailyardServer)
         }
     }
     check = node("check", "control.if", 320, condition=CONDITION)
-    draft = {
-        "nodes": [hook, check],
-        "edges": [{"id": "e1", "source": "hook", "target": "check"}],
-        "schema_version": 1,
-    }
-    assert api.put(f"/api/workflows/{wf['id']}/draft", json={"diagram": draft}).status_code == 200
     login(page, server)
-    open_designer(page, server, wf["id"])
-    page.mouse.click(*body_point(page, "check"))
-    builder = page.locator(".cond-builder")
+    form = open_settings(page, server, chain_draft(api, "Conditions", hook, check), "check")
+    builder = form.locator(".cond-builder")
     builder.wait_for()
 
     # the stored condition is read into one row

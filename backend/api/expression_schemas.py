@@ -20,10 +20,13 @@ class FieldsIn(msgspec.Struct, forbid_unknown_fields=True):
 
 
 class FieldsOut(msgspec.Struct):
-    """The picker's groups, and which data their examples come from (``None``: no data)."""
+    """The picker's groups, and which data their examples come from (``None``: no data);
+    ``child_input``: for a For each or Sub-workflow step, the JSON Schema of what each of
+    its child runs receives (``None`` for other steps)."""
 
     sources: list[FieldSource]
     data_from: str | None
+    child_input: dict[str, Any] | None = None
 
 
 class PreviewIn(msgspec.Struct, forbid_unknown_fields=True):

@@ -68,7 +68,8 @@ class ExpressionController(Controller):
         ``node_id`` when it is no step."""
         sample, origin = await self._sample(db, runtime, workflow_id, data)
         sources = exprdata.available_fields(data.diagram, runtime.catalog, data.node_id, sample)
-        return FieldsOut(sources=sources, data_from=origin)
+        child = exprdata.child_input(data.diagram, runtime.catalog, data.node_id)
+        return FieldsOut(sources=sources, data_from=origin, child_input=child)
 
     @post(
         "/preview",

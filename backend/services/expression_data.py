@@ -218,6 +218,13 @@ def _merged_fields(schema: dict[str, Any], data: Any) -> list[FieldInfo]:
     return fields
 
 
+def child_input(diagram: Diagram, catalog: Catalog, node_id: str) -> dict[str, Any] | None:
+    """The JSON Schema of what each child run of call node ``node_id`` (For each,
+    Sub-workflow) receives, inferred from the diagram (``None`` for other nodes). Raises
+    :class:`NodeNotFound` for an unknown node id."""
+    return _flow(diagram, catalog, node_id).child_input(node_id)
+
+
 def available_fields(
     diagram: Diagram, catalog: Catalog, node_id: str, sample: RunSample
 ) -> list[FieldSource]:

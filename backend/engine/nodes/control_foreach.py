@@ -53,6 +53,16 @@ SPEC = NodeTypeSpec(
             },
         },
         "required": ["items", "workflow_id"],
+        # what each child run receives (designer_schema.dataflow: shown in the panel)
+        "x-child-input": {
+            "type": "object",
+            "properties": {
+                "item": {"x-item-of": "items"},
+                "index": {"type": "integer"},
+                "input": {"x-step-input": True},
+            },
+            "required": ["item", "index", "input"],
+        },
     },
     expression_fields=("items",),
     output_schema={

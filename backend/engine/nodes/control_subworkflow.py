@@ -40,6 +40,8 @@ SPEC = NodeTypeSpec(
             "input": {"title": "Input", "description": "Child input; empty sends the step input"},
         },
         "required": ["workflow_id"],
+        # what the child run receives (designer_schema.dataflow: shown in the panel)
+        "x-child-input": {"x-field-or-input": "input"},
     },
     expression_fields=("input",),
     output_schema={

@@ -7,6 +7,7 @@ import { DraftSaver } from "./autosave.js";
 import { Canvas } from "./canvas.js";
 import { attachCopyButton } from "./clipboard.js";
 import { wireEditing } from "./designer-edit.js";
+import { attachChildContract } from "./child-contract.js";
 import { attachConditionBuilder } from "./condition-builder.js";
 import { DiagnosticsList, problems } from "./diagnostics.js";
 import { attachExpressionEditor } from "./expression-editor.js";
@@ -82,6 +83,7 @@ attachTriggerPanels(document.getElementById("config-panel"), model, workflowId, 
 });
 attachExpressionEditor(document.getElementById("config-panel"), model, workflowId);
 attachConditionBuilder(document.getElementById("config-panel"), model, workflowId);
+attachChildContract(document.getElementById("config-panel"), model, workflowId);
 
 const quickAdd = new QuickAdd(document.querySelector(".canvas-wrap"), catalog);
 const canvas = new Canvas(document.getElementById("canvas"), model, {

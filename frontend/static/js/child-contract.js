@@ -1,0 +1,57 @@
+// What a call step's child runs receive (For each, Sub-workflow), shown in its settings:
+// the JSON Schema the server infers from the diagram (the child_input of POST
+// /api/workflows/{id}/expressions/fields, designer_schema/dataflow.py), as a list of
+// fields with their types, e.g. item.sku (string), index (integer), input.body (object).
+
+import { FieldSource } from "./field-picker.js";
+
+const MAX_DEPTH = 3;
+const MAX_ROWS = 40;
+
+/** [[path, type]] of a schema's fields, depth first ("" path: the value itself). */
+export function schemaFields(schema, path = "", depth = 0, out = []) {
+  if (out.length >= MAX_ROWS) return out;
+  const types = [].concat(schema?.type || []).join(" | ") || "any";
+  if (path) out.push([path, schema?.type === "array" && schema.items?.type ? `list of ${[].concat(schema.items.type).join(" | ")}` : types]);
+  const properties = schema?.properties;
+  if (properties && depth < MAX_DEPTH) {
+    for (const [key, sub] of Object.entries(properties)) schemaFields(sub, path ? `${path}.${key}` : key, depth + 1, out);
+  } else if (!path) {
+    out.push(["(the whole input)", types]);
+  }
+  return out;
+}
+
+export function attachChildContract(container, model, workflowId) {
+  const fields = new FieldSource(workflowId, model);
+  container.addEventListener("config-panel:rendered", async (e) => {
+    const form = e.detail?.form;
+    const node = form && model.node(e.detail.nodeId);
+    if (!node || !model.spec(node.type)?.config_schema?.["x-child-input"]) return;
+    let result;
+    try {
+      result = await fields.groups(node.id);
+    } catch {
+      return; // the panel works without it
+    }
+    if (!result.child_input || !form.isConnected) return;
+    const box = document.createElement("section");
+    box.className = "child-contract";
+    const title = document.createElement("h3");
+    title.textContent = node.type === "control.foreach" ? "Each child run receives" : "The child run receives";
+    const list = document.createElement("dl");
+    for (const [path, type] of schemaFields(result.child_input)) {
+      const dt = document.createElement("dt");
+      dt.className = "mono";
+      dt.textContent = path;
+      const dd = document.createElement("dd");
+      dd.textContent = type;
+      list.append(dt, dd);
+    }
+    const hint = document.createElement("p");
+    hint.className = "hint";
+    hint.textContent = "Its trigger's input, inferred from this workflow: read these fields in the called workflow.";
+    box.append(title, list, hint);
+    (form.querySelector(".panel-description") || form.querySelector("h2"))?.after(box);
+  });
+}
