@@ -261,6 +261,8 @@ def _body(
     schema = converter.convert(content[media].get("schema") or {})
     taken = {f.name for f in fields}
     props = schema.get("properties")
+    if flat_type(schema) == "object" and not props and schema.get("additionalProperties") is False:
+        return media, False, []  # a body that can hold nothing (Stripe's GET operations)
     if flat_type(schema) == "object" and props and not schema.get("oneOf"):
         needed = set(schema.get("required") or ())
         body_fields = [
