@@ -14,7 +14,8 @@ kind          schema
 ``workflow``  ``"x-workflow-picker": true`` (a searchable list of runnable workflows)
 ``duration``  ``type`` number/integer with ``"x-duration": true`` (seconds; typed as
               ``30s``, ``5m``, ``1h 30m``)
-``string``    ``type`` string (``format: textarea`` or ``x-multiline``: a text area)
+``string``    ``type`` string (``format: textarea`` or ``x-multiline``: a text area;
+              ``x-code``: a code editor, highlighted in that language)
 ``number``    ``type`` number; ``integer``: ``type`` integer
 ``boolean``   ``type`` boolean
 ``chips``     ``type`` array whose ``items`` are strings, numbers or integers (an
@@ -58,6 +59,7 @@ class FieldView:
     required: bool = False
     expression: bool = False
     multiline: bool = False
+    code: str = ""  # a code editor's language ("x-code": "javascript"), highlighted
     value: Any = None  # the text shown in the control (str), or bool for checkboxes
     placeholder: str = ""
     minimum: Any = None
@@ -195,6 +197,7 @@ def _build_string(view: FieldView, prop: Mapping[str, Any], value: Any) -> None:
     default = prop.get("default")
     view.kind = "string"
     view.multiline = prop.get("format") == "textarea" or bool(prop.get("x-multiline"))
+    view.code = str(prop.get("x-code") or "")
     view.value = "" if value is None else as_text(value)
     view.placeholder = "" if default is None else as_text(default)
 

@@ -6,6 +6,7 @@ import { errorMessage, postJSON } from "./api.js";
 import { DraftSaver } from "./autosave.js";
 import { Canvas } from "./canvas.js";
 import { attachCopyButton } from "./clipboard.js";
+import { attachCodeEditors } from "./code-editor.js";
 import { wireEditing } from "./designer-edit.js";
 import { attachChildContract } from "./child-contract.js";
 import { attachConditionBuilder } from "./condition-builder.js";
@@ -84,6 +85,7 @@ attachTriggerPanels(document.getElementById("config-panel"), model, workflowId, 
 attachExpressionEditor(document.getElementById("config-panel"), model, workflowId);
 attachConditionBuilder(document.getElementById("config-panel"), model, workflowId);
 attachChildContract(document.getElementById("config-panel"), model, workflowId);
+attachCodeEditors(document.getElementById("config-panel"));
 
 const quickAdd = new QuickAdd(document.querySelector(".canvas-wrap"), catalog);
 const canvas = new Canvas(document.getElementById("canvas"), model, {

@@ -1,0 +1,54 @@
+// The code editor of the config panel: a text area whose schema has "x-code" (the Code
+// step's JavaScript) gets syntax highlighting. The text area stays the control (typing,
+// selection, undo, the panel's "input" events are the browser's own); its text is made
+// transparent over a <pre> holding the same text highlighted by the vendored
+// highlight.js (frontend/static/vendor/highlight, ES modules, classes only: no inline
+// style or script, so it fits the pages' Content-Security-Policy).
+
+import hljs from "../vendor/highlight/core.min.js";
+import javascript from "../vendor/highlight/javascript.min.js";
+
+hljs.registerLanguage("javascript", javascript);
+
+export function attachCodeEditors(container) {
+  const enhance = () => {
+    for (const area of container.querySelectorAll("textarea[data-code]:not([data-code-ready])")) {
+      enhanceArea(area);
+    }
+  };
+  new MutationObserver(enhance).observe(container, { childList: true, subtree: true });
+  enhance();
+}
+
+function enhanceArea(area) {
+  area.dataset.codeReady = "1";
+  const language = hljs.getLanguage(area.dataset.code) ? area.dataset.code : null;
+  if (!language) return;
+  const box = document.createElement("div");
+  box.className = "code-editor";
+  const pre = document.createElement("pre");
+  pre.className = "code-highlight";
+  pre.setAttribute("aria-hidden", "true");
+  const code = document.createElement("code");
+  pre.append(code);
+  area.before(box);
+  box.append(pre, area);
+  const paint = () => {
+    // a trailing newline keeps the last (empty) line as tall as the text area's
+    code.innerHTML = hljs.highlight(area.value + "\n", { language, ignoreIllegals: true }).value;
+    pre.scrollTop = area.scrollTop;
+    pre.scrollLeft = area.scrollLeft;
+  };
+  area.addEventListener("input", paint);
+  area.addEventListener("scroll", () => {
+    pre.scrollTop = area.scrollTop;
+    pre.scrollLeft = area.scrollLeft;
+  });
+  area.addEventListener("keydown", (e) => {
+    if (e.key !== "Tab" || e.shiftKey || e.ctrlKey || e.metaKey || e.altKey) return;
+    e.preventDefault(); // a tab indents (Escape then Tab leaves the field)
+    area.setRangeText("  ", area.selectionStart, area.selectionEnd, "end");
+    area.dispatchEvent(new Event("input", { bubbles: true }));
+  });
+  paint();
+}
