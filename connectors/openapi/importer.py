@@ -42,6 +42,12 @@ BODY_MEDIA_TYPES = (
     "text/plain",
 )
 IGNORED_HEADERS = frozenset({"accept", "content-type", "authorization"})
+NO_CONTENT = {
+    "type": "object",
+    "description": "The answer has no body: its HTTP status",
+    "properties": {"status": {"type": "integer", "description": "The HTTP status (204, ...)"}},
+}
+"""The output of an operation whose success response has no content."""
 SUCCESS_CODES = ("200", "201", "202", "203", "206", "2XX", "204", "default")
 
 
@@ -307,6 +313,6 @@ def _success(doc: dict[str, Any], op: dict[str, Any]) -> tuple[dict[str, Any], d
     if media is None:
         if content:
             return {"type": "object", "properties": {"text": {"type": "string"}}}, headers
-        return {"type": "object", "properties": {}}, headers
+        return NO_CONTENT, headers
     schema = SchemaConverter(doc, "response").convert(content[media].get("schema") or {})
     return schema, headers

@@ -93,7 +93,13 @@ class OpenApiAction(sdk.ActionDefinition):
         return msgspec.json.decode(msgspec.json.encode(self.output))  # type: ignore[no-any-return]
 
     def parse_config(self, config: dict[str, Any]) -> Any:
-        """``config`` checked against the schema; raises ``sdk.ConfigError`` naming the field."""
+        """``config`` checked against the schema, a required field left empty taking its
+        schema's default (Notion's ``Notion-Version`` header); raises ``sdk.ConfigError``
+        naming the field."""
+        props = self.schema.get("properties") or {}
+        for name in self.schema.get("required") or ():
+            if config.get(name) is None and "default" in (props.get(name) or {}):
+                config = {**config, name: props[name]["default"]}
         errors = sorted(
             Draft202012Validator(self.schema).iter_errors(config), key=lambda e: list(e.path)
         )
@@ -182,7 +188,7 @@ async def _send(request: Request, definition: ConnectorDefinition) -> httpx.Resp
 
 def _body(response: httpx.Response) -> Any:
     if not response.content:
-        return {}
+        return {"status": response.status_code}
     if "json" in response.headers.get("content-type", ""):
         try:
             return response.json()

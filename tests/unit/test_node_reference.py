@@ -47,6 +47,7 @@ def test_every_built_in_node_type_and_config_key_is_described() -> None:
 def test_only_the_built_in_connectors_are_listed() -> None:
     built_in = builtin_catalog()
     assert {c.name for c in built_in.connectors} == {
+        "airtable",
         "amqp",
         "code",
         "data",
@@ -57,9 +58,11 @@ def test_only_the_built_in_connectors_are_listed() -> None:
         "http",
         "hubspot",
         "imap",
+        "jira",
         "mqtt",
         "mysql",
         "nats",
+        "notion",
         "postgres",
         "redis",
         "redis_streams",

@@ -19,15 +19,19 @@ import msgspec
 from connectors import sdk
 from connectors.openapi.definition import ConnectorDefinition, OperationSpec
 from connectors.openapi.importer import build_definition
-from connectors.openapi.loading import check_references
+from connectors.openapi.loading import check_references, parse_document
 from connectors.openapi.runtime import connector_of
 
 
 def document(file: str) -> dict[str, Any]:
-    """The pinned document ``documents/<file>`` of this package, parsed."""
+    """The document ``documents/<file>`` of this package, parsed: a gzip-compressed JSON
+    subset of a vendor's document, or a YAML document (read with the importer's safe
+    loader)."""
     data = importlib.resources.files(__package__).joinpath("documents", file).read_bytes()
-    result: dict[str, Any] = json.loads(gzip.decompress(data))
-    return result
+    if file.endswith(".gz"):
+        result: dict[str, Any] = json.loads(gzip.decompress(data))
+        return result
+    return parse_document(data)
 
 
 def curated_definition(
@@ -83,3 +87,20 @@ def curated_connector(definition: ConnectorDefinition, **extra: Any) -> sdk.Conn
         icon=definition.icon,
         **extra,
     )
+
+
+def curated(
+    name: str,
+    label: str,
+    doc: dict[str, Any],
+    operations: Mapping[str, str],
+    *,
+    credential_labels: Mapping[str, str],
+    icon: str,
+    docs_url: str,
+) -> tuple[ConnectorDefinition, sdk.Connector]:
+    """:func:`curated_definition` and :func:`curated_connector` in one call."""
+    definition = curated_definition(
+        name, label, doc, operations, credential_labels=credential_labels, icon=icon
+    )
+    return definition, curated_connector(definition, docs_url=docs_url)

@@ -7,7 +7,7 @@ Server: ``https://<host>/api/v3``)."""
 
 from __future__ import annotations
 
-from connectors.builtin.saas.curated import curated_connector, curated_definition, document
+from connectors.builtin.saas.curated import curated, document
 
 OPERATIONS = {
     "issues_list_for_repo": "GitHub: list issues",
@@ -36,12 +36,12 @@ def _document() -> dict:  # type: ignore[type-arg]
     return doc
 
 
-definition = curated_definition(
+definition, connector = curated(
     "github",
     "GitHub",
     _document(),
     OPERATIONS,
     credential_labels={"token": "GitHub token"},
     icon="git-pull-request",
+    docs_url="https://docs.github.com/rest",
 )
-connector = curated_connector(definition, docs_url="https://docs.github.com/rest")

@@ -6,7 +6,7 @@ user name). Lists fetch every page with ``starting_after``. Base URL:
 
 from __future__ import annotations
 
-from connectors.builtin.saas.curated import curated_connector, curated_definition, document
+from connectors.builtin.saas.curated import curated, document
 
 OPERATIONS = {
     "get_customers": "Stripe: list customers",
@@ -21,7 +21,7 @@ OPERATIONS = {
     "post_refunds": "Stripe: create a refund",
 }
 
-definition = curated_definition(
+definition, connector = curated(
     "stripe",
     "Stripe",
     document("stripe.json.gz"),
@@ -31,5 +31,5 @@ definition = curated_definition(
         "basicAuth": "Stripe secret key (Basic)",
     },
     icon="credit-card",
+    docs_url="https://docs.stripe.com/api",
 )
-connector = curated_connector(definition, docs_url="https://docs.stripe.com/api")

@@ -17,7 +17,7 @@ from backend.services.node_reference import builtin_catalog
 from connectors import sdk
 from tests.unit.connectors.output_schema import assert_declared_output, closed
 
-OPENAPI_MADE = {"github", "stripe"}
+OPENAPI_MADE = {"github", "stripe", "jira", "notion", "airtable"}
 """Built-in connectors made from vendors' OpenAPI documents (connectors/builtin/saas/)."""
 
 

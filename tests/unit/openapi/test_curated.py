@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from connectors import sdk
-from connectors.builtin.saas import github, stripe
+from connectors.builtin.saas import airtable, github, jira, notion, stripe
 from connectors.builtin.saas.curated import document
 from connectors.openapi.loading import load_document
 from connectors.openapi.subset import subset
@@ -99,3 +99,83 @@ async def test_stripe_refund_with_the_secret_key(api: ScriptedApi) -> None:
         ("metadata[order]", "42"),
         ("payment_intent", "pi_1"),
     ]
+
+
+@pytest.mark.parametrize(
+    ("name", "module", "count"),
+    [("jira", jira, 7), ("notion", notion, 8), ("airtable", airtable, 6)],
+)
+def test_written_documents_are_valid(name: str, module: Any, count: int) -> None:
+    source = f"connectors/builtin/saas/documents/{name}.yaml"
+    with open(source, "rb") as f:
+        load_document(f.read())  # valid OpenAPI 3.0, no alias, no remote reference
+    assert [a.label for a in module.connector.actions] == list(module.OPERATIONS.values())
+    assert len(module.OPERATIONS) == count
+
+
+async def test_notion_sends_its_version_header_and_follows_cursors(api: ScriptedApi) -> None:
+    def answer(call: Call, url: str) -> tuple[int, Any, dict[str, str]]:
+        more = dict(call.query).get("start_cursor") is None
+        body = {"object": "list", "results": [{"id": str(len(api.calls))}]}
+        return 200, {**body, "has_more": more, "next_cursor": "c2" if more else None}, {}
+
+    api.answer = answer
+    out = await _run(
+        notion.connector,
+        "notion.list_block_children",
+        api,
+        {"block_id": "b1", "fetch_all_pages": True},
+        type="notion.token",
+        token="secret_1",
+    )
+    assert [r["id"] for r in out["results"]] == ["1", "2"]
+    assert {c.headers["notion-version"] for c in api.calls} == {"2022-06-28"}
+    assert [dict(c.query).get("start_cursor") for c in api.calls] == [None, "c2"]
+
+
+async def test_airtable_offsets_and_jira_jql_pages(api: ScriptedApi) -> None:
+    def answer(call: Call, url: str) -> tuple[int, Any, dict[str, str]]:
+        query = dict(call.query)
+        if call.path.startswith("/rest/api/3/search/jql"):
+            last = query.get("nextPageToken") == "t2"
+            page = {"issues": [{"key": f"P-{len(api.calls)}"}], "isLast": last}
+            return 200, page if last else {**page, "nextPageToken": "t2"}, {}
+        if call.path == "/rest/api/3/issue/P-1/transitions":
+            return 204, b"", {}
+        first = "offset" not in query
+        page = {"records": [{"id": f"rec{len(api.calls)}", "fields": {}}]}
+        return 200, {**page, "offset": "itr2"} if first else page, {}
+
+    api.answer = answer
+    out = await _run(
+        airtable.connector,
+        "airtable.list_records",
+        api,
+        {"base_id": "app1", "table_id_or_name": "Tasks", "fetch_all_pages": True},
+        type="airtable.token",
+        token="pat1",
+    )
+    assert [r["id"] for r in out["records"]] == ["rec1", "rec2"]
+    assert api.calls[1].query == [("offset", "itr2")]
+    api.calls.clear()
+    basic = {"type": "jira.basic_auth", "username": "me@example.com", "password": "tok"}
+    out = await _run(
+        jira.connector,
+        "jira.search_issues",
+        api,
+        {"jql": "project = P", "fields": ["summary", "status"], "fetch_all_pages": True},
+        **basic,
+    )
+    assert [i["key"] for i in out["issues"]] == ["P-1", "P-2"]
+    assert api.calls[0].query == [("jql", "project = P"), ("fields", "summary,status")]
+    assert api.calls[1].query[-1] == ("nextPageToken", "t2")
+    api.calls.clear()
+    out = await _run(
+        jira.connector,
+        "jira.transition_issue",
+        api,
+        {"issue_id_or_key": "P-1", "transition": {"id": "31"}},
+        **basic,
+    )
+    assert out == {"status": 204}
+    assert api.calls[0].json() == {"transition": {"id": "31"}}
