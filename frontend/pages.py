@@ -39,6 +39,7 @@ from backend.services import (
     access,
     grants,
     login_sessions,
+    run_children,
     run_watch,
     runs,
     webhook_urls,
@@ -275,13 +276,21 @@ class AppPages(LoginRequiredPages):
         runtime: AppRuntime,
         principal: CurrentPrincipal,
         search: FromQuery[str | None] = None,
+        children_of: FromQuery[str | None] = None,
+        children_after: FromQuery[str | None] = None,
     ) -> Response[str]:
         """One run: the graph coloured by step status and every step's data; ``search``
-        (the query it was found by) adds a link back to those results."""
+        (the query it was found by) adds a link back to those results. A calling step
+        lists a page of its child runs: the first, or with ``children_of`` (the step) and
+        ``children_after`` (a cursor) the next one."""
         found = await runs.get_run_detail(db, run_id)
         if found is None:
             return render(request, "error.html", status_code=404, message="run not found")
         detail, diagram = found
+        try:
+            more = await run_children.page_in_detail(db, detail, children_of, children_after)
+        except workflows.InvalidInput as exc:
+            return render(request, "error.html", status_code=400, message=str(exc))
         wf = await workflows.get_workflow(db, uuid.UUID(detail.workflow_id))
         level = await access.workflow_level(db, principal, wf)
         return render(
@@ -290,6 +299,8 @@ class AppPages(LoginRequiredPages):
             can_control=level >= Level.RUN,
             results_url="/search?" + urlencode({"q": search}) if search else None,
             run=detail,
+            children_more=more,
+            request_children_of=children_of if children_after else None,
             trigger_event=await event_status.event_of_run(db, run_id),
             run_json=msgspec.json.encode(detail).decode(),
             diagram_json=msgspec.json.encode(diagram).decode(),

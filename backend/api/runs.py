@@ -15,7 +15,7 @@ from backend.auth.guards import CurrentPrincipal, access_dependencies
 from backend.auth.policy import Permission
 from backend.auth.web import AppRuntime, CurrentUser, DbSession
 from backend.engine.states import RunStatus
-from backend.services import access, run_values
+from backend.services import access, run_children, run_values
 from backend.services import runs as svc
 from backend.services.execution import RunNotFound
 from backend.services.workflows import check_json_limit
@@ -58,6 +58,26 @@ class RunController(Controller):
         if found is None:
             raise RunNotFound(f"run {run_id} not found")
         return found[0]
+
+    @get(
+        "/{run_id:uuid}/children",
+        operation_id="list_run_children",
+        opt={"permission": Permission.RUN_READ},
+    )
+    async def children(
+        self,
+        run_id: FromPath[uuid.UUID],
+        db: DbSession,
+        step_id: FromQuery[str | None] = None,
+        cursor: FromQuery[str | None] = None,
+        limit: FromQuery[int] = run_children.CHILD_PAGE,
+    ) -> run_children.ChildPage:
+        """The run's child runs (Sub-workflow, For-each), a page at a time in (step, item
+        index) order; ``step_id`` keeps one calling step's; ``cursor`` is the previous
+        page's ``next_cursor``; ``limit`` 1..500."""
+        return await run_children.child_page(
+            db, run_id, step_id=step_id, cursor=cursor, limit=limit
+        )
 
     @get(
         "/{run_id:uuid}/values/{digest:str}",

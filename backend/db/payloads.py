@@ -165,16 +165,43 @@ def preview_of(data: bytes) -> str:
     return head if len(data) <= PREVIEW_CHARS else head[:PREVIEW_CHARS] + "…"
 
 
+Known = dict[int, tuple[Any, str]]
+"""Containers that are (or were read from) a stored payload, by identity: ``id(value)
+-> (value, sha256)`` (the value is kept, so its id is not reused)."""
+
+SHARED_MIN_BYTES = 1024
+"""A part shared by many runs (``NewRun.by_reference``) is stored by reference from this
+length of JSON text on (smaller, the reference would save little)."""
+
+
 class Externalizer:
     """Replaces the large parts of values by references, collecting the payloads
-    (``payloads``, by SHA-256) that must be stored before the values are written."""
+    (``payloads``, by SHA-256) that must be stored before the values are written.
 
-    def __init__(self, limit: int | None = None) -> None:
+    ``known`` containers (read from payloads: :func:`resolve_values` collects them) are
+    written back as their reference wherever they appear, whatever their size, as long
+    as their content is still that payload's (checked by its SHA-256, so a value changed
+    in place is never written as its old reference); ``shared`` containers (a parent's
+    input passed to each of its children) are stored by reference from
+    :data:`SHARED_MIN_BYTES` on. So a value read by reference and passed on unchanged
+    stays one payload, however many runs and steps hold it."""
+
+    def __init__(
+        self, limit: int | None = None, *, known: Known | None = None, shared: Any = ()
+    ) -> None:
         self.limit = limit or _inline_limit
         self.payloads: dict[str, StoredPayload] = {}
         # containers already made into what a column stores, by identity (the value is
         # kept, so its id is not reused): a run's input is also its trigger step's output
         self._done: dict[int, tuple[Any, Any]] = {}
+        self._known: Known = dict(known or {})
+        self._refs: dict[int, Any] = {}  # id -> the reference of a known container checked
+        for part in shared:
+            if isinstance(part, dict | list) and id(part) not in self._known:
+                encoded = _encode(part)
+                if len(encoded) >= SHARED_MIN_BYTES and _RESERVED_BYTES not in encoded:
+                    self._refs[id(part)] = self._store(part, encoded)
+                    self._known[id(part)] = (part, self._refs[id(part)][MARKER])
 
     def value(self, value: Any) -> Any:
         """``value`` as a column stores it (the same object when nothing is large). The
@@ -184,6 +211,14 @@ class Externalizer:
         done = self._done.get(id(value))
         if done is not None and done[0] is value:
             return done[1]
+        if self._known:
+            swapped = self._swap(value, 0)
+            if swapped is not value:
+                encoded = _encode(swapped)
+                stored = swapped if len(encoded) <= self.limit else self._store(swapped, encoded)
+                if isinstance(value, dict | list):
+                    self._done[id(value)] = (value, stored)
+                return stored
         stored = self._part(value, _encode(value))
         if isinstance(value, dict | list):
             self._done[id(value)] = (value, stored)
@@ -192,9 +227,12 @@ class Externalizer:
     def rows(self, rows: list[dict[str, Any]], fields: Iterable[str]) -> list[dict[str, Any]]:
         """Apply :meth:`value` to ``fields`` of each row, in place; one encoding of all rows
         decides when there is nothing to do (the usual case), unless a field holds a
-        value already made (then each field is done, that one from memory)."""
+        value already made or known containers may be in them (then each field is done,
+        that one from memory)."""
         fields = tuple(fields)
-        known = any(id(row.get(name)) in self._done for row in rows for name in fields)
+        known = bool(self._known) or any(
+            id(row.get(name)) in self._done for row in rows for name in fields
+        )
         encoded = b"" if known else _encode(rows)
         if not known and len(encoded) <= self.limit and _RESERVED_BYTES not in encoded:
             return rows
@@ -228,6 +266,38 @@ class Externalizer:
             return value if small else self._store(value, encoded)
         encoded = _encode(reduced)
         return reduced if len(encoded) <= self.limit else self._store(reduced, encoded)
+
+    def _reference(self, value: Any) -> Any:
+        """The reference of known container ``value`` when its content is still its
+        payload's, else ``None``."""
+        entry = self._known.get(id(value))
+        if entry is None or entry[0] is not value:
+            return None
+        if id(value) not in self._refs:
+            encoded = _encode(value)
+            same = hashlib.sha256(encoded).hexdigest() == entry[1]
+            self._refs[id(value)] = {MARKER: entry[1], "bytes": len(encoded)} if same else None
+        return self._refs[id(value)]
+
+    def _swap(self, value: Any, depth: int) -> Any:
+        """``value`` with its known containers replaced by their references (a new
+        container where one was replaced, else ``value`` itself) and its large other
+        parts as :meth:`_part` makes them; an object of the run's own data with a
+        reserved key is stored escaped, as :meth:`_part` does."""
+        ref = self._reference(value)
+        if ref is not None:
+            return ref
+        if depth >= _MAX_DEPTH or not isinstance(value, dict | list):
+            return value if depth == 0 else self._member(value, depth - 1)
+        if isinstance(value, dict):
+            if any(k in value for k in _RESERVED):
+                return self._store_escaped(value)
+            reduced: Any = {k: self._swap(v, depth + 1) for k, v in value.items()}
+            changed = any(reduced[k] is not v for k, v in value.items())
+        else:
+            reduced = [self._swap(v, depth + 1) for v in value]
+            changed = any(r is not v for r, v in zip(reduced, value, strict=True))
+        return reduced if changed else value
 
     def _member(self, value: Any, depth: int) -> Any:
         """A member of a container, as :meth:`_part` makes it; a number, boolean, null or
@@ -333,16 +403,21 @@ def substitute(value: Any, table: dict[str, Any]) -> Any:
     return value
 
 
-async def resolve_values(db: Db, values: list[Any]) -> list[Any]:
+async def resolve_values(db: Db, values: list[Any], known: Known | None = None) -> list[Any]:
     """``values`` with every reference replaced by its full value (read from
     ``payloads``, nested references included). A reference to a missing payload is left
-    as it is and logged (it cannot happen while payload rows are never deleted)."""
+    as it is and logged (it cannot happen while payload rows are never deleted). Each
+    container read from a payload is added to ``known`` (see :class:`Externalizer`): one
+    object per payload, wherever it is referenced."""
     wanted: set[str] = set()
     for value in values:
-        references(value, wanted)
+        # a container's text tells in C whether walking it can find a reference
+        if not isinstance(value, dict | list) or _MARKER_BYTES in _encode(value):
+            references(value, wanted)
     if not wanted:
         return values
     table: dict[str, Any] = {}
+    nesting: set[str] = set()  # payloads whose text holds the marker: may nest references
     escapes = False
     while wanted:
         rows = await db.execute(
@@ -355,15 +430,21 @@ async def resolve_values(db: Db, values: list[Any]) -> list[Any]:
                 value = {ESCAPE: value}
             loaded[digest] = value
             escapes = escapes or _ESCAPE_BYTES in data or ESCAPE in loaded[digest]
+            if _MARKER_BYTES in data:
+                nesting.add(digest)
         for digest in wanted - loaded.keys():
             log.error("payload %s is missing; its reference is kept", digest)
         table.update(loaded)
         wanted = set()
-        for v in loaded.values():
-            references(v, wanted)
+        for digest, v in loaded.items():  # a payload without the marker is not walked
+            if digest in nesting:
+                references(v, wanted)
         wanted -= table.keys()
     for digest, v in table.items():  # nested references first, then the values
-        table[digest] = substitute(v, table)
+        if digest in nesting:
+            table[digest] = substitute(v, table)
+        if known is not None and isinstance(table[digest], dict | list):
+            known[id(table[digest])] = (table[digest], digest)
     resolved = [substitute(value, table) for value in values]
     return [unescaped(value) for value in resolved] if escapes else resolved
 

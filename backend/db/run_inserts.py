@@ -227,7 +227,9 @@ async def insert_run(
     when the idempotency key is taken. Values over the inline limit (the input, step
     values) are stored once in ``payloads`` and written as references.
     """
-    ext = payloads.Externalizer()
+    ext = payloads.Externalizer(
+        known=state.stored if state is not None else None, shared=new.by_reference
+    )
     run = encode_run(new, state, ext, expected_settings=expected_settings, start=start)
     await store_payloads(db, ext.payloads)
     (done,) = await insert_runs(db, [run])
@@ -257,7 +259,9 @@ class RunInserts:
     ) -> Inserted:
         """:func:`insert_run` on the fast path, in a group. Raises ``IntegrityError`` when
         the idempotency key is taken (then only this run of its group is not written)."""
-        ext = payloads.Externalizer()
+        ext = payloads.Externalizer(
+            known=state.stored if state is not None else None, shared=new.by_reference
+        )
         run = encode_run(new, state, ext, expected_settings=expected_settings, start=start)
         await store_payloads(self.fast, ext.payloads)
         done = await self.groups.submit(run)

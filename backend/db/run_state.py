@@ -23,11 +23,12 @@ from backend.db import payloads
 from backend.db.fast_path import FastPath
 from backend.db.models import Attempt, Run, StepRun, Workflow, WorkflowVersion
 from backend.db.run_writes import STEP_FIELDS, Positional, write_state
-from backend.engine.model import ChildRun, RunState, StepRecord
+from backend.engine.model import ChildRun, ChildSummary, RunState, StepRecord
 from backend.engine.ports import (
     FinishedAttempt,
     HeldSteps,
     NewAttempt,
+    OutputsWanted,
     RunRow,
     StaleAttempt,
     WorkflowSettings,
@@ -56,7 +57,23 @@ _ATTEMPTS = cast(Table, Attempt.__table__)
 _SELECT_STEPS = select(*(_STEP_RUNS.c[name] for name in ("step_id", *STEP_FIELDS))).where(
     _STEP_RUNS.c.run_id == bindparam("run_id")
 )
-_SELECT_CHILDREN = (
+# One row per calling step: its children that did not succeed, in arrays (decoded by
+# asyncpg in C), and the count of the succeeded ones and the next index. A parent with
+# 10,000 children reads the few running or failed ones, not 10,000 rows.
+_SELECT_CHILDREN = text(
+    """
+    SELECT parent_step_id,
+           count(*) FILTER (WHERE status = 'succeeded'),
+           max(parent_index) + 1,
+           array_agg(parent_index ORDER BY parent_index) FILTER (WHERE status <> 'succeeded'),
+           array_agg(id::text ORDER BY parent_index) FILTER (WHERE status <> 'succeeded'),
+           array_agg(status ORDER BY parent_index) FILTER (WHERE status <> 'succeeded'),
+           jsonb_object_agg(parent_index::text, error) FILTER (WHERE error IS NOT NULL)
+    FROM runs WHERE parent_run_id = :run_id
+    GROUP BY parent_step_id
+    """
+)
+_SELECT_ALL_CHILDREN = (
     select(
         _RUNS.c.id,
         _RUNS.c.parent_step_id,
@@ -65,7 +82,10 @@ _SELECT_CHILDREN = (
         _RUNS.c.output,
         _RUNS.c.error,
     )
-    .where(_RUNS.c.parent_run_id == bindparam("run_id"))
+    .where(
+        (_RUNS.c.parent_run_id == bindparam("run_id"))
+        & _RUNS.c.parent_step_id.in_(bindparam("step_ids", expanding=True))
+    )
     .order_by(_RUNS.c.parent_index)
 )
 _CURRENT_ATTEMPT = (
@@ -98,14 +118,18 @@ async def load_state(
     *,
     children: bool = True,
     steps: HeldSteps | None = None,
+    outputs: OutputsWanted | None = None,
 ) -> RunState:
     """Build the engine's view of ``run`` from its step rows.
 
     ``children=False`` skips the child-run query; only pass it when the run's graph has no
     Sub-workflow or For-each step (then the run has no children). ``steps`` are step
     records the caller holds from its own write of this run (of the run's current
-    ``revision``, checked under the run lock): they replace the step query. Values
-    stored by reference (backend/db/payloads.py) are read back in full.
+    ``revision``, checked under the run lock): they replace the step query. Child runs
+    are read in short: per calling step the children that did not succeed and the count
+    of the others (``RunState.child_summaries``); every child, with its output, is read
+    for the steps ``outputs`` names (for every step without it). Values stored by
+    reference (backend/db/payloads.py) are read back in full.
     """
     records: dict[str, StepRecord]
     if steps is not None and steps.revision == run.revision:
@@ -118,16 +142,43 @@ async def load_state(
             fields["ports"] = tuple(fields["ports"] or ())
             records[row.step_id] = StepRecord(**fields)
     by_step: dict[str, list[ChildRun]] = {}
+    summaries: dict[str, ChildSummary] = {}
     if children:
-        for cid, step_id, index, status, output, error in await session.execute(
-            _SELECT_CHILDREN, {"run_id": run.id}
-        ):
-            by_step.setdefault(str(step_id), []).append(
-                ChildRun(str(step_id), int(index or 0), str(cid), status, output, error)
-            )
+        rows = await session.execute(_SELECT_CHILDREN, {"run_id": run.id})
+        for step_id, succeeded, next_index, indexes, ids, statuses, errors in rows:
+            sid, errors = str(step_id), errors or {}
+            by_step[sid] = [
+                ChildRun(sid, int(i or 0), cid, status, None, errors.get(str(i)))
+                for i, cid, status in zip(indexes or (), ids or (), statuses or (), strict=True)
+            ]
+            summaries[sid] = ChildSummary(int(succeeded), int(next_index or 0))
+        wanted = set(summaries) if outputs is None else outputs(records, by_step, summaries)
+        if wanted:
+            await _all_children(session, run.id, by_step, summaries, wanted)
     # held records come from this process's memory: full values, nothing to resolve
     held = steps is not None and steps.revision == run.revision
-    return await build_state(session, run, records, by_step, resolve_steps=not held)
+    state = await build_state(session, run, records, by_step, resolve_steps=not held)
+    state.child_summaries = summaries
+    return state
+
+
+async def _all_children(
+    session: payloads.Db,
+    run_id: uuid.UUID,
+    by_step: dict[str, list[ChildRun]],
+    summaries: dict[str, ChildSummary],
+    step_ids: set[str],
+) -> None:
+    """Every child of ``step_ids``, with its output, in place of their short lists."""
+    for step_id in step_ids:
+        by_step[step_id] = []
+        summaries.pop(step_id, None)
+    for cid, step_id, index, status, output, error in await session.execute(
+        _SELECT_ALL_CHILDREN, {"run_id": run_id, "step_ids": sorted(step_ids)}
+    ):
+        by_step[str(step_id)].append(
+            ChildRun(str(step_id), int(index or 0), str(cid), status, output, error)
+        )
 
 
 async def build_state(
@@ -143,7 +194,8 @@ async def build_state(
     full (in the step records too with ``resolve_steps``; without it they are records
     held in memory, already full)."""
     loaded = records if resolve_steps else {}
-    run_input, run_output, run_error = await _resolve(session, run, loaded, by_step)
+    stored: payloads.Known = {}
+    run_input, run_output, run_error = await _resolve(session, run, loaded, by_step, stored)
     return RunState(
         run_id=str(run.id),
         workflow_id=str(run.workflow_id),
@@ -157,6 +209,7 @@ async def build_state(
         started_at=run.started_at,
         finished_at=run.finished_at,
         children=by_step,
+        stored=stored,
     )
 
 
@@ -165,6 +218,7 @@ async def _resolve(
     run: Run,
     records: dict[str, StepRecord],
     children: dict[str, list[ChildRun]],
+    stored: payloads.Known,
 ) -> list[Any]:
     """Put the full values back where the run's rows hold references to large values
     (backend/db/payloads.py): step records and children in place; returns the run's
@@ -174,7 +228,7 @@ async def _resolve(
         values += [rec.input, rec.output, rec.error, rec.data]
     for entries in children.values():
         values += [v for c in entries for v in (c.output, c.error)]
-    resolved = iter(await payloads.resolve_values(session, values))
+    resolved = iter(await payloads.resolve_values(session, values, stored))
     run_values = [next(resolved) for _ in range(3)]
     for rec in records.values():
         rec.input, rec.output, rec.error, rec.data = (next(resolved) for _ in range(4))

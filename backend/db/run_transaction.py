@@ -38,6 +38,7 @@ from backend.engine.ports import (
     HeldSteps,
     NewAttempt,
     NewRun,
+    OutputsWanted,
     RunRow,
     WorkflowSettings,
 )
@@ -88,9 +89,16 @@ class PgRunTransaction:
         return run_row(run)
 
     async def load(
-        self, row: RunRow, *, children: bool = True, held: HeldSteps | None = None
+        self,
+        row: RunRow,
+        *,
+        children: bool = True,
+        held: HeldSteps | None = None,
+        outputs: OutputsWanted | None = None,
     ) -> RunState:
-        return await load_state(self.session, self._rows[row.id], children=children, steps=held)
+        return await load_state(
+            self.session, self._rows[row.id], children=children, steps=held, outputs=outputs
+        )
 
     async def graph(self, version_id: uuid.UUID) -> WorkflowGraph:
         return await graphs.graph_for_version(self.session, version_id)

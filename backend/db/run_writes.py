@@ -342,7 +342,7 @@ async def write_state(
     written and ``state`` is left as it was. Values over the inline limit are stored once
     in ``payloads`` and written as references.
     """
-    ext = payloads.Externalizer()
+    ext = payloads.Externalizer(known=state.stored)
     write = encode_write(
         run_id,
         state,
@@ -379,7 +379,7 @@ class RunWrites:
         expected_revision: int,
     ) -> Written:
         """:func:`write_state` fenced by ``expected_revision``, in a group."""
-        ext = payloads.Externalizer()
+        ext = payloads.Externalizer(known=state.stored)
         write = encode_write(
             run_id, state, ext, finish=finish, start=start, expected_revision=expected_revision
         )

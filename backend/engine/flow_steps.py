@@ -7,12 +7,13 @@ calls these for the steps that became ready (see :mod:`backend.engine.nodes` for
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
 from backend.engine.expression_slice import Deferred
 from backend.engine.expressions import ExpressionError, resolve_config
-from backend.engine.model import ChildRequest, RunState
+from backend.engine.model import ChildRequest, ChildRun, ChildSummary, RunState, StepRecord
 from backend.engine.nodes.base import (
     CallBehaviour,
     CallFailed,
@@ -23,7 +24,7 @@ from backend.engine.nodes.base import (
 )
 from backend.engine.nodes.children import child_run_id
 from backend.engine.nodes.registry import NodeRegistry
-from backend.engine.states import StepStatus
+from backend.engine.states import RunStatus, StepStatus
 from backend.engine.step_results import finish_failed, resolved_config, succeed
 from designer_schema.graph import Step, WorkflowGraph
 
@@ -114,12 +115,13 @@ def start_call(
     """Start a call step (Sub-workflow, For-each): it runs, without a worker, until its
     child runs end; fire-and-forget calls start every child and succeed at once."""
     rec = state.step(step.id)
-    rec.move(StepStatus.RUNNING)
     rec.started_at = now
-    rec.attempts += 1
+    # first, as nothing else changes: it may raise Deferred (past the slice: stays ready)
     config = resolved_config(state, step, now, context)
     if config is None:
         return
+    rec.move(StepStatus.RUNNING)
+    rec.attempts += 1
     try:
         data = call.start(config, rec.input)
     except NodeError as exc:
@@ -157,6 +159,36 @@ def request_child(state: RunState, step_id: str, index: int, child_input: Any) -
     return run_id
 
 
+def outputs_wanted(
+    graph: WorkflowGraph,
+    records: Mapping[str, StepRecord],
+    children: Mapping[str, list[ChildRun]],
+    summaries: Mapping[str, ChildSummary],
+    nodes: NodeRegistry,
+) -> set[str]:
+    """The call steps whose every child (with its output) the next move reads: a running
+    Sub-workflow or For-each step that has all its children (``children_total``) and
+    every one ended. ``children`` are the children that did not succeed, ``summaries``
+    count the others: the store reads every child of those steps only, so a parent woken
+    by each of 10,000 children reads the few running or failed ones, not 10,000 rows,
+    until the last one."""
+    wanted: set[str] = set()
+    for sid in set(children) | set(summaries):
+        rec = records.get(sid)
+        if rec is None or rec.status != StepStatus.RUNNING or rec.data is None:
+            continue
+        call = nodes.behaviour(graph.step(sid))
+        if not isinstance(call, CallBehaviour):
+            continue
+        entries = children.get(sid, [])
+        count = len(entries) + summaries.get(sid, ChildSummary()).succeeded
+        if count >= call.children_total(rec.data) and all(
+            RunStatus(c.status).terminal for c in entries
+        ):
+            wanted.add(sid)
+    return wanted
+
+
 def progress_calls(
     graph: WorkflowGraph,
     state: RunState,
@@ -179,7 +211,8 @@ def progress_calls(
             continue
         children = {c.index: c for c in state.children.get(sid, [])}
         requested = frozenset(r.index for r in state.child_requests if r.step_id == sid)
-        progress = call.progress(rec.data, rec.input, children, requested)
+        summary = state.child_summaries.get(sid)
+        progress = call.progress(rec.data, rec.input, children, requested, summary)
         if isinstance(progress, CallSucceeded):
             succeed(state, sid, progress.output, now, **progress.details)
         elif isinstance(progress, CallFailed):

@@ -69,6 +69,17 @@ class ChildRun:
     error: dict[str, Any] | None = None
 
 
+@dataclass(frozen=True)
+class ChildSummary:
+    """What the store read of a calling step's children it did not list one by one:
+    ``succeeded`` children left out of :attr:`RunState.children` (ended well, outputs not
+    needed yet) and ``next_index``, one past the highest index of any child (children
+    start in index order, so every lower index has its child)."""
+
+    succeeded: int = 0
+    next_index: int = 0
+
+
 @dataclass
 class ChildRequest:
     """A child run the engine asks the store to create (in the same transaction).
@@ -93,9 +104,13 @@ class RunState:
 
     ``response`` is what a Respond to Webhook step produced:
     ``{"status": int, "headers": {str: str}, "body": Any}``. ``children`` lists the child
-    runs of each calling step (loaded by the store); ``child_requests`` and
+    runs of each calling step (loaded by the store: while a step still waits for some, only
+    the children that did not succeed, the others counted in ``child_summaries``);
+    ``child_requests`` and
     ``child_cancels`` (child run ids) are what the engine asks the store to do in the same
-    transaction.
+    transaction. ``stored`` is the store's own: the values it read from large-value
+    references, by identity (``id -> (value, sha256)``), so it writes them back as the
+    same references (backend/db/payloads.py); the engine never reads it.
     """
 
     run_id: str
@@ -113,7 +128,9 @@ class RunState:
     run_changed: bool = False
     events: list[EngineEvent] = field(default_factory=list)
     children: dict[str, list[ChildRun]] = field(default_factory=dict)
+    child_summaries: dict[str, ChildSummary] = field(default_factory=dict)
     child_requests: list[ChildRequest] = field(default_factory=list)
+    stored: dict[int, tuple[Any, str]] = field(default_factory=dict, repr=False, compare=False)
     child_cancels: list[str] = field(default_factory=list)
 
     def step(self, step_id: str) -> StepRecord:

@@ -196,10 +196,16 @@ def advance(
                 yielded = True
                 break
             step = graph.step(sid)
-            inline = nodes.behaviour(step)
-            assert isinstance(inline, InlineBehaviour)  # inline_ready lists only those
+            left = nodes.behaviour(step)
             try:
-                run_inline(graph, state, step, inline, now, context.get())
+                if isinstance(left, InlineBehaviour):
+                    run_inline(graph, state, step, left, now, context.get())
+                elif isinstance(left, CallBehaviour):
+                    start_call(graph, state, step, left, now, context.get())
+                    calls.append(sid)
+                elif isinstance(left, TimerBehaviour):
+                    if start_timer(graph, state, step, left, now, context.get()):
+                        dispatch.append(sid)
             except Deferred:  # past the slice of where this runs: stays ready, yield
                 yielded = True
                 break
@@ -221,12 +227,16 @@ def advance(
             rec.not_before = now
             state.touch(sid)
             behaviour = nodes.behaviour(step)
-            if isinstance(behaviour, TimerBehaviour):
-                if start_timer(graph, state, step, behaviour, now, context.get()):
-                    dispatch.append(sid)
-            elif isinstance(behaviour, CallBehaviour):
-                start_call(graph, state, step, behaviour, now, context.get())
-                calls.append(sid)
+            if isinstance(behaviour, TimerBehaviour | CallBehaviour):
+                try:  # their config's expressions may run past the slice: as a yield
+                    if isinstance(behaviour, CallBehaviour):
+                        start_call(graph, state, step, behaviour, now, context.get())
+                        calls.append(sid)
+                    elif start_timer(graph, state, step, behaviour, now, context.get()):
+                        dispatch.append(sid)
+                except Deferred:
+                    yielded = True
+                    continue  # stays ready: started by the next advance
             elif isinstance(behaviour, InlineBehaviour):
                 yielded = yielded or (should_yield is not None and should_yield())
                 if yielded:
@@ -258,12 +268,16 @@ def advance(
 def inline_ready(
     graph: WorkflowGraph, state: RunState, nodes: NodeRegistry = NODE_TYPES
 ) -> list[str]:
-    """Inline steps left ``ready`` by an :func:`advance` that yielded, in graph order."""
-    found = [
-        sid
-        for sid, rec in state.steps.items()
-        if rec.status == StepStatus.READY and behaviour_kind(graph.step(sid), nodes) == "inline"
-    ]
+    """Steps left ``ready`` by an :func:`advance` that yielded, in graph order: inline
+    steps, and call and timer steps whose config's expressions ran past the slice (a
+    timer armed for later is ``ready`` too, with its due time in ``data``)."""
+    found = []
+    for sid, rec in state.steps.items():
+        if rec.status != StepStatus.READY:
+            continue
+        kind = behaviour_kind(graph.step(sid), nodes)
+        if kind in ("inline", "call") or (kind == "timer" and rec.data is None):
+            found.append(sid)
     order = graph_index(graph)
     return sorted(found, key=lambda sid: order.get(sid, 0))
 

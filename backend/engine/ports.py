@@ -8,7 +8,7 @@ Adapters live outside the core: ``backend.transport.dispatch`` (arq) implements
 from __future__ import annotations
 
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -16,7 +16,7 @@ from typing import Any, Protocol, TypeVar
 
 import msgspec
 
-from backend.engine.model import RunState, StepRecord
+from backend.engine.model import ChildRun, ChildSummary, RunState, StepRecord
 from designer_schema.graph import WorkflowGraph
 
 
@@ -162,7 +162,9 @@ class NewRun:
     ``status`` is ``queued`` unless the insert carries a started state. ``deadline_at`` is
     decided by :meth:`WorkflowSettings.deadline`. A child run names its parent step and
     item index; an error-workflow or child run has a deterministic ``id``, so inserting it
-    twice is a no-op.
+    twice is a no-op. ``by_reference`` are parts of ``input`` (by identity) that many runs
+    share, such as a parent step's input passed to each child: stored once and referenced
+    whatever their size (backend/db/payloads.py).
     """
 
     id: uuid.UUID
@@ -179,6 +181,7 @@ class NewRun:
     parent_step_id: str | None = None
     parent_index: int | None = None
     deadline_at: datetime | None = None
+    by_reference: tuple[Any, ...] = ()
 
 
 @dataclass
@@ -241,6 +244,15 @@ class DuplicateRun(Exception):
     """A run with that idempotency key exists: nothing was inserted."""
 
 
+OutputsWanted = Callable[
+    [Mapping[str, StepRecord], Mapping[str, list[ChildRun]], Mapping[str, ChildSummary]],
+    set[str],
+]
+"""Given a run's step records, its children that did not succeed and the count of the
+others per calling step, the calling steps whose every child (with its output) the
+engine's next move reads (:func:`backend.engine.flow_steps.outputs_wanted`)."""
+
+
 class RunTransaction(Protocol):
     """One database transaction of a run transition (see :class:`RunStore`)."""
 
@@ -261,12 +273,20 @@ class RunTransaction(Protocol):
         ...
 
     async def load(
-        self, row: RunRow, *, children: bool = True, held: HeldSteps | None = None
+        self,
+        row: RunRow,
+        *,
+        children: bool = True,
+        held: HeldSteps | None = None,
+        outputs: OutputsWanted | None = None,
     ) -> RunState:
         """The state of run ``row`` (locked by :meth:`lock`).
 
         ``children=False`` skips loading child runs (the graph calls no workflow);
-        ``held`` are step records the caller wrote itself, used when still current."""
+        ``held`` are step records the caller wrote itself, used when still current;
+        ``outputs`` names the calling steps whose every child is read with its output
+        (the other steps' succeeded children are only counted, ``child_summaries``;
+        ``None``: every child of every step)."""
         ...
 
     async def graph(self, version_id: uuid.UUID) -> WorkflowGraph:

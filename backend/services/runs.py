@@ -22,6 +22,7 @@ from backend.services.execution import (
     StepNotReplayable,
     error_run_id,
 )
+from backend.services.run_children import ChildLink, first_pages
 from backend.services.run_values import with_previews
 from backend.services.workflows import InvalidInput
 from designer_schema.graph import WorkflowGraph
@@ -43,15 +44,6 @@ class AttemptView(msgspec.Struct):
     finished_at: datetime | None
     duration_ms: int | None
     wait_ms: int | None = None
-
-
-class ChildLink(msgspec.Struct):
-    """A child run started by a Sub-workflow / For-each step (``index``: the item)."""
-
-    run_id: str
-    step_id: str
-    index: int
-    status: str
 
 
 class StepView(msgspec.Struct):
@@ -94,8 +86,11 @@ class RunDetail(msgspec.Struct):
     ``deadline_at``: when the run times out (workflow setting ``run_timeout_seconds``);
     ``rerun_of``/``reruns``: the run this one repeats / runs repeating this one (oldest
     first); ``error_run_id``: the error workflow's run started because this run failed.
-    ``test``: a test run of the draft (its version is an unlisted draft snapshot,
-    backend/services/draft_runs.py). Steps an ended run never reached are ``not_run``.
+    ``children``: the first :data:`~backend.services.run_children.CHILD_PAGE` child runs
+    of each calling step, ``children_count`` how many each has (the rest: ``GET
+    /api/runs/{id}/children``). ``test``: a test run of the draft (its version is an
+    unlisted draft snapshot, backend/services/draft_runs.py). Steps an ended run never
+    reached are ``not_run``.
     """
 
     id: str
@@ -114,6 +109,7 @@ class RunDetail(msgspec.Struct):
     steps: list[StepView]
     parent_run_id: str | None = None
     children: list[ChildLink] = msgspec.field(default_factory=list)
+    children_count: dict[str, int] = msgspec.field(default_factory=dict)
     deadline_at: datetime | None = None
     rerun_of: str | None = None
     reruns: list[str] = msgspec.field(default_factory=list)
@@ -229,6 +225,7 @@ async def get_run_detail(
                 attempts=attempts.get(spec.id, []),
             )
         )
+    children, children_count = await first_pages(session, run_id)
     detail = RunDetail(
         **_run_fields(run, name),
         input=run.input,
@@ -237,14 +234,8 @@ async def get_run_detail(
         started_at=run.started_at,
         steps=steps,
         parent_run_id=str(run.parent_run_id) if run.parent_run_id else None,
-        children=[
-            ChildLink(str(cid), str(sid), int(index or 0), status)
-            for cid, sid, index, status in await session.execute(
-                select(Run.id, Run.parent_step_id, Run.parent_index, Run.status)
-                .where(Run.parent_run_id == run_id)
-                .order_by(Run.parent_step_id, Run.parent_index)
-            )
-        ],
+        children=children,
+        children_count=children_count,
         deadline_at=run.deadline_at,
         rerun_of=str(run.rerun_of) if run.rerun_of else None,
         reruns=[

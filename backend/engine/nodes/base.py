@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, ClassVar, Literal
 
-from backend.engine.model import ChildRun
+from backend.engine.model import ChildRun, ChildSummary
 from designer_schema.catalog import NodeTypeSpec
 from designer_schema.graph import Step
 
@@ -178,10 +178,19 @@ class CallBehaviour(Behaviour):
         data: Any,
         children: Mapping[int, ChildRun],
         requested: frozenset[int],
+        summary: ChildSummary | None = None,
     ) -> CallProgress:
         """Next move of a waiting call: ``children`` are the child runs by index (with
-        their status and result), ``requested`` the indexes asked for but not created yet."""
+        their status and result), ``requested`` the indexes asked for but not created yet.
+        Until the call has all its children (:meth:`children_total`) and every one ended,
+        the succeeded ones are left out of ``children`` and counted in ``summary`` (a
+        parent of 10,000 children reads the few that run or failed, not 10,000); the last
+        move gets them all, with their outputs."""
         raise NotImplementedError
+
+    def children_total(self, call: Mapping[str, Any]) -> int:
+        """How many child runs a waiting ``call`` makes in all (1 unless overridden)."""
+        return 1
 
 
 @dataclass(frozen=True)

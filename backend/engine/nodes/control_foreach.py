@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from backend.engine.model import ChildRun
+from backend.engine.model import ChildRun, ChildSummary
 from backend.engine.nodes.base import (
     CallBehaviour,
     CallFailed,
@@ -109,14 +109,18 @@ class Foreach(CallBehaviour):
     def forgotten_output(self, run_ids: list[str]) -> Any:
         return {"run_ids": run_ids}
 
+    def children_total(self, call: Mapping[str, Any]) -> int:
+        return len(call.get("items") or [])
+
     def progress(
         self,
         call: Mapping[str, Any],
         data: Any,
         children: Mapping[int, ChildRun],
         requested: frozenset[int],
+        summary: ChildSummary | None = None,
     ) -> CallProgress:
-        items: list[Any] = list(call.get("items") or [])
+        items: list[Any] = call.get("items") or []
         failed = sorted(i for i, c in children.items() if child_failed(c.status))
         if failed and call.get("on_item_error", "stop") == "stop":
             cancel = tuple(c.run_id for c in children.values() if not RunStatus(c.status).terminal)
@@ -124,17 +128,21 @@ class Foreach(CallBehaviour):
             error["kind"] = "item_failed"
             error["index"] = failed[0]
             return CallFailed(error, cancel)
-        done = [i for i, c in children.items() if RunStatus(c.status).terminal]
-        if len(done) == len(items):
+        unlisted = summary.succeeded if summary is not None else 0
+        done = unlisted + sum(1 for c in children.values() if RunStatus(c.status).terminal)
+        if done == len(items) and not unlisted:
             results = [
                 {"error": child_error(children[i])} if i in failed else children[i].output
                 for i in range(len(items))
             ]
             return CallSucceeded(results, {"items": len(items), "failed": len(failed)})
-        active = len(children) - len(done) + len(requested)
+        active = unlisted + len(children) - done + len(requested)
         limit = int(call.get("concurrency") or 1)
         start: list[tuple[int, Any]] = []
-        for index, item in enumerate(items):
+        # every index below next_index has its child (children start in index order)
+        first = summary.next_index if summary is not None else 0
+        for index in range(first, len(items)):
+            item = items[index]
             if active >= limit:
                 break
             if index in children or index in requested:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from backend.engine.model import ChildRun
+from backend.engine.model import ChildRun, ChildSummary
 from backend.engine.nodes.base import (
     CallBehaviour,
     CallFailed,
@@ -71,6 +71,7 @@ class Subworkflow(CallBehaviour):
         data: Any,
         children: Mapping[int, ChildRun],
         requested: frozenset[int],
+        summary: ChildSummary | None = None,
     ) -> CallProgress:
         child = children.get(0)
         if child is None:

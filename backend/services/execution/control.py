@@ -43,11 +43,35 @@ class Control:
         self.env = env
         self.transitions = transitions
         self.starts = starts
+        # runs this process is advancing -> whether another advance was asked meanwhile
+        self._advancing: dict[uuid.UUID, bool] = {}
 
     async def advance_run(self, run_id: uuid.UUID) -> None:
         """Advance a run (after recovery, a child's end, a lost job); a queued run starts
         when its workflow's concurrency limit allows (else the oldest queued ones that
-        fit). A run that does not exist is ignored."""
+        fit). A run that does not exist is ignored.
+
+        Advances of one run asked while this process advances it are folded into one
+        more pass after the current one (single flight with a repeat): the children of a
+        For-each that end together wake their parent once per pass, not once each, and
+        never queue on the parent's row lock in this process. Nothing is lost: the repeat
+        starts after the current pass committed and reads the run again, so it sees
+        every child that ended before its wake-up was asked."""
+        if run_id in self._advancing:
+            self._advancing[run_id] = True
+            return
+        self._advancing[run_id] = False
+        try:
+            while True:
+                await self._advance_once(run_id)
+                if not self._advancing[run_id]:
+                    return
+                self._advancing[run_id] = False
+        finally:
+            del self._advancing[run_id]
+
+    async def _advance_once(self, run_id: uuid.UUID) -> None:
+        """One pass of :meth:`advance_run`."""
         async with self.env.store.transaction() as tx:
             peek = await tx.peek(run_id)
         if peek is None:

@@ -74,9 +74,11 @@ class Followups:
         workflow or version that does not exist becomes a ``failed`` child with kind
         ``subworkflow_not_found``; one the publisher of the parent's version may not run
         (backend/services/references.py) a ``failed`` child with kind
-        ``subworkflow_not_granted``."""
+        ``subworkflow_not_granted``. The calling step's input, which each child's input
+        holds (For-each: under ``input``), is stored once and referenced by every child."""
         requests, state.child_requests = state.child_requests, []
         refusals: dict[str, str | None] = {}  # called workflow -> why the publisher may not
+        versions: dict[tuple[str, int | None], Any] = {}  # (workflow, number) -> version
         for request in requests:
             entry = ChildRun(request.step_id, request.index, request.run_id)
             called = request.workflow_id
@@ -87,7 +89,10 @@ class Followups:
             refusal = refusals[called]
             version = None
             if refusal is None:
-                version = await tx.resolve_version(request.workflow_id, request.version)
+                key = (called, request.version)
+                if key not in versions:
+                    versions[key] = await tx.resolve_version(called, request.version)
+                version = versions[key]
             if refusal is not None:
                 entry.status = RunStatus.FAILED.value
                 entry.error = {"message": refusal, "kind": "subworkflow_not_granted"}
@@ -107,6 +112,8 @@ class Followups:
                     state.emit("child.not_started", request.step_id, error=entry.error)
             else:
                 workflow_id, version_id, number = version
+                step = state.steps.get(request.step_id)
+                shared = () if step is None else (step.input,)  # in every child's input
                 await tx.insert_run(
                     NewRun(
                         id=uuid.UUID(request.run_id),
@@ -119,6 +126,7 @@ class Followups:
                         parent_run_id=parent.id,
                         parent_step_id=request.step_id,
                         parent_index=request.index,
+                        by_reference=shared,
                     )
                 )
                 followup.advance.append(request.run_id)

@@ -14,6 +14,7 @@ and dispatched), so tests check that the fast and the locked path compute the sa
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -22,7 +23,9 @@ from typing import TYPE_CHECKING, Any, cast
 
 from backend.db.run_writes import step_values
 from backend.engine import orchestrator
+from backend.engine.flow_steps import outputs_wanted
 from backend.engine.model import RunState
+from backend.engine.nodes import NODE_TYPES
 from backend.engine.ports import (
     Clock,
     Dispatcher,
@@ -267,14 +270,19 @@ class Transitions:
         Returns the change (``None`` when ``decide`` returned ``None``).
         Raises :class:`RunNotFound`, whatever ``decide`` raises (nothing is written then)
         and :class:`~backend.engine.ports.StaleAttempt` when the change closes an attempt
-        whose token no longer holds (nothing written)."""
-        now = self.env.clock.now()
+        whose token no longer holds (nothing written). The transition's time is read once
+        the run is locked and read: a wait for the lock, or a child ending while the run
+        is read, never dates the change before what it saw (a parent's end before its
+        last child's)."""
         async with self.env.store.transaction() as tx:
             row = await tx.lock(run_id)
             if row is None:
                 raise RunNotFound(f"run {run_id} not found")
             graph = await tx.graph(row.version_id)
-            state = await tx.load(row, children=has_calls(graph), held=held)
+            calls = has_calls(graph)
+            outputs = functools.partial(outputs_wanted, graph, nodes=NODE_TYPES) if calls else None
+            state = await tx.load(row, children=calls, held=held, outputs=outputs)
+            now = self.env.clock.now()
             change = await decide(Locked(tx, row, state, graph, now))
             if change is None or not change.write:
                 return change

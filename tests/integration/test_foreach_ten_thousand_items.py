@@ -1,0 +1,182 @@
+"""Shared case foreach-ten-thousand-items: a For-each is linear in its list.
+
+The time per item is measured by ``python bench/foreach.py`` (200, 1,000 and 10,000 items;
+docs/engine.md, "For-each at scale"), never here. What this test holds, on two list sizes
+run for real (a For-each over ``{n}`` items, concurrency 20, body ``Set double = item.n *
+2``, then a Set summing the results):
+
+- the bytes stored per item do not grow with the list: each child's input holds the
+  parent's input as ONE reference to one payload, not a copy (nor do its step records);
+- the parent ends after its last child;
+- the parent's API answer lists one page of children with the count per step, and
+  ``GET /api/runs/{id}/children`` pages through all of them, in item order;
+- advances of one run asked at once in a process fold into one more pass instead of
+  queueing on the run's row lock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import Any
+
+import httpx
+import pytest
+from sqlalchemy import text
+
+from backend.runtime import Runtime
+from tests.diagrams import diagram, edge, node
+from tests.integration.conftest import wait_for_run
+from tests.integration.flows import publish, run_detail, start_manual, steps_by_id
+
+pytestmark = pytest.mark.integration
+
+MARKER = "$railyard.payload"
+
+_CHILD_BYTES = text(
+    """
+    with family as (select id from runs where parent_run_id = :root)
+    select
+        (select sum(pg_column_size(r.*)) from runs r where r.id in (select id from family))
+      + (select coalesce(sum(pg_column_size(s.*)), 0) from step_runs s
+            where s.run_id in (select id from family))
+      + (select coalesce(sum(pg_column_size(e.*)), 0) from events e
+            where e.run_id in (select id from family))
+    """
+)
+
+
+async def _family(client: httpx.AsyncClient) -> dict[str, Any]:
+    body = await publish(
+        client,
+        diagram(
+            [
+                node("start", "trigger.manual"),
+                node("double", "control.set", mapping={"double": "=item.n * 2"}),
+            ],
+            [edge("start", "double")],
+        ),
+    )
+    return await publish(
+        client,
+        diagram(
+            [
+                node("start", "trigger.manual"),
+                node(
+                    "loop",
+                    "control.foreach",
+                    items="=items",
+                    workflow_id=body["id"],
+                    concurrency=20,
+                ),
+                node("total", "control.set", mapping={"total": "=$sum($.double)"}),
+            ],
+            [edge("start", "loop"), edge("loop", "total")],
+        ),
+    )
+
+
+async def _run(
+    client: httpx.AsyncClient, runtime: Runtime, parent: dict[str, Any], size: int, pad: int
+) -> str:
+    """Run ``parent`` over ``size`` items, each padded with ``pad`` characters (the list,
+    and so the parent's input, grows with ``pad`` while each item's work stays the same)."""
+    items = [{"n": i, "pad": "p" * pad} for i in range(size)]
+    run_id = await start_manual(client, parent, {"items": items})
+    assert await wait_for_run(runtime, run_id, timeout=120) == "succeeded"
+    return run_id
+
+
+async def test_foreach_ten_thousand_items(
+    client: httpx.AsyncClient, runtime: Runtime, worker: Any
+) -> None:
+    parent = await _family(client)
+    small = await _run(client, runtime, parent, 60, 10)
+    large = await _run(client, runtime, parent, 60, 2000)  # a 120 kB list instead of 1.5 kB
+
+    detail = await run_detail(client, large)
+    assert detail["output"] == {"total": sum(2 * i for i in range(60))}
+    assert [r["double"] for r in steps_by_id(detail)["loop"]["output"]] == [
+        2 * i for i in range(60)
+    ]
+
+    async with runtime.engine.connect() as conn:
+        per_item = {
+            run_id: int((await conn.execute(_CHILD_BYTES, {"root": run_id})).scalar_one()) / 60
+            for run_id in (small, large)
+        }
+        # every child's input holds the parent's input by reference: one payload for all
+        refs = (
+            await conn.execute(
+                text(
+                    "select count(distinct input->'input'->>:m), count(*) from runs"
+                    " where parent_run_id = :root and input->'input' ? :m"
+                ),
+                {"root": large, "m": MARKER},
+            )
+        ).one()
+        lag = (
+            await conn.execute(
+                text(
+                    "select p.finished_at - max(c.finished_at) from runs p"
+                    " join runs c on c.parent_run_id = p.id where p.id = :root"
+                    " group by p.finished_at"
+                ),
+                {"root": large},
+            )
+        ).scalar_one()
+    assert tuple(refs) == (1, 60)
+    # a child of the 80-times larger list stores about what a child of the small one does
+    assert per_item[large] < per_item[small] * 1.2, per_item
+    assert lag.total_seconds() >= 0
+
+
+async def test_children_are_listed_a_page_at_a_time(
+    client: httpx.AsyncClient, runtime: Runtime, worker: Any
+) -> None:
+    parent = await _family(client)
+    run_id = await _run(client, runtime, parent, 120, 1)
+    detail = (await client.get(f"/api/runs/{run_id}")).json()
+    assert detail["children_count"] == {"loop": 120}
+    assert [c["index"] for c in detail["children"]] == list(range(50))
+
+    seen: list[int] = []
+    cursor = None
+    while True:
+        params: dict[str, Any] = {"limit": 45, "step_id": "loop"}
+        if cursor:
+            params["cursor"] = cursor
+        page = (await client.get(f"/api/runs/{run_id}/children", params=params)).json()
+        assert page["total"] == 120
+        seen += [c["index"] for c in page["children"]]
+        cursor = page["next_cursor"]
+        if cursor is None:
+            break
+    assert seen == list(range(120))
+
+    bad = await client.get(f"/api/runs/{run_id}/children", params={"cursor": "nonsense"})
+    assert bad.status_code == 400
+    assert bad.json()["field"] == "cursor"
+    too_many = await client.get(f"/api/runs/{run_id}/children", params={"limit": 501})
+    assert too_many.status_code == 400
+    assert too_many.json()["field"] == "limit"
+
+
+async def test_advances_of_one_run_fold_into_one_more_pass(
+    client: httpx.AsyncClient, runtime: Runtime, worker: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    parent = await _family(client)
+    run_id = await _run(client, runtime, parent, 3, 1)
+    control = runtime.execution.control
+    passes = 0
+    original = control._advance_once
+
+    async def counted(run: Any) -> None:
+        nonlocal passes
+        passes += 1
+        await asyncio.sleep(0.05)  # the other advances arrive while this pass runs
+        await original(run)
+
+    monkeypatch.setattr(control, "_advance_once", counted)
+    await asyncio.gather(*(control.advance_run(uuid.UUID(run_id)) for _ in range(10)))
+    assert passes == 2
