@@ -107,7 +107,7 @@ TRIGGER_DUPLICATES = Counter(
 TRIGGER_REFUSED = Counter(
     "railyard_trigger_deliveries_refused",
     "App webhook deliveries refused (no run), by reason: signature, replay, payload, size, "
-    "unknown, disabled, error.",
+    "method, unknown, disabled, error.",
     ["reason"],
 )
 TRIGGER_DEAD_LETTERS = Counter(
