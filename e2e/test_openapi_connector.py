@@ -1,7 +1,7 @@
 """OpenAPI connectors in Chromium: an admin imports a document on /admin/connectors; an
 editor builds a workflow with one of its operations, ticks "Fetch all pages", picks a
 response field in the next step from the field picker, publishes, and the run collects
-every page from a local API answering as the document says."""
+every page from a local API answering as the document says, a Code step summing them up."""
 
 from __future__ import annotations
 
@@ -48,6 +48,10 @@ paths:
                       properties: {sku: {type: string}, stock: {type: integer}}
                   next_cursor: {type: [string, "null"]}
 """
+
+
+CODE = "return {count: input.skus.length, last: input.skus[input.skus.length - 1]};"
+"""The Code step after the report: JavaScript over the skus of every page."""
 
 
 def answer(call: Call, url: str) -> tuple[int, Any, dict[str, str]]:
@@ -123,10 +127,18 @@ def test_import_and_fetch_all_pages(
                 "position": {"x": 660, "y": 120},
                 "config": {"mapping": {}},
             },
+            {
+                "id": "stock",
+                "type": "code.javascript",
+                "label": "Stock",
+                "position": {"x": 960, "y": 120},
+                "config": {"code": CODE},
+            },
         ],
         "edges": [
             {"id": "e1", "source": "start", "target": "list"},
             {"id": "e2", "source": "list", "target": "report"},
+            {"id": "e3", "source": "report", "target": "stock"},
         ],
     }
     token = save_draft(page, server, workflow_id, diagram)
@@ -178,4 +190,5 @@ def test_import_and_fetch_all_pages(
     steps = {s["step_id"]: s for s in detail["steps"]}
     assert [i["sku"] for i in steps["list"]["output"]["items"]] == [f"sku-{n}" for n in range(6)]
     assert steps["report"]["output"]["skus"] == [f"sku-{n}" for n in range(6)]
+    assert steps["stock"]["output"]["result"] == {"count": 6, "last": "sku-5"}
     assert [dict(c.query).get("cursor") for c in inventory.calls] == [None, "1", "2"]
