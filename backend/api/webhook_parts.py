@@ -40,6 +40,7 @@ class Rejection(Exception):
     headers: dict[str, str] | None = None
     audit: bool = True
     field: str | None = None
+    errors: list[dict[str, str]] | None = None
 
 
 BodyReader = Callable[[int], Awaitable[bytes]]
@@ -125,10 +126,22 @@ def _content_type(media_type: str) -> bytes:
     return text.encode("latin-1")
 
 
+def _in_body(field: str) -> str:
+    """``body.qty`` (a run input path) as a path in the request body (``qty``)."""
+    return field.removeprefix("body.") if field != "body" else ""
+
+
 def error_answer(rej: Rejection, instance: str) -> Answer:
     """The answer to a rejection of the request to ``instance`` (its path): problem
-    details (:mod:`backend.problems`) naming the field when known."""
-    body = problems.body(rej.status, rej.reason, instance, field=rej.field)
+    details (:mod:`backend.problems`) naming the field when known, and each of
+    ``rej.errors`` (``{"field", "message"}``) as a finding pointing into the body."""
+    errors = None
+    if rej.errors:  # each {"field": "body.x", "message"}: pointers into the request body
+        errors = [
+            problems.ProblemError(e["message"], pointer=problems.pointer(_in_body(e["field"])))
+            for e in rej.errors
+        ]
+    body = problems.body(rej.status, rej.reason, instance, field=rej.field, errors=errors)
     return Answer(rej.status, body, media_type=problems.MEDIA_TYPE, headers=rej.headers or {})
 
 

@@ -9,7 +9,9 @@ Order of checks (each failure is answered before any run exists; rejections othe
 2. rate limit (requests per minute) -> 429 with ``Retry-After``;
 3. body over ``max_body`` (declared or streamed) -> 413;
 4. authentication (header token, basic, HMAC presets) -> 401;
-5. body parsing -> 400 naming what is malformed and where;
+5. body parsing -> 400 naming what is malformed and where; a body breaking the trigger's
+   body schema (version 4) -> 422 naming each field, or with ``mark_invalid`` a run that
+   fails at once with kind ``invalid_body`` (backend/triggers/body_schema.py);
 6. the run is stored (files first, by reference), then the answer: 202 with the run id and
    links, the Respond step's answer (``respond_node``), or the run's output
    (``last_step``), waiting at most ``wait_timeout`` seconds before falling back to 202
@@ -55,12 +57,14 @@ from backend.api.webhook_parts import (
     verified_body,
 )
 from backend.auth.policy import Permission
+from backend.engine.nodes.trigger_webhook import BODY_ERRORS
 from backend.engine.states import RunStatus
 from backend.runtime import Runtime
 from backend.services import run_watch
 from backend.services import webhook_listening as listening
 from backend.services import webhooks as hooks
 from backend.triggers import rate_limit
+from backend.triggers.body_schema import body_problems
 from backend.triggers.response_headers import answer_headers, safe_media_type
 from backend.triggers.webhook_input import BodyError, build_run_input, parse_request_body
 
@@ -146,6 +150,14 @@ async def _prepare(
         config=endpoint.config,
         redact=runtime.settings.redact_headers,
     )
+    if endpoint.invalid_body is not None:
+        problems = body_problems(endpoint.config.get("body_schema"), parsed.body)
+        if problems and endpoint.invalid_body == "mark_invalid":
+            run_input[BODY_ERRORS] = problems  # the run fails at its trigger step
+        elif problems:
+            first = problems[0]
+            reason = f"the body breaks the workflow's body schema: {first['message']}"
+            raise Rejection(422, reason, field=first["field"], errors=problems)
     return run_input, parsed
 
 

@@ -39,6 +39,7 @@ from backend.engine.nodes.base import (
     CallBehaviour,
     InlineBehaviour,
     TimerBehaviour,
+    TriggerBehaviour,
 )
 from backend.engine.nodes.registry import NodeRegistry
 from backend.engine.outcomes import AttemptOutcome, AttemptSucceeded
@@ -132,6 +133,16 @@ def start(
     state.started_at = now
     state.emit("run.started")
     trigger = state.step(graph.trigger)
+    spec = graph.step(graph.trigger)
+    behaviour = nodes.behaviour(spec)
+    if isinstance(behaviour, TriggerBehaviour):
+        problem = behaviour.problem(spec.config, state.input)
+        if problem is not None:  # the input its trigger marked invalid: the run fails
+            trigger.move(StepStatus.READY)
+            trigger.input = state.input
+            trigger.started_at = now
+            finish_failed(spec, state, problem, now)
+            return advance(graph, state, now, should_yield=should_yield, nodes=nodes)
     trigger.move(StepStatus.SUCCEEDED)
     trigger.ports = ("out",)
     trigger.input = state.input

@@ -37,7 +37,12 @@ from backend.db.models import (
     Workflow,
     WorkflowVersion,
 )
-from backend.engine.nodes.trigger_webhook import CLOUDEVENTS, FAILURE_ANSWER
+from backend.engine.nodes.trigger_webhook import (
+    CLOUDEVENTS,
+    FAILURE_ANSWER,
+    INVALID_BODY,
+    INVALID_BODY_MODES,
+)
 from backend.engine.ports import VersionRow
 from backend.services import audit
 from backend.triggers.webhook_input import UploadedFile
@@ -71,6 +76,7 @@ class Endpoint:
     archived: bool = False  # the workflow is archived: the webhook answers 410 Gone
     cloudevents: bool = False  # trigger.webhook v2 takes CloudEvents (docs/webhooks.md)
     failure_detail: bool = False  # v3's explicit detailed answer to a failed run
+    invalid_body: str | None = None  # v4: reject / mark_invalid a body breaking body_schema
 
 
 def secret_aad(workflow_id: uuid.UUID) -> bytes:
@@ -221,6 +227,7 @@ async def load_endpoint(
         step.get("type") in WEBHOOK_TYPES,
         cloudevents=takes_cloudevents(step, config),
         failure_detail=answers_failure_detail(step, config),
+        invalid_body=invalid_body_mode(step, config),
     )
 
 
@@ -232,6 +239,19 @@ def takes_cloudevents(step: dict[str, Any], config: dict[str, Any]) -> bool:
         and int(step.get("type_version") or 1) >= 2
         and config.get(CLOUDEVENTS) is True
     )
+
+
+def invalid_body_mode(step: dict[str, Any], config: dict[str, Any]) -> str | None:
+    """What a published trigger step does with a body breaking its ``body_schema``:
+    ``trigger.webhook`` version 4 or later with a body schema ``reject`` (the default) or
+    ``mark_invalid``; ``None`` (not checked) for earlier versions, which keep running as
+    published, and without a schema."""
+    if step.get("type") != WEBHOOK_TRIGGER or int(step.get("type_version") or 1) < 4:
+        return None
+    if not isinstance(config.get("body_schema"), dict) or not config["body_schema"]:
+        return None
+    mode = config.get(INVALID_BODY)
+    return mode if mode in INVALID_BODY_MODES else "reject"
 
 
 def answers_failure_detail(step: dict[str, Any], config: dict[str, Any]) -> bool:

@@ -34,6 +34,7 @@ BUILTIN_NODES: tuple[NodeType, ...] = (
     trigger_webhook.NODE,
     trigger_webhook.NODE_V2,
     trigger_webhook.NODE_V3,
+    trigger_webhook.NODE_V4,
     trigger_schedule.NODE,
     trigger_manual.NODE,
     control_if.NODE,

@@ -78,6 +78,11 @@ class TriggerBehaviour(Behaviour):
 
     kind: ClassVar[BehaviourKind] = "trigger"
 
+    def problem(self, config: dict[str, Any], run_input: Any) -> dict[str, Any] | None:
+        """The error the trigger step fails with instead of completing (``None``: it
+        completes): a run input its trigger marked invalid."""
+        return None
+
 
 class ActionBehaviour(Behaviour):
     """A connector action: its step is dispatched to a worker (``ConnectorRegistry``)."""

@@ -5,6 +5,11 @@ batched modes), each event starts one run whose input is the event, deduplicated
 ``source`` and ``id`` (backend.triggers.cloudevents). Without it version 2 behaves as
 version 1, which graphs published before it keep running.
 
+Version 4 adds ``invalid_body``: a body that breaks ``body_schema`` is refused with 422
+naming the field (``reject``, the default) or starts a run that fails at its trigger step
+with kind ``invalid_body`` (``mark_invalid``); versions 1-3 do not check the body
+(docs/webhooks.md, "Body schema").
+
 Version 3 adds ``failure_answer``: what a waiting webhook's caller learns when the run
 fails. Every version answers ``generic`` (500 with the run id and status, no error);
 only version 3's explicit ``detailed`` adds the run's error (kind, step, message), which
@@ -20,6 +25,8 @@ in the published version's graph, so the endpoint always follows the active vers
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import msgspec
 
@@ -357,3 +364,58 @@ SPEC_V3 = msgspec.structs.replace(
 )
 
 NODE_V3 = NodeType(SPEC_V3, TriggerBehaviour())
+
+INVALID_BODY = "invalid_body"
+"""Config key (version 4): what a body that breaks ``body_schema`` gets."""
+INVALID_BODY_MODES = ["reject", "mark_invalid"]
+BODY_ERRORS = "body_errors"
+"""Run input key (version 4, ``mark_invalid``): how the body breaks ``body_schema``, a
+list of ``{"field", "message"}`` set by the webhook endpoint (backend.triggers.body_schema),
+never by the caller (it is beside the body, not in it)."""
+
+SPEC_V4 = msgspec.structs.replace(
+    SPEC_V3,
+    version=4,
+    config_schema={
+        **SPEC_V3.config_schema,
+        "properties": {
+            **SPEC_V3.config_schema["properties"],
+            INVALID_BODY: {
+                "type": "string",
+                "enum": INVALID_BODY_MODES,
+                "x-enum-labels": {
+                    "reject": "Refuse it (422 naming the field; no run)",
+                    "mark_invalid": "Start the run, failed as invalid_body (body kept)",
+                },
+                "default": "reject",
+                "title": "Body breaking the body schema",
+                "description": (
+                    "With a body schema: a request whose body breaks it is refused with 422 "
+                    "naming each field, or starts a run that fails at once with kind "
+                    "invalid_body (kept for inspection and replay)."
+                ),
+            },
+        },
+    },
+)
+
+
+class WebhookV4(TriggerBehaviour):
+    """Version 4: a run whose input carries :data:`BODY_ERRORS` (the endpoint found the
+    body breaking the body schema, mode ``mark_invalid``) fails at its trigger step with
+    kind ``invalid_body``, naming the first field and listing them all."""
+
+    def problem(self, config: dict[str, Any], run_input: Any) -> dict[str, Any] | None:
+        errors = run_input.get(BODY_ERRORS) if isinstance(run_input, dict) else None
+        if not errors or not isinstance(errors, list):
+            return None
+        first = errors[0] if isinstance(errors[0], dict) else {}
+        return {
+            "message": f"the body breaks the body schema: {first.get('message', '')}".strip(),
+            "kind": "invalid_body",
+            "field": first.get("field"),
+            "errors": errors,
+        }
+
+
+NODE_V4 = NodeType(SPEC_V4, WebhookV4())
