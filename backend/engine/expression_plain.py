@@ -29,7 +29,9 @@ messages included:
 - an operator whose operand is undefined or ``null``, of mixed or unsupported types
   (strings in arithmetic, numbers compared with strings, objects), a boolean operand of
   ``and``/``or`` that is not ``true``/``false``;
-- any arithmetic failure (division by zero, a result out of range);
+- any arithmetic failure (division by zero, a result out of range), an integer operand or
+  a result beyond 2^53 (the library keeps those exact:
+  backend/engine/expression_numbers.py);
 - a variable that is not among the bindings.
 
 The evaluation limits (backend/engine/expression_limits.py) cannot be reached by these
@@ -89,6 +91,8 @@ _ARITHMETIC = {
     "/": operator.truediv,
     "%": lambda a, b: int(math.fmod(a, b)),  # jsonata-python's evaluate_numeric_expression
 }
+_SAFE = 2**53
+"""Beyond this magnitude integers are the library's to compute (exactly: expression_numbers)."""
 _ORDER = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
 
 
@@ -268,8 +272,8 @@ def _is_number(value: Any) -> bool:
 def _number(value: Any) -> float:
     """``value`` as jsonata-python's arithmetic reads it (a finite float), or raise
     :class:`Unsure`."""
-    if not _is_number(value):
-        raise Unsure
+    if not _is_number(value) or (isinstance(value, int) and abs(value) > _SAFE):
+        raise Unsure  # an integer beyond 2^53: the library's exact arithmetic decides
     try:
         if Utils.is_numeric(value):  # False for NaN; raises for an infinity
             return float(value)  # raises for an int beyond a float's range
@@ -303,6 +307,8 @@ def _arithmetic(op: Callable[[float, float], Any], lhs: Term, rhs: Term) -> Term
             result = op(a, b)
         except (ArithmeticError, ValueError):
             raise Unsure from None
+        if abs(result) >= _SAFE:  # past where a float holds every integer: the library
+            raise Unsure
         return _converted(result)
 
     return arithmetic

@@ -79,6 +79,7 @@ from backend.engine.expression_limits import (
     charged_environment,
     re2_engine,
 )
+from backend.engine.expression_numbers import InexactNumber
 from backend.engine.expression_numbers import install as _exact_integers
 from backend.engine.expression_plain import Unsure, plain_evaluator
 from backend.engine.expression_slice import Deferred, current_slice
@@ -265,6 +266,8 @@ class CompiledExpression:
             raise ExpressionError(
                 "expression recursed too deeply", source=self.source, code="D1011", limit="depth"
             ) from None
+        except InexactNumber as err:
+            raise ExpressionError(str(err), source=self.source, code="inexact_number") from None
         except Exception as err:
             raise ExpressionError(f"{type(err).__name__}: {err}", source=self.source) from None
         finally:
