@@ -23,11 +23,13 @@ because the tests speak plain HTTP to it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -429,3 +431,16 @@ class OAuth2Provider:
     def stop(self) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+@contextlib.contextmanager
+def serving_provider(
+    client_id: str, secret: str, redirect_uri: str, expires_in: int = 3600
+) -> Iterator[OAuth2Provider]:
+    """A started :class:`OAuth2Provider` knowing one client, stopped when the block ends."""
+    running = OAuth2Provider(expires_in=expires_in).start()
+    running.add_client(client_id, secret, redirect_uri)
+    try:
+        yield running
+    finally:
+        running.stop()
