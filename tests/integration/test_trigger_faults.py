@@ -42,7 +42,9 @@ from tests.integration.trigger_faults import (
     SignedSender,
     assert_exactly_once,
     install_fault_plugin,
+    items_trigger,
     monotonic,
+    poll_every_second,
     run_start_waiting,
     runs_locked,
     until_every_event_has_a_run,
@@ -62,21 +64,6 @@ def _flow(trigger: dict[str, Any]) -> dict[str, Any]:
     )
 
 
-def _items_trigger(vendor: ItemsVendor) -> dict[str, Any]:
-    """``http.new_items`` over the vendor's items, newest by ``seq`` (cursor ``{"after":
-    seq}``), the items there at the first poll included."""
-    return node(
-        "items",
-        "http.new_items",
-        url=vendor.url,
-        items="items",
-        id="id",
-        mode="newest",
-        order="seq",
-        include_existing=True,
-    )
-
-
 async def _cursor(runtime: Runtime, workflow_id: str) -> Any:
     async with runtime.engine.connect() as conn:
         return (
@@ -87,23 +74,13 @@ async def _cursor(runtime: Runtime, workflow_id: str) -> Any:
         ).scalar_one()
 
 
-async def _poll_every_second(runtime: Runtime, workflow_id: str) -> None:
-    """http.new_items polls at most every 30 s (its floor): this test's subscription
-    polls every second, so kills find polls in flight within seconds."""
-    async with runtime.engine.begin() as conn:
-        await conn.execute(
-            text("update trigger_subscriptions set interval_seconds = 1 where workflow_id = :w"),
-            {"w": workflow_id},
-        )
-
-
 async def test_polling_exactly_once_across_scheduler_leader_kills(
     client: httpx.AsyncClient, runtime: Runtime, settings: Settings, embedded_tmp_dir: Path
 ) -> None:
     vendor = ItemsVendor(total=240, every=0.05).start()
     try:
-        wf = await publish(client, _flow(_items_trigger(vendor)))
-        await _poll_every_second(runtime, wf["id"])
+        wf = await publish(client, _flow(items_trigger(vendor)))
+        await poll_every_second(runtime, wf["id"])
         with processes(settings, embedded_tmp_dir) as start:
             async with Sampler(lambda: _cursor(runtime, wf["id"])) as cursors:
                 await _leader_kills(runtime, vendor, wf["id"], start)
@@ -129,7 +106,7 @@ async def test_a_deposed_leaders_late_poll_never_moves_the_cursor_back(
     vendor = ItemsVendor(total=5, every=0).start()
     try:
         await until(lambda: _true(vendor.done), 10, "the vendor's items")
-        wf = await publish(client, _flow(_items_trigger(vendor)))
+        wf = await publish(client, _flow(items_trigger(vendor)))
         env, clock = runtime.events, runtime.execution.clock
         [late] = await claim_due(env, clock.now())
         async with runtime.engine.begin() as conn:  # the new leader's poll stored first

@@ -11,6 +11,9 @@ import contextlib
 import itertools
 import json
 import os
+import signal
+import socket
+import subprocess
 import threading
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
@@ -22,6 +25,7 @@ import httpx
 from sqlalchemy import text
 
 from backend.runtime import Runtime
+from tests.diagrams import node
 from tests.integration import fault_plugin
 from tests.integration.railyard_processes import until
 
@@ -206,18 +210,23 @@ async def runs_locked(runtime: Runtime) -> AsyncIterator[None]:
             await conn.execute(text("rollback"))
 
 
-async def run_start_waiting(runtime: Runtime) -> bool:
-    """True when a run start (its ``INSERT INTO runs``) waits for the lock
-    :func:`runs_locked` holds (not some other write to ``runs``, e.g. retention's)."""
+async def run_start_waiters(runtime: Runtime) -> set[int]:
+    """PostgreSQL backend pids of the run starts (``INSERT INTO runs``) waiting for the
+    lock :func:`runs_locked` holds (not some other write to ``runs``, e.g. retention's)."""
     async with runtime.engine.connect() as conn:
         waiting = await conn.execute(
             text(
-                "select count(*) from pg_locks l join pg_stat_activity a using (pid)"
+                "select distinct l.pid from pg_locks l join pg_stat_activity a using (pid)"
                 " where not l.granted and l.relation = 'runs'::regclass"
                 " and a.query ilike '%insert into runs%'"
             )
         )
-        return bool(waiting.scalar_one())
+        return {int(pid) for (pid,) in waiting}
+
+
+async def run_start_waiting(runtime: Runtime) -> bool:
+    """True when a run start waits for the lock :func:`runs_locked` holds."""
+    return bool(await run_start_waiters(runtime))
 
 
 async def trigger_rows(runtime: Runtime, workflow_id: str) -> list[tuple[str, Any, Any]]:
@@ -312,3 +321,83 @@ class Sampler:
         with contextlib.suppress(asyncio.CancelledError):
             await self._task
         self.values.append(await self.read())
+
+
+def items_trigger(vendor: ItemsVendor) -> dict[str, Any]:
+    """``http.new_items`` over the vendor's items, newest by ``seq`` (cursor ``{"after":
+    seq}``), the items there at the first poll included."""
+    return node(
+        "items",
+        "http.new_items",
+        url=vendor.url,
+        items="items",
+        id="id",
+        mode="newest",
+        order="seq",
+        include_existing=True,
+    )
+
+
+async def poll_every_second(runtime: Runtime, workflow_id: str) -> None:
+    """http.new_items polls at most every 30 s (its floor): the test's subscription
+    polls every second, so faults find polls in flight within seconds."""
+    async with runtime.engine.begin() as conn:
+        await conn.execute(
+            text("update trigger_subscriptions set interval_seconds = 1 where workflow_id = :w"),
+            {"w": workflow_id},
+        )
+
+
+def kill(proc: subprocess.Popen[bytes]) -> None:
+    """SIGKILL ``proc`` and reap it (5 s at most)."""
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(5)
+
+
+def worker_name(proc: subprocess.Popen[bytes]) -> str:
+    """The ``attempts.worker`` value of the ``railyard worker`` process ``proc``."""
+    return f"{socket.gethostname()}:{proc.pid}"
+
+
+async def calls_in_flight(runtime: Runtime, worker: str, step_id: str = "call") -> bool:
+    """True when ``worker`` has an attempt of step ``step_id`` running."""
+    async with runtime.engine.connect() as conn:
+        running = await conn.execute(
+            text(
+                "select count(*) from attempts where worker = :worker"
+                " and status = 'running' and step_id = :step"
+            ),
+            {"worker": worker, "step": step_id},
+        )
+        return bool(running.scalar_one())
+
+
+async def call_attempts(
+    runtime: Runtime, workflow_id: str, step_id: str = "call"
+) -> list[tuple[str, str, str]]:
+    """``(run id, status, worker)`` of every attempt of the runs' step ``step_id``."""
+    async with runtime.engine.connect() as conn:
+        rows = await conn.execute(
+            text(
+                "select a.run_id::text, a.status, a.worker from attempts a"
+                " join runs r on r.id = a.run_id"
+                " where r.workflow_id = :w and a.step_id = :step"
+            ),
+            {"w": workflow_id, "step": step_id},
+        )
+        return [(str(r[0]), str(r[1]), str(r[2])) for r in rows]
+
+
+async def assert_calls_once_after_kill(
+    runtime: Runtime, workflow_id: str, killed: str, count: int
+) -> None:
+    """An attempt of the ``killed`` worker expired (the kill cut a call off) and each of
+    the workflow's ``count`` runs has exactly one succeeded ``call`` attempt."""
+    rows = await call_attempts(runtime, workflow_id)
+    assert any(status == "expired" and who == killed for _, status, who in rows), (
+        "an attempt of the killed worker expired"
+    )
+    succeeded = sorted(run for run, status, _ in rows if status == "succeeded")
+    assert len(succeeded) == count and len(set(succeeded)) == count, (
+        "each run's call step completed exactly once"
+    )

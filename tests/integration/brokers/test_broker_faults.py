@@ -16,7 +16,9 @@ flow:
 - restarts the broker (same port and data): the events process, left alone, opens the
   subscription again by itself;
 - kills a worker with steps in flight (an HTTP call to a slow endpoint): their attempts'
-  leases expire and other workers run them.
+  leases expire and other workers run them;
+- (Redis Streams) kills the scheduler leader while its sweep starts the runs of events a
+  killed events process stored but did not start: the standby takes over and starts them.
 
 Then every message id has exactly one inbox row and exactly one run, every run
 succeeded, and nothing else started a run (trigger_faults.py,
@@ -30,8 +32,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import signal
-import socket
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,12 +48,17 @@ from tests.http_sink import HttpSink
 from tests.integration.brokers.cases import BrokerCase, fresh_name
 from tests.integration.brokers.faults import Publisher, publisher, restart_broker
 from tests.integration.flows import publish
-from tests.integration.railyard_processes import processes, until
+from tests.integration.railyard_processes import leader_pid, processes, until
 from tests.integration.trigger_faults import (
+    assert_calls_once_after_kill,
     assert_exactly_once,
+    calls_in_flight,
+    kill,
+    run_start_waiters,
     run_start_waiting,
     runs_locked,
     until_every_event_has_a_run,
+    worker_name,
 )
 
 pytestmark = [pytest.mark.integration, pytest.mark.brokers, pytest.mark.faults]
@@ -189,11 +194,6 @@ async def _every_message_once(
     return expected
 
 
-def _kill(proc: Any) -> None:
-    proc.send_signal(signal.SIGKILL)
-    proc.wait(5)
-
-
 @dataclass
 class Stage:
     """A test's running scene: the workflow, the publisher (not started), ``start`` of
@@ -251,12 +251,12 @@ async def test_events_process_killed_mid_stream(
         async with _publishing(pub) as sending:
             await _until_mid_stream(runtime, wf_id, pub, COUNT // 5, "a fifth published")
             stored = await _runs(runtime, wf_id)
-            _kill(stage.procs["events"])  # mid-stream: messages handed to it are not acked
+            kill(stage.procs["events"])  # mid-stream: messages handed to it are not acked
             events = stage.start("events", "events-2")
             await _until_runs(runtime, wf_id, stored + 20, "events-2 to store runs")
             async with runs_locked(runtime):
                 await until(lambda: run_start_waiting(runtime), 60, "a run start in flight")
-                _kill(events)  # its events are stored, their runs are not
+                kill(events)  # its events are stored, their runs are not
             stage.start("events", "events-3")
             await _every_message_once(runtime, wf_id, pub, sending)
 
@@ -276,6 +276,51 @@ async def test_broker_restarted_mid_stream(
     assert "ended" in log, "the subscription saw the broker go away"
 
 
+@pytest.mark.xdist_group("redis")
+async def test_scheduler_leader_killed_while_sweeping_redis_streams(
+    redis_case: BrokerCase,
+    client: httpx.AsyncClient,
+    runtime: Runtime,
+    settings: Settings,
+    embedded_tmp_dir: Path,
+) -> None:
+    """Redis Streams: the events process is killed with a run start in flight, so its
+    stored events have no run; the scheduler leader's sweep starts them and is killed
+    with its own run start in flight; the standby takes over and its sweep starts them."""
+    case = redis_case
+    flow = functools.partial(_flow, case)
+    async with _stage(case, client, runtime, settings, embedded_tmp_dir, flow) as stage:
+        wf_id, pub = stage.workflow_id, stage.pub
+        await until(lambda: _leads(runtime), 30, "the scheduler to lead")
+        stage.start("scheduler", "scheduler-2")  # the standby
+        leader = stage.procs["scheduler"]
+        async with _publishing(pub) as sending:
+            await _until_mid_stream(runtime, wf_id, pub, COUNT // 5, "a fifth published")
+            async with runs_locked(runtime):
+                await until(lambda: run_start_waiting(runtime), 60, "a run start in flight")
+                events = await run_start_waiters(runtime)
+                kill(stage.procs["events"])  # its events are stored, their runs are not
+
+                async def sweeping() -> bool:  # the leader's sweep waits on the lock
+                    return bool(await run_start_waiters(runtime) - events)
+
+                await until(sweeping, 60, "the leader's sweep to start runs")
+                old = await leader_pid(runtime)
+                kill(leader)
+            stage.start("events", "events-2")
+
+            async def taken_over() -> bool:
+                pid = await leader_pid(runtime)
+                return pid is not None and pid != old
+
+            await until(taken_over, 60, "the standby to lead")
+            await _every_message_once(runtime, wf_id, pub, sending)
+
+
+async def _leads(runtime: Runtime) -> bool:
+    return await leader_pid(runtime) is not None
+
+
 async def test_worker_killed_mid_run(
     case: BrokerCase, runtime: Runtime, staged: Any, sink: HttpSink
 ) -> None:
@@ -283,44 +328,15 @@ async def test_worker_killed_mid_run(
     async with staged(functools.partial(_calling_flow, case, url=sink.url), 1) as stage:
         wf_id, pub = stage.workflow_id, stage.pub
         first = stage.procs["worker-1"]
-        worker = f"{socket.gethostname()}:{first.pid}"
+        worker = worker_name(first)
         async with _publishing(pub) as sending:
             await _until_runs(runtime, wf_id, COUNT // 4, "a quarter of the runs")
-
-            async def calling() -> bool:
-                running = await _scalar(
-                    runtime,
-                    "select count(*) from attempts where worker = :worker"
-                    " and status = 'running' and step_id = 'call'",
-                    worker=worker,
-                )
-                return int(running) > 0
-
-            await until(calling, 60, "worker-1 to have calls in flight")
-            _kill(first)  # mid-run: its attempts' leases expire, then others run them
+            await until(
+                lambda: calls_in_flight(runtime, worker), 60, "worker-1 to have calls in flight"
+            )
+            kill(first)  # mid-run: its attempts' leases expire, then others run them
             stage.start("worker", "worker-2")
             await _every_message_once(runtime, wf_id, pub, sending)
-    rows = await _call_attempts(runtime, wf_id)
-    assert any(status == "expired" and who == worker for _, status, who in rows), (
-        "an attempt of the killed worker expired"
-    )
-    succeeded = sorted(run for run, status, _ in rows if status == "succeeded")
-    assert len(succeeded) == COUNT and len(set(succeeded)) == COUNT, (
-        "each run's call step completed exactly once"
-    )
+    await assert_calls_once_after_kill(runtime, wf_id, worker, COUNT)
     # the endpoint is called at least once per run (again when a kill cut a call off)
     assert len(sink.requests) >= COUNT
-
-
-async def _call_attempts(runtime: Runtime, workflow_id: str) -> list[tuple[str, str, str]]:
-    """``(run id, status, worker)`` of every attempt of the runs' ``call`` step."""
-    async with runtime.engine.connect() as conn:
-        rows = await conn.execute(
-            text(
-                "select a.run_id::text, a.status, a.worker from attempts a"
-                " join runs r on r.id = a.run_id"
-                " where r.workflow_id = :w and a.step_id = 'call'"
-            ),
-            {"w": workflow_id},
-        )
-        return [(str(r[0]), str(r[1]), str(r[2])) for r in rows]
