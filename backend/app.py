@@ -29,6 +29,7 @@ from backend.api.errors import API_EXCEPTION_HANDLERS, ErrorHandler, http_error
 from backend.api.expressions import ExpressionController
 from backend.api.grants import CredentialGrantController, WorkflowGrantController
 from backend.api.health import HealthController
+from backend.api.locations import CreatedLocation
 from backend.api.metrics import MetricsController
 from backend.api.openapi import StrictStructSchemaPlugin, document_responses, openapi_config
 from backend.api.runs import RunController
@@ -186,6 +187,7 @@ def create_app(
         middleware=[
             TelemetryMiddleware(),
             RequestContextMiddleware(),
+            CreatedLocation(),
             # before CSRF: it reads the body before CSRF's form lookup and hands it on
             StorableInputMiddleware(max(DEFAULT_MAX_SCAN_BYTES, settings.webhook_max_body)),
             DefineMiddleware(

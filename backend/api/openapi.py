@@ -24,6 +24,7 @@ from typing import Any, cast
 import msgspec
 from litestar import Litestar, Router
 from litestar._openapi.schema_generation.plugins.struct import StructSchemaPlugin
+from litestar.datastructures import ResponseHeader
 from litestar.handlers import HTTPRouteHandler
 from litestar.openapi import OpenAPIConfig, ResponseSpec
 from litestar.openapi.plugins import JsonRenderPlugin, SwaggerRenderPlugin
@@ -32,6 +33,7 @@ from litestar.routes import HTTPRoute
 from litestar.typing import FieldDefinition
 
 from backend import problems
+from backend.api.locations import LOCATIONS
 from backend.api.schemas import PublishOut
 from backend.auth.guards import declared_permission
 from backend.auth.policy import Permission
@@ -205,6 +207,15 @@ def _document(handler: HTTPRouteHandler, route: HTTPRoute) -> None:
             generate_examples=False,
             media_type="*/*" if free_form else _media_type(body),
         )
+    if handler.status_code == 201 and _operation_id(handler, route, "POST") in LOCATIONS:
+        handler.response_headers = [
+            *(handler.response_headers or []),
+            ResponseHeader(
+                name="Location",
+                description="The absolute URL of what was created",
+                documentation_only=True,
+            ),
+        ]
     if handler.status_code == 204:  # (Litestar would document a JSON body)
         responses[204] = ResponseSpec(data_container=None, description="No content")
     handler.responses = responses

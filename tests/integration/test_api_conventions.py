@@ -23,6 +23,7 @@ import pytest
 from litestar import Litestar
 from litestar.routes import HTTPRoute
 
+from backend.api.locations import LOCATIONS
 from backend.api.strict_query import ALLOWED, OPEN_QUERY
 from backend.api.versioning import PREFIX, SUNSET
 from backend.app import create_app
@@ -215,3 +216,50 @@ async def test_bad_filter_and_limit_values_are_refused_not_clamped(
         assert body["errors"][0]["parameter"] == next(iter(params)), body
     assert (await client.get("/api/v1/runs", params={"limit": 1000})).status_code == 200
     assert (await client.get("/api/v1/runs", params={"status": "failed"})).status_code == 200
+
+
+def test_every_creating_operation_says_where_its_object_lives(settings: Settings) -> None:
+    app = create_app(settings)
+    created = {
+        handler.operation_id
+        for _, _, handler in api_handlers(app)
+        if handler.status_code == 201 and handler.resolve_include_in_schema()
+    }
+    assert created - set(LOCATIONS) == set()
+
+
+async def test_201_answers_carry_the_location_of_what_they_created(
+    client: httpx.AsyncClient,
+) -> None:
+    doc = (await client.get("/schema/openapi.json")).json()
+    created = doc["paths"]["/api/v1/workflows"]["post"]["responses"]["201"]
+    assert "Location" in created["headers"]
+    r = await client.post("/api/v1/workflows", json={"name": "Located"})
+    assert r.status_code == 201
+    assert r.headers["location"] == f"http://testserver.local/api/v1/workflows/{r.json()['id']}"
+    assert (await client.get(r.headers["location"])).json() == r.json()
+    wf = r.json()["id"]
+    d = {
+        "nodes": [
+            {
+                "id": "start",
+                "type": "trigger.manual",
+                "label": "start",
+                "position": {"x": 0, "y": 0},
+                "config": {},
+            }
+        ],
+        "edges": [],
+    }
+    assert (await client.put(f"/api/v1/workflows/{wf}/draft", json={"diagram": d})).is_success
+    r = await client.post(f"/api/v1/workflows/{wf}/publish")
+    assert r.headers["location"].endswith(f"/api/v1/workflows/{wf}/versions/1")
+    assert (await client.get(r.headers["location"])).status_code == 200
+    r = await client.post(f"/api/v1/workflows/{wf}/runs", json={"input": {}})
+    assert r.status_code == 201 and r.headers["location"] == r.json()["status_url"]
+    r = await client.post(
+        "/api/v1/credentials", json={"name": "k", "type": "bearer", "data": {"token": "t"}}
+    )
+    assert (await client.get(r.headers["location"])).json()["id"] == r.json()["id"]
+    r = await client.post("/api/v1/tokens", json={"name": "located"})
+    assert r.headers["location"].endswith(f"/api/v1/tokens/{r.json()['id']}")
