@@ -14,7 +14,7 @@ from litestar.logging.config import LoggingConfig
 from litestar.middleware.base import DefineMiddleware
 from litestar.static_files import create_static_files_router
 
-from backend.api import strict_query
+from backend.api import malformed_ids, strict_query
 from backend.api.admin_access import GroupController, ProjectController
 from backend.api.admin_connectors import ConnectorAdminController
 from backend.api.admin_tokens import AdminTokenController, ServiceAccountController
@@ -226,6 +226,7 @@ def create_app(
     document_responses(app)
     correct_options_allow(app)
     strict_query.install(app)
+    malformed_ids.install(app)
     # ordinary webhook deliveries skip the routing, guard and middleware layers (same checks)
     WebhookFront.install(app, max(DEFAULT_MAX_SCAN_BYTES, settings.webhook_max_body))
     # the unversioned /api paths of before answer as /api/v1 until their sunset

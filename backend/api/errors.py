@@ -11,6 +11,7 @@ from litestar import Request, Response
 from litestar.exceptions import HTTPException, ValidationException
 
 from backend import problems
+from backend.api.malformed_ids import malformed_id
 from backend.services.accounts import AccountError
 from backend.services.api_tokens import TokenError
 from backend.services.availability import unavailable_service
@@ -174,7 +175,14 @@ def publish_rejected(request: Request, exc: PublishRejected) -> Response[bytes]:
 def http_error(request: Request, exc: HTTPException) -> Response[bytes]:
     """Litestar's own refusals (401 from the guard, 403 CSRF, 404 no route, 405 with
     ``Allow``, 413, ...) and ``HTTPException`` raised by handlers, as problem details;
-    the exception's headers are kept."""
+    the exception's headers are kept. A path no route matches only because an id in it
+    is malformed (``/api/v1/runs/not-a-uuid``) is a 400 naming that parameter."""
+    if exc.status_code == 404 and request.scope.get("route_handler") is None:
+        found = malformed_id(request.app, request.url.path)
+        if found is not None:
+            name, segment, kind = found
+            said = f"{name}: {segment!r} is not a valid {kind}"
+            return _json(request, 400, said, field=name, where="parameter")
     response = _json(request, exc.status_code, str(exc.detail))
     response.headers.update(exc.headers or {})
     return response

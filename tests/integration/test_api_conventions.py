@@ -263,3 +263,22 @@ async def test_201_answers_carry_the_location_of_what_they_created(
     assert (await client.get(r.headers["location"])).json()["id"] == r.json()["id"]
     r = await client.post("/api/v1/tokens", json={"name": "located"})
     assert r.headers["location"].endswith(f"/api/v1/tokens/{r.json()['id']}")
+
+
+async def test_malformed_ids_are_400s_naming_the_parameter(client: httpx.AsyncClient) -> None:
+    schema = await problem_schema(client)
+    wf = (await client.post("/api/v1/workflows", json={"name": "Ids"})).json()["id"]
+    for path, name in (
+        ("/api/v1/runs/not-a-uuid", "run_id"),
+        ("/api/v1/workflows/12345", "workflow_id"),
+        (f"/api/v1/workflows/{wf}/versions/first", "number"),
+        ("/api/runs/not-a-uuid", "run_id"),  # the unversioned alias too
+    ):
+        body = check_problem(await client.get(path), schema, 400) if "v1" in path else None
+        if body is None:
+            r = await client.get(path)
+            assert r.status_code == 400
+            body = r.json()
+        assert body["errors"] == [{"detail": body["detail"], "parameter": name}], body
+    # a well-formed id of nothing is still a 404
+    check_problem(await client.get(f"/api/v1/runs/{uuid.uuid4()}"), schema, 404)
