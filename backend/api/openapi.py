@@ -83,6 +83,7 @@ ANSWERS: dict[str, dict[int, str | tuple[str, Any]]] = {
     },
     "start_run": {409: "The workflow has no published version"},
     "pause_run": {409: "The run is not running or waiting"},
+    "cancel_run": {409: "The run has already ended"},
     "resume_run": {409: "The run is not paused"},
     "rerun_run": {409: "The run has not ended (or succeeded, for `failed_step`)"},
     "replay_run": {409: "The run has not ended"},

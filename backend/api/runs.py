@@ -17,7 +17,7 @@ from backend.auth.web import AppRuntime, CurrentUser, DbSession
 from backend.engine.states import RunStatus
 from backend.services import access, run_children, run_values
 from backend.services import runs as svc
-from backend.services.execution import RunNotFound
+from backend.services.execution import RunNotActive, RunNotFound
 from backend.services.workflows import check_json_limit
 
 MAX_LIMIT = 1000
@@ -107,8 +107,11 @@ class RunController(Controller):
         status_code=200,
     )
     async def cancel(self, run_id: FromPath[uuid.UUID], runtime: AppRuntime) -> dict[str, bool]:
-        """Cancel a run that has not ended; ``cancelled`` is False when it had ended."""
-        return {"cancelled": await svc.cancel(runtime.execution, run_id)}
+        """Cancel a run that has not ended (``{"cancelled": true}``); 409 when it had
+        ended, as pausing or resuming a run in the wrong state is."""
+        if not await svc.cancel(runtime.execution, run_id):
+            raise RunNotActive(f"run {run_id} has already ended")
+        return {"cancelled": True}
 
     @post(
         "/{run_id:uuid}/pause",

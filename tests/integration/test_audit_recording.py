@@ -190,7 +190,7 @@ async def test_run_requests_are_audited_per_actor_and_trigger(
     assert (await client.post(f"/api/runs/{run_id}/pause")).status_code == 409  # not recorded
     assert (await client.post(f"/api/runs/{run_id}/resume")).status_code == 200
     assert (await client.post(f"/api/runs/{run_id}/cancel")).json() == {"cancelled": True}
-    assert (await client.post(f"/api/runs/{run_id}/cancel")).json() == {"cancelled": False}
+    assert (await client.post(f"/api/runs/{run_id}/cancel")).status_code == 409
     r = await client.post(f"/api/runs/{run_id}/rerun", json={"from": "start"})
     assert r.status_code == 201, r.text
     new_run = r.json()["run_id"]
