@@ -38,6 +38,7 @@ from backend.api.schemas import PublishOut
 from backend.auth.guards import declared_permission
 from backend.auth.policy import Permission
 from backend.problems import Problem
+from designer_schema.transfer import WorkflowExport
 
 SWAGGER_UI = "/static/vendor/swagger-ui"
 """Where the vendored Swagger UI files are served."""
@@ -67,6 +68,7 @@ _WEBHOOK: dict[int | str, str] = {
     400: "The body cannot be parsed (`detail` says where) or breaks a limit",
     401: "Authentication of the webhook failed",
     404: "No published workflow at this URL (or the webhook is disabled)",
+    410: "The workflow was archived: its webhook starts no runs",
     405: "The trigger does not accept this method; `Allow` lists those it does",
     413: "Body larger than the trigger's `max_body`",
     429: "Rate limit reached; retry after `Retry-After` seconds",
@@ -84,6 +86,8 @@ ANSWERS: dict[str, dict[int, str | tuple[str, Any]]] = {
     "start_run": {409: "The workflow has no published version"},
     "pause_run": {409: "The run is not running or waiting"},
     "cancel_run": {409: "The run has already ended"},
+    "save_draft": {409: "The draft moved on since `base_revision` (`revision`, `saved_by`)"},
+    "export_workflow": {200: ("The `railyard/workflow` export document", WorkflowExport)},
     "resume_run": {409: "The run is not paused"},
     "rerun_run": {409: "The run has not ended (or succeeded, for `failed_step`)"},
     "replay_run": {409: "The run has not ended"},
@@ -198,7 +202,7 @@ def _document(handler: HTTPRouteHandler, route: HTTPRoute) -> None:
         handler.status_code = _WEBHOOK_ACCEPTED
     responses: dict[Any, ResponseSpec] = dict(handler.responses or {})
     for status, answer in statuses.items():
-        if status in responses or status == handler.status_code:
+        if status in responses or (status == handler.status_code and not isinstance(answer, tuple)):
             continue
         description, body = answer if isinstance(answer, tuple) else (answer, Problem)
         free_form = webhook and status in (200, "default")

@@ -142,7 +142,7 @@ class WorkflowDuplicate(msgspec.Struct, forbid_unknown_fields=True):
     """Body of POST /api/workflows/{id}/duplicate; without ``name`` the copy is named
     ``"<name> (copy)"``."""
 
-    name: str | None = None
+    name: Name | None = None
 
 
 class DiagramIn(msgspec.Struct, forbid_unknown_fields=True):

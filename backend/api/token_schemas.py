@@ -19,7 +19,7 @@ class TokenIn(msgspec.Struct, forbid_unknown_fields=True):
     scopes: (
         Annotated[list[Literal["read", "run", "edit", "admin"]], msgspec.Meta(min_length=1)] | None
     ) = None
-    expires_in_days: int | None = None
+    expires_in_days: Annotated[int, msgspec.Meta(ge=1, le=3650)] | None = None
 
 
 class TokenOut(msgspec.Struct):
