@@ -81,6 +81,7 @@ _WEBHOOK: dict[int | str, str] = {
 ANSWERS: dict[str, dict[int, str | tuple[str, Any]]] = {
     "publish_workflow": {
         200: ("The draft equals the active version: nothing new was published", PublishOut),
+        409: "The workflow is archived",
         422: _REASONS[422],
     },
     "start_run": {409: "The workflow has no published version"},
