@@ -126,6 +126,9 @@ _STATUS_OVERRIDES: dict[str, int] = {
 }
 """Success status of handlers that build their own ``Response`` (default differs)."""
 
+OPTIONAL_BODIES = "openapi_optional_bodies"
+"""Key of ``app.state``: operation ids whose request body may be left out."""
+
 _WEBHOOK_ACCEPTED = 202
 """Success status of the webhook operations: the run was accepted."""
 
@@ -175,6 +178,7 @@ def document_responses(app: Litestar) -> None:
     Call once after building the app, before the document is first served (Litestar builds
     it on first use).
     """
+    optional: set[str] = set()
     for route in app.routes:
         if not isinstance(route, HTTPRoute):
             continue
@@ -182,6 +186,10 @@ def document_responses(app: Litestar) -> None:
             if not handler.resolve_include_in_schema():
                 continue
             _document(handler, route)
+            data = handler.parsed_fn_signature.parameters.get("data")
+            if data is not None and data.has_default:
+                optional.update(_operation_id(handler, route, m) for m in handler.http_methods)
+    app.state[OPTIONAL_BODIES] = frozenset(optional)
 
 
 def _document(handler: HTTPRouteHandler, route: HTTPRoute) -> None:
@@ -251,6 +259,23 @@ class StrictStructSchemaPlugin(StructSchemaPlugin):
         return schema
 
 
+class OptionalBodyJsonRenderPlugin(JsonRenderPlugin):
+    """The JSON document, with the request body of an operation whose handler gives its
+    body a default (``data: PublishIn | None = None``) documented as optional: Litestar
+    marks every JSON body required, though such an operation accepts a request without
+    one."""
+
+    def render(self, request: Any, openapi_schema: dict[str, Any]) -> bytes:
+        """The document (JSON bytes), optional request bodies marked ``required: false``."""
+        optional = set(request.app.state.get(OPTIONAL_BODIES, ()))
+        for item in openapi_schema.get("paths", {}).values():
+            for operation in item.values():
+                body = operation.get("requestBody") if isinstance(operation, dict) else None
+                if body is not None and operation.get("operationId") in optional:
+                    body["required"] = False
+        return super().render(request, openapi_schema)
+
+
 class SelfContainedSwaggerRenderPlugin(SwaggerRenderPlugin):
     """Swagger UI from the vendored assets, with no inline script or style, so the page
     works under the app's Content-Security-Policy (``script-src 'self'``, docs/security.md).
@@ -317,6 +342,6 @@ def openapi_config(version: str, router: Router) -> OpenAPIConfig:
                 standalone_preset_js_url=f"{SWAGGER_UI}/swagger-ui-standalone-preset.js",
                 favicon=f"<link rel='icon' type='image/png' href='{SWAGGER_UI}/favicon-32x32.png'>",
             ),
-            JsonRenderPlugin(),
+            OptionalBodyJsonRenderPlugin(),
         ],
     )

@@ -158,15 +158,9 @@ async def test_api_contract(served: str, runtime: Runtime, tmp_path: Path) -> No
         # Publishing compiles the stored draft, which earlier requests replaced at random.
         "[[operations]]\n"
         # A test run compiles the stored draft too (422 with its diagnostics).
-        # Publish (and restore) take an optional body (a note, a base revision): one sent
-        # without a body is valid, though Litestar documents the JSON body as required.
         'include-operation-id-regex = "^(publish_workflow|start_test_run)$"\n'
         "checks.positive_data_acceptance.expected-statuses = "
         '["2xx", "400", "401", "403", "404", "409", "422"]\n'
-        "checks.negative_data_rejection.enabled = false\n"
-        "[[operations]]\n"
-        'include-operation-id = "restore_version"\n'
-        "checks.negative_data_rejection.enabled = false\n"
         # Every string field refuses U+0000 and lone surrogates with a 400 naming the field
         # (PostgreSQL cannot store them; the storable-text tests cover that rule), which no
         # JSON Schema string type states: generated text here is storable UTF-8.
