@@ -70,7 +70,9 @@ class RunController(Controller):
         db: DbSession,
         step_id: FromQuery[str | None] = None,
         cursor: FromQuery[str | None] = None,
-        limit: FromQuery[int] = run_children.CHILD_PAGE,
+        limit: Annotated[int, Parameter(ge=1, le=run_children.MAX_CHILD_PAGE)] = (
+            run_children.CHILD_PAGE
+        ),
     ) -> run_children.ChildPage:
         """The run's child runs (Sub-workflow, For-each), a page at a time in (step, item
         index) order; ``step_id`` keeps one calling step's; ``cursor`` is the previous
