@@ -12,8 +12,10 @@ workflows, so :func:`check` compiles and then adds, for every literal reference
 - ``workflow_archived`` (warning): it names an archived workflow (which starts no runs
   until it is restored);
 
-and, for the trigger, ``trigger_unrunnable`` (error): a connector trigger whose kind
-nothing in Railyard runs (:func:`trigger_diagnostics`).
+and, for the trigger (:func:`trigger_diagnostics`), ``trigger_unrunnable`` (error): a
+connector trigger whose kind nothing in Railyard runs, and ``invalid_config`` (error, on
+the field the trigger names): a literal config its ``validate`` hook refuses (a broker
+URL with another scheme or with a password in it), which would fail at every reconnect.
 
 The missing and archived cases are warnings, not errors: an archived workflow can be
 restored before a run needs it, and a reference can be fixed after publishing; until then
@@ -160,15 +162,54 @@ def _node_types(diagram: Diagram | dict[str, Any]) -> list[tuple[str, str, Any]]
 def trigger_diagnostics(diagram: Diagram, catalog: Catalog) -> list[Diagnostic]:
     """``trigger_unrunnable`` (error) on a connector trigger nothing in Railyard can run
     (:func:`backend.services.events.kinds.unrunnable`): publishing it would start no run,
-    ever, so it is refused instead."""
+    ever, so it is refused instead; ``invalid_config`` (error) on a trigger whose literal
+    config its ``validate`` hook refuses (:func:`config_diagnostic`)."""
     triggers: dict[str, Any] = getattr(catalog, "triggers", {})
     found = []
     for node in diagram.nodes:
         definition = triggers.get(node.type)
-        problem = unrunnable(definition) if definition is not None else None
+        if definition is None:
+            continue
+        problem = unrunnable(definition)
         if problem is not None:
             found.append(Diagnostic("error", "trigger_unrunnable", problem, node.id, None, None))
+            continue
+        refused = config_diagnostic(definition, node.id, node.config, catalog)
+        if refused is not None:
+            found.append(refused)
     return found
+
+
+def config_diagnostic(
+    definition: Any, node_id: str, config: Any, catalog: Catalog
+) -> Diagnostic | None:
+    """``invalid_config`` (error) when the trigger ``definition``'s ``validate`` hook
+    refuses ``config`` (the message is the hook's; ``field`` is the one its
+    :class:`~connectors.sdk.ConfigError` names in ``details["field"]``, else ``None``).
+    ``None`` when it passes, when ``config`` holds an expression (only literal values are
+    checked) and for a definition without the hook."""
+    check = getattr(definition, "config_problem", None)
+    if check is None or not isinstance(config, dict):
+        return None
+    spec = catalog.get(getattr(definition, "type", ""))
+    expression_fields = spec.expression_fields if spec is not None else ()
+    if any(
+        isinstance(config.get(name), str) and str(config[name]).startswith("=")
+        for name in expression_fields
+    ):
+        return None
+    error = check(config)
+    if error is None:
+        return None
+    field = error.details.get("field")
+    return Diagnostic(
+        "error",
+        "invalid_config",
+        error.message,
+        node_id,
+        None,
+        field if isinstance(field, str) else None,
+    )
 
 
 async def check(

@@ -43,9 +43,16 @@ import msgspec
 from connectors import sdk
 from connectors.builtin import polling
 from connectors.builtin.imap_message import parse_message, rfc3339
-from connectors.builtin.imap_session import Session, open_session
+from connectors.builtin.imap_session import Session, encode_mailbox, open_session
 
-__all__ = ["IMAP", "EmailReceivedConfig", "ImapFields", "connector", "email_received"]
+__all__ = [
+    "IMAP",
+    "EmailReceivedConfig",
+    "ImapFields",
+    "check_names",
+    "connector",
+    "email_received",
+]
 
 _KEYWORD = re.compile(r"^\$?[A-Za-z0-9_.-]{1,60}$")
 
@@ -151,14 +158,22 @@ class EmailReceivedConfig(msgspec.Struct, kw_only=True):
     ] = 30.0
 
 
+def check_names(config: EmailReceivedConfig) -> None:
+    """The trigger's ``validate`` hook: raises :class:`~connectors.sdk.ConfigError` (field
+    ``keyword`` or ``mailbox``) for a keyword that is not an IMAP keyword or a mailbox
+    name IMAP cannot carry, so such a config is a compile error."""
+    if config.keyword and not _KEYWORD.match(config.keyword):
+        raise sdk.ConfigError(
+            f"keyword: {config.keyword!r} is not an IMAP keyword (letters, digits, "
+            "'_', '.', '-', an optional leading '$', at most 60)",
+            details={"field": "keyword"},
+        )
+    encode_mailbox(config.mailbox)
+
+
 def _keyword(config: EmailReceivedConfig) -> str:
+    check_names(config)
     if config.keyword:
-        if not _KEYWORD.match(config.keyword):
-            raise sdk.ConfigError(
-                f"keyword: {config.keyword!r} is not an IMAP keyword (letters, digits, "
-                "'_', '.', '-', an optional leading '$', at most 60)",
-                details={"field": "keyword"},
-            )
         return config.keyword
     info = sdk.info()
     digest = hashlib.sha256(f"{info.workflow_id}:{info.step_id}".encode()).hexdigest()
@@ -261,6 +276,7 @@ async def _deliver(
     "imap.email_received",
     label="Email received",
     kind="email",
+    validate=check_names,
     config=EmailReceivedConfig,
     category="Email",
     icon="mail",

@@ -24,6 +24,7 @@ __all__ = [
     "Registration",
     "TriggerEvent",
     "UnregisterFn",
+    "ValidateFn",
 ]
 
 MAX_EVENT_ID = 200
@@ -150,3 +151,7 @@ ListenFn = Callable[[Any, Emit], Awaitable[None]]
 RegisterFn = Callable[[Any, str], Awaitable[Registration]]
 CheckFn = Callable[[Any, Registration], Awaitable[bool]]
 UnregisterFn = Callable[[Any, Registration], Awaitable[None]]
+ValidateFn = Callable[[Any], object]
+"""``validate(config)``: checks a parsed config needs no connection for (URL scheme, a
+password in a URL, a name's syntax); raises :class:`~connectors.sdk.ConfigError` (with
+``details={"field": name}`` for the field at fault); what it returns is ignored."""

@@ -31,6 +31,11 @@ whatever crashes or redeliveries happen. Trigger code runs inside an
 :class:`~connectors.sdk.ActionContext`, so ``sdk.http_client()``, ``sdk.credential()``,
 ``sdk.setting()`` and ``sdk.logger()`` work as in actions.
 
+A trigger may also declare ``validate(config)``: the checks of its config that need no
+connection (a broker URL's scheme, a password written into a URL). The compiler runs it
+on the saved config, so a config that could never work blocks publishing with an
+``invalid_config`` error on its field instead of failing at every reconnect.
+
 Example (polling)::
 
     class Config(msgspec.Struct):
@@ -74,6 +79,7 @@ from .trigger_types import (
     Registration,
     TriggerEvent,
     UnregisterFn,
+    ValidateFn,
 )
 
 __all__ = [
@@ -133,6 +139,9 @@ class TriggerDefinition:
             ``register`` is required when ``unregister`` or ``check`` is given).
         response_deadline: seconds the vendor waits for an answer (Slack: 3).
         listen: the subscription (kinds ``broker`` and ``email``).
+        validate: optional ``validate(config)`` (:data:`ValidateFn`) of the parsed config:
+            the checks that need no connection. The product runs it when a workflow is
+            compiled (an error blocks publishing) and before every hook call.
     """
 
     type: str
@@ -153,6 +162,7 @@ class TriggerDefinition:
     unregister: UnregisterFn | None = None
     response_deadline: float = 10.0
     listen: ListenFn | None = None
+    validate: ValidateFn | None = None
 
     @property
     def source(self) -> str:
@@ -174,6 +184,22 @@ class TriggerDefinition:
         except msgspec.ValidationError as err:
             raise ConfigError(f"invalid config for {self.type}: {err}") from None
 
+    def config_problem(self, config: Mapping[str, Any]) -> ConfigError | None:
+        """The :class:`ConfigError` ``validate`` raises for ``config``, or ``None`` when it
+        passes, when this trigger has no ``validate``, or when ``config`` does not parse
+        (the compiler reports missing and mistyped fields itself)."""
+        if self.validate is None:
+            return None
+        try:
+            parsed = self.parse_config(config)
+        except ConfigError:
+            return None
+        try:
+            self.validate(parsed)
+        except ConfigError as err:
+            return err
+        return None
+
     async def call(
         self,
         hook: str,
@@ -190,6 +216,8 @@ class TriggerDefinition:
         if fn is None:
             raise ValueError(f"trigger {self.type} has no {hook!r} hook")
         parsed = self.parse_config(config)
+        if self.validate is not None:
+            self.validate(parsed)
         token = _current.set(context)
         try:
             refs: dict[str, tuple[str, tuple[str, ...]]] = {}
@@ -232,6 +260,11 @@ def _checked(type: str, config: Any, fn: Any = None) -> None:
         raise TypeError(f"trigger {type!r}: config must be a msgspec.Struct subclass")
     if fn is not None and not inspect.iscoroutinefunction(fn):
         raise TypeError(f"trigger {type!r}: {fn!r} must be an async function")
+
+
+def _checked_validate(type: str, validate: Any) -> None:
+    if validate is not None and (not callable(validate) or inspect.iscoroutinefunction(validate)):
+        raise TypeError(f"trigger {type!r}: validate must be a plain (not async) function")
 
 
 def _description(description: str, fn: Any) -> str:
@@ -294,6 +327,7 @@ def polling_trigger(
     icon: str = "",
     output_example: Any = None,
     output: Any = Any,
+    validate: ValidateFn | None = None,
 ) -> Callable[[PollFn], TriggerDefinition]:
     """Decorator declaring ``async def poll(config, cursor) -> PollResult`` as a polling
     trigger (``interval`` and ``min_interval`` in seconds; ``min_interval`` >= 1).
@@ -304,6 +338,7 @@ def polling_trigger(
     ``retry_after`` (or let ``sdk.raise_for_status`` do it on 429/5xx) to back off.
     """
     _checked(type, config)
+    _checked_validate(type, validate)
     if not 1 <= min_interval <= interval:
         raise ValueError(f"trigger {type!r}: need 1 <= min_interval <= interval")
 
@@ -320,6 +355,7 @@ def polling_trigger(
             output_example=output_example,
             output_type=output,
             poll=fn,
+            validate=validate,
             interval=float(interval),
             min_interval=float(min_interval),
         )
@@ -341,6 +377,7 @@ def app_webhook_trigger(
     icon: str = "",
     output_example: Any = None,
     output: Any = Any,
+    validate: ValidateFn | None = None,
 ) -> Callable[[ReceiveFn], TriggerDefinition]:
     """Decorator declaring ``async def receive(config, request, registration) ->
     PushResponse`` as an app webhook (push) trigger with optional lifecycle hooks:
@@ -355,6 +392,7 @@ def app_webhook_trigger(
     ``response_deadline`` is how long the vendor waits for the answer, in seconds.
     """
     _checked(type, config)
+    _checked_validate(type, validate)
     for hook in (register, check, unregister):
         if hook is not None and not inspect.iscoroutinefunction(hook):
             raise TypeError(f"trigger {type!r}: {hook!r} must be an async function")
@@ -374,6 +412,7 @@ def app_webhook_trigger(
             output_example=output_example,
             output_type=output,
             receive=fn,
+            validate=validate,
             register=register,
             check=check,
             unregister=unregister,
@@ -394,6 +433,7 @@ def listen_trigger(
     icon: str = "",
     output_example: Any = None,
     output: Any = Any,
+    validate: ValidateFn | None = None,
 ) -> Callable[[ListenFn], TriggerDefinition]:
     """Decorator declaring ``async def listen(config, emit)`` as a long-lived
     subscription of kind ``"broker"`` or ``"email"``.
@@ -404,6 +444,7 @@ def listen_trigger(
     reconnects with backoff) and is cancelled when the workflow's version is replaced.
     A message that is not valid for the trigger (not decodable, no id): hand it to
     ``await emit.dead_letter(reason, raw, meta)``, then ack it; it is never lost silently.
+    ``validate(config)`` checks what needs no connection (see the module doc).
     For throughput, keep several messages in flight (``emit`` called for the next before
     the last returned, each acked when its own call returns): the product stores the
     events of overlapping calls together.
@@ -411,6 +452,7 @@ def listen_trigger(
     if kind not in LISTEN_KINDS:
         raise ValueError(f"trigger {type!r}: kind must be one of {LISTEN_KINDS}")
     _checked(type, config)
+    _checked_validate(type, validate)
 
     def decorate(fn: ListenFn) -> TriggerDefinition:
         _checked(type, config, fn)
@@ -425,6 +467,7 @@ def listen_trigger(
             output_example=output_example,
             output_type=output,
             listen=fn,
+            validate=validate,
         )
 
     return decorate

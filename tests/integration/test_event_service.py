@@ -437,6 +437,27 @@ async def test_a_trigger_nothing_can_run_is_refused_at_publish(
     assert "trigger_unrunnable" in refused.text and "demo.broken" in refused.text
 
 
+@pytest.mark.parametrize(
+    ("url", "says"),
+    [
+        ("redis://:secret@127.0.0.1:6379/0", "put it in a credential"),
+        ("http://127.0.0.1:6379/0", "must start with redis://, rediss://"),
+    ],
+)
+async def test_a_broker_url_that_cannot_work_is_refused_at_publish(
+    events: Runtime, client: httpx.AsyncClient, url: str, says: str
+) -> None:
+    flow = _flow("redis_streams.message_received", url=url, stream="orders")
+    wf = (await client.post("/api/workflows", json={"name": "bad url"})).json()
+    saved = await client.put(f"/api/workflows/{wf['id']}/draft", json={"diagram": flow})
+    problems = [(d["code"], d["node_id"], d["field"]) for d in saved.json()["diagnostics"]]
+    assert ("invalid_config", "t", "url") in problems, saved.text
+    refused = await client.post(f"/api/workflows/{wf['id']}/publish")
+    assert refused.status_code in (400, 422), refused.text
+    assert "invalid_config" in refused.text and says in refused.text
+    assert "secret" not in refused.text
+
+
 async def test_a_connector_webhook_trigger_is_served(
     events: Runtime, client: httpx.AsyncClient
 ) -> None:

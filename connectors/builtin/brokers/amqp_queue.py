@@ -55,6 +55,7 @@ from connectors.builtin.brokers.common import (
     login_type,
     parse_broker_url,
     url_meta,
+    url_validator,
 )
 
 __all__ = [
@@ -220,6 +221,7 @@ async def _consume(config: AmqpConfig, channel: Any, emit: sdk.Emit) -> None:
     "amqp.message_received",
     label="RabbitMQ: message received",
     kind="broker",
+    validate=url_validator(SCHEMES),
     config=AmqpConfig,
     category="RabbitMQ",
     icon="rabbit",

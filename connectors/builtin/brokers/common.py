@@ -42,6 +42,7 @@ __all__ = [
     "stable_name",
     "url_host",
     "url_meta",
+    "url_validator",
 ]
 
 DISCONNECTED = "broker_disconnected"
@@ -271,27 +272,31 @@ class BrokerUrl:
     tls: bool
 
 
+_URL = {"field": "url"}
+
+
 def parse_broker_url(url: str, schemes: Mapping[str, tuple[int, bool]]) -> BrokerUrl:
     """Parse ``url``; ``schemes`` maps each accepted scheme to ``(default port, tls)``.
 
-    Raises :class:`connectors.sdk.ConfigError` for another scheme, a URL without host,
-    a bad port, or a password in the URL (secrets belong in a credential, never in node
-    config, which is shown and exported).
+    Raises :class:`connectors.sdk.ConfigError` (``details={"field": "url"}``) for another
+    scheme, a URL without host, a bad port, or a password in the URL (secrets belong in a
+    credential, never in node config, which is shown and exported).
     """
     try:
         parts = urlsplit(url.strip())
         port = parts.port
     except ValueError as err:
-        raise sdk.ConfigError(f"invalid broker URL {url!r}: {err}") from None
+        raise sdk.ConfigError(f"invalid broker URL {url!r}: {err}", details=_URL) from None
     scheme = parts.scheme.lower()
     if scheme not in schemes:
         accepted = ", ".join(f"{s}://" for s in schemes)
-        raise sdk.ConfigError(f"broker URL must start with {accepted}: {url!r}")
+        raise sdk.ConfigError(f"broker URL must start with {accepted}: {url!r}", details=_URL)
     if not parts.hostname:
-        raise sdk.ConfigError(f"broker URL has no host: {url!r}")
+        raise sdk.ConfigError(f"broker URL has no host: {url!r}", details=_URL)
     if parts.password:
         raise sdk.ConfigError(
-            "the broker URL holds a password: put it in a credential, not in the node's config"
+            "the broker URL holds a password: put it in a credential, not in the node's config",
+            details=_URL,
         )
     default_port, tls = schemes[scheme]
     return BrokerUrl(
@@ -302,6 +307,17 @@ def parse_broker_url(url: str, schemes: Mapping[str, tuple[int, bool]]) -> Broke
         username=unquote(parts.username or ""),
         tls=tls,
     )
+
+
+def url_validator(schemes: Mapping[str, tuple[int, bool]]) -> Callable[[Any], None]:
+    """The ``validate`` hook of a broker trigger whose config has a ``url`` field: runs
+    :func:`parse_broker_url` on it with ``schemes``, so a URL that can never connect is a
+    compile error (raises :class:`connectors.sdk.ConfigError`)."""
+
+    def validate(config: Any) -> None:
+        parse_broker_url(config.url, schemes)
+
+    return validate
 
 
 async def dial_host(url: BrokerUrl) -> str:

@@ -63,6 +63,7 @@ from connectors.builtin.brokers.common import (
     parse_broker_url,
     stable_name,
     url_meta,
+    url_validator,
 )
 
 __all__ = [
@@ -269,6 +270,7 @@ async def _subscribe(config: MqttConfig, client: aiomqtt.Client, emit: sdk.Emit)
     "mqtt.message_received",
     label="MQTT: message received",
     kind="broker",
+    validate=url_validator(SCHEMES),
     config=MqttConfig,
     category="MQTT",
     icon="radio",

@@ -55,6 +55,7 @@ from connectors.builtin.brokers.common import (
     stable_name,
     url_host,
     url_meta,
+    url_validator,
 )
 
 __all__ = [
@@ -242,6 +243,7 @@ async def _consume(config: NatsConfig, nc: Any, emit: sdk.Emit) -> None:
     "nats.message_received",
     label="NATS JetStream: message received",
     kind="broker",
+    validate=url_validator(SCHEMES),
     config=NatsConfig,
     category="NATS",
     icon="radio-tower",

@@ -45,6 +45,7 @@ from redis.asyncio import Redis
 
 from connectors import sdk
 from connectors.builtin.brokers.common import (
+    BrokerUrl,
     ConcurrencyField,
     NotValid,
     PayloadMode,
@@ -67,6 +68,7 @@ __all__ = [
     "StreamEntry",
     "connector",
     "message_received",
+    "redis_url",
 ]
 
 SCHEMES = {"redis": (6379, False), "rediss": (6379, True)}
@@ -290,10 +292,27 @@ def _fields_text(fields: dict[bytes, bytes]) -> dict[str, str]:
     return {_text(k): _text(v) for k, v in fields.items()}
 
 
+def redis_url(config: RedisStreamsConfig) -> tuple[BrokerUrl, int]:
+    """The parsed ``url`` of ``config`` and its database number (the path, 0 when empty).
+
+    Raises :class:`~connectors.sdk.ConfigError` (field ``url``) as
+    :func:`~connectors.builtin.brokers.common.parse_broker_url` does, and for a path that
+    is not a number. Also the trigger's ``validate`` hook (a compile error)."""
+    url = parse_broker_url(config.url, SCHEMES)
+    try:
+        return url, int(url.path or 0)
+    except ValueError:
+        raise sdk.ConfigError(
+            f"the Redis URL's path must be a database number: {url.path!r}",
+            details={"field": "url"},
+        ) from None
+
+
 @sdk.listen_trigger(
     "redis_streams.message_received",
     label="Redis Streams: message received",
     kind="broker",
+    validate=redis_url,
     config=RedisStreamsConfig,
     category="Redis",
     icon="database",
@@ -310,13 +329,7 @@ async def message_received(config: RedisStreamsConfig, emit: sdk.Emit) -> None:
     """Start a run for each entry added to a Redis stream.
 
     A consumer group; each entry is acked after its run is stored."""
-    url = parse_broker_url(config.url, SCHEMES)
-    try:
-        db = int(url.path or 0)
-    except ValueError:
-        raise sdk.ConfigError(
-            f"the Redis URL's path must be a database number: {url.path!r}"
-        ) from None
+    url, db = redis_url(config)
     login = sdk.credential("credential") if config.credential else {}
     client = Redis(
         host=await dial_host(url),

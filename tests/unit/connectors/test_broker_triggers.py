@@ -20,6 +20,7 @@ from paho.mqtt.properties import Properties
 from pamqp import commands as spec
 from pamqp.header import ContentHeader
 
+from backend.services.diagram_checks import trigger_diagnostics
 from backend.services.node_reference import builtin_catalog
 from connectors import sdk
 from connectors.builtin.brokers import amqp_queue, mqtt_topic, nats_jetstream, redis_streams
@@ -32,6 +33,7 @@ from connectors.builtin.brokers.common import (
     parse_broker_url,
 )
 from connectors.testing import TriggerTestEnvironment
+from designer_schema.diagram import Diagram, Node
 from tests.unit.connectors.output_schema import assert_declared_output
 
 TRIGGERS = {
@@ -187,3 +189,43 @@ def test_mqtt_id_rules() -> None:
     assert ids(config, _mqtt_message(b"s", retain=True)) == ids(
         config, _mqtt_message(b"s", retain=True, mid=9)
     )
+
+
+def _trigger_only(node_type: str, config: dict[str, Any]) -> Diagram:
+    return Diagram(nodes=[Node(id="t", type=node_type, config=config)], edges=[])
+
+
+@pytest.mark.parametrize("connector", sorted(TRIGGERS))
+@pytest.mark.parametrize(
+    ("url", "says"),
+    [
+        ("{scheme}://:secret@127.0.0.1:1", "put it in a credential"),
+        ("http://127.0.0.1:1", "broker URL must start with {scheme}://"),
+    ],
+)
+def test_a_broker_url_that_cannot_work_is_a_compile_error(
+    connector: str, url: str, says: str
+) -> None:
+    trig, config, scheme = TRIGGERS[connector]
+    diagram = _trigger_only(trig.type, {**config, "url": url.format(scheme=scheme)})
+    found = trigger_diagnostics(diagram, builtin_catalog())
+    assert [(d.severity, d.code, d.node_id, d.field) for d in found] == [
+        ("error", "invalid_config", "t", "url")
+    ]
+    assert says.format(scheme=scheme) in found[0].message
+
+
+@pytest.mark.parametrize("connector", sorted(TRIGGERS))
+def test_a_good_broker_url_compiles(connector: str) -> None:
+    trig, config, scheme = TRIGGERS[connector]
+    diagram = _trigger_only(trig.type, {**config, "url": f"{scheme}://user@127.0.0.1:1"})
+    assert trigger_diagnostics(diagram, builtin_catalog()) == []
+
+
+def test_a_redis_url_whose_path_is_no_database_number_is_a_compile_error() -> None:
+    diagram = _trigger_only(
+        "redis_streams.message_received", {"stream": "s", "url": "redis://127.0.0.1/orders"}
+    )
+    found = trigger_diagnostics(diagram, builtin_catalog())
+    assert [(d.code, d.field) for d in found] == [("invalid_config", "url")]
+    assert "database number" in found[0].message

@@ -12,10 +12,13 @@ from typing import Any
 
 import pytest
 
+from backend.services.diagram_checks import trigger_diagnostics
+from backend.services.node_reference import builtin_catalog
 from connectors import sdk
 from connectors.builtin.imap import IMAP, connector, email_received, uid_sets
 from connectors.builtin.imap_session import encode_mailbox
 from connectors.testing import TriggerTestEnvironment
+from designer_schema.diagram import Diagram, Node
 from tests.imap_server import Dovecot, MailUser
 
 WORKFLOW, STEP = "wf-test", "step-test"  # TriggerTestEnvironment's defaults
@@ -316,3 +319,12 @@ def test_uid_sets_are_compact_and_short() -> None:
     many = uid_sets(list(range(1, 20_000, 2)), max_chars=100)
     assert all(len(s) < 110 for s in many)
     assert [int(u) for s in many for u in s.split(",")] == list(range(1, 20_000, 2))
+
+
+@pytest.mark.parametrize(("field", "value"), [("keyword", "bad keyword"), ("mailbox", "In\x01box")])
+def test_a_keyword_or_mailbox_imap_cannot_carry_is_a_compile_error(field: str, value: str) -> None:
+    node = Node(id="mail", type="imap.email_received", config={"credential": "c1", field: value})
+    found = trigger_diagnostics(Diagram(nodes=[node], edges=[]), builtin_catalog())
+    assert [(d.severity, d.code, d.node_id, d.field) for d in found] == [
+        ("error", "invalid_config", "mail", field)
+    ]
