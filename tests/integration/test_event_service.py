@@ -73,6 +73,17 @@ async def new_item(config: Feed, cursor: int | None) -> sdk.PollResult:
     return sdk.PollResult(events=events, cursor=len(VENDOR.items))
 
 
+@sdk.polling_trigger(
+    "demo.slow_feed", label="Slow feed", config=Feed, interval=120, min_interval=60
+)
+async def slow_feed(config: Feed, cursor: int | None) -> sdk.PollResult:
+    """A feed that may not be polled more often than once a minute; fails as told."""
+    VENDOR.polls.append(cursor)
+    if VENDOR.fail is not None:
+        raise VENDOR.fail
+    return sdk.PollResult(events=[], cursor=cursor)
+
+
 async def _register(config: Feed, url: str) -> sdk.Registration:
     remote = f"hook-{len(VENDOR.hooks) + 1}"
     VENDOR.hooks[remote] = url
@@ -132,7 +143,7 @@ DEMO = sdk.Connector(
     name="demo",
     label="Demo",
     version="1.0",
-    triggers=[new_item, pushed, queue, hook, broken],
+    triggers=[new_item, slow_feed, pushed, queue, hook, broken],
 )
 
 
@@ -255,6 +266,30 @@ async def test_a_failed_poll_backs_off_honouring_retry_after_and_is_shown(
     await poll_due(events.events, events.execution.clock)
     sub = await _subscription(events, wf["id"])
     assert (sub.last_error, sub.failures) == (None, 0)
+
+
+async def test_a_failing_poll_is_never_retried_sooner_than_the_triggers_floor(
+    events: Runtime, client: httpx.AsyncClient
+) -> None:
+    wf = await publish(client, _flow("demo.slow_feed", include_existing=True))
+    VENDOR.fail = sdk.ActionError("the vendor answered 503", kind="http_503")
+    delays = []
+    for _ in range(6):
+        await _make_due(events, wf["id"])
+        before = events.execution.clock.now()
+        await poll_due(events.events, events.execution.clock)
+        sub = await _subscription(events, wf["id"])
+        assert sub.next_poll_at is not None
+        delays.append(round((sub.next_poll_at - before).total_seconds()))
+    assert delays == [60, 60, 60, 60, 80, 160]  # max(60 s floor, 5 s doubling)
+    assert len(VENDOR.polls) == 6
+    VENDOR.fail = sdk.ActionError("rate limited (429)", kind="http_429", retry_after=600)
+    await _make_due(events, wf["id"])
+    before = events.execution.clock.now()
+    await poll_due(events.events, events.execution.clock)
+    sub = await _subscription(events, wf["id"])
+    assert sub.next_poll_at is not None
+    assert round((sub.next_poll_at - before).total_seconds()) == 600  # Retry-After wins
 
 
 async def test_stored_events_without_a_run_are_started_by_the_sweep(

@@ -27,9 +27,11 @@ only (:func:`poll_due` is one pass over everything due, for tests and tools). A 
 
 A crash between 3 and 4 leaves stored events whose runs the sweep starts; a crash
 before 3 polls again from the old cursor, and the item ids keep it to one run per item.
-A failed poll backs off: the connector's ``retry_after`` (HTTP ``Retry-After`` on 429 and
-503) when longer, else exponential from 5 s up to an hour; the error is on the workflow
-page until a poll succeeds.
+A failed poll backs off: ``max(floor, backoff)``, where the floor is the trigger's
+``min_interval`` and the backoff is exponential from 5 s up to an hour
+(:func:`~backend.services.events.subscriptions.backoff`), or the connector's
+``retry_after`` (HTTP ``Retry-After`` on 429 and 503) when longer; the error is on the
+workflow page until a poll succeeds.
 """
 
 from __future__ import annotations
@@ -158,7 +160,8 @@ async def poll_one(env: EventEnv, claim: Claimed, clock: Clock) -> int:
     except Exception as exc:
         if database_unavailable(exc):
             raise
-        await _failed(env, claim, exc, clock.now())
+        floor = float(definition.min_interval) if definition is not None else 0.0
+        await _failed(env, claim, exc, clock.now(), floor)
         return 0
     return len(await start_stored(env.sessionmaker, env.execution, new))
 
@@ -195,7 +198,11 @@ async def _store(
     return new
 
 
-async def _failed(env: EventEnv, claim: Claimed, exc: BaseException, now: datetime) -> None:
+async def _failed(
+    env: EventEnv, claim: Claimed, exc: BaseException, now: datetime, floor: float
+) -> None:
+    """Record the failed poll and when to poll again (the module doc's backoff, never
+    sooner than ``floor`` seconds)."""
     message = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
     if isinstance(exc, TimeoutError):
         message = f"the poll took longer than {max(30.0, claim.interval):g} s"
@@ -213,7 +220,7 @@ async def _failed(env: EventEnv, claim: Claimed, exc: BaseException, now: dateti
         row.last_error = str(message)[:2000]
         row.last_error_at = now
         row.last_polled_at = now
-        delay = backoff(row.failures)
+        delay = backoff(row.failures, floor=floor)
         retry_after = getattr(exc, "retry_after", None)
         if isinstance(retry_after, int | float) and retry_after > delay.total_seconds():
             delay = timedelta(seconds=float(retry_after))

@@ -180,8 +180,10 @@ async def _disable(session: AsyncSession, row: TriggerSubscription, now: datetim
     await session.flush()
 
 
-def backoff(failures: int, base: float = 5.0, cap: float = 3600.0) -> timedelta:
+def backoff(failures: int, base: float = 5.0, cap: float = 3600.0, floor: float = 0.0) -> timedelta:
     """Delay before the next try after ``failures`` failures in a row: ``base`` doubling
     per failure up to ``cap`` seconds (exponential backoff, as AWS's "Exponential Backoff
-    And Jitter" describes; the jitter is the caller's)."""
-    return timedelta(seconds=min(cap, base * 2 ** max(0, failures - 1)))
+    And Jitter" describes; the jitter is the caller's), never below ``floor`` seconds (a
+    polling trigger's ``min_interval``: a failing poll is not retried more often than a
+    working one may poll)."""
+    return timedelta(seconds=max(floor, min(cap, base * 2 ** max(0, failures - 1))))
