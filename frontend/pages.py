@@ -49,6 +49,7 @@ from backend.services import (
 from backend.services import credentials as creds
 from backend.services.events import status as event_status
 from backend.services.records import WorkflowRecord
+from frontend.diagram_catalog import catalog_json_for
 from frontend.field_views import WORKFLOW_PICKER_KEY
 from frontend.forms import CREDENTIAL_SCHEMA_KEY, CredentialChoice, render_config_panel
 from frontend.rendering import (
@@ -304,7 +305,7 @@ class AppPages(LoginRequiredPages):
             trigger_event=await event_status.event_of_run(db, run_id),
             run_json=msgspec.json.encode(detail).decode(),
             diagram_json=msgspec.json.encode(diagram).decode(),
-            catalog_json=msgspec.json.encode(runtime.catalog.all()).decode(),
+            catalog_json=catalog_json_for(runtime.catalog, diagram),
             type_labels={spec.type: spec.label for spec in runtime.catalog.all()},
         )
 

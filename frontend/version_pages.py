@@ -17,6 +17,7 @@ from backend.auth.guards import CurrentPrincipal
 from backend.auth.policy import Level, Permission
 from backend.auth.web import AppRuntime, DbSession
 from backend.services import access, workflow_versions, workflows
+from frontend.diagram_catalog import catalog_json_for
 from frontend.pages import LoginRequiredPages, render
 
 READ = {"permission": Permission.WORKFLOW_READ}
@@ -92,6 +93,6 @@ class VersionPages(LoginRequiredPages):
             before_json=msgspec.json.encode(result.before).decode(),
             after_json=msgspec.json.encode(result.after).decode(),
             diff_json=msgspec.json.encode(result.diff).decode(),
-            catalog_json=msgspec.json.encode(runtime.catalog.all()).decode(),
+            catalog_json=catalog_json_for(runtime.catalog, result.before, result.after),
             type_labels={spec.type: spec.label for spec in runtime.catalog.all()},
         )
