@@ -5,6 +5,7 @@ a trigger nothing can run is refused at publish; a connector webhook trigger is 
 from __future__ import annotations
 
 import asyncio
+import re
 import uuid
 from collections.abc import AsyncIterator
 from datetime import timedelta
@@ -491,6 +492,31 @@ async def test_a_broker_url_that_cannot_work_is_refused_at_publish(
     assert refused.status_code in (400, 422), refused.text
     assert "invalid_config" in refused.text and says in refused.text
     assert "secret" not in refused.text
+
+
+async def test_the_designer_badge_is_reloaded_with_the_real_state_after_publish(
+    events: Runtime, client: httpx.AsyncClient
+) -> None:
+    wf = (await client.post("/api/workflows", json={"name": "badge"})).json()
+    saved = await client.put(
+        f"/api/workflows/{wf['id']}/draft", json={"diagram": _flow("demo.queue")}
+    )
+    assert saved.json()["ok"], saved.text
+    before = await client.get(f"/workflows/{wf['id']}/designer")
+    box = re.search(r'<span id="trigger-status-box"([^>]*)>(.*?)</span>', before.text, re.S)
+    assert box is not None and ">Trigger status</a>" in box.group(2)  # not published yet
+    # designer.js announces each publish; htmx then reloads the box from hx-get
+    assert 'hx-trigger="trigger-published from:body"' in box.group(1)
+    assert 'hx-select="#trigger-status-box"' in box.group(1)
+    source = (await client.get("/static/js/designer.js")).text
+    assert 'dispatchEvent(new CustomEvent("trigger-published"))' in source
+    reload_url = re.search(r'hx-get="([^"]+)"', box.group(1))
+    assert reload_url is not None
+
+    assert (await client.post(f"/api/workflows/{wf['id']}/publish")).status_code == 201
+    after = await client.get(reload_url.group(1))
+    badge = re.search(r'<a id="trigger-status-link"[^>]*>([^<]*)</a>', after.text)
+    assert badge is not None and badge.group(1) == "Trigger: pending"  # no events process yet
 
 
 async def test_a_connector_webhook_trigger_is_served(

@@ -51,9 +51,22 @@ def _when(value: datetime | None) -> str:
     return value.strftime("%Y-%m-%d %H:%M:%S UTC") if value is not None else "never"
 
 
+def _error_is_current(row: TriggerSubscription) -> bool:
+    """Whether the last error is newer than the last event (an older one is over: events
+    came in after it)."""
+    if not row.last_error:
+        return False
+    if row.last_event_at is None or row.last_error_at is None:
+        return True
+    return row.last_error_at >= row.last_event_at
+
+
 def _line(row: TriggerSubscription, now: datetime) -> tuple[str, str]:
+    """``(state, line)``: ``failing`` while the last error is newer than the last event
+    (a listener then reads "failing", not "listening", though it holds its lease)."""
     parts: list[str] = []
     state = "ok"
+    current = _error_is_current(row)
     if not row.enabled and row.version_number == 0:
         return "disabled", (
             "Not published yet: deliveries to this URL reach the designer only while it "
@@ -76,12 +89,17 @@ def _line(row: TriggerSubscription, now: datetime) -> tuple[str, str]:
             state = "pending"
     elif row.kind in LISTEN_KINDS:
         held = row.lease_owner is not None and row.lease_until is not None and row.lease_until > now
-        parts.append("listening" if held else "waiting for an events process")
+        parts.append(
+            ("failing (reconnecting)" if current else "listening")
+            if held
+            else "waiting for an events process"
+        )
         if not held:
             state = "pending"
     parts.append(f"last event {_when(row.last_event_at)}")
-    if row.last_error:
+    if current:
         state = "failing"
+    if row.last_error:
         parts.append(f"last error {_when(row.last_error_at)}: {row.last_error}")
     return state, " · ".join(parts)
 

@@ -247,13 +247,12 @@ async function publish() {
   setStatus(`Published version ${version.number}${note}${warned}`, "ok");
 }
 
-/** After a publish: the toolbar's link to the trigger page when a connector trigger (one
- * the event service runs) was published; the page says how it is doing. */
+/** After a publish: the toolbar's trigger badge is fetched again (htmx reloads
+ * #trigger-status-box from this page on "trigger-published"), so it shows the published
+ * connector trigger's real state (Trigger: ok / pending / failing), or nothing for a
+ * built-in trigger. */
 function showTriggerLink() {
-  const link = document.getElementById("trigger-status-link");
-  const trigger = model.nodes.find((n) => model.spec(n.type)?.kind === "trigger");
-  const spec = trigger && model.spec(trigger.type);
-  if (link && spec && spec.connector && spec.connector !== "core") link.hidden = false;
+  document.body.dispatchEvent(new CustomEvent("trigger-published"));
 }
 
 /**
