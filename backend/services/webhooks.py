@@ -37,18 +37,17 @@ from backend.db.models import (
     Workflow,
     WorkflowVersion,
 )
-from backend.engine.nodes.trigger_webhook import (
-    CLOUDEVENTS,
-    FAILURE_ANSWER,
-    INVALID_BODY,
-    INVALID_BODY_MODES,
-)
+from backend.engine.nodes.trigger_webhook import CLOUDEVENTS
 from backend.engine.ports import VersionRow
 from backend.services import audit
+from backend.services.webhook_versions import (
+    WEBHOOK_TRIGGER,
+    answers_failure_detail,
+    invalid_body_mode,
+    takes_cloudevents,
+)
 from backend.triggers.webhook_input import UploadedFile
 from designer_schema.diagram import Diagram
-
-WEBHOOK_TRIGGER = "trigger.webhook"
 
 WEBHOOK_TYPES: set[str] = {WEBHOOK_TRIGGER}
 """Node types the webhook endpoint starts runs for: ``trigger.webhook`` and every
@@ -228,40 +227,6 @@ async def load_endpoint(
         cloudevents=takes_cloudevents(step, config),
         failure_detail=answers_failure_detail(step, config),
         invalid_body=invalid_body_mode(step, config),
-    )
-
-
-def takes_cloudevents(step: dict[str, Any], config: dict[str, Any]) -> bool:
-    """Whether a published trigger step takes CloudEvents: ``trigger.webhook`` version 2 or
-    later with ``cloudevents`` true (version 1 never had the key in its schema)."""
-    return (
-        step.get("type") == WEBHOOK_TRIGGER
-        and int(step.get("type_version") or 1) >= 2
-        and config.get(CLOUDEVENTS) is True
-    )
-
-
-def invalid_body_mode(step: dict[str, Any], config: dict[str, Any]) -> str | None:
-    """What a published trigger step does with a body breaking its ``body_schema``:
-    ``trigger.webhook`` version 4 or later with a body schema ``reject`` (the default) or
-    ``mark_invalid``; ``None`` (not checked) for earlier versions, which keep running as
-    published, and without a schema."""
-    if step.get("type") != WEBHOOK_TRIGGER or int(step.get("type_version") or 1) < 4:
-        return None
-    if not isinstance(config.get("body_schema"), dict) or not config["body_schema"]:
-        return None
-    mode = config.get(INVALID_BODY)
-    return mode if mode in INVALID_BODY_MODES else "reject"
-
-
-def answers_failure_detail(step: dict[str, Any], config: dict[str, Any]) -> bool:
-    """Whether a published trigger step answers a failed run with its error:
-    ``trigger.webhook`` version 3 or later with ``failure_answer`` ``detailed``. Every
-    other webhook answers a generic failure (the run id and status only)."""
-    return (
-        step.get("type") == WEBHOOK_TRIGGER
-        and int(step.get("type_version") or 1) >= 3
-        and config.get(FAILURE_ANSWER) == "detailed"
     )
 
 
