@@ -174,6 +174,17 @@ async def leader_pid(runtime: Runtime) -> int | None:
         ).scalar_one_or_none()
 
 
+async def has_leader(runtime: Runtime) -> bool:
+    """True when a scheduler holds the leader lock."""
+    return await leader_pid(runtime) is not None
+
+
+async def new_leader(runtime: Runtime, old: int | None) -> bool:
+    """True when a scheduler other than the one at backend pid ``old`` leads."""
+    pid = await leader_pid(runtime)
+    return pid is not None and pid != old
+
+
 async def probe(port: int) -> tuple[int, dict[str, str]]:
     """Status and body of the process's ``/health/ready`` (599 while it does not listen)."""
     try:
