@@ -212,7 +212,7 @@ async def test_history_and_diff_pages(client: httpx.AsyncClient) -> None:
     assert page.status_code == 200
     assert "first &lt;b&gt;cut&lt;/b&gt;" in page.text  # notes are escaped
     assert f"/workflows/{wf}/designer?restore=1" in page.text
-    assert f"/api/workflows/{wf}/export?version=2" in page.text
+    assert f"/api/v1/workflows/{wf}/export?version=2" in page.text
     diff = await client.get(f"/workflows/{wf}/compare", params={"from": "1", "to": "2"})
     assert diff.status_code == 200
     assert "Version 1 → Version 2" in diff.text
