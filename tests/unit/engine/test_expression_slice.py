@@ -8,7 +8,7 @@ import uuid
 from datetime import UTC, datetime
 
 from backend.engine import orchestrator
-from backend.engine.expression_slice import loop_slice
+from backend.engine.expression_slice import LOOP_SLICE_MS, loop_slice
 from backend.engine.model import RunState
 from backend.engine.states import RunStatus, StepStatus
 from backend.services.execution.inline_budget import InlineBudget, Overruns
@@ -17,10 +17,11 @@ from tests.unit.engine.driver import compile_dict
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 # a comparator called from Python for each comparison: over 20,000 items, seconds of CPU,
-# far past the slice below; the cheap steps take well under a millisecond of it. The slice
-# is wall time, so it is set wide enough that a busy machine descheduling the test for a
-# while does not decide the outcome.
-SLICE_MS = 250
+# far past the product's slice (LOOP_SLICE_MS, 20 ms), which it must meet before any other
+# limit of the expression (a wider slice lets a fast machine reach a size limit first); the
+# cheap step takes well under a millisecond of it. The quick step is held to a wide slice:
+# the slice is wall time, and a busy machine descheduling the test must not decide it.
+QUICK_SLICE_MS = 250
 HEAVY = "=$sort($steps.start.items, function($a, $b) { $a > $b })"
 
 
@@ -42,7 +43,7 @@ def _run(items: list[int]) -> tuple[object, RunState]:
 
 def test_a_step_past_the_slice_is_left_ready_then_evaluated_without_it() -> None:
     graph, state = _run(list(range(20_000, 0, -1)))
-    with loop_slice(SLICE_MS) as sliced:
+    with loop_slice(LOOP_SLICE_MS) as sliced:
         orchestrator.start(graph, state, NOW)  # type: ignore[arg-type]
     assert sliced.deferred
     heavy = state.steps["heavy"]
@@ -58,7 +59,7 @@ def test_a_step_past_the_slice_is_left_ready_then_evaluated_without_it() -> None
 
 def test_a_quick_step_is_not_held_by_the_slice() -> None:
     graph, state = _run([3, 1, 2])
-    with loop_slice(SLICE_MS) as sliced:
+    with loop_slice(QUICK_SLICE_MS) as sliced:
         orchestrator.start(graph, state, NOW)  # type: ignore[arg-type]
     assert not sliced.deferred
     assert state.steps["heavy"].output == {"sorted": [1, 2, 3]}
