@@ -64,7 +64,15 @@ export class QuickAdd {
       e.preventDefault();
       this.pick(li.dataset.type);
     });
-    this.input.addEventListener("blur", () => setTimeout(() => this.close(), 120));
+    // Closes shortly after focus leaves (a click on a list item lands first), unless it was
+    // opened again meanwhile: a click on another port reopens it before the timer runs.
+    this.opened = 0;
+    this.input.addEventListener("blur", () => {
+      const opened = this.opened;
+      setTimeout(() => {
+        if (this.opened === opened) this.close();
+      }, 120);
+    });
   }
 
   /**
@@ -72,6 +80,7 @@ export class QuickAdd {
    */
   open(clientX, clientY, onPick) {
     this.onPick = onPick;
+    this.opened += 1;
     const r = this.host.getBoundingClientRect();
     const x = Math.min(Math.max(8, clientX - r.left), Math.max(8, r.width - 270));
     const y = Math.min(Math.max(8, clientY - r.top), Math.max(8, r.height - 320));
