@@ -78,9 +78,10 @@ SUBSCRIPTION_LEASE = "3"
 """``RAILYARD_SUBSCRIPTION_LEASE_SECONDS`` of the processes: a restarted events process
 takes the subscription over within 3 s."""
 
-FLOW_LIMIT = 120.0
+FLOW_LIMIT = 240.0
 """Seconds any one phase (a share of the runs stored, the publishing, the last runs
-ending) may take on a loaded machine."""
+ending) may take on a loaded machine: MQTT stores one message at a time, and with a
+worker killed and the suite's other groups running its 300 runs once took over 120 s."""
 
 
 @pytest.fixture(params=CASES)
