@@ -45,13 +45,13 @@ from backend.api.webhook_front import WebhookFront
 from backend.api.webhooks import WebhookController
 from backend.api.workflow_versions import WorkflowVersionController
 from backend.api.workflows import WorkflowController
-from backend.auth.guards import authorize, permission_opt
 from backend.auth.policy import Permission
-from backend.auth.security_headers import SecurityHeaders, served_over_https
-from backend.auth.web import BearerAwareCSRFMiddleware, RequestContextMiddleware
 from backend.observability import gc_pauses
 from backend.runtime import Runtime, build_runtime
 from backend.settings import Settings
+from backend.web.authentication import BearerAwareCSRFMiddleware, RequestContextMiddleware
+from backend.web.guards import authorize, permission_opt
+from backend.web.security_headers import SecurityHeaders, served_over_https
 from backend.workers.run_control import eager_control
 from frontend.access_pages import AccessPages
 from frontend.admin_pages import AdminPages

@@ -12,8 +12,8 @@ from litestar.params import FromPath, URLEncodedBody
 from litestar.response import Redirect
 
 from backend.auth.policy import Permission
-from backend.auth.web import DbSession
 from backend.services import grants
+from backend.web.authentication import DbSession
 from frontend.rendering import LoginRequiredPages, render
 
 WF = {"permission": Permission.WORKFLOW_MANAGE}

@@ -14,9 +14,9 @@ from litestar.params import FromPath, URLEncodedBody
 from litestar.response import Redirect
 
 from backend.auth.policy import Permission, Role, Scope
-from backend.auth.web import DbSession
 from backend.services import api_tokens, grants, groups, projects, service_accounts
 from backend.services.naming import InvalidName
+from backend.web.authentication import DbSession
 from frontend.rendering import LoginRequiredPages, render
 from frontend.token_forms import form_days, form_scopes
 

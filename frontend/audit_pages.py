@@ -18,10 +18,10 @@ from litestar.params import FromQuery
 from litestar.response import Stream
 
 from backend.auth.policy import Permission
-from backend.auth.web import AppRuntime, DbSession
 from backend.services import audit_log
 from backend.services.settings_view import effective_settings
 from backend.services.workflows import InvalidInput
+from backend.web.authentication import AppRuntime, DbSession
 from frontend.rendering import LoginRequiredPages, render
 
 KNOWN_ACTIONS = (

@@ -22,19 +22,19 @@ from litestar.params import FromPath, FromQuery, URLEncodedBody
 from litestar.response import Redirect
 
 from backend import crypto
-from backend.auth.guards import CurrentPrincipal
 from backend.auth.policy import Level, Permission, Principal
-from backend.auth.web import AppRuntime, DbSession
 from backend.runtime import Runtime
 from backend.services import access, icons
 from backend.services import credentials as creds
 from backend.services.identity import Identity
+from backend.web.authentication import AppRuntime, DbSession
+from backend.web.guards import CurrentPrincipal
 from frontend.rendering import LoginRequiredPages, render
 
 
 def _svg(data: bytes) -> Response[bytes]:
     """An icon answer; its restrictive Content-Security-Policy comes from
-    backend/auth/security_headers.py (``/catalog/icons/``)."""
+    backend/web/security_headers.py (``/catalog/icons/``)."""
     return Response(
         data, media_type="image/svg+xml", headers={"cache-control": "private, max-age=3600"}
     )

@@ -20,10 +20,10 @@ from urllib.parse import urlencode
 from litestar import Request, Response, get
 from litestar.params import FromQuery
 
-from backend.auth.guards import CurrentPrincipal
 from backend.auth.policy import Permission
-from backend.auth.web import AppRuntime
 from backend.services import dashboard
+from backend.web.authentication import AppRuntime
+from backend.web.guards import CurrentPrincipal
 from frontend import charts
 from frontend.pages import LoginRequiredPages, render
 

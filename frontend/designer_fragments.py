@@ -8,10 +8,10 @@ import uuid
 from litestar import MediaType, Request, Response, get
 from litestar.params import FromQuery
 
-from backend.auth.guards import CurrentPrincipal
 from backend.auth.policy import Permission
-from backend.auth.web import DbSession
 from backend.services import workflow_picker
+from backend.web.authentication import DbSession
+from backend.web.guards import CurrentPrincipal
 from frontend.pages import ENV, LoginRequiredPages
 
 

@@ -14,9 +14,10 @@ from litestar.di import Provide
 from litestar.params import FromPath, FromQuery, QueryParameter, URLEncodedBody
 from litestar.response import Redirect
 
-from backend.auth.guards import permission_opt
 from backend.auth.policy import Permission
-from backend.auth.web import (
+from backend.services import login_sessions, oidc, password_links, sso
+from backend.services.passwords import MIN_LENGTH, WeakPassword
+from backend.web.authentication import (
     SESSION_COOKIE,
     AppRuntime,
     CurrentUser,
@@ -29,8 +30,7 @@ from backend.auth.web import (
     session_cookie,
     session_token,
 )
-from backend.services import login_sessions, oidc, password_links, sso
-from backend.services.passwords import MIN_LENGTH, WeakPassword
+from backend.web.guards import permission_opt
 from frontend.rendering import LoginRequiredPages, login_page, render, safe_next
 
 PUBLIC = permission_opt(Permission.PUBLIC)

@@ -13,11 +13,11 @@ from litestar import Request, Response, get, post
 from litestar.datastructures import UploadFile
 from litestar.params import FromPath, MultipartBody
 
-from backend.auth.guards import CurrentPrincipal
 from backend.auth.policy import Permission
-from backend.auth.web import AppRuntime, DbSession
 from backend.runtime import Runtime
 from backend.services import openapi_connectors as svc
+from backend.web.authentication import AppRuntime, DbSession
+from backend.web.guards import CurrentPrincipal
 from frontend.rendering import LoginRequiredPages, render
 
 MANAGE = {"permission": Permission.CONNECTORS_MANAGE}

@@ -20,20 +20,7 @@ from litestar.exceptions import HTTPException
 from litestar.params import FromPath, FromQuery, JSONBody, URLEncodedBody
 from litestar.response import Redirect, ServerSentEvent, ServerSentEventMessage
 
-from backend.auth.guards import CurrentPrincipal
 from backend.auth.policy import Level, Permission
-from backend.auth.web import (
-    SESSION_COOKIE,
-    AppRuntime,
-    DbSession,
-    load_user,
-    password_sign_in,
-    provide_db,
-    provide_runtime,
-    session_cookie,
-    session_token,
-    throttled_message,
-)
 from backend.runtime import Runtime
 from backend.services import (
     access,
@@ -49,6 +36,19 @@ from backend.services import (
 from backend.services import credentials as creds
 from backend.services.events import status as event_status
 from backend.services.records import WorkflowRecord
+from backend.web.authentication import (
+    SESSION_COOKIE,
+    AppRuntime,
+    DbSession,
+    load_user,
+    password_sign_in,
+    provide_db,
+    provide_runtime,
+    session_cookie,
+    session_token,
+    throttled_message,
+)
+from backend.web.guards import CurrentPrincipal
 from frontend.diagram_catalog import catalog_json_for
 from frontend.field_views import WORKFLOW_PICKER_KEY
 from frontend.forms import CREDENTIAL_SCHEMA_KEY, CredentialChoice, render_config_panel

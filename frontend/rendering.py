@@ -16,10 +16,10 @@ from litestar.exceptions import NotAuthorizedException
 from litestar.response import Redirect
 from litestar.utils.scope.state import ScopeState
 
-from backend.auth.guards import PRINCIPAL_KEY, provide_principal
 from backend.auth.policy import Permission, allows
-from backend.auth.web import provide_db, provide_runtime
 from backend.runtime import Runtime
+from backend.web.authentication import provide_db, provide_runtime
+from backend.web.guards import PRINCIPAL_KEY, provide_principal
 from frontend import display
 
 TEMPLATES = Path(__file__).parent / "templates"

@@ -13,11 +13,11 @@ from urllib.parse import urlencode
 from litestar import Request, Response, get
 from litestar.params import FromQuery, QueryParameter
 
-from backend.auth.guards import CurrentPrincipal
 from backend.auth.policy import Permission, has_system
-from backend.auth.web import AppRuntime, DbSession
 from backend.search.model import SearchResult
 from backend.services import search as svc
+from backend.web.authentication import AppRuntime, DbSession
+from backend.web.guards import CurrentPrincipal
 from frontend.pages import LoginRequiredPages, render
 
 FACET_TITLES = {

@@ -13,10 +13,10 @@ import msgspec
 from litestar import Request, Response, get
 from litestar.params import FromPath, QueryParameter
 
-from backend.auth.guards import CurrentPrincipal
 from backend.auth.policy import Level, Permission
-from backend.auth.web import AppRuntime, DbSession
 from backend.services import access, workflow_versions, workflows
+from backend.web.authentication import AppRuntime, DbSession
+from backend.web.guards import CurrentPrincipal
 from frontend.diagram_catalog import catalog_json_for
 from frontend.pages import LoginRequiredPages, render
 

@@ -13,9 +13,7 @@ from litestar.exceptions import HTTPException
 from litestar.params import FromPath, FromQuery, URLEncodedBody
 from litestar.response import Redirect
 
-from backend.auth.guards import CurrentPrincipal
 from backend.auth.policy import Level, Permission, allows
-from backend.auth.web import AppRuntime, CurrentUser, DbSession, provide_user
 from backend.services import (
     access,
     references,
@@ -24,6 +22,8 @@ from backend.services import (
     workflow_picker,
     workflows,
 )
+from backend.web.authentication import AppRuntime, CurrentUser, DbSession, provide_user
+from backend.web.guards import CurrentPrincipal
 from frontend.pages import LoginRequiredPages, render, webhook_url
 
 

@@ -15,10 +15,10 @@ from litestar.params import FromPath, JSONBody
 
 from backend.api.grant_schemas import GrantIn, GrantOut, grant_out, set_grant_out
 from backend.api.schemas import Name
-from backend.auth.guards import access_dependencies
 from backend.auth.policy import Permission
-from backend.auth.web import CurrentUser, DbSession
 from backend.services import grants, groups, projects
+from backend.web.authentication import CurrentUser, DbSession
+from backend.web.guards import access_dependencies
 
 GROUPS = {"permission": Permission.GROUPS_MANAGE}
 PROJECTS = {"permission": Permission.PROJECTS_MANAGE}

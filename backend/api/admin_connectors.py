@@ -18,11 +18,11 @@ from litestar import Controller, Request, Response, get, post
 from litestar.params import FromPath, JSONBody
 
 from backend.api.errors import problem_response
-from backend.auth.guards import access_dependencies
 from backend.auth.policy import Permission
-from backend.auth.web import AppRuntime, CurrentUser, DbSession
 from backend.runtime import Runtime
 from backend.services import openapi_connectors as svc
+from backend.web.authentication import AppRuntime, CurrentUser, DbSession
+from backend.web.guards import access_dependencies
 
 MANAGE = {"permission": Permission.CONNECTORS_MANAGE}
 ConnectorName = Annotated[str, msgspec.Meta(pattern=r"^[a-z][a-z0-9_]{0,39}$")]

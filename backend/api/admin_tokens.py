@@ -13,10 +13,10 @@ from litestar.params import FromPath, JSONBody
 
 from backend.api.schemas import Name, RoleName
 from backend.api.token_schemas import TokenIn, TokenOut, token_out
-from backend.auth.guards import access_dependencies
 from backend.auth.policy import Permission
-from backend.auth.web import DbSession
 from backend.services import api_tokens, service_accounts
+from backend.web.authentication import DbSession
+from backend.web.guards import access_dependencies
 
 
 class ServiceAccountIn(msgspec.Struct, forbid_unknown_fields=True):

@@ -17,11 +17,11 @@ from litestar.di import NamedDependency, Provide
 from litestar.params import FromQuery
 from litestar.response import Stream
 
-from backend.auth.guards import access_dependencies
 from backend.auth.policy import Permission
-from backend.auth.web import AppRuntime, DbSession
 from backend.services import audit_log
 from backend.services.settings_view import SettingView, effective_settings
+from backend.web.authentication import AppRuntime, DbSession
+from backend.web.guards import access_dependencies
 
 
 def provide_filter(

@@ -15,7 +15,10 @@ from backend.api.errors import problem_response
 from backend.api.schemas import LoginIn, SessionOut, UserOut
 from backend.api.user_schemas import session_out
 from backend.auth.policy import Permission
-from backend.auth.web import (
+from backend.runtime import Runtime
+from backend.services import login_sessions
+from backend.services.identity import Account
+from backend.web.authentication import (
     SESSION_COOKIE,
     CurrentUser,
     DbSession,
@@ -26,9 +29,6 @@ from backend.auth.web import (
     session_token,
     throttled_message,
 )
-from backend.runtime import Runtime
-from backend.services import login_sessions
-from backend.services.identity import Account
 
 
 def user_out(user: Account) -> UserOut:

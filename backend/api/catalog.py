@@ -7,9 +7,9 @@ from typing import Any
 from litestar import Controller, get
 from litestar.di import Provide
 
-from backend.auth.guards import CurrentPrincipal, provide_principal
 from backend.auth.policy import Permission
-from backend.auth.web import AppRuntime, provide_runtime
+from backend.web.authentication import AppRuntime, provide_runtime
+from backend.web.guards import CurrentPrincipal, provide_principal
 from designer_schema.catalog import NodeTypeSpec
 
 

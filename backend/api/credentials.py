@@ -24,12 +24,12 @@ from litestar.response import Redirect
 from backend import crypto, problems
 from backend.api.errors import problem_response
 from backend.api.schemas import Name
-from backend.auth.guards import CurrentPrincipal, access_dependencies
 from backend.auth.policy import Permission
-from backend.auth.web import AppRuntime, CurrentUser, DbSession
 from backend.runtime import Runtime
 from backend.services import access, credential_oauth, outbound
 from backend.services import credentials as svc
+from backend.web.authentication import AppRuntime, CurrentUser, DbSession
+from backend.web.guards import CurrentPrincipal, access_dependencies
 
 
 class CredentialIn(msgspec.Struct, forbid_unknown_fields=True):

@@ -12,11 +12,11 @@ from litestar import Controller, delete, get, post, put
 from litestar.exceptions import NotFoundException
 from litestar.params import FromPath, JSONBody
 
-from backend.auth.guards import CurrentPrincipal, access_dependencies
 from backend.auth.policy import Permission
-from backend.auth.web import AppRuntime, CurrentUser, DbSession
 from backend.services import draft_runs, pins, references
 from backend.services import workflows as workflow_svc
+from backend.web.authentication import AppRuntime, CurrentUser, DbSession
+from backend.web.guards import CurrentPrincipal, access_dependencies
 
 
 class PinIn(msgspec.Struct, forbid_unknown_fields=True):

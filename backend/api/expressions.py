@@ -15,12 +15,12 @@ from backend.api.expression_schemas import (
     InferSchemaOut,
     PreviewIn,
 )
-from backend.auth.guards import access_dependencies
 from backend.auth.policy import Permission
-from backend.auth.web import AppRuntime, DbSession
 from backend.services import expression_data as exprdata
 from backend.services import pins
 from backend.services import workflows as svc
+from backend.web.authentication import AppRuntime, DbSession
+from backend.web.guards import access_dependencies
 
 
 class ExpressionController(Controller):

@@ -6,8 +6,8 @@ import uuid
 
 import msgspec
 
-from backend.auth.web import CurrentUser, DbSession
 from backend.services import grants
+from backend.web.authentication import CurrentUser, DbSession
 
 
 class GrantIn(msgspec.Struct, forbid_unknown_fields=True):

@@ -15,10 +15,10 @@ from litestar.exceptions import NotFoundException
 from litestar.params import FromPath, JSONBody
 
 from backend.api.grant_schemas import GrantIn, GrantOut, SubjectOut, grant_out, set_grant_out
-from backend.auth.guards import access_dependencies
 from backend.auth.policy import Permission
-from backend.auth.web import CurrentUser, DbSession
 from backend.services import grants
+from backend.web.authentication import CurrentUser, DbSession
+from backend.web.guards import access_dependencies
 
 
 class WorkflowGrantController(Controller):

@@ -11,9 +11,9 @@ from __future__ import annotations
 from litestar import Controller, Response, get
 
 from backend.auth.policy import Permission
-from backend.auth.web import AppRuntime, user_dependencies
 from backend.observability import metrics
 from backend.services.metrics_view import refresh_gauges
+from backend.web.authentication import AppRuntime, user_dependencies
 
 
 class MetricsController(Controller):

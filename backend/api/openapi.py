@@ -35,9 +35,9 @@ from litestar.typing import FieldDefinition
 from backend import problems
 from backend.api.locations import LOCATIONS
 from backend.api.schemas import PublishOut
-from backend.auth.guards import declared_permission
 from backend.auth.policy import Permission
 from backend.problems import Problem
+from backend.web.guards import declared_permission
 from designer_schema.transfer import WorkflowExport
 
 SWAGGER_UI = "/static/vendor/swagger-ui"

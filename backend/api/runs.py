@@ -11,14 +11,14 @@ from litestar.params import FromPath, FromQuery, JSONBody, Parameter
 
 from backend.api.run_links import run_started
 from backend.api.schemas import ReplayIn, RerunIn, RunStarted
-from backend.auth.guards import CurrentPrincipal, access_dependencies
 from backend.auth.policy import Permission
-from backend.auth.web import AppRuntime, CurrentUser, DbSession
 from backend.engine.states import RunStatus
 from backend.services import access, run_children, run_values
 from backend.services import runs as svc
 from backend.services.execution import RunNotActive, RunNotFound
 from backend.services.workflows import check_json_limit
+from backend.web.authentication import AppRuntime, CurrentUser, DbSession
+from backend.web.guards import CurrentPrincipal, access_dependencies
 
 MAX_LIMIT = 1000
 """Most runs one list answer holds."""

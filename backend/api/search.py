@@ -14,11 +14,11 @@ from typing import Annotated
 from litestar import Controller, get
 from litestar.params import FromQuery, QueryParameter
 
-from backend.auth.guards import CurrentPrincipal, access_dependencies
 from backend.auth.policy import Permission
-from backend.auth.web import AppRuntime, DbSession
 from backend.search.model import PAGE_SIZE, SearchResult
 from backend.services import search as svc
+from backend.web.authentication import AppRuntime, DbSession
+from backend.web.guards import CurrentPrincipal, access_dependencies
 
 
 class SearchController(Controller):

@@ -23,10 +23,10 @@ import msgspec
 from litestar import Controller, get, post
 from litestar.params import FromPath, JSONBody
 
-from backend.auth.guards import CurrentPrincipal, access_dependencies
 from backend.auth.policy import Permission
-from backend.auth.web import AppRuntime, CurrentUser
 from backend.services.events import sample_fetch, samples
+from backend.web.authentication import AppRuntime, CurrentUser
+from backend.web.guards import CurrentPrincipal, access_dependencies
 
 
 class TriggerSampleIn(msgspec.Struct, forbid_unknown_fields=True):

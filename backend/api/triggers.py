@@ -21,7 +21,6 @@ from litestar.params import FromPath, JSONBody
 from backend.api.schemas import Secret
 from backend.api.token_schemas import TokenIn, TokenOut, token_out
 from backend.auth.policy import Permission
-from backend.auth.web import AppRuntime, CurrentUser, DbSession, user_dependencies
 from backend.runtime import Runtime
 from backend.services import api_tokens
 from backend.services import webhook_listening as listening
@@ -29,6 +28,7 @@ from backend.services import webhooks as hooks
 from backend.services import workflows as svc
 from backend.services.unit_of_work import UnitOfWork
 from backend.services.webhook_urls import hook_urls
+from backend.web.authentication import AppRuntime, CurrentUser, DbSession, user_dependencies
 
 _DEPS = user_dependencies()
 

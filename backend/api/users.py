@@ -25,10 +25,10 @@ from backend.api.user_schemas import (
     admin_user_out,
     session_out,
 )
-from backend.auth.guards import access_dependencies
 from backend.auth.policy import Permission
-from backend.auth.web import AppRuntime, CurrentUser, DbSession
 from backend.services import accounts, login_sessions, password_links
+from backend.web.authentication import AppRuntime, CurrentUser, DbSession
+from backend.web.guards import access_dependencies
 
 USERS = {"permission": Permission.USERS_MANAGE}
 

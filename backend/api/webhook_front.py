@@ -20,7 +20,7 @@ delivery itself when it is an ordinary one:
 Anything else goes to the app unchanged, with the body already read handed back first
 (:func:`backend.api.storable_input.replay`). A delivery the front serves gets what the
 middleware gives every request: a request id (``X-Request-ID``, bound for the audit log and
-the logs: :func:`backend.auth.web.with_request_context`), the latency histogram and the
+the logs: :func:`backend.web.authentication.with_request_context`), the latency histogram and the
 trace span by route template (:func:`backend.api.telemetry.observed`), and an error the
 delivery raises answered by the app's own exception handlers (503 while PostgreSQL or Redis
 is unreachable, 500 without a stack trace for a bug). The answer itself comes from
@@ -42,8 +42,8 @@ from backend import problems
 from backend.api import webhooks
 from backend.api.storable_input import might_hold_unstorable, read_head, replay
 from backend.api.telemetry import observed
-from backend.auth.web import with_request_context
 from backend.services.storable import find_unstorable
+from backend.web.authentication import with_request_context
 
 PREFIX = "/hooks/"
 METHODS = frozenset(method.value for method in webhooks.METHODS)

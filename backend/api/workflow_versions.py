@@ -20,11 +20,11 @@ from backend.api.version_schemas import (
     RestoreIn,
     VersionDetailOut,
 )
-from backend.auth.guards import CurrentPrincipal, access_dependencies
 from backend.auth.policy import Permission
-from backend.auth.web import AppRuntime, CurrentUser, DbSession
 from backend.services import references, workflow_transfer, workflow_versions
 from backend.services import workflows as svc
+from backend.web.authentication import AppRuntime, CurrentUser, DbSession
+from backend.web.guards import CurrentPrincipal, access_dependencies
 from designer_schema.diagram import Diagram
 from designer_schema.transfer import WorkflowExport, encode_export
 

@@ -25,9 +25,7 @@ from backend.api.schemas import (
     WorkflowPatch,
 )
 from backend.api.version_schemas import PublishIn
-from backend.auth.guards import CurrentPrincipal, access_dependencies
 from backend.auth.policy import Permission
-from backend.auth.web import AppRuntime, CurrentUser, DbSession
 from backend.engine.workflow_settings import WorkflowSettings
 from backend.runtime import Runtime
 from backend.services import (
@@ -41,6 +39,8 @@ from backend.services import (
 )
 from backend.services import workflows as svc
 from backend.services.records import VersionRecord, WorkflowRecord
+from backend.web.authentication import AppRuntime, CurrentUser, DbSession
+from backend.web.guards import CurrentPrincipal, access_dependencies
 
 
 def webhook_url(runtime: Runtime, wf: WorkflowRecord) -> str:

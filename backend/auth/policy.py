@@ -1,7 +1,7 @@
 """The authorization policy: who may do what (pure; no SQLAlchemy, Litestar or Redis).
 
 Every route declares one :class:`Permission` (``opt={"permission": ...}``) and the guard
-(:mod:`backend.auth.guards`) asks :func:`decide` with the request's :class:`Principal` and,
+(:mod:`backend.web.guards`) asks :func:`decide` with the request's :class:`Principal` and,
 for object-scoped permissions, the :class:`ObjectAccess` facts of the workflow, run or
 credential named in the path. Lists are filtered with the same rule
 (:func:`object_level`). The table is documented in docs/security.md ("Permission table").

@@ -6,7 +6,7 @@ otherwise use them against the app's users. Rules (docs/security.md, "Security h
 - Headers that act on the origin rather than the answer are dropped: :data:`DROPPED`
   (``Set-Cookie`` could overwrite Railyard's session or CSRF cookie; ``Clear-Site-Data``
   could log users out; the security policies are Railyard's own and set for every
-  ``/hooks/`` answer by :mod:`backend.auth.security_headers`).
+  ``/hooks/`` answer by :mod:`backend.web.security_headers`).
 - A JavaScript content type is served as ``text/plain`` (with ``nosniff`` a browser then
   refuses to run the answer as a script or service worker of the app's origin).
 """

@@ -25,12 +25,12 @@ import pytest
 from litestar import Litestar
 
 from backend.app import create_app
-from backend.auth.guards import declared_permission
 from backend.auth.policy import OBJECT_PERMISSIONS, ObjectKind
 from backend.auth.policy import Permission as P
 from backend.db.models import StoredFile
 from backend.runtime import Runtime
 from backend.settings import Settings
+from backend.web.guards import declared_permission
 from connectors import sdk
 from tests.diagrams import diagram, node
 from tests.integration.conftest import login

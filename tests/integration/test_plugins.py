@@ -16,11 +16,11 @@ import pytest
 from litestar.testing import AsyncTestClient
 
 from backend.app import create_app
-from backend.auth.security_headers import ICON_CSP
 from backend.runtime import Runtime
 from backend.services.catalog import load_catalog
 from backend.services.icons import lucide_sprite, sanitize_svg
 from backend.settings import Settings, load_settings
+from backend.web.security_headers import ICON_CSP
 from tests.diagrams import diagram, edge, node
 from tests.http_sink import HttpSink
 from tests.integration.conftest import running_worker, wait_for_run

@@ -10,9 +10,9 @@ import msgspec
 import pytest
 
 from backend.app import create_app
-from backend.auth.security_headers import APP_CSP, WEBHOOK_CSP
 from backend.runtime import Runtime
 from backend.settings import Settings
+from backend.web.security_headers import APP_CSP, WEBHOOK_CSP
 from tests.diagrams import diagram, edge, node
 from tests.integration.flows import publish
 

@@ -95,3 +95,14 @@ def test_the_page_has_one_map() -> None:
     """One table to read: concepts of every area are rows of the same map."""
     headings = re.findall(r"^## Map\b.*$", PAGE.read_text(encoding="utf-8"), flags=re.M)
     assert headings == ["## Map: concept -> files"]
+
+
+def test_the_map_names_every_module_of_the_execution_package() -> None:
+    """A newcomer finds every part of execution from the map (its internals are private
+    to the package: the `protected` contract in pyproject.toml)."""
+    section = map_section(PAGE.read_text(encoding="utf-8"))
+    named = set(named_paths(section))
+    package = ROOT / "backend" / "services" / "execution"
+    modules = sorted(p.relative_to(ROOT).as_posix() for p in package.glob("*.py"))
+    unnamed = [m for m in modules if m not in named]
+    assert not unnamed, f"the map of docs/architecture.md does not name {unnamed}"

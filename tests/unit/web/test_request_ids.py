@@ -1,11 +1,11 @@
-"""Request ids made by the request context middleware (backend/auth/web.py)."""
+"""Request ids made by the request context middleware (backend/web/authentication.py)."""
 
 from __future__ import annotations
 
 import os
 import re
 
-from backend.auth.web import _REQUEST_ID_RE, new_request_id
+from backend.web.authentication import _REQUEST_ID_RE, new_request_id
 
 
 def test_request_ids_are_32_hex_digits_accepted_as_incoming_ids() -> None:

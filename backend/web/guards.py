@@ -35,9 +35,9 @@ from backend.auth.policy import (
     Principal,
     decide,
 )
-from backend.auth.web import bearer_token, load_user, runtime_of, user_dependencies
 from backend.services import access
 from backend.services.unit_of_work import UnitOfWork
+from backend.web.authentication import bearer_token, load_user, runtime_of, user_dependencies
 
 PRINCIPAL_KEY = "principal"
 
