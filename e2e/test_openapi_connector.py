@@ -1,17 +1,26 @@
 """OpenAPI connectors in Chromium: an admin imports a document on /admin/connectors; an
 editor builds a workflow with one of its operations, ticks "Fetch all pages", picks a
 response field in the next step from the field picker, publishes, and the run collects
-every page from a local API answering as the document says, a Code step summing them up."""
+every page from a local API answering as the document says; a Code step turns the items
+into rows, which the run writes to a table of the server's embedded PostgreSQL and to a
+CSV file."""
 
 from __future__ import annotations
 
+import asyncio
+import base64
+import csv
+import io
 import json
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import asyncpg
 import pytest
 
+from backend.embedded.processes import PORT_FILE, read_port_file
 from e2e.api_client import api_client
 from e2e.conftest import RailyardServer, login
 from e2e.designer_page import new_workflow, open_node, publish, save_draft
@@ -50,8 +59,36 @@ paths:
 """
 
 
-CODE = "return {count: input.skus.length, last: input.skus[input.skus.length - 1]};"
-"""The Code step after the report: JavaScript over the skus of every page."""
+CODE = """\
+console.log("skus:", input.skus.length);
+return data.map((item, n) => ({sku: item.sku, stock: item.stock, position: n + 1,
+                               restock: item.stock < 1}));
+"""
+"""The Code step after the report: every page's items (its Data field) as table rows."""
+
+TABLE = "stock_rows"
+
+
+def _embedded_postgres(server: RailyardServer) -> int:
+    """The port of the embedded PostgreSQL ``railyard dev`` runs in its data directory."""
+    port = read_port_file(server.data_dir / "postgres" / PORT_FILE)
+    assert port is not None, "railyard dev wrote no PostgreSQL port file"
+    return port
+
+
+def _sql(port: int, statement: str) -> list[dict[str, Any]]:
+    async def go() -> list[dict[str, Any]]:
+        conn = await asyncpg.connect(
+            host="127.0.0.1", port=port, user="railyard", database="railyard"
+        )
+        try:
+            return [dict(r) for r in await conn.fetch(statement)]
+        finally:
+            await conn.close()
+
+    # Playwright's sync API runs an event loop in this thread: asyncpg gets its own
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, go()).result()
 
 
 def answer(call: Call, url: str) -> tuple[int, Any, dict[str, str]]:
@@ -94,6 +131,12 @@ def test_import_and_fetch_all_pages(
     page.locator('tr[data-node-type="inventory.list_items"]').wait_for()
 
     admin = api_client(server)
+    pg_port = _embedded_postgres(server)
+    _sql(
+        pg_port,
+        f"CREATE TABLE {TABLE} "
+        "(sku text PRIMARY KEY, stock int NOT NULL, position int NOT NULL, restock boolean)",
+    )
     r = admin.post(
         "/api/admin/users", json={"email": EDITOR[0], "password": EDITOR[1], "role": "editor"}
     )
@@ -132,15 +175,51 @@ def test_import_and_fetch_all_pages(
                 "type": "code.javascript",
                 "label": "Stock",
                 "position": {"x": 960, "y": 120},
-                "config": {"code": CODE},
+                "config": {"code": CODE, "data": "=$steps.list.items"},
+            },
+            {
+                "id": "save",
+                "type": "postgres.insert",
+                "label": "Save rows",
+                "position": {"x": 1260, "y": 120},
+                "config": {"table": TABLE, "items": "=$steps.stock.result"},
+            },
+            {
+                "id": "export",
+                "type": "files.csv_write",
+                "label": "Export",
+                "position": {"x": 1560, "y": 120},
+                "config": {"items": "=$steps.stock.result", "filename": "stock.csv"},
             },
         ],
         "edges": [
             {"id": "e1", "source": "start", "target": "list"},
             {"id": "e2", "source": "list", "target": "report"},
             {"id": "e3", "source": "report", "target": "stock"},
+            {"id": "e4", "source": "stock", "target": "save"},
+            {"id": "e5", "source": "save", "target": "export"},
         ],
     }
+    token = save_draft(page, server, workflow_id, diagram)
+    credential = page.request.post(
+        f"{server.base_url}/api/credentials",
+        data=json.dumps(
+            {
+                "name": "Stock database",
+                "type": "postgres",
+                "data": {
+                    "host": "127.0.0.1",
+                    "port": pg_port,
+                    "database": "railyard",
+                    "username": "railyard",
+                    "tls": "disable",
+                },
+            }
+        ),
+        headers={"content-type": "application/json", "x-csrftoken": token},
+    )
+    assert credential.status == 201, credential.text()
+    diagram["nodes"][4]["config"]["credential"] = credential.json()["id"]
     token = save_draft(page, server, workflow_id, diagram)
 
     form = open_node(page, "list")
@@ -190,5 +269,18 @@ def test_import_and_fetch_all_pages(
     steps = {s["step_id"]: s for s in detail["steps"]}
     assert [i["sku"] for i in steps["list"]["output"]["items"]] == [f"sku-{n}" for n in range(6)]
     assert steps["report"]["output"]["skus"] == [f"sku-{n}" for n in range(6)]
-    assert steps["stock"]["output"]["result"] == {"count": 6, "last": "sku-5"}
+    rows = [
+        {"sku": f"sku-{n}", "stock": n % 2, "position": n + 1, "restock": n % 2 == 0}
+        for n in range(6)
+    ]
+    assert steps["stock"]["output"]["result"] == rows
+    assert steps["stock"]["output"]["logs"] == [{"level": "log", "message": "skus: 6"}]
+    assert steps["save"]["output"]["count"] == 6
+    assert _sql(pg_port, f"SELECT * FROM {TABLE} ORDER BY position") == rows
+    export = steps["export"]["output"]
+    assert export["filename"] == "stock.csv"
+    table = list(csv.DictReader(io.StringIO(base64.b64decode(export["base64"]).decode())))
+    assert table == [
+        {k: v if isinstance(v, str) else json.dumps(v) for k, v in row.items()} for row in rows
+    ]
     assert [dict(c.query).get("cursor") for c in inventory.calls] == [None, "1", "2"]

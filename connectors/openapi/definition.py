@@ -59,15 +59,24 @@ class Pagination(msgspec.Struct, frozen=True, kw_only=True):
       while ``has_more_path`` (when set) is true and a page is not empty;
     - ``page``: send ``param`` = 1, 2, ... until a page is empty or shorter than the
       ``size_param`` asked for;
+    - ``offset``: send ``param`` = the number of items received so far (plus the first
+      offset asked for: Jira's ``startAt``) until a page is empty, the offset reaches the
+      value at ``total_path``, the value at ``last_path`` is true, or (neither declared) a
+      page is shorter than the ``size_param`` asked for;
     - ``link``: follow the ``rel="next"`` URL of the ``Link`` header (RFC 8288).
 
-    ``items_path``: where the page's array is in the response body (``[]``: the body)."""
+    ``param_in``: where ``param`` goes, ``query`` or ``body`` (a property of the JSON
+    request body: Notion's ``start_cursor``). ``items_path``: where the page's array is in
+    the response body (``[]``: the body)."""
 
-    kind: Literal["cursor", "page", "link"]
+    kind: Literal["cursor", "page", "offset", "link"]
     items_path: list[str] = []
     param: str = ""
+    param_in: Literal["query", "body"] = "query"
     next_path: list[str] = []
     has_more_path: list[str] = []
+    total_path: list[str] = []
+    last_path: list[str] = []
     size_param: str = ""
 
 

@@ -177,7 +177,7 @@ def _operation(
         credential_types=credentials,
         credential_optional=optional,
         output_schema=output_schema,
-        pagination=detect(op, fields, output_schema, headers),
+        pagination=detect(op, fields, output_schema, headers, body_media),
         server_url=server_url,
     )
 

@@ -16,7 +16,6 @@ from the document's ``servers``.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,12 +29,12 @@ from connectors import sdk
 
 from .auth import credential_type, sign
 from .definition import ConnectorDefinition, OperationSpec
+from .paging import fetch_all
 from .requests import Request, build_request
 
 FETCH_ALL = "fetch_all_pages"
 MAX_PAGES = "max_pages"
 PAGE_CAP = 1000
-LINK_NEXT = re.compile(r'<([^>]+)>\s*;[^,]*rel="?next"?', re.IGNORECASE)
 
 
 def config_schema(definition: ConnectorDefinition, op: OperationSpec) -> dict[str, Any]:
@@ -200,20 +199,6 @@ def _body(response: httpx.Response) -> Any:
     return {"text": response.text}
 
 
-def _at(data: Any, path: list[str]) -> Any:
-    for part in path:
-        data = data.get(part) if isinstance(data, dict) else None
-    return data
-
-
-def _put(data: Any, path: list[str], value: Any) -> Any:
-    if not path:
-        return value
-    if isinstance(data, dict):
-        return {**data, path[0]: _put(data.get(path[0]), path[1:], value)}
-    return data
-
-
 async def run_operation(
     definition: ConnectorDefinition, op: OperationSpec, config: dict[str, Any]
 ) -> Any:
@@ -236,50 +221,10 @@ async def run_operation(
     paging = op.pagination
     if paging is None or not config.get(FETCH_ALL):
         return data
+
+    async def send(following: Request) -> tuple[httpx.Response, Any]:
+        answer = await _send(following, definition)
+        return answer, _body(answer)
+
     cap = min(int(config.get(MAX_PAGES) or 10), PAGE_CAP)
-    items = list(_at(data, paging.items_path) or [])
-    page_items = items
-    pages, page = 1, int(config.get(paging.param) or 1) if paging.kind == "page" else 0
-    origin = httpx.URL(request.url)
-    while pages < cap and page_items:
-        if paging.kind == "link":
-            found = LINK_NEXT.search(response.headers.get("link", ""))
-            if found is None:
-                break
-            following = httpx.URL(found.group(1))
-            if (following.scheme, following.host, following.port) != (
-                origin.scheme,
-                origin.host,
-                origin.port,
-            ):
-                raise sdk.NonRetryableError(
-                    f"the next page link points to another server ({following.host}); "
-                    "the credential is not sent there",
-                    kind="pagination_foreign_link",
-                )
-            request.url, request.params = str(following), []
-        elif paging.kind == "cursor":
-            if paging.has_more_path and not _at(data, paging.has_more_path):
-                break
-            cursor = _at(data, paging.next_path) if paging.next_path else None
-            if not paging.next_path and isinstance(page_items[-1], dict):
-                cursor = page_items[-1].get("id")
-            if cursor in (None, ""):
-                break
-            request.params = [(k, v) for k, v in request.params if k != paging.param]
-            request.params.append((paging.param, str(cursor)))
-        else:
-            size = config.get(paging.size_param) if paging.size_param else None
-            if isinstance(size, int) and len(page_items) < size:
-                break
-            page += 1
-            request.params = [(k, v) for k, v in request.params if k != paging.param]
-            request.params.append((paging.param, str(page)))
-        response = await _send(request, definition)
-        data = _body(response)
-        page_items = list(_at(data, paging.items_path) or [])
-        items += page_items
-        pages += 1
-    if pages >= cap and page_items:
-        sdk.logger().warning("%s: stopped after %d pages (the cap); more may follow", op.key, cap)
-    return _put(data, paging.items_path, items)
+    return await fetch_all(op, paging, config, request, (response, data), send, cap)
