@@ -30,6 +30,13 @@ class FieldSpec(msgspec.Struct, frozen=True, kw_only=True):
     explode: bool = True
     as_json: bool = False
     """A parameter declared with ``content: application/json``: sent as JSON text."""
+    file: bool = False
+    """A binary part of a ``multipart/form-data`` body (``format: binary``, or a
+    ``contentMediaType``; a list of them when the property is an array): the value is a
+    file reference ``{filename, content_type, base64}`` or text (see :mod:`.parts`)."""
+    content_type: str = ""
+    """The part's media type from the body's ``encoding`` (``""``: the file's own, else
+    ``application/octet-stream``)."""
 
 
 class CredentialSpec(msgspec.Struct, frozen=True, kw_only=True):

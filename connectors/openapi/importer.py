@@ -25,6 +25,7 @@ from urllib.parse import urljoin
 from .definition import ConnectorDefinition, FieldSpec, Location, OperationSpec, Refusal
 from .loading import DocumentRefused
 from .pagination import detect
+from .parts import file_schema, is_binary
 from .schemas import SchemaConverter, flat_type, resolve
 from .security import credential_specs, operation_credentials, slug
 
@@ -271,17 +272,23 @@ def _body(
         return media, False, []  # a body that can hold nothing (Stripe's GET operations)
     if flat_type(schema) == "object" and props and not schema.get("oneOf"):
         needed = set(schema.get("required") or ())
-        body_fields = [
-            FieldSpec(
-                name=_field_name(prop, "body", taken),
-                location="body",
-                wire_name=prop,
-                schema=_described(sub, prop, sub.get("description")),
-                required=prop in needed,
-                style=_encoding_style(content[media], prop),
+        multipart = media.split(";")[0].strip() == "multipart/form-data"
+        body_fields = []
+        for prop, sub in props.items():
+            binary = multipart and (is_binary(sub) or _binary_encoding(content[media], prop))
+            schema = file_schema(sub) if binary else sub
+            body_fields.append(
+                FieldSpec(
+                    name=_field_name(prop, "body", taken),
+                    location="body",
+                    wire_name=prop,
+                    schema=_described(schema, prop, sub.get("description")),
+                    required=prop in needed,
+                    style=_encoding_style(content[media], prop),
+                    file=binary,
+                    content_type=_encoding_type(content[media], prop) if binary else "",
+                )
             )
-            for prop, sub in props.items()
-        ]
         return media, required, body_fields
     whole = FieldSpec(
         name=_field_name("body", "body", taken),
@@ -296,6 +303,19 @@ def _body(
 def _encoding_style(media: dict[str, Any], prop: str) -> str:
     encoding = (media.get("encoding") or {}).get(prop) or {}
     return str(encoding.get("style") or "")
+
+
+def _binary_encoding(media: dict[str, Any], prop: str) -> bool:
+    """The body's ``encoding`` gives ``prop`` a media type that is neither text nor JSON
+    (``image/png``, ``application/octet-stream``): its part is a file."""
+    kind = _encoding_type(media, prop)
+    return bool(kind) and not (kind.startswith("text/") or "json" in kind)
+
+
+def _encoding_type(media: dict[str, Any], prop: str) -> str:
+    encoding = (media.get("encoding") or {}).get(prop) or {}
+    text = str(encoding.get("contentType") or "").split(",")[0].strip()
+    return "" if "*" in text else text
 
 
 def _success(doc: dict[str, Any], op: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:

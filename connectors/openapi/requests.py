@@ -6,7 +6,8 @@ repeated keys when exploded, comma-joined otherwise; objects as their properties
 exploded), ``spaceDelimited`` / ``pipeDelimited``, ``deepObject`` (``p[k]=v``), header
 ``simple``, cookie ``form``. Bodies: JSON, ``application/x-www-form-urlencoded`` (objects
 and arrays of a property as ``p[k]=v`` / ``p[0]=v``, the bracket form Stripe reads),
-``multipart/form-data`` (each property a part; objects as JSON text) and ``text/plain``.
+``multipart/form-data`` (each property a part; objects as JSON text; binary properties
+as file parts, :mod:`.parts`) and ``text/plain``.
 """
 
 from __future__ import annotations
@@ -16,6 +17,11 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 from .definition import FieldSpec, OperationSpec
+from .parts import file_part
+
+Part = tuple[str, tuple[str | None, str | bytes, str]]
+"""A multipart part as httpx takes it: ``(name, (filename, content, media type))``; no
+filename for a plain field."""
 
 
 class Request:
@@ -29,7 +35,7 @@ class Request:
         self.headers: dict[str, str] = {}
         self.cookies: dict[str, str] = {}
         self.json: Any = None
-        self.files: list[tuple[str, tuple[None, str, str]]] | None = None
+        self.files: list[Part] | None = None
         self.content: str | None = None
 
 
@@ -89,6 +95,20 @@ def form_pairs(name: str, value: Any) -> list[tuple[str, str]]:
     return [(name, scalar(value))]
 
 
+def _multipart(operation: OperationSpec, payload: Any) -> list[Part]:
+    files = {f.wire_name: f for f in operation.fields if f.location == "body" and f.file}
+    parts = payload.items() if isinstance(payload, dict) else [("body", payload)]
+    out: list[Part] = []
+    for name, value in parts:
+        spec = files.get(name)
+        if spec is None:
+            out.append((name, (None, scalar(value), _part_type(value))))
+            continue
+        for one in value if isinstance(value, list) else [value]:
+            out.append((name, file_part(name, one, spec.content_type)))
+    return out
+
+
 def build_request(operation: OperationSpec, base_url: str, config: dict[str, Any]) -> Request:
     """The request for ``config`` (field name -> value; absent or ``None``: not sent)."""
     path = operation.path
@@ -128,8 +148,7 @@ def build_request(operation: OperationSpec, base_url: str, config: dict[str, Any
             request.content = scalar(payload)
         request.headers["Content-Type"] = media
     elif media == "multipart/form-data":
-        parts = payload.items() if isinstance(payload, dict) else [("body", payload)]
-        request.files = [(k, (None, scalar(v), _part_type(v))) for k, v in parts]
+        request.files = _multipart(operation, payload)
     elif media == "text/plain":
         request.content = scalar(payload)
         request.headers["Content-Type"] = "text/plain; charset=utf-8"
