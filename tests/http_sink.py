@@ -7,8 +7,10 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from tests.local_http import LocalHTTPServer
 
 
 @dataclass
@@ -37,7 +39,7 @@ class HttpSink:
     status: int = 200
     response: Any = field(default_factory=lambda: {"ok": True})
     requests: list[Recorded] = field(default_factory=list)
-    server: ThreadingHTTPServer | None = None
+    server: LocalHTTPServer | None = None
     handler: Callable[[Recorded, int], tuple[int, Any]] | None = None
     delay: float = 0.0
 
@@ -77,7 +79,7 @@ class HttpSink:
             def log_message(self, *args: Any) -> None:
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = LocalHTTPServer(("127.0.0.1", 0), Handler)
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
         return self
 

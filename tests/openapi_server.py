@@ -8,10 +8,12 @@ import json
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
+
+from tests.local_http import LocalHTTPServer
 
 DOCUMENTS = Path(__file__).parent / "fixtures" / "openapi"
 
@@ -56,7 +58,7 @@ class ScriptedApi:
 
     answer: Callable[[Call, str], Answer] = lambda call, url: (200, {}, {})
     calls: list[Call] = field(default_factory=list)
-    server: ThreadingHTTPServer | None = None
+    server: LocalHTTPServer | None = None
 
     @property
     def url(self) -> str:
@@ -93,7 +95,7 @@ class ScriptedApi:
             def log_message(self, *args: Any) -> None:
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = LocalHTTPServer(("127.0.0.1", 0), Handler)
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
         return self
 

@@ -31,8 +31,10 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any, Self
+
+from tests.local_http import LocalHTTPServer
 
 Reply = tuple[int, dict[str, str], bytes]
 
@@ -82,7 +84,7 @@ class LocalApi:
 
             do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = handle_one
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = LocalHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 

@@ -20,9 +20,11 @@ import json
 import socket
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import urlsplit
+
+from tests.local_http import LocalHTTPServer
 
 MEDIA = "application/vnd.elasticsearch+json;compatible-with=9"
 
@@ -38,7 +40,7 @@ class ElasticsearchLike:
         self.overloaded = False
         self.lock = threading.Lock()
         self.port = 0
-        self.server: ThreadingHTTPServer | None = None
+        self.server: LocalHTTPServer | None = None
         self.connections: set[socket.socket] = set()
         self.stored_at: dict[str, dict[str, float]] = {}
 
@@ -82,7 +84,7 @@ class ElasticsearchLike:
 
             do_GET = do_POST = do_PUT = do_DELETE = do_HEAD = handle_one
 
-        server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        server = LocalHTTPServer(("127.0.0.1", self.port), Handler)
         server.daemon_threads = True
         self.port = server.server_address[1]
         self.server = server

@@ -31,7 +31,7 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
@@ -45,6 +45,8 @@ from authlib.oauth2.rfc7636 import CodeChallenge
 from authlib.oidc.core.grants import OpenIDCode
 from joserfc import jwt
 from joserfc.jwk import KeySet, RSAKey
+
+from tests.local_http import LocalHTTPServer
 
 os.environ.setdefault("AUTHLIB_INSECURE_TRANSPORT", "1")
 
@@ -395,7 +397,7 @@ class OAuth2Provider:
                 else:
                     self._reply(404, {"error": "not_found"}, [])
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = LocalHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 

@@ -81,6 +81,16 @@ def processes(settings: Settings, log_dir: Path, **extra_env: str) -> Iterator[A
             log.close()
 
 
+def log_tails(log_dir: Path, count: int = 15) -> list[str]:
+    """The last ``count`` lines of each process log :func:`processes` wrote in
+    ``log_dir``, each log under a ``--- <name>.log`` heading (for failure messages)."""
+    lines: list[str] = []
+    for log in sorted(log_dir.glob("*.log")):
+        lines.append(f"--- the last lines of {log.name}:")
+        lines.extend(log.read_text(errors="replace").splitlines()[-count:])
+    return lines
+
+
 def http_flow(url: str) -> dict[str, Any]:
     """webhook -> HTTP POST ``url`` (the slow third-party API) -> Set."""
     return diagram(

@@ -17,7 +17,7 @@ import subprocess
 import threading
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +27,8 @@ from sqlalchemy import text
 from backend.runtime import Runtime
 from tests.diagrams import node
 from tests.integration import fault_plugin
-from tests.integration.railyard_processes import until
+from tests.integration.railyard_processes import log_tails, until
+from tests.local_http import LocalHTTPServer
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -71,7 +72,7 @@ class ItemsVendor:
         self._release = threading.Event()
         self._lock = threading.Lock()
         self._stop = threading.Event()
-        self._server: ThreadingHTTPServer | None = None
+        self._server: LocalHTTPServer | None = None
 
     @property
     def url(self) -> str:
@@ -126,7 +127,7 @@ class ItemsVendor:
             def log_message(self, *args: Any) -> None:
                 pass
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server = LocalHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
         threading.Thread(target=self._produce, daemon=True).start()
@@ -401,3 +402,42 @@ async def assert_calls_once_after_kill(
     assert len(succeeded) == count and len(set(succeeded)) == count, (
         "each run's call step completed exactly once"
     )
+
+
+async def unfinished_runs(runtime: Runtime, workflow_id: str, log_dir: Path, limit: int = 5) -> str:
+    """A description of the workflow's runs that have not succeeded, for a failure
+    message: run counts by status, up to ``limit`` runs with each step's state and each
+    attempt's status, worker and lease, then the last lines of each process log in
+    ``log_dir`` (``<name>.log``, as :func:`railyard_processes.processes` writes them)."""
+    async with runtime.engine.connect() as conn:
+        counts = await conn.execute(
+            text("select status, count(*) from runs where workflow_id = :w group by status"),
+            {"w": workflow_id},
+        )
+        lines = [f"runs by status: {dict(counts.all())}"]
+        runs = await conn.execute(
+            text(
+                "select id::text, status, created_at from runs where workflow_id = :w"
+                " and status <> 'succeeded' order by created_at limit :n"
+            ),
+            {"w": workflow_id, "n": limit},
+        )
+        for run_id, status, created in runs.all():
+            steps = await conn.execute(
+                text(
+                    "select step_id, status, attempts, not_before from step_runs"
+                    " where run_id = :r order by step_id"
+                ),
+                {"r": run_id},
+            )
+            attempts = await conn.execute(
+                text(
+                    "select step_id, number, status, worker, lease_expires_at, started_at,"
+                    " finished_at, error from attempts where run_id = :r order by started_at"
+                ),
+                {"r": run_id},
+            )
+            lines.append(f"run {run_id} {status} created {created}: steps {steps.all()}")
+            lines.extend(f"  attempt {dict(a._mapping)}" for a in attempts.all())
+    lines.extend(log_tails(log_dir))
+    return "\n".join(lines)

@@ -6,13 +6,14 @@ import json
 import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
 from tests.fakes.apis import HubSpotLike
 from tests.fakes.feeds import ItemsAndFeeds
+from tests.local_http import LocalHTTPServer
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -91,7 +92,7 @@ class _Handler(BaseHTTPRequestHandler):
 @pytest.fixture(scope="session")
 def local_server() -> Iterator[str]:
     """Base URL (``http://127.0.0.1:<port>``) of a threaded local HTTP server."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    server = LocalHTTPServer(("127.0.0.1", 0), _Handler)
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
