@@ -7,6 +7,9 @@ the webhook's. Then:
 
 - a request in none of the three modes, or with an invalid event, is refused with 400
   naming the problem, and no run starts (for a batch: none of its runs);
+- an event whose ``data`` breaks the trigger's body schema (version 4) is refused with 422
+  naming the field (``data.qty``) and no run of the request starts, or with
+  ``mark_invalid`` its run starts and fails at its trigger step (as a webhook body's);
 - each event starts one run with the event as its input and the idempotency key of its
   ``source`` and ``id`` (:func:`backend.api.webhook_parts.held_key`, the mechanism of the
   ``Idempotency-Key`` header, with the trigger's ``idempotency_hours``): a repeated
@@ -22,13 +25,22 @@ from __future__ import annotations
 import msgspec
 
 from backend.api.run_links import run_started
-from backend.api.webhook_parts import Answer, BodyReader, Rejection, held_key, verified_body
+from backend.api.webhook_parts import (
+    Answer,
+    BodyReader,
+    Rejection,
+    body_rejection,
+    held_key,
+    verified_body,
+)
 from backend.runtime import Runtime
 from backend.services import webhooks as hooks
+from backend.triggers.body_schema import BodyRefused, verdict
 from backend.triggers.cloudevents import (
     CloudEventError,
     ParsedEvent,
     batched,
+    is_structured,
     parse_cloudevents,
 )
 
@@ -39,12 +51,29 @@ async def read_events(
     runtime: Runtime, endpoint: hooks.Endpoint, headers: dict[str, str], read: BodyReader
 ) -> tuple[list[ParsedEvent], bool]:
     """The events of a verified request and whether it is a batch; raises
-    :class:`Rejection` 413, 401 or 400."""
+    :class:`Rejection` 413, 401 or 400, or 422 when an event's ``data`` breaks the
+    trigger's body schema in mode ``reject`` (for a batch: no run of it starts); in mode
+    ``mark_invalid`` that event's input carries the problems (``body_errors``)."""
     raw = await verified_body(runtime, endpoint, headers, read)
     try:
-        return parse_cloudevents(headers, raw, runtime.settings.max_json_depth), batched(headers)
+        events = parse_cloudevents(headers, raw, runtime.settings.max_json_depth)
     except CloudEventError as exc:
         raise Rejection(400, str(exc), field="body") from exc
+    batch = batched(headers)
+    structured = batch or is_structured(headers)
+    schema = endpoint.config.get("body_schema")
+    checked = []
+    for index, event in enumerate(events):
+        try:  # mark_invalid: this event's run fails at its trigger step
+            checked.append(
+                ParsedEvent(verdict(endpoint.invalid_body, schema, event.input, root="data"))
+            )
+        except BodyRefused as refused:
+            where = f"event {index} of the batch: " if batch else ""
+            # where the data sits in the request: the event's member, or the whole body
+            at = f"{index}.data" if batch else ("data" if structured else "")
+            raise body_rejection(refused, where=where, in_request=at) from None
+    return checked, batch
 
 
 async def start_runs(

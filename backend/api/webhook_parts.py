@@ -18,12 +18,14 @@ from backend import problems
 from backend.engine.nodes.trigger_webhook import DEFAULT_IDEMPOTENCY_HOURS
 from backend.runtime import Runtime
 from backend.services import webhooks as hooks
+from backend.triggers.body_schema import BodyRefused
 from backend.triggers.webhook_auth import AuthFailure, verify
 
 __all__ = [
     "Answer",
     "BodyReader",
     "Rejection",
+    "body_rejection",
     "error_answer",
     "held_key",
     "verified_body",
@@ -126,21 +128,33 @@ def _content_type(media_type: str) -> bytes:
     return text.encode("latin-1")
 
 
-def _in_body(field: str) -> str:
-    """``body.qty`` (a run input path) as a path in the request body (``qty``)."""
-    return field.removeprefix("body.") if field != "body" else ""
+def body_rejection(refused: BodyRefused, *, where: str = "", in_request: str = "") -> Rejection:
+    """The 422 of a body breaking the trigger's body schema (mode ``reject``): the first
+    problem's field in ``field``, every problem in ``errors``. ``where`` prefixes the
+    reason (a batch's ``event 1 of the batch: ``); ``in_request`` is where the checked body
+    sits in the request body, as a dotted path (a batch's ``1``; ``""``: the whole body),
+    for the errors' JSON Pointers."""
+    errors = [
+        {**p, "pointer": problems.pointer(".".join(filter(None, (in_request, _at(p["field"])))))}
+        for p in refused.problems
+    ]
+    return Rejection(422, f"{where}{refused}", field=refused.problems[0]["field"], errors=errors)
+
+
+def _at(field: str) -> str:
+    """A run input path as a path in what was checked (``body.qty``, ``data.qty`` ->
+    ``qty``; the root itself -> ``""``)."""
+    return field.partition(".")[2]
 
 
 def error_answer(rej: Rejection, instance: str) -> Answer:
     """The answer to a rejection of the request to ``instance`` (its path): problem
     details (:mod:`backend.problems`) naming the field when known, and each of
-    ``rej.errors`` (``{"field", "message"}``) as a finding pointing into the body."""
+    ``rej.errors`` (``{"field", "message", "pointer"}``) as a finding pointing into the
+    body."""
     errors = None
-    if rej.errors:  # each {"field": "body.x", "message"}: pointers into the request body
-        errors = [
-            problems.ProblemError(e["message"], pointer=problems.pointer(_in_body(e["field"])))
-            for e in rej.errors
-        ]
+    if rej.errors:  # each {"field": "body.x", "message", "pointer"} (body_rejection)
+        errors = [problems.ProblemError(e["message"], pointer=e.get("pointer")) for e in rej.errors]
     body = problems.body(rej.status, rej.reason, instance, field=rej.field, errors=errors)
     return Answer(rej.status, body, media_type=problems.MEDIA_TYPE, headers=rej.headers or {})
 

@@ -11,7 +11,8 @@ Order of checks (each failure is answered before any run exists; rejections othe
 4. authentication (header token, basic, HMAC presets) -> 401;
 5. body parsing -> 400 naming what is malformed and where; a body breaking the trigger's
    body schema (version 4) -> 422 naming each field, or with ``mark_invalid`` a run that
-   fails at once with kind ``invalid_body`` (backend/triggers/body_schema.py);
+   fails at once with kind ``invalid_body`` (backend/triggers/body_schema.py; the same
+   for each event of a CloudEvents delivery and for a test call);
 6. the run is stored (files first, by reference), then the answer: 202 with the run id and
    links, the Respond step's answer (``respond_node``), or the run's output
    (``last_step``), waiting at most ``wait_timeout`` seconds before falling back to 202
@@ -52,19 +53,19 @@ from backend.api.webhook_parts import (
     Answer,
     BodyReader,
     Rejection,
+    body_rejection,
     error_answer,
     held_key,
     verified_body,
 )
 from backend.auth.policy import Permission
-from backend.engine.nodes.trigger_webhook import BODY_ERRORS
 from backend.engine.states import RunStatus
 from backend.runtime import Runtime
 from backend.services import run_watch
 from backend.services import webhook_listening as listening
 from backend.services import webhooks as hooks
 from backend.triggers import rate_limit
-from backend.triggers.body_schema import body_problems
+from backend.triggers.body_schema import BodyRefused, verdict
 from backend.triggers.response_headers import answer_headers, safe_media_type
 from backend.triggers.webhook_input import BodyError, build_run_input, parse_request_body
 
@@ -150,14 +151,10 @@ async def _prepare(
         config=endpoint.config,
         redact=runtime.settings.redact_headers,
     )
-    if endpoint.invalid_body is not None:
-        problems = body_problems(endpoint.config.get("body_schema"), parsed.body)
-        if problems and endpoint.invalid_body == "mark_invalid":
-            run_input[BODY_ERRORS] = problems  # the run fails at its trigger step
-        elif problems:
-            first = problems[0]
-            reason = f"the body breaks the workflow's body schema: {first['message']}"
-            raise Rejection(422, reason, field=first["field"], errors=problems)
+    try:  # mark_invalid: the run input carries the problems, its run fails at the trigger
+        run_input = verdict(endpoint.invalid_body, endpoint.config.get("body_schema"), run_input)
+    except BodyRefused as refused:
+        raise body_rejection(refused) from None
     return run_input, parsed
 
 

@@ -28,12 +28,14 @@ from backend.db.versions import DRAFT, DRAFT_NUMBER
 from backend.services import pins, runs
 from backend.services.execution import Execution
 from backend.services.pinned_graph import UnknownStep, ancestors, plan_test
+from backend.services.webhook_versions import invalid_body_mode, takes_cloudevents
 from backend.services.workflows import (
     InvalidInput,
     PublishRejected,
     compile_for,
     get_workflow,
 )
+from backend.triggers.body_schema import BodyRefused, verdict
 from designer_schema.catalog import Catalog
 from designer_schema.diagram import Diagram
 from designer_schema.graph import WorkflowGraph
@@ -133,6 +135,26 @@ async def snapshot_version(
     return version
 
 
+def checked_body(graph: WorkflowGraph, run_input: Any) -> Any:
+    """``run_input`` after the body schema of ``graph``'s webhook trigger (version 4;
+    docs/webhooks.md, "Body schema"), as the webhook would check a delivery: unchanged
+    when it conforms, carrying the problems (``body_errors``: the test run fails at its
+    trigger as ``invalid_body``) in mode ``mark_invalid``; raises
+    :class:`~backend.services.workflows.InvalidInput` naming the first field
+    (``input.body.qty``) in mode ``reject``."""
+    trigger = next((s for s in graph.steps if s.id == graph.trigger), None)
+    if trigger is None or not isinstance(run_input, dict):
+        return run_input
+    step = {"type": trigger.type, "type_version": trigger.type_version}
+    mode = invalid_body_mode(step, trigger.config)
+    root = "data" if takes_cloudevents(step, trigger.config) else "body"
+    try:
+        return verdict(mode, trigger.config.get("body_schema"), run_input, root=root)
+    except BodyRefused as refused:
+        where = f"input.{refused.problems[0]['field']}"
+        raise InvalidInput(f"{refused} (the webhook refuses it with 422)", where) from None
+
+
 async def start_test_run(
     session: AsyncSession,
     execution: Execution,
@@ -177,6 +199,7 @@ async def start_test_run(
         run_input, source = last_input, INPUT_LAST_RUN
     else:
         run_input, source = {}, INPUT_EMPTY
+    run_input = checked_body(plan.graph, run_input)
     version = await snapshot_version(session, wf.id, wf.draft, plan.graph, user_id)
     started = await runs.start(execution, version, run_input, trigger=TEST_TRIGGER, user_id=user_id)
     return TestRunStarted(

@@ -4,13 +4,16 @@ A published version keeps the behaviour it was published with (docs/webhooks.md,
 "Versions"): CloudEvents from version 2, the detailed failure answer as a choice from
 version 3, the body schema checked at the door from version 4. Each predicate takes the
 published trigger step (``{"type", "type_version", ...}``; graphs from before node-type
-versions have no ``type_version`` and count as version 1) and its config. Pure.
+versions have no ``type_version`` and count as version 1) and its config. Pure. A draft
+(the designer's test URL) is what its next publish would be: the node's newest version
+(:func:`draft_step`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from backend.engine.nodes import BUILTIN_NODES
 from backend.engine.nodes.trigger_webhook import (
     CLOUDEVENTS,
     FAILURE_ANSWER,
@@ -21,11 +24,20 @@ from backend.engine.nodes.trigger_webhook import (
 __all__ = [
     "WEBHOOK_TRIGGER",
     "answers_failure_detail",
+    "draft_step",
     "invalid_body_mode",
     "takes_cloudevents",
 ]
 
 WEBHOOK_TRIGGER = "trigger.webhook"
+NEWEST_VERSION = max(n.spec.version for n in BUILTIN_NODES if n.spec.type == WEBHOOK_TRIGGER)
+"""The version a draft's webhook trigger compiles to, and so publishes as."""
+
+
+def draft_step(node_type: str) -> dict[str, Any]:
+    """A draft's trigger node of type ``node_type`` as the published step it would become
+    (for the predicates below): the newest version of ``trigger.webhook``."""
+    return {"type": node_type, "type_version": NEWEST_VERSION}
 
 
 def takes_cloudevents(step: dict[str, Any], config: dict[str, Any]) -> bool:

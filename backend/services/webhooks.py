@@ -43,6 +43,7 @@ from backend.services import audit
 from backend.services.webhook_versions import (
     WEBHOOK_TRIGGER,
     answers_failure_detail,
+    draft_step,
     invalid_body_mode,
     takes_cloudevents,
 )
@@ -182,6 +183,7 @@ async def load_endpoint(
             secret,
             bool(nodes),
             cloudevents=cloudevents and config.get(CLOUDEVENTS) is True,
+            invalid_body=invalid_body_mode(draft_step(nodes[0].type), config) if nodes else None,
         )
     # only the version's identity and its trigger step: a large workflow's diagram and
     # graph documents are never read (or decoded) to answer a webhook

@@ -90,6 +90,11 @@ def batched(headers: Mapping[str, str]) -> bool:
     return _media(headers.get("content-type", "")) == BATCH
 
 
+def is_structured(headers: Mapping[str, str]) -> bool:
+    """Whether the request is in structured mode (``headers`` lower-cased)."""
+    return _media(headers.get("content-type", "")) == STRUCTURED
+
+
 def _media(content_type: str) -> str:
     return content_type.split(";", 1)[0].strip().lower()
 
