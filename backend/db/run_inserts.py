@@ -4,6 +4,9 @@ claimed attempt when it starts at once, in ONE statement for any number of runs.
 
 - :func:`insert_run` writes one run: in the caller's transaction (a session) or as its own
   transaction on the fast path (backend/db/fast_path.py).
+- :func:`insert_queued_runs` writes many queued runs (a For-each's children) in the
+  caller's transaction: one statement per :data:`QUEUED_CHUNK` runs, their shared parts
+  encoded and hashed once per statement, not once per run.
 - :class:`RunInserts` is how the run store's one-statement starts reach PostgreSQL: the
   runs that concurrent starts insert at the same moment are written together, one
   statement and one commit per group (backend/db/group_commit.py: at low load each run is
@@ -235,6 +238,33 @@ async def insert_run(
     (done,) = await insert_runs(db, [run])
     inserted(new, state, start, done)
     return done
+
+
+QUEUED_CHUNK = 500
+"""Queued runs per statement of :func:`insert_queued_runs`: 500 children of a small body
+are about 200 kB of ``:runs`` JSON, a bound on one statement's memory whatever the list's
+size."""
+
+
+async def insert_queued_runs(db: AsyncSession, news: Sequence[NewRun]) -> list[bool]:
+    """Insert the queued runs ``news`` (no state: a For-each's or Sub-workflow's children)
+    in the session's transaction, :data:`QUEUED_CHUNK` per statement; per run, in order,
+    whether it was written (False: a run with its id exists). The ``by_reference`` parts
+    of a chunk's runs are externalized by one :class:`~backend.db.payloads.Externalizer`,
+    so a parent input shared by every child is encoded and hashed once per chunk.
+    Raises ``IntegrityError`` when an idempotency key is taken (nothing of that chunk is
+    then written)."""
+    written: list[bool] = []
+    for first in range(0, len(news), QUEUED_CHUNK):
+        chunk = news[first : first + QUEUED_CHUNK]
+        shared = {id(part): part for new in chunk for part in new.by_reference}
+        ext = payloads.Externalizer(shared=tuple(shared.values()))
+        encoded = [encode_run(new, None, ext) for new in chunk]
+        await store_payloads(db, ext.payloads)
+        for new, done in zip(chunk, await insert_runs(db, encoded), strict=True):
+            inserted(new, None, None, done)
+            written.append(done.written)
+    return written
 
 
 class RunInserts:

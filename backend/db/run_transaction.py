@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import uuid
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from datetime import datetime
 from typing import Any, TypeVar, cast
 
@@ -16,7 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.db import graphs
 from backend.db.models import Attempt, Event, Run, StepRun, Workflow, WorkflowVersion
-from backend.db.run_inserts import insert_run
+from backend.db.run_inserts import insert_queued_runs, insert_run
 from backend.db.run_state import (
     _ADMISSION_LOCK,
     _STEP_RUNS,
@@ -110,6 +110,14 @@ class PgRunTransaction:
         await self._flush()
         with duplicate_key(new):
             return (await insert_run(self.session, new, state)).written
+
+    async def insert_queued_runs(self, news: Sequence[NewRun]) -> list[bool]:
+        await self._flush()
+        if not news:
+            return []
+        keyed = next((new for new in news if new.idempotency_key is not None), news[0])
+        with duplicate_key(keyed):
+            return await insert_queued_runs(self.session, news)
 
     async def save(
         self,

@@ -8,7 +8,7 @@ Adapters live outside the core: ``backend.transport.dispatch`` (arq) implements
 from __future__ import annotations
 
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -301,6 +301,12 @@ class RunTransaction(Protocol):
         """Insert a run (``queued``, or started with ``state``'s step records and
         events); False when a run with ``new.id`` exists. Raises :class:`DuplicateRun`
         when the idempotency key is taken."""
+        ...
+
+    async def insert_queued_runs(self, news: Sequence[NewRun]) -> list[bool]:
+        """Insert the queued runs ``news`` together (children: batched statements, not one
+        per run); per run, in order, False when a run with its id exists. Raises
+        :class:`DuplicateRun` when an idempotency key is taken."""
         ...
 
     async def save(

@@ -27,7 +27,7 @@ import asyncio
 import contextlib
 import copy
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, TypeVar
@@ -488,6 +488,9 @@ class MemoryRunTransaction:
 
     async def insert_run(self, new: NewRun, state: RunState | None = None) -> bool:
         return self.store._insert(new, state, None) is not None
+
+    async def insert_queued_runs(self, news: Sequence[NewRun]) -> list[bool]:
+        return [self.store._insert(new, None, None) is not None for new in news]
 
     async def save(
         self,

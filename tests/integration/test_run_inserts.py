@@ -1,6 +1,8 @@
 """Run inserts grouped (backend/db/run_inserts.py): concurrent one-statement starts share
 statements and commits, yet every run is stored whole (step records, events in emit
-order), a taken idempotency key fails only its own start, and SQL NULLs stay NULLs."""
+order), a taken idempotency key fails only its own start, and SQL NULLs stay NULLs;
+queued runs (children) are inserted in chunks of statements with their shared part
+stored once."""
 
 from __future__ import annotations
 
@@ -10,9 +12,10 @@ from typing import Any
 
 import httpx
 import pytest
-from sqlalchemy import text
+from sqlalchemy import event, text
 
-from backend.db.run_inserts import insert_run
+from backend.db import payloads, run_inserts
+from backend.db.run_inserts import insert_queued_runs, insert_run
 from backend.db.run_state import active_version_of
 from backend.db.run_store import PgRunStore
 from backend.engine.ports import NewRun
@@ -148,3 +151,69 @@ async def test_a_queued_insert_keeps_sql_nulls(client: httpx.AsyncClient, runtim
             )
         ).one()
     assert tuple(row) == ("queued", True, True, True, True, True, True)
+
+
+async def test_queued_runs_are_inserted_in_chunks_with_their_shared_part_once(
+    client: httpx.AsyncClient, runtime: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Children of one step: a statement per chunk (not per run), every run whole and in
+    order, the shared parent input one payload referenced by every child; inserting the
+    same ids again writes nothing."""
+    monkeypatch.setattr(run_inserts, "QUEUED_CHUNK", 40)
+    version = await _version(client, runtime)
+    shared = [{"n": i, "pad": "x" * 20} for i in range(200)]  # ~6 kB: stored by reference
+    parent = uuid.uuid4()
+    parent_run = NewRun(
+        id=parent,
+        workflow_id=version.workflow_id,
+        version_id=version.id,
+        version_number=version.number,
+        trigger="manual",
+        input=None,
+    )
+    news = [
+        NewRun(
+            id=uuid.uuid4(),
+            workflow_id=version.workflow_id,
+            version_id=version.id,
+            version_number=version.number,
+            trigger="subworkflow",
+            input={"item": shared[i], "index": i, "input": shared},
+            parent_run_id=parent,
+            parent_step_id="loop",
+            parent_index=i,
+            by_reference=(shared,),
+        )
+        for i in range(100)
+    ]
+    statements: list[str] = []
+
+    def count(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+        if "INSERT INTO runs" in statement:
+            statements.append(statement)
+
+    sync_engine = runtime.engine.sync_engine
+    event.listen(sync_engine, "before_cursor_execute", count)
+    try:
+        async with runtime.sessionmaker() as session, session.begin():
+            await insert_run(session, parent_run)
+            written = await insert_queued_runs(session, news)
+            again = await insert_queued_runs(session, news)
+    finally:
+        event.remove(sync_engine, "before_cursor_execute", count)
+    assert written == [True] * 100 and again == [False] * 100
+    assert len(statements) == 7  # the parent, then 100 runs in chunks of 40, twice
+    async with runtime.sessionmaker() as session:
+        rows = (
+            await session.execute(
+                text(
+                    "SELECT parent_index, status, input->'input' FROM runs "
+                    "WHERE parent_run_id = :p ORDER BY parent_index"
+                ),
+                {"p": parent},
+            )
+        ).all()
+    assert [r[0] for r in rows] == list(range(100))
+    assert {r[1] for r in rows} == {"queued"}
+    references = {str(r[2]) for r in rows}
+    assert len(references) == 1 and payloads.MARKER in next(iter(references))

@@ -269,6 +269,17 @@ async def test_a_transaction_that_raises_leaves_nothing(arranged: Arranged) -> N
         assert await tx.peek(new.id) == ("queued", new.workflow_id)
 
 
+async def test_queued_runs_inserted_together_say_which_were_written(arranged: Arranged) -> None:
+    first = [new_run(arranged.version) for _ in range(3)]
+    async with arranged.store.transaction() as tx:
+        assert await tx.insert_queued_runs([]) == []
+        assert await tx.insert_queued_runs(first) == [True, True, True]
+        second = [first[1], new_run(arranged.version)]
+        assert await tx.insert_queued_runs(second) == [False, True]  # an existing id: nothing
+        for new in [*first, second[1]]:
+            assert await tx.peek(new.id) == ("queued", new.workflow_id)
+
+
 async def test_queued_runs_wait_in_creation_order_and_hold_no_slot(arranged: Arranged) -> None:
     wf = arranged.version.workflow_id
     older = new_run(arranged.version, at=T0)

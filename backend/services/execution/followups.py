@@ -75,8 +75,11 @@ class Followups:
         ``subworkflow_not_found``; one the publisher of the parent's version may not run
         (backend/services/references.py) a ``failed`` child with kind
         ``subworkflow_not_granted``. The calling step's input, which each child's input
-        holds (For-each: under ``input``), is stored once and referenced by every child."""
+        holds (For-each: under ``input``), is stored once and referenced by every child. The
+        children are inserted together (``RunTransaction.insert_queued_runs``: batched
+        statements), not one statement each."""
         requests, state.child_requests = state.child_requests, []
+        children: list[NewRun] = []  # inserted together after the loop
         refusals: dict[str, str | None] = {}  # called workflow -> why the publisher may not
         versions: dict[tuple[str, int | None], Any] = {}  # (workflow, number) -> version
         for request in requests:
@@ -114,7 +117,7 @@ class Followups:
                 workflow_id, version_id, number = version
                 step = state.steps.get(request.step_id)
                 shared = () if step is None else (step.input,)  # in every child's input
-                await tx.insert_run(
+                children.append(
                     NewRun(
                         id=uuid.UUID(request.run_id),
                         workflow_id=workflow_id,
@@ -132,6 +135,7 @@ class Followups:
                 followup.advance.append(request.run_id)
             if request.wait:
                 state.children.setdefault(request.step_id, []).append(entry)
+        await tx.insert_queued_runs(children)
 
     async def on_run_ended(
         self, tx: RunTransaction, run: RunRow, state: RunState, followup: Followup
