@@ -15,14 +15,17 @@ Railyard itself is in :mod:`bench.peers.railyard_peer`.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
 import subprocess
 import time
+from datetime import datetime
 from pathlib import Path
 from typing import Protocol
 
+import asyncpg
 import httpx
 
 from backend.embedded import EmbeddedPostgres, free_port
@@ -50,6 +53,15 @@ class Peer(Protocol):
 
     def pids(self) -> list[int]:
         """The engine's processes (PostgreSQL's are counted apart)."""
+
+    def ff_urls(self) -> list[str]:
+        """Where a fire-and-forget start goes: the same 3-step run, answered (200 or 202)
+        once the engine has accepted it, without waiting for it to run."""
+
+    def finished(self) -> tuple[int, float]:
+        """``(runs finished successfully so far, epoch seconds of the latest finish)``
+        as the engine records them (0.0 when none); the fire-and-forget shape counts the
+        difference over a phase."""
 
 
 class Processes:
@@ -107,6 +119,14 @@ rocksdb-disable-wal-fsync = false
 [log-server]
 rocksdb-disable-wal-fsync = false
 """
+
+
+RESTATE_FINISHED = (
+    "SELECT count(*) AS n, max(completed_at) AS last FROM sys_invocation"
+    " WHERE target_service_name = 'Peers' AND status = 'completed'"
+    " AND completion_result = 'success'"
+)
+"""Successfully completed invocations of the scenario's service and the latest end."""
 
 
 class Restate:
@@ -167,6 +187,24 @@ class Restate:
     def pids(self) -> list[int]:
         return self.procs.pids()
 
+    def ff_urls(self) -> list[str]:
+        """The ingress's ``/send``: 202 with the invocation id once it is in the log."""
+        return [f"http://127.0.0.1:{self.ingress}/Peers/run/send"]
+
+    def finished(self) -> tuple[int, float]:
+        """From the server's introspection SQL (``sys_invocation``; Restate 1.7 keeps a
+        completed invocation with its ``completed_at`` for a day by default)."""
+        answer = httpx.post(
+            f"http://127.0.0.1:{self.admin}/query",
+            json={"query": RESTATE_FINISHED},
+            headers={"accept": "application/json"},
+            timeout=30,
+        )
+        answer.raise_for_status()
+        row = answer.json()["rows"][0]
+        last = row.get("last")
+        return int(row["n"]), datetime.fromisoformat(last).timestamp() if last else 0.0
+
 
 class Dbos:
     """DBOS Transact: ``processes`` uvicorn processes, one workflow ``three_steps`` each,
@@ -207,6 +245,27 @@ class Dbos:
     def pids(self) -> list[int]:
         return self.procs.pids()
 
+    def ff_urls(self) -> list[str]:
+        """``/start``: 202 once DBOS stored the workflow's start (bench/peers/apps/dbos_app.py)."""
+        return [f"http://127.0.0.1:{port}/start" for port in self.ports]
+
+    def finished(self) -> tuple[int, float]:
+        """From DBOS's ``dbos.workflow_status`` (``updated_at`` in epoch milliseconds)."""
+
+        async def read() -> tuple[int, float]:
+            conn = await asyncpg.connect(self.pg.dsn_for("dbos"))
+            try:
+                row = await conn.fetchrow(
+                    "select count(*), coalesce(max(updated_at), 0)"
+                    " from dbos.workflow_status where status = 'SUCCESS'"
+                )
+            finally:
+                await conn.close()
+            assert row is not None
+            return int(row[0]), int(row[1]) / 1000
+
+        return asyncio.run(read())
+
 
 def node_red_flow() -> list[dict[str, object]]:
     """Webhook -> Set -> If in Node-RED: http in -> change (JSONata) -> switch -> http
@@ -241,6 +300,79 @@ def node_red_flow() -> list[dict[str, object]]:
             "wires": [["answer"], ["answer"]],
         },
         {"id": "answer", "type": "http response", "z": "tab", "statusCode": "", "wires": []},
+        *node_red_fire_and_forget(),
+    ]
+
+
+def node_red_fire_and_forget() -> list[dict[str, object]]:
+    """The 3-step run started without waiting, in Node-RED: ``POST /ff`` answers 202 at
+    once while the message goes on through three ``change`` nodes (the same text as the
+    other engines' steps) to a ``function`` node counting the ends in the flow context;
+    ``GET /ff/done`` answers ``{"done": <count>, "last": <epoch ms of the latest end>}``."""
+    count = (
+        "const done = (flow.get('done') || 0) + 1;\n"
+        "flow.set('done', done);\nflow.set('last', Date.now());\nreturn null;"
+    )
+    report = (
+        "msg.payload = {done: flow.get('done') || 0, last: flow.get('last') || 0};\nreturn msg;"
+    )
+
+    def step(nid: str, to: str, then: str) -> dict[str, object]:
+        rule = {"t": "set", "p": "payload", "pt": "msg", "to": to, "tot": "jsonata"}
+        return {"id": nid, "type": "change", "z": "tab", "rules": [rule], "wires": [[then]]}
+
+    accepted = {"t": "set", "p": "statusCode", "pt": "msg", "to": "202", "tot": "num"}
+    return [
+        {
+            "id": "ff_hook",
+            "type": "http in",
+            "z": "tab",
+            "url": "/ff",
+            "method": "post",
+            "wires": [["ff_accept", "ff_s1"]],
+        },
+        {
+            "id": "ff_accept",
+            "type": "change",
+            "z": "tab",
+            "rules": [accepted],
+            "wires": [["ff_answer"]],
+        },
+        {"id": "ff_answer", "type": "http response", "z": "tab", "statusCode": "", "wires": []},
+        step("ff_s1", '"run" & $string(payload.id) & " step1"', "ff_s2"),
+        step("ff_s2", 'payload & " step2"', "ff_s3"),
+        step("ff_s3", 'payload & " step3"', "ff_count"),
+        {
+            "id": "ff_count",
+            "type": "function",
+            "z": "tab",
+            "func": count,
+            "outputs": 0,
+            "wires": [],
+        },
+        {
+            "id": "ff_done",
+            "type": "http in",
+            "z": "tab",
+            "url": "/ff/done",
+            "method": "get",
+            "wires": [["ff_report"]],
+        },
+        {
+            "id": "ff_report",
+            "type": "function",
+            "z": "tab",
+            "func": report,
+            "outputs": 1,
+            "wires": [["ff_done_answer"]],
+        },
+        {
+            "id": "ff_done_answer",
+            "type": "http response",
+            "z": "tab",
+            "statusCode": "",
+            "wires": [],
+        },
     ]
 
 
@@ -288,3 +420,13 @@ class NodeRed:
     def pids(self) -> list[int]:
         # node-red's bin is a node script: the server is that node process itself
         return self.procs.pids()
+
+    def ff_urls(self) -> list[str]:
+        return [f"http://127.0.0.1:{self.port}/ff"]
+
+    def finished(self) -> tuple[int, float]:
+        """The flow's own count (its context, in memory: nothing is stored)."""
+        answer = httpx.get(f"http://127.0.0.1:{self.port}/ff/done", timeout=30)
+        answer.raise_for_status()
+        done = answer.json()
+        return int(done["done"]), float(done["last"]) / 1000

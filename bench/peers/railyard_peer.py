@@ -7,6 +7,9 @@ Two published workflows answer at their webhooks:
 - the 3-step scenario (:func:`three_steps`): Webhook (``respond: last_step``) -> three Text
   template action steps; the answer is 200 with the last step's output, so an answer means
   the run succeeded with every step committed before the next started;
+- the same three steps behind a Webhook answering 202 once the run is stored
+  (``three_steps(respond=False)``), the fire-and-forget shape; :meth:`Railyard.finished`
+  counts its finished runs;
 - Webhook -> Set -> If (bench/webhooks.py's ``pipeline``, answered 202 when the run is
   stored) for the comparison with Node-RED; :func:`completed` counts its finished runs.
 
@@ -28,8 +31,9 @@ from bench.peers.engines import Processes
 from bench.webhooks import pipeline, setup
 
 
-def three_steps() -> dict[str, Any]:
-    """Webhook (answers with the last step's output) -> three Text template action steps."""
+def three_steps(*, respond: bool = True) -> dict[str, Any]:
+    """Webhook -> three Text template action steps; the Webhook answers with the last
+    step's output (``respond``) or 202 once the run is stored."""
 
     def node(nid: str, ntype: str, x: int, **config: Any) -> dict[str, Any]:
         return {"id": nid, "type": ntype, "label": nid, "position": {"x": x, "y": 0}, **config}
@@ -43,7 +47,8 @@ def three_steps() -> dict[str, Any]:
         {"id": f"{a}-{b}", "source": a, "source_port": "out", "target": b, "target_port": "in"}
         for a, b in (("hook", "s1"), ("s1", "s2"), ("s2", "s3"))
     ]
-    hook = node("hook", "trigger.webhook", 0, config={"respond": "last_step", "wait_timeout": 60})
+    waits = {"respond": "last_step", "wait_timeout": 60}
+    hook = node("hook", "trigger.webhook", 0, config=waits if respond else {})
     return {
         "nodes": [hook, *steps],
         "edges": edges,
@@ -78,6 +83,7 @@ class Railyard:
         """Publish both workflows (the stack migrated the database)."""
         self.tokens = {
             "three_steps": asyncio.run(setup(self.env, three_steps())),
+            "fire_and_forget": asyncio.run(setup(self.env, three_steps(respond=False))),
             "set_if": asyncio.run(setup(self.env, pipeline())),
         }
 
@@ -114,9 +120,20 @@ class Railyard:
         redis = self.stack.redis.pid if self.stack.redis is not None else None
         return self.procs.pids() + ([redis] if redis is not None else [])
 
-    async def completed(self) -> tuple[int, int, float]:
-        """Runs of the Set -> If workflow: ``(stored, succeeded, latest finished_at)``, the
-        last as epoch seconds (0 when none finished)."""
+    def ff_urls(self) -> list[str]:
+        """The fire-and-forget workflow's webhook on every API process."""
+        token = self.tokens["fire_and_forget"]
+        return [f"http://127.0.0.1:{port}/hooks/{token}" for port in self.ports]
+
+    def finished(self) -> tuple[int, float]:
+        """Succeeded runs of the fire-and-forget workflow and the latest ``finished_at``."""
+        _, ok, last = asyncio.run(self.completed("fire_and_forget"))
+        return ok, last
+
+    async def completed(self, scenario: str = "set_if") -> tuple[int, int, float]:
+        """Runs of a workflow (``scenario``: ``set_if`` or ``fire_and_forget``):
+        ``(stored, succeeded, latest finished_at)``, the last as epoch seconds (0 when none
+        finished)."""
         conn = await asyncpg.connect(self.pg.dsn)
         try:
             row = await conn.fetchrow(
@@ -124,7 +141,7 @@ class Railyard:
                 " coalesce(extract(epoch from max(r.finished_at)), 0)::float8"
                 " from runs r join workflows w on w.id = r.workflow_id"
                 " where w.webhook_token = $1",
-                self.tokens["set_if"],
+                self.tokens[scenario],
             )
         finally:
             await conn.close()

@@ -13,7 +13,14 @@ PostgreSQL with PostgreSQL's durable defaults (fsync on) in a temporary director
   backends added for Railyard and DBOS) and PostgreSQL write transactions per run;
 - Webhook -> Set -> If (Node-RED, Railyard): ``--setif-seconds`` of load on
   ``--setif-connections`` connections: completed runs/s and p99 latency;
+- the fire-and-forget shape (every engine, Node-RED as the non-durable reference):
+  ``--ff-runs`` runs of the 3-step scenario started at once without waiting, their ends
+  counted where each engine records them (bench/peers/fire_and_forget.py): accepted
+  starts/s and completed runs/s;
 - ``pgbench -N`` with 8 clients on the same PostgreSQL, the commit ceiling.
+
+``--shapes`` picks the shapes of the 3-step scenario: ``waiting`` (the caller waits for
+each run's answer), ``ff`` (fire and forget), both by default.
 
 Prints ``figure: <engine>.<name> = <min>/<median>/<max> <unit>`` over the rounds, the load
 average before and after, and the versions. Bounded: every phase stops after its requests or
@@ -34,11 +41,13 @@ from bench.cluster import Stack
 from bench.common import load_average, pgbench_tps
 from bench.peers import install
 from bench.peers.engines import Dbos, NodeRed, Peer, Restate
+from bench.peers.fire_and_forget import fire_and_forget
 from bench.peers.railyard_peer import Railyard
 from bench.peers.scenario import Plan, set_if_node_red, set_if_railyard, three_steps
-from bench.peers.stats import Rounds, ceiling_share, markdown_table
+from bench.peers.stats import Rounds, ceiling_share, ff_table, goal_table, markdown_table
 
 ENGINES = ("railyard", "dbos", "restate")
+SHAPES = ("waiting", "ff")
 
 
 def rotated(items: list[Any], round_no: int) -> list[Any]:
@@ -61,6 +70,12 @@ def arguments(argv: list[str] | None = None) -> argparse.Namespace:
         help="comma-separated run counts started as fast as possible",
     )
     parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--shapes", default=",".join(SHAPES), help="waiting, ff or both")
+    parser.add_argument(
+        "--ff-runs",
+        default="1000",
+        help="comma-separated run counts of the fire-and-forget shape",
+    )
     parser.add_argument("--engines", default=",".join(ENGINES))
     parser.add_argument("--api-procs", type=int, default=1)
     parser.add_argument("--workers", type=int, default=2)
@@ -83,6 +98,9 @@ def arguments(argv: list[str] | None = None) -> argparse.Namespace:
     unknown = set(args.engines.split(",")) - set(ENGINES)
     if unknown:
         parser.error(f"unknown engines: {', '.join(sorted(unknown))} (known: {ENGINES})")
+    shapes = set(args.shapes.split(","))
+    if not shapes or shapes - set(SHAPES):
+        parser.error(f"unknown shapes: {args.shapes} (known: {SHAPES})")
     return args
 
 
@@ -99,13 +117,17 @@ def play(args: argparse.Namespace, plan: Plan, stack: Stack, out: Rounds) -> Non
     node_red = NodeRed(data)
     railyard.prepare()
     chosen = [peers[name] for name in args.engines.split(",")]
+    shapes = args.shapes.split(",")
     for r in range(args.rounds):
         for peer in rotated(chosen, r):
-            print(f"# round {r + 1}: {peer.name} 3-step", flush=True)
+            print(f"# round {r + 1}: {peer.name} 3-step ({', '.join(shapes)})", flush=True)
             plan.profile_runs = args.profile if r == 0 else 0
             peer.start()
             try:
-                three_steps(peer, pg, plan, out)
+                if "waiting" in shapes:
+                    three_steps(peer, pg, plan, out)
+                if "ff" in shapes:
+                    fire_and_forget(peer, pg, plan, out)
             finally:
                 peer.stop()
         if not args.skip_setif:
@@ -116,6 +138,8 @@ def play(args: argparse.Namespace, plan: Plan, stack: Stack, out: Rounds) -> Non
                 try:
                     if which == "node-red":
                         set_if_node_red(node_red, plan, out)
+                        if "ff" in shapes:  # the non-durable reference of the shape
+                            fire_and_forget(node_red, None, plan, out, "ff.node-red")
                     else:
                         set_if_railyard(railyard, plan, out)
                 finally:
@@ -136,6 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     plan = Plan(
         latency_runs=args.runs,
         throughput_runs=tuple(int(n) for n in args.throughput.split(",") if n),
+        ff_runs=tuple(int(n) for n in args.ff_runs.split(",") if n),
         concurrency=args.concurrency,
         phase_seconds=args.phase_seconds,
         setif_seconds=args.setif_seconds,
@@ -154,6 +179,13 @@ def main(argv: list[str] | None = None) -> int:
     largest = max(plan.throughput_runs, default=0)
     for line in markdown_table(out, args.engines.split(","), largest):
         print(f"# {line}", flush=True)
+    if "ff" in args.shapes.split(","):
+        ff_engines = args.engines.split(",") + ([] if args.skip_setif else ["ff.node-red"])
+        for line in ff_table(out, ff_engines, max(plan.ff_runs, default=0)):
+            print(f"# {line}", flush=True)
+    if "railyard" in args.engines.split(",") and "restate" in args.engines.split(","):
+        for line in goal_table(out, largest, max(plan.ff_runs, default=0)):
+            print(f"# {line}", flush=True)
     print(f"# load average after: {load_average():.2f}", flush=True)
     print(f"# wall time: {time.monotonic() - started:.0f} s", flush=True)
     print(f"# versions: {install.versions()}", flush=True)

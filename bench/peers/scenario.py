@@ -36,6 +36,8 @@ class Plan:
 
     latency_runs: int = 100
     throughput_runs: tuple[int, ...] = (200, 1000)
+    ff_runs: tuple[int, ...] = (1000,)
+    """Runs per phase of the fire-and-forget shape (bench/peers/fire_and_forget.py)."""
     concurrency: int = 32
     phase_seconds: float = 300.0
     """Upper bound of any one phase; a phase that hits it reports fewer runs."""
@@ -48,7 +50,9 @@ class Plan:
     profile_dir: Path | None = None
 
 
-def _cpu(pids: list[int]) -> float:
+def cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU seconds of the processes ``pids`` and their reaped children
+    (a process gone meanwhile counts 0)."""
     total = 0.0
     for pid in pids:
         try:
@@ -106,9 +110,9 @@ def three_steps(peer: Peer, pg: EmbeddedPostgres, plan: Plan, out: Rounds) -> No
     postmaster = postmaster_pid(pg)
     for runs in plan.throughput_runs:
         xid0 = asyncio.run(current_xid(pg))
-        engine0, pg0 = _cpu(peer.pids()), _cpu([postmaster])
+        engine0, pg0 = cpu_seconds(peer.pids()), cpu_seconds([postmaster])
         done = drive(urls, plan.concurrency, plan.phase_seconds, limit=runs, ok=OK, timeout=60)
-        engine1, pg1 = _cpu(peer.pids()), _cpu([postmaster])
+        engine1, pg1 = cpu_seconds(peer.pids()), cpu_seconds([postmaster])
         xid1 = asyncio.run(current_xid(pg))
         ok = len(done["latencies"])
         errors += done["errors"]

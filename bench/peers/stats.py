@@ -24,8 +24,11 @@ def spread(values: list[float]) -> tuple[float, float, float]:
 
 
 def number(value: float, digits: int = 4) -> str:
-    """``value`` with ``digits`` significant digits (``nan`` for a missing value)."""
-    return "nan" if math.isnan(value) else f"{value:.{digits}g}"
+    """``value`` with ``digits`` significant digits (``nan`` for a missing value); a value
+    with more integer digits than that is rounded to an integer (1358, not 1.36e+03)."""
+    if math.isnan(value):
+        return "nan"
+    return f"{value:.0f}" if abs(value) >= 10**digits else f"{value:.{digits}g}"
 
 
 def figure_line(engine: str, name: str, values: list[float], unit: str) -> str:
@@ -91,6 +94,80 @@ def ceiling_share(runs_per_s: float, xacts_per_run: float, pgbench_tps: float) -
     if not pgbench_tps or math.isnan(pgbench_tps):
         return math.nan
     return runs_per_s * xacts_per_run / pgbench_tps * 100
+
+
+def ff_rates(
+    accepted: int, send_seconds: float, ended: int, started_at: float, last_end: float
+) -> dict[str, float]:
+    """Figures of one fire-and-forget phase: ``accepted`` starts answered in
+    ``send_seconds``; ``ended`` of them finished, the latest at epoch ``last_end``, the load
+    having begun at epoch ``started_at``.
+
+    ``accepted_per_s`` = accepted / send_seconds; ``completed_per_s`` = ended / (last_end -
+    started_at) (NaN when none ended); ``not_completed`` = accepted - ended."""
+    span = last_end - started_at
+    return {
+        "accepted_per_s": accepted / send_seconds if send_seconds > 0 else math.nan,
+        "completed_per_s": ended / span if ended > 0 and span > 0 else math.nan,
+        "not_completed": float(accepted - ended),
+    }
+
+
+GOALS = (
+    ("waiting: runs/s", "runs_per_s_{runs}", ">=", 1.2),
+    ("waiting: latency median", "latency_median", "<=", 0.8),
+    ("fire-and-forget: completed runs/s", "ff_runs_per_s_{ff_runs}", ">=", 1.2),
+    ("fire-and-forget: accepted starts/s", "ff_accepted_per_s_{ff_runs}", ">=", 1.2),
+    ("fire-and-forget: start answer median", "ff_accept_median_{ff_runs}", "<=", 0.8),
+)
+"""The goals of Railyard against Restate: figure, how the ratio must compare, the bound."""
+
+
+def goal_table(out: Rounds, runs: int, ff_runs: int, peer: str = "restate") -> list[str]:
+    """Railyard against ``peer`` on the medians over rounds: one row per goal of
+    :data:`GOALS` with both figures, their ratio and whether the goal is met."""
+    lines = [
+        f"| goal (Railyard vs {peer}) | Railyard | {peer} | ratio | bound | met |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for label, template, compare, bound in GOALS:
+        key = template.format(runs=runs, ff_runs=ff_runs)
+        ours, theirs = out.median("railyard", key), out.median(peer, key)
+        ratio = ours / theirs if theirs and not math.isnan(theirs) else math.nan
+        met = (
+            "n/a"
+            if math.isnan(ratio)
+            else "yes"
+            if (ratio >= bound if compare == ">=" else ratio <= bound)
+            else "no"
+        )
+        lines.append(
+            f"| {label} | {number(ours, 3)} | {number(theirs, 3)} | {number(ratio, 3)}x "
+            f"| {compare} {bound}x | {met} |"
+        )
+    return lines
+
+
+def ff_table(out: Rounds, engines: list[str], runs: int) -> list[str]:
+    """The fire-and-forget shape's table from the medians over rounds: one row per engine
+    (accepted starts/s, completed runs/s, the start's answer median / p95, CPU per run,
+    runs not completed)."""
+    lines = [
+        f"| engine | accepted starts/s ({runs:,} runs) | completed runs/s "
+        "| start answer median / p95 | CPU per run (engine + PG) | not completed |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for engine in engines:
+
+        def med(name: str, engine: str = engine) -> str:
+            return number(out.median(engine, f"{name}_{runs}"), 3)
+
+        lines.append(
+            f"| {engine} | {med('ff_accepted_per_s')} | {med('ff_runs_per_s')} "
+            f"| {med('ff_accept_median')} ms / {med('ff_accept_p95')} ms "
+            f"| {med('ff_cpu_per_run')} ms | {med('ff_not_completed')} |"
+        )
+    return lines
 
 
 def markdown_table(out: Rounds, engines: list[str], runs: int) -> list[str]:

@@ -3,17 +3,21 @@ the interleaving order and the peers' scenario definitions. No peer is installed
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import pytest
 
-from bench.peers.engines import node_red_flow
+from bench.peers.engines import node_red_fire_and_forget, node_red_flow
 from bench.peers.profile import package, parse_frame, report, summarise
 from bench.peers.run import arguments, rotated
 from bench.peers.stats import (
     Rounds,
     ceiling_share,
+    ff_rates,
+    ff_table,
     figure_line,
+    goal_table,
     latency_figures,
     markdown_table,
     number,
@@ -164,3 +168,59 @@ def test_ceiling_share_and_markdown_table() -> None:
         "| restate | 14 ms / 22 ms | 303 | 5.4 ms | (own log) |",
         "| PostgreSQL ceiling: pgbench -N, 8 clients | | 3049 tps | | |",
     ]
+
+
+def test_ff_rates_count_from_the_load_start_to_the_last_end() -> None:
+    rates = ff_rates(1000, 2.0, 990, 100.0, 104.0)
+    assert rates == {"accepted_per_s": 500.0, "completed_per_s": 247.5, "not_completed": 10.0}
+    none = ff_rates(5, 1.0, 0, 100.0, 0.0)
+    assert math.isnan(none["completed_per_s"]) and none["not_completed"] == 5.0
+
+
+def test_goal_table_compares_railyard_with_restate_on_medians() -> None:
+    out = Rounds()
+    for value in (300.0, 330.0, 320.0):
+        out.add("railyard", "runs_per_s_1000", value, "runs/s")
+    out.add("restate", "runs_per_s_1000", 250.0, "runs/s")
+    out.add("railyard", "latency_median", 6.0, "ms")
+    out.add("restate", "latency_median", 8.0, "ms")
+    out.add("railyard", "ff_runs_per_s_1000", 330.0, "runs/s")
+    out.add("restate", "ff_runs_per_s_1000", 480.0, "runs/s")
+    lines = goal_table(out, 1000, 1000)
+    rows = {line.split(" | ")[0].lstrip("| "): line for line in lines[2:]}
+    assert rows["waiting: runs/s"].endswith("| 320 | 250 | 1.28x | >= 1.2x | yes |")
+    assert rows["waiting: latency median"].endswith("| 6 | 8 | 0.75x | <= 0.8x | yes |")
+    assert rows["fire-and-forget: completed runs/s"].endswith("| 0.688x | >= 1.2x | no |")
+    assert rows["fire-and-forget: start answer median"].endswith(
+        "| nan | nan | nanx | <= 0.8x | n/a |"
+    )
+
+
+def test_ff_table_has_a_row_per_engine() -> None:
+    out = Rounds()
+    out.add("restate", "ff_accepted_per_s_1000", 1593.0, "starts/s")
+    out.add("restate", "ff_runs_per_s_1000", 483.0, "runs/s")
+    lines = ff_table(out, ["railyard", "restate"], 1000)
+    assert len(lines) == 4
+    assert lines[3].startswith("| restate | 1593 | 483 | nan ms")
+
+
+def test_node_red_fire_and_forget_answers_at_once_and_counts_ends() -> None:
+    nodes = {n["id"]: n for n in node_red_fire_and_forget()}
+    assert nodes["ff_hook"]["url"] == "/ff"
+    assert nodes["ff_hook"]["wires"] == [["ff_accept", "ff_s1"]]  # answer and steps at once
+    assert nodes["ff_accept"]["wires"] == [["ff_answer"]]
+    chain = ["ff_s1", "ff_s2", "ff_s3", "ff_count"]
+    for here, there in itertools.pairwise(chain):
+        assert nodes[here]["wires"] == [[there]]
+    assert "flow.set('done'" in str(nodes["ff_count"]["func"])
+    assert nodes["ff_done"]["method"] == "get"
+    ids = [n["id"] for n in node_red_flow()]
+    assert len(ids) == len(set(ids)) and "ff_hook" in ids
+
+
+def test_arguments_refuse_unknown_shapes(capsys: pytest.CaptureFixture[str]) -> None:
+    assert arguments(["--shapes", "ff"]).shapes == "ff"
+    with pytest.raises(SystemExit):
+        arguments(["--shapes", "waiting,burst"])
+    assert "unknown shapes" in capsys.readouterr().err

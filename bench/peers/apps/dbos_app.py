@@ -6,6 +6,11 @@ database on the harness's PostgreSQL) and ``DBOS_EXECUTOR`` (one id per process)
 runs the workflow ``three_steps`` to its end and answers ``{"text": ...}``, the last step's
 output. DBOS checkpoints the workflow's start, each step's output and its end in
 PostgreSQL, each in its own transaction, before going on.
+
+A POST to ``/start`` (the fire-and-forget shape) starts the same workflow with
+``DBOS.start_workflow_async`` and answers 202 with its id once DBOS has stored the start
+(the workflow's status row); the workflow runs on in the process, and the harness counts
+its end in ``dbos.workflow_status``.
 """
 
 from __future__ import annotations
@@ -59,6 +64,9 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
             break
     if scope["path"] == "/health":
         payload, status = b'{"ok": true}', 200
+    elif scope["path"] == "/start":
+        handle = await DBOS.start_workflow_async(three_steps, json.loads(body or b"{}"))
+        payload, status = json.dumps({"id": handle.get_workflow_id()}).encode(), 202
     else:
         text = await three_steps(json.loads(body or b"{}"))
         payload, status = json.dumps({"text": text}).encode(), 200

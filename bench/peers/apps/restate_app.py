@@ -4,6 +4,8 @@ Runs in the harness's own environment (.bench-peers/venv, ``restate-sdk``), not 
 Railyard's: ``hypercorn --bind 127.0.0.1:<port> restate_app:app``. ``Peers/run`` takes the
 request body and journals three trivial steps with ``ctx.run_typed`` (each step's result is
 in the Restate server's durable log before the next starts); it answers the last one's.
+The fire-and-forget shape calls the same handler through the ingress's ``/send``, which
+answers 202 once the invocation is in the log.
 """
 
 from __future__ import annotations
