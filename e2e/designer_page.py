@@ -233,3 +233,28 @@ def open_settings(page: Any, server: RailyardServer, workflow_id: str, node_id: 
     form = page.locator(f'#config-panel .config-form[data-node-id="{node_id}"]')
     form.wait_for()
     return form
+
+
+def wait_for_run(page: Any, run_id: str, timeout: float = 30) -> dict[str, Any]:
+    """The run ``run_id`` once it has ended (read through the page's session)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        run = page.evaluate(f"() => fetch('/api/runs/{run_id}').then(r => r.json())")
+        if run.get("status") in ("succeeded", "failed", "cancelled", "timed_out"):
+            return dict(run)
+        assert time.monotonic() < deadline, f"run {run_id} did not finish: {run}"
+        time.sleep(0.2)
+
+
+def drag_field(page: Any, field: Any, target: Any) -> None:
+    """Drag ``field`` (an entry of the settings' Input fields strip, which stays in view)
+    onto ``target`` with the mouse (HTML5 drag and drop)."""
+    target.scroll_into_view_if_needed()
+    source = field.bounding_box()
+    goal = target.bounding_box()
+    assert source and goal, "the field and its target must be drawn"
+    page.mouse.move(source["x"] + 8, source["y"] + source["height"] / 2)
+    page.mouse.down()
+    page.mouse.move(source["x"] + 16, source["y"] + source["height"] / 2 + 6, steps=3)
+    page.mouse.move(goal["x"] + 8, goal["y"] + goal["height"] / 2, steps=6)
+    page.mouse.up()

@@ -4,7 +4,6 @@ evaluate in a real run, and the live preview switching to that run's data."""
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import httpx
@@ -18,6 +17,7 @@ from e2e.designer_page import (
     open_node,
     publish,
     save_draft,
+    wait_for_run,
     wait_set_field,
 )
 
@@ -151,13 +151,3 @@ def test_expression_picker_diagnostic_and_run(page: Any, railyard_server: Railya
     example.filter(has_text='"Ada"').wait_for()
     page.screenshot(path=str(ARTIFACTS_DIR / "expression-editor.png"), full_page=False)
     assert mapping_value(page, "greeting") == '="Hello " & body.customer.name'
-
-
-def wait_for_run(page: Any, run_id: str, timeout: float = 30) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    while True:
-        run = page.evaluate(f"() => fetch('/api/runs/{run_id}').then(r => r.json())")
-        if run.get("status") in ("succeeded", "failed", "cancelled", "timed_out"):
-            return dict(run)
-        assert time.monotonic() < deadline, f"run {run_id} did not finish: {run}"
-        time.sleep(0.2)

@@ -12,7 +12,14 @@ it at any earlier output (``=$steps.fetch.body.results``).
 
 Paths (``field``) are dotted: ``address.city``, ``tags.0``. A missing path is ``None``.
 
-- ``data.filter`` -> ``{"items": [...kept], "count": n, "dropped": m}``.
+- ``data.filter`` -> ``{"items": [...kept], "count": n, "dropped": m}``: an item is kept
+  when ``condition`` (JSONata read on the item, what the designer's condition builder
+  writes, e.g. ``total > 100 and country = "DE"``) is true (Python truthiness of its
+  JSON result: ``false``, ``null``/undefined, ``0``, ``""``, ``[]`` and ``{}`` drop it);
+  without a condition, when ``field`` matches ``operator`` ``value``. The condition's
+  evaluations over all items share one budget of
+  :data:`connectors.builtin.polling.JSONATA_TIMEOUT_MS`; an item the condition cannot be
+  evaluated on (JSONata refuses ``null > 5``) fails the step naming ``condition``.
 - ``data.sort`` -> ``{"items": [...]}``; stable; ``None`` sorts last in both directions;
   numbers before strings when types are mixed.
 - ``data.aggregate`` -> ``{"groups": [{"key": k, "<as>": value, ...}]}`` with
@@ -44,7 +51,7 @@ import jinja2
 import msgspec
 
 from connectors import sdk
-from connectors.builtin import data_lists, templating
+from connectors.builtin import data_lists, polling, templating
 from connectors.builtin.data_crypto import HMAC_KEY, crypto
 from connectors.builtin.data_dates import date_calc
 from connectors.builtin.data_values import Items, get_path, is_number, items_of, parse_moment, zone
@@ -74,10 +81,22 @@ OPERATOR_LABELS = {
 
 
 class FilterConfig(msgspec.Struct, kw_only=True):
-    """Keep the items whose ``field`` matches ``operator`` ``value``."""
+    """Keep the items where ``condition`` holds, or without one, whose ``field`` matches
+    ``operator`` ``value``."""
 
     items: Items = None
-    field: Annotated[str, msgspec.Meta(title="Field", description="Dotted path")]
+    condition: Annotated[
+        str,
+        msgspec.Meta(
+            title="Keep items where",
+            description="A condition read on each item, by its fields (JSONata, e.g. "
+            'total > 100 and country = "DE"); when set, Field, Operator and Value are '
+            "not used",
+        ),
+    ] = ""
+    field: Annotated[
+        str, msgspec.Meta(title="Field", description="Dotted path (without a condition)")
+    ] = ""
     operator: Annotated[
         Operator,
         msgspec.Meta(title="Operator", extra_json_schema={"x-enum-labels": OPERATOR_LABELS}),
@@ -131,7 +150,17 @@ class FilterOutput(TypedDict):
 async def filter_items(config: FilterConfig, input: Any) -> FilterOutput:
     """Keep matching items."""
     items = items_of(config.items, input)
-    kept = [i for i in items if _compare(get_path(i, config.field), config.operator, config.value)]
+    if config.condition.strip():
+        condition = polling.compile_jsonata(config.condition, "condition")
+        kept = [i for i in items if polling.evaluate(condition, i, "condition")]
+    elif config.field:
+        kept = [
+            i for i in items if _compare(get_path(i, config.field), config.operator, config.value)
+        ]
+    else:
+        raise sdk.ConfigError(
+            "condition: set a condition (or a Field to compare)", details={"field": "condition"}
+        )
     return {"items": kept, "count": len(kept), "dropped": len(items) - len(kept)}
 
 

@@ -395,11 +395,12 @@ export class Canvas {
       const typeLabel = m.typeLabel(node.type);
       const shownLabel = fitText(m.displayLabel(node), textPx, "600 13px");
       const shownSub = node.label ? fitText(typeLabel, textPx, "11px") : truncate(node.id, Math.floor(textPx / 6.7)); // step ids are in the 11 px monospace font
-      // The accessible name starts with the texts as shown (WCAG 2.5.3, label in name),
-      // then says in full what they cut; each text ends with a space so the two read
-      // as two words (SVG does not draw a trailing space).
+      // The accessible name starts with the texts as shown (WCAG 2.5.3, label in name; the
+      // names of several output ports are drawn texts too), then says in full what they
+      // cut; each text ends with a space so they read as words (SVG draws none).
       const full = [shownLabel !== m.displayLabel(node) ? m.displayLabel(node) : "", node.label ? "" : typeLabel].filter(Boolean);
-      g.setAttribute("aria-label", `${shownLabel} ${shownSub}${full.length ? `, ${full.join(", ")}` : ""}`);
+      const portNames = outputs.length > 1 ? ` ${outputs.map((port) => truncate(port, 10)).join(" ")}` : "";
+      g.setAttribute("aria-label", `${shownLabel} ${shownSub}${portNames}${full.length ? `, ${full.join(", ")}` : ""}`);
       el("text", { class: "node-label", x: 44, y: h / 2 - 6, "dominant-baseline": "middle", "aria-hidden": "true" }, g).textContent = `${shownLabel} `;
       el("text", { class: node.label ? "node-sub node-sub-type" : "node-sub", x: 44, y: h / 2 + 11, "dominant-baseline": "middle", "aria-hidden": "true" }, g).textContent = `${shownSub} `;
       el("title", {}, g).textContent = [
@@ -417,7 +418,7 @@ export class Canvas {
       for (const port of outputs) {
         const p = m.portOffset(node, "out", port);
         if (outputs.length > 1) {
-          el("text", { class: `port-name${port === "error" ? " port-name-error" : ""}`, x: p.x - 12, y: p.y, "text-anchor": "end", "dominant-baseline": "central", "aria-hidden": "true" }, g).textContent = truncate(port, 10);
+          el("text", { class: `port-name${port === "error" ? " port-name-error" : ""}`, x: p.x - 12, y: p.y, "text-anchor": "end", "dominant-baseline": "central", "aria-hidden": "true" }, g).textContent = `${truncate(port, 10)} `;
         }
         el("circle", { class: `port port-out${port === "error" ? " port-error" : ""}`, "data-port": port, cx: p.x, cy: p.y, r: 7 }, g);
       }

@@ -3,7 +3,7 @@
 // /api/workflows/{id}/expressions/fields, designer_schema/dataflow.py), as a list of
 // fields with their types, e.g. item.sku (string), index (integer), input.body (object).
 
-import { FieldSource } from "./field-picker.js";
+import { fieldSource } from "./field-picker.js";
 
 const MAX_DEPTH = 3;
 const MAX_ROWS = 40;
@@ -23,7 +23,7 @@ export function schemaFields(schema, path = "", depth = 0, out = []) {
 }
 
 export function attachChildContract(container, model, workflowId) {
-  const fields = new FieldSource(workflowId, model);
+  const fields = fieldSource(workflowId, model);
   container.addEventListener("config-panel:rendered", async (e) => {
     const form = e.detail?.form;
     const node = form && model.node(e.detail.nodeId);

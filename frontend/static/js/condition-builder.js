@@ -1,28 +1,20 @@
-// The no-code condition builder above a condition field (If's Condition): rows of
-// "field / operator / value", each group of rows joined by "and", groups by "or". Fields
-// are picked from what the step can read (field-picker.js: the input, the trigger, earlier
-// steps, with their types), and the field's type chooses the operators offered (text,
+// The no-code condition builder: rows of "field / operator / value", each group of rows
+// joined by "and", groups by "or". Fields are offered from what the condition can read
+// (condition-targets.js chooses them: the step input and earlier steps for If and Switch,
+// an item's fields for Filter), and the field's type chooses the operators offered (text,
 // number, date, yes/no, list, exists). Every change writes the JSONata of the rows
-// (condition-rules.js) into the condition field, which stays visible and editable; typing
-// there brings the rows back when the text is in the builder's subset, else the rows step
-// aside ("written by hand") until it is. panel.js reads the field as for any edit.
+// (condition-rules.js) through the target's write(); the target's text stays visible and
+// editable, and handEdit(text) brings the rows back when the text is in the builder's
+// subset, else the rows step aside ("written by hand") until it is. A field dragged in
+// from a field list (field-drag.js) fills a row's Field box.
 
-import { compile, OPERATOR, OPERATORS, parse, typeOf } from "./condition-rules.js";
-import { FieldSource, fullPath } from "./field-picker.js";
+import { compile, OPERATOR, OPERATORS, parse } from "./condition-rules.js";
 
-/** Node types whose field gets a builder: type -> field name. */
-const BUILDER_FIELDS = { "control.if": "condition" };
 let datalistSeq = 0;
+let writing = 0;
 
-export function attachConditionBuilder(container, model, workflowId) {
-  const fields = new FieldSource(workflowId, model);
-  container.addEventListener("config-panel:rendered", (e) => {
-    const form = e.detail?.form;
-    const name = form && BUILDER_FIELDS[form.dataset.nodeType];
-    const wrap = name && form.querySelector(`[data-field-wrap="${name}"]`);
-    if (wrap) mount(wrap, name, form, fields, e.detail.nodeId);
-  });
-}
+/** Whether the builder is writing its own text (a target's listener ignores those events). */
+export const builderWriting = () => writing > 0;
 
 function el(tag, props = {}, ...children) {
   const node = Object.assign(document.createElement(tag), props);
@@ -30,9 +22,18 @@ function el(tag, props = {}, ...children) {
   return node;
 }
 
-function mount(wrap, name, form, fields, nodeId) {
-  const live = () => form.querySelector(`[data-field="${name}"]`);
-  const locked = form.classList.contains("read-only");
+const KIND_LABEL = { string: "Text", number: "Number", date: "Date", boolean: "Yes / no", list: "List", any: "Any" };
+
+/**
+ * A builder box for one condition.
+ *
+ * o.title: the box's heading; o.text: the current JSONata (a leading "=" is ignored);
+ * o.write(text): stores the rows' JSONata ("" when no row has a field); o.fields: a
+ * Promise of [{path, type (operator type), label}] offered in the Field boxes; o.locked:
+ * read only. Returns {box, handEdit(text)}.
+ */
+export function conditionBox(o) {
+  const { locked } = o;
   const listId = `cond-fields-${++datalistSeq}`;
   const types = new Map(); // field path -> operator type
   const datalist = el("datalist", { id: listId });
@@ -40,36 +41,24 @@ function mount(wrap, name, form, fields, nodeId) {
   const groupsEl = el("div", { className: "cond-groups" });
   const note = el("p", { className: "hint cond-note", hidden: true });
   const addGroup = el("button", { type: "button", className: "btn btn-small cond-add-group", textContent: "+ Or group", disabled: locked });
-  box.append(el("div", { className: "cond-title", textContent: "Conditions" }), groupsEl, addGroup, note, datalist);
-  // full width, between the field's title row and its text box
-  const control = wrap.querySelector(".literal-control, .expression-control");
-  if (control) control.before(box);
-  else wrap.append(box);
-  let state = parse(live()?.value) || null;
-  let writing = false; // the builder's own input event: not a hand edit
+  box.append(el("div", { className: "cond-title", textContent: o.title || "Conditions" }), groupsEl, addGroup, note, datalist);
+  let state = parse(o.text) || null;
 
-  fields.groups(nodeId).then((result) => {
-    for (const group of result.sources || []) {
-      for (const field of group.fields || []) {
-        const path = fullPath(group, field);
-        types.set(path, typeOf(field.type));
-        datalist.append(el("option", { value: path, label: `${field.type || ""} · ${group.label}` }));
-      }
+  o.fields.then((fields) => {
+    for (const f of fields) {
+      types.set(f.path, f.type);
+      datalist.append(el("option", { value: f.path, label: f.label }));
     }
     render();
   }).catch(() => {}); // no field list: fields are typed
 
   function write() {
-    const control = live();
-    if (!control || locked) return;
-    const text = compile(state);
-    const expr = control.classList.contains("expr-input");
-    control.value = expr && text ? `=${text}` : text;
-    writing = true;
+    if (locked) return;
+    writing++;
     try {
-      control.dispatchEvent(new Event("input", { bubbles: true }));
+      o.write(compile(state));
     } finally {
-      writing = false;
+      writing--;
     }
   }
 
@@ -77,38 +66,41 @@ function mount(wrap, name, form, fields, nodeId) {
     const type = types.get(row.field);
     const select = el("select", { className: "cond-op", disabled: locked });
     select.setAttribute("aria-label", "Operator");
-    const offered = OPERATORS.filter((o) => !type || type === "any" || o.type === type || o.type === "any" || o.id === row.op);
-    for (const kind of ["string", "number", "date", "boolean", "list", "any"]) {
-      const ops = offered.filter((o) => o.type === kind);
+    const offered = OPERATORS.filter((op) => !type || type === "any" || op.type === type || op.type === "any" || op.id === row.op);
+    for (const kind of Object.keys(KIND_LABEL)) {
+      const ops = offered.filter((op) => op.type === kind);
       if (!ops.length) continue;
-      const label = { string: "Text", number: "Number", date: "Date", boolean: "Yes / no", list: "List", any: "Any" }[kind];
-      const group = el("optgroup", { label });
-      for (const o of ops) group.append(el("option", { value: o.id, textContent: o.label, selected: o.id === row.op }));
+      const group = el("optgroup", { label: KIND_LABEL[kind] });
+      for (const op of ops) group.append(el("option", { value: op.id, textContent: op.label, selected: op.id === row.op }));
       select.append(group);
     }
     return select;
+  }
+
+  /** Set a row's field (typed, picked or dropped): a field of another type gets its type's first operator. */
+  function setField(row, path) {
+    row.field = path.trim();
+    const type = types.get(row.field);
+    const current = OPERATOR.get(row.op)?.type;
+    if (type && type !== "any" && current !== type && current !== "any") {
+      row.op = OPERATORS.find((op) => op.type === type).id;
+    }
+    write();
+    render();
   }
 
   function rowEl(row, g, r) {
     const field = el("input", { type: "text", className: "cond-field mono", value: row.field, placeholder: "field, e.g. body.total", disabled: locked });
     field.setAttribute("list", listId);
     field.setAttribute("aria-label", "Field");
+    field.dataset.dropField = "path"; // field-drag.js: a dropped field sets the path
     const op = operatorSelect(row);
     const value = el("input", { type: "text", className: "cond-value", value: row.value, placeholder: "value", disabled: locked });
     value.setAttribute("aria-label", "Value");
     value.hidden = Boolean(OPERATOR.get(row.op)?.unary);
     const remove = el("button", { type: "button", className: "icon-btn cond-remove", textContent: "×", title: "Remove this condition", disabled: locked });
     remove.setAttribute("aria-label", "Remove this condition");
-    field.addEventListener("change", () => {
-      row.field = field.value.trim();
-      const type = types.get(row.field);
-      // a field of another type: its type's first operator
-      if (type && type !== "any" && OPERATOR.get(row.op)?.type !== type && OPERATOR.get(row.op)?.type !== "any") {
-        row.op = OPERATORS.find((o) => o.type === type).id;
-      }
-      write();
-      render();
-    });
+    field.addEventListener("change", () => setField(row, field.value));
     op.addEventListener("change", () => {
       row.op = op.value;
       write();
@@ -155,12 +147,13 @@ function mount(wrap, name, form, fields, nodeId) {
     state.groups.push([{ field: "", op: "eq", value: "" }]);
     render();
   });
-  // typed by hand: rows back when the text is the builder's
-  wrap.addEventListener("input", (e) => {
-    if (!writing && e.target === live() && !box.contains(e.target)) {
-      state = parse(e.target.value);
-      render();
-    }
-  });
   render();
+  return {
+    box,
+    handEdit(text) {
+      if (writing) return;
+      state = parse(text);
+      render();
+    },
+  };
 }

@@ -9,9 +9,10 @@ import { attachCopyButton } from "./clipboard.js";
 import { attachCodeEditors } from "./code-editor.js";
 import { wireEditing } from "./designer-edit.js";
 import { attachChildContract } from "./child-contract.js";
-import { attachConditionBuilder } from "./condition-builder.js";
+import { attachConditionBuilder } from "./condition-targets.js";
 import { DiagnosticsList, problems } from "./diagnostics.js";
 import { attachExpressionEditor } from "./expression-editor.js";
+import { attachFieldDrag } from "./field-drag.js";
 import { DiagramModel, NODE_WIDTH } from "./model.js";
 import { acceptDrops, renderPalette } from "./palette.js";
 import { ConfigPanel } from "./panel.js";
@@ -85,6 +86,7 @@ attachTriggerPanels(document.getElementById("config-panel"), model, workflowId, 
 attachExpressionEditor(document.getElementById("config-panel"), model, workflowId);
 attachConditionBuilder(document.getElementById("config-panel"), model, workflowId);
 attachChildContract(document.getElementById("config-panel"), model, workflowId);
+attachFieldDrag(document.getElementById("config-panel"), model, workflowId);
 attachCodeEditors(document.getElementById("config-panel"));
 
 const quickAdd = new QuickAdd(document.querySelector(".canvas-wrap"), catalog);

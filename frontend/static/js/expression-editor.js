@@ -12,14 +12,14 @@
 
 import { errorMessage, postJSON } from "./api.js";
 import { attachBodySchema } from "./body-schema.js";
-import { FieldSource, renderPicker, suggestions } from "./field-picker.js";
+import { fieldSource, renderPicker, suggestions } from "./field-picker.js";
 
 const PREVIEW_DELAY_MS = 300;
 const PREVIEW_CHARS = 400;
 const TARGETS = ".expr-input, .kv-editor[data-expression] .kv-value";
 
 export function attachExpressionEditor(container, model, workflowId) {
-  const fields = new FieldSource(workflowId, model);
+  const fields = fieldSource(workflowId, model);
   let assist = null; // the box of the focused control
   let control = null;
   let previewTimer = null;

@@ -27,18 +27,31 @@ export class FieldSource {
   }
 
   /** -> {sources: [{prefix, label, fields: [{path, type, description}], examples}], data_from} */
-  async groups(nodeId) {
+  groups(nodeId) {
     const hit = this.cache.get(nodeId);
     if (hit && hit.stamp === this.stamp) return hit.result;
-    const stamp = this.stamp;
-    const resp = await postJSON(`/api/v1/workflows/${this.workflowId}/expressions/fields`, {
+    const result = postJSON(`/api/v1/workflows/${this.workflowId}/expressions/fields`, {
       diagram: this.model.toJSON(),
       node_id: nodeId,
+    }).then((resp) => {
+      if (!resp.ok) throw new Error(errorMessage(resp));
+      return resp.data;
     });
-    if (!resp.ok) throw new Error(errorMessage(resp));
-    this.cache.set(nodeId, { stamp, result: resp.data });
-    return resp.data;
+    // one request for every list asking at once; a failed one is asked again
+    this.cache.set(nodeId, { stamp: this.stamp, result });
+    result.catch(() => {
+      if (this.cache.get(nodeId)?.result === result) this.cache.delete(nodeId);
+    });
+    return result;
   }
+}
+
+const shared = new WeakMap(); // model -> FieldSource
+
+/** The one FieldSource of a designer page (one request per node for every field list). */
+export function fieldSource(workflowId, model) {
+  if (!shared.has(model)) shared.set(model, new FieldSource(workflowId, model));
+  return shared.get(model);
 }
 
 /** Paths (with their type) that complete ``token`` (the partial path before the cursor). */

@@ -32,6 +32,31 @@ async def test_filter() -> None:
         await env.run(data.filter_items, {"field": "x"}, {"not": "a list"})
 
 
+async def test_filter_condition_is_jsonata_read_on_each_item() -> None:
+    """What the designer's condition builder writes: AND within a group, OR between."""
+    env = ActionTestEnvironment()
+    condition = '(team = "x" and score = 7) or team = "y"'
+    out = await env.run(data.filter_items, {"condition": condition}, ROWS)
+    assert [r["name"] for r in out["items"]] == ["a", "d"]
+    assert out["count"] == 2 and out["dropped"] == 2
+    # the condition wins over field/operator/value; a leading "=" is allowed
+    out = await env.run(
+        data.filter_items, {"condition": '=$contains(name, "a")', "field": "team"}, ROWS
+    )
+    assert [r["name"] for r in out["items"]] == ["a"]
+
+
+async def test_filter_condition_errors_name_the_field() -> None:
+    env = ActionTestEnvironment()
+    with pytest.raises(sdk.ConfigError, match="condition: not a valid JSONata"):
+        await env.run(data.filter_items, {"condition": "score >"}, ROWS)
+    with pytest.raises(sdk.ConfigError, match="condition: set a condition"):
+        await env.run(data.filter_items, {}, ROWS)
+    # JSONata refuses to order null against a number: the step fails naming the field
+    with pytest.raises(sdk.ActionError, match="condition: evaluating the expression failed"):
+        await env.run(data.filter_items, {"condition": "score > 5"}, ROWS)
+
+
 async def test_sort_multi_key_none_last() -> None:
     env = ActionTestEnvironment()
     out = await env.run(

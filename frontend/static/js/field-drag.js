@@ -1,0 +1,133 @@
+// Mapping by dragging: the "Input fields" strip at the top of a step's settings (the
+// fields of the step's input, with their types and, after a run or with pinned data,
+// examples; it stays in view while the settings scroll and folds away) is a drag source; a field dropped
+//
+// - on a condition builder row's Field box sets that row's field;
+// - on a setting that takes an expression switches it to one and maps it (`=path`), or
+//   adds the path to it when it already holds one (where it is dropped, in its text box);
+// - on a table value of such a setting (Set's fields, headers) does the same per value;
+// - on any other text box inserts the path as text (the browser's own drop).
+//
+// The picker (the "{}" button of every expression) does the same from the keyboard.
+
+import { fieldSource, fullPath } from "./field-picker.js";
+
+const MIME = "application/x-railyard-field";
+const MAX_FIELDS = 40;
+const CLOSED_KEY = "railyard.designer.input-fields-closed"; // folded away, per browser
+
+export function attachFieldDrag(container, model, workflowId) {
+  const source = fieldSource(workflowId, model);
+  container.addEventListener("config-panel:rendered", (e) => {
+    const form = e.detail?.form;
+    if (form && !form.classList.contains("read-only")) showInputFields(form, source, e.detail.nodeId);
+  });
+  container.addEventListener("dragstart", (e) => {
+    const item = e.target.closest?.("[data-drag-path]");
+    if (!item) return;
+    const path = item.dataset.dragPath;
+    e.dataTransfer.setData(MIME, path);
+    e.dataTransfer.setData("text/plain", path);
+    e.dataTransfer.effectAllowed = "copy";
+  });
+  container.addEventListener("dragover", (e) => {
+    if (!e.dataTransfer.types.includes(MIME) || !dropTarget(e.target)) return;
+    e.preventDefault();
+    e.dataTransfer.dropEffect = "copy";
+  });
+  container.addEventListener("drop", (e) => {
+    const path = e.dataTransfer.getData(MIME);
+    const target = path && dropTarget(e.target);
+    if (target && drop(target, path)) e.preventDefault();
+  });
+}
+
+/** What a drop on ``node`` maps: {kind: "row"|"value"|"field"|"text", control | wrap, fx, node} or null. */
+function dropTarget(node) {
+  const form = node.closest?.(".config-form");
+  if (!form || form.classList.contains("read-only")) return null;
+  if (node.matches("input[data-drop-field]")) return { kind: "row", control: node };
+  const wrap = node.closest(".field[data-field-wrap]");
+  const fx = wrap && [...wrap.querySelectorAll(".fx-toggle")].find((b) => b.closest(".field") === wrap);
+  if (fx && node.matches(".kv-value") && !wrap.classList.contains("expr-mode")) return { kind: "value", control: node };
+  if (fx) return { kind: "field", wrap, fx, node };
+  if (node.matches("input[type=text], textarea")) return { kind: "text", control: node };
+  return null;
+}
+
+function typed(control, text, event = "input") {
+  control.value = text;
+  control.dispatchEvent(new Event(event, { bubbles: true }));
+  control.focus();
+}
+
+/** Map ``path`` onto ``target``; false leaves the drop to the browser (text inserted). */
+function drop(target, path) {
+  if (target.kind === "row") {
+    typed(target.control, path, "change");
+    return true;
+  }
+  if (target.kind === "value") {
+    if (target.control.value.startsWith("=") && target.control.value.trim() !== "=") return false;
+    typed(target.control, `=${path}`);
+    return true;
+  }
+  if (target.kind === "field") {
+    const expr = target.wrap.querySelector(".expression-control .expr-input");
+    if (!expr) return false;
+    const text = target.wrap.classList.contains("expr-mode") ? expr.value.trim() : "";
+    if (text && text !== "=") {
+      if (target.node === expr) return false; // the browser puts the path where it is dropped
+      typed(expr, `${text} ${path}`);
+      return true;
+    }
+    if (!target.wrap.classList.contains("expr-mode")) target.fx.click(); // to an expression
+    typed(expr, `=${path}`);
+    return true;
+  }
+  return false;
+}
+
+/** The strip of the step's input fields (nothing for a trigger or a step without input). */
+async function showInputFields(form, source, nodeId) {
+  let result;
+  try {
+    result = await source.groups(nodeId);
+  } catch {
+    return; // no field list: the picker says why
+  }
+  if (!form.isConnected) return;
+  const input = (result.sources || []).find((g) => g.prefix === "");
+  const fields = (input?.fields || []).slice(0, MAX_FIELDS);
+  if (!fields.length) return;
+  const section = document.createElement("details");
+  section.className = "drag-fields";
+  section.open = localStorage.getItem(CLOSED_KEY) !== "1";
+  section.addEventListener("toggle", () => localStorage.setItem(CLOSED_KEY, section.open ? "0" : "1"));
+  const head = document.createElement("summary");
+  head.className = "drag-fields-head";
+  head.textContent = "Input fields: drag one onto a setting or a condition to map it";
+  const list = document.createElement("ul");
+  list.className = "drag-fields-list";
+  for (const field of fields) {
+    const path = fullPath(input, field);
+    const item = document.createElement("li");
+    item.className = "drag-field";
+    item.draggable = true;
+    item.dataset.dragPath = path;
+    const example = (input.examples || {})[field.path];
+    item.title = example === undefined ? `${path} (${field.type})` : `${path} (${field.type}), e.g. ${example}`;
+    const name = document.createElement("span");
+    name.className = "mono";
+    name.textContent = path;
+    const type = document.createElement("span");
+    type.className = "drag-field-type";
+    type.textContent = field.type;
+    item.append(name, type);
+    list.append(item);
+  }
+  section.append(head, list);
+  const anchor = form.querySelector(".node-errors");
+  if (anchor) anchor.after(section);
+  else form.prepend(section);
+}
