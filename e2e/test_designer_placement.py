@@ -4,8 +4,9 @@ A person clicks palette items (each lands in the middle of the view, the second 
 to the first, not on it), adds a sticky note, quick-adds after an If's ``true`` port and
 then clicks its ``false`` port (still free to click) to quick-add there too, drops a
 palette node on an edge (it goes into the edge and the nodes after it move right),
-duplicates, pastes at the pointer and pastes with the pointer off the canvas (the middle
-of the view). After every step no two node rectangles overlap. Screenshots:
+duplicates, pastes at the pointer, pastes with the pointer off the canvas (the middle
+of the view) and pastes a whole exported workflow onto the busiest spot. After every step
+no two node rectangles overlap. Screenshots:
 designer-placement-*.png.
 """
 
@@ -26,6 +27,7 @@ from e2e.designer_page import (
     overlapping_nodes,
     port_center,
     press,
+    wait_saved,
 )
 
 pytestmark = pytest.mark.e2e
@@ -57,7 +59,7 @@ def test_every_way_of_adding_finds_free_space(page: Any, railyard_server: Railya
         ["clipboard-read", "clipboard-write"], origin=railyard_server.base_url
     )
     login(page, railyard_server)
-    new_workflow(page, railyard_server, "Placement")
+    workflow_id = new_workflow(page, railyard_server, "Placement")
 
     # Palette clicks: all in the middle of the view, none on another.
     for i, node_type in enumerate(("trigger.manual", "control.set", "control.if"), start=1):
@@ -146,3 +148,21 @@ def test_every_way_of_adding_finds_free_space(page: Any, railyard_server: Railya
     assert node_el(page, pasted).is_visible()
     press(page, "0")
     page.screenshot(path=str(ARTIFACTS_DIR / "designer-placement-paste.png"))
+
+    # An exported workflow pasted over the busiest spot: its nodes land as one block,
+    # clear of all ten nodes there.
+    press(page, "Control+s")
+    wait_saved(page)
+    export = page.evaluate(
+        "id => fetch(`/api/v1/workflows/${id}/export`).then((r) => r.text())", workflow_id
+    )
+    page.evaluate("text => navigator.clipboard.writeText(text)", export)
+    page.mouse.move(*body_point(page, check))
+    press(page, "Control+v")
+    _count(page, 20)
+    _no_overlap(page, "pasting an exported workflow")
+    page.wait_for_function(
+        "() => /Pasted 10 nodes/.test(document.getElementById('status').textContent)"
+    )
+    press(page, "0")
+    page.screenshot(path=str(ARTIFACTS_DIR / "designer-placement-import.png"))

@@ -4,9 +4,12 @@
 // with FORMAT so other text is not taken for nodes. When the Clipboard API is missing or
 // denied (no permission, not a secure context), the fragment is kept in localStorage: an
 // in-page clipboard that other Railyard pages of the same origin read too. A copy always
-// fills both; a paste prefers the system clipboard when it holds a fragment.
+// fills both; a paste prefers the system clipboard when it holds a fragment. An exported
+// workflow (the Export document, designer_schema/transfer.py) pastes as its nodes and
+// edges, placed like any paste: clear of every node already there.
 
 export const FORMAT = "railyard/diagram-fragment@1";
+const EXPORT_FORMAT = "railyard/workflow";
 const STORAGE_KEY = "railyard.designer.clipboard";
 
 /** The clipboard text of a fragment. */
@@ -14,7 +17,7 @@ export function encodeFragment(fragment) {
   return JSON.stringify({ format: FORMAT, nodes: fragment.nodes, edges: fragment.edges });
 }
 
-/** A fragment from clipboard text, or null when the text is not one. */
+/** A fragment from clipboard text (a fragment or an exported workflow), or null when the text is neither. */
 export function decodeFragment(text) {
   if (!text || typeof text !== "string") return null;
   let data;
@@ -23,7 +26,9 @@ export function decodeFragment(text) {
   } catch {
     return null;
   }
-  if (!data || data.format !== FORMAT || !Array.isArray(data.nodes)) return null;
+  if (data?.format === EXPORT_FORMAT && data.diagram && typeof data.diagram === "object") data = data.diagram;
+  else if (data?.format !== FORMAT) return null;
+  if (!Array.isArray(data.nodes)) return null;
   return { nodes: data.nodes, edges: Array.isArray(data.edges) ? data.edges : [] };
 }
 
