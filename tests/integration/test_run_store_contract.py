@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from backend.db.run_store import PgRunStore
-from backend.engine.model import RunState
+from backend.engine.model import ChildSummary, RunState
 from backend.engine.ports import (
     DuplicateRun,
     FinishedAttempt,
@@ -313,3 +313,55 @@ async def test_versions_names_and_settings_resolve(arranged: Arranged) -> None:
         assert await tx.workflow_name(uuid.uuid4()) is None
         assert await tx.settings(uuid.uuid4()) == WorkflowSettings()
         assert await tx.graph(version.id) == arranged.graph
+
+
+def child_of(parent: NewRun, version: VersionRow, index: int) -> NewRun:
+    child = new_run(version, at=T0 + timedelta(seconds=index))
+    child.parent_run_id, child.parent_step_id, child.parent_index = parent.id, "set", index
+    return child
+
+
+async def end_child(a: Arranged, child: NewRun, status: RunStatus, result: Any) -> None:
+    """Write the end of a queued child run (``result``: its output, or its error)."""
+    read = await a.store.read_unlocked(child.id)
+    assert read is not None
+    row, state = read
+    state.status, state.started_at, state.finished_at = status, T0, T0
+    if status is RunStatus.SUCCEEDED:
+        state.output = result
+    else:
+        state.error = result
+    written = await a.store.write_unlocked(
+        child.id, state, finish=None, start=None, expected_revision=row.revision
+    )
+    assert written.revision == row.revision + 1
+
+
+async def test_child_runs_are_read_in_short_unless_their_outputs_are_wanted(
+    arranged: Arranged,
+) -> None:
+    parent = new_run(arranged.version)
+    await insert(arranged, parent)
+    children = [child_of(parent, arranged.version, i) for i in range(3)]
+    async with arranged.store.transaction() as tx:
+        assert await tx.insert_queued_runs(children) == [True, True, True]
+        assert await tx.insert_queued_runs(children[:1]) == [False]  # the same ids: nothing
+    await end_child(arranged, children[0], RunStatus.SUCCEEDED, {"i": 0})
+    await end_child(arranged, children[2], RunStatus.FAILED, {"kind": "boom"})
+    async with arranged.store.transaction() as tx:
+        row = await tx.lock(parent.id)
+        assert row is not None
+        short = await tx.load(row, outputs=lambda records, by_step, summaries: set())
+        assert [(c.index, c.status, c.output, c.error) for c in short.children["set"]] == [
+            (1, "queued", None, None),
+            (2, "failed", None, {"kind": "boom"}),
+        ]
+        assert short.child_summaries == {"set": ChildSummary(succeeded=1, next_index=3)}
+        full = await tx.load(row)  # no ``outputs``: every child of every step, with output
+        assert [(c.index, c.run_id, c.output) for c in full.children["set"]] == [
+            (0, str(children[0].id), {"i": 0}),
+            (1, str(children[1].id), None),
+            (2, str(children[2].id), None),
+        ]
+        assert full.child_summaries == {}
+        assert (await tx.load(row, children=False)).children == {}
