@@ -23,6 +23,7 @@ from backend.api.app_webhooks import AppWebhookController
 from backend.api.audit import AuditController, SettingsController
 from backend.api.auth import AuthController
 from backend.api.catalog import CatalogController
+from backend.api.catalog_freshness import current_catalog
 from backend.api.credentials import CredentialController
 from backend.api.draft_runs import PinController, TestRunController
 from backend.api.errors import API_EXCEPTION_HANDLERS, ErrorHandler, http_error
@@ -180,6 +181,7 @@ def create_app(
             ),
         ],
         guards=[authorize, refuse_unknown_query],
+        before_request=current_catalog,
         lifespan=[lifespan],
         before_send=[
             SecurityHeaders(https=served_over_https(settings.base_url, settings.secure_cookies))

@@ -58,6 +58,12 @@ class Runtime:
             pin=pins.pin,
         )
 
+    @functools.cached_property
+    def catalog_watch(self) -> openapi_catalog.CatalogWatch:
+        """Keeps the catalog current with other processes' imports (an API process
+        checks it before each request)."""
+        return openapi_catalog.CatalogWatch(self.redis, self.catalog)
+
     async def load_imported_connectors(self) -> None:
         """Put the stored imported connectors in the catalog; a database that cannot be
         reached yet is logged, and the first step needing one loads them then."""

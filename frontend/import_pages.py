@@ -81,6 +81,7 @@ class ImportPages(LoginRequiredPages):
             result = await svc.import_and_install(
                 runtime.sessionmaker,
                 runtime.catalog,
+                announce=runtime.catalog_watch.announce,
                 name=str(data.get("name") or "").strip(),
                 label=str(data.get("label") or "").strip(),
                 data=raw,

@@ -75,6 +75,7 @@ async def run_import(runtime: Runtime, user_id: Any, data: ImportIn) -> svc.Impo
     return await svc.import_and_install(
         runtime.sessionmaker,
         runtime.catalog,
+        announce=runtime.catalog_watch.announce,
         name=data.name,
         label=data.label,
         data=raw,

@@ -13,6 +13,7 @@ import asyncio
 import gzip
 import hashlib
 import uuid
+from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Any
 
@@ -369,12 +370,19 @@ async def stored_marker(session: AsyncSession) -> tuple[int, datetime | None]:
 
 
 async def import_and_install(
-    sessionmaker: async_sessionmaker[AsyncSession], catalog: Any, **kwargs: Any
+    sessionmaker: async_sessionmaker[AsyncSession],
+    catalog: Any,
+    *,
+    announce: Callable[[], Awaitable[None]] | None = None,
+    **kwargs: Any,
 ) -> ImportResult:
     """:func:`import_document` in a transaction of its own, committed before the catalog
-    is refreshed (so the operations are in the palette when this returns)."""
+    is refreshed (so the operations are in the palette when this returns) and before
+    ``announce`` tells the other processes (:mod:`backend.services.openapi_catalog`)."""
     async with sessionmaker() as session, session.begin():
         result = await import_document(session, catalog, **kwargs)
     if result.stored:
         await catalog.refresh()
+        if announce is not None:
+            await announce()
     return result
