@@ -17,6 +17,9 @@ Output-schema keywords that depend on the node's config or input:
   expression the type of its result when the reader can tell (a path, ``&``, arithmetic).
 - ``"x-merge-input-if": "<field>"``: with that boolean config field true, the input
   object's fields are part of the output too (Set's "Keep input fields").
+- ``"x-schema-from": "<field>"``: the whole output schema is that config field when it
+  holds a JSON Schema object (the Manual trigger's ``input_schema``: the run input a
+  For each or Sub-workflow caller passes), else the declared one.
 - ``"x-property-schemas": {"<property>": "<field>"}``: the property's schema is taken from
   that config field when it holds a JSON Schema object (the webhook's ``body_schema``).
 - ``"x-properties-if": {"<property>": "<field>" | "!<field>"}``: the property is in the
@@ -285,6 +288,9 @@ class DataFlow:
             output = data
         elif isinstance(declared.get("x-fields-from"), str):
             output = self._fields_from(node, declared, data)
+        elif isinstance(declared.get("x-schema-from"), str):
+            schema = node.config.get(declared["x-schema-from"])
+            output = schema if isinstance(schema, dict) and schema else declared
         else:
             output = declared
             replaced = declared.get("x-property-schemas")

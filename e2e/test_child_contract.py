@@ -1,6 +1,8 @@
 """A For each step's settings say what each child run receives: the item's fields (from the
-webhook's body schema, through the Items expression), its index and the step's input.
-Screenshot: foreach-child-contract.png."""
+webhook's body schema, through the Items expression), its index and the step's input;
+copied as the child's Manual trigger's Input schema, it makes a child reading a field the
+contract lacks an error in its designer and a refused publish. Screenshots:
+foreach-child-contract.png, child-contract-checked.png."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ import pytest
 
 from e2e.api_client import api_client, chain_draft, node
 from e2e.conftest import ARTIFACTS_DIR, RailyardServer, login
-from e2e.designer_page import open_settings
+from e2e.designer_page import open_settings, press, wait_saved
 
 pytestmark = pytest.mark.e2e
 
@@ -34,6 +36,7 @@ def test_foreach_panel_shows_the_child_input(page: Any, railyard_server: Railyar
     child = api.post("/api/workflows", json={"name": "One order"}).json()["id"]
     hook = node("hook", "trigger.webhook", 0, body_schema=ORDERS)
     each = node("each", "control.foreach", 320, items="=body.orders", workflow_id=child)
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=server.base_url)
     login(page, server)
     open_settings(page, server, chain_draft(api, "All orders", hook, each), "each")
     box = page.locator("#config-panel .child-contract")
@@ -50,3 +53,30 @@ def test_foreach_panel_shows_the_child_input(page: Any, railyard_server: Railyar
     assert fields["index"] == "integer"
     assert "input.body" in fields
     page.screenshot(path=str(ARTIFACTS_DIR / "foreach-child-contract.png"))
+
+    # the contract, copied into the child's Manual trigger
+    box.get_by_role("button", name="Copy as input schema").click()
+    box.locator(".child-contract-copy").filter(has_text="Copied").wait_for()
+    schema_text = page.evaluate("() => navigator.clipboard.readText()")
+    shape = node("shape", "control.set", 320, mapping=[{"name": "sku", "value": "=sku"}])
+    draft = {
+        "nodes": [node("start", "trigger.manual", 0), shape],
+        "edges": [{"id": "e0", "source": "start", "target": "shape"}],
+        "schema_version": 1,
+    }
+    assert api.put(f"/api/workflows/{child}/draft", json={"diagram": draft}).status_code == 200
+    form = open_settings(page, server, child, "start")
+    form.locator('[data-field="input_schema"]').fill(schema_text)
+    # reading `sku` where each child gets `item.sku`: an error, and publishing refuses it
+    page.locator("#diagnostics li.diagnostic").filter(has_text="no field sku").wait_for()
+    page.screenshot(path=str(ARTIFACTS_DIR / "child-contract-checked.png"))
+    press(page, "Control+s")
+    wait_saved(page)
+    refused = api.post(f"/api/workflows/{child}/publish")
+    assert refused.status_code == 422 and "sku" in refused.text, refused.text
+    # reading what the contract has publishes
+    stored = api.get(f"/api/workflows/{child}").json()["draft"]
+    assert stored["nodes"][0]["config"]["input_schema"]["properties"]["item"]
+    stored["nodes"][1]["config"]["mapping"] = [{"name": "sku", "value": "=item.sku"}]
+    assert api.put(f"/api/workflows/{child}/draft", json={"diagram": stored}).status_code == 200
+    assert api.post(f"/api/workflows/{child}/publish").status_code == 201

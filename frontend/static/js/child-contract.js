@@ -1,7 +1,9 @@
 // What a call step's child runs receive (For each, Sub-workflow), shown in its settings:
 // the JSON Schema the server infers from the diagram (the child_input of POST
 // /api/workflows/{id}/expressions/fields, designer_schema/dataflow.py), as a list of
-// fields with their types, e.g. item.sku (string), index (integer), input.body (object).
+// fields with their types, e.g. item.sku (string), index (integer), input.body (object),
+// and "Copy as input schema": the schema for the called workflow's Manual trigger (its
+// Input schema), where expressions reading fields it lacks are errors that block publishing.
 
 import { fieldSource } from "./field-picker.js";
 
@@ -50,8 +52,32 @@ export function attachChildContract(container, model, workflowId) {
     }
     const hint = document.createElement("p");
     hint.className = "hint";
-    hint.textContent = "Its trigger's input, inferred from this workflow: read these fields in the called workflow.";
-    box.append(title, list, hint);
+    hint.textContent = "Its trigger's input, inferred from this workflow: read these fields in the called workflow. "
+      + "Paste the schema into its Manual trigger's Input schema to have its expressions checked against it.";
+    box.append(title, list, hint, copyButton(JSON.stringify(result.child_input, null, 2)));
     (form.querySelector(".panel-description") || form.querySelector("h2"))?.after(box);
   });
+}
+
+/** "Copy as input schema": the Clipboard API, else the text shown selected for Ctrl+C. */
+function copyButton(text) {
+  const row = document.createElement("div");
+  row.className = "child-contract-copy";
+  const button = Object.assign(document.createElement("button"), { type: "button", className: "btn btn-small", textContent: "Copy as input schema" });
+  const status = Object.assign(document.createElement("span"), { className: "hint" });
+  status.setAttribute("aria-live", "polite");
+  button.addEventListener("click", async () => {
+    try {
+      await navigator.clipboard.writeText(text);
+      status.textContent = "Copied";
+    } catch {
+      const area = Object.assign(document.createElement("textarea"), { className: "mono", readOnly: true, rows: 6, value: text });
+      area.setAttribute("aria-label", "Input schema");
+      row.append(area);
+      area.select();
+      status.textContent = "Selected: press Ctrl+C";
+    }
+  });
+  row.append(button, status);
+  return row;
 }

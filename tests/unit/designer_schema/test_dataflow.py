@@ -362,3 +362,46 @@ def test_aggregate_output_follows_its_group_by(group_by: str, present: str, abse
     flow = DataFlow.of_diagram(parsed, catalog, JsonataReader())
     schema = flow.output_schema("agg")
     assert list(schema["properties"]) == [present] and schema["required"] == [present]
+
+
+CHILD_INPUT = {
+    "type": "object",
+    "properties": {
+        "item": {"type": "object", "properties": {"sku": {"type": "string"}}},
+        "index": {"type": "integer"},
+    },
+    "required": ["item", "index"],
+}
+"""What a For each passes each child run (the parent's "What each child run receives")."""
+
+
+def test_manual_trigger_input_schema_is_the_child_contract() -> None:
+    """A child reading a field its declared input lacks is an error, so it cannot be
+    published; reading what the contract has is fine and typed downstream."""
+
+    def child(mapping: dict[str, Any]) -> tuple[Any, list[Diagnostic]]:
+        return compile_(
+            diagram(
+                [
+                    node("start", "trigger.manual", input_schema=CHILD_INPUT),
+                    node("s", "control.set", mapping=mapping),
+                ],
+                [edge("start", "s")],
+            )
+        )
+
+    graph, found = child({"sku": "=item.sku", "n": "=index + 1"})
+    assert graph is not None and found == []
+    graph, found = child({"sku": "=sku"})
+    assert graph is None
+    [(severity, code, message)] = by_field(found)["mapping.sku"]
+    assert (severity, code) == ("error", "unknown_field")
+    assert "sku" in message and "item" in message
+    # without a declared input any path passes, as before
+    _, found = compile_(
+        diagram(
+            [node("start", "trigger.manual"), node("s", "control.set", mapping={"x": "=sku"})],
+            [edge("start", "s")],
+        )
+    )
+    assert found == []
