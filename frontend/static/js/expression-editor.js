@@ -7,16 +7,23 @@
 // - a live preview of the value against the last run's data, with syntax errors (and
 //   their position) and the data-flow problems of the expression as you type
 //   (POST /api/v1/workflows/{id}/expressions/preview: the run's evaluator and limits).
+// On a JSON field (HTTP Request's and Respond's bodies, For each's items; json-text.js)
+// the same editor works inside the JSON: an "=..." string is an expression, completed and
+// previewed where the cursor is; the picker inserts a path into that string, or a new
+// "=path" string elsewhere; a parse error shows its line and column as you type, and
+// "Format" indents the JSON.
 // panel.js stays unaware of it: the editor follows the panel's DOM and reports edits with
 // an "input" event, which the panel reads back into the node.
 
 import { errorMessage, postJSON } from "./api.js";
 import { attachBodySchema } from "./body-schema.js";
 import { fieldSource, renderPicker, suggestions } from "./field-picker.js";
+import { expressionsIn, formatJson, jsonError, stringAt } from "./json-text.js";
 
 const PREVIEW_DELAY_MS = 300;
 const PREVIEW_CHARS = 400;
-const TARGETS = ".expr-input, .kv-editor[data-expression] .kv-value";
+const TARGETS = '.expr-input, .kv-editor[data-expression] .kv-value, textarea[data-kind="json"][data-expression]';
+const isJson = (control) => control?.dataset.kind === "json";
 
 export function attachExpressionEditor(container, model, workflowId) {
   const fields = fieldSource(workflowId, model);
@@ -49,6 +56,14 @@ export function attachExpressionEditor(container, model, workflowId) {
     if (e.target !== control) return;
     schedulePreview(PREVIEW_DELAY_MS);
     updateSuggestions();
+  });
+  // in JSON the expression previewed is the one under the cursor: follow its moves
+  const moved = (e) => {
+    if (e.target === control && isJson(control)) schedulePreview(PREVIEW_DELAY_MS);
+  };
+  container.addEventListener("click", moved);
+  container.addEventListener("keyup", (e) => {
+    if (/^(Arrow|Home|End|Page)/.test(e.key)) moved(e);
   });
   container.addEventListener("keydown", (e) => {
     if (e.target !== control || !assist) return;
@@ -85,6 +100,7 @@ export function attachExpressionEditor(container, model, workflowId) {
     assist.querySelector(".field-picker").hidden = true;
     assist.querySelector(".expr-pick-btn").setAttribute("aria-expanded", "false");
     assist.querySelector(".expr-suggest").hidden = true;
+    assist.querySelector(".expr-format-btn").hidden = !isJson(target);
   }
 
   function buildAssist() {
@@ -103,7 +119,16 @@ export function attachExpressionEditor(container, model, workflowId) {
     const preview = el("div", "expr-preview");
     preview.setAttribute("aria-live", "polite");
     preview.append(el("span", "expr-preview-label", "Preview"), el("code", "expr-preview-value", ""));
-    bar.append(pick, preview);
+    const format = el("button", "btn btn-small expr-format-btn", "Format");
+    format.type = "button";
+    format.title = "Indent the JSON";
+    format.addEventListener("click", () => {
+      const text = control && formatJson(control.value);
+      if (text === null || !control) return;
+      control.value = text;
+      control.dispatchEvent(new Event("input", { bubbles: true }));
+    });
+    bar.append(pick, format, preview);
     const error = el("p", "expr-error");
     error.setAttribute("role", "alert");
     error.hidden = true;
@@ -142,6 +167,7 @@ export function attachExpressionEditor(container, model, workflowId) {
   /** Put ``path`` at the cursor of the control (replacing the partial path when completing). */
   function insertPath(path, replaceToken) {
     if (!control) return;
+    if (isJson(control)) return insertJsonPath(path, replaceToken);
     let value = control.value;
     let start = control.selectionStart ?? value.length;
     let end = control.selectionEnd ?? value.length;
@@ -157,12 +183,35 @@ export function attachExpressionEditor(container, model, workflowId) {
     const before = value.slice(0, start);
     const glue = replaceToken || before === "=" || /[\s(&+\-*/,[{:=]$/.test(before) ? "" : " & ";
     control.value = before + glue + path + value.slice(end);
-    const cursor = (before + glue + path).length;
+    inserted((before + glue + path).length);
+  }
+
+  /** After an insert: the cursor at ``cursor``, the list closed, the panel told. */
+  function inserted(cursor) {
     control.focus();
     control.setSelectionRange(cursor, cursor);
     assist.querySelector(".expr-suggest").hidden = true;
     suggestSeq++;
     control.dispatchEvent(new Event("input", { bubbles: true }));
+  }
+
+  /** In JSON: into the "=..." string under the cursor, else a new "=path" string there. */
+  function insertJsonPath(path, replaceToken) {
+    const value = control.value;
+    let start = control.selectionStart ?? value.length;
+    const end = control.selectionEnd ?? start;
+    if (replaceToken) start -= tokenBefore(value, start).length;
+    const string = stringAt(value, start);
+    let insert;
+    if (string && value[string.start + 1] === "=") {
+      const before = value.slice(string.start + 1, start);
+      insert = (replaceToken || before === "=" || /[\s(&+\-*/,[{:=]$/.test(before) ? "" : " & ") + path;
+    } else {
+      // in a plain string (a key, a fixed text) the path goes in as text; elsewhere a new string
+      insert = string ? path : JSON.stringify(`=${path}`);
+    }
+    control.value = value.slice(0, start) + insert + value.slice(end);
+    inserted(start + insert.length - (string ? 0 : 1)); // a new string: inside its quotes
   }
 
   async function updateSuggestions() {
@@ -177,15 +226,19 @@ export function attachExpressionEditor(container, model, workflowId) {
       return;
     }
     if (seq !== suggestSeq || !control) return; // typed on meanwhile: a newer call draws
-    const value = control.value;
-    const token = value.startsWith("=") ? tokenBefore(value, control.selectionStart ?? value.length) : "";
+    const token = currentToken();
     suggestState = { items: token ? suggestions(result, token) : [], active: 0, token, result };
     drawSuggestions();
   }
 
   function currentToken() {
     const value = control.value;
-    return value.startsWith("=") ? tokenBefore(value, control.selectionStart ?? value.length) : "";
+    const at = control.selectionStart ?? value.length;
+    if (isJson(control)) {
+      const string = stringAt(value, at);
+      return string && value[string.start + 1] === "=" ? tokenBefore(value, at) : "";
+    }
+    return value.startsWith("=") ? tokenBefore(value, at) : "";
   }
 
   function refreshIfStale() {
@@ -228,8 +281,11 @@ export function attachExpressionEditor(container, model, workflowId) {
     const valueEl = assist.querySelector(".expr-preview-value");
     const errorEl = assist.querySelector(".expr-error");
     const problems = assist.querySelector(".expr-problems");
-    const text = control.value;
-    if (!text.startsWith("=") || text.trim() === "=") {
+    let text = control.value;
+    if (isJson(control)) {
+      text = jsonExpression(text, valueEl, errorEl, problems);
+      if (text === null) return;
+    } else if (!text.startsWith("=") || text.trim() === "=") {
       valueEl.textContent = text.startsWith("=") ? "" : "fixed value (start with = for an expression)";
       errorEl.hidden = true;
       problems.replaceChildren();
@@ -269,6 +325,31 @@ export function attachExpressionEditor(container, model, workflowId) {
     valueEl.textContent = shown.length > PREVIEW_CHARS ? `${shown.slice(0, PREVIEW_CHARS)}…` : shown;
     valueEl.title = data.data_from ? `Evaluated on ${data.data_from}` : "No run yet: evaluated on empty data";
     assist.dataset.state = data.value === null || data.value === undefined ? "empty" : "ok";
+  }
+
+  /**
+   * The "=..." string under the cursor of a JSON control, or null after saying why there
+   * is nothing to preview (a parse error with its line and column, or the cursor elsewhere).
+   */
+  function jsonExpression(text, valueEl, errorEl, problems) {
+    problems.replaceChildren();
+    const bad = jsonError(text);
+    if (bad) {
+      valueEl.textContent = "";
+      showError(`Not valid JSON (line ${bad.line}, column ${bad.column}): ${bad.message}`);
+      return null;
+    }
+    const string = stringAt(text, control.selectionStart ?? 0);
+    if (string && string.value.startsWith("=") && !string.value.startsWith("==") && string.value.trim() !== "=") {
+      return string.value;
+    }
+    const count = text.trim() ? expressionsIn(JSON.parse(text)).length : 0;
+    valueEl.textContent = count
+      ? `JSON with ${count} expression${count > 1 ? "s" : ""}: put the cursor in one to preview it`
+      : 'JSON value (a string starting with "=" is an expression)';
+    errorEl.hidden = true;
+    assist.dataset.state = "literal";
+    return null;
   }
 
   function showError(message) {

@@ -1,0 +1,83 @@
+"""The expression editor inside a JSON body (HTTP Request's Body): a path typed in an
+"=..." string is completed, the string under the cursor is previewed against pinned data,
+the field picker puts a new "=path" string where the cursor is, a parse error shows its
+line and column as you type, and Format indents the JSON. Screenshot: json-body-editor.png."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from e2e.api_client import api_client, chain_draft, node
+from e2e.conftest import ARTIFACTS_DIR, RailyardServer, login
+from e2e.designer_page import open_settings
+
+pytestmark = pytest.mark.e2e
+
+
+def _object(**properties: Any) -> dict[str, Any]:
+    return {"type": "object", "properties": properties}
+
+
+TEXT = {"type": "string"}
+CUSTOMER = _object(customer=_object(name=TEXT, email=TEXT), total={"type": "number"})
+
+BODY = "() => window.railyardDesigner.model.node('call').config.body"
+"""JS: the HTTP Request's stored body."""
+
+
+def test_json_body_has_the_expression_editor(page: Any, railyard_server: RailyardServer) -> None:
+    server = railyard_server
+    api = api_client(server)
+    hook = node("hook", "trigger.webhook", 0, body_schema=CUSTOMER)
+    call = node("call", "http.request", 320, method="POST", url="https://example.com/orders")
+    workflow_id = chain_draft(api, "JSON bodies", hook, call)
+    sample = {"body": {"customer": {"name": "Ada", "email": "ada@example.com"}, "total": 12}}
+    pinned = api.put(f"/api/v1/workflows/{workflow_id}/pins/hook", json={"data": sample})
+    assert pinned.status_code < 300, pinned.text
+    login(page, server)
+    form = open_settings(page, server, workflow_id, "call")
+    body = form.locator('[data-field-wrap="body"] textarea[data-kind="json"]')
+    assist = form.locator(".expr-assist")
+
+    # completion inside an "=..." string
+    body.click()
+    body.press_sequentially('{"name": "=body.cust')
+    form.locator('.expr-suggest-item[data-path="body.customer"]').wait_for()
+    body.press("Enter")
+    body.press_sequentially('.name"}')
+    page.wait_for_function(
+        f"() => JSON.stringify(({BODY})()) === JSON.stringify({{name: '=body.customer.name'}})"
+    )
+    # the string under the cursor is previewed on the pinned data
+    body.press("ArrowLeft")
+    body.press("ArrowLeft")
+    assist.locator(".expr-preview-value").filter(has_text='"Ada"').wait_for()
+
+    # the picker, with the cursor between two members: a new "=path" string
+    text = body.input_value()
+    body.evaluate("(el, at) => { el.focus(); el.setSelectionRange(at, at); }", len(text) - 1)
+    body.press_sequentially(', "total": ')
+    assist.locator(".expr-pick-btn").click()
+    form.locator('.field-picker-item[data-path="body.total"]').first.click()
+    page.wait_for_function(
+        f"() => ({BODY})().total === '=body.total' && ({BODY})().name === '=body.customer.name'"
+    )
+    assist.locator(".expr-preview-value").filter(has_text="12").wait_for()
+
+    # a parse error says where
+    body.press("End")
+    body.press_sequentially(",")
+    error = assist.locator(".expr-error")
+    error.filter(has_text="Not valid JSON (line 1, column").wait_for()
+    body.press("Backspace")
+    page.wait_for_function("() => document.querySelector('.expr-assist .expr-error').hidden")
+
+    # Format indents it, and the stored body is unchanged
+    assist.get_by_role("button", name="Format").click()
+    assert body.input_value() == json.dumps(
+        {"name": "=body.customer.name", "total": "=body.total"}, indent=2
+    )
+    page.screenshot(path=str(ARTIFACTS_DIR / "json-body-editor.png"))
