@@ -7,7 +7,9 @@ whole *process* when an isolate runs out of memory in a way it cannot recover fr
 process of its own, user code gets a memory budget of its own (``RLIMIT_DATA``), a lower
 CPU priority than the API and the worker's event loop (nice 10), and when anything goes
 wrong, it can be killed, which no thread can be. The cost is a pipe round trip per step
-(measured in bench/code_step.py). The worker's event loop only writes and reads pipes.
+(measured in bench/code_step.py). The worker's event loop only writes and reads pipes;
+processes are started from a worker thread (:mod:`.spawn`), at nice
+:data:`~.protocol.NICENESS` above the host's from their start.
 
 :meth:`SandboxPool.run` takes an idle process (or starts one, at most ``size`` at once;
 a step beyond that waits for one), writes the job, and reads the reply within the job's
@@ -28,7 +30,9 @@ import weakref
 
 import msgspec
 
-from .protocol import READY, Job, Reply, decode_reply, encode, header_length
+from . import spawn
+from .protocol import NICENESS, READY, Job, Reply, decode_reply, encode, header_length
+from .spawn import Spawned
 
 __all__ = ["GRACE", "RECYCLE_AFTER", "SandboxFailed", "SandboxPool", "pool_for"]
 
@@ -55,7 +59,7 @@ class SandboxFailed(Exception):
 class _Process:
     """One sandbox process and the task draining its standard error."""
 
-    def __init__(self, proc: asyncio.subprocess.Process) -> None:
+    def __init__(self, proc: Spawned) -> None:
         self.proc = proc
         self.jobs = 0
         self.stderr: collections.deque[bytes] = collections.deque(maxlen=40)
@@ -63,19 +67,9 @@ class _Process:
 
     @classmethod
     async def start(cls, memory_bytes: int) -> _Process:
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-I",
-            "-m",
-            MODULE,
-            str(memory_bytes),
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            env={},
-            cwd="/",
-            start_new_session=True,
-        )
+        # off the event loop's thread: a fork waits for the child's exec (see .spawn)
+        argv = [sys.executable, "-I", "-m", MODULE, str(memory_bytes)]
+        proc = await spawn.start(argv, niceness=NICENESS)
         process = cls(proc)
         try:
             greeting = await asyncio.wait_for(process._read_frame(len(READY)), START_TIMEOUT)

@@ -41,6 +41,10 @@ Status = Literal[
     "output_too_large",  # its result, as JSON, is over the output limit
 ]
 
+NICENESS = 10
+"""Added to the host's nice value for its sandbox processes: user code, and the start of
+the process that runs it, yield the CPU to Railyard's own processes."""
+
 
 class Limits(msgspec.Struct, frozen=True, array_like=True):
     """The hard limits of one run of user code.

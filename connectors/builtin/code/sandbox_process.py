@@ -25,7 +25,9 @@ What holds the limits, in this process:
   file or network API exists in V8 without an embedder, and the prelude removes what
   could wait (:mod:`connectors.builtin.code.scripts`); the process runs with
   ``RLIMIT_FSIZE`` 0, no core dumps, an empty environment, at nice
-  :data:`NICENESS` so the API and the worker's event loop win the CPU over user code.
+  :data:`~connectors.builtin.code.protocol.NICENESS` above its host's (set by the host
+  as soon as the process exists, so even the interpreter's start and the engine's
+  loading yield to the API and the worker's event loop).
 
 The next isolate is made after the reply is sent, so a job does not wait for one.
 """
@@ -46,9 +48,6 @@ from py_mini_racer._exc import JSEvalException, JSOOMException
 
 from . import scripts
 from .protocol import READY, Job, Reply, Status, encode, read_frame, write_frame
-
-NICENESS = 10
-"""Added to the process's nice value: user code yields the CPU to Railyard's processes."""
 
 HEADROOM = 64 * 1024 * 1024
 """Bytes of ``RLIMIT_DATA`` beyond the heap and off-heap budgets (V8's own bookkeeping,
@@ -235,7 +234,6 @@ def serve(jobs: BinaryIO, replies: BinaryIO, memory_bytes: int) -> None:
 
 def main() -> None:
     """Entry point (see the module doc); ``argv[1]`` is the memory budget in bytes."""
-    os.nice(NICENESS)
     os.chdir("/")
     replies = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # stray prints go to stderr
