@@ -7,7 +7,9 @@ put together at the page's ``items_path`` in the last response, so the output ke
 shape of one page.
 
 Raises ``sdk.NonRetryableError`` (kind ``pagination_foreign_link``) when a ``Link`` header
-points to another server than the first request's: the credential is not sent there.
+points to another server than the first request's: the credential is not sent there;
+(kind ``pagination_body``) when a document's ``x-railyard-pagination`` puts the parameter
+in a body that is not JSON (a form).
 """
 
 from __future__ import annotations
@@ -67,6 +69,12 @@ def _size(op: OperationSpec, paging: Pagination, config: dict[str, Any]) -> int 
 def set_param(request: Request, paging: Pagination, value: Any) -> None:
     """Send ``paging.param`` = ``value`` in the query or the JSON body of ``request``."""
     if paging.param_in == "body":
+        if request.content is not None or request.files is not None:
+            raise sdk.NonRetryableError(
+                f"the pagination parameter {paging.param} is declared in the body, which "
+                "is not a JSON object here; only JSON bodies carry it",
+                kind="pagination_body",
+            )
         body = request.json if isinstance(request.json, dict) else {}
         request.json = {**body, paging.param: value}
         return

@@ -225,3 +225,37 @@ async def test_outline_offsets_in_the_body_stop_at_a_short_page(api: ScriptedApi
         {"limit": 2, "offset": 2},
         {"limit": 2, "offset": 4},
     ]
+
+
+async def test_a_body_parameter_declared_for_a_form_body_is_a_clear_error(
+    api: ScriptedApi,
+) -> None:
+    document = """
+openapi: 3.0.3
+info: {title: Forms, version: "1"}
+servers: [{url: "https://forms.example"}]
+paths:
+  /search:
+    post:
+      operationId: search
+      x-railyard-pagination: {kind: cursor, items: rows, param: after, in: body, next: next}
+      requestBody:
+        content:
+          application/x-www-form-urlencoded:
+            schema: {type: object, properties: {q: {type: string}, after: {type: string}}}
+      responses:
+        "200":
+          description: a page
+          content:
+            application/json:
+              schema:
+                type: object
+                properties: {rows: {type: array, items: {type: object}}, next: {type: string}}
+"""
+    doc, version = load_document(document.encode())
+    connector = connector_of([(build_definition(doc, name="forms", openapi_version=version), {})])
+    api.answer = lambda call, url: (200, {"rows": [{"n": 1}], "next": "c2"}, {})
+    with pytest.raises(sdk.NonRetryableError) as caught:
+        await _run(connector, "forms.search", api, {"q": "x", "fetch_all_pages": True})
+    assert caught.value.kind == "pagination_body"
+    assert len(api.calls) == 1  # the first page only
