@@ -18,6 +18,12 @@ at 10,000 items, the case of docs/engine.md "For-each at scale") and prints, per
   N;
 - ``foreach_N_parent_lag``: the parent's ``finished_at`` minus its last child's
   ``finished_at`` (seconds; never negative when the parent ends after its children);
+- ``foreach_N_worker_cpu_ms_per_item`` and ``foreach_N_pg_cpu_ms_per_item``: CPU time the
+  ``railyard worker`` processes and the PostgreSQL server processes (and the bench's own
+  process, which starts the run, counted with the workers) spent during the run
+  (``/proc/<pid>/stat``, bench/cluster.py's :class:`Meter`), per item: unlike the wall
+  time, these hardly depend on what else the machine runs, so they say whether the work
+  per item is flat on a shared machine;
 - ``load_average`` beside the wall-time figures (they depend on the machine's load).
 
 Bounded: one run per size, each waited for at most ``--timeout`` seconds (default 600).
@@ -41,7 +47,7 @@ from sqlalchemy import select, text
 from backend.db.models import WorkflowVersion
 from backend.runtime import Runtime, build_runtime
 from backend.services import accounts, workflows
-from bench.cluster import Stack
+from bench.cluster import Meter, Stack
 from bench.common import figure, load_average, manual_chain
 from bench.engine import wait_all
 from designer_schema.diagram import Diagram
@@ -121,14 +127,19 @@ async def body_and_parent(rt: Runtime, concurrency: int) -> WorkflowVersion:
     )
 
 
-async def one_size(rt: Runtime, version: WorkflowVersion, size: int, timeout: float) -> None:
+async def one_size(
+    rt: Runtime, meter: Meter, version: WorkflowVersion, size: int, timeout: float
+) -> None:
     """Run the parent over ``size`` items and print its figures."""
     items = [{"n": i} for i in range(size)]
     async with rt.engine.connect() as conn:
         since = (await conn.execute(text("select now()"))).scalar_one()
+    before, own_before = await meter.read(), time.process_time()
     started = time.time()
     run = await rt.execution.start_run(version, {"items": items}, trigger="manual")
     await wait_all(rt, [run.run_id], timeout, every=0.5)
+    after, own = await meter.read(), time.process_time() - own_before
+    cost = meter.cost(before, after, 0, after)
     async with rt.engine.connect() as conn:
         finished, last_child, status = (await conn.execute(_TIMES, {"root": run.run_id})).one()
         stored = (await conn.execute(_STORED, {"root": run.run_id, "since": since})).scalar_one()
@@ -146,16 +157,21 @@ async def one_size(rt: Runtime, version: WorkflowVersion, size: int, timeout: fl
     figure(f"foreach_{size}_items_per_s", size / seconds, "items/s")
     figure(f"foreach_{size}_bytes_per_item", int(stored) / size, "B")
     figure(f"foreach_{size}_parent_lag", float(finished) - float(last_child or finished), "s")
+    worker_cpu = cost.cpu.get("worker", 0.0) + own
+    figure(f"foreach_{size}_worker_cpu_ms_per_item", 1000 * worker_cpu / size, "ms")
+    figure(f"foreach_{size}_pg_cpu_ms_per_item", 1000 * cost.cpu["pg"] / size, "ms")
 
 
 async def measure(sizes: list[int], concurrency: int, timeout: float, stack: Stack) -> None:
     rt = await build_runtime(stack.settings(), pool_size=10)
+    meter = await Meter.open(stack)
     try:
         version = await body_and_parent(rt, concurrency)
-        await one_size(rt, version, 20, timeout)  # warm-up: caches, prepared statements
+        await one_size(rt, meter, version, 20, timeout)  # warm-up: caches, statements
         for size in sizes:
-            await one_size(rt, version, size, timeout)
+            await one_size(rt, meter, version, size, timeout)
     finally:
+        await meter.close()
         await rt.close()
 
 
@@ -171,8 +187,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     sizes = [min(max(int(s), 1), MAX_ITEMS) for s in args.sizes.split(",") if s.strip()]
     with Stack() as stack:
-        for i in range(2):
-            stack.worker(f"worker{i}")
+        for _ in range(2):
+            stack.worker()
         asyncio.run(measure(sizes, max(args.concurrency, 1), args.timeout, stack))
     return 0
 
