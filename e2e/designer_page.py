@@ -250,6 +250,8 @@ def drag_field(page: Any, field: Any, target: Any) -> None:
     """Drag ``field`` (an entry of the settings' Input fields strip, which stays in view)
     onto ``target`` with the mouse (HTML5 drag and drop)."""
     target.scroll_into_view_if_needed()
+    # within the strip's own scrolling list (the strip itself stays in view)
+    field.evaluate("el => el.scrollIntoView({block: 'nearest'})")
     source = field.bounding_box()
     goal = target.bounding_box()
     assert source and goal, "the field and its target must be drawn"

@@ -1,7 +1,8 @@
 """The expression editor inside a JSON body (HTTP Request's Body): a path typed in an
 "=..." string is completed, the string under the cursor is previewed against pinned data,
 the field picker puts a new "=path" string where the cursor is, a parse error shows its
-line and column as you type, and Format indents the JSON. Screenshot: json-body-editor.png."""
+line and column as you type, and Format indents the JSON; a field dragged from the input
+fields onto the JSON becomes a member named after it. Screenshot: json-body-editor.png."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import pytest
 
 from e2e.api_client import api_client, chain_draft, node
 from e2e.conftest import ARTIFACTS_DIR, RailyardServer, login
-from e2e.designer_page import open_settings
+from e2e.designer_page import drag_field, open_settings
 
 pytestmark = pytest.mark.e2e
 
@@ -81,3 +82,10 @@ def test_json_body_has_the_expression_editor(page: Any, railyard_server: Railyar
         {"name": "=body.customer.name", "total": "=body.total"}, indent=2
     )
     page.screenshot(path=str(ARTIFACTS_DIR / "json-body-editor.png"))
+
+    # a field dragged from the input onto the JSON becomes a member named after it
+    email = form.locator('.drag-field[data-drag-path="body.customer.email"]')
+    drag_field(page, email, body)
+    page.wait_for_function(
+        f"() => ({BODY})().email === '=body.customer.email' && ({BODY})().total === '=body.total'"
+    )

@@ -18,7 +18,7 @@
 import { errorMessage, postJSON } from "./api.js";
 import { attachBodySchema } from "./body-schema.js";
 import { fieldSource, renderPicker, suggestions } from "./field-picker.js";
-import { expressionsIn, formatJson, jsonError, stringAt } from "./json-text.js";
+import { expressionsIn, formatJson, jsonError, pathInJson, stringAt } from "./json-text.js";
 
 const PREVIEW_DELAY_MS = 300;
 const PREVIEW_CHARS = 400;
@@ -201,17 +201,9 @@ export function attachExpressionEditor(container, model, workflowId) {
     let start = control.selectionStart ?? value.length;
     const end = control.selectionEnd ?? start;
     if (replaceToken) start -= tokenBefore(value, start).length;
-    const string = stringAt(value, start);
-    let insert;
-    if (string && value[string.start + 1] === "=") {
-      const before = value.slice(string.start + 1, start);
-      insert = (replaceToken || before === "=" || /[\s(&+\-*/,[{:=]$/.test(before) ? "" : " & ") + path;
-    } else {
-      // in a plain string (a key, a fixed text) the path goes in as text; elsewhere a new string
-      insert = string ? path : JSON.stringify(`=${path}`);
-    }
-    control.value = value.slice(0, start) + insert + value.slice(end);
-    inserted(start + insert.length - (string ? 0 : 1)); // a new string: inside its quotes
+    const put = pathInJson(value, start, end, path, replaceToken);
+    control.value = put.text;
+    inserted(put.cursor);
   }
 
   async function updateSuggestions() {

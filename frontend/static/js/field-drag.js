@@ -5,12 +5,15 @@
 // - on a condition builder row's Field box sets that row's field;
 // - on a setting that takes an expression switches it to one and maps it (`=path`), or
 //   adds the path to it when it already holds one (where it is dropped, in its text box);
+//   on a JSON value with content it goes in (json-text.js: into the "=..." string where it
+//   is dropped, else as a new member of an object named after the field, or a list's item);
 // - on a table value of such a setting (Set's fields, headers) does the same per value;
 // - on any other text box inserts the path as text (the browser's own drop).
 //
 // The picker (the "{}" button of every expression) does the same from the keyboard.
 
 import { fieldSource, fullPath } from "./field-picker.js";
+import { mapIntoJson } from "./json-text.js";
 
 const MIME = "application/x-railyard-field";
 const MAX_FIELDS = 40;
@@ -38,7 +41,7 @@ export function attachFieldDrag(container, model, workflowId) {
   container.addEventListener("drop", (e) => {
     const path = e.dataTransfer.getData(MIME);
     const target = path && dropTarget(e.target);
-    if (target && drop(target, path)) e.preventDefault();
+    if (target && drop(target, path, e)) e.preventDefault();
   });
 }
 
@@ -61,8 +64,14 @@ function typed(control, text, event = "input") {
   control.focus();
 }
 
+/** The text offset under the drop point in ``control`` (its caret when unknown). */
+function dropOffset(control, event) {
+  const at = document.caretPositionFromPoint?.(event.clientX, event.clientY);
+  return at && at.offsetNode === control ? at.offset : control.selectionEnd ?? control.value.length;
+}
+
 /** Map ``path`` onto ``target``; false leaves the drop to the browser (text inserted). */
-function drop(target, path) {
+function drop(target, path, event) {
   if (target.kind === "row") {
     typed(target.control, path, "change");
     return true;
@@ -79,6 +88,12 @@ function drop(target, path) {
     if (text && text !== "=") {
       if (target.node === expr) return false; // the browser puts the path where it is dropped
       typed(expr, `${text} ${path}`);
+      return true;
+    }
+    const literal = target.wrap.querySelector('.literal-control [data-field][data-kind="json"]');
+    if (literal && literal.value.trim()) {
+      // a JSON value with content keeps it: the field goes in (json-text.js)
+      typed(literal, mapIntoJson(literal.value, dropOffset(literal, event), path));
       return true;
     }
     if (!target.wrap.classList.contains("expr-mode")) target.fx.click(); // to an expression

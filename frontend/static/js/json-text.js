@@ -40,6 +40,48 @@ function literal(text, start, end) {
   return { start, end, value };
 }
 
+/**
+ * ``text`` with ``path`` put at ``start``..``end``: into the "=..." string there (joined
+ * with " & " unless ``asIs`` or right after an operator), as text into a plain string (a
+ * key, a fixed text), else as a new "=path" string. -> {text, cursor} (a new string's
+ * cursor inside its quotes).
+ */
+export function pathInJson(text, start, end, path, asIs = false) {
+  const string = stringAt(text, start);
+  let insert;
+  if (string && text[string.start + 1] === "=") {
+    const before = text.slice(string.start + 1, start);
+    insert = (asIs || before === "=" || /[\s(&+\-*/,[{:=]$/.test(before) ? "" : " & ") + path;
+  } else {
+    insert = string ? path : JSON.stringify(`=${path}`);
+  }
+  return { text: text.slice(0, start) + insert + text.slice(end), cursor: start + insert.length - (string ? 0 : 1) };
+}
+
+/**
+ * ``text`` (JSON) with a field mapped in: into the "=..." string at offset ``at``; else, for
+ * an object, a new member named after the path's last part ("email": "=body.customer.email",
+ * a taken name gets _2, _3 ...), for a list a new last item (indented with two spaces);
+ * else (not valid JSON) as :func:`pathInJson` puts it at ``at``.
+ */
+export function mapIntoJson(text, at, path) {
+  const string = stringAt(text, at);
+  let value;
+  try {
+    value = string && text[string.start + 1] === "=" ? undefined : JSON.parse(text);
+  } catch {
+    value = undefined;
+  }
+  if (Array.isArray(value)) return JSON.stringify([...value, `=${path}`], null, 2);
+  if (value && typeof value === "object") {
+    const base = path.split(".").pop().replace(/`/g, "") || "field";
+    let name = base;
+    for (let n = 2; name in value; n++) name = `${base}_${n}`;
+    return JSON.stringify({ ...value, [name]: `=${path}` }, null, 2);
+  }
+  return pathInJson(text, at, at, path).text;
+}
+
 /** null when ``text`` is empty or valid JSON, else {message, line, column} (1-based). */
 export function jsonError(text) {
   if (!text.trim()) return null;
