@@ -30,6 +30,7 @@ from backend.api.errors import API_EXCEPTION_HANDLERS, ErrorHandler, http_error
 from backend.api.expressions import ExpressionController
 from backend.api.grants import CredentialGrantController, WorkflowGrantController
 from backend.api.health import HealthController
+from backend.api.lists import link_next
 from backend.api.locations import CreatedLocation
 from backend.api.metrics import MetricsController
 from backend.api.openapi import StrictStructSchemaPlugin, document_responses, openapi_config
@@ -182,6 +183,7 @@ def create_app(
         ],
         guards=[authorize, refuse_unknown_query],
         before_request=current_catalog,
+        after_request=link_next,
         lifespan=[lifespan],
         before_send=[
             SecurityHeaders(https=served_over_https(settings.base_url, settings.secure_cookies))

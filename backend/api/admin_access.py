@@ -6,14 +6,16 @@ of workflows and credentials) with their grants. Admin only (``groups:manage``,
 from __future__ import annotations
 
 import uuid
-from typing import Literal
+from typing import Any, Literal
 
 import msgspec
-from litestar import Controller, delete, get, post, put
+from litestar import Controller, Request, delete, get, post, put
 from litestar.exceptions import NotFoundException
 from litestar.params import FromPath, JSONBody
 
-from backend.api.grant_schemas import GrantIn, GrantOut, grant_out, set_grant_out
+from backend.api.grant_schemas import GrantIn, GrantOut, set_grant_out
+from backend.api.list_schemas import GrantList, grant_list
+from backend.api.lists import DEFAULT_LIMIT, Cursor, Limit, ListPage, listed
 from backend.api.schemas import Name
 from backend.auth.policy import Permission
 from backend.services import grants, groups, projects
@@ -40,6 +42,12 @@ class GroupOut(msgspec.Struct):
     members: list[dict[str, str]]
 
 
+class GroupList(ListPage):
+    """A page of groups, by name."""
+
+    data: list[GroupOut]
+
+
 class ProjectOut(msgspec.Struct):
     """A project and what it holds (``{"id", "name"}`` of workflows and credentials)."""
 
@@ -48,6 +56,12 @@ class ProjectOut(msgspec.Struct):
     description: str
     workflows: list[dict[str, str]]
     credentials: list[dict[str, str]]
+
+
+class ProjectList(ListPage):
+    """A page of projects, by name."""
+
+    data: list[ProjectOut]
 
 
 class MoveIn(msgspec.Struct, forbid_unknown_fields=True):
@@ -70,12 +84,27 @@ class GroupController(Controller):
     dependencies = access_dependencies()
 
     @get("/", operation_id="list_groups", opt=GROUPS)
-    async def list_groups(self, db: DbSession) -> list[GroupOut]:
+    async def list_groups(
+        self,
+        request: Request[Any, Any, Any],
+        db: DbSession,
+        cursor: Cursor = None,
+        limit: Limit = DEFAULT_LIMIT,
+    ) -> GroupList:
         """Every group with its members, by name."""
-        return [
+        found = [
             GroupOut(g.id, g.name, g.description, _pairs(g.members, "email"))
             for g in await groups.list_groups(db)
         ]
+        return listed(
+            request,
+            GroupList,
+            found,
+            lambda g: (g.name, g.id),
+            tuple[str, str],
+            cursor=cursor,
+            limit=limit,
+        )
 
     @post("/", operation_id="create_group", opt=GROUPS)
     async def create_group(self, db: DbSession, data: JSONBody[NamedIn]) -> GroupOut:
@@ -119,12 +148,27 @@ class ProjectController(Controller):
     dependencies = access_dependencies()
 
     @get("/", operation_id="list_projects", opt=PROJECTS)
-    async def list_projects(self, db: DbSession) -> list[ProjectOut]:
+    async def list_projects(
+        self,
+        request: Request[Any, Any, Any],
+        db: DbSession,
+        cursor: Cursor = None,
+        limit: Limit = DEFAULT_LIMIT,
+    ) -> ProjectList:
         """Every project with its workflows and credentials."""
-        return [
+        found = [
             ProjectOut(p.id, p.name, p.description, _pairs(p.workflows), _pairs(p.credentials))
             for p in await projects.list_projects(db)
         ]
+        return listed(
+            request,
+            ProjectList,
+            found,
+            lambda p: (p.name, p.id),
+            tuple[str, str],
+            cursor=cursor,
+            limit=limit,
+        )
 
     @post("/", operation_id="create_project", opt=PROJECTS)
     async def create_project(
@@ -145,10 +189,17 @@ class ProjectController(Controller):
         await projects.move(db, data.object_type, data.object_id, data.project_id)
 
     @get("/{project_id:uuid}/grants", operation_id="list_project_grants", opt=PROJECTS)
-    async def list_grants(self, db: DbSession, project_id: FromPath[uuid.UUID]) -> list[GrantOut]:
+    async def list_grants(
+        self,
+        request: Request[Any, Any, Any],
+        db: DbSession,
+        project_id: FromPath[uuid.UUID],
+        cursor: Cursor = None,
+        limit: Limit = DEFAULT_LIMIT,
+    ) -> GrantList:
         """The grants on a project."""
         await projects.get_project(db, project_id)
-        return [grant_out(g) for g in await grants.list_grants(db, "project", project_id)]
+        return await grant_list(request, db, "project", project_id, cursor=cursor, limit=limit)
 
     @post("/{project_id:uuid}/grants", operation_id="set_project_grant", opt=PROJECTS)
     async def set_grant(

@@ -18,6 +18,8 @@ from litestar import Controller, Request, Response, get, post
 from litestar.params import FromPath, JSONBody
 
 from backend.api.errors import problem_response
+from backend.api.list_schemas import ConnectorList
+from backend.api.lists import DEFAULT_LIMIT, Cursor, Limit, listed
 from backend.auth.policy import Permission
 from backend.runtime import Runtime
 from backend.services import openapi_connectors as svc
@@ -95,9 +97,24 @@ class ConnectorAdminController(Controller):
     exception_handlers = {svc.ImportRefused: _refused, svc.ConnectorNotFound: _not_found}
 
     @get("/", operation_id="list_imported_connectors", opt=MANAGE)
-    async def list_connectors(self, db: DbSession) -> list[svc.ConnectorOut]:
+    async def list_connectors(
+        self,
+        request: Request[Any, Any, Any],
+        db: DbSession,
+        cursor: Cursor = None,
+        limit: Limit = DEFAULT_LIMIT,
+    ) -> ConnectorList:
         """Every imported connector: latest operations, refused operations, versions."""
-        return await svc.list_connectors(db)
+        found = await svc.list_connectors(db)
+        return listed(
+            request,
+            ConnectorList,
+            found,
+            lambda c: (c.name,),
+            tuple[str],
+            cursor=cursor,
+            limit=limit,
+        )
 
     @post("/", operation_id="import_connector", opt=MANAGE)
     async def import_connector(

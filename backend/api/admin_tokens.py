@@ -5,12 +5,15 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 import msgspec
-from litestar import Controller, delete, get, post
+from litestar import Controller, Request, delete, get, post
 from litestar.exceptions import NotFoundException
 from litestar.params import FromPath, JSONBody
 
+from backend.api.list_schemas import TokenList, newest_first
+from backend.api.lists import DEFAULT_LIMIT, Cursor, Limit, ListPage, listed
 from backend.api.schemas import Name, RoleName
 from backend.api.token_schemas import TokenIn, TokenOut, token_out
 from backend.auth.policy import Permission
@@ -36,6 +39,12 @@ class ServiceAccountOut(msgspec.Struct):
     active: bool
 
 
+class ServiceAccountList(ListPage):
+    """A page of service accounts, by name."""
+
+    data: list[ServiceAccountOut]
+
+
 class AdminTokenController(Controller):
     """Every API token of the installation."""
 
@@ -44,9 +53,16 @@ class AdminTokenController(Controller):
     dependencies = access_dependencies()
 
     @get("/", operation_id="list_all_tokens", opt={"permission": Permission.TOKENS_MANAGE})
-    async def list_all(self, db: DbSession) -> list[TokenOut]:
+    async def list_all(
+        self,
+        request: Request[Any, Any, Any],
+        db: DbSession,
+        cursor: Cursor = None,
+        limit: Limit = DEFAULT_LIMIT,
+    ) -> TokenList:
         """Every token with its owner's email, newest first (never the token text)."""
-        return [token_out(t, owner=u.email) for t, u in await api_tokens.list_all_tokens(db)]
+        found = [token_out(t, owner=u.email) for t, u in await api_tokens.list_all_tokens(db)]
+        return newest_first(request, TokenList, found, cursor=cursor, limit=limit)
 
     @delete(
         "/{token_id:uuid}",
@@ -67,12 +83,27 @@ class ServiceAccountController(Controller):
     dependencies = access_dependencies()
 
     @get("/", operation_id="list_service_accounts", opt={"permission": Permission.USERS_MANAGE})
-    async def list_accounts(self, db: DbSession) -> list[ServiceAccountOut]:
+    async def list_accounts(
+        self,
+        request: Request[Any, Any, Any],
+        db: DbSession,
+        cursor: Cursor = None,
+        limit: Limit = DEFAULT_LIMIT,
+    ) -> ServiceAccountList:
         """Every service account."""
-        return [
+        found = [
             ServiceAccountOut(str(u.id), u.display_name, u.email, u.role, u.is_active)
             for u in await service_accounts.list_service_accounts(db)
         ]
+        return listed(
+            request,
+            ServiceAccountList,
+            found,
+            lambda a: (a.name, a.id),
+            tuple[str, str],
+            cursor=cursor,
+            limit=limit,
+        )
 
     @post("/", operation_id="create_service_account", opt={"permission": Permission.USERS_MANAGE})
     async def create(self, db: DbSession, data: JSONBody[ServiceAccountIn]) -> ServiceAccountOut:

@@ -10,16 +10,19 @@ Both need ``audit:read`` / ``settings:read`` (admins). Filters (all optional, co
 
 from __future__ import annotations
 
-from typing import TypeAlias
+from typing import Any, TypeAlias
 
-from litestar import Controller, get
+from litestar import Controller, Request, get
 from litestar.di import NamedDependency, Provide
 from litestar.params import FromQuery
 from litestar.response import Stream
 
+from backend.api.list_schemas import AuditList, SettingList
+from backend.api.lists import DEFAULT_LIMIT, Cursor, Limit, listed, page_links
 from backend.auth.policy import Permission
 from backend.services import audit_log
-from backend.services.settings_view import SettingView, effective_settings
+from backend.services.paging import Slice, decode_cursor, encode_cursor
+from backend.services.settings_view import effective_settings
 from backend.web.authentication import AppRuntime, DbSession
 from backend.web.guards import access_dependencies
 
@@ -62,11 +65,16 @@ class AuditController(Controller):
         self,
         db: DbSession,
         audit_filter: AuditFilterParam,
-        before_id: FromQuery[int | None] = None,
-        limit: FromQuery[int] = audit_log.PAGE_SIZE,
-    ) -> audit_log.AuditPage:
-        """One page of matching entries, newest first (``limit`` 1..500)."""
-        return await audit_log.list_entries(db, audit_filter, before_id=before_id, limit=limit)
+        request: Request[Any, Any, Any],
+        cursor: Cursor = None,
+        limit: Limit = DEFAULT_LIMIT,
+    ) -> AuditList:
+        """One page of matching entries, newest first (by id)."""
+        before_id = decode_cursor(cursor, tuple[int])[0] if cursor is not None else None
+        page = await audit_log.list_entries(db, audit_filter, before_id=before_id, limit=limit)
+        more = page.next_before_id
+        found = Slice(page.entries, encode_cursor([more]) if more is not None else None)
+        return AuditList(data=found.items, **page_links(request, found))
 
     @get(
         "/export.jsonl",
@@ -90,6 +98,15 @@ class SettingsController(Controller):
     dependencies = access_dependencies()
 
     @get("/", operation_id="list_settings", opt={"permission": Permission.SETTINGS_READ})
-    async def list_settings(self, runtime: AppRuntime) -> list[SettingView]:
-        """Every setting with its variable; secrets show only whether they are set."""
-        return effective_settings(runtime.settings)
+    async def list_settings(
+        self,
+        request: Request[Any, Any, Any],
+        runtime: AppRuntime,
+        cursor: Cursor = None,
+        limit: Limit = DEFAULT_LIMIT,
+    ) -> SettingList:
+        """Every setting with its variable, by name; secrets show only whether they are set."""
+        found = effective_settings(runtime.settings)
+        return listed(
+            request, SettingList, found, lambda s: (s.name,), tuple[str], cursor=cursor, limit=limit
+        )

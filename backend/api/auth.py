@@ -12,7 +12,9 @@ from litestar.exceptions import NotFoundException
 from litestar.params import FromPath, JSONBody
 
 from backend.api.errors import problem_response
-from backend.api.schemas import LoginIn, SessionOut, UserOut
+from backend.api.list_schemas import SessionList, newest_first
+from backend.api.lists import DEFAULT_LIMIT, Cursor, Limit
+from backend.api.schemas import LoginIn, UserOut
 from backend.api.user_schemas import session_out
 from backend.auth.policy import Permission
 from backend.runtime import Runtime
@@ -106,9 +108,17 @@ class AuthController(Controller):
         opt={"permission": Permission.AUTHENTICATED},
         dependencies={"user": Provide(provide_user)},
     )
-    async def own_sessions(self, user: CurrentUser, db: DbSession) -> list[SessionOut]:
-        """The caller's live sessions, most recently seen first."""
-        return [session_out(r) for r in await login_sessions.list_sessions(db, user.id)]
+    async def own_sessions(
+        self,
+        request: Request[Any, Any, Any],
+        user: CurrentUser,
+        db: DbSession,
+        cursor: Cursor = None,
+        limit: Limit = DEFAULT_LIMIT,
+    ) -> SessionList:
+        """The caller's live sessions, newest first (by start, then id)."""
+        found = [session_out(r) for r in await login_sessions.list_sessions(db, user.id)]
+        return newest_first(request, SessionList, found, cursor=cursor, limit=limit)
 
     @delete(
         "/sessions/{session_id:uuid}",

@@ -23,6 +23,8 @@ from litestar.response import Redirect
 
 from backend import crypto, problems
 from backend.api.errors import problem_response
+from backend.api.list_schemas import CredentialList
+from backend.api.lists import DEFAULT_LIMIT, Cursor, Limit, ListPage, listed
 from backend.api.schemas import Name
 from backend.auth.policy import Permission
 from backend.runtime import Runtime
@@ -56,6 +58,12 @@ class CredentialTypeOut(msgspec.Struct):
     description: str
     schema: dict[str, Any]
     secret_fields: list[str]
+
+
+class CredentialTypeList(ListPage):
+    """A page of credential types, by name."""
+
+    data: list[CredentialTypeOut]
 
 
 def _invalid(request: Request[Any, Any, Any], exc: svc.CredentialError) -> Response[bytes]:
@@ -98,22 +106,40 @@ class CredentialController(Controller):
     @get("/", operation_id="list_credentials", opt={"permission": Permission.CREDENTIAL_LIST})
     async def list_credentials(
         self,
+        request: Request[Any, Any, Any],
         db: DbSession,
         runtime: AppRuntime,
         principal: CurrentPrincipal,
         type: FromQuery[str | None] = None,
-    ) -> list[svc.CredentialView]:
+        cursor: Cursor = None,
+        limit: Limit = DEFAULT_LIMIT,
+    ) -> CredentialList:
         """The credentials the caller may use, masked; ``?type=a,b`` filters by type."""
         types = tuple(t for t in (type or "").split(",") if t) or None
         visible = await access.credential_filter(db, principal)
-        return await svc.list_credentials(db, runtime.catalog, types, visible)
+        found = await svc.list_credentials(db, runtime.catalog, types, visible)
+        return listed(
+            request,
+            CredentialList,
+            found,
+            lambda c: (c.name, c.id),
+            tuple[str, str],
+            cursor=cursor,
+            limit=limit,
+        )
 
     @get(
         "/types", operation_id="list_credential_types", opt={"permission": Permission.AUTHENTICATED}
     )
-    async def list_types(self, runtime: AppRuntime) -> list[CredentialTypeOut]:
+    async def list_types(
+        self,
+        request: Request[Any, Any, Any],
+        runtime: AppRuntime,
+        cursor: Cursor = None,
+        limit: Limit = DEFAULT_LIMIT,
+    ) -> CredentialTypeList:
         """Credential types declared by the installed connectors."""
-        return [
+        found = [
             CredentialTypeOut(
                 name=t.name,
                 label=t.label,
@@ -124,6 +150,15 @@ class CredentialController(Controller):
             )
             for t in runtime.catalog.credential_types.values()
         ]
+        return listed(
+            request,
+            CredentialTypeList,
+            found,
+            lambda t: (t.name,),
+            tuple[str],
+            cursor=cursor,
+            limit=limit,
+        )
 
     @post("/", operation_id="create_credential", opt={"permission": Permission.CREDENTIAL_CREATE})
     async def create_credential(

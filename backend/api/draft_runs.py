@@ -43,7 +43,7 @@ class TestRunOut(msgspec.Struct):
     ``last_run`` for steps replaced by data; ``input_source``: where the run input came
     from (``given``, ``pinned``, ``last_run``, ``empty``)."""
 
-    run_id: str
+    id: str
     status: str
     url: str
     status_url: str
@@ -158,11 +158,11 @@ class TestRunController(Controller):
         )
         base = runtime.settings.base_url.rstrip("/")
         return TestRunOut(
-            run_id=str(started.run_id),
+            id=str(started.run_id),
             status=started.status,
             url=f"{base}/runs/{started.run_id}",
             status_url=f"{base}/api/v1/runs/{started.run_id}",
-            events_url=f"/runs/{started.run_id}/events",
+            events_url=f"{base}/runs/{started.run_id}/events",
             step_id=started.step_id,
             executes=started.executes,
             substituted=started.substituted,

@@ -20,6 +20,7 @@ from backend.services.execution import RunNotActive, RunNotFound
 from backend.services.grants import GrantError, GrantNotFound
 from backend.services.groups import GroupNotFound
 from backend.services.naming import InvalidName, NameTaken
+from backend.services.paging import BadCursor
 from backend.services.password_links import InvalidLink
 from backend.services.passwords import WeakPassword
 from backend.services.projects import ProjectNotFound
@@ -61,6 +62,11 @@ def sample_failed(request: Request, exc: SampleFailed) -> Response[bytes]:
     """A test event that could not be fetched: its status, the message, the field when
     the request is at fault, ``kind`` the connector's error kind."""
     return _json(request, exc.status, exc.message, field=exc.field, kind=exc.kind)
+
+
+def bad_cursor(request: Request, exc: BadCursor) -> Response[bytes]:
+    """400 naming the ``cursor`` parameter of a list (not a cursor this list handed out)."""
+    return _json(request, 400, str(exc), field=exc.field, where="parameter")
 
 
 def search_input(request: Request, exc: SearchInputError) -> Response[bytes]:
@@ -242,6 +248,7 @@ API_EXCEPTION_HANDLERS: dict[int | type[Exception], ErrorHandler] = {
     WorkflowArchived: conflict,
     InvalidInput: invalid_input,
     SearchInputError: search_input,
+    BadCursor: bad_cursor,
     ValidationException: validation_error,
     RecursionError: too_deep,
     UnstorableInput: invalid_input,

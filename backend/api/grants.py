@@ -9,12 +9,15 @@ changes the level. 400 ``{"detail", "field"}`` for a bad level or subject.
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
-from litestar import Controller, delete, get, post
+from litestar import Controller, Request, delete, get, post
 from litestar.exceptions import NotFoundException
 from litestar.params import FromPath, JSONBody
 
-from backend.api.grant_schemas import GrantIn, GrantOut, SubjectOut, grant_out, set_grant_out
+from backend.api.grant_schemas import GrantIn, GrantOut, SubjectOut, set_grant_out
+from backend.api.list_schemas import GrantList, SubjectList, grant_list
+from backend.api.lists import DEFAULT_LIMIT, Cursor, Limit, listed
 from backend.auth.policy import Permission
 from backend.services import grants
 from backend.web.authentication import CurrentUser, DbSession
@@ -30,14 +33,36 @@ class WorkflowGrantController(Controller):
     opt = {"permission": Permission.WORKFLOW_MANAGE}
 
     @get("/", operation_id="list_workflow_grants", opt=opt)
-    async def list_grants(self, db: DbSession, workflow_id: FromPath[uuid.UUID]) -> list[GrantOut]:
+    async def list_grants(
+        self,
+        request: Request[Any, Any, Any],
+        db: DbSession,
+        workflow_id: FromPath[uuid.UUID],
+        cursor: Cursor = None,
+        limit: Limit = DEFAULT_LIMIT,
+    ) -> GrantList:
         """The grants on the workflow itself (project grants are on the project)."""
-        return [grant_out(g) for g in await grants.list_grants(db, "workflow", workflow_id)]
+        return await grant_list(request, db, "workflow", workflow_id, cursor=cursor, limit=limit)
 
     @get("/subjects", operation_id="list_grant_subjects", opt=opt)
-    async def subjects(self, db: DbSession) -> list[SubjectOut]:
+    async def subjects(
+        self,
+        request: Request[Any, Any, Any],
+        db: DbSession,
+        cursor: Cursor = None,
+        limit: Limit = DEFAULT_LIMIT,
+    ) -> SubjectList:
         """Users and groups a grant can name."""
-        return [SubjectOut(s.key, s.label) for s in await grants.subjects(db)]
+        found = [SubjectOut(s.key, s.label) for s in await grants.subjects(db)]
+        return listed(
+            request,
+            SubjectList,
+            found,
+            lambda s: (s.label, s.key),
+            tuple[str, str],
+            cursor=cursor,
+            limit=limit,
+        )
 
     @post("/", operation_id="set_workflow_grant", opt=opt)
     async def set_grant(
@@ -69,10 +94,17 @@ class CredentialGrantController(Controller):
 
     @get("/", operation_id="list_credential_grants", opt=opt)
     async def list_grants(
-        self, db: DbSession, credential_id: FromPath[uuid.UUID]
-    ) -> list[GrantOut]:
+        self,
+        request: Request[Any, Any, Any],
+        db: DbSession,
+        credential_id: FromPath[uuid.UUID],
+        cursor: Cursor = None,
+        limit: Limit = DEFAULT_LIMIT,
+    ) -> GrantList:
         """The grants on the credential."""
-        return [grant_out(g) for g in await grants.list_grants(db, "credential", credential_id)]
+        return await grant_list(
+            request, db, "credential", credential_id, cursor=cursor, limit=limit
+        )
 
     @post("/", operation_id="set_credential_grant", opt=opt)
     async def set_grant(

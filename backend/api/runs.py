@@ -4,11 +4,13 @@ re-run, replay from a step."""
 from __future__ import annotations
 
 import uuid
-from typing import Annotated
+from typing import Annotated, Any
 
-from litestar import Controller, Response, get, post
+from litestar import Controller, Request, Response, get, post
 from litestar.params import FromPath, FromQuery, JSONBody, Parameter
 
+from backend.api.list_schemas import ChildList, RunList
+from backend.api.lists import DEFAULT_LIMIT, Cursor, Limit, page_links
 from backend.api.run_links import run_started
 from backend.api.schemas import ReplayIn, RerunIn, RunStarted
 from backend.auth.policy import Permission
@@ -16,12 +18,10 @@ from backend.engine.states import RunStatus
 from backend.services import access, run_children, run_values
 from backend.services import runs as svc
 from backend.services.execution import RunNotActive, RunNotFound
+from backend.services.paging import Slice
 from backend.services.workflows import check_json_limit
 from backend.web.authentication import AppRuntime, CurrentUser, DbSession
 from backend.web.guards import CurrentPrincipal, access_dependencies
-
-MAX_LIMIT = 1000
-"""Most runs one list answer holds."""
 
 
 class RunController(Controller):
@@ -34,22 +34,27 @@ class RunController(Controller):
     @get("/", operation_id="list_runs", opt={"permission": Permission.WORKFLOW_LIST})
     async def list_runs(
         self,
+        request: Request[Any, Any, Any],
         db: DbSession,
         principal: CurrentPrincipal,
         workflow_id: FromQuery[uuid.UUID | None] = None,
         status: FromQuery[RunStatus | None] = None,
-        limit: Annotated[int, Parameter(ge=1, le=MAX_LIMIT)] = 100,
-    ) -> list[svc.RunSummary]:
-        """Newest runs of workflows the caller may read; filter by ``workflow_id`` and
-        ``status`` (one of the run statuses). ``limit``: 1 to 1000 runs (400 outside)."""
+        cursor: Cursor = None,
+        limit: Limit = DEFAULT_LIMIT,
+    ) -> RunList:
+        """Runs of workflows the caller may read, newest first (by creation, then id);
+        filter by ``workflow_id`` and ``status`` (one of the run statuses). A list
+        envelope (docs/api.md, "Lists")."""
         visible = await access.workflow_filter(db, principal)
-        return await svc.list_runs(
+        page = await svc.page_runs(
             db,
             workflow_id=workflow_id,
             status=status.value if status else None,
+            cursor=cursor,
             limit=limit,
             visible=visible,
         )
+        return RunList(data=page.items, **page_links(request, page))
 
     @get("/{run_id:uuid}", operation_id="get_run", opt={"permission": Permission.RUN_READ})
     async def get_run(self, run_id: FromPath[uuid.UUID], db: DbSession) -> svc.RunDetail:
@@ -66,6 +71,7 @@ class RunController(Controller):
     )
     async def children(
         self,
+        request: Request[Any, Any, Any],
         run_id: FromPath[uuid.UUID],
         db: DbSession,
         step_id: FromQuery[str | None] = None,
@@ -73,13 +79,15 @@ class RunController(Controller):
         limit: Annotated[int, Parameter(ge=1, le=run_children.MAX_CHILD_PAGE)] = (
             run_children.CHILD_PAGE
         ),
-    ) -> run_children.ChildPage:
+    ) -> ChildList:
         """The run's child runs (Sub-workflow, For-each), a page at a time in (step, item
-        index) order; ``step_id`` keeps one calling step's; ``cursor`` is the previous
-        page's ``next_cursor``; ``limit`` 1..500."""
-        return await run_children.child_page(
+        index) order, in the list envelope with ``total``; ``step_id`` keeps one calling
+        step's; ``cursor`` is the previous page's ``next_cursor``; ``limit`` 1..500."""
+        found = await run_children.child_page(
             db, run_id, step_id=step_id, cursor=cursor, limit=limit
         )
+        links = page_links(request, Slice(found.children, found.next_cursor))
+        return ChildList(data=found.children, total=found.total, **links)
 
     @get(
         "/{run_id:uuid}/values/{digest:str}",

@@ -65,9 +65,9 @@ class SessionOut(msgspec.Struct):
     address: str | None
     user_agent: str
     method: str
-    created_at: str
-    last_seen_at: str
-    expires_at: str
+    created_at: datetime
+    last_seen_at: datetime
+    expires_at: datetime
 
 
 Tags = Annotated[
@@ -121,21 +121,26 @@ class VersionOut(msgspec.Struct):
     note: str = ""
 
 
-class WorkflowOut(msgspec.Struct):
-    """A workflow with its draft diagram."""
+class WorkflowSummary(msgspec.Struct, kw_only=True):
+    """A workflow as lists show it: everything but its draft diagram."""
 
     id: str
     name: str
     description: str
     active_version: int | None
     webhook_url: str
-    draft: dict[str, Any]
     created_at: datetime
     updated_at: datetime
     settings: WorkflowSettings = msgspec.field(default_factory=WorkflowSettings)
     draft_revision: int = 0
     archived_at: datetime | None = None  # set: archived (no webhook, schedule or new runs)
     tags: list[str] = msgspec.field(default_factory=list)
+
+
+class WorkflowOut(WorkflowSummary, kw_only=True):
+    """A workflow with its draft diagram."""
+
+    draft: dict[str, Any]
 
 
 class WorkflowDuplicate(msgspec.Struct, forbid_unknown_fields=True):
@@ -207,7 +212,17 @@ class ReplayIn(msgspec.Struct, forbid_unknown_fields=True):
 
 
 class RunStarted(msgspec.Struct):
-    """A run that was accepted; ``url`` is its page, ``status_url`` its JSON."""
+    """A run that was accepted: its ``id``; ``url`` is its page, ``status_url`` its JSON."""
+
+    id: str
+    status: str
+    url: str
+    status_url: str
+
+
+class DeliveryAccepted(msgspec.Struct):
+    """A webhook delivery that started (or found) a run: ``run_id`` names the run; ``url``
+    is its page, ``status_url`` its JSON (docs/webhooks.md, "Answers")."""
 
     run_id: str
     status: str

@@ -14,10 +14,12 @@ from datetime import datetime
 from typing import Any
 
 import msgspec
-from litestar import Controller, Response, delete, get, post, put
+from litestar import Controller, Request, Response, delete, get, post, put
 from litestar.exceptions import HTTPException, NotFoundException
 from litestar.params import FromPath, JSONBody
 
+from backend.api.list_schemas import TokenList, newest_first
+from backend.api.lists import DEFAULT_LIMIT, Cursor, Limit, ListPage, listed
 from backend.api.schemas import Secret
 from backend.api.token_schemas import TokenIn, TokenOut, token_out
 from backend.auth.policy import Permission
@@ -64,6 +66,12 @@ class DeliveryOut(msgspec.Struct):
     status: str
     reason: str
     run_id: str | None
+
+
+class DeliveryList(ListPage):
+    """A page of a workflow's webhook deliveries, newest first."""
+
+    data: list[DeliveryOut]
 
 
 async def _info(workflow_id: uuid.UUID, db: UnitOfWork, runtime: Runtime) -> WebhookInfo:
@@ -154,14 +162,30 @@ class WebhookSettingsController(Controller):
         opt={"permission": Permission.WORKFLOW_READ},
     )
     async def deliveries(
-        self, workflow_id: FromPath[uuid.UUID], db: DbSession
-    ) -> list[DeliveryOut]:
-        """The last 50 deliveries, newest first: runs started and requests rejected."""
+        self,
+        request: Request[Any, Any, Any],
+        workflow_id: FromPath[uuid.UUID],
+        db: DbSession,
+        cursor: Cursor = None,
+        limit: Limit = DEFAULT_LIMIT,
+    ) -> DeliveryList:
+        """The last 50 deliveries, newest first: runs started and requests rejected
+        (a page of them, by receipt time)."""
         await svc.get_workflow(db, workflow_id)
-        return [
+        found = [
             DeliveryOut(r.received_at, r.outcome, r.status, r.reason, r.run_id)
             for r in await hooks.list_deliveries(db, workflow_id)
         ]
+        return listed(
+            request,
+            DeliveryList,
+            found,
+            lambda d: (d.received_at, d.outcome, d.run_id or d.reason),
+            tuple[datetime, str, str],
+            cursor=cursor,
+            limit=limit,
+            descending=True,
+        )
 
 
 class ApiTokenController(Controller):
@@ -172,9 +196,17 @@ class ApiTokenController(Controller):
     dependencies = _DEPS
 
     @get("/", operation_id="list_api_tokens", opt={"permission": Permission.TOKENS_OWN})
-    async def list_tokens(self, db: DbSession, user: CurrentUser) -> list[TokenOut]:
+    async def list_tokens(
+        self,
+        request: Request[Any, Any, Any],
+        db: DbSession,
+        user: CurrentUser,
+        cursor: Cursor = None,
+        limit: Limit = DEFAULT_LIMIT,
+    ) -> TokenList:
         """The user's tokens (never their text)."""
-        return [token_out(t) for t in await api_tokens.list_tokens(db, user.id)]
+        found = [token_out(t) for t in await api_tokens.list_tokens(db, user.id)]
+        return newest_first(request, TokenList, found, cursor=cursor, limit=limit)
 
     @post("/", operation_id="create_api_token", opt={"permission": Permission.TOKENS_OWN})
     async def create(self, data: JSONBody[TokenIn], db: DbSession, user: CurrentUser) -> TokenOut:

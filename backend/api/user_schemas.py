@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated
 
 import msgspec
@@ -28,8 +29,8 @@ class AdminUserOut(msgspec.Struct):
     has_password: bool
     sessions: int
     external_groups: list[str]
-    created_at: str
-    last_login_at: str | None
+    created_at: datetime
+    last_login_at: datetime | None
 
 
 class UserCreateIn(msgspec.Struct, forbid_unknown_fields=True):
@@ -54,7 +55,7 @@ class PasswordLinkOut(msgspec.Struct):
     """A one-time link to choose a password (reset or invitation); shown only once."""
 
     url: str
-    expires_at: str
+    expires_at: datetime
     purpose: str
 
 
@@ -86,8 +87,8 @@ def admin_user_out(row: UserRow) -> AdminUserOut:
         has_password=user.password_hash is not None,
         sessions=row.sessions,
         external_groups=[g for g in (user.external_groups or []) if isinstance(g, str)],
-        created_at=user.created_at.isoformat(),
-        last_login_at=user.last_login_at.isoformat() if user.last_login_at else None,
+        created_at=user.created_at,
+        last_login_at=user.last_login_at,
     )
 
 
@@ -100,7 +101,7 @@ def session_out(row: login_sessions.SessionRow) -> SessionOut:
         address=row.address,
         user_agent=row.user_agent,
         method=row.method,
-        created_at=row.created_at.isoformat(),
-        last_seen_at=row.last_seen_at.isoformat(),
-        expires_at=row.expires_at.isoformat(),
+        created_at=row.created_at,
+        last_seen_at=row.last_seen_at,
+        expires_at=row.expires_at,
     )

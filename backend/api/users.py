@@ -9,12 +9,14 @@ unknown user or session, 409 for the last active admin or one's own deactivation
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
-from litestar import Controller, delete, get, patch, post
+from litestar import Controller, Request, delete, get, patch, post
 from litestar.exceptions import NotFoundException
 from litestar.params import FromPath, FromQuery, JSONBody
 
-from backend.api.schemas import SessionOut
+from backend.api.list_schemas import SessionList, UserList, newest_first
+from backend.api.lists import DEFAULT_LIMIT, Cursor, Limit, listed
 from backend.api.user_schemas import (
     AdminUserOut,
     PasswordLinkOut,
@@ -39,7 +41,7 @@ async def _link(
     link = await password_links.issue_link(
         db, runtime.settings, user_id, purpose=purpose, created_by=actor
     )
-    return PasswordLinkOut(link.url, link.expires_at.isoformat(), link.purpose)
+    return PasswordLinkOut(link.url, link.expires_at, link.purpose)
 
 
 class UserAdminController(Controller):
@@ -50,9 +52,24 @@ class UserAdminController(Controller):
     dependencies = access_dependencies()
 
     @get("/", operation_id="list_users", opt=USERS)
-    async def list_users(self, db: DbSession) -> list[AdminUserOut]:
-        """Every account, active first, then by email."""
-        return [admin_user_out(row) for row in await accounts.list_users(db)]
+    async def list_users(
+        self,
+        request: Request[Any, Any, Any],
+        db: DbSession,
+        cursor: Cursor = None,
+        limit: Limit = DEFAULT_LIMIT,
+    ) -> UserList:
+        """Every account, by email (then id)."""
+        found = [admin_user_out(row) for row in await accounts.list_users(db)]
+        return listed(
+            request,
+            UserList,
+            found,
+            lambda u: (u.email, u.id),
+            tuple[str, str],
+            cursor=cursor,
+            limit=limit,
+        )
 
     @post("/", operation_id="create_user", opt=USERS, status_code=201)
     async def create(
@@ -135,10 +152,16 @@ class SessionAdminController(Controller):
 
     @get("/", operation_id="list_sessions", opt=USERS)
     async def list_sessions(
-        self, db: DbSession, user_id: FromQuery[uuid.UUID | None] = None
-    ) -> list[SessionOut]:
-        """Live sessions (of ``?user_id=`` when given), most recently seen first."""
-        return [session_out(r) for r in await login_sessions.list_sessions(db, user_id)]
+        self,
+        request: Request[Any, Any, Any],
+        db: DbSession,
+        user_id: FromQuery[uuid.UUID | None] = None,
+        cursor: Cursor = None,
+        limit: Limit = DEFAULT_LIMIT,
+    ) -> SessionList:
+        """Live sessions (of ``?user_id=`` when given), newest first (by start, then id)."""
+        found = [session_out(r) for r in await login_sessions.list_sessions(db, user_id)]
+        return newest_first(request, SessionList, found, cursor=cursor, limit=limit)
 
     @delete("/{session_id:uuid}", operation_id="revoke_session", opt=USERS)
     async def revoke(self, db: DbSession, session_id: FromPath[uuid.UUID]) -> None:

@@ -8,7 +8,9 @@ before (``/api/...`` without a version) answer as aliases until :data:`SUNSET`
 ``/api/v1/<rest>``, and its answer says so with ``Deprecation`` (RFC 9745, the date the
 alias was deprecated), ``Sunset`` (RFC 8594, the date it stops answering) and a ``Link``
 to the versioned path (``rel="successor-version"``, RFC 5829). Only the router sees the
-versioned path: the alias answers exactly what the versioned operation answers.
+versioned path: the alias answers what the versioned operation answers, in the shape the
+unversioned path answered before (lists as bare arrays, ...:
+:mod:`backend.api.legacy_shapes`).
 
 The OAuth2 redirect URI (:data:`PERMANENT`) stays unversioned for good: providers hold it
 in their client registrations, so it is no part of the versioned API and never sunsets.
@@ -18,9 +20,12 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from email.utils import format_datetime
+from typing import cast
 
 from litestar import Litestar
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
+
+from backend.api import legacy_shapes
 
 PREFIX = "/api/v1"
 """Where every operation of the current API version lives."""
@@ -76,14 +81,43 @@ class UnversionedAlias:
         raw = scope.get("raw_path")
         if isinstance(raw, bytes) and raw.startswith(b"/api/"):  # percent-encoding kept
             scope["raw_path"] = PREFIX.encode() + raw[len(b"/api") :]  # type: ignore[typeddict-unknown-key]
+        query = scope.get("query_string", b"")
+        scope["query_string"] = legacy_shapes.legacy_query(target, query)
         if path in PERMANENT:
             await self.inner(scope, receive, send)
             return
         link = (b"link", f'<{target}>; rel="successor-version"'.encode("latin-1", "replace"))
+        held: list[Message] = []
 
         async def marked(message: Message) -> None:
             if message["type"] == "http.response.start":
                 message["headers"] = [*message.get("headers", []), *_HEADERS, link]
+                operation = getattr(scope.get("route_handler"), "operation_id", None)
+                if 200 <= message["status"] < 300 and legacy_shapes.reshapes(operation):
+                    held.append(message)  # the old shape's length differs: hold the start
+                    return
+            if held and message["type"] == "http.response.body":
+                held.append(message)
+                if not message.get("more_body", False):
+                    await _send_reshaped(scope, held, send)
+                return
             await send(message)
 
         await self.inner(scope, receive, marked)
+
+
+async def _send_reshaped(scope: Scope, held: list[Message], send: Send) -> None:
+    """Send the held answer (start, body messages) in its old shape
+    (:func:`backend.api.legacy_shapes.reshape`)."""
+    operation = str(getattr(scope.get("route_handler"), "operation_id", ""))
+    raw = b"".join(cast(bytes, m.get("body", b"")) for m in held[1:])
+    body = legacy_shapes.reshape(operation, raw)
+    start = dict(held[0])
+    headers = [
+        (k, v)
+        for k, v in cast(list[tuple[bytes, bytes]], start.get("headers", []))
+        if k.lower() != b"content-length"
+    ]
+    start["headers"] = [*headers, (b"content-length", str(len(body)).encode())]
+    await send(start)  # type: ignore[arg-type]  # the held start message, its length corrected
+    await send({"type": "http.response.body", "body": body, "more_body": False})

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import msgspec
 
-from backend.api.run_links import run_started
+from backend.api.run_links import delivery_accepted
 from backend.api.webhook_parts import (
     Answer,
     BodyReader,
@@ -87,7 +87,7 @@ async def start_runs(
         started = await runtime.execution.start_run(
             endpoint.version, event.input, trigger="webhook", idempotency_key=key
         )
-        links.append(run_started(runtime, started.run_id, started.status))
+        links.append(delivery_accepted(runtime, started.run_id, started.status))
     if batch:
         return Answer(202, msgspec.json.encode({"runs": links}))
     (single,) = links

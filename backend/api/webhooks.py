@@ -48,7 +48,7 @@ from backend.api.delivery_gate import (
     GateFull,
     Place,
 )
-from backend.api.run_links import run_started
+from backend.api.run_links import delivery_accepted
 from backend.api.webhook_parts import (
     Answer,
     BodyReader,
@@ -300,7 +300,7 @@ async def _deliver(
             answer = await answer_cutoff.unless_cut(request.app.state, waiting)
             if answer is not None:
                 return _respond(answer)
-    links = run_started(runtime, started.run_id, started.status)
+    links = delivery_accepted(runtime, started.run_id, started.status)
     return Answer(202, msgspec.json.encode(links), headers={"Location": links.status_url})
 
 

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import re
 import uuid
-from typing import Annotated
+from typing import Annotated, Any
 
 import msgspec
-from litestar import Controller, Response, get, post
+from litestar import Controller, Request, Response, get, post
 from litestar.params import FromPath, FromQuery, JSONBody, QueryParameter
 
+from backend.api.list_schemas import VersionList
+from backend.api.lists import DEFAULT_LIMIT, Cursor, Limit, listed
 from backend.api.schemas import VersionOut
 from backend.api.version_schemas import (
     CompareOut,
@@ -64,9 +66,16 @@ class WorkflowVersionController(Controller):
     dependencies = access_dependencies()
 
     @get("/{workflow_id:uuid}/versions", operation_id="list_versions", opt=READ)
-    async def versions(self, workflow_id: FromPath[uuid.UUID], db: DbSession) -> list[VersionOut]:
+    async def versions(
+        self,
+        request: Request[Any, Any, Any],
+        workflow_id: FromPath[uuid.UUID],
+        db: DbSession,
+        cursor: Cursor = None,
+        limit: Limit = DEFAULT_LIMIT,
+    ) -> VersionList:
         """Published versions, newest first: number, publisher, when, note, active."""
-        return [
+        found = [
             VersionOut(
                 v.number,
                 v.content_hash,
@@ -78,6 +87,16 @@ class WorkflowVersionController(Controller):
             )
             for v in await workflow_versions.history(db, workflow_id)
         ]
+        return listed(
+            request,
+            VersionList,
+            found,
+            lambda v: (v.number,),
+            tuple[int],
+            cursor=cursor,
+            limit=limit,
+            descending=True,
+        )
 
     @get("/{workflow_id:uuid}/versions/{number:int}", operation_id="get_version", opt=READ)
     async def version(

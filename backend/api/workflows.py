@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 import msgspec
 from litestar import Controller, Request, Response, delete, get, patch, post, put
 from litestar.exceptions import HTTPException
 from litestar.params import FromPath, FromQuery, JSONBody
 
+from backend.api.list_schemas import WorkflowList
+from backend.api.lists import DEFAULT_LIMIT, Cursor, Limit, page_links
 from backend.api.run_links import run_started
 from backend.api.schemas import (
     DiagnosticsOut,
@@ -23,6 +26,7 @@ from backend.api.schemas import (
     WorkflowDuplicate,
     WorkflowOut,
     WorkflowPatch,
+    WorkflowSummary,
 )
 from backend.api.version_schemas import PublishIn
 from backend.auth.policy import Permission
@@ -50,13 +54,17 @@ def webhook_url(runtime: Runtime, wf: WorkflowRecord) -> str:
 
 def workflow_out(runtime: Runtime, wf: WorkflowRecord) -> WorkflowOut:
     """Wire form of a workflow."""
-    return WorkflowOut(
+    return WorkflowOut(draft=wf.draft, **msgspec.structs.asdict(workflow_summary(runtime, wf)))
+
+
+def workflow_summary(runtime: Runtime, wf: WorkflowRecord) -> WorkflowSummary:
+    """Wire form of a workflow in a list (no draft)."""
+    return WorkflowSummary(
         id=str(wf.id),
         name=wf.name,
         description=wf.description,
         active_version=wf.active_version,
         webhook_url=webhook_url(runtime, wf),
-        draft=wf.draft,
         created_at=wf.created_at,
         updated_at=wf.updated_at,
         settings=WorkflowSettings.from_stored(wf.settings),
@@ -90,16 +98,21 @@ class WorkflowController(Controller):
     @get("/", operation_id="list_workflows", opt={"permission": Permission.WORKFLOW_LIST})
     async def list_workflows(
         self,
+        request: Request[Any, Any, Any],
         db: DbSession,
         runtime: AppRuntime,
         principal: CurrentPrincipal,
         archived: FromQuery[bool] = False,
-    ) -> list[WorkflowOut]:
-        """The workflows the caller may read, most recently updated first; with
-        ``?archived=true`` the archived ones instead, most recently archived first."""
+        cursor: Cursor = None,
+        limit: Limit = DEFAULT_LIMIT,
+    ) -> WorkflowList:
+        """The workflows the caller may read (without drafts: ``GET .../{id}`` has it),
+        newest first (by creation, then id); with ``?archived=true`` the archived ones
+        instead."""
         visible = await access.workflow_filter(db, principal)
-        found = await svc.list_workflows(db, visible, archived=archived)
-        return [workflow_out(runtime, wf) for wf in found]
+        page = await svc.page_workflows(db, visible, archived=archived, cursor=cursor, limit=limit)
+        found = [workflow_summary(runtime, wf) for wf in page.items]
+        return WorkflowList(data=found, **page_links(request, page))
 
     @post("/", operation_id="create_workflow", opt={"permission": Permission.WORKFLOW_CREATE})
     async def create_workflow(

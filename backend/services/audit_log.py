@@ -27,7 +27,7 @@ from backend.services import audit
 from backend.services.workflows import InvalidInput
 
 PAGE_SIZE = 50
-MAX_PAGE_SIZE = 500
+MAX_PAGE_SIZE = 1000
 EXPORT_BATCH = 500
 EXPORT_MEDIA_TYPE = "application/x-ndjson"
 EXPORT_HEADERS = {"Content-Disposition": 'attachment; filename="railyard-audit.jsonl"'}
@@ -169,7 +169,7 @@ async def list_entries(
 ) -> AuditPage:
     """One page of matching rows, newest first, older than ``before_id`` when given.
 
-    ``limit`` is clamped to 1..500.
+    ``limit`` is clamped to 1..1000 (the API refuses a limit outside it).
     """
     limit = max(1, min(limit, MAX_PAGE_SIZE))
     stmt = _filtered(select(AuditLog), f)

@@ -75,7 +75,8 @@ class CredentialView(msgspec.Struct):
 
     ``public`` maps every field of the type to its value (non-secret) or a masked hint
     (secret, ``""`` when unset); ``connected`` tells whether an OAuth2 credential holds
-    tokens; ``token_expires_at`` is when its access token expires (ISO 8601).
+    tokens; ``token_expires_at`` is when its access token expires. Times are RFC 3339 UTC
+    ending ``Z``.
     """
 
     id: str
@@ -151,7 +152,10 @@ def _audited(ctype: Any, row: Credential) -> dict[str, Any]:
 
 
 def _iso(value: datetime | None) -> str | None:
-    return value.isoformat() if value is not None else None
+    """RFC 3339 in UTC ending ``Z`` (docs/api.md, "Answers"), as the API's datetimes."""
+    if value is None:
+        return None
+    return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
 def view_of(catalog: Any, row: Credential) -> CredentialView:

@@ -9,8 +9,6 @@ the last row's step and index, base64url JSON, opaque to callers).
 
 from __future__ import annotations
 
-import base64
-import binascii
 import uuid
 from typing import Protocol
 
@@ -19,6 +17,7 @@ from sqlalchemy import func, select, tuple_
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.db.models import Run
+from backend.services import paging
 from backend.services.execution import RunNotFound
 from backend.services.workflows import InvalidInput
 
@@ -56,18 +55,13 @@ class WithChildren(Protocol):
 
 
 def _cursor(link: ChildLink) -> str:
-    raw = msgspec.json.encode([link.step_id, link.index])
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+    return paging.encode_cursor([link.step_id, link.index])
 
 
 def _position(cursor: str) -> tuple[str, int]:
-    """``(step id, index)`` of ``cursor``; raises :class:`InvalidInput` (field
-    ``cursor``) for one this module did not make."""
-    try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-        step_id, index = msgspec.json.decode(raw, type=tuple[str, int])
-    except (binascii.Error, ValueError, msgspec.DecodeError, msgspec.ValidationError):
-        raise InvalidInput("cursor is not a cursor of this list", "cursor") from None
+    """``(step id, index)`` of ``cursor``; raises ``BadCursor`` (400 naming ``cursor``)
+    for one this module did not make."""
+    step_id, index = paging.decode_cursor(cursor, tuple[str, int])
     return step_id, index
 
 

@@ -14,7 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from backend.db.models import Attempt, Run, StepRun, Workflow, WorkflowVersion
 from backend.db.versions import DRAFT
 from backend.engine.states import RunStatus
-from backend.services import audit
+from backend.services import audit, paging
 from backend.services.execution import (
     AuditHook,
     Execution,
@@ -137,6 +137,23 @@ async def list_runs(
 ) -> list[RunSummary]:
     """Newest runs first, optionally filtered by workflow and status, and to the runs of
     workflows matching ``visible`` (:func:`backend.services.access.workflow_filter`)."""
+    page = await page_runs(
+        session, workflow_id=workflow_id, status=status, limit=limit, visible=visible
+    )
+    return page.items
+
+
+async def page_runs(
+    session: AsyncSession,
+    *,
+    workflow_id: uuid.UUID | None = None,
+    status: str | None = None,
+    cursor: str | None = None,
+    limit: int = 100,
+    visible: ColumnElement[bool] | None = None,
+) -> paging.Slice[RunSummary]:
+    """One page of the runs :func:`list_runs` lists, newest first by ``(created_at,
+    id)``, after ``cursor`` (:mod:`backend.services.paging`; raises ``BadCursor``)."""
     stmt = select(Run, Workflow.name).join(Workflow, Workflow.id == Run.workflow_id)
     if visible is not None:
         stmt = stmt.where(visible)
@@ -144,9 +161,18 @@ async def list_runs(
         stmt = stmt.where(Run.workflow_id == workflow_id)
     if status:
         stmt = stmt.where(Run.status == status)
-    stmt = stmt.order_by(Run.created_at.desc()).limit(max(1, min(limit, 1000)))
-    rows = (await session.execute(stmt)).all()
-    return [RunSummary(**_run_fields(run, name)) for run, name in rows]
+    page = await paging.page_query(
+        session,
+        stmt,
+        (Run.created_at, Run.id),
+        tuple[datetime, uuid.UUID],
+        lambda row: (row[0].created_at, row[0].id),
+        cursor=cursor,
+        limit=limit,
+    )
+    return paging.Slice(
+        [RunSummary(**_run_fields(run, name)) for run, name in page.items], page.next_cursor
+    )
 
 
 def _run_fields(run: Run, workflow_name: str) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from backend.db.versions import PUBLISHED
 from backend.engine.expression_paths import JsonataReader
 from backend.engine.expressions import JsonataChecker
 from backend.engine.workflow_settings import SettingError, WorkflowSettings
-from backend.services import diagram_checks, schedules, workflow_audit
+from backend.services import diagram_checks, paging, schedules, workflow_audit
 from backend.services.events import subscriptions
 from backend.triggers.schedule_rules import ScheduleError
 from designer_schema.catalog import Catalog
@@ -204,6 +204,33 @@ async def list_workflows(
         query = query.where(visible)
     rows = await session.execute(query)
     return list(rows.scalars())
+
+
+async def page_workflows(
+    session: AsyncSession,
+    visible: ColumnElement[bool] | None = None,
+    *,
+    archived: bool = False,
+    cursor: str | None = None,
+    limit: int = paging.DEFAULT_LIMIT,
+) -> paging.Slice[Workflow]:
+    """One page of the workflows :func:`list_workflows` lists, newest first by
+    ``(created_at, id)``, after ``cursor`` (:mod:`backend.services.paging`; raises
+    ``BadCursor``)."""
+    archived_at = Workflow.archived_at
+    query = select(Workflow).where(archived_at.is_not(None) if archived else archived_at.is_(None))
+    if visible is not None:
+        query = query.where(visible)
+    page = await paging.page_query(
+        session,
+        query,
+        (Workflow.created_at, Workflow.id),
+        tuple[datetime, uuid.UUID],
+        lambda row: (row[0].created_at, row[0].id),
+        cursor=cursor,
+        limit=limit,
+    )
+    return paging.Slice([row[0] for row in page.items], page.next_cursor)
 
 
 async def update_workflow(

@@ -1,14 +1,16 @@
 """Helpers of the integration tests that drive workflows through the API: publish a
 diagram, start a run, read a run back, change workflow settings, read attempt rows and
-step events."""
+step events, store a file of a workflow."""
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import httpx
 from sqlalchemy import text
 
+from backend.db.models import StoredFile
 from backend.runtime import Runtime
 
 
@@ -83,3 +85,19 @@ async def event_kinds(runtime: Runtime, run_id: str, step_id: str) -> list[str]:
             {"id": run_id, "s": step_id},
         )
         return [r[0] for r in rows]
+
+
+async def stored_file(runtime: Runtime, workflow_id: str) -> str:
+    """The id of a one-byte text file stored for workflow ``workflow_id``."""
+    async with runtime.sessionmaker() as session, session.begin():
+        f = StoredFile(
+            workflow_id=uuid.UUID(workflow_id),
+            filename="a.txt",
+            content_type="text/plain",
+            size=1,
+            sha256="0" * 64,
+            content=b"a",
+        )
+        session.add(f)
+        await session.flush()
+        return str(f.id)

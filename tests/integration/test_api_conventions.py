@@ -160,6 +160,7 @@ async def test_error_answers_are_problem_details(client: httpx.AsyncClient) -> N
     check_problem(r, schema, 405)
     assert "GET" in r.headers["allow"]
     check_problem(await client.get("/api/v1/runs", params={"limit": "many"}), schema, 400)
+    check_problem(await client.get("/api/v1/runs", params={"cursor": "nope"}), schema, 400)
     r = await client.post("/api/v1/workflows", json={"name": ""})
     assert check_problem(r, schema, 400)["errors"][0]["pointer"] == "#/name"
     r = await client.post(

@@ -27,13 +27,13 @@ from litestar import Litestar
 from backend.app import create_app
 from backend.auth.policy import OBJECT_PERMISSIONS, ObjectKind
 from backend.auth.policy import Permission as P
-from backend.db.models import StoredFile
 from backend.runtime import Runtime
 from backend.settings import Settings
 from backend.web.guards import declared_permission
 from connectors import sdk
 from tests.diagrams import diagram, node
 from tests.integration.conftest import login
+from tests.integration.flows import stored_file
 from tests.integration.rbac import PASSWORD, grant, make_user
 
 pytestmark = pytest.mark.integration
@@ -409,18 +409,7 @@ async def _world(
     )
     assert imported.status_code == 201, imported.text
     project = (await admin.post("/api/admin/projects", json={"name": "P"})).json()["id"]
-    async with runtime.sessionmaker() as session, session.begin():
-        f = StoredFile(
-            workflow_id=uuid.UUID(wf["id"]),
-            filename="a.txt",
-            content_type="text/plain",
-            size=1,
-            sha256="0" * 64,
-            content=b"a",
-        )
-        session.add(f)
-        await session.flush()
-        file_id = str(f.id)
+    file_id = await stored_file(runtime, wf["id"])
     clients: dict[str, httpx.AsyncClient] = {"admin": admin}
     ids: dict[str, uuid.UUID] = {}
     for subject in SUBJECTS:

@@ -76,7 +76,7 @@ async def test_oauth2_scheme_connects_and_the_step_sends_the_token(
     document = DOCUMENT.replace("SERVER", notes.url).replace("PROVIDER", provider.url)
     r = await client.post("/api/v1/admin/connectors", json={"name": "notes", "document": document})
     assert r.status_code == 201, r.text
-    types = (await client.get("/api/v1/credentials/types")).json()
+    types = (await client.get("/api/v1/credentials/types")).json()["data"]
     ctype = next(t for t in types if t["name"] == "notes.login")
     assert ctype["kind"] == "oauth2"
     defaults = {k: v.get("default") for k, v in ctype["schema"]["properties"].items()}

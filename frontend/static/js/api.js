@@ -39,6 +39,21 @@ export const getJSON = (url) => request("GET", url);
 export const postJSON = (url, body) => request("POST", url, body);
 export const putJSON = (url, body) => request("PUT", url, body);
 
+/** Every item of an API collection: follows the list envelope's `next` link page after
+ *  page (docs/api.md, "Lists"); resolves to {ok, status, data: [items]} or the first
+ *  failed response. */
+export async function getAll(url) {
+  const items = [];
+  let next = url;
+  while (next) {
+    const resp = await getJSON(next);
+    if (!resp.ok) return resp;
+    items.push(...resp.data.data);
+    next = resp.data.next;
+  }
+  return { ok: true, status: 200, data: items, text: "" };
+}
+
 /** A one-line message for a failed response (RFC 9457 problem details: `detail`, and
  *  `errors` naming each place when there are several). */
 export function errorMessage(resp) {

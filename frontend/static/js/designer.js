@@ -348,8 +348,8 @@ runSubmit.addEventListener("click", () => withBusy(runSubmit, async () => {
     return;
   }
   const link = document.getElementById("run-link");
-  link.href = resp.data.url || `/runs/${resp.data.run_id}`;
-  link.textContent = `open run ${resp.data.run_id}`;
+  link.href = resp.data.url || `/runs/${resp.data.id}`;
+  link.textContent = `open run ${resp.data.id}`;
   runResult.hidden = false;
   setStatus("Run started", "ok");
 }));

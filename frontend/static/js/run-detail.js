@@ -123,7 +123,7 @@ for (const button of document.querySelectorAll("[data-replay-step]")) {
     try {
       const result = await request("POST", `/api/v1/runs/${view.dataset.runId}/replay`, { step_id: button.dataset.replayStep, input });
       if (result.ok && result.data) {
-        window.location.assign(`/runs/${result.data.run_id}`);
+        window.location.assign(`/runs/${result.data.id}`);
         return;
       }
       error.textContent = errorMessage(result);
@@ -168,7 +168,7 @@ for (const button of document.querySelectorAll("[data-rerun]")) {
     button.disabled = true;
     try {
       const result = await request("POST", `/api/v1/runs/${view.dataset.runId}/rerun`, { from: button.dataset.rerun });
-      if (result.ok && result.data) window.location.assign(`/runs/${result.data.run_id}`);
+      if (result.ok && result.data) window.location.assign(`/runs/${result.data.id}`);
       else window.alert((result.data && result.data.detail) || "Could not re-run.");
     } catch (err) {
       window.alert(err.message);

@@ -112,7 +112,7 @@ export class TestRuns {
       real.length ? `${what} started · really runs: ${real.join(", ")}` : `${what} started · no connector is called`,
       "ok",
     );
-    this.show(resp.data.run_id, { executes: real, substituted: resp.data.substituted || {} });
+    this.show(resp.data.id, { executes: real, substituted: resp.data.substituted || {} });
   }
 
   testWorkflow() {
@@ -128,7 +128,7 @@ export class TestRuns {
     if (!resp.ok) return errorMessage(resp);
     this.editing = null;
     this.setStatus(`Replay from ${nodeId} started`, "ok");
-    this.show(resp.data.run_id);
+    this.show(resp.data.id);
     return null;
   }
 

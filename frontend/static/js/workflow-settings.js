@@ -5,7 +5,7 @@
 //   max_concurrent_runs  further runs wait queued and start oldest first
 // The server validates; its error (detail + field) is shown next to the form.
 
-import { errorMessage, getJSON, request } from "./api.js";
+import { errorMessage, getAll, getJSON, request } from "./api.js";
 
 function el(tag, attrs = {}, parent = null, text = "") {
   const node = document.createElement(tag);
@@ -51,7 +51,7 @@ export function mountSettings(workflowId, button, setStatus) {
 
   async function open() {
     ui.error.hidden = true;
-    const [wf, all] = await Promise.all([getJSON(`/api/v1/workflows/${workflowId}`), getJSON("/api/v1/workflows")]);
+    const [wf, all] = await Promise.all([getJSON(`/api/v1/workflows/${workflowId}`), getAll("/api/v1/workflows?limit=1000")]);
     if (!wf.ok || !all.ok) {
       setStatus(errorMessage(wf.ok ? all : wf), "error");
       return;

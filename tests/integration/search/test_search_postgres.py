@@ -88,7 +88,7 @@ async def test_search_free_text_finds_values_inside_inputs(
     assert ids(await search(client, "cust-4711 -ada@acme.example")) == {runs["manual"]}
     hit = (await search(client, "cust-9000"))["hits"][0]
     assert "cust-9000" in hit["snippet"]
-    assert hit["url"] == f"/runs/{runs['failed']}?search=cust-9000"
+    assert hit["url"].endswith(f"/runs/{runs['failed']}?search=cust-9000")  # absolute
 
 
 async def test_search_every_run_filter(client: httpx.AsyncClient, runs: dict[str, Any]) -> None:
@@ -241,7 +241,7 @@ async def test_search_workflows_by_fuzzy_name_tag_and_node_type(
     assert facet(result, "tag") == {"billing": 1, "ops": 1}
     assert facet(result, "type")["trigger.webhook"] == 1
     assert [h["title"] for h in result["hits"]] == ["Order intake", "Slack alerts"]
-    assert result["hits"][0]["url"] == f"/workflows/{orders}/designer"
+    assert result["hits"][0]["url"].endswith(f"/workflows/{orders}/designer")
 
 
 async def test_search_audit_log(client: httpx.AsyncClient, runtime: Runtime) -> None:
