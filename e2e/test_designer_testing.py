@@ -99,6 +99,15 @@ def test_designer_pinned_data_and_test_step(
     # pin a sample answer on the HTTP step (mouse), then test the Set step after it
     click_node(page, "call")
     page.click("#pin-edit")
+    # the editor has room: a tall box and Save in view, not a small scroll box
+    editor = page.locator("#pin-editor").bounding_box()
+    assert editor and editor["height"] >= 150, editor
+    page.wait_for_function(
+        "() => { const r = document.getElementById('pin-save').getBoundingClientRect();"
+        " const s = document.getElementById('test-data').getBoundingClientRect();"
+        " return r.top >= s.top && r.bottom <= s.bottom && r.bottom <= innerHeight; }"
+    )
+    page.screenshot(path=str(ARTIFACTS_DIR / "designer-pin-editor.png"))
     page.fill("#pin-editor", json.dumps({"status": 200, "body": {"ok": "from the pin"}}))
     page.click("#pin-save")
     page.locator("#pin-box.pinned .pin-data").wait_for()

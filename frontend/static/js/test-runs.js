@@ -201,6 +201,8 @@ export class TestRuns {
     }
     section.hidden = false;
     section.dataset.nodeId = node.id;
+    // editing a pin or a replay input: the section takes the room the editor needs
+    section.classList.toggle("editing", Boolean(this.editing));
     const parts = [h("h3", { class: "test-data-title", text: "Test data" })];
     parts.push(this.pinBox(node));
     const isTrigger = this.model.spec(node.type)?.kind === "trigger";
@@ -220,7 +222,7 @@ export class TestRuns {
     const isTrigger = this.model.spec(node.type)?.kind === "trigger";
     const what = isTrigger ? "the input of test runs" : "this step's output in test runs (the step is not executed)";
     if (this.editing === "pin") {
-      const area = h("textarea", { id: "pin-editor", class: "mono", rows: 8, spellcheck: "false", "aria-label": "Pinned data (JSON)" });
+      const area = h("textarea", { id: "pin-editor", class: "mono", rows: 14, spellcheck: "false", "aria-label": "Pinned data (JSON)" });
       const step = this.run?.steps?.find((s) => s.step_id === node.id);
       area.value = JSON.stringify(pin ? pin.data : step?.output ?? (isTrigger ? this.run?.input ?? {} : {}), null, 2);
       const err = h("p", { class: "field-error", id: "pin-error", hidden: true });
@@ -239,6 +241,7 @@ export class TestRuns {
         this.pinsChanged();
       });
       box.append(h("p", { class: "small muted", text: `Pinned data is ${what}.` }), area, err, h("p", { class: "test-actions" }, saveBtn, " ", cancel));
+      requestAnimationFrame(() => saveBtn.scrollIntoView({ block: "nearest" }));
       return box;
     }
     if (pin) {
