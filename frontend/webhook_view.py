@@ -10,27 +10,22 @@ from __future__ import annotations
 
 from typing import Any
 
+from backend.engine.nodes.trigger_webhook import WebhookConfig
 from backend.services import webhooks
 from backend.services.records import WorkflowRecord
 from backend.services.unit_of_work import UnitOfWork
 
 
-def webhook_view(base_url: str, token: str, config: dict[str, Any]) -> dict[str, Any]:
+def webhook_view(base_url: str, token: str, config: WebhookConfig) -> dict[str, Any]:
     """``{"url", "methods", "enabled"}`` of a webhook trigger's ``config``.
 
     ``url``: ``<base_url>/hooks/<token>`` plus ``/<path_suffix>`` when the config has one;
     ``methods``: the upper-cased, comma-separated ``methods`` (default ``["POST"]``);
     ``enabled``: ``False`` when the trigger is switched off (the URL then answers 404).
     """
-    suffix = str(config.get("path_suffix") or "").strip("/")
+    suffix = config.suffix
     url = f"{base_url.rstrip('/')}/hooks/{token}" + (f"/{suffix}" if suffix else "")
-    text = config.get("methods")
-    methods = [m.strip().upper() for m in str(text or "POST").split(",") if m.strip()]
-    return {
-        "url": url,
-        "methods": methods or ["POST"],
-        "enabled": config.get("enabled", True) is not False,
-    }
+    return {"url": url, "methods": config.allowed_methods, "enabled": config.enabled}
 
 
 async def active_webhook(

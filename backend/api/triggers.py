@@ -77,7 +77,7 @@ class DeliveryList(ListPage):
 async def _info(workflow_id: uuid.UUID, db: UnitOfWork, runtime: Runtime) -> WebhookInfo:
     wf = await svc.get_workflow(db, workflow_id)
     endpoint = await hooks.load_endpoint(db, wf.webhook_token, draft=True)
-    suffix = str((endpoint.config if endpoint else {}).get("path_suffix") or "")
+    suffix = endpoint.config.suffix if endpoint else ""
     url, test_url = hook_urls(runtime.settings.base_url, wf.webhook_token, suffix)
     return WebhookInfo(
         url=url,

@@ -42,7 +42,9 @@ from backend import problems
 from backend.api import webhooks
 from backend.api.storable_input import might_hold_unstorable, read_head, replay
 from backend.api.telemetry import observed
+from backend.api.webhook_parts import to_asgi
 from backend.services.storable import find_unstorable
+from backend.services.webhook_answers import Answer, Rejection
 from backend.web.authentication import with_request_context
 
 PREFIX = "/hooks/"
@@ -117,12 +119,12 @@ class WebhookFront:
 
         async def read(limit: int) -> bytes:
             if len(head) > limit:
-                raise webhooks.Rejection(413, f"body larger than {limit} bytes")
+                raise Rejection(413, f"body larger than {limit} bytes")
             return head
 
         async def answer() -> ASGIApp:
             try:
-                return (await webhooks.deliver(endpoint, suffix, request, read)).asgi()
+                return to_asgi(await webhooks.deliver(endpoint, suffix, request, read))
             except Exception as exc:
                 return self._error_answer(request, exc)
 
@@ -157,4 +159,4 @@ class WebhookFront:
             log.exception("the error handler of %s failed", type(exc).__name__)
         log.error("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
         body = problems.body(500, "internal error (logged)", request.url.path)
-        return webhooks.Answer(500, body, media_type=problems.MEDIA_TYPE).asgi()
+        return to_asgi(Answer(500, body, media_type=problems.MEDIA_TYPE))

@@ -101,7 +101,7 @@ async def serve(
     open ``settings.shutdown_delay`` seconds more (load balancers see the 503 and stop
     sending), then closes; in-flight requests get ``settings.shutdown_grace`` seconds to
     finish (uvicorn's graceful shutdown) before they are cancelled, and a webhook still
-    waiting for its run's answer then answers 202 (backend/api/answer_cutoff.py). With
+    waiting for its run's answer then answers 202 (backend/services/answer_cutoff.py). With
     the in-process worker (dev) it keeps running jobs until the requests are done (within
     the same grace), then stops as a ``railyard worker`` does, handing back what runs.
     """
@@ -110,8 +110,8 @@ async def serve(
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
 
-    from backend.api import answer_cutoff
     from backend.app import create_app
+    from backend.services import answer_cutoff
     from backend.workers.worker import make_worker, stop_worker
 
     _tracing(settings)

@@ -28,7 +28,7 @@ from backend.db.versions import DRAFT, DRAFT_NUMBER
 from backend.services import pins, runs
 from backend.services.execution import Execution
 from backend.services.pinned_graph import UnknownStep, ancestors, plan_test
-from backend.services.webhook_versions import invalid_body_mode, takes_cloudevents
+from backend.services.webhook_versions import WEBHOOK_TRIGGER, draft_config, invalid_body_mode
 from backend.services.workflows import (
     InvalidInput,
     PublishRejected,
@@ -145,11 +145,14 @@ def checked_body(graph: WorkflowGraph, run_input: Any) -> Any:
     trigger = next((s for s in graph.steps if s.id == graph.trigger), None)
     if trigger is None or not isinstance(run_input, dict):
         return run_input
+    if trigger is None or trigger.type != WEBHOOK_TRIGGER:
+        return run_input
     step = {"type": trigger.type, "type_version": trigger.type_version}
-    mode = invalid_body_mode(step, trigger.config)
-    root = "data" if takes_cloudevents(step, trigger.config) else "body"
+    config, _problem = draft_config(trigger.config)  # the test URL refuses a bad config
+    mode = invalid_body_mode(step, config)
+    root = "data" if config.cloudevents else "body"
     try:
-        return verdict(mode, trigger.config.get("body_schema"), run_input, root=root)
+        return verdict(mode, config.body_schema, run_input, root=root)
     except BodyRefused as refused:
         where = f"input.{refused.problems[0]['field']}"
         raise InvalidInput(f"{refused} (the webhook refuses it with 422)", where) from None

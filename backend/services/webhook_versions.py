@@ -2,31 +2,31 @@
 
 A published version keeps the behaviour it was published with (docs/webhooks.md,
 "Versions"): CloudEvents from version 2, the detailed failure answer as a choice from
-version 3, the body schema checked at the door from version 4. Each predicate takes the
-published trigger step (``{"type", "type_version", ...}``; graphs from before node-type
-versions have no ``type_version`` and count as version 1) and its config. Pure. A draft
-(the designer's test URL) is what its next publish would be: the node's newest version
-(:func:`draft_step`).
+version 3, the body schema checked at the door from version 4. The published trigger
+step (``{"type", "type_version", "config", ...}``; graphs from before node-type versions
+have no ``type_version`` and count as version 1) is decoded once into a
+:class:`~backend.engine.nodes.trigger_webhook.WebhookConfig` in which the fields of later
+versions keep their defaults (:func:`~backend.engine.nodes.trigger_webhook.webhook_config`).
+Pure. A draft (the designer's test URL, test runs) is what its next publish would be: the
+node's newest version (:func:`draft_step`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from backend.engine.nodes import BUILTIN_NODES
-from backend.engine.nodes.trigger_webhook import (
-    CLOUDEVENTS,
-    FAILURE_ANSWER,
-    INVALID_BODY,
-    INVALID_BODY_MODES,
-)
+from backend.engine.nodes.base import NodeError
+from backend.engine.nodes.trigger_webhook import WebhookConfig, webhook_config
 
 __all__ = [
     "WEBHOOK_TRIGGER",
-    "answers_failure_detail",
+    "draft_config",
     "draft_step",
     "invalid_body_mode",
-    "takes_cloudevents",
+    "published_config",
+    "step_version",
 ]
 
 WEBHOOK_TRIGGER = "trigger.webhook"
@@ -36,39 +36,49 @@ NEWEST_VERSION = max(n.spec.version for n in BUILTIN_NODES if n.spec.type == WEB
 
 def draft_step(node_type: str) -> dict[str, Any]:
     """A draft's trigger node of type ``node_type`` as the published step it would become
-    (for the predicates below): the newest version of ``trigger.webhook``."""
+    (for :func:`invalid_body_mode`): the newest version of ``trigger.webhook``."""
     return {"type": node_type, "type_version": NEWEST_VERSION}
 
 
-def takes_cloudevents(step: dict[str, Any], config: dict[str, Any]) -> bool:
-    """Whether a published trigger step takes CloudEvents: ``trigger.webhook`` version 2 or
-    later with ``cloudevents`` true (version 1 never had the key in its schema)."""
-    return (
-        step.get("type") == WEBHOOK_TRIGGER
-        and int(step.get("type_version") or 1) >= 2
-        and config.get(CLOUDEVENTS) is True
-    )
+def step_version(step: Mapping[str, Any]) -> int:
+    """The node-type version a published step pins (1 for graphs from before versions)."""
+    return int(step.get("type_version") or 1)
 
 
-def invalid_body_mode(step: dict[str, Any], config: dict[str, Any]) -> str | None:
+def published_config(step: Mapping[str, Any]) -> WebhookConfig:
+    """The config a published trigger step is served with: a ``trigger.webhook`` step's
+    own, decoded for its version; a connector's webhook trigger gets the defaults (its
+    own config is the connector's, see backend.services.webhooks.WEBHOOK_TYPES).
+
+    Raises :class:`~backend.engine.nodes.base.NodeError` (``invalid_config``) naming the
+    field that does not fit."""
+    if step.get("type") != WEBHOOK_TRIGGER:
+        return WebhookConfig()
+    return webhook_config(step.get("config") or {}, step_version(step))
+
+
+def draft_config(config: Mapping[str, Any]) -> tuple[WebhookConfig, NodeError | None]:
+    """A draft's webhook config (being edited, never checked) and the first problem found:
+    each field that does not fit is left at its default, so the rest (path suffix,
+    methods) still holds."""
+    given = dict(config)
+    first: NodeError | None = None
+    while True:
+        try:
+            return webhook_config(given), first
+        except NodeError as exc:
+            first = first or exc
+            name = (exc.field or "").split(".")[0].split("[")[0]
+            if name not in given:
+                return WebhookConfig(), first
+            del given[name]
+
+
+def invalid_body_mode(step: Mapping[str, Any], config: WebhookConfig) -> str | None:
     """What a published trigger step does with a body breaking its ``body_schema``:
     ``trigger.webhook`` version 4 or later with a body schema ``reject`` (the default) or
     ``mark_invalid``; ``None`` (not checked) for earlier versions, which keep running as
     published, and without a schema."""
-    if step.get("type") != WEBHOOK_TRIGGER or int(step.get("type_version") or 1) < 4:
+    if step.get("type") != WEBHOOK_TRIGGER or step_version(step) < 4:
         return None
-    if not isinstance(config.get("body_schema"), dict) or not config["body_schema"]:
-        return None
-    mode = config.get(INVALID_BODY)
-    return mode if mode in INVALID_BODY_MODES else "reject"
-
-
-def answers_failure_detail(step: dict[str, Any], config: dict[str, Any]) -> bool:
-    """Whether a published trigger step answers a failed run with its error:
-    ``trigger.webhook`` version 3 or later with ``failure_answer`` ``detailed``. Every
-    other webhook answers a generic failure (the run id and status only)."""
-    return (
-        step.get("type") == WEBHOOK_TRIGGER
-        and int(step.get("type_version") or 1) >= 3
-        and config.get(FAILURE_ANSWER) == "detailed"
-    )
+    return config.invalid_body if config.body_schema else None

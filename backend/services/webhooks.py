@@ -37,15 +37,16 @@ from backend.db.models import (
     Workflow,
     WorkflowVersion,
 )
-from backend.engine.nodes.trigger_webhook import CLOUDEVENTS
+from backend.engine.nodes.base import NodeError
+from backend.engine.nodes.trigger_webhook import WebhookConfig
 from backend.engine.ports import VersionRow
 from backend.services import audit
 from backend.services.webhook_versions import (
     WEBHOOK_TRIGGER,
-    answers_failure_detail,
+    draft_config,
     draft_step,
     invalid_body_mode,
-    takes_cloudevents,
+    published_config,
 )
 from backend.triggers.webhook_input import UploadedFile
 from designer_schema.diagram import Diagram
@@ -65,18 +66,29 @@ def accept_connector_triggers(triggers: dict[str, Any]) -> None:
 
 @dataclass
 class Endpoint:
-    """What a webhook request needs: workflow, active version, trigger config, secret."""
+    """What a webhook request needs: workflow, active version, the trigger's decoded
+    config (decoded once per load; ``config_error`` says why a stored config did not
+    decode, the defaults standing in for the fields at fault), secret."""
 
     workflow_id: uuid.UUID
     version: VersionRow | None
-    config: dict[str, Any]
+    config: WebhookConfig
     secret: bytes | None
     is_webhook: bool = True
     extra: dict[str, Any] = field(default_factory=dict)
     archived: bool = False  # the workflow is archived: the webhook answers 410 Gone
-    cloudevents: bool = False  # trigger.webhook v2 takes CloudEvents (docs/webhooks.md)
-    failure_detail: bool = False  # v3's explicit detailed answer to a failed run
     invalid_body: str | None = None  # v4: reject / mark_invalid a body breaking body_schema
+    config_error: NodeError | None = None
+
+    @property
+    def cloudevents(self) -> bool:
+        """trigger.webhook v2+ takes CloudEvents (docs/webhooks.md)."""
+        return self.config.cloudevents
+
+    @property
+    def failure_detail(self) -> bool:
+        """v3+'s explicit detailed answer to a failed run."""
+        return self.config.failure_answer == "detailed"
 
 
 def secret_aad(workflow_id: uuid.UUID) -> bytes:
@@ -174,16 +186,12 @@ async def load_endpoint(
         secret = await get_secret(session, wf.id)
         diagram = msgspec.convert(wf.draft, Diagram)
         nodes = [n for n in diagram.nodes if n.type in WEBHOOK_TYPES]
-        config = dict(nodes[0].config) if nodes else {}
-        cloudevents = bool(nodes) and nodes[0].type == WEBHOOK_TRIGGER
+        config, problem = WebhookConfig(), None
+        if nodes and nodes[0].type == WEBHOOK_TRIGGER:
+            config, problem = draft_config(nodes[0].config)
+        mode = invalid_body_mode(draft_step(nodes[0].type), config) if nodes else None
         return Endpoint(
-            wf.id,
-            None,
-            config,
-            secret,
-            bool(nodes),
-            cloudevents=cloudevents and config.get(CLOUDEVENTS) is True,
-            invalid_body=invalid_body_mode(draft_step(nodes[0].type), config) if nodes else None,
+            wf.id, None, config, secret, bool(nodes), invalid_body=mode, config_error=problem
         )
     # only the version's identity and its trigger step: a large workflow's diagram and
     # graph documents are never read (or decoded) to answer a webhook
@@ -213,22 +221,24 @@ async def load_endpoint(
         return None
     workflow_id, version_id, number, step, archived_at = found
     if archived_at is not None:
-        return Endpoint(workflow_id, None, {}, None, archived=True)
+        return Endpoint(workflow_id, None, WebhookConfig(), None, archived=True)
     secret = await get_secret(session, workflow_id)
     if version_id is None:
-        return Endpoint(workflow_id, None, {}, secret, False)
+        return Endpoint(workflow_id, None, WebhookConfig(), secret, False)
     step = step or {}
     version = VersionRow(version_id, workflow_id, int(number))
-    config = dict(step.get("config") or {})
+    try:
+        config, problem = published_config(step), None
+    except NodeError as exc:  # stored before its values were checked: answered, see api
+        config, problem = WebhookConfig(), exc
     return Endpoint(
         workflow_id,
         version,
         config,
         secret,
         step.get("type") in WEBHOOK_TYPES,
-        cloudevents=takes_cloudevents(step, config),
-        failure_detail=answers_failure_detail(step, config),
         invalid_body=invalid_body_mode(step, config),
+        config_error=problem,
     )
 
 

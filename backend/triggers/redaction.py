@@ -26,6 +26,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from backend.engine.nodes.trigger_webhook import WebhookConfig
+
 REDACTED = "[redacted]"
 """The value a secret header has in run data."""
 
@@ -52,20 +54,19 @@ def split_names(text: str | Iterable[str] | None) -> frozenset[str]:
     return frozenset(n.strip().lower() for n in items if n and n.strip())
 
 
-def secret_header_names(config: Mapping[str, Any], extra: Iterable[str] = ()) -> frozenset[str]:
+def secret_header_names(config: WebhookConfig, extra: Iterable[str] = ()) -> frozenset[str]:
     """Lower-cased names of the headers that are secret for a webhook with trigger ``config``.
 
     ``extra``: the names of the ``RAILYARD_REDACT_HEADERS`` setting. See the module
     docstring for the rule.
     """
     names = set(ALWAYS_SECRET | SIGNATURE_HEADERS)
-    kind = config.get("auth") or "none"
-    if kind == "header":
-        names.add(str(config.get("auth_header") or "authorization").strip().lower())
-    if kind == "hmac" and (config.get("hmac_preset") or "github") == "generic":
-        names.add(str(config.get("hmac_header") or "x-signature").strip().lower())
+    if config.auth == "header":
+        names.add(config.token_header)
+    if config.auth == "hmac" and config.hmac_preset == "generic":
+        names.add(config.signature_header)
     names |= split_names(extra)
-    names |= split_names(config.get("redact_headers"))
+    names |= split_names(config.redact_headers)
     return frozenset(names)
 
 
@@ -75,19 +76,19 @@ def redact_headers(headers: Mapping[str, str], secret: frozenset[str]) -> dict[s
     return {k: (REDACTED if k in secret else v) for k, v in headers.items()}
 
 
-def auth_summary(config: Mapping[str, Any]) -> dict[str, Any]:
+def auth_summary(config: WebhookConfig) -> dict[str, Any]:
     """What the run may know about the request's authentication: ``{"kind", "verified"}``
     plus the HMAC ``scheme``, the basic-auth ``user`` or the token ``header`` name.
 
     Only called for requests that passed :func:`backend.triggers.webhook_auth.verify`, so
     ``verified`` is true whenever ``kind`` is not ``none``.
     """
-    kind = str(config.get("auth") or "none")
+    kind = config.auth
     summary: dict[str, Any] = {"kind": kind, "verified": kind != "none"}
     if kind == "hmac":
-        summary["scheme"] = str(config.get("hmac_preset") or "github")
+        summary["scheme"] = config.hmac_preset
     elif kind == "basic":
-        summary["user"] = str(config.get("basic_user") or "")
+        summary["user"] = config.basic_user or ""
     elif kind == "header":
-        summary["header"] = str(config.get("auth_header") or "authorization").lower()
+        summary["header"] = config.token_header
     return summary

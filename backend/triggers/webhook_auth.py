@@ -25,9 +25,9 @@ import binascii
 import hashlib
 import hmac
 from collections.abc import Mapping
-from typing import Any
 
-DEFAULT_TOLERANCE = 300
+from backend.engine.nodes.trigger_webhook import WebhookConfig
+
 _ALGORITHMS = {"sha1": hashlib.sha1, "sha256": hashlib.sha256, "sha512": hashlib.sha512}
 
 
@@ -47,7 +47,7 @@ def sign(secret: bytes, content: bytes, algorithm: str = "sha256") -> bytes:
 
 
 def verify(
-    config: Mapping[str, Any],
+    config: WebhookConfig,
     secret: bytes | None,
     headers: Mapping[str, str],
     body: bytes,
@@ -57,13 +57,13 @@ def verify(
 
     ``now`` is the current Unix time in seconds. Raises :class:`AuthFailure`.
     """
-    kind = config.get("auth") or "none"
+    kind = config.auth
     if kind == "none":
         return
     if not secret:
         raise AuthFailure("the webhook requires authentication but has no secret configured")
     if kind == "header":
-        name = (config.get("auth_header") or "authorization").lower()
+        name = config.token_header
         value = headers.get(name)
         if value is None:
             raise AuthFailure(f"missing {name} header")
@@ -71,7 +71,7 @@ def verify(
             raise AuthFailure(f"wrong token in {name} header")
         return
     if kind == "basic":
-        _verify_basic(str(config.get("basic_user") or ""), secret, headers)
+        _verify_basic(config.basic_user or "", secret, headers)
         return
     if kind == "hmac":
         _verify_hmac(config, secret, headers, body, now)
@@ -108,14 +108,14 @@ def _timestamp(value: str | None, name: str, now: float, tolerance: float) -> st
 
 
 def _verify_hmac(
-    config: Mapping[str, Any],
+    config: WebhookConfig,
     secret: bytes,
     headers: Mapping[str, str],
     body: bytes,
     now: float,
 ) -> None:
-    preset = config.get("hmac_preset") or "github"
-    tolerance = float(config.get("tolerance") or DEFAULT_TOLERANCE)
+    preset = config.hmac_preset
+    tolerance = float(config.tolerance)
     if preset == "github":
         got = headers.get("x-hub-signature-256")
         if not got:
@@ -174,20 +174,20 @@ def _verify_stripe(
 
 
 def _verify_generic(
-    config: Mapping[str, Any],
+    config: WebhookConfig,
     secret: bytes,
     headers: Mapping[str, str],
     body: bytes,
     now: float,
     tolerance: float,
 ) -> None:
-    name = str(config.get("hmac_header") or "x-signature").lower()
-    algorithm = str(config.get("hmac_algorithm") or "sha256")
+    name = config.signature_header
+    algorithm = config.hmac_algorithm
     if algorithm not in _ALGORITHMS:
         raise AuthFailure(f"unknown algorithm {algorithm!r}")
     content = body
-    if (config.get("hmac_signed") or "body") == "timestamp_body":
-        ts_name = str(config.get("hmac_timestamp_header") or "x-timestamp").lower()
+    if config.hmac_signed == "timestamp_body":
+        ts_name = config.timestamp_header
         ts = _timestamp(headers.get(ts_name), f"{ts_name} header", now, tolerance)
         content = ts.encode() + b"." + body
     got = headers.get(name)
@@ -195,9 +195,7 @@ def _verify_generic(
         raise AuthFailure(f"missing {name} header")
     digest = sign(secret, content, algorithm)
     encoded = (
-        base64.b64encode(digest).decode()
-        if config.get("hmac_encoding") == "base64"
-        else digest.hex()
+        base64.b64encode(digest).decode() if config.hmac_encoding == "base64" else digest.hex()
     )
-    if not _eq(got.strip(), str(config.get("hmac_prefix") or "") + encoded):
+    if not _eq(got.strip(), (config.hmac_prefix or "") + encoded):
         raise AuthFailure(f"{name} does not match")

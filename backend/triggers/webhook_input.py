@@ -44,6 +44,7 @@ from urllib.parse import parse_qsl
 import msgspec
 import multipart
 
+from backend.engine.nodes.trigger_webhook import WebhookConfig
 from backend.triggers.redaction import auth_summary, redact_headers, secret_header_names
 from designer_schema.limits import json_depth
 
@@ -96,7 +97,7 @@ def build_run_input(
     query: Iterable[tuple[str, str]],
     headers: Mapping[str, str],
     body: Any,
-    config: Mapping[str, Any],
+    config: WebhookConfig,
     redact: Iterable[str] = (),
 ) -> dict[str, Any]:
     """The run input of an authenticated webhook request (shape in the module docstring).

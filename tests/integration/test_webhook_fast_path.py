@@ -112,7 +112,7 @@ async def test_endpoint_cache_forgets_a_load_begun_before_publish(
     assert await early is not None  # its waiters are answered (whatever it read)
     sessions.gate = None
     new = await hooks.cached_endpoint(sessions, token, 60)  # type: ignore[arg-type]
-    assert new is not None and new.config["path_suffix"] == "new"
+    assert new is not None and new.config.path_suffix == "new"
     assert sessions.opened == 2
     r = await client.post(f"/hooks/{token}/new", json={})
     assert r.status_code == 202, r.text

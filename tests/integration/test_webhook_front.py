@@ -16,8 +16,10 @@ from prometheus_client import REGISTRY
 
 from backend.api import webhooks
 from backend.api.webhook_front import WebhookFront, delivery_target
+from backend.api.webhook_parts import to_asgi
 from backend.runtime import Runtime
 from backend.services import webhooks as hooks
+from backend.services.webhook_answers import Answer
 from tests.diagrams import diagram, edge, node
 from tests.integration.conftest import wait_for_run
 from tests.integration.flows import publish
@@ -250,19 +252,19 @@ async def _messages(app: Any) -> list[dict[str, Any]]:
 @pytest.mark.parametrize(
     "answer",
     [
-        webhooks.Answer(202, b'{"run_id":"x"}', headers={"Location": "/api/runs/x"}),
-        webhooks.Answer(200, b"<p>hi</p>", "text/html", {"X-Mixed-Case": "v", "Vary": "a"}),
-        webhooks.Answer(429, b"{}", headers={"Retry-After": "30"}),
-        webhooks.Answer(200, b"", "text/plain"),
-        webhooks.Answer(200, b"<x/>", "application/xml; charset=utf-16"),
-        webhooks.Answer(200, b"x", ""),  # no media type: JSON, as Litestar says
+        Answer(202, b'{"run_id":"x"}', headers={"Location": "/api/runs/x"}),
+        Answer(200, b"<p>hi</p>", "text/html", {"X-Mixed-Case": "v", "Vary": "a"}),
+        Answer(429, b"{}", headers={"Retry-After": "30"}),
+        Answer(200, b"", "text/plain"),
+        Answer(200, b"<x/>", "application/xml; charset=utf-16"),
+        Answer(200, b"x", ""),  # no media type: JSON, as Litestar says
         # answers that keep Litestar's response: their own type or length, no body
-        webhooks.Answer(200, b"a,b", headers={"content-Type": "text/csv"}),
-        webhooks.Answer(200, b"ab", headers={"Content-Length": "2"}),
-        webhooks.Answer(204, b""),
+        Answer(200, b"a,b", headers={"content-Type": "text/csv"}),
+        Answer(200, b"ab", headers={"Content-Length": "2"}),
+        Answer(204, b""),
     ],
 )
-async def test_an_answer_sends_what_litestars_response_sends(answer: webhooks.Answer) -> None:
+async def test_an_answer_sends_what_litestars_response_sends(answer: Answer) -> None:
     from litestar.response.base import ASGIResponse
 
     litestar = ASGIResponse(
@@ -271,7 +273,7 @@ async def test_an_answer_sends_what_litestars_response_sends(answer: webhooks.An
         headers=answer.headers,
         media_type=answer.media_type,
     )
-    assert await _messages(answer.asgi()) == await _messages(litestar)
+    assert await _messages(to_asgi(answer)) == await _messages(litestar)
 
 
 def test_a_header_latin_1_cannot_carry_fails_when_the_answer_is_made() -> None:
@@ -279,8 +281,8 @@ def test_a_header_latin_1_cannot_carry_fails_when_the_answer_is_made() -> None:
     when built: the app's 500 answers it, not the server."""
     from litestar.response.base import ASGIResponse
 
-    answer = webhooks.Answer(200, b"{}", headers={"X-Name": "\u2713"})
+    answer = Answer(200, b"{}", headers={"X-Name": "\u2713"})
     with pytest.raises(UnicodeEncodeError):
-        answer.asgi()
+        to_asgi(answer)
     with pytest.raises(UnicodeEncodeError):
         ASGIResponse(body=b"{}", status_code=200, headers=answer.headers)

@@ -7,6 +7,7 @@ import re
 import pytest
 from jinja2.sandbox import SandboxedEnvironment
 
+from backend.engine.nodes.trigger_webhook import webhook_config
 from frontend.display import ErrorView, error_view
 from frontend.forms import create_environment
 from frontend.webhook_view import webhook_view
@@ -102,7 +103,7 @@ def test_error_block_without_kind_or_details(env: SandboxedEnvironment) -> None:
     ],
 )
 def test_webhook_view(config: dict, url: str, methods: list[str], enabled: bool) -> None:
-    view = webhook_view("https://r.example/", "tok", config)
+    view = webhook_view("https://r.example/", "tok", webhook_config(config))
     assert view == {"url": url, "methods": methods, "enabled": enabled}
 
 

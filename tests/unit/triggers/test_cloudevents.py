@@ -16,7 +16,7 @@ from backend.engine.expression_paths import JsonataReader
 from backend.engine.expressions import JsonataChecker
 from backend.engine.nodes import NODE_TYPES
 from backend.services.catalog import AppCatalog
-from backend.services.webhook_versions import takes_cloudevents
+from backend.services.webhook_versions import published_config
 from backend.triggers.cloudevents import (
     BATCH,
     STRUCTURED,
@@ -217,6 +217,9 @@ def test_version_1_is_kept_for_published_graphs() -> None:
 
 
 def test_only_a_published_version_2_step_takes_cloudevents() -> None:
+    def takes_cloudevents(step: dict[str, Any], config: dict[str, Any]) -> bool:
+        return published_config({**step, "config": config}).cloudevents
+
     on = {"cloudevents": True}
     assert takes_cloudevents({"type": "trigger.webhook", "type_version": 2}, on)
     assert not takes_cloudevents({"type": "trigger.webhook", "type_version": 1}, on)

@@ -7,6 +7,8 @@ import uuid
 import pytest
 
 from backend import crypto
+from backend.engine.nodes.base import NodeError
+from backend.engine.nodes.trigger_webhook import WebhookConfig, webhook_config
 from backend.services.webhooks import secret_aad
 from backend.triggers.webhook_auth import AuthFailure, verify
 from backend.triggers.webhook_input import BodyError, parse_request_body
@@ -58,10 +60,11 @@ def test_webhook_secret_encryption_roundtrip_tamper_and_binding() -> None:
 
 def test_auth_kinds_reject_without_secret_and_unknown_kind() -> None:
     with pytest.raises(AuthFailure, match="no secret"):
-        verify({"auth": "hmac"}, None, {}, b"", 0)
-    with pytest.raises(AuthFailure, match="unknown"):
-        verify({"auth": "magic"}, b"s", {}, b"", 0)
-    verify({"auth": "none"}, None, {}, b"", 0)
+        verify(WebhookConfig(auth="hmac"), None, {}, b"", 0)
+    with pytest.raises(NodeError, match="auth") as caught:  # refused where it is decoded
+        webhook_config({"auth": "magic"})
+    assert caught.value.field == "auth" and caught.value.kind == "invalid_config"
+    verify(WebhookConfig(), None, {}, b"", 0)
 
 
 def test_malformed_json_message_says_at_once() -> None:

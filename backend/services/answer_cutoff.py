@@ -52,7 +52,8 @@ class Cutoff:
             self._waiters.discard(waiter)
 
 
-def _cutoff(state: MutableMapping[str, Any]) -> Cutoff:
+def app_cutoff(state: MutableMapping[str, Any]) -> Cutoff:
+    """The :class:`Cutoff` of the app whose state is ``state`` (made on first use)."""
     found = state.get(CUTOFF)
     if found is None:
         found = state[CUTOFF] = Cutoff()
@@ -65,14 +66,15 @@ def cut_waits_after(state: MutableMapping[str, Any], grace: float) -> float:
     (``loop.time()``, seconds) at which the grace itself ends."""
     loop = asyncio.get_running_loop()
     margin = min(MARGIN, grace / 5)
-    loop.call_later(max(0.0, grace - margin), _cutoff(state).fire)
+    loop.call_later(max(0.0, grace - margin), app_cutoff(state).fire)
     return loop.time() + grace
 
 
-async def unless_cut(state: MutableMapping[str, Any], wait: Awaitable[T]) -> T | None:
-    """``await wait``, or None when the cutoff comes first (then ``wait`` is cancelled);
-    None at once when the cutoff has passed. Exceptions of ``wait`` propagate."""
-    cut = _cutoff(state)
+async def unless_cut(cutoff: Cutoff | MutableMapping[str, Any], wait: Awaitable[T]) -> T | None:
+    """``await wait``, or None when the ``cutoff`` (or that of the app whose state it
+    is) comes first (then ``wait`` is cancelled); None at once when the cutoff has
+    passed. Exceptions of ``wait`` propagate."""
+    cut = cutoff if isinstance(cutoff, Cutoff) else app_cutoff(cutoff)
     task = asyncio.ensure_future(wait)
     if cut.passed:
         task.cancel()

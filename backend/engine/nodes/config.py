@@ -1,0 +1,107 @@
+"""A node type's config as a msgspec Struct: one declaration gives the designer's config
+schema (:func:`config_schema`) and the typed value its behaviour works with
+(:func:`decode_config`).
+
+A built-in node module declares ``class XConfig(msgspec.Struct, kw_only=True)`` with every
+field defaulted and described through ``Annotated[T, msgspec.Meta(title=...,
+description=..., extra_json_schema=...)]``, as connector actions declare theirs
+(:func:`connectors.sdk.schema.config_json_schema` generates both schemas). What the
+designer's form needs beyond msgspec's output is done here, the same way for every node:
+
+- a field ``T | None = None`` (optional, no default) is shown as ``T`` without a default;
+- ``enum`` lists keep the ``Literal``'s order (msgspec sorts them; the designer shows
+  the choices in the order declared);
+- no top-level ``title``/``description`` (the node's label and description say it) and
+  no empty ``required``.
+
+Stored configs were written by every earlier designer, so decoding is lenient where the
+dict readers were: a ``None`` or empty-string value means "not set" (the field's
+default), numbers and booleans written as strings are converted (msgspec's
+``strict=False``), unknown keys are ignored. Anything else that does not fit raises
+:class:`~backend.engine.nodes.base.NodeError` of kind ``invalid_config`` naming the field.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any, Literal, TypeVar, get_args, get_origin, get_type_hints
+
+import msgspec
+
+from backend.engine.nodes.base import NodeError
+from connectors.sdk.schema import config_json_schema
+
+__all__ = ["config_schema", "decode_config"]
+
+S = TypeVar("S", bound=msgspec.Struct)
+
+_AT = re.compile(r" - at `\$\.?(?P<path>[^`]*)`$")
+
+
+def _literal_values(annotation: Any) -> list[Any] | None:
+    """The values of the ``Literal`` inside ``annotation`` (through ``Annotated`` and
+    ``| None``), in declaration order; ``None`` when it holds none."""
+    if get_origin(annotation) is Literal:
+        return list(get_args(annotation))
+    for arg in get_args(annotation):
+        found = _literal_values(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def _collapse_optional(prop: dict[str, Any]) -> dict[str, Any]:
+    """``{"anyOf": [X, {"type": "null"}], "default": None, ...}`` as ``X`` (plus the
+    outer keys): an optional field is simply unset in the designer's form."""
+    members = prop.get("anyOf")
+    if not isinstance(members, list) or prop.get("default", 0) is not None:
+        return prop
+    others = [m for m in members if m != {"type": "null"}]
+    if len(others) != 1 or len(others) == len(members):
+        return prop
+    outer = {k: v for k, v in prop.items() if k not in ("anyOf", "default")}
+    return {**others[0], **outer}
+
+
+def config_schema(
+    struct: type[msgspec.Struct], *, exclude: frozenset[str] = frozenset()
+) -> dict[str, Any]:
+    """The designer's config schema of ``struct`` (``{"type": "object", "properties":
+    {...}}``, properties in field order), leaving out the fields in ``exclude`` (those a
+    node type's earlier version did not have)."""
+    generated = config_json_schema(struct)
+    hints = get_type_hints(struct, include_extras=True)
+    properties: dict[str, Any] = {}
+    for name, prop in generated["properties"].items():
+        if name in exclude:
+            continue
+        prop = _collapse_optional(prop)
+        order = _literal_values(hints[name])
+        if order is not None and "enum" in prop:
+            prop = {**prop, "enum": order}
+        properties[name] = prop
+    schema: dict[str, Any] = {"type": "object", "properties": properties}
+    required = [name for name in generated.get("required", []) if name not in exclude]
+    if required:
+        schema["required"] = required
+    return schema
+
+
+def decode_config(struct: type[S], config: Mapping[str, Any]) -> S:
+    """``config`` (a stored node config) as ``struct``, leniently (see the module doc).
+
+    Raises :class:`NodeError` (kind ``invalid_config``, ``field`` the config field at
+    fault) when a value does not fit its field."""
+    given = {k: v for k, v in config.items() if v is not None and v != ""}
+    try:
+        return msgspec.convert(given, struct, strict=False)
+    except msgspec.ValidationError as exc:
+        message = str(exc)
+        found = _AT.search(message)
+        field = found.group("path") if found else None
+        text = message[: found.start()] if found else message
+        where = f"{field}: " if field else ""
+        raise NodeError(
+            f"invalid config: {where}{text}", kind="invalid_config", field=field
+        ) from None

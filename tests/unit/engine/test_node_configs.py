@@ -1,0 +1,119 @@
+"""Typed node configs (backend.engine.nodes.config): the designer's schema and the decoded
+value come from one msgspec Struct; stored configs decode as the dict readers read them."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+import msgspec
+import pytest
+
+from backend.engine.nodes import trigger_webhook as webhook
+from backend.engine.nodes.base import NodeError
+from backend.engine.nodes.config import config_schema, decode_config
+from backend.engine.nodes.trigger_webhook import WebhookConfig, webhook_config
+from backend.services.webhook_versions import draft_config, invalid_body_mode, published_config
+
+
+class Sample(msgspec.Struct, kw_only=True, frozen=True):
+    mode: Annotated[
+        Literal["zeta", "alpha", "mid"],
+        msgspec.Meta(title="Mode", extra_json_schema={"x-enum-labels": {"zeta": "Z"}}),
+    ] = "zeta"
+    limit: Annotated[int, msgspec.Meta(ge=0, title="Limit")] | None = None
+    name: Annotated[str, msgspec.Meta(title="Name", description="Who")] = "x"
+
+
+def test_schema_keeps_the_declared_enum_order_and_shows_optional_fields_unset() -> None:
+    schema = config_schema(Sample)
+    assert schema == {
+        "type": "object",
+        "properties": {
+            "mode": {
+                "title": "Mode",
+                "x-enum-labels": {"zeta": "Z"},
+                "enum": ["zeta", "alpha", "mid"],
+                "default": "zeta",
+                "type": "string",
+            },
+            "limit": {"title": "Limit", "type": "integer", "minimum": 0},
+            "name": {"title": "Name", "description": "Who", "type": "string", "default": "x"},
+        },
+    }
+    assert list(config_schema(Sample, exclude=frozenset({"limit"}))["properties"]) == [
+        "mode",
+        "name",
+    ]
+
+
+def test_decoding_is_lenient_where_the_dict_readers_were() -> None:
+    decoded = decode_config(Sample, {"mode": "mid", "limit": "7", "name": "", "other": 1})
+    assert decoded == Sample(mode="mid", limit=7, name="x")
+    assert decode_config(Sample, {"limit": None}) == Sample()
+
+
+@pytest.mark.parametrize(
+    ("config", "field", "text"),
+    [
+        ({"mode": "beta"}, "mode", "Invalid enum value 'beta'"),
+        ({"limit": -1}, "limit", ">= 0"),
+        ({"name": ["a"]}, "name", "Expected `str`"),
+    ],
+)
+def test_a_value_that_does_not_fit_names_its_field(
+    config: dict[str, Any], field: str, text: str
+) -> None:
+    with pytest.raises(NodeError) as caught:
+        decode_config(Sample, config)
+    assert caught.value.kind == "invalid_config"
+    assert caught.value.field == field
+    assert str(caught.value).startswith(f"invalid config: {field}: ") and text in str(caught.value)
+
+
+def test_each_webhook_version_schema_lists_the_fields_it_had() -> None:
+    properties = [
+        set(spec.config_schema["properties"])
+        for spec in (webhook.SPEC, webhook.SPEC_V2, webhook.SPEC_V3, webhook.SPEC_V4)
+    ]
+    assert properties[3] == set(WebhookConfig.__struct_fields__)
+    assert properties[3] - properties[2] == {"invalid_body"}
+    assert properties[2] - properties[1] == {"failure_answer"}
+    assert properties[1] - properties[0] == {"cloudevents"}
+    assert webhook.SPEC.config_schema["properties"]["auth"]["enum"] == [
+        "none",
+        "header",
+        "basic",
+        "hmac",
+    ]
+
+
+def test_a_published_webhook_step_reads_only_its_versions_fields() -> None:
+    stored = {"cloudevents": True, "failure_answer": "detailed", "invalid_body": "mark_invalid"}
+    schema = {"type": "object"}
+    v1 = published_config({"type": "trigger.webhook", "config": stored})
+    assert (v1.cloudevents, v1.failure_answer, v1.invalid_body) == (False, "generic", "reject")
+    v3 = published_config({"type": "trigger.webhook", "type_version": 3, "config": stored})
+    assert (v3.cloudevents, v3.failure_answer) == (True, "detailed")
+    v4_step = {"type": "trigger.webhook", "type_version": 4}
+    v4 = published_config({**v4_step, "config": {**stored, "body_schema": schema}})
+    assert invalid_body_mode(v4_step, v4) == "mark_invalid"
+    assert invalid_body_mode({"type": "trigger.webhook", "type_version": 3}, v4) is None
+    # a connector's webhook trigger is served with the endpoint's defaults
+    assert published_config({"type": "acme.hook", "config": {"auth": "oauth"}}) == WebhookConfig()
+
+
+def test_webhook_defaults_and_derived_values() -> None:
+    config = webhook_config({"methods": " put, post ,", "path_suffix": "/gh/push/"})
+    assert config.allowed_methods == ["PUT", "POST"] and config.suffix == "gh/push"
+    assert webhook_config({"methods": " , "}).allowed_methods == ["POST"]
+    assert WebhookConfig().token_header == "authorization"
+    assert webhook_config({"auth_header": "X-Key "}).token_header == "x-key"
+    assert webhook_config({"wait_timeout": 0}).answer_timeout == webhook.DEFAULT_WAIT_TIMEOUT
+    assert webhook_config({"respond": "last_step"}).waits and not WebhookConfig().waits
+
+
+def test_a_draft_keeps_the_fields_that_fit() -> None:
+    config, problem = draft_config({"path_suffix": "a", "max_body": -5, "rate_limit": "x"})
+    assert config.suffix == "a" and config.max_body is None and config.rate_limit == 0
+    assert problem is not None and problem.field in ("max_body", "rate_limit")
+    assert draft_config({"methods": "GET"}) == (WebhookConfig(methods="GET"), None)
