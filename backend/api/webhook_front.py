@@ -35,8 +35,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from litestar import Litestar, Request
-from litestar.middleware._internal.exceptions.middleware import get_exception_handler
-from litestar.types import ASGIApp, Receive, Scope, Send
+from litestar.exceptions import HTTPException
+from litestar.types import ASGIApp, ExceptionHandlersMap, Receive, Scope, Send
 
 from backend import problems
 from backend.api import webhooks
@@ -72,6 +72,27 @@ def delivery_target(scope: Scope) -> tuple[str, str] | None:
     if "\x00" in path or (not path.isascii() and find_unstorable(path, "path") is not None):
         return None
     return token, slash + suffix
+
+
+def exception_handler(handlers: ExceptionHandlersMap, exc: Exception) -> Any:
+    """The handler of ``handlers`` (an app's ``exception_handlers``) that answers ``exc``,
+    chosen as Litestar documents it chooses ("Exception handling": a status code's
+    handler before an exception type's): an ``HTTPException``'s status code, else the
+    first class of the exception's MRO with a handler, else the ``500`` handler for
+    anything not an ``HTTPException``; ``None`` when none applies. Kept here rather than
+    imported from Litestar's private middleware module, whose name may change in any
+    release."""
+    if isinstance(exc, HTTPException):
+        found = handlers.get(exc.status_code)
+        if found is not None:
+            return found
+        default = None
+    else:
+        default = handlers.get(500)
+    for cls in type(exc).__mro__:
+        if cls in handlers:
+            return handlers[cls]
+    return default
 
 
 class WebhookFront:
@@ -152,7 +173,7 @@ class WebhookFront:
         """The app's answer to ``exc`` (its exception handlers, by status then type); a
         plain 500 when none answers it (logged with its traceback, never sent)."""
         try:
-            handler = get_exception_handler(self.app.exception_handlers, exc)
+            handler = exception_handler(self.app.exception_handlers, exc)
             if handler is not None:
                 return handler(request, exc).to_asgi_response(app=None, request=request)
         except Exception:

@@ -23,6 +23,7 @@ from backend.engine.nodes.base import (
     TimerBehaviour,
 )
 from backend.engine.nodes.children import child_run_id
+from backend.engine.nodes.config import typed_config
 from backend.engine.nodes.registry import NodeRegistry
 from backend.engine.states import RunStatus, StepStatus
 from backend.engine.step_results import finish_failed, resolved_config, succeed
@@ -50,7 +51,7 @@ def run_inline(
     state.touch(step.id)
     try:
         config = resolve_config(step.config, step.expressions, rec.input, context)
-        result = inline.evaluate(step, config, rec.input)
+        result = inline.evaluate(step, typed_config(inline, config), rec.input)
     except Deferred:  # too long for where it runs: ready again, as before (a worker's)
         rec.move(StepStatus.READY)
         rec.attempts -= 1
@@ -90,7 +91,7 @@ def start_timer(
     if config is None:
         return False
     try:
-        due = timer.due(config, now)
+        due = timer.due(typed_config(timer, config), now)
     except NodeError as exc:
         rec.move(StepStatus.RUNNING)
         finish_failed(step, state, {"message": str(exc), "kind": exc.kind}, now)
@@ -123,7 +124,7 @@ def start_call(
     rec.move(StepStatus.RUNNING)
     rec.attempts += 1
     try:
-        data = call.start(config, rec.input)
+        data = call.start(typed_config(call, config), rec.input)
     except NodeError as exc:
         finish_failed(step, state, {"message": str(exc), "kind": exc.kind}, now)
         return

@@ -17,9 +17,11 @@ kind          how a step of it runs
 ``action``    dispatched to a worker that runs a connector (the engine has no code for it)
 ============  ==============================================================================
 
-Behaviours are pure: they get the step's resolved config (expressions evaluated) and its
-input and return what happened; the orchestrator applies it to the run state. They raise
-:class:`NodeError` for bad config and for deliberate failures (Stop and Error).
+Behaviours are pure: they get the step's resolved config (expressions evaluated; decoded
+into the behaviour's ``config_type``, a msgspec Struct, when it declares one:
+:mod:`backend.engine.nodes.config`) and its input and return what happened; the
+orchestrator applies it to the run state. They raise :class:`NodeError` for bad config
+and for deliberate failures (Stop and Error).
 """
 
 from __future__ import annotations
@@ -71,6 +73,9 @@ class Behaviour:
 
     kind: ClassVar[BehaviourKind]
     keyed_input: ClassVar[bool] = False
+    config_type: ClassVar[type[Any] | None] = None
+    """The node's config Struct: the behaviour's ``config`` is the step's resolved config
+    decoded into it (``None``: the resolved dict)."""
 
 
 class TriggerBehaviour(Behaviour):
@@ -105,7 +110,7 @@ class InlineBehaviour(Behaviour):
 
     kind: ClassVar[BehaviourKind] = "inline"
 
-    def evaluate(self, step: Step, config: dict[str, Any], data: Any) -> InlineResult:
+    def evaluate(self, step: Step, config: Any, data: Any) -> InlineResult:
         """Evaluate ``step`` with its resolved ``config`` on input ``data``.
 
         Raises :class:`NodeError` for bad config or a deliberate failure."""
@@ -118,7 +123,7 @@ class TimerBehaviour(Behaviour):
 
     kind: ClassVar[BehaviourKind] = "timer"
 
-    def due(self, config: dict[str, Any], now: datetime) -> datetime:
+    def due(self, config: Any, now: datetime) -> datetime:
         """When the step fires (timezone-aware), from its resolved ``config``.
 
         Raises :class:`NodeError` (kind ``invalid_config``) for an unusable time."""
@@ -162,7 +167,7 @@ class CallBehaviour(Behaviour):
 
     kind: ClassVar[BehaviourKind] = "call"
 
-    def start(self, config: dict[str, Any], data: Any) -> dict[str, Any]:
+    def start(self, config: Any, data: Any) -> dict[str, Any]:
         """The call of a step with resolved ``config`` and input ``data``.
 
         Raises :class:`NodeError` (kind ``invalid_config``, ``field`` set) for bad config."""

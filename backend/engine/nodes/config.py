@@ -14,11 +14,16 @@ designer's form needs beyond msgspec's output is done here, the same way for eve
 - no top-level ``title``/``description`` (the node's label and description say it) and
   no empty ``required``.
 
-Stored configs were written by every earlier designer, so decoding is lenient where the
-dict readers were: a ``None`` or empty-string value means "not set" (the field's
-default), numbers and booleans written as strings are converted (msgspec's
-``strict=False``), unknown keys are ignored. Anything else that does not fit raises
-:class:`~backend.engine.nodes.base.NodeError` of kind ``invalid_config`` naming the field.
+Behaviours that declare their Struct (``config_type``) get the step's config with its
+expressions evaluated decoded into it when the step starts (:func:`typed_config`), as
+given: ``None`` is a value there, and a string is not a number.
+
+Stored configs (a trigger's, read by the webhook endpoint) were written by every earlier
+designer, so decoding them is lenient where the dict readers were: a ``None`` or
+empty-string value means "not set" (the field's default), numbers and booleans written
+as strings are converted (msgspec's ``strict=False``). Unknown keys are ignored either
+way. A value that does not fit raises :class:`~backend.engine.nodes.base.NodeError` of
+kind ``invalid_config`` naming the field.
 """
 
 from __future__ import annotations
@@ -29,14 +34,15 @@ from typing import Any, Literal, TypeVar, get_args, get_origin, get_type_hints
 
 import msgspec
 
-from backend.engine.nodes.base import NodeError
+from backend.engine.nodes.base import Behaviour, NodeError
 from connectors.sdk.schema import config_json_schema
 
-__all__ = ["config_schema", "decode_config"]
+__all__ = ["config_schema", "decode_config", "typed_config"]
 
 S = TypeVar("S", bound=msgspec.Struct)
 
 _AT = re.compile(r" - at `\$\.?(?P<path>[^`]*)`$")
+_MISSING = re.compile(r"missing required field `(?P<path>[^`]*)`")
 
 
 def _literal_values(annotation: Any) -> list[Any] | None:
@@ -88,20 +94,30 @@ def config_schema(
     return schema
 
 
-def decode_config(struct: type[S], config: Mapping[str, Any]) -> S:
-    """``config`` (a stored node config) as ``struct``, leniently (see the module doc).
+def decode_config(struct: type[S], config: Mapping[str, Any], *, stored: bool = True) -> S:
+    """``config`` as ``struct``: a stored node config leniently, a resolved one
+    (``stored=False``) as given (see the module doc).
 
     Raises :class:`NodeError` (kind ``invalid_config``, ``field`` the config field at
-    fault) when a value does not fit its field."""
-    given = {k: v for k, v in config.items() if v is not None and v != ""}
+    fault) when a value does not fit its field or a required one is missing."""
+    given = {k: v for k, v in config.items() if v is not None and v != ""} if stored else config
     try:
-        return msgspec.convert(given, struct, strict=False)
+        return msgspec.convert(given, struct, strict=not stored)
     except msgspec.ValidationError as exc:
         message = str(exc)
         found = _AT.search(message)
-        field = found.group("path") if found else None
+        missing = _MISSING.search(message)
+        field = found.group("path") if found else (missing.group("path") if missing else None)
         text = message[: found.start()] if found else message
         where = f"{field}: " if field else ""
         raise NodeError(
             f"invalid config: {where}{text}", kind="invalid_config", field=field
         ) from None
+
+
+def typed_config(behaviour: Behaviour, config: dict[str, Any]) -> Any:
+    """The resolved ``config`` of a step as ``behaviour`` takes it: decoded into its
+    ``config_type`` (``stored=False``), or the dict itself when it declares none.
+    Raises :class:`NodeError` (``invalid_config``) naming the field."""
+    struct = behaviour.config_type
+    return config if struct is None else decode_config(struct, config, stored=False)

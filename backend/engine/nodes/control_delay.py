@@ -10,10 +10,22 @@ time (prompt) and the sweeper re-dispatches due ready steps (certain). Firing th
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Annotated
 
-from backend.engine.nodes.base import SAME_AS_INPUT, NodeError, NodeType, TimerBehaviour
+import msgspec
+
+from backend.engine.nodes.base import SAME_AS_INPUT, NodeType, TimerBehaviour
+from backend.engine.nodes.config import config_schema
 from designer_schema.catalog import NodeTypeSpec
+
+
+class DelayConfig(msgspec.Struct, kw_only=True, frozen=True):
+    """``seconds``: how long to wait (a number >= 0; may be an expression)."""
+
+    seconds: Annotated[
+        float, msgspec.Meta(ge=0, title="Wait", extra_json_schema={"x-duration": True})
+    ]
+
 
 SPEC = NodeTypeSpec(
     type="control.delay",
@@ -22,13 +34,7 @@ SPEC = NodeTypeSpec(
     category="Flow",
     icon="timer",
     description="Waits a number of seconds on a durable timer, then passes the input on.",
-    config_schema={
-        "type": "object",
-        "properties": {
-            "seconds": {"type": "number", "title": "Wait", "minimum": 0, "x-duration": True}
-        },
-        "required": ["seconds"],
-    },
+    config_schema=config_schema(DelayConfig),
     expression_fields=("seconds",),
     output_schema=SAME_AS_INPUT,
 )
@@ -37,15 +43,10 @@ SPEC = NodeTypeSpec(
 class Delay(TimerBehaviour):
     """Due ``seconds`` after the step became ready."""
 
-    def due(self, config: dict[str, Any], now: datetime) -> datetime:
-        seconds = config.get("seconds")
-        if isinstance(seconds, bool) or not isinstance(seconds, int | float) or seconds < 0:
-            raise NodeError(
-                f"seconds must be a number >= 0, got {seconds!r}",
-                kind="invalid_config",
-                field="seconds",
-            )
-        return now + timedelta(seconds=float(seconds))
+    config_type = DelayConfig
+
+    def due(self, config: DelayConfig, now: datetime) -> datetime:
+        return now + timedelta(seconds=config.seconds)
 
 
 NODE = NodeType(SPEC, Delay())

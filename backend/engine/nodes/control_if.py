@@ -7,11 +7,29 @@ the step input, unchanged.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
+
+import msgspec
 
 from backend.engine.nodes.base import SAME_AS_INPUT, InlineBehaviour, InlineResult, NodeType, truthy
+from backend.engine.nodes.config import config_schema
 from designer_schema.catalog import NodeTypeSpec
 from designer_schema.graph import Step
+
+
+class IfConfig(msgspec.Struct, kw_only=True, frozen=True):
+    """``condition``: always an expression (stored as its text; the step gets its value,
+    of any JSON type)."""
+
+    condition: Annotated[
+        Any,
+        msgspec.Meta(
+            title="Condition",
+            description="A JSONata expression, e.g. body.amount > 100 (the = is optional)",
+            extra_json_schema={"type": "string", "x-always-expression": True},
+        ),
+    ]
+
 
 SPEC = NodeTypeSpec(
     type="control.if",
@@ -21,18 +39,7 @@ SPEC = NodeTypeSpec(
     icon="split",
     description="Routes the input to the true or false port by a condition.",
     outputs=("true", "false"),
-    config_schema={
-        "type": "object",
-        "properties": {
-            "condition": {
-                "type": "string",
-                "title": "Condition",
-                "description": "A JSONata expression, e.g. body.amount > 100 (the = is optional)",
-                "x-always-expression": True,
-            }
-        },
-        "required": ["condition"],
-    },
+    config_schema=config_schema(IfConfig),
     expression_fields=("condition",),
     output_schema=SAME_AS_INPUT,
 )
@@ -41,8 +48,10 @@ SPEC = NodeTypeSpec(
 class If(InlineBehaviour):
     """Takes ``true`` when the condition is truthy, else ``false``."""
 
-    def evaluate(self, step: Step, config: dict[str, Any], data: Any) -> InlineResult:
-        port = "true" if truthy(config.get("condition")) else "false"
+    config_type = IfConfig
+
+    def evaluate(self, step: Step, config: IfConfig, data: Any) -> InlineResult:
+        port = "true" if truthy(config.condition) else "false"
         return InlineResult(data, (port,))
 
 

@@ -6,10 +6,20 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import Annotated
+
+import msgspec
 
 from backend.engine.nodes.base import SAME_AS_INPUT, NodeError, NodeType, TimerBehaviour
+from backend.engine.nodes.config import config_schema
 from designer_schema.catalog import NodeTypeSpec
+
+
+class WaitUntilConfig(msgspec.Struct, kw_only=True, frozen=True):
+    """``until``: the moment to wait for, ISO 8601 text (may be an expression)."""
+
+    until: Annotated[str, msgspec.Meta(title="Until (ISO 8601)")]
+
 
 SPEC = NodeTypeSpec(
     type="control.wait_until",
@@ -18,11 +28,7 @@ SPEC = NodeTypeSpec(
     category="Flow",
     icon="alarm-clock",
     description="Waits until a timestamp (ISO 8601, UTC without offset), then passes the input on.",
-    config_schema={
-        "type": "object",
-        "properties": {"until": {"type": "string", "title": "Until (ISO 8601)"}},
-        "required": ["until"],
-    },
+    config_schema=config_schema(WaitUntilConfig),
     expression_fields=("until",),
     output_schema=SAME_AS_INPUT,
 )
@@ -31,14 +37,10 @@ SPEC = NodeTypeSpec(
 class WaitUntil(TimerBehaviour):
     """Due at ``until``."""
 
-    def due(self, config: dict[str, Any], now: datetime) -> datetime:
-        until = config.get("until")
-        if not isinstance(until, str):
-            raise NodeError(
-                f"until must be an ISO 8601 timestamp, got {until!r}",
-                kind="invalid_config",
-                field="until",
-            )
+    config_type = WaitUntilConfig
+
+    def due(self, config: WaitUntilConfig, now: datetime) -> datetime:
+        until = config.until
         try:
             moment = datetime.fromisoformat(until.replace("Z", "+00:00"))
         except ValueError as exc:

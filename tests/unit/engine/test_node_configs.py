@@ -117,3 +117,42 @@ def test_a_draft_keeps_the_fields_that_fit() -> None:
     assert config.suffix == "a" and config.max_body is None and config.rate_limit == 0
     assert problem is not None and problem.field in ("max_body", "rate_limit")
     assert draft_config({"methods": "GET"}) == (WebhookConfig(methods="GET"), None)
+
+
+def test_a_timer_gets_its_resolved_config_decoded_and_a_bad_value_names_its_field() -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from backend.engine.nodes.config import typed_config
+    from backend.engine.nodes.control_delay import Delay, DelayConfig
+    from backend.engine.nodes.control_wait_until import WaitUntil
+
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    delay = Delay()
+    config = typed_config(delay, {"seconds": 2, "note": "kept out"})
+    assert config == DelayConfig(seconds=2.0)
+    assert delay.due(config, now) == now + timedelta(seconds=2)
+    for bad in ({"seconds": "5"}, {"seconds": -1}, {"seconds": True}, {"seconds": None}, {}):
+        with pytest.raises(NodeError) as caught:
+            typed_config(delay, bad)
+        assert (caught.value.kind, caught.value.field) == ("invalid_config", "seconds")
+    wait = WaitUntil()
+    assert wait.due(typed_config(wait, {"until": "2026-02-01T09:00:00"}), now) == datetime(
+        2026, 2, 1, 9, tzinfo=UTC
+    )
+    with pytest.raises(NodeError) as caught:
+        typed_config(wait, {"until": 5})
+    assert caught.value.field == "until"
+
+
+def test_an_if_takes_the_condition_value_of_any_type() -> None:
+    from backend.engine.nodes.config import typed_config
+    from backend.engine.nodes.control_if import If
+
+    step: Any = None
+    behaviour = If()
+    assert behaviour.evaluate(step, typed_config(behaviour, {"condition": None}), 1).ports == (
+        "false",
+    )
+    assert behaviour.evaluate(step, typed_config(behaviour, {"condition": [0, 1]}), 1).ports == (
+        "true",
+    )

@@ -100,3 +100,20 @@ def test_a_caller_that_does_not_wait_watches_nothing() -> None:
             assert watched_id == run_id and wait.watched is None
 
     asyncio.run(run())
+
+
+def test_the_front_picks_the_handler_litestar_documents_it_picks() -> None:
+    from litestar.exceptions import HTTPException
+
+    from backend.api.webhook_front import exception_handler
+
+    def named(name: str) -> Any:
+        return name
+
+    handlers: Any = {404: named("404"), HTTPException: named("http"), 500: named("500")}
+    assert exception_handler(handlers, HTTPException(status_code=404)) == "404"
+    assert exception_handler(handlers, HTTPException(status_code=418)) == "http"
+    assert exception_handler(handlers, ValueError("x")) == "500"
+    assert exception_handler({LookupError: "lookup", 500: "500"}, KeyError("k")) == "lookup"
+    assert exception_handler({500: "500"}, HTTPException(status_code=418)) is None
+    assert exception_handler({}, ValueError("x")) is None
