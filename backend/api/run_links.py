@@ -1,14 +1,16 @@
 """The answer to a request that started a run: its id, status and where to follow it.
 
-Shared by the controllers that start runs (workflows, runs, webhooks), which do not
-import each other.
+Shared by the controllers that start runs (workflows, runs), which do not import each
+other. A webhook delivery's answer is the delivery use case's
+(:class:`backend.services.webhook_answers.RunLinks`, the shape of
+:class:`backend.api.schemas.DeliveryAccepted`).
 """
 
 from __future__ import annotations
 
 import uuid
 
-from backend.api.schemas import DeliveryAccepted, RunStarted
+from backend.api.schemas import RunStarted
 from backend.runtime import Runtime
 
 
@@ -21,9 +23,3 @@ def run_started(runtime: Runtime, run_id: uuid.UUID, status: str) -> RunStarted:
         url=f"{base}/runs/{run_id}",
         status_url=f"{base}/api/v1/runs/{run_id}",
     )
-
-
-def delivery_accepted(runtime: Runtime, run_id: uuid.UUID, status: str) -> DeliveryAccepted:
-    """A webhook's answer naming the run it started (``run_id``) with the run's links."""
-    links = run_started(runtime, run_id, status)
-    return DeliveryAccepted(links.id, links.status, links.url, links.status_url)

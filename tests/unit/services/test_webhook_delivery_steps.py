@@ -117,3 +117,16 @@ def test_the_front_picks_the_handler_litestar_documents_it_picks() -> None:
     assert exception_handler({LookupError: "lookup", 500: "500"}, KeyError("k")) == "lookup"
     assert exception_handler({500: "500"}, HTTPException(status_code=418)) is None
     assert exception_handler({}, ValueError("x")) is None
+
+
+def test_a_delivery_answer_has_the_documented_shape() -> None:
+    import msgspec
+
+    from backend.api.schemas import DeliveryAccepted
+    from backend.services.webhook_answers import run_links
+
+    run_id = uuid.uuid4()
+    links = run_links("https://r.example/", run_id, "queued")
+    documented = DeliveryAccepted(str(run_id), "queued", links.url, links.status_url)
+    assert msgspec.json.encode(links) == msgspec.json.encode(documented)
+    assert links.status_url == f"https://r.example/api/v1/runs/{run_id}"
