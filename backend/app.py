@@ -38,6 +38,7 @@ from backend.api.runs import RunController
 from backend.api.search import SearchController
 from backend.api.storable_input import DEFAULT_MAX_SCAN_BYTES, StorableInputMiddleware
 from backend.api.strict_query import refuse_unknown_query
+from backend.api.subscriptions import AdminSubscriptionController, WorkflowSubscriptionController
 from backend.api.telemetry import TelemetryMiddleware
 from backend.api.trigger_samples import TriggerSampleController
 from backend.api.triggers import ApiTokenController, FileController, WebhookSettingsController
@@ -66,6 +67,7 @@ from frontend.import_pages import ImportPages
 from frontend.pages import AppPages, AuthPages, html_error, wants_html
 from frontend.rendering import STATIC
 from frontend.search_pages import SearchPages
+from frontend.subscription_pages import SubscriptionPages
 from frontend.trigger_pages import TriggerPages
 from frontend.user_admin_pages import AdminUserPages
 from frontend.version_pages import VersionPages
@@ -155,6 +157,8 @@ def create_app(
             ProjectController,
             WorkflowGrantController,
             CredentialGrantController,
+            WorkflowSubscriptionController,
+            AdminSubscriptionController,
             FileController,
             TriggerPages,
             SearchPages,
@@ -168,6 +172,7 @@ def create_app(
             AdminPages,
             ImportPages,
             AccessPages,
+            SubscriptionPages,
             VersionPages,
             SsoPages,
             AccountPages,

@@ -22,6 +22,7 @@ from backend.services import (
     workflow_picker,
     workflows,
 )
+from backend.services.subscriptions import manage as subscription_manage
 from backend.web.authentication import AppRuntime, CurrentUser, DbSession, provide_user
 from backend.web.guards import CurrentPrincipal
 from frontend.pages import LoginRequiredPages, render, webhook_url
@@ -78,10 +79,12 @@ class WorkflowPages(LoginRequiredPages):
                     "name": names[str(workflow)].removesuffix(" (archived)"),
                     "can_restore": workflow in manageable,
                 }
+        notices = await subscription_manage.disabled_notices(db, uuid.UUID(principal.user_id))
         return render(
             request,
             "workflows.html",
             workflows=items,
+            subscription_notices=notices,
             archived=archived,
             just_archived=just_archived,
             can_duplicate=allows(principal, Permission.WORKFLOW_CREATE),

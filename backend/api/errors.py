@@ -27,6 +27,7 @@ from backend.services.projects import ProjectNotFound
 from backend.services.references import ReferenceNotGranted
 from backend.services.search import SearchInputError
 from backend.services.storable import UnstorableInput, refused_by_database
+from backend.services.subscriptions.manage import SubscriptionError, SubscriptionNotFound
 from backend.services.workflow_lifecycle import CreateNotAllowed
 from backend.services.workflows import (
     DraftConflict,
@@ -81,7 +82,9 @@ def reference_not_granted(request: Request, exc: ReferenceNotGranted) -> Respons
     return _json(request, 403, str(exc), field=f"{exc.node_id}.{exc.field}")
 
 
-def bad_field(request: Request, exc: TokenError | GrantError | InvalidName) -> Response[bytes]:
+def bad_field(
+    request: Request, exc: TokenError | GrantError | InvalidName | SubscriptionError
+) -> Response[bytes]:
     """400 naming the field of invalid access-control input (tokens, grants, names)."""
     return _json(request, 400, str(exc), field=exc.field)
 
@@ -265,6 +268,8 @@ API_EXCEPTION_HANDLERS: dict[int | type[Exception], ErrorHandler] = {
     GrantNotFound: not_found,
     GroupNotFound: not_found,
     ProjectNotFound: not_found,
+    SubscriptionNotFound: not_found,
+    SubscriptionError: bad_field,
     500: unexpected_error,
     DraftConflict: draft_conflict,
     SampleFailed: sample_failed,

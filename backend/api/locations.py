@@ -42,6 +42,8 @@ LOCATIONS: dict[str, str] = {
     "set_workflow_grant": "/workflows/{workflow_id}/grants/{id}",
     "set_credential_grant": "/credentials/{credential_id}/grants/{id}",
     "import_connector": "/admin/connectors/{name}",
+    "create_workflow_subscription": "/workflows/{workflow_id}/subscriptions/{id}",
+    "create_project_subscription": "/admin/subscriptions/{id}",
 }
 """Where each creating operation's object lives, under ``/api/v1`` (by ``operation_id``)."""
 

@@ -145,6 +145,7 @@ def cmd_rotate_key(args: argparse.Namespace) -> int:
         return 0
     from backend.db.engine import make_engine, make_sessionmaker
     from backend.services.credentials import rotate_keys
+    from backend.services.subscriptions.manage import rotate_secrets as rotate_signing
     from backend.services.webhooks import rotate_secrets
 
     settings = load_settings()
@@ -155,21 +156,25 @@ def cmd_rotate_key(args: argparse.Namespace) -> int:
         print(f"railyard: {exc}", file=sys.stderr)
         return 2
 
-    async def main() -> tuple[int, int]:
+    async def main() -> tuple[int, int, int]:
         engine = make_engine(settings.database_url, pool_size=1)
         try:
             async with make_sessionmaker(engine)() as session, session.begin():
-                return await rotate_keys(session, keyring), await rotate_secrets(session, keyring)
+                return (
+                    await rotate_keys(session, keyring),
+                    await rotate_secrets(session, keyring),
+                    await rotate_signing(session, keyring),
+                )
         finally:
             await engine.dispose()
 
     try:
-        credentials, hook_secrets = asyncio.run(main())
+        credentials, hook_secrets, signing = asyncio.run(main())
     except crypto.CryptoError as exc:
         print(f"railyard: nothing changed: {exc}", file=sys.stderr)
         return 1
     print(
-        f"re-encrypted {credentials} credential(s) and {hook_secrets} webhook secret(s)"
-        f" with key {keyring.current_id}"
+        f"re-encrypted {credentials} credential(s), {hook_secrets} webhook secret(s) and"
+        f" {signing} event subscription secret(s) with key {keyring.current_id}"
     )
     return 0

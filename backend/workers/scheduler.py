@@ -6,8 +6,9 @@ the first ``railyard scheduler`` to take it sweeps, times out runs at their dead
 (:mod:`backend.services.schedule_firing`), polls polling triggers
 (:mod:`backend.services.events.polling`), registers and retires app webhooks
 (:mod:`backend.services.events.lifecycle`), starts the runs of stored trigger events a
-crash left without one (:func:`backend.services.events.inbox.start_pending`) and applies
-retention every
+crash left without one (:func:`backend.services.events.inbox.start_pending`), sends
+outgoing events to their subscriptions (:mod:`backend.services.subscriptions`) and
+applies retention every
 ``RAILYARD_RETENTION_INTERVAL`` seconds (:mod:`backend.services.retention`); others
 stand by, each waiting in PostgreSQL for the lock (:func:`take_leadership`), so a standby
 takes over the moment the leader's session ends: the leader stopping (SIGTERM: it lets the
@@ -36,6 +37,7 @@ from backend.services.events.polling import run_polls
 from backend.services.leadership import SCHEDULER_LOCK_KEY
 from backend.services.recovery import sweep
 from backend.services.schedule_firing import run_schedules
+from backend.services.subscriptions.loop import run_event_deliveries
 from backend.workers.health import Backoff, ServiceHealth
 from backend.workers.run_control import enforce_deadlines
 
@@ -151,6 +153,9 @@ async def _lead(
         hooks = asyncio.create_task(run_lifecycle(runtime.events, clock, stop, tick=tick))
         deadlines = asyncio.create_task(enforce_deadlines(runtime.execution))
         pruning = asyncio.create_task(_retention_loop(runtime, stop))
+        outgoing = asyncio.create_task(
+            run_event_deliveries(runtime.sessionmaker, runtime.settings, stop, now=clock.now)
+        )
         try:
             while not stop.is_set():
                 try:
@@ -170,7 +175,7 @@ async def _lead(
                 await conn.commit()
         finally:
             leader.stand_by()
-            background = (firing, polling, hooks, deadlines, pruning)
+            background = (firing, polling, hooks, deadlines, pruning, outgoing)
             for task in background:
                 task.cancel()
             await asyncio.gather(*background, return_exceptions=True)

@@ -261,6 +261,56 @@ ROUTES: dict[tuple[str, str], P] = {
     ("GET", "/workflows/{workflow_id:uuid}/designer"): P.WORKFLOW_READ,
     ("GET", "/workflows/{workflow_id:uuid}/versions"): P.WORKFLOW_READ,
     ("GET", "/workflows/{workflow_id:uuid}/compare"): P.WORKFLOW_READ,
+    ("GET", "/api/v1/workflows/{workflow_id:uuid}/subscriptions"): P.WORKFLOW_MANAGE,
+    ("POST", "/api/v1/workflows/{workflow_id:uuid}/subscriptions"): P.WORKFLOW_MANAGE,
+    (
+        "GET",
+        "/api/v1/workflows/{workflow_id:uuid}/subscriptions/{subscription_id:uuid}",
+    ): P.WORKFLOW_MANAGE,
+    (
+        "PATCH",
+        "/api/v1/workflows/{workflow_id:uuid}/subscriptions/{subscription_id:uuid}",
+    ): P.WORKFLOW_MANAGE,
+    (
+        "DELETE",
+        "/api/v1/workflows/{workflow_id:uuid}/subscriptions/{subscription_id:uuid}",
+    ): P.WORKFLOW_MANAGE,
+    (
+        "GET",
+        "/api/v1/workflows/{workflow_id:uuid}/subscriptions/{subscription_id:uuid}/deliveries",
+    ): P.WORKFLOW_MANAGE,
+    (
+        "POST",
+        "/api/v1/workflows/{workflow_id:uuid}/subscriptions/{subscription_id:uuid}/deliveries/{delivery_id:uuid}/resend",
+    ): P.WORKFLOW_MANAGE,
+    ("GET", "/api/v1/admin/subscriptions"): P.PROJECTS_MANAGE,
+    ("POST", "/api/v1/admin/subscriptions"): P.PROJECTS_MANAGE,
+    ("GET", "/api/v1/admin/subscriptions/{subscription_id:uuid}"): P.PROJECTS_MANAGE,
+    ("PATCH", "/api/v1/admin/subscriptions/{subscription_id:uuid}"): P.PROJECTS_MANAGE,
+    ("DELETE", "/api/v1/admin/subscriptions/{subscription_id:uuid}"): P.PROJECTS_MANAGE,
+    ("GET", "/api/v1/admin/subscriptions/{subscription_id:uuid}/deliveries"): P.PROJECTS_MANAGE,
+    (
+        "POST",
+        "/api/v1/admin/subscriptions/{subscription_id:uuid}/deliveries/{delivery_id:uuid}/resend",
+    ): P.PROJECTS_MANAGE,
+    ("GET", "/workflows/{workflow_id:uuid}/subscriptions"): P.WORKFLOW_MANAGE,
+    ("POST", "/workflows/{workflow_id:uuid}/subscriptions"): P.WORKFLOW_MANAGE,
+    (
+        "GET",
+        "/workflows/{workflow_id:uuid}/subscriptions/{subscription_id:uuid}",
+    ): P.WORKFLOW_MANAGE,
+    (
+        "POST",
+        "/workflows/{workflow_id:uuid}/subscriptions/{subscription_id:uuid}/deliveries/{delivery_id:uuid}/resend",
+    ): P.WORKFLOW_MANAGE,
+    (
+        "POST",
+        "/workflows/{workflow_id:uuid}/subscriptions/{subscription_id:uuid}/state",
+    ): P.WORKFLOW_MANAGE,
+    (
+        "POST",
+        "/workflows/{workflow_id:uuid}/subscriptions/{subscription_id:uuid}/delete",
+    ): P.WORKFLOW_MANAGE,
 }
 
 # Who is tested (role, then the grant held). The workflow W, its run and file, and the
@@ -409,6 +459,11 @@ async def _world(
     )
     assert imported.status_code == 201, imported.text
     project = (await admin.post("/api/admin/projects", json={"name": "P"})).json()["id"]
+    subscription = await admin.post(
+        f"/api/v1/workflows/{wf['id']}/subscriptions",
+        json={"url": "http://127.0.0.1:9/matrix", "events": ["run.failed"]},
+    )
+    assert subscription.status_code == 201, subscription.text
     file_id = await stored_file(runtime, wf["id"])
     clients: dict[str, httpx.AsyncClient] = {"admin": admin}
     ids: dict[str, uuid.UUID] = {}
@@ -444,6 +499,8 @@ async def _world(
         "token_id": token,
         "group_id": group,
         "project_id": project,
+        "subscription_id": subscription.json()["id"],
+        "delivery_id": str(uuid.uuid4()),  # refused callers never reach the lookup
         "grant_id": str(grant_id),
         "user_id": str(ids["viewer"]),
         "number": "1",  # the version W published above

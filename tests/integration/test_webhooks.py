@@ -310,6 +310,11 @@ async def test_rotate_key_reencrypts_webhook_secrets_with_credentials(
             data={"username": "u", "password": "p-secret"},
             user_id=None,
         )
+    subscribed = await client.post(
+        f"/api/v1/workflows/{wf['id']}/subscriptions",
+        json={"url": "http://127.0.0.1:9/events", "events": ["run.failed"]},
+    )
+    assert subscribed.status_code == 201, subscribed.text
 
     async def blobs() -> tuple[bytes, bytes]:
         async with runtime.sessionmaker() as session:
@@ -332,14 +337,16 @@ async def test_rotate_key_reencrypts_webhook_secrets_with_credentials(
     assert await blobs() == before
     monkeypatch.setenv("RAILYARD_ENCRYPTION_OLD_KEYS", TEST_ENCRYPTION_KEY)
     assert await asyncio.to_thread(cli.main, ["rotate-key"]) == 0
-    assert "1 credential(s) and 1 webhook secret(s)" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "1 credential(s), 1 webhook secret(s) and 1 event subscription secret(s)" in out
     secret_blob, cred_blob = await blobs()
     assert crypto.key_id_of(secret_blob) == crypto.key_id_of(cred_blob) == new.current_id
     assert new.decrypt(secret_blob, aad=hooks.secret_aad(workflow_id)) == b"t0ken"
     with pytest.raises(crypto.CryptoError):
         old.decrypt(secret_blob, aad=hooks.secret_aad(workflow_id))
     assert await asyncio.to_thread(cli.main, ["rotate-key"]) == 0
-    assert "0 credential(s) and 0 webhook secret(s)" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "0 credential(s), 0 webhook secret(s) and 0 event subscription secret(s)" in out
     # a process running on the new key alone still authenticates the webhook
     crypto.configure(new)
     hooks.clear_endpoint_cache()

@@ -349,4 +349,9 @@ from backend.db.models.openapi import OpenApiConnector, OpenApiConnectorVersion 
 from backend.db.models.payloads import Payload  # noqa: E402,F401
 from backend.db.models.retention import RetentionPass  # noqa: E402,F401
 from backend.db.models.search import SearchCursor  # noqa: E402,F401
+from backend.db.models.subscriptions import (  # noqa: E402,F401
+    DeliveryAttempt,
+    EventDelivery,
+    EventSubscription,
+)
 from backend.db.models.triggers import *  # noqa: E402, F403  (trigger tables)
