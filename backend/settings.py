@@ -272,29 +272,21 @@ class Settings(msgspec.Struct, kw_only=True):
     retention_interval: Annotated[
         float, about("seconds between two retention passes of the leading scheduler", ge=1)
     ] = 3600.0
-    event_delivery_tick: Annotated[
-        float, about("seconds between two passes of the event subscription sender", gt=0)
-    ] = 1.0
+    event_delivery_tick: Annotated[float, about("seconds between event sending passes", gt=0)] = 1.0
     event_delivery_retry_initial: Annotated[
-        float,
-        about("seconds before the first retry of an outgoing event; doubles per failure", gt=0),
+        float, about("seconds before an outgoing event's first retry; doubles per failure", gt=0)
     ] = 30.0
     event_delivery_retry_max: Annotated[
-        float, about("longest wait between two attempts of an outgoing event, seconds", gt=0)
+        float, about("longest wait between two tries of an outgoing event, seconds", gt=0)
     ] = 3600.0
     event_delivery_retry_window: Annotated[
         float, about("seconds an outgoing event is retried before it is given up", gt=0)
     ] = 86400.0
-    event_delivery_timeout: Annotated[
-        float, about("seconds one outgoing event request may take", gt=0)
-    ] = 10.0
+    event_delivery_timeout: Annotated[float, about("seconds per outgoing event request", gt=0)] = (
+        10.0
+    )
     event_subscription_disable_after: Annotated[
-        int,
-        about(
-            "sending passes in a row in which every attempt to a subscription failed before "
-            "it is disabled",
-            ge=1,
-        ),
+        int, about("passes in a row with every try failed before a subscription is disabled", ge=1)
     ] = 30
     metrics_token: Annotated[
         str,

@@ -6,29 +6,48 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import msgspec
 
-from backend.services.subscriptions import manage
+from backend.services.subscriptions import catalogue, manage
 from backend.services.subscriptions.sending import Outcome, message_id
 
 EventType = Annotated[
+    catalogue.EventType,
+    msgspec.Meta(description="an event type of the catalogue (docs/api.md, 'Event catalogue')"),
+]
+PORT = "(6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[0-9]{1,4})"
+URL_PATTERN = f"^https?://[A-Za-z0-9-]+(\\.[A-Za-z0-9-]+)*(:{PORT})?([/?#][!-~]*)?$"
+"""What a receiver URL looks like (checked before the SSRF policy is asked)."""
+
+Url = Annotated[
     str,
     msgspec.Meta(
-        description="an event type of the catalogue (docs/api.md, 'Event catalogue')",
-        examples=["run.failed"],
+        min_length=8,
+        max_length=manage.MAX_URL,
+        pattern=URL_PATTERN,
+        description=(
+            "the receiver: an absolute http or https URL (host name or IPv4 address, an"
+            " internationalised name in its xn-- form; printable ASCII) the SSRF policy lets"
+            " through"
+        ),
     ),
 ]
-Url = Annotated[str, msgspec.Meta(min_length=1, max_length=manage.MAX_URL)]
 Description = Annotated[str, msgspec.Meta(max_length=500)]
+
+
+Events = Annotated[list[EventType], msgspec.Meta(min_length=1)]
+StrictBool = Literal[True, False]
+"""``true`` or ``false`` only: Litestar converts bodies leniently (``0`` would pass as
+``false`` for a plain ``bool``), a literal is checked exactly."""
 
 
 class SubscriptionIn(msgspec.Struct, forbid_unknown_fields=True):
     """Body of POST .../subscriptions on a workflow: where to send which events."""
 
     url: Url
-    events: Annotated[list[EventType], msgspec.Meta(min_length=1)]
+    events: Events
     description: Description = ""
 
 
@@ -37,7 +56,7 @@ class ProjectSubscriptionIn(msgspec.Struct, forbid_unknown_fields=True):
     workflows' events are sent (``null``: every workflow's)."""
 
     url: Url
-    events: Annotated[list[EventType], msgspec.Meta(min_length=1)]
+    events: Events
     description: Description = ""
     project_id: uuid.UUID | None = None
 
@@ -47,11 +66,9 @@ class SubscriptionPatch(msgspec.Struct, forbid_unknown_fields=True):
     disabled subscription (its failure count starts again at 0)."""
 
     url: Url | msgspec.UnsetType = msgspec.UNSET
-    events: Annotated[list[EventType], msgspec.Meta(min_length=1)] | msgspec.UnsetType = (
-        msgspec.UNSET
-    )
+    events: Events | msgspec.UnsetType = msgspec.UNSET
     description: Description | msgspec.UnsetType = msgspec.UNSET
-    enabled: bool | msgspec.UnsetType = msgspec.UNSET
+    enabled: StrictBool | msgspec.UnsetType = msgspec.UNSET
 
 
 class SubscriptionOut(msgspec.Struct):
@@ -59,7 +76,7 @@ class SubscriptionOut(msgspec.Struct):
 
     id: uuid.UUID
     url: str
-    events: list[str]
+    events: list[EventType]
     description: str
     enabled: bool
     workflow_id: uuid.UUID | None

@@ -10,7 +10,7 @@ Payloads follow the Standard Webhooks payload structure (``type``, ``timestamp``
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal, get_args
 
 import msgspec
 
@@ -23,8 +23,20 @@ WORKFLOW_EVENTS: dict[str, str] = {
 }
 """Audit actions (the ``audit_log`` outbox) -> the event type they become."""
 
-EVENT_TYPES: tuple[str, ...] = (*RUN_EVENTS, *WORKFLOW_EVENTS.values())
+EventType = Literal[
+    "run.started",
+    "run.succeeded",
+    "run.failed",
+    "run.timed_out",
+    "run.cancelled",
+    "workflow.published",
+    "workflow.archived",
+]
+"""An event type a subscription may name (the API documents them as an enum)."""
+
+EVENT_TYPES: tuple[str, ...] = get_args(EventType)
 """Every event type a subscription may name, in catalogue order."""
+assert EVENT_TYPES == (*RUN_EVENTS, *WORKFLOW_EVENTS.values())
 
 RUN_STATUS = {
     "run.started": "running",

@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import secrets
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -28,6 +29,7 @@ from backend.db.models import (
     Workflow,
 )
 from backend.services import audit
+from backend.services.projects import ProjectNotFound
 from backend.services.subscriptions.catalogue import EVENT_TYPES
 from backend.services.subscriptions.sending import (
     Outcome,
@@ -105,7 +107,7 @@ async def check_url(url: str, policy: SsrfPolicy) -> str:
     return url
 
 
-def check_events(events: list[str]) -> list[str]:
+def check_events(events: Sequence[str]) -> list[str]:
     """``events`` without repeats, in catalogue order; raises :class:`SubscriptionError`
     for an empty list or an unknown type."""
     unknown = [e for e in events if e not in EVENT_TYPES]
@@ -123,7 +125,7 @@ async def create(
     scope: Scope,
     *,
     url: str,
-    events: list[str],
+    events: Sequence[str],
     description: str,
     project_id: uuid.UUID | None,
     created_by: uuid.UUID | None,
@@ -131,13 +133,15 @@ async def create(
 ) -> tuple[EventSubscription, str]:
     """A new enabled subscription and its signing secret (shown this once). In a
     workflow's scope it is that workflow's; in the admin scope it covers ``project_id``'s
-    workflows (every workflow when None)."""
+    workflows (every workflow when None). Raises :class:`SubscriptionError` for bad input,
+    :class:`~backend.services.projects.ProjectNotFound` (404) for a project that is not
+    there."""
     events = check_events(events)
     url = await check_url(url, policy)
     if scope.workflow_id is not None and project_id is not None:
         raise SubscriptionError("a workflow's subscription names no project", "project_id")
     if project_id is not None and await session.get(Project, project_id) is None:
-        raise SubscriptionError("no such project", "project_id")
+        raise ProjectNotFound("no such project")
     secret = new_secret()
     sub = EventSubscription(
         id=uuid.uuid4(),
