@@ -113,6 +113,7 @@ ANSWERS: dict[str, dict[int, str | tuple[str, Any]]] = {
     "deactivate_user": {409: "The last active admin, or your own account"},
     "update_user": {409: "The last active admin cannot lose the admin role"},
     "move_to_project": {404: "The workflow, credential or project does not exist"},
+    "create_project_subscription": {404: "The project does not exist"},
     "login": {401: "Wrong email or password", 429: "Too many failed sign-ins: locked for a while"},
 }
 """Statuses a handler decides itself, by ``operation_id`` (derived ones are added too):
