@@ -1,7 +1,7 @@
 """Event subscription pages of one workflow (``/workflows/{id}/subscriptions``, needs
 ``workflow:manage``): the subscriptions with a form to add one (its signing secret is
-shown once, on the page the form answers), and per subscription its delivery log with
-every attempt, a Re-send button per delivery (htmx: the row is replaced by the new
+shown once, on the page the form answers), and per subscription its delivery log (the newest
+100) with every attempt, a Re-send button per delivery (htmx: the row is replaced by the new
 attempt), Enable/Disable and Delete (docs/api.md, "Event subscriptions")."""
 
 from __future__ import annotations
@@ -122,7 +122,8 @@ class SubscriptionPages(LoginRequiredPages):
         except manage.SubscriptionNotFound as exc:
             return render(request, "error.html", status_code=404, message=str(exc))
         wf = await workflows.get_workflow(db, workflow_id)
-        views = await manage.deliveries(db, scope, subscription_id, limit=100)
+        rows = await manage.deliveries(db, scope, subscription_id)
+        views = await manage.attempts_of(db, rows[:100])
         return render(
             request,
             "subscription_detail.html",

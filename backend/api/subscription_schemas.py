@@ -10,6 +10,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
+from backend.api.lists import ListPage
 from backend.services.subscriptions import catalogue, manage
 from backend.services.subscriptions.sending import Outcome, message_id
 
@@ -124,6 +125,18 @@ class DeliveryOut(msgspec.Struct):
     delivered_at: datetime | None
     payload: dict[str, Any]
     attempts: list[AttemptOut]
+
+
+class SubscriptionList(ListPage):
+    """A page of subscriptions, oldest first."""
+
+    data: list[SubscriptionOut]
+
+
+class DeliveryList(ListPage):
+    """A page of deliveries, newest first, each with its attempts."""
+
+    data: list[DeliveryOut]
 
 
 class ResendOut(msgspec.Struct):

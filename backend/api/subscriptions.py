@@ -14,17 +14,19 @@ URL the SSRF policy refuses is one), 404 an id not in reach.
 from __future__ import annotations
 
 import uuid
-from typing import Annotated
+from typing import Any
 
-from litestar import Controller, delete, get, patch, post
-from litestar.params import FromPath, JSONBody, Parameter
+from litestar import Controller, Request, delete, get, patch, post
+from litestar.params import FromPath, JSONBody
 
+from backend.api.lists import DEFAULT_LIMIT, Cursor, Limit, listed, page_links
 from backend.api.subscription_schemas import (
-    DeliveryOut,
+    DeliveryList,
     ProjectSubscriptionIn,
     ResendOut,
     SubscriptionCreated,
     SubscriptionIn,
+    SubscriptionList,
     SubscriptionOut,
     SubscriptionPatch,
     changes,
@@ -34,13 +36,50 @@ from backend.api.subscription_schemas import (
 )
 from backend.auth.policy import Permission
 from backend.services.outbound import ssrf_policy
+from backend.services.paging import page_items
 from backend.services.subscriptions import manage
 from backend.services.subscriptions.manage import Scope
 from backend.web.authentication import AppRuntime, CurrentUser, DbSession
 from backend.web.guards import access_dependencies
 
-Limit = Annotated[int, Parameter(ge=1, le=200, description="deliveries, newest first")]
 ALL = Scope(None)
+
+
+def subscription_page(
+    request: Request[Any, Any, Any], subs: list[Any], cursor: str | None, limit: int
+) -> SubscriptionList:
+    """One page of ``subs`` in the list envelope, oldest first."""
+    return listed(
+        request,
+        SubscriptionList,
+        [subscription_out(s) for s in subs],
+        lambda s: (s.created_at.isoformat(), str(s.id)),
+        tuple[str, str],
+        cursor=cursor,
+        limit=limit,
+    )
+
+
+async def delivery_page(
+    request: Request[Any, Any, Any],
+    db: DbSession,
+    scope: Scope,
+    subscription_id: uuid.UUID,
+    cursor: str | None,
+    limit: int,
+) -> DeliveryList:
+    """One page of a subscription's deliveries in the list envelope, newest first."""
+    rows = await manage.deliveries(db, scope, subscription_id)
+    page = page_items(
+        rows,
+        lambda d: (d.created_at.isoformat(), str(d.id)),
+        tuple[str, str],
+        cursor=cursor,
+        limit=limit,
+        descending=True,
+    )
+    views = await manage.attempts_of(db, page.items)
+    return DeliveryList(data=[delivery_out(v) for v in views], **page_links(request, page))
 
 
 class WorkflowSubscriptionController(Controller):
@@ -53,10 +92,16 @@ class WorkflowSubscriptionController(Controller):
 
     @get("/", operation_id="list_workflow_subscriptions", opt=opt)
     async def list_subscriptions(
-        self, db: DbSession, workflow_id: FromPath[uuid.UUID]
-    ) -> list[SubscriptionOut]:
+        self,
+        request: Request[Any, Any, Any],
+        db: DbSession,
+        workflow_id: FromPath[uuid.UUID],
+        cursor: Cursor = None,
+        limit: Limit = DEFAULT_LIMIT,
+    ) -> SubscriptionList:
         """The workflow's subscriptions, oldest first."""
-        return [subscription_out(s) for s in await manage.listed(db, Scope(workflow_id))]
+        subs = await manage.listed(db, Scope(workflow_id))
+        return subscription_page(request, subs, cursor, limit)
 
     @post("/", operation_id="create_workflow_subscription", opt=opt)
     async def create(
@@ -115,14 +160,16 @@ class WorkflowSubscriptionController(Controller):
     )
     async def deliveries(
         self,
+        request: Request[Any, Any, Any],
         db: DbSession,
         workflow_id: FromPath[uuid.UUID],
         subscription_id: FromPath[uuid.UUID],
-        limit: Limit = 50,
-    ) -> list[DeliveryOut]:
-        """The newest deliveries with their attempts."""
-        views = await manage.deliveries(db, Scope(workflow_id), subscription_id, limit=limit)
-        return [delivery_out(v) for v in views]
+        cursor: Cursor = None,
+        limit: Limit = DEFAULT_LIMIT,
+    ) -> DeliveryList:
+        """The deliveries, newest first, with their attempts."""
+        scope = Scope(workflow_id)
+        return await delivery_page(request, db, scope, subscription_id, cursor, limit)
 
     @post(
         "/{subscription_id:uuid}/deliveries/{delivery_id:uuid}/resend",
@@ -154,9 +201,15 @@ class AdminSubscriptionController(Controller):
     opt = {"permission": Permission.PROJECTS_MANAGE}
 
     @get("/", operation_id="list_subscriptions", opt=opt)
-    async def list_subscriptions(self, db: DbSession) -> list[SubscriptionOut]:
+    async def list_subscriptions(
+        self,
+        request: Request[Any, Any, Any],
+        db: DbSession,
+        cursor: Cursor = None,
+        limit: Limit = DEFAULT_LIMIT,
+    ) -> SubscriptionList:
         """Every subscription, oldest first."""
-        return [subscription_out(s) for s in await manage.listed(db, ALL)]
+        return subscription_page(request, await manage.listed(db, ALL), cursor, limit)
 
     @post("/", operation_id="create_project_subscription", opt=opt)
     async def create(
@@ -210,12 +263,15 @@ class AdminSubscriptionController(Controller):
         opt=opt,
     )
     async def deliveries(
-        self, db: DbSession, subscription_id: FromPath[uuid.UUID], limit: Limit = 50
-    ) -> list[DeliveryOut]:
-        """The newest deliveries with their attempts."""
-        return [
-            delivery_out(v) for v in await manage.deliveries(db, ALL, subscription_id, limit=limit)
-        ]
+        self,
+        request: Request[Any, Any, Any],
+        db: DbSession,
+        subscription_id: FromPath[uuid.UUID],
+        cursor: Cursor = None,
+        limit: Limit = DEFAULT_LIMIT,
+    ) -> DeliveryList:
+        """The deliveries, newest first, with their attempts."""
+        return await delivery_page(request, db, ALL, subscription_id, cursor, limit)
 
     @post(
         "/{subscription_id:uuid}/deliveries/{delivery_id:uuid}/resend",

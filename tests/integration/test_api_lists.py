@@ -32,6 +32,7 @@ from backend.api.lists import ListPage
 from backend.api.versioning import PREFIX
 from backend.app import create_app
 from backend.runtime import Runtime
+from backend.services.subscriptions.producing import DeliveryProducer
 from backend.settings import Settings
 from tests.diagrams import diagram, edge, node
 from tests.integration.conftest import login, wait_for_run
@@ -78,6 +79,10 @@ COLLECTIONS: dict[str, dict[str, str]] = {
     "/api/v1/admin/projects": {},
     "/api/v1/admin/projects/{project_id:uuid}/grants": {},
     "/api/v1/admin/connectors": {},
+    "/api/v1/workflows/{workflow_id:uuid}/subscriptions": {},
+    "/api/v1/workflows/{workflow_id:uuid}/subscriptions/{subscription_id:uuid}/deliveries": {},
+    "/api/v1/admin/subscriptions": {},
+    "/api/v1/admin/subscriptions/{subscription_id:uuid}/deliveries": {},
 }
 
 NOT_COLLECTIONS = {
@@ -145,6 +150,13 @@ async def _three_of_everything(
     await made(f"/workflows/{child['id']}/publish", {})
     wf = await made("/workflows", {"name": "Listed parent"})
     await made("/workflows", {"name": "Listed third"})
+    subscriptions = [  # each gets the three publishes below as deliveries
+        await made(
+            f"/workflows/{wf['id']}/subscriptions",
+            {"url": f"http://127.0.0.1:9/s{n}", "events": ["workflow.published"]},
+        )
+        for n in range(3)
+    ]
     for n in range(3):  # three versions (each draft differs from the last)
         loop = diagram(
             [
@@ -157,6 +169,7 @@ async def _three_of_everything(
         saved = await admin.put(f"{PREFIX}/workflows/{wf['id']}/draft", json={"diagram": loop})
         assert saved.status_code == 200, saved.text
         await made(f"/workflows/{wf['id']}/publish", {"note": f"v{n}"})
+    await DeliveryProducer(runtime.sessionmaker, settings.base_url).index_once()
     run = await made(f"/workflows/{wf['id']}/runs", {"input": {"body": {"items": [1, 2, 3]}}})
     assert await wait_for_run(runtime, run["id"], timeout=60) == "succeeded"
     hook = (await admin.get(f"{PREFIX}/workflows/{wf['id']}")).json()["webhook_url"]
@@ -202,6 +215,7 @@ async def _three_of_everything(
         "run_id": run["id"],
         "credential_id": cred["id"],
         "project_id": project["id"],
+        "subscription_id": subscriptions[0]["id"],
     }
     return World(params, admin)
 

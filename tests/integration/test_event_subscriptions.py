@@ -104,7 +104,8 @@ async def deliveries(client: httpx.AsyncClient, wf: dict[str, Any], sub: dict[st
         f"/api/v1/workflows/{wf['id']}/subscriptions/{sub['id']}/deliveries?limit=200"
     )
     assert r.status_code == 200, r.text
-    return r.json()
+    assert r.json()["has_more"] is False
+    return r.json()["data"]
 
 
 async def test_receiver_down_gets_every_event_afterwards_in_order_once(
@@ -215,7 +216,7 @@ async def test_failed_and_project_wide_events(
         assert archived["type"] == "workflow.archived"
         assert every.acknowledged()[0].payload == failed
         r = await client.get("/api/v1/admin/subscriptions")
-        assert len(r.json()) == 2
+        assert len(r.json()["data"]) == 2
     finally:
         receiver.stop()
         every.stop()

@@ -236,20 +236,23 @@ class DeliveryView:
 
 
 async def deliveries(
-    session: AsyncSession, scope: Scope, subscription_id: uuid.UUID, *, limit: int = 50
-) -> list[DeliveryView]:
-    """The subscription's newest ``limit`` deliveries, each with its attempts."""
+    session: AsyncSession, scope: Scope, subscription_id: uuid.UUID
+) -> list[EventDelivery]:
+    """The subscription's deliveries, newest first (pair with :func:`attempts_of`)."""
     sub = await get(session, scope, subscription_id)
-    rows = list(
+    return list(
         (
             await session.execute(
                 select(EventDelivery)
                 .where(EventDelivery.subscription_id == sub.id)
-                .order_by(EventDelivery.created_at.desc(), EventDelivery.source_id.desc())
-                .limit(limit)
+                .order_by(EventDelivery.created_at.desc(), EventDelivery.id.desc())
             )
         ).scalars()
     )
+
+
+async def attempts_of(session: AsyncSession, rows: Sequence[EventDelivery]) -> list[DeliveryView]:
+    """``rows`` each with its attempts, newest first."""
     attempts: dict[uuid.UUID, list[DeliveryAttempt]] = {r.id: [] for r in rows}
     if rows:
         found = await session.execute(
