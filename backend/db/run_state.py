@@ -58,19 +58,35 @@ _SELECT_STEPS = select(*(_STEP_RUNS.c[name] for name in ("step_id", *STEP_FIELDS
     _STEP_RUNS.c.run_id == bindparam("run_id")
 )
 # One row per calling step: its children that did not succeed, in arrays (decoded by
-# asyncpg in C), and the count of the succeeded ones and the next index. A parent with
-# 10,000 children reads the few running or failed ones, not 10,000 rows.
+# asyncpg in C), and the next index. Each part is read from an index of migration
+# 0030_children_pass: the calling steps by a skip scan of ix_runs_parent_run_id, each
+# one's highest index by one descent of it, the unsucceeded children from
+# ix_runs_parent_open. A pass of a parent with 10,000 children reads the few running or
+# failed ones, never the 10,000 rows (the cost no longer grows with the list).
 _SELECT_CHILDREN = text(
     """
-    SELECT parent_step_id,
-           count(*) FILTER (WHERE status = 'succeeded'),
-           max(parent_index) + 1,
-           array_agg(parent_index ORDER BY parent_index) FILTER (WHERE status <> 'succeeded'),
-           array_agg(id::text ORDER BY parent_index) FILTER (WHERE status <> 'succeeded'),
-           array_agg(status ORDER BY parent_index) FILTER (WHERE status <> 'succeeded'),
-           jsonb_object_agg(parent_index::text, error) FILTER (WHERE error IS NOT NULL)
-    FROM runs WHERE parent_run_id = :run_id
-    GROUP BY parent_step_id
+    WITH RECURSIVE steps(step_id) AS (
+        SELECT min(parent_step_id) FROM runs WHERE parent_run_id = :run_id
+        UNION ALL
+        SELECT (SELECT min(parent_step_id) FROM runs
+                WHERE parent_run_id = :run_id AND parent_step_id > s.step_id)
+        FROM steps s WHERE s.step_id IS NOT NULL
+    )
+    SELECT s.step_id,
+           (SELECT max(parent_index) + 1 FROM runs
+            WHERE parent_run_id = :run_id AND parent_step_id = s.step_id),
+           o.indexes, o.ids, o.statuses, o.errors
+    FROM steps s CROSS JOIN LATERAL (
+        SELECT array_agg(parent_index ORDER BY parent_index) AS indexes,
+               array_agg(id::text ORDER BY parent_index) AS ids,
+               array_agg(status ORDER BY parent_index) AS statuses,
+               jsonb_object_agg(parent_index::text, error)
+                   FILTER (WHERE error IS NOT NULL) AS errors
+        FROM runs
+        WHERE parent_run_id = :run_id AND parent_step_id = s.step_id
+          AND status <> 'succeeded'
+    ) o
+    WHERE s.step_id IS NOT NULL
     """
 )
 _SELECT_ALL_CHILDREN = (
@@ -145,13 +161,15 @@ async def load_state(
     summaries: dict[str, ChildSummary] = {}
     if children:
         rows = await session.execute(_SELECT_CHILDREN, {"run_id": run.id})
-        for step_id, succeeded, next_index, indexes, ids, statuses, errors in rows:
+        for step_id, next_index, indexes, ids, statuses, errors in rows:
             sid, errors = str(step_id), errors or {}
             by_step[sid] = [
                 ChildRun(sid, int(i or 0), cid, status, None, errors.get(str(i)))
                 for i, cid, status in zip(indexes or (), ids or (), statuses or (), strict=True)
             ]
-            summaries[sid] = ChildSummary(int(succeeded), int(next_index or 0))
+            # every index below next_index has its row (ChildSummary): the unlisted ones
+            # are the succeeded ones, counted without reading them
+            summaries[sid] = ChildSummary.below(int(next_index or 0), len(by_step[sid]))
         wanted = set(summaries) if outputs is None else outputs(records, by_step, summaries)
         if wanted:
             await _all_children(session, run.id, by_step, summaries, wanted)

@@ -74,10 +74,22 @@ class ChildSummary:
     """What the store read of a calling step's children it did not list one by one:
     ``succeeded`` children left out of :attr:`RunState.children` (ended well, outputs not
     needed yet) and ``next_index``, one past the highest index of any child (children
-    start in index order, so every lower index has its child)."""
+    start in index order, so every lower index has its child).
+
+    Stores count ``succeeded`` as the indexes below ``next_index`` they did not list
+    (:meth:`below`), without reading the succeeded children. A child the store refused
+    (the called workflow not found or not granted) has no row, but the pass that refuses
+    one for an item refuses every later item too (or fails the step), so no row is
+    inserted after such a gap."""
 
     succeeded: int = 0
     next_index: int = 0
+
+    @classmethod
+    def below(cls, next_index: int, listed: int) -> ChildSummary:
+        """The summary of a step whose children have the indexes ``0..next_index-1``,
+        ``listed`` of them listed one by one (the others succeeded)."""
+        return cls(max(next_index - listed, 0), next_index)
 
 
 @dataclass

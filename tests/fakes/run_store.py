@@ -431,8 +431,8 @@ class MemoryRunStore:
             short[step_id] = [
                 replace(c, output=None) for c in runs if c.status != RunStatus.SUCCEEDED.value
             ]
-            succeeded = sum(c.status == RunStatus.SUCCEEDED.value for c in runs)
-            summaries[step_id] = ChildSummary(succeeded, max(c.index for c in runs) + 1)
+            next_index = max(c.index for c in runs) + 1
+            summaries[step_id] = ChildSummary.below(next_index, len(short[step_id]))
         wanted = set(summaries) if outputs is None else outputs(records, short, summaries)
         for step_id in wanted:
             short[step_id] = every.get(step_id, [])

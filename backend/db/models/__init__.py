@@ -205,10 +205,21 @@ class Run(Base):
         # (migration 0024_pg_cost; ix_runs_created_id of 0020_search leads with created_at)
         Index("ix_runs_finished", "finished_at", postgresql_where=text("finished_at is not null")),
         Index("ix_runs_version_id", "version_id"),
+        # a parent's pass: its calling steps, their highest index, their open children
+        # (migration 0030_children_pass)
         Index(
             "ix_runs_parent_run_id",
             "parent_run_id",
+            "parent_step_id",
+            "parent_index",
             postgresql_where=text("parent_run_id is not null"),
+        ),
+        Index(
+            "ix_runs_parent_open",
+            "parent_run_id",
+            "parent_step_id",
+            "parent_index",
+            postgresql_where=text("parent_run_id is not null and status <> 'succeeded'"),
         ),
         Index("ix_runs_rerun_of", "rerun_of", postgresql_where=text("rerun_of is not null")),
         Index(
