@@ -65,7 +65,13 @@ class ImportPages(LoginRequiredPages):
         """The import form and every imported connector."""
         return await self._page(request, db)
 
-    @post("/admin/connectors", operation_id="page_import_connector", opt=MANAGE, status_code=200)
+    @post(
+        "/admin/connectors",
+        operation_id="page_import_connector",
+        opt=MANAGE,
+        status_code=200,
+        request_max_body_size=svc.IMPORT_BODY_BYTES,
+    )
     async def import_connector(
         self,
         request: Request[Any, Any, Any],

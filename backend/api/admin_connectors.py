@@ -64,7 +64,9 @@ async def document_bytes(runtime: Runtime, document: str | None, url: str | None
     """The document given as text or fetched from ``url`` (exactly one of them).
 
     Raises :class:`svc.ImportRefused`."""
-    if (document is None) == (url is None):
+    if document is None and url is None:
+        raise svc.ImportRefused("give the document as text or its url", field="document")
+    if document is not None and url is not None:
         raise svc.ImportRefused("give the document as text or its url, not both", field="document")
     if document is not None:
         return document.encode()
@@ -116,7 +118,12 @@ class ConnectorAdminController(Controller):
             limit=limit,
         )
 
-    @post("/", operation_id="import_connector", opt=MANAGE)
+    @post(
+        "/",
+        operation_id="import_connector",
+        opt=MANAGE,
+        request_max_body_size=svc.IMPORT_BODY_BYTES,
+    )
     async def import_connector(
         self, runtime: AppRuntime, user: CurrentUser, data: JSONBody[ImportIn]
     ) -> svc.ImportResult:
@@ -133,6 +140,7 @@ class ConnectorAdminController(Controller):
         "/{connector_name:str}/diff",
         operation_id="diff_imported_connector",
         opt=MANAGE,
+        request_max_body_size=svc.IMPORT_BODY_BYTES,
         status_code=200,
     )
     async def diff(

@@ -37,6 +37,10 @@ from connectors.openapi.loading import MAX_DOCUMENT_BYTES, DocumentRefused, load
 IMPORT_SECONDS = 120.0
 """How long reading and converting one document may take (a 4 MB document takes ~5 s)."""
 FETCH_SECONDS = 30.0
+IMPORT_BODY_BYTES = 2 * MAX_DOCUMENT_BYTES + 1024 * 1024
+"""The largest request body an import or a diff takes (the server's default is 10 MB): a
+document of ``MAX_DOCUMENT_BYTES`` as a JSON string, where escapes (``\\n``, ``\\"``) can
+double its size, or as an uploaded file. A larger document is refused after reading."""
 
 
 class ImportRefused(ValueError):

@@ -83,20 +83,29 @@ def parse_document(data: bytes, *, max_bytes: int = MAX_DOCUMENT_BYTES) -> dict[
         except RecursionError:
             raise DocumentRefused(f"the document nests deeper than {MAX_DEPTH} levels") from None
         except ValueError as err:
-            raise DocumentRefused(f"the document is not valid JSON: {err}") from None
+            # a YAML document in flow style (`{openapi: 3.1.0, ...}`) starts with "{" too;
+            # a JSON object's first key is quoted, so broken JSON keeps its JSON error
+            if stripped[1:].lstrip().startswith('"'):
+                raise DocumentRefused(f"the document is not valid JSON: {err}") from None
+            doc = _load_yaml(text)
     else:
-        try:
-            doc = yaml.load(text, Loader=_NoAliasLoader)
-        except DocumentRefused:
-            raise
-        except RecursionError:
-            raise DocumentRefused(f"the document nests deeper than {MAX_DEPTH} levels") from None
-        except yaml.YAMLError as err:
-            raise DocumentRefused(f"the document is neither JSON nor valid YAML: {err}") from None
+        doc = _load_yaml(text)
     if not isinstance(doc, dict):
         raise DocumentRefused("an OpenAPI document is an object at its top level")
     _check_shape(doc)
     return doc
+
+
+def _load_yaml(text: str) -> Any:
+    """``text`` read as YAML without anchors or aliases. Raises :class:`DocumentRefused`."""
+    try:
+        return yaml.load(text, Loader=_NoAliasLoader)
+    except DocumentRefused:
+        raise
+    except RecursionError:
+        raise DocumentRefused(f"the document nests deeper than {MAX_DEPTH} levels") from None
+    except yaml.YAMLError as err:
+        raise DocumentRefused(f"the document is neither JSON nor valid YAML: {err}") from None
 
 
 def _check_shape(doc: dict[str, Any]) -> None:
@@ -219,8 +228,10 @@ def validate_document(doc: dict[str, Any]) -> str:
         raise DocumentRefused(f"OpenAPI {version} is not supported; 3.0.x and 3.1.x are")
     for error in validator.iter_errors():
         path = "/" + "/".join(_escape(str(p)) for p in getattr(error, "absolute_path", ()))
-        message = str(getattr(error, "message", error))
-        if len(message) > 300 or "\n" in message:  # the message quotes the whole value
+        # the validator's message: one line saying what is wrong, then the rule and the
+        # value it failed on ('"version" is a required property\n\nFailed validating ...')
+        message = str(getattr(error, "message", error)).split("\n", 1)[0].strip()
+        if not message or len(message) > 300:  # the first line quotes the whole value
             rule = "/".join(str(p) for p in getattr(error, "schema_path", ()))
             message = f"the value breaks the rule {rule} of the OpenAPI schema"
         raise DocumentRefused(f"not a valid OpenAPI {short} document: {message}", path)

@@ -166,6 +166,17 @@ async def test_bad_documents_and_names_are_refused(client: httpx.AsyncClient) ->
         "/api/admin/connectors", json={"name": "acme", "url": "ftp://example.com/x"}
     )
     assert (r.status_code, r.json()["field"]) == (400, "url")
+    r = await client.post("/api/admin/connectors", json={"name": "acme"})
+    assert (r.status_code, r.json()["detail"]) == (400, "give the document as text or its url")
+    r = await client.post(
+        "/api/admin/connectors", json={"name": "acme", "document": "{}", "url": "https://x.test"}
+    )
+    assert r.json()["detail"] == "give the document as text or its url, not both"
+    # over the server's default 10 MB body cap, refused by the document's own 16 MiB limit
+    huge = "openapi: 3.0.3\nx-pad: '" + "a" * (17 * 1024 * 1024) + "'\n"
+    r = await client.post("/api/admin/connectors", json={"name": "acme", "document": huge})
+    assert (r.status_code, r.json()["field"]) == (400, "document")
+    assert r.json()["detail"].endswith("bytes; at most 16,777,216 are accepted")
     assert (await client.get("/api/admin/connectors/nothing")).status_code == 404
 
 

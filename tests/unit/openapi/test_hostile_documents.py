@@ -100,3 +100,20 @@ def test_not_json_nor_yaml_nor_an_object() -> None:
     assert "neither JSON nor valid YAML" in _refused(b"a: [unclosed").reason
     assert _refused(b"- 1\n- 2\n").reason == "an OpenAPI document is an object at its top level"
     assert "not valid JSON" in _refused(b'{"openapi": }').reason
+
+
+def test_yaml_in_flow_style_is_read_and_broken_json_keeps_its_json_error() -> None:
+    flow = b'{openapi: 3.0.3, info: {title: Flow, version: "1"}, paths: {}}'
+    assert load_document(flow) == (
+        {"openapi": "3.0.3", "info": {"title": "Flow", "version": "1"}, "paths": {}},
+        "3.0",
+    )
+    assert "neither JSON nor valid YAML" in _refused(b"{{{ not yaml: [").reason
+    assert _refused(b"{a: &x 1, b: *x}").reason.startswith("YAML anchor &x is not accepted")
+    assert "not valid JSON" in _refused(b'{ "openapi": "3.0.3", }').reason
+
+
+def test_validator_error_says_what_is_wrong() -> None:
+    error = _refused(b"openapi: 3.0.3\ninfo: {title: No version}\npaths: {}\n")
+    assert error.reason == 'not a valid OpenAPI 3.0 document: "version" is a required property'
+    assert error.where == "/info"
