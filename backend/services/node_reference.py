@@ -125,8 +125,16 @@ def _meaning(name: str, schema: dict[str, Any], spec: NodeTypeSpec) -> str:
         notes.append("seconds")
     labels = schema.get("x-enum-labels")
     if isinstance(labels, dict) and labels:
-        notes.append("; ".join(f"`{k}`: {v}" for k, v in labels.items()))
+        notes.append("; ".join(f"`{_enum_value(k)}`: {v}" for k, v in labels.items()))
     return text + "".join(f" ({note})" for note in notes)
+
+
+def _enum_value(value: str) -> str:
+    """An enum value as written in a label note: itself, or its JSON escape when it is
+    blank or unprintable (a tab delimiter is `\\t`, not an empty code span)."""
+    if value and value.isprintable() and value.strip() == value:
+        return value
+    return json.dumps(value)[1:-1]
 
 
 def _cell(text: str) -> str:

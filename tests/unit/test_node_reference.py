@@ -143,3 +143,9 @@ def test_the_command_rewrites_only_the_generated_part(
     (tmp_path / "plain.md").write_text("# no markers\n", encoding="utf-8")
     assert main(["node-types", "--update", str(tmp_path / "plain.md")]) == 2
     assert "has no part between" in capsys.readouterr().err
+
+
+def test_a_blank_enum_value_is_escaped_in_the_label_note() -> None:
+    text = markdown_reference()
+    assert "`\\t`: Tab" in text
+    assert "` `: Tab" not in text
