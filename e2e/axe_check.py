@@ -15,8 +15,9 @@ AXE_SOURCE = Path(__file__).parent / "vendor" / "axe-core" / "axe.min.js"
 TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa", "best-practice"]
 BLOCKING = ("serious", "critical")
 
-RUN = """async (tags) => {
-  const result = await axe.run(document, { runOnly: { type: "tag", values: tags } });
+RUN = """async ([tags, within]) => {
+  const context = within ? document.querySelector(within) : document;
+  const result = await axe.run(context, { runOnly: { type: "tag", values: tags } });
   return result.violations.map((v) => ({
     id: v.id, impact: v.impact, help: v.help,
     nodes: v.nodes.slice(0, 5).map((n) => ({
@@ -26,12 +27,15 @@ RUN = """async (tags) => {
 }"""
 
 
-def axe_violations(page: Any, impacts: tuple[str, ...] = BLOCKING) -> list[dict[str, Any]]:
+def axe_violations(
+    page: Any, impacts: tuple[str, ...] = BLOCKING, within: str | None = None
+) -> list[dict[str, Any]]:
     """The page's axe-core violations of the given impacts (serious and critical by
-    default), each ``{id, impact, help, nodes: [{target, summary}]}``."""
+    default), each ``{id, impact, help, nodes: [{target, summary}]}``; only those inside
+    the element ``within`` (a CSS selector) when given."""
     if not page.evaluate("() => typeof window.axe !== 'undefined'"):
         page.evaluate(AXE_SOURCE.read_text(encoding="utf-8"))
-    found = page.evaluate(RUN, TAGS)
+    found = page.evaluate(RUN, [TAGS, within])
     return [v for v in found if v["impact"] in impacts]
 
 

@@ -10,6 +10,7 @@ import { attachCodeEditors } from "./code-editor.js";
 import { wireEditing } from "./designer-edit.js";
 import { attachChildContract } from "./child-contract.js";
 import { attachConditionBuilder } from "./condition-targets.js";
+import { StepDataView } from "./data-view.js";
 import { DiagnosticsList, problems } from "./diagnostics.js";
 import { attachExpressionEditor } from "./expression-editor.js";
 import { attachFieldDrag } from "./field-drag.js";
@@ -40,6 +41,7 @@ let diagnostics = [];
 let compileTimer = null;
 let compileSeq = 0;
 let testRuns = null; // set below, once the toolbar is wired
+let dataView = null; // the step data view (data-view.js), set with testRuns
 
 function parseJSON(text, fallback) {
   if (!text) return fallback;
@@ -96,6 +98,7 @@ const canvas = new Canvas(document.getElementById("canvas"), model, {
     if (sel && sel.kind === "node") panel.open(sel.id);
     else panel.close();
     testRuns?.select(sel && sel.kind === "node" ? sel.id : null);
+    dataView?.select(sel && sel.kind === "node" ? sel.id : null);
   },
   onQuickAdd(source, port, clientX, clientY, dropped) {
     const at = dropped ? canvas.screenToCanvas(clientX, clientY) : null;
@@ -387,6 +390,19 @@ testRuns = new TestRuns({
   testButton: document.getElementById("test-btn"),
 });
 
+// The step data view: input, settings and output side by side (data-view.js).
+dataView = new StepDataView({
+  root,
+  bar: document.getElementById("data-view-bar"),
+  input: document.getElementById("data-input"),
+  output: document.getElementById("data-output"),
+  canvasEl: document.getElementById("canvas"),
+  model,
+  testRuns,
+  workflowId,
+  canEdit: Boolean(testSection.dataset.canEdit),
+});
+
 window.addEventListener("beforeunload", (e) => {
   if (saver.dirty && saveBtn) {
     e.preventDefault();
@@ -416,4 +432,4 @@ updateEmptyHint();
 if (model.nodes.length && !root.dataset.diagram.includes('"viewport"')) canvas.fit();
 applyReturnFromCredentials();
 if (model.nodes.length) compile(); // show the draft's diagnostics right away
-window.railyardDesigner = { model, canvas, panel, editor, saver, history: editor.history, testRuns, setStatus }; // for designer-versions.js, debugging and e2e tests
+window.railyardDesigner = { model, canvas, panel, editor, saver, history: editor.history, testRuns, dataView, setStatus }; // for designer-versions.js, debugging and e2e tests

@@ -10,6 +10,8 @@
 // - on a table value of such a setting (Set's fields, headers) does the same per value;
 // - on any other text box inserts the path as text (the browser's own drop).
 //
+// The step data view's input side (data-view.js) is a drag source too.
+//
 // The picker (the "{}" button of every expression) does the same from the keyboard.
 
 import { fieldSource, fullPath } from "./field-picker.js";
@@ -25,14 +27,7 @@ export function attachFieldDrag(container, model, workflowId) {
     const form = e.detail?.form;
     if (form && !form.classList.contains("read-only")) showInputFields(form, source, e.detail.nodeId);
   });
-  container.addEventListener("dragstart", (e) => {
-    const item = e.target.closest?.("[data-drag-path]");
-    if (!item) return;
-    const path = item.dataset.dragPath;
-    e.dataTransfer.setData(MIME, path);
-    e.dataTransfer.setData("text/plain", path);
-    e.dataTransfer.effectAllowed = "copy";
-  });
+  dragFieldsFrom(container);
   container.addEventListener("dragover", (e) => {
     if (!e.dataTransfer.types.includes(MIME) || !dropTarget(e.target)) return;
     e.preventDefault();
@@ -42,6 +37,21 @@ export function attachFieldDrag(container, model, workflowId) {
     const path = e.dataTransfer.getData(MIME);
     const target = path && dropTarget(e.target);
     if (target && drop(target, path, e)) e.preventDefault();
+  });
+}
+
+/**
+ * Make every ``[data-drag-path]`` element inside ``container`` a field to drag onto the
+ * settings (the Input fields strip, the step data view's input side).
+ */
+export function dragFieldsFrom(container) {
+  container.addEventListener("dragstart", (e) => {
+    const item = e.target.closest?.("[data-drag-path]");
+    if (!item) return;
+    const path = item.dataset.dragPath;
+    e.dataTransfer.setData(MIME, path);
+    e.dataTransfer.setData("text/plain", path);
+    e.dataTransfer.effectAllowed = "copy";
   });
 }
 

@@ -87,6 +87,31 @@ export class TestRuns {
     this.render();
   }
 
+  /**
+   * Pin ``text`` (JSON) on ``nodeId`` (saving the draft first): null when pinned, else what
+   * went wrong (invalid JSON, the draft not saved, the server's refusal).
+   */
+  async savePin(nodeId, text) {
+    const parsed = parseJSONField(text);
+    if (!parsed.ok) return parsed.message;
+    if (!(await this.save())) return "Save the draft first";
+    const resp = await putJSON(`/api/v1/workflows/${this.workflowId}/pins/${encodeURIComponent(nodeId)}`, { data: parsed.value });
+    if (!resp.ok) return errorMessage(resp);
+    this.pins[nodeId] = resp.data;
+    this.editing = null;
+    this.setStatus(`Data pinned on ${nodeId}`, "ok");
+    this.pinsChanged();
+    return null;
+  }
+
+  /** Remove the pin of ``nodeId`` (a pin already gone is no error). */
+  async unpin(nodeId) {
+    const resp = await request("DELETE", `/api/v1/workflows/${this.workflowId}/pins/${encodeURIComponent(nodeId)}`);
+    if (!resp.ok && resp.status !== 404) { this.setStatus(errorMessage(resp), "error"); return; }
+    delete this.pins[nodeId];
+    this.pinsChanged();
+  }
+
   // ------------------------------------------------------------------ runs
 
   async start(body, what) {
@@ -214,6 +239,7 @@ export class TestRuns {
     const step = this.run?.steps?.find((s) => s.step_id === node.id);
     if (this.run) parts.push(this.stepBox(node, step));
     section.replaceChildren(...parts);
+    this.onRender?.();
   }
 
   pinBox(node) {
@@ -230,15 +256,8 @@ export class TestRuns {
       const cancel = h("button", { type: "button", class: "btn btn-small", text: "Cancel" });
       cancel.addEventListener("click", () => { this.editing = null; this.render(); });
       saveBtn.addEventListener("click", async () => {
-        const parsed = parseJSONField(area.value);
-        if (!parsed.ok) { err.textContent = parsed.message; err.hidden = false; return; }
-        if (!(await this.save())) { err.textContent = "Save the draft first"; err.hidden = false; return; }
-        const resp = await putJSON(`/api/v1/workflows/${this.workflowId}/pins/${encodeURIComponent(node.id)}`, { data: parsed.value });
-        if (!resp.ok) { err.textContent = errorMessage(resp); err.hidden = false; return; }
-        this.pins[node.id] = resp.data;
-        this.editing = null;
-        this.setStatus(`Data pinned on ${node.id}`, "ok");
-        this.pinsChanged();
+        const problem = await this.savePin(node.id, area.value);
+        if (problem) { err.textContent = problem; err.hidden = false; }
       });
       box.append(h("p", { class: "small muted", text: `Pinned data is ${what}.` }), area, err, h("p", { class: "test-actions" }, saveBtn, " ", cancel));
       requestAnimationFrame(() => saveBtn.scrollIntoView({ block: "nearest" }));
@@ -257,12 +276,7 @@ export class TestRuns {
       const row = h("p", { class: "test-actions" }, edit);
       if (pin) {
         const unpin = h("button", { type: "button", class: "btn btn-small", id: "pin-remove", text: "Unpin" });
-        unpin.addEventListener("click", async () => {
-          const resp = await request("DELETE", `/api/v1/workflows/${this.workflowId}/pins/${encodeURIComponent(node.id)}`);
-          if (!resp.ok && resp.status !== 404) { this.setStatus(errorMessage(resp), "error"); return; }
-          delete this.pins[node.id];
-          this.pinsChanged();
-        });
+        unpin.addEventListener("click", () => this.unpin(node.id));
         row.append(" ", unpin);
       }
       box.append(row);
