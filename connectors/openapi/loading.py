@@ -226,16 +226,26 @@ def validate_document(doc: dict[str, Any]) -> str:
         short = "3.1"
     else:
         raise DocumentRefused(f"OpenAPI {version} is not supported; 3.0.x and 3.1.x are")
-    for error in validator.iter_errors():
-        path = "/" + "/".join(_escape(str(p)) for p in getattr(error, "absolute_path", ()))
-        # the validator's message: one line saying what is wrong, then the rule and the
-        # value it failed on ('"version" is a required property\n\nFailed validating ...')
-        message = str(getattr(error, "message", error)).split("\n", 1)[0].strip()
-        if not message or len(message) > 300:  # the first line quotes the whole value
-            rule = "/".join(str(p) for p in getattr(error, "schema_path", ()))
-            message = f"the value breaks the rule {rule} of the OpenAPI schema"
-        raise DocumentRefused(f"not a valid OpenAPI {short} document: {message}", path)
-    return short
+    try:
+        first = next(iter(validator.iter_errors()), None)
+    except RecursionError:
+        # openapi-spec-validator 0.9 follows a schema into its allOf/anyOf/oneOf/items/not
+        # without remembering where it has been, so a cycle there (`A: {allOf: [$ref: A]}`)
+        # recurses until Python's limit
+        raise DocumentRefused(
+            f"the OpenAPI {short} validator could not check the document: a schema contains "
+            "itself through allOf, anyOf, oneOf, items or not (a cycle it cannot follow)"
+        ) from None
+    if first is None:
+        return short
+    path = "/" + "/".join(_escape(str(p)) for p in getattr(first, "absolute_path", ()))
+    # the validator's message: one line saying what is wrong, then the rule and the value
+    # it failed on ('"version" is a required property\n\nFailed validating ...')
+    message = str(getattr(first, "message", first)).split("\n", 1)[0].strip()
+    if not message or len(message) > 300:  # the first line quotes the whole value
+        rule = "/".join(str(p) for p in getattr(first, "schema_path", ()))
+        message = f"the value breaks the rule {rule} of the OpenAPI schema"
+    raise DocumentRefused(f"not a valid OpenAPI {short} document: {message}", path)
 
 
 def load_document(

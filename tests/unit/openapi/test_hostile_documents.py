@@ -117,3 +117,17 @@ def test_validator_error_says_what_is_wrong() -> None:
     error = _refused(b"openapi: 3.0.3\ninfo: {title: No version}\npaths: {}\n")
     assert error.reason == 'not a valid OpenAPI 3.0 document: "version" is a required property'
     assert error.where == "/info"
+
+
+def test_a_schema_that_contains_itself_through_all_of_is_refused_not_a_crash() -> None:
+    schema = {"$ref": "#/components/schemas/A"}
+    ok = {"200": {"description": "ok", "content": {"application/json": {"schema": schema}}}}
+    doc = {
+        "openapi": "3.0.3",
+        "info": {"title": "Cycle", "version": "1"},
+        "paths": {"/x": {"get": {"responses": ok}}},
+        "components": {"schemas": {"A": {"allOf": [schema, {"type": "object"}]}}},
+    }
+    error = _refused(json.dumps(doc).encode())
+    assert error.reason.startswith("the OpenAPI 3.0 validator could not check the document")
+    assert "contains itself through allOf" in error.reason
