@@ -20,7 +20,7 @@ export class StepDataView {
   /**
    * @param {object} o  root (#designer), bar (#data-view-bar), input (#data-input),
    *   output (#data-output), canvasEl (the svg), model, testRuns (TestRuns), workflowId,
-   *   canEdit
+   *   canEdit (pin actions and dragging fields; a reader only looks)
    */
   constructor(o) {
     Object.assign(this, o);
@@ -165,13 +165,15 @@ export class StepDataView {
     }
     head.append(switcher);
     const body = h("div", { class: `data-body view-${view}`, "data-source-key": chosen?.key || "" });
+    // the input's fields map by dragging, for a user who may edit
+    const draggable = side === "input" && this.canEdit;
     if (!chosen) body.append(h("p", { class: "muted small", text: this.emptyText(side) }));
     else if (view === "json") body.append(jsonView(chosen.value));
-    else if (view === "schema") body.append(schemaView(chosen.value, side === "input"));
-    else body.append(tableView(chosen.value, side === "input"));
+    else if (view === "schema") body.append(schemaView(chosen.value, draggable));
+    else body.append(tableView(chosen.value, draggable));
     const parts = [head];
     if (side === "output" && this.canEdit) parts.push(this.pinActions(chosen));
-    if (side === "input" && chosen) parts.push(h("p", { class: "hint small", text: "Drag a field onto a setting to map it (or use a setting's {} picker)." }));
+    if (draggable && chosen) parts.push(h("p", { class: "hint small", text: "Drag a field onto a setting to map it (or use a setting's {} picker)." }));
     parts.push(body);
     col.replaceChildren(...parts);
   }
