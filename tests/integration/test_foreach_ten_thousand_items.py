@@ -171,11 +171,11 @@ async def test_advances_of_one_run_fold_into_one_more_pass(
     passes = 0
     original = control._advance_once
 
-    async def counted(run: Any) -> None:
+    async def counted(run: Any, held: Any) -> Any:
         nonlocal passes
         passes += 1
         await asyncio.sleep(0.05)  # the other advances arrive while this pass runs
-        await original(run)
+        return await original(run, held)
 
     monkeypatch.setattr(control, "_advance_once", counted)
     await asyncio.gather(*(control.advance_run(uuid.UUID(run_id)) for _ in range(10)))

@@ -14,6 +14,7 @@ import uuid
 from typing import Any
 
 from backend.engine import orchestrator
+from backend.engine.ports import HeldSteps
 from backend.engine.states import RunStatus, StepStatus
 from backend.services.execution.starts import Replay, StartedRun, Starts, VersionRef
 from backend.services.execution.transition import (
@@ -61,33 +62,52 @@ class Control:
             self._advancing[run_id] = True
             return
         self._advancing[run_id] = False
+        held: HeldSteps | None = None
         try:
             while True:
-                await self._advance_once(run_id)
+                held = await self._advance_once(run_id, held)
                 if not self._advancing[run_id]:
                     return
                 self._advancing[run_id] = False
         finally:
             del self._advancing[run_id]
 
-    async def _advance_once(self, run_id: uuid.UUID) -> None:
-        """One pass of :meth:`advance_run`."""
+    async def _advance_once(self, run_id: uuid.UUID, held: HeldSteps | None) -> HeldSteps | None:
+        """One pass of :meth:`advance_run`; returns the step records it wrote, held for
+        the repeat (``None`` when it wrote none).
+
+        ``held`` are the records the previous pass of this loop wrote: when the run's
+        revision is still that write's (no other write since, checked under the lock) the
+        pass uses them instead of reading and decoding its step rows again. A For-each
+        parent woken by its children pass after pass so decodes its ~100 kB item list
+        once per wake-up loop, not once per pass. Records a pass changed without writing
+        them (it raised, or decided to write nothing) are never held."""
         async with self.env.store.transaction() as tx:
             peek = await tx.peek(run_id)
         if peek is None:
-            return
+            return None
         status, workflow_id = peek
         if status == RunStatus.QUEUED.value:
             await self.starts.start_or_admit(run_id, workflow_id)
-            return
+            return None
+        seen: list[Locked] = []
 
         async def decide(run: Locked) -> Change:
+            seen.append(run)
             return Change(dispatch=orchestrator.advance(run.graph, run.state, run.now))
 
         try:
-            await self.transitions.locked(run_id, decide)
+            change = await self.transitions.locked(run_id, decide, held=held)
         except RunNotFound:
-            pass
+            return None
+        if (
+            change is None
+            or not change.write
+            or not seen
+            or change.revision in (None, seen[-1].row.revision)
+        ):
+            return None
+        return HeldSteps(change.revision, seen[-1].state.steps)
 
     async def pause_run(self, run_id: uuid.UUID, audit: AuditHook | None = None) -> None:
         """Pause a running or waiting run: nothing new starts; running attempts finish.
