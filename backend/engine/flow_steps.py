@@ -94,7 +94,8 @@ def start_timer(
         due = timer.due(typed_config(timer, config), now)
     except NodeError as exc:
         rec.move(StepStatus.RUNNING)
-        finish_failed(step, state, {"message": str(exc), "kind": exc.kind}, now)
+        error = {"message": str(exc), "kind": exc.kind, "field": exc.field}
+        finish_failed(step, state, error, now)
         return False
     if due <= now:
         succeed(state, step.id, rec.input, now)
@@ -126,7 +127,8 @@ def start_call(
     try:
         data = call.start(typed_config(call, config), rec.input)
     except NodeError as exc:
-        finish_failed(step, state, {"message": str(exc), "kind": exc.kind}, now)
+        error = {"message": str(exc), "kind": exc.kind, "field": exc.field}
+        finish_failed(step, state, error, now)
         return
     rec.data = data
     state.touch(step.id)

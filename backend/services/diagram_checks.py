@@ -15,7 +15,11 @@ workflows, so :func:`check` compiles and then adds, for every literal reference
 and, for the trigger (:func:`trigger_diagnostics`), ``trigger_unrunnable`` (error): a
 connector trigger whose kind nothing in Railyard runs, and ``invalid_config`` (error, on
 the field the trigger names): a literal config its ``validate`` hook refuses (a broker
-URL with another scheme or with a password in it), which would fail at every reconnect.
+URL with another scheme or with a password in it), which would fail at every reconnect;
+``invalid_config`` (error, on the field) too for a Webhook trigger whose config does not
+decode into its :class:`~backend.engine.nodes.trigger_webhook.WebhookConfig` (a
+``tolerance`` of 0, a negative ``max_body``, a wrong type), which the endpoint could not
+serve (:func:`webhook_config_diagnostic`).
 
 The missing and archived cases are warnings, not errors: an archived workflow can be
 restored before a run needs it, and a reference can be fixed after publishing; until then
@@ -37,8 +41,11 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.auth.policy import Permission
 from backend.db.models import Credential, Workflow
+from backend.engine.nodes.base import NodeError
+from backend.engine.nodes.trigger_webhook import webhook_config
 from backend.services.events.kinds import unrunnable
 from backend.services.references import references
+from backend.services.webhook_versions import WEBHOOK_TRIGGER
 from connectors.sdk.credentials import credential_types_of_schema
 from designer_schema.catalog import Catalog
 from designer_schema.compiler import compile_diagram
@@ -163,10 +170,15 @@ def trigger_diagnostics(diagram: Diagram, catalog: Catalog) -> list[Diagnostic]:
     """``trigger_unrunnable`` (error) on a connector trigger nothing in Railyard can run
     (:func:`backend.services.events.kinds.unrunnable`): publishing it would start no run,
     ever, so it is refused instead; ``invalid_config`` (error) on a trigger whose literal
-    config its ``validate`` hook refuses (:func:`config_diagnostic`)."""
+    config its ``validate`` hook refuses (:func:`config_diagnostic`) and on a Webhook
+    trigger whose config does not decode (:func:`webhook_config_diagnostic`)."""
     triggers: dict[str, Any] = getattr(catalog, "triggers", {})
     found = []
     for node in diagram.nodes:
+        if node.type == WEBHOOK_TRIGGER:
+            bad = webhook_config_diagnostic(node.id, node.config)
+            found.extend([bad] if bad is not None else [])
+            continue
         definition = triggers.get(node.type)
         if definition is None:
             continue
@@ -178,6 +190,20 @@ def trigger_diagnostics(diagram: Diagram, catalog: Catalog) -> list[Diagnostic]:
         if refused is not None:
             found.append(refused)
     return found
+
+
+def webhook_config_diagnostic(node_id: str, config: Any) -> Diagnostic | None:
+    """``invalid_config`` (error, ``field`` the config field at fault, e.g. ``tolerance``)
+    when a Webhook trigger's ``config`` does not decode as its newest version (what a
+    publish pins) would be served; ``None`` when it does (or is no dict: the compiler
+    reports that)."""
+    if not isinstance(config, dict):
+        return None
+    try:
+        webhook_config(config)
+    except NodeError as exc:
+        return Diagnostic("error", "invalid_config", str(exc), node_id, None, exc.field)
+    return None
 
 
 def config_diagnostic(

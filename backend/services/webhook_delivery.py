@@ -2,8 +2,11 @@
 deliverable endpoint, from its route check to its answer, in one sequence
 (:meth:`WebhookDelivery.deliver`):
 
-1. route: a config that does not decode -> 500 naming the field; disabled or wrong path
-   suffix -> 404; method not in the trigger's ``methods`` -> 405 with ``Allow``;
+1. route: a published config that does not decode (stored before publish checked its
+   values) -> 503 naming the field, logged (a sender retries once it is fixed and
+   published again); the designer's test URL answers a draft's that way with 422;
+   disabled or wrong path suffix -> 404; method not in the trigger's ``methods`` -> 405
+   with ``Allow``;
 2. rate limit (requests per minute) -> 429 with ``Retry-After``;
 3. body over ``max_body`` (declared or streamed) -> 413; a large body waits for a place
    of the process's :class:`~backend.services.delivery_gate.DeliveryGate` (429 when too
@@ -32,6 +35,7 @@ URL. The web layer only turns the request into a :class:`DeliveryRequest` and se
 
 from __future__ import annotations
 
+import logging
 import time
 import uuid
 from dataclasses import dataclass
@@ -76,6 +80,8 @@ from backend.triggers.webhook_input import (
 )
 
 __all__ = ["DeliveryRequest", "WebhookDelivery"]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -227,8 +233,19 @@ class WebhookDelivery:
         config = endpoint.config
         if endpoint.config_error is not None:
             problem = endpoint.config_error
-            where = "draft's" if test else "published"
-            raise Rejection(500, f"the {where} webhook trigger's {problem}", field=problem.field)
+            detail = str(problem).removeprefix("invalid config: ")
+            if test:  # the draft being edited: the author fixes it and calls again
+                reason = f"the draft's webhook configuration is invalid: {detail}"
+                raise Rejection(422, reason, field=problem.field)
+            log.error(
+                "workflow %s: invalid published webhook config: %s", endpoint.workflow_id, detail
+            )
+            raise Rejection(
+                503,
+                f"the workflow's webhook configuration is invalid: {detail} "
+                "(fix it and publish again)",
+                field=problem.field,
+            )
         if not config.enabled and not test:
             raise Rejection(404, "the webhook is disabled")
         if suffix.strip("/") != config.suffix:

@@ -156,3 +156,29 @@ def test_an_if_takes_the_condition_value_of_any_type() -> None:
     assert behaviour.evaluate(step, typed_config(behaviour, {"condition": [0, 1]}), 1).ports == (
         "true",
     )
+
+
+def test_a_timer_step_with_a_value_that_does_not_fit_fails_naming_the_field() -> None:
+    """Delay and Wait Until decode their resolved config when the step starts: a value
+    that does not fit fails the step (not the run's processing) with kind
+    ``invalid_config`` and the field in the step error."""
+    from backend.engine.states import RunStatus, StepStatus
+    from tests.diagrams import diagram, edge, node
+    from tests.unit.engine.driver import compile_dict, run_graph
+
+    for step_type, field, expression, given in (
+        ("control.delay", "seconds", "=wait", "5"),
+        ("control.delay", "seconds", "=wait", -1),
+        ("control.wait_until", "until", "=wait", 5),
+    ):
+        d = diagram(
+            [node("start", "trigger.manual"), node("timer", step_type, **{field: expression})],
+            [edge("start", "timer")],
+        )
+        state, _order = run_graph(compile_dict(d), {"wait": given})
+        assert state.status == RunStatus.FAILED
+        failed = state.steps["timer"]
+        assert failed.status == StepStatus.FAILED
+        assert failed.error is not None
+        assert (failed.error["kind"], failed.error["field"]) == ("invalid_config", field)
+        assert f"invalid config: {field}: " in failed.error["message"]

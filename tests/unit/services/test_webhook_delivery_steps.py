@@ -49,8 +49,11 @@ def test_route_check_answers_404_405_and_names_a_stored_config_at_fault() -> Non
     WebhookDelivery._check_route(_endpoint(off), "POST", "", test=True)  # the test URL answers
     error = NodeError("invalid config: max_body: Expected `int` >= 0", field="max_body")
     refused = _refused(_endpoint(WebhookConfig(), error), "POST", "")
-    assert refused.status == 500 and refused.field == "max_body"
-    assert "published webhook trigger's invalid config: max_body" in refused.reason
+    assert refused.status == 503 and refused.field == "max_body"
+    assert "webhook configuration is invalid: max_body: Expected `int` >= 0" in refused.reason
+    draft = _refused(_endpoint(WebhookConfig(), error), "POST", "", test=True)
+    assert draft.status == 422 and draft.field == "max_body"
+    assert "the draft's webhook configuration is invalid: max_body" in draft.reason
 
 
 def test_a_rejection_is_answered_as_problem_details_pointing_into_the_body() -> None:
