@@ -37,7 +37,7 @@ export class StepDataView {
       if (node && this.model.node(node.dataset.nodeId)) this.open();
     });
     this.root.querySelector(".side-panels").addEventListener("keydown", (e) => {
-      if (e.key === "Escape" && this.isOpen && !e.target.closest("dialog, .quick-add, .field-picker")) {
+      if (e.key === "Escape" && this.isOpen && !e.defaultPrevented && !e.target.closest("dialog, .quick-add, .field-picker")) {
         e.stopPropagation();
         this.close();
       }
