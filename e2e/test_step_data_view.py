@@ -111,3 +111,6 @@ def test_step_data_view_after_a_test_run(page: Any, railyard_server: RailyardSer
     page.keyboard.press("Escape")
     page.locator("#data-input").wait_for(state="hidden")
     assert page.locator("#data-view-btn").get_attribute("aria-expanded") == "false"
+    assert page.evaluate("() => document.activeElement.id") == "data-view-btn"
+    page.keyboard.press("Enter")  # and opens again from the keyboard
+    page.locator("#data-input .data-body").wait_for()

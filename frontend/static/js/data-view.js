@@ -39,7 +39,7 @@ export class StepDataView {
     this.root.querySelector(".side-panels").addEventListener("keydown", (e) => {
       if (e.key === "Escape" && this.isOpen && !e.defaultPrevented && !e.target.closest("dialog, .quick-add, .field-picker")) {
         e.stopPropagation();
-        this.close();
+        this.close({ focus: true });
       }
     });
   }
@@ -68,7 +68,8 @@ export class StepDataView {
     this.refresh();
   }
 
-  close() {
+  /** Back to the canvas; ``focus``: the keyboard focus goes to "Open data view" (closed by the user). */
+  close({ focus = false } = {}) {
     if (!this.isOpen) return;
     this.isOpen = false;
     this.editingPin = false;
@@ -76,6 +77,7 @@ export class StepDataView {
     this.input.hidden = true;
     this.output.hidden = true;
     this.renderBar();
+    if (focus) this.bar.querySelector("button")?.focus();
   }
 
   async fetchLastRun() {
@@ -95,7 +97,7 @@ export class StepDataView {
       title: this.isOpen ? "Back to the canvas (Escape)" : "The step's input, settings and output side by side (or double-click the node)",
       text: this.isOpen ? "Close data view" : "Open data view",
     });
-    btn.addEventListener("click", () => (this.isOpen ? this.close() : this.open()));
+    btn.addEventListener("click", () => (this.isOpen ? this.close({ focus: true }) : this.open()));
     const parts = [btn];
     if (this.isOpen) parts.unshift(h("strong", { class: "data-view-title", text: `Step data: ${this.nodeId}` }));
     this.bar.replaceChildren(...parts);
