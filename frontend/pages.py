@@ -284,7 +284,7 @@ class AppPages(LoginRequiredPages):
         (the query it was found by) adds a link back to those results. A calling step
         lists a page of its child runs: the first, or with ``children_of`` (the step) and
         ``children_after`` (a cursor) the next one."""
-        found = await runs.get_run_detail(db, run_id)
+        found = await runs.get_run_detail(db, run_id, runtime.settings.base_url)
         if found is None:
             return render(request, "error.html", status_code=404, message="run not found")
         detail, diagram = found
@@ -346,7 +346,9 @@ def _credential_choice(view: creds.CredentialView) -> CredentialChoice:
 
 
 async def _run_updates(runtime: Runtime, run_id: uuid.UUID) -> AsyncGenerator[Any, None]:
-    async for payload in run_watch.run_updates(runtime.sessionmaker, runtime.redis, run_id):
+    async for payload in run_watch.run_updates(
+        runtime.sessionmaker, runtime.redis, run_id, runtime.settings.base_url
+    ):
         yield ServerSentEventMessage(data=payload.decode(), event="update")
 
 

@@ -5,7 +5,9 @@ until the aliases' sunset (:data:`backend.api.versioning.SUNSET`).
 ``/api/v1`` answers every collection in the list envelope (:mod:`backend.api.lists`);
 before, most lists were bare JSON arrays, the audit log ``{entries, next_before_id}`` paged
 by ``before_id``, search ``{..., hits, next_cursor}``, a run's children ``{children,
-total, next_cursor}``, and a started run's own id was ``run_id`` (:data:`RENAMED`).
+total, next_cursor}``, a started run's own id was ``run_id`` (:data:`RENAMED`) and a
+version number was ``version_number`` on runs and ``number`` on versions
+(:data:`ITEM_RESHAPED`, :data:`NESTED_RESHAPED`; an imported connector's versions too).
 :func:`reshape` turns a ``/api/v1`` answer of such an operation back into its old shape
 (lists: the first page; ``limit`` and ``cursor`` work as in ``/api/v1``);
 :func:`legacy_query` turns the audit log's old ``before_id`` into a ``cursor``. Lists that
@@ -83,15 +85,63 @@ RENAMED: dict[str, dict[str, str]] = {
     "rerun_run": _RUN_ID,
     "replay_run": _RUN_ID,
     "start_test_run": _RUN_ID,
+    "get_run": {"version": "version_number"},
+    "get_version": {"version": "number"},
 }
 """Per operation: ``{v1 member: member before v1}`` of an object answer (a started run's
-own id was ``run_id``)."""
+own id was ``run_id``; a run's version ``version_number``, a version's own number
+``number``)."""
+
+
+_RUN_VERSION = {"version": "version_number"}
+_VERSION_NUMBER = {"version": "number"}
+
+
+def _rename(value: Any, names: dict[str, str]) -> Any:
+    """``value`` with its members renamed per ``names`` (``{v1 name: old name}``); a list
+    item by item; anything else as is."""
+    if isinstance(value, list):
+        return [_rename(item, names) for item in value]
+    if not isinstance(value, dict):
+        return value
+    return {names.get(k, k): v for k, v in value.items()}
+
+
+def _within(member: str, names: dict[str, str]) -> Callable[[Any], Any]:
+    """A reshaper renaming per ``names`` inside an object's ``member``."""
+
+    def old(value: Any) -> Any:
+        if not isinstance(value, dict) or member not in value:
+            return value
+        return {**value, member: _rename(value[member], names)}
+
+    return old
+
+
+ITEM_RESHAPED: dict[str, Callable[[Any], Any]] = {
+    "list_runs": lambda item: _rename(item, _RUN_VERSION),
+    "list_versions": lambda item: _rename(item, _VERSION_NUMBER),
+    "list_imported_connectors": _within("versions", _VERSION_NUMBER),
+}
+"""Per bare-list operation: each item in its old shape (a run's version was
+``version_number``; a version's own number ``number``, also in a connector's
+``versions``)."""
+
+NESTED_RESHAPED: dict[str, Callable[[Any], Any]] = {
+    "publish_workflow": _within("version", _VERSION_NUMBER),
+    "get_imported_connector": _within("versions", _VERSION_NUMBER),
+}
+"""Per object operation: its answer in the old shape (a published version's own number
+was ``version.number``, an imported connector's ``versions[].number``)."""
 
 
 def reshapes(operation_id: object) -> bool:
     """Whether an alias answer of ``operation_id`` is reshaped by :func:`reshape`."""
     return isinstance(operation_id, str) and (
-        operation_id in BARE_LISTS or operation_id in _OBJECTS or operation_id in RENAMED
+        operation_id in BARE_LISTS
+        or operation_id in _OBJECTS
+        or operation_id in RENAMED
+        or operation_id in NESTED_RESHAPED
     )
 
 
@@ -104,10 +154,14 @@ def reshape(operation_id: str, body: bytes) -> bytes:
     if not isinstance(value, dict):
         return body
     if operation_id in BARE_LISTS:
-        return msgspec.json.encode(value.get("data"))
+        items = value.get("data")
+        if operation_id in ITEM_RESHAPED and isinstance(items, list):
+            items = [ITEM_RESHAPED[operation_id](item) for item in items]
+        return msgspec.json.encode(items)
     if operation_id in RENAMED:
-        names = RENAMED[operation_id]
-        return msgspec.json.encode({names.get(k, k): v for k, v in value.items()})
+        return msgspec.json.encode(_rename(value, RENAMED[operation_id]))
+    if operation_id in NESTED_RESHAPED:
+        return msgspec.json.encode(NESTED_RESHAPED[operation_id](value))
     return msgspec.json.encode(_OBJECTS[operation_id](value))
 
 

@@ -5,7 +5,7 @@ section 10.2.2), from one table (:data:`LOCATIONS`) instead of each handler.
 operation in the table until its body (a small JSON object) is in, reads the created
 object's id from it, and sends the answer with ``Location`` set: the settings' base URL,
 ``/api/v1`` and the operation's template filled from the request's path parameters and
-the answer's fields (dotted paths: ``{version.number}``). Any other answer passes through
+the answer's fields (dotted paths: ``{version.version}``). Any other answer passes through
 untouched. A template whose field is missing from the body leaves the answer without
 ``Location`` rather than pointing somewhere wrong (the conventions test fails then).
 """
@@ -26,7 +26,7 @@ LOCATIONS: dict[str, str] = {
     "create_workflow": "/workflows/{id}",
     "duplicate_workflow": "/workflows/{id}",
     "import_workflow": "/workflows/{id}",
-    "publish_workflow": "/workflows/{workflow_id}/versions/{version.number}",
+    "publish_workflow": "/workflows/{workflow_id}/versions/{version.version}",
     "start_run": "/runs/{id}",
     "rerun_run": "/runs/{id}",
     "replay_run": "/runs/{id}",

@@ -57,9 +57,12 @@ class RunController(Controller):
         return RunList(data=page.items, **page_links(request, page))
 
     @get("/{run_id:uuid}", operation_id="get_run", opt={"permission": Permission.RUN_READ})
-    async def get_run(self, run_id: FromPath[uuid.UUID], db: DbSession) -> svc.RunDetail:
-        """The run with every step and its attempts."""
-        found = await svc.get_run_detail(db, run_id)
+    async def get_run(
+        self, run_id: FromPath[uuid.UUID], db: DbSession, runtime: AppRuntime
+    ) -> svc.RunDetail:
+        """The run with every step and its attempts (large values' ``download_url``
+        absolute)."""
+        found = await svc.get_run_detail(db, run_id, runtime.settings.base_url)
         if found is None:
             raise RunNotFound(f"run {run_id} not found")
         return found[0]

@@ -112,7 +112,7 @@ class VersionOut(msgspec.Struct):
     ``publisher`` its display name or e-mail (None when the account is gone), ``note``
     what the publisher wrote, ``active`` whether webhooks and schedules run it."""
 
-    number: int
+    version: int
     content_hash: str
     created_at: datetime
     created_by: str | None

@@ -25,7 +25,7 @@ class VersionDetailOut(msgspec.Struct):
     """One published version with its diagram; ``publisher`` is the display name or
     e-mail of ``created_by`` (None when the account is gone)."""
 
-    number: int
+    version: int
     content_hash: str
     created_at: datetime
     created_by: str | None

@@ -91,7 +91,7 @@ class WorkflowVersionController(Controller):
             request,
             VersionList,
             found,
-            lambda v: (v.number,),
+            lambda v: (v.version,),
             tuple[int],
             cursor=cursor,
             limit=limit,
@@ -106,7 +106,7 @@ class WorkflowVersionController(Controller):
         v, publisher = await workflow_versions.get_version(db, workflow_id, number)
         wf = await svc.get_workflow(db, workflow_id)
         return VersionDetailOut(
-            number=v.number,
+            version=v.number,
             content_hash=v.content_hash,
             created_at=v.created_at,
             created_by=str(v.created_by) if v.created_by else None,

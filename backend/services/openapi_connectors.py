@@ -88,9 +88,9 @@ class ImportResult(msgspec.Struct):
 
 
 class VersionOut(msgspec.Struct):
-    """One stored version of a connector."""
+    """One stored version of a connector: ``version`` its number (1, 2, ...)."""
 
-    number: int
+    version: int
     document_sha256: str
     source_url: str
     imported: int
@@ -335,7 +335,7 @@ async def _detail(session: AsyncSession, row: OpenApiConnector) -> ConnectorOut:
         refused=list(definition.refused),
         versions=[
             VersionOut(
-                number=v.number,
+                version=v.number,
                 document_sha256=v.document_sha256,
                 source_url=v.source_url,
                 imported=len(v.definition.get("operations") or ()),

@@ -5,11 +5,13 @@ Run values larger than the inline limit are stored once, by reference
 a bounded *preview*::
 
     {"$railyard.payload": "<sha256>", "bytes": 5242880, "summary": "list of 10000 items",
-     "preview": "[{\\"id\\": 0, ...…", "download_url": "/api/v1/runs/<run id>/values/<sha256>"}
+     "preview": "[{\\"id\\": 0, ...…",
+     "download_url": "<base URL>/api/v1/runs/<run id>/values/<sha256>"}
 
 ``preview`` holds at most :data:`~backend.db.payloads.PREVIEW_CHARS` characters of the
-value's JSON text. The download returns the whole value (nested large parts included) and
-needs what reading the run needs.
+value's JSON text; ``download_url`` is absolute, on the installation's base URL
+(``RAILYARD_BASE_URL``, docs/api.md "Answers"). The download returns the whole value
+(nested large parts included) and needs what reading the run needs.
 """
 
 from __future__ import annotations
@@ -40,9 +42,13 @@ _COLUMNS = text(
 ).columns(values=JSONB)
 
 
-async def with_previews(session: AsyncSession, run_id: uuid.UUID, values: list[Any]) -> list[Any]:
+async def with_previews(
+    session: AsyncSession, run_id: uuid.UUID, values: list[Any], base_url: str
+) -> list[Any]:
     """``values`` (of run ``run_id``) with each reference to a large value replaced by its
-    preview (module doc); the values are changed in place where they are containers."""
+    preview (module doc), its ``download_url`` on ``base_url`` (``https://host``, a
+    trailing ``/`` ignored); the values are changed in place where they are containers."""
+    base = base_url.rstrip("/")
     wanted: set[str] = set()
     for value in values:
         payloads.references(value, wanted)
@@ -59,7 +65,7 @@ async def with_previews(session: AsyncSession, run_id: uuid.UUID, values: list[A
             "bytes": size,
             "summary": summary,
             "preview": preview,
-            "download_url": f"/api/v1/runs/{run_id}/values/{digest}",
+            "download_url": f"{base}/api/v1/runs/{run_id}/values/{digest}",
         }
         for digest, size, summary, preview in rows
     }

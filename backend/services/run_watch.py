@@ -465,9 +465,10 @@ async def _wait(
 
 
 async def run_updates(
-    sessionmaker: async_sessionmaker[AsyncSession], redis: Redis, run_id: uuid.UUID
+    sessionmaker: async_sessionmaker[AsyncSession], redis: Redis, run_id: uuid.UUID, base_url: str
 ) -> AsyncGenerator[bytes, None]:
-    """The run's detail as JSON (:func:`backend.services.runs.get_run_detail`), once now and
+    """The run's detail as JSON (:func:`backend.services.runs.get_run_detail`, its links on
+    ``base_url``), once now and
     again after every change, until the run ends (or is deleted). A Redis error while
     waiting for a notice only turns the wait into a one-second poll."""
     pubsub = redis.pubsub()
@@ -476,7 +477,7 @@ async def run_updates(
     try:
         while True:
             async with sessionmaker() as session:
-                found = await runs.get_run_detail(session, run_id)
+                found = await runs.get_run_detail(session, run_id, base_url)
             if found is None:
                 return
             payload = msgspec.json.encode(found[0])

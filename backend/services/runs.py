@@ -70,7 +70,7 @@ class RunSummary(msgspec.Struct):
     workflow_id: str
     workflow_name: str
     status: str
-    version_number: int
+    version: int
     trigger: str
     created_at: datetime
     finished_at: datetime | None
@@ -97,7 +97,7 @@ class RunDetail(msgspec.Struct):
     workflow_id: str
     workflow_name: str
     status: str
-    version_number: int
+    version: int
     trigger: str
     input: Any
     output: Any
@@ -182,7 +182,7 @@ def _run_fields(run: Run, workflow_name: str) -> dict[str, Any]:
         "workflow_id": str(run.workflow_id),
         "workflow_name": workflow_name,
         "status": run.status,
-        "version_number": run.version_number,
+        "version": run.version_number,
         "trigger": run.trigger,
         "created_at": run.created_at,
         "finished_at": run.finished_at,
@@ -191,9 +191,10 @@ def _run_fields(run: Run, workflow_name: str) -> dict[str, Any]:
 
 
 async def get_run_detail(
-    session: AsyncSession, run_id: uuid.UUID
+    session: AsyncSession, run_id: uuid.UUID, base_url: str
 ) -> tuple[RunDetail, dict[str, Any]] | None:
-    """The run with its steps and attempts, and the version's diagram; None if absent."""
+    """The run with its steps and attempts, and the version's diagram; None if absent.
+    ``base_url`` (``RAILYARD_BASE_URL``) makes large values' ``download_url`` absolute."""
     row = (
         await session.execute(
             select(Run, Workflow.name, WorkflowVersion)
@@ -275,17 +276,17 @@ async def get_run_detail(
         error_run_id=await _error_run(session, run),
         test=version.kind == DRAFT,
     )
-    await _preview_large_values(session, detail)
+    await _preview_large_values(session, detail, base_url)
     return detail, version.diagram
 
 
-async def _preview_large_values(session: AsyncSession, detail: RunDetail) -> None:
-    """Replace the references to large values in ``detail`` by bounded previews with a
-    download link (backend/services/run_values.py)."""
+async def _preview_large_values(session: AsyncSession, detail: RunDetail, base_url: str) -> None:
+    """Replace the references to large values in ``detail`` by bounded previews with an
+    absolute download link on ``base_url`` (backend/services/run_values.py)."""
     values = [detail.input, detail.output, detail.error]
     for step in detail.steps:
         values += [step.input, step.output, step.error]
-    shown = iter(await with_previews(session, uuid.UUID(detail.id), values))
+    shown = iter(await with_previews(session, uuid.UUID(detail.id), values, base_url))
     detail.input, detail.output, detail.error = next(shown), next(shown), next(shown)
     for step in detail.steps:
         step.input, step.output, step.error = next(shown), next(shown), next(shown)

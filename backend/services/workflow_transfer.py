@@ -119,7 +119,7 @@ async def export_workflow(
         diagram=without_fields(diagram, slots),
         credentials=credentials,
         workflows=called,
-        exported_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        exported_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         source=ExportSource(
             base_url, str(wf.id), None if ref == workflow_versions.DRAFT else int(ref)
         ),

@@ -5,12 +5,15 @@ every route of the router as the authorization matrix walks it:
   ``next`` and a ``Link: <next>; rel="next"`` header) and pages: with at least three items
   made, pages of two followed through ``next`` give the whole list once, in its order;
 - every route (every method) refuses an unknown query parameter with a 400 naming it;
-- every timestamp in the answers of every collection and of the created objects is
-  RFC 3339 UTC ending in ``Z``; every ``url`` member is absolute; the object's own id is
-  ``id``.
+- every timestamp in the answers of every collection, of every other ``GET`` route (each
+  read with a sample resource) and of the created objects is RFC 3339 UTC ending in
+  ``Z``; every ``url`` member is absolute; the object's own id is ``id``; a version
+  number is named ``version`` (or ``active_version``), never ``number`` or
+  ``version_number``.
 
 A new collection route missing from :data:`COLLECTIONS` fails
-:func:`test_every_collection_is_walked`.
+:func:`test_every_collection_is_walked`; a new ``GET`` route neither a collection nor in
+:data:`SINGLE` (nor :data:`NOT_JSON`) fails :func:`test_every_get_route_is_walked`.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import httpx
+import msgspec
 import pytest
 from litestar import Litestar
 from litestar.routes import HTTPRoute
@@ -92,6 +96,43 @@ NOT_COLLECTIONS = {
     "/api/v1/catalog",
 }
 
+# Each other GET route -> the query its walk sends, and the member its answer names the
+# resource by (None: the answer is a document about it, not the resource itself).
+SINGLE: dict[str, tuple[dict[str, str], str | None]] = {
+    "/api/v1/auth/me": ({}, "id"),
+    "/api/v1/admin/users/{user_id:uuid}": ({}, "id"),
+    "/api/v1/workflows/{workflow_id:uuid}": ({}, "id"),
+    "/api/v1/workflows/{workflow_id:uuid}/versions/{number:int}": ({}, "version"),
+    "/api/v1/workflows/{workflow_id:uuid}/diff": ({"from": "1", "to": "draft"}, None),
+    "/api/v1/workflows/{workflow_id:uuid}/export": ({"version": "1"}, None),
+    "/api/v1/workflows/{workflow_id:uuid}/webhook": ({}, None),
+    "/api/v1/workflows/{workflow_id:uuid}/webhook/test-call": ({}, None),
+    "/api/v1/workflows/{workflow_id:uuid}/trigger-sample": ({}, None),
+    "/api/v1/workflows/{workflow_id:uuid}/pins": ({}, None),
+    "/api/v1/runs/{run_id:uuid}": ({}, "id"),
+    "/api/v1/credentials/{credential_id:str}": ({}, "id"),
+    "/api/v1/workflows/{workflow_id:uuid}/subscriptions/{subscription_id:uuid}": ({}, "id"),
+    "/api/v1/admin/subscriptions/{subscription_id:uuid}": ({}, "id"),
+    "/api/v1/admin/connectors/{connector_name:str}": ({}, "name"),
+    "/api/v1/catalog": ({}, None),
+}
+
+NOT_JSON = {
+    # the caller's own bytes or data, downloaded whole: no resource of the API
+    "/api/v1/files/{file_id:uuid}",
+    "/api/v1/runs/{run_id:uuid}/values/{digest:str}",
+    # redirects to an OAuth2 provider and back (no answer body of the API)
+    "/api/v1/credentials/{credential_id:str}/connect",
+    "/api/v1/credentials/oauth2/callback",
+    # JSON Lines: read line by line in test_single_objects_name_their_id_and_times_alike
+    "/api/v1/admin/audit/export.jsonl",
+}
+
+OLD_VERSION_NAMES = {"number", "version_number"}
+NAMES_FREE = {"/api/v1/catalog"}
+"""Answers whose member names are not the API's: the catalogue's node types describe the
+services' own data (a GitHub issue's ``number``)."""
+
 ENVELOPE = {"data", "has_more", "next_cursor", "next"}
 _TIMESTAMP = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$")
 
@@ -125,20 +166,31 @@ def test_every_collection_is_walked(settings: Settings) -> None:
     assert bare == [], "collections answer the list envelope, never a bare array"
 
 
+def test_every_get_route_is_walked(settings: Settings) -> None:
+    app = create_app(settings)
+    found = {path for method, path, _ in _api_routes(app) if method == "GET"}
+    walked = set(COLLECTIONS) | NOT_COLLECTIONS | set(SINGLE) | NOT_JSON
+    assert found == walked, (sorted(found - walked), sorted(walked - found))
+
+
 @dataclass
 class World:
     params: dict[str, str]
     client: httpx.AsyncClient
+    created: list[tuple[str, dict[str, Any]]]
 
 
 async def _three_of_everything(
     stack: AsyncExitStack, settings: Settings, runtime: Runtime, admin: httpx.AsyncClient
 ) -> World:
-    """At least three items in every collection; the path parameters to reach them."""
+    """At least three items in every collection; the path parameters to reach them and
+    every creation's answer."""
+    created: list[tuple[str, dict[str, Any]]] = []
 
     async def made(path: str, body: dict[str, Any]) -> dict[str, Any]:
         r = await admin.post(f"{PREFIX}{path}", json=body)
         assert r.status_code == 201, (path, r.text)
+        created.append((path, dict(r.json())))
         return dict(r.json())
 
     child = await made("/workflows", {"name": "Listed child"})
@@ -189,6 +241,7 @@ async def _three_of_everything(
     project = await made("/admin/projects", {"name": "p0"})
     await made("/admin/projects", {"name": "p1"})
     await made("/admin/projects", {"name": "p2"})
+    user = None
     for n in range(3):
         user = await make_user(runtime, f"lister{n}@example.com", "editor")
         subject = {"subject": f"user:{user}", "level": "read"}
@@ -210,6 +263,9 @@ async def _three_of_everything(
         await login(again)
     file_id = await stored_file(runtime, wf["id"])
     params = {
+        "user_id": str(user),
+        "number": "1",
+        "connector_name": "lists_0",
         "file_id": file_id,
         "workflow_id": wf["id"],
         "run_id": run["id"],
@@ -217,7 +273,7 @@ async def _three_of_everything(
         "project_id": project["id"],
         "subscription_id": subscriptions[0]["id"],
     }
-    return World(params, admin)
+    return World(params, admin, created)
 
 
 @pytest.fixture
@@ -315,27 +371,84 @@ async def test_every_collection_answers_the_envelope_and_pages(world: World) -> 
     assert relative == [], "urls are absolute"
 
 
+def _old_version_names(value: Any, where: str = "") -> list[str]:
+    """Every place in ``value`` of a member named as versions were before ``v1``."""
+    found: list[str] = []
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if k in OLD_VERSION_NAMES:
+                found.append(f"{where}.{k}")
+            found += _old_version_names(v, f"{where}.{k}")
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            found += _old_version_names(v, f"{where}[{i}]")
+    return found
+
+
+def _convention_faults(where: str, body: Any, names: bool = True) -> list[tuple[str, str, str]]:
+    """``(where, place, what)`` of each timestamp not ending in ``Z``, relative url and
+    (``names``) version named the old way in ``body``."""
+    old = _old_version_names(body) if names else []
+    return (
+        [(where, p, t) for p, t in _timestamps(body) if not t.endswith("Z")]
+        + [(where, p, u) for p, u in _urls(body) if u and not u.startswith(("http://", "https://"))]
+        + [(where, p, "old version name") for p in old]
+    )
+
+
 async def test_single_objects_name_their_id_and_times_alike(world: World) -> None:
     c = world.client
     wf = world.params["workflow_id"]
-    samples = {
-        f"{PREFIX}/workflows/{wf}": "id",
-        f"{PREFIX}/runs/{world.params['run_id']}": "id",
-        f"{PREFIX}/credentials/{world.params['credential_id']}": "id",
-        f"{PREFIX}/workflows/{wf}/versions/1": "number",
-        f"{PREFIX}/auth/me": "id",
-    }
-    for path, own in samples.items():
-        r = await c.get(path)
+    faults = []
+    for template, (query, own) in SINGLE.items():
+        path = _fill(template, world.params)
+        r = await c.get(path, params=query)
         assert r.status_code == 200, (path, r.text)
         body = r.json()
-        assert own in body, (path, sorted(body))
-        wrong = [(p, t) for p, t in _timestamps(body) if not t.endswith("Z")]
-        assert wrong == [], path
+        if own is not None:
+            assert own in body, (path, sorted(body))
+        faults += _convention_faults(path, body, names=template not in NAMES_FREE)
+    for path, body in world.created:
+        faults += _convention_faults(f"POST {path}", body)
+    exported = await c.get(f"{PREFIX}/admin/audit/export.jsonl")
+    assert exported.status_code == 200, exported.text
+    entries = [msgspec.json.decode(line) for line in exported.text.splitlines() if line]
+    assert len(entries) >= 3
+    for entry in entries:
+        assert "id" in entry, entry
+        faults += _convention_faults("audit entry", entry)
+    assert faults == [], "times end in Z, urls are absolute, versions are named version"
     started = await c.post(f"{PREFIX}/workflows/{wf}/runs", json={"input": {"body": {"items": []}}})
     assert started.status_code == 201
     assert started.json()["id"] and "run_id" not in started.json()
     assert started.headers["location"] == started.json()["status_url"]
+
+
+async def test_unversioned_aliases_keep_the_old_version_names(world: World) -> None:
+    c = world.client
+    wf = world.params["workflow_id"]
+    run = await c.get(f"/api/runs/{world.params['run_id']}")
+    assert run.json()["version_number"] == 3 and "version" not in run.json()
+    runs = await c.get("/api/runs", params={"workflow_id": wf})
+    assert len(runs.json()) >= 4
+    assert [r["version_number"] for r in runs.json()] == [3] * len(runs.json())
+    version = await c.get(f"/api/workflows/{wf}/versions/2")
+    assert version.json()["number"] == 2 and "version" not in version.json()
+    listed = await c.get(f"/api/workflows/{wf}/versions")
+    assert [v["number"] for v in listed.json()] == [3, 2, 1]
+    v1 = await c.get(f"{PREFIX}/workflows/{wf}/versions")
+    assert [v["version"] for v in v1.json()["data"]] == [3, 2, 1]
+    assert (await c.get(f"{PREFIX}/runs/{world.params['run_id']}")).json()["version"] == 3
+    fourth = diagram(
+        [node("start", "trigger.manual"), node("s", "control.set", mapping={"n": 4})],
+        [edge("start", "s")],
+    )
+    saved = await c.put(f"{PREFIX}/workflows/{wf}/draft", json={"diagram": fourth})
+    assert saved.status_code == 200, saved.text
+    old = await c.post(f"/api/workflows/{wf}/publish", json={})
+    assert old.status_code == 201, old.text
+    assert old.json()["version"]["number"] == 4 and "version" not in old.json()["version"]
+    assert old.headers["location"].endswith(f"/api/v1/workflows/{wf}/versions/4")
 
 
 async def test_every_route_refuses_an_unknown_query_parameter(world: World) -> None:
@@ -344,7 +457,7 @@ async def test_every_route_refuses_an_unknown_query_parameter(world: World) -> N
     for method, template, handler in _api_routes(app):
         if handler.operation_id == "oauth2_callback":
             continue  # the OAuth2 provider appends what it likes (docs/api.md, "Requests")
-        path = _fill(template, {**world.params, "number": "1", "node_id": "x", "digest": "x"})
+        path = _fill(template, {**world.params, "node_id": "x", "digest": "x"})
         r = await world.client.request(method, path, params={"zz_unknown": "1"})
         body = r.json() if r.headers.get("content-type", "").endswith("json") else {}
         named = [e.get("parameter") for e in body.get("errors", [])]

@@ -100,6 +100,8 @@ async def test_run_large_output(
     assert detail["input"]["body"]["source"] == "crm" and detail["input"]["method"] == "POST"
     assert steps["hook"]["output"]["body"]["records"] == received
     assert steps["fetch"]["input"]["body"]["records"] == received
+    # absolute, on the base URL (docs/api.md, "Answers")
+    assert fetched["download_url"].startswith(f"http://testserver.local/api/v1/runs/{run_id}/")
     assert fetched["download_url"] in page.text and received["download_url"] in page.text
     assert "Download whole value" in page.text
 

@@ -238,18 +238,18 @@ async function publish() {
   }
   const version = resp.data?.version || {};
   const badge = document.getElementById("version-badge");
-  badge.textContent = `v${version.number}`;
-  badge.title = `Version ${version.number}, published by ${version.publisher || "a removed account"}` +
+  badge.textContent = `v${version.version}`;
+  badge.title = `Version ${version.version}, published by ${version.publisher || "a removed account"}` +
     (version.active ? "; webhooks and schedules run it" : "; not active");
   badge.hidden = false;
-  root.dataset.activeVersion = version.number;
+  root.dataset.activeVersion = version.version;
   showWebhook(resp.data?.webhook_url);
   showTriggerLink();
   const note = resp.data?.created === false ? " (no changes since the last publish)" : "";
   const warnings = resp.data?.warnings || [];
   showDiagnostics(warnings); // what runs will ignore stays listed under Problems
   const warned = warnings.length ? ` · ${warnings.length} warning${warnings.length === 1 ? "" : "s"}` : "";
-  setStatus(`Published version ${version.number}${note}${warned}`, "ok");
+  setStatus(`Published version ${version.version}${note}${warned}`, "ok");
 }
 
 /** After a publish: the toolbar's trigger badge is fetched again (htmx reloads

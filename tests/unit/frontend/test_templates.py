@@ -170,7 +170,7 @@ def _run() -> NS:
         workflow_id="w-1",
         workflow_name="Flow",
         status="running",
-        version_number=3,
+        version=3,
         trigger="manual",
         input={"a": 1},
         output=None,
