@@ -56,6 +56,17 @@ def deliverable(endpoint: hooks.Endpoint | None) -> bool:
     )
 
 
+def _not_deliverable(endpoint: hooks.Endpoint | None) -> str:
+    """The 404 detail for a webhook URL that starts no runs: no workflow, none published,
+    or a published version that starts from another trigger (its URL exists from the
+    workflow's creation, so a Webhook trigger added later keeps it)."""
+    if endpoint is None:
+        return "no workflow at this webhook URL"
+    if endpoint.version is None:
+        return "this workflow has no published version yet: publish it to receive webhooks"
+    return "the published version of this workflow has no Webhook trigger"
+
+
 async def _read_body(request: Request[Any, Any, Any], limit: int) -> bytes:
     declared = request.headers.get("content-length")
     if declared and declared.isdigit() and int(declared) > limit:
@@ -181,7 +192,7 @@ class WebhookController(Controller):
                 status_code=410, detail="this workflow was archived: its webhook starts no runs"
             )
         if endpoint is None or not deliverable(endpoint):
-            raise HTTPException(status_code=404, detail="no published workflow at this webhook")
+            raise HTTPException(status_code=404, detail=_not_deliverable(endpoint))
         answer = await deliver(endpoint, suffix, request, partial(_read_body, request))
         return to_response(answer)
 

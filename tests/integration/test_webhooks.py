@@ -507,3 +507,21 @@ async def test_token_and_deliveries_pages(client: httpx.AsyncClient, runtime: Ru
     assert (
         'data-outcome="rejected"' in deliveries.text and "missing authorization" in deliveries.text
     )
+
+
+async def test_a_webhook_url_that_starts_no_runs_says_why(client: httpx.AsyncClient) -> None:
+    """Every workflow has its webhook URL from creation; a 404 there names the reason: no
+    workflow, no published version, or a published version without a Webhook trigger."""
+    unknown = await client.post("/hooks/" + "x" * 32, json={})
+    assert unknown.status_code == 404 and "no workflow" in unknown.json()["detail"]
+    created = await client.post("/api/workflows", json={"name": "draft only"})
+    assert created.status_code == 201, created.text
+    path = "/hooks/" + created.json()["webhook_url"].rsplit("/hooks/", 1)[1]
+    draft = await client.post(path, json={})
+    assert draft.status_code == 404 and "no published version" in draft.json()["detail"]
+    manual = await publish(client, diagram([node("m", "trigger.manual")], []))
+    answer = await client.post(manual["webhook_path"], json={})
+    assert answer.status_code == 404
+    assert (
+        answer.json()["detail"] == "the published version of this workflow has no Webhook trigger"
+    )
