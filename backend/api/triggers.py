@@ -58,7 +58,7 @@ class TestCallOut(msgspec.Struct):
     error: str | None = None
 
 
-class DeliveryOut(msgspec.Struct):
+class WebhookDeliveryOut(msgspec.Struct):
     """An accepted (a run) or rejected webhook delivery."""
 
     received_at: datetime
@@ -68,10 +68,10 @@ class DeliveryOut(msgspec.Struct):
     run_id: str | None
 
 
-class DeliveryList(ListPage):
+class WebhookDeliveryList(ListPage):
     """A page of a workflow's webhook deliveries, newest first."""
 
-    data: list[DeliveryOut]
+    data: list[WebhookDeliveryOut]
 
 
 async def _info(workflow_id: uuid.UUID, db: UnitOfWork, runtime: Runtime) -> WebhookInfo:
@@ -168,17 +168,17 @@ class WebhookSettingsController(Controller):
         db: DbSession,
         cursor: Cursor = None,
         limit: Limit = DEFAULT_LIMIT,
-    ) -> DeliveryList:
+    ) -> WebhookDeliveryList:
         """The last 50 deliveries, newest first: runs started and requests rejected
         (a page of them, by receipt time)."""
         await svc.get_workflow(db, workflow_id)
         found = [
-            DeliveryOut(r.received_at, r.outcome, r.status, r.reason, r.run_id)
+            WebhookDeliveryOut(r.received_at, r.outcome, r.status, r.reason, r.run_id)
             for r in await hooks.list_deliveries(db, workflow_id)
         ]
         return listed(
             request,
-            DeliveryList,
+            WebhookDeliveryList,
             found,
             lambda d: (d.received_at, d.outcome, d.run_id or d.reason),
             tuple[datetime, str, str],

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 from litestar import Controller, Request, Response, delete, get, patch, post, put
 from litestar.exceptions import HTTPException
-from litestar.params import FromPath, FromQuery, JSONBody
+from litestar.params import FromPath, FromQuery, HeaderParameter, JSONBody
 
 from backend.api.list_schemas import WorkflowList
 from backend.api.lists import DEFAULT_LIMIT, Cursor, Limit, page_links
@@ -322,6 +322,15 @@ class WorkflowController(Controller):
         runtime: AppRuntime,
         user: CurrentUser,
         request: Request,
+        idempotency_key: Annotated[
+            str | None,
+            HeaderParameter(
+                name="Idempotency-Key",
+                min_length=1,
+                max_length=200,
+                description="Starts at most one run per key: a repeat answers the first run",
+            ),
+        ] = None,
     ) -> RunStarted:
         """Start a run of the active version with ``input`` (manual/API trigger, 201).
 
@@ -338,7 +347,7 @@ class WorkflowController(Controller):
             version,
             data.input,
             trigger="api" if request.scope.get("state", {}).get("auth") == "token" else "manual",
-            idempotency_key=request.headers.get("idempotency-key"),
+            idempotency_key=idempotency_key,
             user_id=user.id,
         )
         return run_started(runtime, started.run_id, started.status)

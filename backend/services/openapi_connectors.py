@@ -87,7 +87,7 @@ class ImportResult(msgspec.Struct):
     credential_types: list[str]
 
 
-class VersionOut(msgspec.Struct):
+class ConnectorVersionOut(msgspec.Struct):
     """One stored version of a connector: ``version`` its number (1, 2, ...)."""
 
     version: int
@@ -107,7 +107,7 @@ class ConnectorOut(msgspec.Struct):
     latest_version: int
     operations: list[OperationOut]
     refused: list[Refusal]
-    versions: list[VersionOut]
+    versions: list[ConnectorVersionOut]
 
 
 async def fetch_document(settings: Settings, url: str) -> bytes:
@@ -334,7 +334,7 @@ async def _detail(session: AsyncSession, row: OpenApiConnector) -> ConnectorOut:
         operations=_operations(definition, dict(latest.operation_versions)),
         refused=list(definition.refused),
         versions=[
-            VersionOut(
+            ConnectorVersionOut(
                 version=v.number,
                 document_sha256=v.document_sha256,
                 source_url=v.source_url,
