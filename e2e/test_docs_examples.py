@@ -69,9 +69,10 @@ def test_signing_in_from_a_script_works_as_documented(railyard_server: RailyardS
     assert minted["scopes"] == ["read"], out
     with_token = {**env, "RAILYARD_TOKEN": str(minted["token"])}
     listed = json.loads(run(["bash", "-e", "-c", token_call], with_token))
-    assert isinstance(listed, list)
+    assert isinstance(listed["data"], list) and "has_more" in listed  # the v1 list envelope
     printed = run([sys.executable, "-c", python_example], env)
-    ids = {str(w["id"]) for w in json.loads(run(["bash", "-e", "-c", token_call], with_token))}
+    page = json.loads(run(["bash", "-e", "-c", token_call], with_token))
+    ids = {str(w["id"]) for w in page["data"]}
     assert {line.split(" ", 1)[0] for line in printed.splitlines()} <= ids, printed
     with httpx.Client(base_url=railyard_server.base_url) as client:
         client.get("/login")
