@@ -111,11 +111,14 @@ async def test_memory_outside_the_heap_is_capped_too() -> None:
     """ArrayBuffer contents are not V8 heap: the process's RLIMIT_DATA refuses them, as
     a RangeError in the script or, when the heap then has no room left to grow, as the
     end of the process; either way the step fails on its memory limit, and the next step
-    runs in a fresh process."""
+    runs in a fresh process. The CPU limit is 5 s here, so only memory can stop it:
+    filling the pages is CPU (kernel) time, which on a loaded machine once passed the
+    suite's 400 ms first."""
     for size_mb in (64, 30):
         err = await failure(
             "const kept = [];\nfor (let i = 0; i < 100; i++)\n"
-            f"  kept.push(new Uint8Array({size_mb} * 1024 * 1024).fill(1));"
+            f"  kept.push(new Uint8Array({size_mb} * 1024 * 1024).fill(1));",
+            **{"code.cpu_limit_ms": 5000},
         )
         assert err.kind == "code_memory_limit"
         assert "64 MiB" in err.message
