@@ -7,6 +7,7 @@ condition-builder.png, condition-builder-switch.png, condition-builder-filter.pn
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import httpx
@@ -100,6 +101,45 @@ def test_rows_and_jsonata_round_trip(page: Any, railyard_server: RailyardServer)
     builder.locator(".cond-note").filter(has_text="Written by hand").wait_for()
     assert not builder.locator(".cond-row").first.is_visible()
     assert _condition(page) == "$sum(body.items.price) > 10"
+
+
+def test_fields_arriving_while_typing_keep_the_text(
+    page: Any, railyard_server: RailyardServer
+) -> None:
+    """The field list answers while the user is typing a field (a slow network): the text
+    typed so far stays under the caret, and the row takes the field's type (its operators)
+    once the caret moves on."""
+    server = railyard_server
+    api = api_client(server)
+    held: list[Any] = []
+    page.route("**/expressions/fields", lambda route: held.append(route))  # answered later
+    hook = _hook(total={"type": "number"})
+    check = node("check", "control.if", 320)
+    login(page, server)
+    form = open_settings(page, server, chain_draft(api, "Slow fields", hook, check), "check")
+    builder = form.locator(".cond-builder")
+    builder.wait_for()
+    deadline = time.monotonic() + 15
+    while not held:
+        assert time.monotonic() < deadline, "the designer never asked for the fields"
+        page.wait_for_timeout(50)
+
+    field = builder.locator(".cond-field").first
+    field.fill("body.to")
+    for route in held:
+        route.continue_()
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('.cond-builder datalist option')]"
+        ".some((o) => o.value === 'body.total')"
+    )
+    assert field.input_value() == "body.to", "the text typed so far was lost"
+    field.press_sequentially("tal")
+    field.press("Tab")
+    ops = builder.locator(".cond-op option").evaluate_all("os => os.map((o) => o.value)")
+    assert "gt" in ops and "contains" not in ops, ops
+    builder.locator(".cond-op").select_option("gt")
+    builder.locator(".cond-value").fill("100")
+    _wait_condition(page, "body.total > 100")
 
 
 RULES = "() => (window.railyardDesigner.model.node('route').config.rules || {})"

@@ -43,14 +43,21 @@ export function conditionBox(o) {
   const addGroup = el("button", { type: "button", className: "btn btn-small cond-add-group", textContent: "+ Or group", disabled: locked });
   box.append(el("div", { className: "cond-title", textContent: o.title || "Conditions" }), groupsEl, addGroup, note, datalist);
   let state = parse(o.text) || null;
+  let stale = false; // the field types arrived while the user was typing in a row
 
   o.fields.then((fields) => {
     for (const f of fields) {
       types.set(f.path, f.type);
       datalist.append(el("option", { value: f.path, label: f.label }));
     }
-    render();
+    // a render replaces the rows' inputs: never under the user's caret (the text typed
+    // so far would be lost); the rows are rendered when the caret leaves them
+    if (groupsEl.contains(document.activeElement)) stale = true;
+    else render();
   }).catch(() => {}); // no field list: fields are typed
+  groupsEl.addEventListener("focusout", (event) => {
+    if (stale && !groupsEl.contains(event.relatedTarget)) render();
+  });
 
   function write() {
     if (locked) return;
@@ -121,6 +128,7 @@ export function conditionBox(o) {
   }
 
   function render() {
+    stale = false;
     groupsEl.replaceChildren();
     note.hidden = Boolean(state);
     groupsEl.hidden = addGroup.hidden = !state;
