@@ -84,7 +84,7 @@ trigger-servers:
 	fi
 
 test: install $(VENV)/.example-plugin $(CHECKOV) chromium trigger-servers lint
-	$(PY) -m pytest -n 2 --dist loadgroup -q $(PYTEST_ARGS); rc=$$?; \
+	$(PY) -m pytest -n 2 --dist loadgroup -q --durations=30 $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing"; exit 1; fi; exit $$rc
 
 # The container image's hash-pinned requirements, exported from pyproject.toml with uv
