@@ -51,7 +51,7 @@ def run_inline(
     state.touch(step.id)
     try:
         config = resolve_config(step.config, step.expressions, rec.input, context)
-        result = inline.evaluate(step, typed_config(inline, config), rec.input)
+        result = inline.evaluate(step, typed_config(inline, config, step.expressions), rec.input)
     except Deferred:  # too long for where it runs: ready again, as before (a worker's)
         rec.move(StepStatus.READY)
         rec.attempts -= 1
@@ -91,7 +91,7 @@ def start_timer(
     if config is None:
         return False
     try:
-        due = timer.due(typed_config(timer, config), now)
+        due = timer.due(typed_config(timer, config, step.expressions), now)
     except NodeError as exc:
         rec.move(StepStatus.RUNNING)
         error = {"message": str(exc), "kind": exc.kind, "field": exc.field}
@@ -125,7 +125,7 @@ def start_call(
     rec.move(StepStatus.RUNNING)
     rec.attempts += 1
     try:
-        data = call.start(typed_config(call, config), rec.input)
+        data = call.start(typed_config(call, config, step.expressions), rec.input)
     except NodeError as exc:
         error = {"message": str(exc), "kind": exc.kind, "field": exc.field}
         finish_failed(step, state, error, now)

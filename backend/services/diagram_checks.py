@@ -21,6 +21,10 @@ decode into its :class:`~backend.engine.nodes.trigger_webhook.WebhookConfig` (a
 ``tolerance`` of 0, a negative ``max_body``, a wrong type), which the endpoint could not
 serve (:func:`webhook_config_diagnostic`).
 
+Before them, for a diagram that compiles, ``invalid_config`` (error, on the field) for a
+step's literal config that its node type's config Struct refuses
+(:mod:`backend.services.config_checks`).
+
 The missing and archived cases are warnings, not errors: an archived workflow can be
 restored before a run needs it, and a reference can be fixed after publishing; until then
 the step fails at run time with an error that says why.
@@ -43,6 +47,7 @@ from backend.auth.policy import Permission
 from backend.db.models import Credential, Workflow
 from backend.engine.nodes.base import NodeError
 from backend.engine.nodes.trigger_webhook import webhook_config
+from backend.services.config_checks import config_diagnostics
 from backend.services.events.kinds import unrunnable
 from backend.services.references import references
 from backend.services.webhook_versions import WEBHOOK_TRIGGER
@@ -246,10 +251,13 @@ async def check(
     reader: Any = None,
 ) -> tuple[WorkflowGraph | None, list[Diagnostic]]:
     """Compile ``diagram`` (expression syntax by ``checker``, expression paths against the
-    upstream output schemas by ``reader`` when given) and add :func:`reference_diagnostics`;
+    upstream output schemas by ``reader`` when given) and add, when it compiled, the
+    literal configs its Structs refuse (:func:`backend.services.config_checks.config_diagnostics`),
+    then :func:`trigger_diagnostics` and :func:`reference_diagnostics`;
     the graph is ``None`` when any diagnostic is an error."""
     graph, diagnostics = compile_diagram(diagram, catalog, checker, reader)
     extra = [
+        *(config_diagnostics(graph, catalog) if graph is not None else []),
         *trigger_diagnostics(diagram, catalog),
         *await reference_diagnostics(session, diagram, catalog),
     ]

@@ -23,12 +23,16 @@ The daylight-saving rule (documented in docs/schedules.md):
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import croniter
 
+from backend.engine.nodes.base import NodeError
+from backend.engine.nodes.config import decode_config
+from backend.engine.nodes.trigger_schedule import ScheduleConfig
 from backend.triggers.cron_dst import is_wildcard, next_wildcard_fire
 
 # the product's one wall-clock rule, shared with the Date & time node (re-exported here)
@@ -63,26 +67,27 @@ class ScheduleSpec:
     enabled: bool = True
 
 
-def parse_spec(config: dict[str, object]) -> ScheduleSpec:
-    """Validate a ``trigger.schedule`` config; raises :class:`ScheduleError`."""
-    mode = str(config.get("mode") or "cron")
-    tz_name = str(config.get("timezone") or "UTC")
+def parse_spec(config: Mapping[str, object]) -> ScheduleSpec:
+    """Validate a ``trigger.schedule`` config (decoded leniently as stored, into
+    :class:`~backend.engine.nodes.trigger_schedule.ScheduleConfig`); raises
+    :class:`ScheduleError` naming the field."""
     try:
-        tz = ZoneInfo(tz_name)
+        given = decode_config(ScheduleConfig, config)
+    except NodeError as exc:
+        raise ScheduleError(str(exc), exc.field or "mode") from None
+    try:
+        tz = ZoneInfo(given.timezone)
     except (ZoneInfoNotFoundError, ValueError) as exc:
-        raise ScheduleError(f"unknown time zone {tz_name!r}", "timezone") from exc
-    catch_up = str(config.get("catch_up") or "skip")
-    if catch_up not in ("skip", "once", "all"):
-        raise ScheduleError("catch_up must be skip, once or all", "catch_up")
+        raise ScheduleError(f"unknown time zone {given.timezone!r}", "timezone") from exc
     common = {
         "tz": tz,
-        "catch_up": catch_up,
-        "misfire_grace": _number(config, "misfire_grace", 60.0),
-        "catch_up_window": _number(config, "catch_up_window", 3600.0),
-        "enabled": config.get("enabled", True) is not False,
+        "catch_up": given.catch_up,
+        "misfire_grace": float(given.misfire_grace),
+        "catch_up_window": float(given.catch_up_window),
+        "enabled": given.enabled,
     }
-    if mode == "cron":
-        expr = " ".join(str(config.get("cron") or "").split())
+    if given.mode == "cron":
+        expr = " ".join((given.cron or "").split())
         fields = expr.split(" ") if expr else []
         if len(fields) not in (5, 6):
             raise ScheduleError("a cron expression has 5 fields, or 6 with seconds first", "cron")
@@ -90,32 +95,18 @@ def parse_spec(config: dict[str, object]) -> ScheduleSpec:
         if not croniter.is_valid(expr, second_at_beginning=seconds_first):
             raise ScheduleError(f"invalid cron expression {expr!r}", "cron")
         return ScheduleSpec(mode="cron", cron=expr, seconds_first=seconds_first, **common)  # type: ignore[arg-type]
-    if mode == "interval":
-        interval = _number(config, "interval_seconds", 0.0)
-        if interval < 1:
+    if given.mode == "interval":
+        if given.interval_seconds is None:
             raise ScheduleError("the interval must be at least 1 second", "interval_seconds")
-        return ScheduleSpec(mode="interval", interval=interval, **common)  # type: ignore[arg-type]
-    if mode == "once":
-        text = str(config.get("at") or "").strip()
-        try:
-            at = datetime.fromisoformat(text)
-        except ValueError as exc:
-            raise ScheduleError("at must be a local date and time, YYYY-MM-DDTHH:MM", "at") from exc
-        if at.tzinfo is not None:
-            at = at.astimezone(tz).replace(tzinfo=None)
-        return ScheduleSpec(mode="once", at=at, **common)  # type: ignore[arg-type]
-    raise ScheduleError("mode must be cron, interval or once", "mode")
-
-
-def _number(config: dict[str, object], name: str, default: float) -> float:
-    value = config.get(name)
-    if value is None or value == "":
-        return default
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ScheduleError(f"{name} must be a number", name)
-    if value < 0:
-        raise ScheduleError(f"{name} must not be negative", name)
-    return float(value)
+        return ScheduleSpec(mode="interval", interval=float(given.interval_seconds), **common)  # type: ignore[arg-type]
+    text = (given.at or "").strip()
+    try:
+        at = datetime.fromisoformat(text)
+    except ValueError as exc:
+        raise ScheduleError("at must be a local date and time, YYYY-MM-DDTHH:MM", "at") from exc
+    if at.tzinfo is not None:
+        at = at.astimezone(tz).replace(tzinfo=None)
+    return ScheduleSpec(mode="once", at=at, **common)  # type: ignore[arg-type]
 
 
 def next_fire(spec: ScheduleSpec, after: datetime, anchor: datetime) -> datetime | None:

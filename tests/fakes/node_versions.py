@@ -9,27 +9,35 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Annotated
 
 import msgspec
 
 from backend.engine.nodes import control_set
-from backend.engine.nodes.base import InlineResult, NodeType
-from backend.engine.nodes.control_set import Set
+from backend.engine.nodes.base import NodeType
+from backend.engine.nodes.config import config_schema
+from backend.engine.nodes.control_set import Set, SetConfig
 from backend.engine.nodes.registry import NodeRegistry
-from designer_schema.graph import Step
+
+
+class SetConfigV2(SetConfig, kw_only=True, frozen=True):
+    """Set version 2's config: ``keep_input`` defaults to true."""
+
+    keep_input: Annotated[bool, msgspec.Meta(title="Keep input fields")] = True
 
 
 class SetKeepingInput(Set):
-    """Set, version 2: ``keep_input`` defaults to true."""
+    """Set, version 2: its config is :class:`SetConfigV2`."""
 
-    def evaluate(self, step: Step, config: dict[str, Any], data: Any) -> InlineResult:
-        return super().evaluate(step, {"keep_input": True, **config}, data)
+    config_type = SetConfigV2
 
 
 SET_V2 = NodeType(
     msgspec.structs.replace(
-        control_set.SPEC, version=2, description="Builds a new object over the input's fields."
+        control_set.SPEC,
+        version=2,
+        description="Builds a new object over the input's fields.",
+        config_schema=config_schema(SetConfigV2),
     ),
     SetKeepingInput(),
 )

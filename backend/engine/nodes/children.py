@@ -15,27 +15,34 @@ concurrency limit is simply the number of unfinished children.
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import Annotated, Any
+
+import msgspec
 
 from backend.engine.model import ChildRun
-from backend.engine.nodes.base import NodeError
 
 _CHILD_NAMESPACE = uuid.UUID("6f1f0c3e-5b7a-4a59-9d0e-2b8f3f7c9a11")
 
-TARGET_PROPERTIES: dict[str, Any] = {
-    "workflow_id": {
-        "type": "string",
-        "title": "Workflow",
-        "description": "The workflow each call runs (one you may run).",
-        "x-workflow-picker": True,
-    },
-    "version": {
-        "type": ["integer", "null"],
-        "title": "Version",
-        "description": "Pinned version number; empty runs the active version.",
-    },
-}
-"""Config-schema properties naming the workflow (and version) a call runs."""
+WorkflowId = Annotated[
+    str,
+    msgspec.Meta(
+        min_length=1,
+        title="Workflow",
+        description="The workflow each call runs (one you may run).",
+        extra_json_schema={"x-workflow-picker": True},
+    ),
+]
+"""The config field naming the workflow a call runs (a workflow id)."""
+
+PinnedVersion = Annotated[
+    int | None,
+    msgspec.Meta(
+        title="Version",
+        description="Pinned version number; empty runs the active version.",
+        extra_json_schema={"type": ["integer", "null"]},
+    ),
+]
+"""The config field pinning the version a call runs (``None``: the active version)."""
 
 
 def child_run_id(run_id: str, step_id: str, index: int) -> str:
@@ -61,22 +68,7 @@ def child_error(child: ChildRun) -> dict[str, Any]:
     }
 
 
-def target(config: dict[str, Any]) -> dict[str, Any]:
-    """The ``workflow_id``/``version``/``wait`` of a call from its resolved ``config``.
-
-    Raises :class:`NodeError` (kind ``invalid_config``) for a missing workflow id or a
-    version that is not a number."""
-    workflow_id = config.get("workflow_id")
-    if not isinstance(workflow_id, str) or not workflow_id:
-        raise NodeError(
-            "workflow_id must name a workflow", kind="invalid_config", field="workflow_id"
-        )
-    version = config.get("version")
-    if version is not None and (isinstance(version, bool) or not isinstance(version, int)):
-        raise NodeError(
-            f"version must be a version number or empty, got {version!r}",
-            kind="invalid_config",
-            field="version",
-        )
-    wait = config.get("wait", True) is not False
+def target(workflow_id: str, version: int | None, wait: bool) -> dict[str, Any]:
+    """The start of a call's durable data: ``{"workflow_id", "version", "wait"}``, from
+    the fields of its decoded config."""
     return {"workflow_id": workflow_id, "version": version, "wait": wait}

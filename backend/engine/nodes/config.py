@@ -8,7 +8,11 @@ description=..., extra_json_schema=...)]``, as connector actions declare theirs
 (:func:`connectors.sdk.schema.config_json_schema` generates both schemas). What the
 designer's form needs beyond msgspec's output is done here, the same way for every node:
 
-- a field ``T | None = None`` (optional, no default) is shown as ``T`` without a default;
+- a field ``T | None = None`` (optional, no default) is shown as ``T`` without a default,
+  and so is any field whose default is ``None`` (an ``Any`` one);
+- a field whose ``extra_json_schema`` gives its own ``type`` (a union the form shows as
+  one control, e.g. the Set's list-or-object *Fields*) keeps that ``type``: msgspec's
+  ``anyOf`` is dropped;
 - ``enum`` lists keep the ``Literal``'s order (msgspec sorts them; the designer shows
   the choices in the order declared);
 - no top-level ``title``/``description`` (the node's label and description say it) and
@@ -16,7 +20,8 @@ designer's form needs beyond msgspec's output is done here, the same way for eve
 
 Behaviours that declare their Struct (``config_type``) get the step's config with its
 expressions evaluated decoded into it when the step starts (:func:`typed_config`), as
-given: ``None`` is a value there, and a string is not a number.
+given (a string is not a number), except that a literal ``None`` is an unset field, as
+the compiler reads it (an expression's ``None`` is a value).
 
 Stored configs (a trigger's, read by the webhook endpoint) were written by every earlier
 designer, so decoding them is lenient where the dict readers were: a ``None`` or
@@ -29,7 +34,7 @@ kind ``invalid_config`` naming the field.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any, Literal, TypeVar, get_args, get_origin, get_type_hints
 
 import msgspec
@@ -37,7 +42,13 @@ import msgspec
 from backend.engine.nodes.base import Behaviour, NodeError
 from connectors.sdk.schema import config_json_schema
 
-__all__ = ["config_schema", "decode_config", "typed_config"]
+__all__ = [
+    "config_schema",
+    "convert_config",
+    "decode_config",
+    "literal_config",
+    "typed_config",
+]
 
 S = TypeVar("S", bound=msgspec.Struct)
 
@@ -59,15 +70,19 @@ def _literal_values(annotation: Any) -> list[Any] | None:
 
 def _collapse_optional(prop: dict[str, Any]) -> dict[str, Any]:
     """``{"anyOf": [X, {"type": "null"}], "default": None, ...}`` as ``X`` (plus the
-    outer keys): an optional field is simply unset in the designer's form."""
+    outer keys): an optional field is simply unset in the designer's form. An ``anyOf``
+    beside a declared ``type`` is left out, and so is a ``None`` default."""
     members = prop.get("anyOf")
-    if not isinstance(members, list) or prop.get("default", 0) is not None:
-        return prop
-    others = [m for m in members if m != {"type": "null"}]
-    if len(others) != 1 or len(others) == len(members):
-        return prop
-    outer = {k: v for k, v in prop.items() if k not in ("anyOf", "default")}
-    return {**others[0], **outer}
+    if isinstance(members, list) and "type" in prop:
+        prop = {k: v for k, v in prop.items() if k != "anyOf"}
+    elif isinstance(members, list) and prop.get("default", 0) is None:
+        others = [m for m in members if m != {"type": "null"}]
+        if len(others) == 1 and len(others) != len(members):
+            outer = {k: v for k, v in prop.items() if k not in ("anyOf", "default")}
+            prop = {**others[0], **outer}
+    if "default" in prop and prop["default"] is None:
+        prop = {k: v for k, v in prop.items() if k != "default"}
+    return prop
 
 
 def config_schema(
@@ -94,15 +109,12 @@ def config_schema(
     return schema
 
 
-def decode_config(struct: type[S], config: Mapping[str, Any], *, stored: bool = True) -> S:
-    """``config`` as ``struct``: a stored node config leniently, a resolved one
-    (``stored=False``) as given (see the module doc).
-
-    Raises :class:`NodeError` (kind ``invalid_config``, ``field`` the config field at
-    fault) when a value does not fit its field or a required one is missing."""
-    given = {k: v for k, v in config.items() if v is not None and v != ""} if stored else config
+def convert_config(struct: type[S], config: Mapping[str, Any], *, strict: bool) -> S:
+    """``config`` converted to ``struct`` by msgspec (``strict``: a string is not a
+    number). Raises :class:`NodeError` (kind ``invalid_config``, ``field`` the config
+    field at fault) when a value does not fit its field or a required one is missing."""
     try:
-        return msgspec.convert(given, struct, strict=not stored)
+        return msgspec.convert(config, struct, strict=strict)
     except msgspec.ValidationError as exc:
         message = str(exc)
         found = _AT.search(message)
@@ -115,9 +127,31 @@ def decode_config(struct: type[S], config: Mapping[str, Any], *, stored: bool = 
         ) from None
 
 
-def typed_config(behaviour: Behaviour, config: dict[str, Any]) -> Any:
+def decode_config(struct: type[S], config: Mapping[str, Any], *, stored: bool = True) -> S:
+    """``config`` as ``struct``: a stored node config leniently, a resolved one
+    (``stored=False``) as given (see the module doc).
+
+    Raises :class:`NodeError` (kind ``invalid_config``, ``field`` the config field at
+    fault) when a value does not fit its field or a required one is missing."""
+    given = {k: v for k, v in config.items() if v is not None and v != ""} if stored else config
+    return convert_config(struct, given, strict=not stored)
+
+
+def literal_config(config: Mapping[str, Any], expressions: Collection[str]) -> dict[str, Any]:
+    """``config`` without the literal ``None`` values: a compiled step's ``None`` is an
+    unset field (:mod:`designer_schema.node_compiler`), unless the field is an
+    expression (``expressions``: its paths), whose value ``None`` is given."""
+    return {k: v for k, v in config.items() if v is not None or k in expressions}
+
+
+def typed_config(
+    behaviour: Behaviour, config: dict[str, Any], expressions: Collection[str] = ()
+) -> Any:
     """The resolved ``config`` of a step as ``behaviour`` takes it: decoded into its
-    ``config_type`` (``stored=False``), or the dict itself when it declares none.
-    Raises :class:`NodeError` (``invalid_config``) naming the field."""
+    ``config_type`` as given (a literal ``None`` being unset: :func:`literal_config`;
+    ``expressions`` the step's expression paths), or the dict itself when it declares
+    none. Raises :class:`NodeError` (``invalid_config``) naming the field."""
     struct = behaviour.config_type
-    return config if struct is None else decode_config(struct, config, stored=False)
+    if struct is None:
+        return config
+    return convert_config(struct, literal_config(config, expressions), strict=True)

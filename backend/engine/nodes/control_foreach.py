@@ -14,7 +14,9 @@ succeeds with ``{"run_ids": [...]}``.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Annotated, Any, Literal
+
+import msgspec
 
 from backend.engine.model import ChildRun, ChildSummary
 from backend.engine.nodes.base import (
@@ -23,12 +25,41 @@ from backend.engine.nodes.base import (
     CallProgress,
     CallSucceeded,
     CallWaiting,
-    NodeError,
     NodeType,
 )
-from backend.engine.nodes.children import TARGET_PROPERTIES, child_error, child_failed, target
+from backend.engine.nodes.children import (
+    PinnedVersion,
+    WorkflowId,
+    child_error,
+    child_failed,
+    target,
+)
+from backend.engine.nodes.config import config_schema
 from backend.engine.states import RunStatus
 from designer_schema.catalog import NodeTypeSpec
+
+
+class ForeachConfig(msgspec.Struct, kw_only=True, frozen=True):
+    """``items`` (a list), the body's ``workflow_id`` and ``version``, ``wait``,
+    ``concurrency`` (>= 1) and ``on_item_error``."""
+
+    items: Annotated[
+        list[Any], msgspec.Meta(title="Items", description="A list, e.g. =body.orders")
+    ]
+    workflow_id: WorkflowId
+    version: PinnedVersion = None
+    wait: Annotated[bool, msgspec.Meta(title="Wait for all items")] = True
+    concurrency: Annotated[int, msgspec.Meta(ge=1, title="Concurrency")] = 1
+    on_item_error: Annotated[
+        Literal["stop", "continue"],
+        msgspec.Meta(
+            title="On item error",
+            extra_json_schema={
+                "x-enum-labels": {"stop": "Stop", "continue": "Continue with the next items"}
+            },
+        ),
+    ] = "stop"
+
 
 SPEC = NodeTypeSpec(
     type="control.foreach",
@@ -38,21 +69,7 @@ SPEC = NodeTypeSpec(
     icon="repeat",
     description="Runs a body workflow once per list item; outputs the results in item order.",
     config_schema={
-        "type": "object",
-        "properties": {
-            "items": {"title": "Items", "description": "A list, e.g. =body.orders"},
-            **TARGET_PROPERTIES,
-            "wait": {"type": "boolean", "default": True, "title": "Wait for all items"},
-            "concurrency": {"type": "integer", "default": 1, "minimum": 1, "title": "Concurrency"},
-            "on_item_error": {
-                "type": "string",
-                "enum": ["stop", "continue"],
-                "x-enum-labels": {"stop": "Stop", "continue": "Continue with the next items"},
-                "default": "stop",
-                "title": "On item error",
-            },
-        },
-        "required": ["items", "workflow_id"],
+        **config_schema(ForeachConfig),
         # what each child run receives (designer_schema.dataflow: shown in the panel)
         "x-child-input": {
             "type": "object",
@@ -82,25 +99,13 @@ def _child_input(item: Any, index: int, data: Any) -> dict[str, Any]:
 class Foreach(CallBehaviour):
     """One child run per item, at most ``concurrency`` unfinished at once."""
 
-    def start(self, config: dict[str, Any], data: Any) -> dict[str, Any]:
-        call = target(config)
-        items = config.get("items")
-        if not isinstance(items, list):
-            raise NodeError(
-                f"items must be a list, got {type(items).__name__}",
-                kind="invalid_config",
-                field="items",
-            )
-        concurrency = config.get("concurrency") or 1
-        if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
-            raise NodeError(
-                f"concurrency must be an integer >= 1, got {concurrency!r}",
-                kind="invalid_config",
-                field="concurrency",
-            )
-        call["items"] = items
-        call["concurrency"] = concurrency
-        call["on_item_error"] = config.get("on_item_error") or "stop"
+    config_type = ForeachConfig
+
+    def start(self, config: ForeachConfig, data: Any) -> dict[str, Any]:
+        call = target(config.workflow_id, config.version, config.wait)
+        call["items"] = config.items
+        call["concurrency"] = config.concurrency
+        call["on_item_error"] = config.on_item_error
         return call
 
     def forget(self, call: Mapping[str, Any], data: Any) -> list[Any]:

@@ -12,11 +12,35 @@ even when only one branch arrived.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar, Literal
+
+import msgspec
 
 from backend.engine.nodes.base import InlineBehaviour, InlineResult, NodeType
+from backend.engine.nodes.config import config_schema
 from designer_schema.catalog import NodeTypeSpec
 from designer_schema.graph import Step
+
+
+class JoinConfig(msgspec.Struct, kw_only=True, frozen=True):
+    """``mode`` and ``count``: what the join waits for (the compiler reads them into the
+    step's join spec; the behaviour needs neither)."""
+
+    mode: Annotated[
+        Literal["all", "first", "n_of_m"],
+        msgspec.Meta(
+            title="Wait for",
+            extra_json_schema={
+                "x-enum-labels": {
+                    "all": "All activated branches",
+                    "first": "First arrival",
+                    "n_of_m": "N of the branches",
+                }
+            },
+        ),
+    ] = "all"
+    count: Annotated[int, msgspec.Meta(title="N (for n_of_m)")] = 1
+
 
 SPEC = NodeTypeSpec(
     type="control.join",
@@ -28,23 +52,7 @@ SPEC = NodeTypeSpec(
         "Waits for incoming branches (all activated, first arrival, or N of M) and outputs "
         "an object keyed by the arrived steps' ids."
     ),
-    config_schema={
-        "type": "object",
-        "properties": {
-            "mode": {
-                "type": "string",
-                "enum": ["all", "first", "n_of_m"],
-                "x-enum-labels": {
-                    "all": "All activated branches",
-                    "first": "First arrival",
-                    "n_of_m": "N of the branches",
-                },
-                "default": "all",
-                "title": "Wait for",
-            },
-            "count": {"type": "integer", "default": 1, "title": "N (for n_of_m)"},
-        },
-    },
+    config_schema=config_schema(JoinConfig),
     config_join=True,
     output_schema={
         "type": "object",
@@ -59,8 +67,9 @@ class Join(InlineBehaviour):
     """Passes on its keyed input."""
 
     keyed_input: ClassVar[bool] = True
+    config_type = JoinConfig
 
-    def evaluate(self, step: Step, config: dict[str, Any], data: Any) -> InlineResult:
+    def evaluate(self, step: Step, config: JoinConfig, data: Any) -> InlineResult:
         return InlineResult(data)
 
 

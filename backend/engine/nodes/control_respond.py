@@ -2,16 +2,58 @@
 
 ``status`` (an HTTP status code, default 200), ``headers`` (object) and ``body`` (default:
 the step input) become the run's webhook response and the step's output
-``{"status", "headers", "body"}``.
+``{"status", "headers", "body"}``. A literal ``null`` is an unset field (the compiler's
+rule): only a ``body`` expression whose value is ``null`` answers ``null``.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from backend.engine.nodes.base import InlineBehaviour, InlineResult, NodeError, NodeType
+import msgspec
+
+from backend.engine.nodes.base import InlineBehaviour, InlineResult, NodeType
+from backend.engine.nodes.config import config_schema
 from designer_schema.catalog import NodeTypeSpec
 from designer_schema.graph import Step
+
+DEFAULT_STATUS = 200
+
+
+class RespondConfig(msgspec.Struct, kw_only=True, frozen=True):
+    """``status`` (100-599; ``None``: 200), ``headers`` (name -> value, sent as text;
+    ``None``: none) and ``body`` (any JSON value; unset: the step input)."""
+
+    status: (
+        Annotated[
+            int,
+            msgspec.Meta(
+                ge=100, le=599, title="Status code", extra_json_schema={"default": DEFAULT_STATUS}
+            ),
+        ]
+        | None
+    ) = None
+    headers: (
+        Annotated[
+            dict[str, Any],
+            msgspec.Meta(
+                title="Headers", extra_json_schema={"additionalProperties": {"type": "string"}}
+            ),
+        ]
+        | None
+    ) = None
+    body: (
+        Annotated[
+            Any,
+            msgspec.Meta(
+                title="Body", description="JSON value or =expression; empty sends the step input"
+            ),
+        ]
+        | msgspec.UnsetType
+    ) = msgspec.UNSET
+
+
+_SCHEMA = config_schema(RespondConfig)
 
 SPEC = NodeTypeSpec(
     type="control.respond",
@@ -21,19 +63,7 @@ SPEC = NodeTypeSpec(
     icon="reply",
     description="Sets the HTTP response of a webhook trigger that waits for it.",
     config_schema={
-        "type": "object",
-        "properties": {
-            "status": {"type": "integer", "default": 200, "title": "Status code"},
-            "headers": {
-                "type": "object",
-                "additionalProperties": {"type": "string"},
-                "title": "Headers",
-            },
-            "body": {
-                "title": "Body",
-                "description": "JSON value or =expression; empty sends the step input",
-            },
-        },
+        **_SCHEMA,
         # designer_schema.ignored: without a Webhook that waits for it, nothing is answered
         "x-requires-trigger": {
             "type": "trigger.webhook",
@@ -56,19 +86,13 @@ SPEC = NodeTypeSpec(
 class Respond(InlineBehaviour):
     """Records the webhook response on the run."""
 
-    def evaluate(self, step: Step, config: dict[str, Any], data: Any) -> InlineResult:
-        status = config.get("status", 200)
-        if status is None:
-            status = 200
-        if not isinstance(status, int) or isinstance(status, bool) or not 100 <= status <= 599:
-            raise NodeError(f"status must be an HTTP status code, got {status!r}", field="status")
-        headers = config.get("headers") or {}
-        if not isinstance(headers, dict):
-            raise NodeError("headers must be an object", field="headers")
+    config_type = RespondConfig
+
+    def evaluate(self, step: Step, config: RespondConfig, data: Any) -> InlineResult:
         response = {
-            "status": status,
-            "headers": {str(k): str(v) for k, v in headers.items()},
-            "body": config["body"] if "body" in config else data,
+            "status": DEFAULT_STATUS if config.status is None else config.status,
+            "headers": {str(k): str(v) for k, v in (config.headers or {}).items()},
+            "body": data if config.body is msgspec.UNSET else config.body,
         }
         return InlineResult(response, ("out",), response)
 

@@ -9,12 +9,31 @@ no value and null alike, so a null result is left out too).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from backend.engine.nodes.base import InlineBehaviour, InlineResult, NodeError, NodeType
+import msgspec
+
+from backend.engine.nodes.base import InlineBehaviour, InlineResult, NodeType
+from backend.engine.nodes.config import config_schema
 from designer_schema.catalog import NodeTypeSpec
 from designer_schema.graph import Step
 from designer_schema.ordered_fields import field_entries, ordered_fields_schema
+
+
+class SetConfig(msgspec.Struct, kw_only=True, frozen=True):
+    """``mapping``: the ordered field list (a list of ``{"name", "value"}`` entries, or
+    an object in older configs); ``keep_input``: merge the mapping over the input."""
+
+    mapping: Annotated[
+        list[Any] | dict[str, Any],
+        msgspec.Meta(
+            extra_json_schema=ordered_fields_schema(
+                "Fields", "Field name -> value, in order; =expression values are computed."
+            )
+        ),
+    ]
+    keep_input: Annotated[bool, msgspec.Meta(title="Keep input fields")] = False
+
 
 SPEC = NodeTypeSpec(
     type="control.set",
@@ -23,20 +42,7 @@ SPEC = NodeTypeSpec(
     category="Data",
     icon="pencil",
     description="Builds a new object: each field is a literal or a JSONata expression.",
-    config_schema={
-        "type": "object",
-        "properties": {
-            "mapping": ordered_fields_schema(
-                "Fields", "Field name -> value, in order; =expression values are computed."
-            ),
-            "keep_input": {
-                "type": "boolean",
-                "default": False,
-                "title": "Keep input fields",
-            },
-        },
-        "required": ["mapping"],
-    },
+    config_schema=config_schema(SetConfig),
     expression_fields=("mapping",),
     output_schema={
         "type": "object",
@@ -50,12 +56,12 @@ SPEC = NodeTypeSpec(
 class Set(InlineBehaviour):
     """Outputs the mapped object."""
 
-    def evaluate(self, step: Step, config: dict[str, Any], data: Any) -> InlineResult:
-        entries = field_entries(config.get("mapping") or {})
-        if entries is None:
-            raise NodeError("mapping must be a list of fields (or an object)", field="mapping")
+    config_type = SetConfig
+
+    def evaluate(self, step: Step, config: SetConfig, data: Any) -> InlineResult:
+        entries = field_entries(config.mapping) or []  # the Struct admits only its two forms
         output: dict[str, Any] = {}
-        if config.get("keep_input") and isinstance(data, dict):
+        if config.keep_input and isinstance(data, dict):
             output.update(data)
         output.update(
             (name, value)

@@ -3,11 +3,23 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
+
+import msgspec
 
 from backend.engine.nodes.base import InlineBehaviour, InlineResult, NodeError, NodeType
+from backend.engine.nodes.config import config_schema
 from designer_schema.catalog import NodeTypeSpec
 from designer_schema.graph import Step
+
+
+class StopErrorConfig(msgspec.Struct, kw_only=True, frozen=True):
+    """``message`` (text, or an expression's value of any type, shown as text; empty:
+    ``stopped``) and ``error_kind`` (empty: ``stop_error``)."""
+
+    message: Annotated[Any, msgspec.Meta(title="Message", extra_json_schema={"type": "string"})]
+    error_kind: Annotated[str, msgspec.Meta(title="Error kind")] = "stop_error"
+
 
 SPEC = NodeTypeSpec(
     type="control.stop_error",
@@ -17,14 +29,7 @@ SPEC = NodeTypeSpec(
     icon="octagon-x",
     description="Fails the run with a message.",
     outputs=(),
-    config_schema={
-        "type": "object",
-        "properties": {
-            "message": {"type": "string", "title": "Message"},
-            "error_kind": {"type": "string", "default": "stop_error", "title": "Error kind"},
-        },
-        "required": ["message"],
-    },
+    config_schema=config_schema(StopErrorConfig),
     expression_fields=("message",),
     output_schema={"description": "None: the step always fails."},
 )
@@ -33,9 +38,10 @@ SPEC = NodeTypeSpec(
 class StopError(InlineBehaviour):
     """Always raises :class:`NodeError`."""
 
-    def evaluate(self, step: Step, config: dict[str, Any], data: Any) -> InlineResult:
-        kind = config.get("error_kind") or "stop_error"
-        raise NodeError(str(config.get("message") or "stopped"), kind=str(kind))
+    config_type = StopErrorConfig
+
+    def evaluate(self, step: Step, config: StopErrorConfig, data: Any) -> InlineResult:
+        raise NodeError(str(config.message or "stopped"), kind=config.error_kind or "stop_error")
 
 
 NODE = NodeType(SPEC, StopError())

@@ -11,7 +11,9 @@ fire and forget, the step succeeds at once with ``{"run_id": child}``); ``input`
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Annotated, Any
+
+import msgspec
 
 from backend.engine.model import ChildRun, ChildSummary
 from backend.engine.nodes.base import (
@@ -22,8 +24,31 @@ from backend.engine.nodes.base import (
     CallWaiting,
     NodeType,
 )
-from backend.engine.nodes.children import TARGET_PROPERTIES, child_error, child_failed, target
+from backend.engine.nodes.children import (
+    PinnedVersion,
+    WorkflowId,
+    child_error,
+    child_failed,
+    target,
+)
+from backend.engine.nodes.config import config_schema
 from designer_schema.catalog import NodeTypeSpec
+
+
+class SubworkflowConfig(msgspec.Struct, kw_only=True, frozen=True):
+    """``workflow_id``, ``version`` (``None``: the active one), ``wait`` and ``input``
+    (any JSON value; unset: the step input)."""
+
+    workflow_id: WorkflowId
+    version: PinnedVersion = None
+    wait: Annotated[bool, msgspec.Meta(title="Wait for completion")] = True
+    input: (
+        Annotated[
+            Any, msgspec.Meta(title="Input", description="Child input; empty sends the step input")
+        ]
+        | msgspec.UnsetType
+    ) = msgspec.UNSET
+
 
 SPEC = NodeTypeSpec(
     type="control.subworkflow",
@@ -33,13 +58,7 @@ SPEC = NodeTypeSpec(
     icon="workflow",
     description="Runs another workflow as a child run; waits for it or fires and forgets.",
     config_schema={
-        "type": "object",
-        "properties": {
-            **TARGET_PROPERTIES,
-            "wait": {"type": "boolean", "default": True, "title": "Wait for completion"},
-            "input": {"title": "Input", "description": "Child input; empty sends the step input"},
-        },
-        "required": ["workflow_id"],
+        **config_schema(SubworkflowConfig),
         # what the child run receives (designer_schema.dataflow: shown in the panel)
         "x-child-input": {"x-field-or-input": "input"},
     },
@@ -53,10 +72,12 @@ SPEC = NodeTypeSpec(
 class Subworkflow(CallBehaviour):
     """One child run (index 0)."""
 
-    def start(self, config: dict[str, Any], data: Any) -> dict[str, Any]:
-        call = target(config)
-        child_input = config.get("input")
-        call["input"] = data if child_input is None else child_input
+    config_type = SubworkflowConfig
+
+    def start(self, config: SubworkflowConfig, data: Any) -> dict[str, Any]:
+        call = target(config.workflow_id, config.version, config.wait)
+        given = config.input
+        call["input"] = data if given is None or given is msgspec.UNSET else given
         return call
 
     def forget(self, call: Mapping[str, Any], data: Any) -> list[Any]:

@@ -11,20 +11,56 @@ matching case (multi-choice: several branches run in parallel). No match takes
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any, Literal
+
+import msgspec
 
 from backend.engine.nodes.base import (
     SAME_AS_INPUT,
     InlineBehaviour,
     InlineResult,
-    NodeError,
     NodeType,
     truthy,
 )
+from backend.engine.nodes.config import config_schema
 from designer_schema.catalog import NodeTypeSpec
 from designer_schema.graph import Step
 
 DEFAULT_PORT = "default"
+
+
+class SwitchConfig(msgspec.Struct, kw_only=True, frozen=True):
+    """``value`` (any JSON value, usually an expression), ``cases`` (case names, required),
+    ``rules`` (case name -> condition value; ``None``: match by ``value``) and ``mode``."""
+
+    value: Annotated[
+        Any, msgspec.Meta(title="Value", description="Matched against case names, e.g. =body.kind")
+    ] = None
+    cases: Annotated[
+        list[str],
+        msgspec.Meta(title="Cases", description="Case names; each becomes an output port."),
+    ]
+    rules: (
+        Annotated[
+            dict[str, Any],
+            msgspec.Meta(
+                title="Rules",
+                description="Case name -> condition (=expression); overrides Value.",
+                extra_json_schema={"additionalProperties": True},
+            ),
+        ]
+        | None
+    ) = None
+    mode: Annotated[
+        Literal["first", "all"],
+        msgspec.Meta(
+            title="Match",
+            extra_json_schema={
+                "x-enum-labels": {"first": "First matching case", "all": "All matching cases"}
+            },
+        ),
+    ] = "first"
+
 
 SPEC = NodeTypeSpec(
     type="control.switch",
@@ -37,35 +73,7 @@ SPEC = NodeTypeSpec(
     ),
     outputs=(DEFAULT_PORT,),
     dynamic_outputs="cases",
-    config_schema={
-        "type": "object",
-        "properties": {
-            "value": {
-                "title": "Value",
-                "description": "Matched against case names, e.g. =body.kind",
-            },
-            "cases": {
-                "type": "array",
-                "items": {"type": "string"},
-                "title": "Cases",
-                "description": "Case names; each becomes an output port.",
-            },
-            "rules": {
-                "type": "object",
-                "additionalProperties": True,
-                "title": "Rules",
-                "description": "Case name -> condition (=expression); overrides Value.",
-            },
-            "mode": {
-                "type": "string",
-                "enum": ["first", "all"],
-                "x-enum-labels": {"first": "First matching case", "all": "All matching cases"},
-                "default": "first",
-                "title": "Match",
-            },
-        },
-        "required": ["cases"],
-    },
+    config_schema=config_schema(SwitchConfig),
     expression_fields=("value", "rules"),
     output_schema=SAME_AS_INPUT,
 )
@@ -74,24 +82,23 @@ SPEC = NodeTypeSpec(
 class Switch(InlineBehaviour):
     """Takes the matching case ports (see the module docstring)."""
 
-    def evaluate(self, step: Step, config: dict[str, Any], data: Any) -> InlineResult:
+    config_type = SwitchConfig
+
+    def evaluate(self, step: Step, config: SwitchConfig, data: Any) -> InlineResult:
         return InlineResult(data, _ports(config))
 
 
-def _ports(config: dict[str, Any]) -> tuple[str, ...]:
-    cases = [c for c in config.get("cases") or [] if isinstance(c, str)]
-    rules = config.get("rules")
-    if rules is not None and not isinstance(rules, dict):
-        raise NodeError("rules must be an object of case -> condition", field="rules")
+def _ports(config: SwitchConfig) -> tuple[str, ...]:
+    rules = config.rules
     if rules:
-        matched = [c for c in cases if truthy(rules.get(c))]
+        matched = [c for c in config.cases if truthy(rules.get(c))]
     else:
-        value = config.get("value")
+        value = config.value
         text = value if isinstance(value, str) else None if value is None else _text(value)
-        matched = [c for c in cases if c == text]
+        matched = [c for c in config.cases if c == text]
     if not matched:
         return (DEFAULT_PORT,)
-    return tuple(matched) if config.get("mode") == "all" else (matched[0],)
+    return tuple(matched) if config.mode == "all" else (matched[0],)
 
 
 def _text(value: Any) -> str:

@@ -12,17 +12,28 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
+
 from backend.engine.nodes.base import InlineBehaviour, InlineResult
 from designer_schema.graph import Step
 
 PINNED_TYPE = "test.pinned"
 
 
+class PinnedConfig(msgspec.Struct, kw_only=True, frozen=True):
+    """``data``: the pinned output; ``port``: the output port it leaves by (empty: ``out``)."""
+
+    data: Any = None
+    port: str = "out"
+
+
 class Pinned(InlineBehaviour):
     """Outputs the pinned data (``config.data``) through ``config.port`` (default ``out``)."""
 
-    def evaluate(self, step: Step, config: dict[str, Any], data: Any) -> InlineResult:
-        return InlineResult(config.get("data"), (str(config.get("port") or "out"),))
+    config_type = PinnedConfig
+
+    def evaluate(self, step: Step, config: PinnedConfig, data: Any) -> InlineResult:
+        return InlineResult(config.data, (config.port or "out",))
 
 
 PINNED = Pinned()

@@ -13,8 +13,31 @@ checked against it.
 
 from __future__ import annotations
 
+from typing import Annotated, Any
+
+import msgspec
+
 from backend.engine.nodes.base import NodeType, TriggerBehaviour
+from backend.engine.nodes.config import config_schema
 from designer_schema.catalog import NodeTypeSpec
+
+
+class ManualConfig(msgspec.Struct, kw_only=True, frozen=True):
+    """``input_schema``: a JSON Schema object describing the run input (``None``: none)."""
+
+    input_schema: (
+        Annotated[
+            dict[str, Any],
+            msgspec.Meta(
+                title="Input schema",
+                description="JSON Schema of the run input, e.g. what a For each or "
+                "Sub-workflow caller passes (its settings show it); expressions reading "
+                "fields it lacks are errors",
+            ),
+        ]
+        | None
+    ) = None
+
 
 SPEC = NodeTypeSpec(
     type="trigger.manual",
@@ -25,19 +48,15 @@ SPEC = NodeTypeSpec(
     description="Starts a run from the designer's Run button or the API; output is the input.",
     inputs=(),
     outputs=("out",),
-    config_schema={
-        "type": "object",
-        "properties": {
-            "input_schema": {
-                "type": "object",
-                "title": "Input schema",
-                "description": "JSON Schema of the run input, e.g. what a For each or "
-                "Sub-workflow caller passes (its settings show it); expressions reading "
-                "fields it lacks are errors",
-            }
-        },
-    },
+    config_schema=config_schema(ManualConfig),
     output_schema={"description": "The run input, as sent.", "x-schema-from": "input_schema"},
 )
 
-NODE = NodeType(SPEC, TriggerBehaviour())
+
+class Manual(TriggerBehaviour):
+    """Its step completes with the run input; its config is a :class:`ManualConfig`."""
+
+    config_type = ManualConfig
+
+
+NODE = NodeType(SPEC, Manual())

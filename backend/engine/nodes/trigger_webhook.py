@@ -381,7 +381,15 @@ SPEC = NodeTypeSpec(
     config_schema=_schema(1),
 )
 
-NODE = NodeType(SPEC, TriggerBehaviour())
+
+class Webhook(TriggerBehaviour):
+    """Its step completes with the run input; its config is a :class:`WebhookConfig`
+    (an earlier version's step reads only that version's fields: :func:`webhook_config`)."""
+
+    config_type = WebhookConfig
+
+
+NODE = NodeType(SPEC, Webhook())
 
 _STRING_OR_NULL: dict[str, object] = {"type": ["string", "null"]}
 
@@ -430,7 +438,7 @@ SPEC_V2 = msgspec.structs.replace(
     config_schema=_schema(2),
 )
 
-NODE_V2 = NodeType(SPEC_V2, TriggerBehaviour())
+NODE_V2 = NodeType(SPEC_V2, Webhook())
 
 SPEC_V3 = msgspec.structs.replace(
     SPEC_V2,
@@ -438,7 +446,7 @@ SPEC_V3 = msgspec.structs.replace(
     config_schema=_schema(3),
 )
 
-NODE_V3 = NodeType(SPEC_V3, TriggerBehaviour())
+NODE_V3 = NodeType(SPEC_V3, Webhook())
 
 BODY_ERRORS = "body_errors"
 """Run input key (version 4, ``mark_invalid``): how the body breaks ``body_schema``, a
@@ -452,7 +460,7 @@ SPEC_V4 = msgspec.structs.replace(
 )
 
 
-class WebhookV4(TriggerBehaviour):
+class WebhookV4(Webhook):
     """Version 4: a run whose input carries :data:`BODY_ERRORS` (the endpoint found the
     body breaking the body schema, mode ``mark_invalid``) fails at its trigger step with
     kind ``invalid_body``, naming the first field and listing them all."""

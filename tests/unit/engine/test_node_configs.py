@@ -3,6 +3,7 @@ value come from one msgspec Struct; stored configs decode as the dict readers re
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Annotated, Any, Literal
 
 import msgspec
@@ -150,9 +151,9 @@ def test_an_if_takes_the_condition_value_of_any_type() -> None:
 
     step: Any = None
     behaviour = If()
-    assert behaviour.evaluate(step, typed_config(behaviour, {"condition": None}), 1).ports == (
-        "false",
-    )
+    as_expression = ("condition",)  # a literal None is unset: the field is required
+    none = typed_config(behaviour, {"condition": None}, as_expression)
+    assert behaviour.evaluate(step, none, 1).ports == ("false",)
     assert behaviour.evaluate(step, typed_config(behaviour, {"condition": [0, 1]}), 1).ports == (
         "true",
     )
@@ -182,3 +183,88 @@ def test_a_timer_step_with_a_value_that_does_not_fit_fails_naming_the_field() ->
         assert failed.error is not None
         assert (failed.error["kind"], failed.error["field"]) == ("invalid_config", field)
         assert f"invalid config: {field}: " in failed.error["message"]
+
+
+def _evaluate(
+    behaviour: Any, config: dict[str, Any], data: Any = None, expressions: tuple[str, ...] = ()
+) -> Any:
+    """``behaviour`` evaluated on ``config`` decoded as the engine decodes it
+    (``expressions``: the fields that held an expression)."""
+    from backend.engine.nodes.config import typed_config
+
+    step: Any = SimpleNamespace(expressions=dict.fromkeys(expressions, "x"))
+    return behaviour.evaluate(step, typed_config(behaviour, config, expressions), data)
+
+
+def test_flow_nodes_get_their_struct_and_a_value_that_does_not_fit_names_its_field() -> None:
+    from backend.engine.nodes.control_respond import Respond
+    from backend.engine.nodes.control_set import Set
+    from backend.engine.nodes.control_stop_error import StopError
+    from backend.engine.nodes.control_switch import Switch
+
+    respond = Respond()
+    assert _evaluate(respond, {"status": None, "headers": {"n": 1}}, "in").output == {
+        "status": 200,
+        "headers": {"n": "1"},
+        "body": "in",
+    }
+    answered = _evaluate(respond, {"status": 201, "body": None}, "in", ("body",)).response
+    assert answered["body"] is None  # an expression's null is sent
+    assert _evaluate(respond, {"body": None}, "in").response["body"] == "in"  # literal: unset
+    switch = Switch()
+    assert _evaluate(switch, {"cases": ["a", "1"], "value": 1.0}).ports == ("1",)
+    assert _evaluate(switch, {"cases": ["a", "b"], "rules": {"a": 1, "b": 1}}).ports == ("a",)
+    all_mode = {"cases": ["a", "b"], "rules": {"a": 1, "b": 1}, "mode": "all"}
+    assert _evaluate(switch, all_mode).ports == ("a", "b")
+    assert _evaluate(switch, {"cases": ["a"], "value": "z"}).ports == ("default",)
+    assert _evaluate(
+        Set(), {"mapping": [{"name": "x", "value": 1}], "keep_input": True}, {"y": 2}
+    ).output == {"y": 2, "x": 1}
+    with pytest.raises(NodeError) as stopped:
+        _evaluate(StopError(), {"message": 42, "error_kind": ""})
+    assert (str(stopped.value), stopped.value.kind) == ("42", "stop_error")
+    for behaviour, config, field in (
+        (respond, {"status": 700}, "status"),
+        (respond, {"headers": ["x"]}, "headers"),
+        (switch, {"cases": ["a"], "rules": "x"}, "rules"),
+        (switch, {"cases": "a"}, "cases"),
+        (switch, {"cases": ["a"], "mode": "some"}, "mode"),
+        (Set(), {"mapping": "x"}, "mapping"),
+        (Set(), {}, "mapping"),
+    ):
+        with pytest.raises(NodeError) as caught:
+            _evaluate(behaviour, config)
+        assert (caught.value.kind, caught.value.field) == ("invalid_config", field)
+
+
+def test_every_node_type_takes_a_struct_and_its_designer_fields_come_from_it() -> None:
+    """The designer's field declarations and the value a behaviour works with cannot
+    drift: every built-in node type version declares its config Struct and its spec's
+    fields (those its version has), their order and ``required`` are the Struct's; a
+    connector action's fields are its Struct's by construction, checked here too."""
+    from backend.engine.nodes import BUILTIN_NODES
+    from backend.services.node_reference import builtin_catalog
+    from connectors.sdk.schema import config_json_schema
+
+    for built_in in BUILTIN_NODES:
+        struct = built_in.behaviour.config_type
+        assert struct is not None, built_in.key
+        derived = config_schema(struct)
+        declared = built_in.spec.config_schema
+        fields = list(declared["properties"])
+        assert fields == [name for name in derived["properties"] if name in fields]
+        assert all(declared["properties"][n] == derived["properties"][n] for n in fields)
+        assert declared.get("required", []) == [
+            n for n in derived.get("required", []) if n in fields
+        ]
+        assert set(built_in.spec.expression_fields) <= set(fields), built_in.key
+    catalog = builtin_catalog()
+    for (node_type, version), action in catalog.actions.items():
+        if not isinstance(action.config_type, type) or action.config_type is dict:
+            continue  # an imported OpenAPI operation: its fields are the operation's
+        properties = config_json_schema(action.config_type)["properties"]
+        spec = catalog.get(node_type)
+        if spec is None or spec.version != version:
+            continue
+        shown = {k: v for k, v in spec.config_schema["properties"].items() if k != "on_error"}
+        assert shown == {k: v for k, v in properties.items() if k != "on_error"}, node_type
