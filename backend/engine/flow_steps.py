@@ -162,6 +162,43 @@ def request_child(state: RunState, step_id: str, index: int, child_input: Any) -
     return run_id
 
 
+REFUSED = "refused"
+"""Key of a calling step's data that holds the children the store refused, by index:
+``{"<index>": <error>}`` (the called workflow not found, archived or not granted when the
+child was to start). A refused child has no run row; recording it with the step keeps it
+failed in every later pass, as a child run's row would."""
+
+
+def refuse_child(state: RunState, step_id: str, index: int, error: dict[str, Any]) -> None:
+    """Record that child ``index`` of call step ``step_id`` was refused with ``error``
+    (see :data:`REFUSED`); the step record is written with the run's change."""
+    rec = state.step(step_id)
+    data = dict(rec.data or {})  # a new container: the old one may be a stored payload's
+    data[REFUSED] = {**(data.get(REFUSED) or {}), str(index): error}
+    rec.data = data
+    state.touch(step_id)
+
+
+def refused_children(state_run_id: str, step_id: str, data: Any) -> dict[int, ChildRun]:
+    """The refused children of call step ``step_id`` (:data:`REFUSED`) as failed
+    :class:`ChildRun`, by index."""
+    refused = (data or {}).get(REFUSED) if isinstance(data, dict) else None
+    return {
+        int(i): ChildRun(
+            step_id, int(i), child_run_id(state_run_id, step_id, int(i)), "failed", None, error
+        )
+        for i, error in (refused or {}).items()
+    }
+
+
+def _children_of(state: RunState, step_id: str, data: Any) -> dict[int, ChildRun]:
+    """The children of call step ``step_id`` the engine sees: those the store listed and
+    those it refused."""
+    children = refused_children(state.run_id, step_id, data)
+    children.update((c.index, c) for c in state.children.get(step_id, []))
+    return children
+
+
 def outputs_wanted(
     graph: WorkflowGraph,
     records: Mapping[str, StepRecord],
@@ -183,7 +220,9 @@ def outputs_wanted(
         call = nodes.behaviour(graph.step(sid))
         if not isinstance(call, CallBehaviour):
             continue
-        entries = children.get(sid, [])
+        refused = refused_children("", sid, rec.data)
+        entries = [c for c in children.get(sid, []) if c.index not in refused]
+        entries += refused.values()
         count = len(entries) + summaries.get(sid, ChildSummary()).succeeded
         if count >= call.children_total(rec.data) and all(
             RunStatus(c.status).terminal for c in entries
@@ -212,7 +251,7 @@ def progress_calls(
         if not isinstance(call, CallBehaviour):
             calls.remove(sid)
             continue
-        children = {c.index: c for c in state.children.get(sid, [])}
+        children = _children_of(state, sid, rec.data)
         requested = frozenset(r.index for r in state.child_requests if r.step_id == sid)
         summary = state.child_summaries.get(sid)
         progress = call.progress(rec.data, rec.input, children, requested, summary)

@@ -78,8 +78,9 @@ class ChildSummary:
 
     Stores count ``succeeded`` as the indexes below ``next_index`` they did not list
     (:meth:`below`), without reading the succeeded children. A child the store refused
-    (the called workflow not found or not granted) has no row, but the pass that refuses
-    one for an item refuses every later item too (or fails the step), so no row is
+    (the called workflow not found, archived or not granted) has no row (it is recorded
+    with its step: ``flow_steps.REFUSED``), but the pass that refuses one for an item
+    refuses every later item too (or fails the step), so no row is
     inserted after such a gap."""
 
     succeeded: int = 0

@@ -19,6 +19,7 @@ from typing import Any
 
 from backend.auth.policy import Permission
 from backend.db.versions import DRAFT_NUMBER
+from backend.engine import flow_steps
 from backend.engine.model import ChildRun, RunState
 from backend.engine.ports import NewRun, RunRow, RunTransaction, WorkflowSettings
 from backend.engine.states import RunStatus
@@ -71,19 +72,19 @@ class Followups:
     ) -> None:
         """Insert the queued child runs ``state.child_requests`` asks for (a no-op for a
         child that exists) and hand each to the engine as a child of its step. A target
-        workflow or version that does not exist becomes a ``failed`` child with kind
-        ``subworkflow_not_found``; one the publisher of the parent's version may not run
-        (backend/services/references.py) a ``failed`` child with kind
-        ``subworkflow_not_granted``. The calling step's input, which each child's input
-        holds (For-each: under ``input``), is stored once and referenced by every child. The
-        children are inserted together (``RunTransaction.insert_queued_runs``: batched
-        statements), not one statement each."""
+        workflow or version that does not exist (or is archived) becomes a refused child
+        with kind ``subworkflow_not_found``; one the publisher of the parent's version may
+        not run (backend/services/references.py) a refused child with kind
+        ``subworkflow_not_granted``: it has no run row and is recorded with its step
+        (``flow_steps.refuse_child``), so every later pass sees it failed. The calling
+        step's input, which each child's input holds (For-each: under ``input``), is stored
+        once and referenced by every child. The children are inserted together
+        (``RunTransaction.insert_queued_runs``: batched statements), not one statement each."""
         requests, state.child_requests = state.child_requests, []
         children: list[NewRun] = []  # inserted together after the loop
         refusals: dict[str, str | None] = {}  # called workflow -> why the publisher may not
         versions: dict[tuple[str, int | None], Any] = {}  # (workflow, number) -> version
         for request in requests:
-            entry = ChildRun(request.step_id, request.index, request.run_id)
             called = request.workflow_id
             if called not in refusals:
                 refusals[called] = await tx.within(
@@ -96,44 +97,46 @@ class Followups:
                 if key not in versions:
                     versions[key] = await tx.resolve_version(called, request.version)
                 version = versions[key]
+            error: dict[str, Any] | None = None
             if refusal is not None:
-                entry.status = RunStatus.FAILED.value
-                entry.error = {"message": refusal, "kind": "subworkflow_not_granted"}
-                if not request.wait:
-                    state.emit("child.not_started", request.step_id, error=entry.error)
+                error = {"message": refusal, "kind": "subworkflow_not_granted"}
             elif version is None:
                 which = (
                     "active version" if request.version is None else f"version {request.version}"
                 )
-                entry.status = RunStatus.FAILED.value
-                entry.error = {
+                error = {
                     "message": f"workflow {request.workflow_id} has no {which} "
                     "(or does not exist, or is archived)",
                     "kind": "subworkflow_not_found",
                 }
-                if not request.wait:
-                    state.emit("child.not_started", request.step_id, error=entry.error)
-            else:
-                workflow_id, version_id, number = version
-                step = state.steps.get(request.step_id)
-                shared = () if step is None else (step.input,)  # in every child's input
-                children.append(
-                    NewRun(
-                        id=uuid.UUID(request.run_id),
-                        workflow_id=workflow_id,
-                        version_id=version_id,
-                        version_number=number,
-                        trigger="subworkflow",
-                        input=request.input,
-                        created_by=parent.created_by,
-                        parent_run_id=parent.id,
-                        parent_step_id=request.step_id,
-                        parent_index=request.index,
-                        by_reference=shared,
-                    )
+            if error is not None:
+                if request.wait:  # failed in this pass and every later one
+                    flow_steps.refuse_child(state, request.step_id, request.index, error)
+                else:
+                    state.emit("child.not_started", request.step_id, error=error)
+                continue
+            assert version is not None  # refused above otherwise
+            workflow_id, version_id, number = version
+            step = state.steps.get(request.step_id)
+            shared = () if step is None else (step.input,)  # in every child's input
+            children.append(
+                NewRun(
+                    id=uuid.UUID(request.run_id),
+                    workflow_id=workflow_id,
+                    version_id=version_id,
+                    version_number=number,
+                    trigger="subworkflow",
+                    input=request.input,
+                    created_by=parent.created_by,
+                    parent_run_id=parent.id,
+                    parent_step_id=request.step_id,
+                    parent_index=request.index,
+                    by_reference=shared,
                 )
-                followup.advance.append(request.run_id)
+            )
+            followup.advance.append(request.run_id)
             if request.wait:
+                entry = ChildRun(request.step_id, request.index, request.run_id)
                 state.children.setdefault(request.step_id, []).append(entry)
         await tx.insert_queued_runs(children)
 
