@@ -117,7 +117,7 @@ keeps the hash; labels and config are, so changing them changes it.
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Any, Final
 
 import msgspec
 
@@ -178,12 +178,15 @@ def compile_diagram(
     catalog: Catalog,
     expressions: ExpressionChecker,
     reader: ExpressionReader | None = None,
+    trigger_input: dict[str, Any] | None = None,
 ) -> tuple[WorkflowGraph | None, list[Diagnostic]]:
     """Compile ``diagram`` into a :class:`WorkflowGraph`.
 
     ``catalog`` resolves node types; ``expressions`` checks the syntax of each expression
     (source without the leading ``=``); ``reader``, when given, tells which paths each
-    expression reads, and they are checked against the upstream output schemas. Returns
+    expression reads, and they are checked against the upstream output schemas (with
+    ``trigger_input`` as the run input's schema when given: see
+    :class:`~designer_schema.dataflow.DataFlow`). Returns
     ``(graph, diagnostics)``: ``graph`` is ``None`` when any diagnostic is an error.
     Diagnostics come in a stable order (nodes in diagram order, then edges, then
     graph-wide checks, then data flow). Never raises for a diagram whose
@@ -286,7 +289,7 @@ def compile_diagram(
             )
 
     if reader is not None:
-        flow = DataFlow(nodes, specs, list(wired.edges), reader)
+        flow = DataFlow(nodes, specs, list(wired.edges), reader, trigger_input)
         for node_id, step in steps.items():
             sink.items.extend(flow.check(node_id, step.expressions))
 

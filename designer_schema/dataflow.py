@@ -19,7 +19,10 @@ Output-schema keywords that depend on the node's config or input:
   object's fields are part of the output too (Set's "Keep input fields").
 - ``"x-schema-from": "<field>"``: the whole output schema is that config field when it
   holds a JSON Schema object (the Manual trigger's ``input_schema``: the run input a
-  For each or Sub-workflow caller passes), else the declared one.
+  For each or Sub-workflow caller passes), else the declared one. Such a trigger *types
+  the run input*: a :class:`DataFlow` given ``trigger_input`` uses that schema as the
+  trigger's output instead (what the workflow's callers send, inferred from them or
+  checked at a caller's publish: backend/services/child_contracts.py).
 - ``"x-property-schemas": {"<property>": "<field>"}``: the property's schema is taken from
   that config field when it holds a JSON Schema object (the webhook's ``body_schema``).
 - ``"x-properties-if": {"<property>": "<field>" | "!<field>"}``: the property is in the
@@ -67,11 +70,13 @@ from designer_schema.schema_paths import (
 
 __all__ = [
     "DATAFLOW_CODES",
+    "INPUT_CODES",
     "RUN_SCHEMA",
     "DataFlow",
     "ExpressionFacts",
     "ExpressionReader",
     "PathUse",
+    "declares_input",
 ]
 
 PathRoot = Literal["input", "trigger", "steps", "run"]
@@ -85,6 +90,9 @@ DATAFLOW_CODES: Final = (
     "list_value",
 )
 """Every code :meth:`DataFlow.check` emits."""
+
+INPUT_CODES: Final = ("unknown_field", "wrong_type")
+"""The codes of a path that the data read does not have (what a caller's call lacks)."""
 
 RUN_SCHEMA: Final[dict[str, Any]] = {
     "type": "object",
@@ -137,7 +145,8 @@ class DataFlow:
 
     ``nodes`` and ``specs`` hold the steps (no sticky notes) by id; ``edges`` may include
     edges to unknown nodes (they are ignored). Nodes on a cycle get ``{}`` (anything).
-    """
+    ``trigger_input``, when given, is the run input's schema: the output of a trigger
+    whose output is the run input (``"x-schema-from"``); other triggers keep theirs."""
 
     def __init__(
         self,
@@ -145,10 +154,12 @@ class DataFlow:
         specs: Mapping[str, NodeTypeSpec],
         edges: list[Edge],
         reader: ExpressionReader,
+        trigger_input: dict[str, Any] | None = None,
     ) -> None:
         self._nodes = nodes
         self._specs = specs
         self._reader = reader
+        self._trigger_input = trigger_input
         self._incoming: dict[str, list[Edge]] = {node_id: [] for node_id in specs}
         outgoing: dict[str, list[str]] = {node_id: [] for node_id in specs}
         for edge in edges:
@@ -171,7 +182,13 @@ class DataFlow:
                     ready.append(target)
 
     @classmethod
-    def of_diagram(cls, diagram: Diagram, catalog: Catalog, reader: ExpressionReader) -> DataFlow:
+    def of_diagram(
+        cls,
+        diagram: Diagram,
+        catalog: Catalog,
+        reader: ExpressionReader,
+        trigger_input: dict[str, Any] | None = None,
+    ) -> DataFlow:
         """The data flow of ``diagram`` (first node of each id; unknown types skipped)."""
         nodes: dict[str, Node] = {}
         specs: dict[str, NodeTypeSpec] = {}
@@ -182,7 +199,7 @@ class DataFlow:
             if spec is not None:
                 nodes[node.id] = node
                 specs[node.id] = spec
-        return cls(nodes, specs, list(diagram.edges), reader)
+        return cls(nodes, specs, list(diagram.edges), reader, trigger_input)
 
     # ---------------------------------------------------------------- schemas
 
@@ -290,6 +307,8 @@ class DataFlow:
             output = self._fields_from(node, declared, data)
         elif isinstance(declared.get("x-schema-from"), str):
             schema = node.config.get(declared["x-schema-from"])
+            if self._trigger_input is not None and node_id == self.trigger:
+                schema = self._trigger_input
             output = schema if isinstance(schema, dict) and schema else declared
         else:
             output = declared
@@ -422,6 +441,22 @@ class DataFlow:
             )
             warnings.append(problem("list_value", f"{path} is a list; {advice}", "warning"))
         return schema, warnings
+
+
+def declares_input(diagram: Diagram, catalog: Catalog) -> bool | None:
+    """Whether the trigger of ``diagram`` declares the run input's schema itself (its
+    ``"x-schema-from"`` config field holds a schema object: ``True``) or leaves it to be
+    inferred (``False``); ``None`` when the trigger's output is not the typed run input
+    (no trigger, or one such as the webhook that describes its own output)."""
+    for node in diagram.nodes:
+        spec = catalog.get(node.type)
+        if spec is not None and spec.kind == "trigger":
+            field = spec.output_schema.get("x-schema-from")
+            if not isinstance(field, str):
+                return None
+            declared = node.config.get(field)
+            return isinstance(declared, dict) and bool(declared)
+    return None
 
 
 def _failure(data: dict[str, Any]) -> dict[str, Any]:

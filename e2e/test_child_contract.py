@@ -13,21 +13,9 @@ import pytest
 from e2e.api_client import api_client, chain_draft, node
 from e2e.conftest import ARTIFACTS_DIR, RailyardServer, login
 from e2e.designer_page import open_settings, press, wait_saved
+from tests.diagrams import ORDERS_BODY as ORDERS
 
 pytestmark = pytest.mark.e2e
-
-ORDERS = {
-    "type": "object",
-    "properties": {
-        "orders": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {"sku": {"type": "string"}, "qty": {"type": "integer"}},
-            },
-        }
-    },
-}
 
 
 def test_foreach_panel_shows_the_child_input(page: Any, railyard_server: RailyardServer) -> None:
@@ -80,3 +68,39 @@ def test_foreach_panel_shows_the_child_input(page: Any, railyard_server: Railyar
     stored["nodes"][1]["config"]["mapping"] = [{"name": "sku", "value": "=item.sku"}]
     assert api.put(f"/api/workflows/{child}/draft", json={"diagram": stored}).status_code == 200
     assert api.post(f"/api/workflows/{child}/publish").status_code == 201
+
+
+def test_child_without_schema_is_typed_by_its_callers(
+    page: Any, railyard_server: RailyardServer
+) -> None:
+    """A child whose Manual trigger declares nothing: its trigger's settings list what the
+    For each in the parent sends and say where it came from, its expressions are checked
+    against it live, and the parent's publish refuses the child version reading `sku`.
+    Screenshot: child-input-inferred.png."""
+    server = railyard_server
+    api = api_client(server)
+    shape = node("shape", "control.set", 320, mapping=[{"name": "sku", "value": "=sku"}])
+    child = chain_draft(api, "One order (inferred)", node("start", "trigger.manual", 0), shape)
+    assert api.post(f"/api/workflows/{child}/publish").status_code == 201
+    hook = node("hook", "trigger.webhook", 0, body_schema=ORDERS)
+    each = node("each", "control.foreach", 320, items="=body.orders", workflow_id=child)
+    each["label"] = "Each order"
+    parent = chain_draft(api, "All orders (inferred)", hook, each)
+    refused = api.post(f"/api/workflows/{parent}/publish")
+    assert refused.status_code == 422, refused.text
+    [problem] = [d for d in refused.json()["diagnostics"] if d["code"] == "child_contract"]
+    assert "'One order (inferred)'" in problem["message"] and "no field sku" in problem["message"]
+
+    login(page, server)
+    form = open_settings(page, server, child, "start")
+    box = form.locator(".inferred-input")
+    box.wait_for()
+    assert box.locator(".inferred-from").inner_text() == (
+        "from the For each “Each order” in All orders (inferred)"
+    )
+    fields = dict(
+        zip(box.locator("dt").all_inner_texts(), box.locator("dd").all_inner_texts(), strict=True)
+    )
+    assert fields["item.sku"] == "string" and fields["index"] == "integer", fields
+    page.locator("#diagnostics li.diagnostic").filter(has_text="no field sku").wait_for()
+    page.screenshot(path=str(ARTIFACTS_DIR / "child-input-inferred.png"))

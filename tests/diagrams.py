@@ -131,3 +131,18 @@ def join_after_dead_branch() -> dict[str, Any]:
             edge("join", "after"),
         ],
     )
+
+
+ORDERS_BODY: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "orders": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"sku": {"type": "string"}, "qty": {"type": "integer"}},
+            },
+        }
+    },
+}
+"""A webhook body schema: ``orders``, a list of ``{sku, qty}`` (For each and child tests)."""

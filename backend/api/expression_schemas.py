@@ -19,14 +19,37 @@ class FieldsIn(msgspec.Struct, forbid_unknown_fields=True):
     pinned: dict[str, Any] = {}
 
 
+class CallerOut(msgspec.Struct):
+    """A call step whose input a trigger's schema was inferred from: its workflow's id and
+    name (``None`` when the reader may not read that workflow), the step's id and label,
+    and its kind ("For each" or "Sub-workflow")."""
+
+    workflow_id: str
+    workflow: str | None
+    node_id: str
+    step: str
+    kind: str
+
+
+class InferredInputOut(msgspec.Struct):
+    """The run input's schema inferred from the workflow's callers (its trigger declares
+    none), and the call steps it comes from."""
+
+    schema: dict[str, Any]
+    callers: list[CallerOut]
+
+
 class FieldsOut(msgspec.Struct):
     """The picker's groups, and which data their examples come from (``None``: no data);
     ``child_input``: for a For each or Sub-workflow step, the JSON Schema of what each of
-    its child runs receives (``None`` for other steps)."""
+    its child runs receives (``None`` for other steps); ``inferred_input``: when the
+    workflow's trigger declares no input schema and other workflows call this one, what
+    they send (``None`` otherwise)."""
 
     sources: list[FieldSource]
     data_from: str | None
     child_input: dict[str, Any] | None = None
+    inferred_input: InferredInputOut | None = None
 
 
 class PreviewIn(msgspec.Struct, forbid_unknown_fields=True):

@@ -9,18 +9,20 @@ from litestar import Controller, post
 from litestar.params import FromPath, JSONBody
 
 from backend.api.expression_schemas import (
+    CallerOut,
     FieldsIn,
     FieldsOut,
+    InferredInputOut,
     InferSchemaIn,
     InferSchemaOut,
     PreviewIn,
 )
 from backend.auth.policy import Permission
+from backend.services import child_contracts, pins
 from backend.services import expression_data as exprdata
-from backend.services import pins
 from backend.services import workflows as svc
 from backend.web.authentication import AppRuntime, DbSession
-from backend.web.guards import access_dependencies
+from backend.web.guards import CurrentPrincipal, access_dependencies
 
 
 class ExpressionController(Controller):
@@ -61,15 +63,32 @@ class ExpressionController(Controller):
         data: JSONBody[FieldsIn],
         db: DbSession,
         runtime: AppRuntime,
+        principal: CurrentPrincipal,
     ) -> FieldsOut:
         """What an expression of ``node_id`` can read, grouped by source, with examples
         from the last run, the draft's pinned data standing in for the outputs of the
         steps it is pinned on (a fetched test event on the trigger); 400 naming
         ``node_id`` when it is no step."""
         sample, origin = await self._sample(db, runtime, workflow_id, data)
-        sources = exprdata.available_fields(data.diagram, runtime.catalog, data.node_id, sample)
+        inferred = await exprdata.callers_input(db, workflow_id, data.diagram, runtime.catalog)
+        sources = exprdata.available_fields(
+            data.diagram,
+            runtime.catalog,
+            data.node_id,
+            sample,
+            inferred.schema if inferred else None,
+        )
         child = exprdata.child_input(data.diagram, runtime.catalog, data.node_id)
-        return FieldsOut(sources=sources, data_from=origin, child_input=child)
+        found = None
+        if inferred is not None:
+            sites = await child_contracts.readable_sources(db, principal, inferred.sources)
+            found = InferredInputOut(
+                schema=inferred.schema,
+                callers=[
+                    CallerOut(s.workflow_id, s.workflow, s.node_id, s.step, s.kind) for s in sites
+                ],
+            )
+        return FieldsOut(sources=sources, data_from=origin, child_input=child, inferred_input=found)
 
     @post(
         "/preview",
@@ -88,8 +107,15 @@ class ExpressionController(Controller):
         run limits; a syntax or evaluation error is part of the answer (200), with its
         position. 400 naming ``node_id`` when it is no step."""
         sample, origin = await self._sample(db, runtime, workflow_id, data)
+        inferred = await exprdata.callers_input(db, workflow_id, data.diagram, runtime.catalog)
         return await exprdata.preview(
-            data.diagram, runtime.catalog, data.node_id, data.expression, sample, data_from=origin
+            data.diagram,
+            runtime.catalog,
+            data.node_id,
+            data.expression,
+            sample,
+            data_from=origin,
+            trigger_input=inferred.schema if inferred else None,
         )
 
     @post(

@@ -221,7 +221,7 @@ class WorkflowController(Controller):
         missing or archived workflows."""
         await svc.get_workflow(db, workflow_id)
         svc.check_diagram_limits(data.diagram, runtime.settings.diagram_limits())
-        graph, diagnostics = await svc.check_for(db, data.diagram, runtime.catalog)
+        graph, diagnostics = await svc.check_for(db, data.diagram, runtime.catalog, workflow_id)
         return DiagnosticsOut(ok=graph is not None, diagnostics=diagnostics)
 
     @post(

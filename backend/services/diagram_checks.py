@@ -47,6 +47,7 @@ from backend.auth.policy import Permission
 from backend.db.models import Credential, Workflow
 from backend.engine.nodes.base import NodeError
 from backend.engine.nodes.trigger_webhook import webhook_config
+from backend.services import child_contracts
 from backend.services.config_checks import config_diagnostics
 from backend.services.events.kinds import unrunnable
 from backend.services.references import references
@@ -249,18 +250,36 @@ async def check(
     catalog: Catalog,
     checker: Any,
     reader: Any = None,
+    workflow_id: uuid.UUID | None = None,
 ) -> tuple[WorkflowGraph | None, list[Diagnostic]]:
     """Compile ``diagram`` (expression syntax by ``checker``, expression paths against the
     upstream output schemas by ``reader`` when given) and add, when it compiled, the
     literal configs its Structs refuse (:func:`backend.services.config_checks.config_diagnostics`),
     then :func:`trigger_diagnostics` and :func:`reference_diagnostics`;
-    the graph is ``None`` when any diagnostic is an error."""
-    graph, diagnostics = compile_diagram(diagram, catalog, checker, reader)
+    the graph is ``None`` when any diagnostic is an error.
+
+    With ``reader``, the children the diagram calls are checked against what it sends
+    them (:func:`backend.services.child_contracts.call_diagnostics`), and with
+    ``workflow_id`` (the diagram is that workflow's draft) a trigger declaring no input
+    schema is typed by what its callers send
+    (:func:`backend.services.child_contracts.inferred_input`)."""
+    inferred = None
+    if reader is not None and workflow_id is not None:
+        inferred = await child_contracts.inferred_input(
+            session, workflow_id, diagram, catalog, reader
+        )
+    graph, diagnostics = compile_diagram(
+        diagram, catalog, checker, reader, inferred.schema if inferred else None
+    )
     extra = [
         *(config_diagnostics(graph, catalog) if graph is not None else []),
         *trigger_diagnostics(diagram, catalog),
         *await reference_diagnostics(session, diagram, catalog),
     ]
+    if reader is not None:
+        extra.extend(
+            await child_contracts.call_diagnostics(session, diagram, catalog, checker, reader)
+        )
     if extra:
         diagnostics = [*diagnostics, *extra]
         if any(d.severity == "error" for d in extra):

@@ -29,7 +29,7 @@ from backend.db import payloads
 from backend.db.models import Run, StepRun
 from backend.engine.expression_paths import JsonataReader
 from backend.engine.expressions import ExpressionError, compile_expression
-from backend.services import webhooks
+from backend.services import child_contracts, webhooks
 from backend.services.workflows import InvalidInput
 from designer_schema.catalog import Catalog
 from designer_schema.dataflow import RUN_SCHEMA, DataFlow
@@ -43,6 +43,7 @@ __all__ = [
     "Preview",
     "RunSample",
     "available_fields",
+    "callers_input",
     "infer_schema",
     "last_run_sample",
     "preview",
@@ -145,8 +146,10 @@ def _with_trigger(sample: RunSample, flow: DataFlow) -> RunSample:
     return sample.pinned({flow.trigger: sample.trigger})
 
 
-def _flow(diagram: Diagram, catalog: Catalog, node_id: str) -> DataFlow:
-    flow = DataFlow.of_diagram(diagram, catalog, _READER)
+def _flow(
+    diagram: Diagram, catalog: Catalog, node_id: str, trigger_input: dict[str, Any] | None = None
+) -> DataFlow:
+    flow = DataFlow.of_diagram(diagram, catalog, _READER, trigger_input)
     if (
         node_id not in {n.id for n in diagram.nodes}
         or catalog.get(_type_of(diagram, node_id)) is None
@@ -218,6 +221,14 @@ def _merged_fields(schema: dict[str, Any], data: Any) -> list[FieldInfo]:
     return fields
 
 
+async def callers_input(
+    session: AsyncSession, workflow_id: uuid.UUID, diagram: Diagram, catalog: Catalog
+) -> child_contracts.InferredInput | None:
+    """The run input's schema of ``diagram`` (the draft of ``workflow_id``) inferred from
+    its callers, when its trigger declares none (:mod:`backend.services.child_contracts`)."""
+    return await child_contracts.inferred_input(session, workflow_id, diagram, catalog, _READER)
+
+
 def child_input(diagram: Diagram, catalog: Catalog, node_id: str) -> dict[str, Any] | None:
     """The JSON Schema of what each child run of call node ``node_id`` (For each,
     Sub-workflow) receives, inferred from the diagram (``None`` for other nodes). Raises
@@ -226,11 +237,17 @@ def child_input(diagram: Diagram, catalog: Catalog, node_id: str) -> dict[str, A
 
 
 def available_fields(
-    diagram: Diagram, catalog: Catalog, node_id: str, sample: RunSample
+    diagram: Diagram,
+    catalog: Catalog,
+    node_id: str,
+    sample: RunSample,
+    trigger_input: dict[str, Any] | None = None,
 ) -> list[FieldSource]:
     """The picker's groups for ``node_id``: its input, the trigger, each upstream step (in
-    diagram order) and the run. Raises :class:`NodeNotFound` for an unknown node id."""
-    flow = _flow(diagram, catalog, node_id)
+    diagram order) and the run; ``trigger_input`` is the run input's schema inferred from
+    the workflow's callers, if any (:mod:`backend.services.child_contracts`). Raises
+    :class:`NodeNotFound` for an unknown node id."""
+    flow = _flow(diagram, catalog, node_id, trigger_input)
     sample = _with_trigger(sample, flow)
     context = flow.context(node_id)
     bindings = _bindings(sample, flow)
@@ -271,12 +288,13 @@ async def preview(
     sample: RunSample,
     *,
     data_from: str | None = None,
+    trigger_input: dict[str, Any] | None = None,
 ) -> Preview:
     """Evaluate ``source`` (with or without its leading ``=``) as an expression of
     ``node_id`` against ``sample``, in a worker thread, with the run limits; ``data_from``
-    names that data in the answer (default: the sample's run). Raises
-    :class:`NodeNotFound` for an unknown node id."""
-    flow = _flow(diagram, catalog, node_id)
+    names that data in the answer (default: the sample's run); ``trigger_input`` as for
+    :func:`available_fields`. Raises :class:`NodeNotFound` for an unknown node id."""
+    flow = _flow(diagram, catalog, node_id, trigger_input)
     sample = _with_trigger(sample, flow)
     text = source[1:] if source.startswith("=") else source
     if data_from is None and sample.run_id:

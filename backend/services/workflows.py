@@ -91,12 +91,17 @@ def compile_for(diagram: Diagram, catalog: Catalog) -> tuple[Any, list[Diagnosti
 
 
 async def check_for(
-    session: AsyncSession, diagram: Diagram, catalog: Catalog
+    session: AsyncSession,
+    diagram: Diagram,
+    catalog: Catalog,
+    workflow_id: uuid.UUID | None = None,
 ) -> tuple[Any, list[Diagnostic]]:
     """:func:`compile_for` plus the diagnostics of what the diagram references
     (:mod:`backend.services.diagram_checks`: missing or wrong-typed credentials, missing or
-    archived called workflows); the graph is ``None`` when any diagnostic is an error."""
-    return await diagram_checks.check(session, diagram, catalog, _CHECKER, _READER)
+    archived called workflows, children reading what their call does not send); with
+    ``workflow_id`` (the diagram is its draft), a trigger declaring no input schema takes
+    the one its callers send. The graph is ``None`` when any diagnostic is an error."""
+    return await diagram_checks.check(session, diagram, catalog, _CHECKER, _READER, workflow_id)
 
 
 def ensure_active(wf: Workflow) -> None:
@@ -359,7 +364,7 @@ async def save_draft(
     wf.draft_saved_at = datetime.now(UTC)
     await session.flush()
     await workflow_audit.draft_saved(session, workflow_id, before, wf.draft)
-    _, diagnostics = await check_for(session, diagram, catalog)
+    _, diagnostics = await check_for(session, diagram, catalog, workflow_id)
     return DraftSaved(wf.draft_revision, diagnostics)
 
 
@@ -385,7 +390,7 @@ async def publish(
     ensure_active(wf)
     previous = wf.active_version
     diagram = msgspec.convert(wf.draft, Diagram)
-    graph, diagnostics = await check_for(session, diagram, catalog)
+    graph, diagnostics = await check_for(session, diagram, catalog, workflow_id)
     errors = [d for d in diagnostics if d.severity == "error"]
     if graph is None or errors:
         raise PublishRejected(errors or diagnostics)

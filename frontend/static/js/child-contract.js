@@ -4,6 +4,10 @@
 // fields with their types, e.g. item.sku (string), index (integer), input.body (object),
 // and "Copy as input schema": the schema for the called workflow's Manual trigger (its
 // Input schema), where expressions reading fields it lacks are errors that block publishing.
+// A workflow whose Manual trigger declares no Input schema is typed by what its callers
+// send (the inferred_input of the same answer, backend/services/child_contracts.py): its
+// trigger's settings list those fields and where they came from ("from the For each
+// “Each order” in All orders").
 
 import { fieldSource } from "./field-picker.js";
 
@@ -29,6 +33,10 @@ export function attachChildContract(container, model, workflowId) {
   container.addEventListener("config-panel:rendered", async (e) => {
     const form = e.detail?.form;
     const node = form && model.node(e.detail.nodeId);
+    if (node && model.spec(node.type)?.output_schema?.["x-schema-from"]) {
+      inferredSection(form, node, fields);
+      return;
+    }
     if (!node || !model.spec(node.type)?.config_schema?.["x-child-input"]) return;
     let result;
     try {
@@ -41,15 +49,7 @@ export function attachChildContract(container, model, workflowId) {
     box.className = "child-contract";
     const title = document.createElement("h3");
     title.textContent = node.type === "control.foreach" ? "Each child run receives" : "The child run receives";
-    const list = document.createElement("dl");
-    for (const [path, type] of schemaFields(result.child_input)) {
-      const dt = document.createElement("dt");
-      dt.className = "mono";
-      dt.textContent = path;
-      const dd = document.createElement("dd");
-      dd.textContent = type;
-      list.append(dt, dd);
-    }
+    const list = fieldList(result.child_input);
     const hint = document.createElement("p");
     hint.className = "hint";
     hint.textContent = "Its trigger's input, inferred from this workflow: read these fields in the called workflow. "
@@ -57,6 +57,55 @@ export function attachChildContract(container, model, workflowId) {
     box.append(title, list, hint, copyButton(JSON.stringify(result.child_input, null, 2)));
     (form.querySelector(".panel-description") || form.querySelector("h2"))?.after(box);
   });
+}
+
+function fieldList(schema) {
+  const list = document.createElement("dl");
+  for (const [path, type] of schemaFields(schema)) {
+    const dt = Object.assign(document.createElement("dt"), { className: "mono", textContent: path });
+    list.append(dt, Object.assign(document.createElement("dd"), { textContent: type }));
+  }
+  return list;
+}
+
+/** "Where this input comes from" line of one caller: the step kind, its label, the workflow. */
+export function callerText(caller) {
+  const where = caller.workflow === null ? "a workflow you cannot open" : caller.workflow;
+  return `from the ${caller.kind} “${caller.step}” in ${where}`;
+}
+
+/** A trigger declaring no input schema: the shape its callers send, and who they are. */
+async function inferredSection(form, node, fields) {
+  let result;
+  try {
+    result = await fields.groups(node.id);
+  } catch {
+    return;
+  }
+  const inferred = result.inferred_input;
+  if (!inferred || !form.isConnected) return;
+  const box = document.createElement("section");
+  box.className = "child-contract inferred-input";
+  const title = Object.assign(document.createElement("h3"), { textContent: "Input inferred from its callers" });
+  const from = document.createElement("ul");
+  from.className = "inferred-from small";
+  for (const caller of inferred.callers) {
+    const item = document.createElement("li");
+    if (caller.workflow === null) {
+      item.textContent = callerText(caller);
+    } else {
+      const link = Object.assign(document.createElement("a"), { href: `/workflows/${caller.workflow_id}/designer`, textContent: callerText(caller) });
+      item.append(link);
+    }
+    from.append(item);
+  }
+  const hint = Object.assign(document.createElement("p"), {
+    className: "hint",
+    textContent: "No Input schema is declared, so expressions here are checked against what the calling steps send. "
+      + "Paste a schema into Input schema to declare it instead.",
+  });
+  box.append(title, from, fieldList(inferred.schema), hint, copyButton(JSON.stringify(inferred.schema, null, 2)));
+  (form.querySelector(".panel-description") || form.querySelector("h2"))?.after(box);
 }
 
 /** "Copy as input schema": the Clipboard API, else the text shown selected for Ctrl+C. */
