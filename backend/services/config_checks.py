@@ -12,7 +12,9 @@ version is published, not a failed step after:
 - a built-in flow step's config as resolved (:func:`~backend.engine.nodes.config.typed_config`:
   strict, a literal ``None`` unset);
 - a built-in trigger's as stored (:func:`~backend.engine.nodes.config.decode_config`);
-- a connector's as its SDK converts it (``msgspec.convert(..., strict=False)``).
+- a connector's as its SDK converts it (``msgspec.convert(..., strict=False)``), a
+  trigger's without the product's own keys (``poll_interval``, ``include_existing``:
+  :func:`backend.services.events.subscriptions.connector_config`).
 
 Fields holding an expression (anywhere inside them) are left out: their value is known
 only when the step runs, where the same decoding names the field in the step error. A
@@ -28,6 +30,7 @@ from typing import Any, Literal
 
 from backend.engine.nodes.base import NodeError
 from backend.engine.nodes.config import convert_config, decode_config, literal_config
+from backend.services.events.subscriptions import connector_config
 from backend.services.webhook_versions import WEBHOOK_TRIGGER
 from designer_schema.diagnostics import Diagnostic
 from designer_schema.graph import Step, WorkflowGraph
@@ -74,6 +77,8 @@ def step_config_problem(step: Step, catalog: Any) -> NodeError | None:
             decode_config(struct, literal)
         elif reading == "resolved":
             convert_config(struct, literal_config(literal, ()), strict=True)
+        elif step.kind == "trigger":
+            convert_config(struct, connector_config(literal), strict=False)
         else:
             convert_config(struct, literal, strict=False)
     except NodeError as exc:

@@ -65,3 +65,15 @@ def test_a_trigger_is_checked_too() -> None:
     [found] = config_diagnostics(graph, CATALOG)
     assert (found.node_id, found.field) == ("tick", "misfire_grace")
     assert found.message.startswith("invalid config: misfire_grace: ")
+
+
+def test_a_connector_trigger_is_read_without_the_products_own_keys() -> None:
+    """The RabbitMQ trigger's Struct forbids unknown fields; the product's polling keys
+    are not the connector's (its code never sees them), so they are not refused."""
+    for config in ({}, {"include_existing": True}):
+        amqp = node("t", "amqp.message_received", url="amqp://broker/", queue="q", **config)
+        graph, diagnostics = compile_diagram(
+            msgspec.convert(diagram([amqp], []), Diagram), CATALOG, JsonataChecker()
+        )
+        assert graph is not None, diagnostics
+        assert config_diagnostics(graph, CATALOG) == []
