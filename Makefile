@@ -27,9 +27,11 @@ $(VENV)/.installed: pyproject.toml | $(VENV)/bin/python
 	@touch $@
 
 # The test tooling on top (pytest, Playwright, ruff, mypy, import-linter, ...).
-$(VENV)/.installed-test: $(VENV)/.installed
+$(VENV)/.installed-test: $(VENV)/.installed clients/python/pyproject.toml
 	@echo "make: installing the test tooling"
 	@$(PIP) -e '.[test]'
+	@echo "make: installing the Python client (clients/python, editable) for the tests and e2e"
+	@$(PIP) -e clients/python
 	@touch $@
 
 # The example third-party plugin, for the tests that check it is discovered and runs

@@ -13,7 +13,6 @@ allows accepted and every request it forbids refused, 401 without the token, 405
 from __future__ import annotations
 
 import asyncio
-import socket
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -22,13 +21,12 @@ from typing import Any
 import httpx
 import pytest
 import pytest_asyncio
-import uvicorn
 
-from backend.app import create_app
 from backend.runtime import Runtime
 from backend.services import accounts, api_tokens
 from backend.settings import Settings
 from tests.diagrams import diagram, edge, node
+from tests.integration.served_app import served_app
 
 pytestmark = pytest.mark.integration
 
@@ -36,31 +34,11 @@ MAX_EXAMPLES = 8
 SEED = 20261201
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest_asyncio.fixture
 async def served(settings: Settings, runtime: Runtime) -> AsyncIterator[str]:
     """The app on ``http://127.0.0.1:<port>`` (the returned base URL)."""
-    port = _free_port()
-    app = create_app(settings, runtime)
-    server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off")
-    )
-    task = asyncio.create_task(server.serve())
-    for _ in range(1000):  # up to 20 s
-        if server.started:
-            break
-        await asyncio.sleep(0.02)
-    assert server.started, "uvicorn did not start"
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        await task
+    async with served_app(settings, runtime) as base:
+        yield base
 
 
 async def _seed(runtime: Runtime, base: str) -> dict[str, Any]:
