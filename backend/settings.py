@@ -266,6 +266,9 @@ class Settings(msgspec.Struct, kw_only=True):
     retention_versions_max: Annotated[
         int, about("newest published versions kept per workflow; `0`: no count rule", ge=0)
     ] = 0
+    retention_deliveries_days: Annotated[
+        int, about("days event subscriptions' delivery logs are kept; `0`: no age rule", ge=0)
+    ] = 30
     retention_batch: Annotated[
         int, about("rows retention removes per short transaction", ge=1, le=100000)
     ] = 500

@@ -122,8 +122,7 @@ class SubscriptionPages(LoginRequiredPages):
         except manage.SubscriptionNotFound as exc:
             return render(request, "error.html", status_code=404, message=str(exc))
         wf = await workflows.get_workflow(db, workflow_id)
-        rows = await manage.deliveries(db, scope, subscription_id)
-        views = await manage.attempts_of(db, rows[:100])
+        page = await manage.delivery_page(db, scope, subscription_id, cursor=None, limit=100)
         return render(
             request,
             "subscription_detail.html",
@@ -131,8 +130,9 @@ class SubscriptionPages(LoginRequiredPages):
             sub=sub,
             deliveries=[
                 {"d": v.delivery, "attempts": v.attempts, "webhook_id": message_id(v.delivery.id)}
-                for v in views
+                for v in page.items
             ],
+            more_deliveries=page.has_more,
         )
 
     @post(

@@ -36,7 +36,6 @@ from backend.api.subscription_schemas import (
 )
 from backend.auth.policy import Permission
 from backend.services.outbound import ssrf_policy
-from backend.services.paging import page_items
 from backend.services.subscriptions import manage
 from backend.services.subscriptions.manage import Scope
 from backend.web.authentication import AppRuntime, CurrentUser, DbSession
@@ -69,17 +68,8 @@ async def delivery_page(
     limit: int,
 ) -> DeliveryList:
     """One page of a subscription's deliveries in the list envelope, newest first."""
-    rows = await manage.deliveries(db, scope, subscription_id)
-    page = page_items(
-        rows,
-        lambda d: (d.created_at.isoformat(), str(d.id)),
-        tuple[str, str],
-        cursor=cursor,
-        limit=limit,
-        descending=True,
-    )
-    views = await manage.attempts_of(db, page.items)
-    return DeliveryList(data=[delivery_out(v) for v in views], **page_links(request, page))
+    page = await manage.delivery_page(db, scope, subscription_id, cursor=cursor, limit=limit)
+    return DeliveryList(data=[delivery_out(v) for v in page.items], **page_links(request, page))
 
 
 class WorkflowSubscriptionController(Controller):

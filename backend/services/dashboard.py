@@ -21,7 +21,7 @@ from redis.asyncio import Redis
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from backend.services import leadership, retention
+from backend.services import leadership, retention_report
 from backend.services.metrics_view import Installation, installation
 
 WINDOWS = (15, 60, 360, 1440, 10080)
@@ -79,7 +79,7 @@ class Dashboard:
     slowest: list[WorkflowFigure]
     most_failing: list[WorkflowFigure]
     now: Installation
-    retention: list[retention.RecentPass] = field(default_factory=list)
+    retention: list[retention_report.RecentPass] = field(default_factory=list)
     removed: dict[str, int] = field(default_factory=dict)
     leader: tuple[str, datetime | None] | None = None
     """The leading scheduler ``(name, connected at)``, None when none leads."""
@@ -151,8 +151,8 @@ async def load(
         rows = (await session.execute(_BUCKETS, params)).all()
         pct = (await session.execute(_PERCENTILES, params)).scalar()
         per_workflow = (await session.execute(_PER_WORKFLOW, params)).all()
-        passes = await retention.recent_passes(session, limit=14)
-        removed = await retention.removed_since(session, now - timedelta(days=1))
+        passes = await retention_report.recent_passes(session, limit=14)
+        removed = await retention_report.removed_since(session, now - timedelta(days=1))
         leader = await leadership.scheduler_leader(session)
     found = {row[0]: Bucket(row[0], int(row[1]), int(row[2]), int(row[3])) for row in rows}
     buckets = []

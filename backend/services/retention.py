@@ -19,6 +19,9 @@ waiting run keeps everything however old it is.
   to one run) and their dead letters, by receipt, after as many days as runs
   (``RAILYARD_RETENTION_RUNS_DAYS``; off when that is): an event is remembered as long as
   the runs it could have started.
+- ``deliveries``: the delivery log of outgoing event subscriptions (each delivery with its
+  attempts) once delivered or given up, by creation (``RAILYARD_RETENTION_DELIVERIES_DAYS``);
+  a pending delivery stays until it is sent or given up.
 - ``audit``: audit rows, by age only (``RAILYARD_AUDIT_RETENTION_DAYS``).
 - ``large_values``: stored large values (the ``payloads`` table) no kept run can
   reference; always on.
@@ -56,7 +59,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import msgspec
 from sqlalchemy import func, select, text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -80,6 +82,7 @@ CLASSES = (
     "files",
     "versions",
     "trigger_events",
+    "deliveries",
     "audit",
     "large_values",
 )
@@ -117,6 +120,7 @@ def rules(settings: Settings) -> dict[str, Rule]:
             "versions", settings.retention_versions_days, settings.retention_versions_max
         ),
         "trigger_events": Rule("trigger_events", settings.retention_runs_days),
+        "deliveries": Rule("deliveries", settings.retention_deliveries_days),
         "audit": Rule("audit", settings.audit_retention_days),
         "large_values": Rule("large_values", 1),
     }
@@ -381,6 +385,16 @@ async def _class_pass(
                 cutoff=result.cutoff,
                 n=size,
             )
+    elif name == "deliveries":  # their attempts go with them (on delete cascade)
+        result.cutoff = now - timedelta(days=rule.days)
+        await _delete_batches(
+            sessions,
+            result,
+            "delete from event_deliveries where id in (select id from event_deliveries"
+            " where created_at < :cutoff and status <> 'pending' limit :n for update skip locked)",
+            cutoff=result.cutoff,
+            n=size,
+        )
     elif name == "audit":
         result.cutoff = now - timedelta(days=rule.days)
         await _prune_audit(sessions, result, rule.days, size)
@@ -457,36 +471,3 @@ async def _record(sessions: Sessions, result: PassResult, started: datetime) -> 
         log.info(
             "retention: %d %s removed (before %s)", result.deleted, result.data_class, result.cutoff
         )
-
-
-class RecentPass(msgspec.Struct):
-    """One recorded class pass, as the dashboard shows it."""
-
-    data_class: str
-    finished_at: datetime
-    deleted: int
-    batches: int
-    cutoff: datetime | None
-    max_rows: int | None
-    error: str | None
-
-
-async def recent_passes(session: AsyncSession, *, limit: int = 20) -> list[RecentPass]:
-    """The latest ``limit`` class passes, newest first."""
-    rows = (
-        await session.execute(select(RetentionPass).order_by(RetentionPass.id.desc()).limit(limit))
-    ).scalars()
-    return [
-        RecentPass(r.data_class, r.finished_at, r.deleted, r.batches, r.cutoff, r.max_rows, r.error)
-        for r in rows
-    ]
-
-
-async def removed_since(session: AsyncSession, since: datetime) -> dict[str, int]:
-    """Rows removed per class by the passes that finished after ``since``."""
-    rows = await session.execute(
-        select(RetentionPass.data_class, func.sum(RetentionPass.deleted))
-        .where(RetentionPass.finished_at >= since)
-        .group_by(RetentionPass.data_class)
-    )
-    return {name: int(total or 0) for name, total in rows.all()}

@@ -18,6 +18,7 @@ from tests.integration.conftest import wait_for_run
 OFF = {
     "retention_runs_days": 0,
     "retention_events_days": 0,
+    "retention_deliveries_days": 0,
     "retention_files_days": 0,
     "retention_versions_days": 0,
     "audit_retention_days": 0,

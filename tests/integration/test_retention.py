@@ -12,7 +12,7 @@ from sqlalchemy import text
 
 from backend.observability import metrics
 from backend.runtime import Runtime
-from backend.services import retention
+from backend.services import retention, retention_report
 from backend.settings import Settings
 from tests.integration.audit_rows import add_row, refused
 from tests.integration.retention_rows import age_runs, by_class, make_runs, rules, scalar
@@ -223,5 +223,5 @@ async def test_a_failing_class_is_recorded_and_the_others_still_run(
     assert results["events"].error == "RuntimeError: disk on fire"
     assert results["audit"].deleted == 1
     async with runtime.sessionmaker() as session:
-        recent = await retention.recent_passes(session)
+        recent = await retention_report.recent_passes(session)
     assert {p.data_class: p.error for p in recent}["events"] == "RuntimeError: disk on fire"

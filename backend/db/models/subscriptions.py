@@ -89,7 +89,12 @@ class EventDelivery(Base):
             "source_id",
             postgresql_where=text("status = 'pending'"),
         ),
-        Index("ix_event_deliveries_subscription", "subscription_id", "created_at"),
+        Index("ix_event_deliveries_subscription", "subscription_id", "created_at", "id"),
+        Index(
+            "ix_event_deliveries_ended",
+            "created_at",
+            postgresql_where=text("status <> 'pending'"),
+        ),
     )
 
     id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True, default=_uuid)

@@ -29,6 +29,7 @@ from backend.db.models import (
     Workflow,
 )
 from backend.services import audit
+from backend.services.paging import Slice, page_query
 from backend.services.projects import ProjectNotFound
 from backend.services.subscriptions.catalogue import EVENT_TYPES
 from backend.services.subscriptions.sending import (
@@ -235,20 +236,30 @@ class DeliveryView:
     attempts: list[DeliveryAttempt]
 
 
-async def deliveries(
-    session: AsyncSession, scope: Scope, subscription_id: uuid.UUID
-) -> list[EventDelivery]:
-    """The subscription's deliveries, newest first (pair with :func:`attempts_of`)."""
+async def delivery_page(
+    session: AsyncSession,
+    scope: Scope,
+    subscription_id: uuid.UUID,
+    *,
+    cursor: str | None,
+    limit: int,
+) -> Slice[DeliveryView]:
+    """One page of the subscription's delivery log, newest first by ``(created_at, id)``,
+    after the delivery ``cursor`` names, each delivery with its attempts: one keyset query
+    of ``limit + 1`` rows (index ``ix_event_deliveries_subscription``) and one for the
+    attempts. Raises :class:`SubscriptionNotFound`, :class:`~backend.services.paging.BadCursor`."""
     sub = await get(session, scope, subscription_id)
-    return list(
-        (
-            await session.execute(
-                select(EventDelivery)
-                .where(EventDelivery.subscription_id == sub.id)
-                .order_by(EventDelivery.created_at.desc(), EventDelivery.id.desc())
-            )
-        ).scalars()
+    page = await page_query(
+        session,
+        select(EventDelivery).where(EventDelivery.subscription_id == sub.id),
+        (EventDelivery.created_at, EventDelivery.id),
+        tuple[datetime, uuid.UUID],
+        lambda row: (row[0].created_at, row[0].id),
+        cursor=cursor,
+        limit=limit,
     )
+    views = await attempts_of(session, [row[0] for row in page.items])
+    return Slice(views, page.next_cursor)
 
 
 async def attempts_of(session: AsyncSession, rows: Sequence[EventDelivery]) -> list[DeliveryView]:
