@@ -4,7 +4,8 @@ axe's best practices; e2e/axe_check.py).
 The admin's view of each page is checked (it shows the most controls), with data on it: a
 published workflow with a finished run, a second version for the diff, a credential. The
 designer is checked as it opens, with a node's settings open and with a Switch's condition
-builder open.
+builder open; its trigger has pinned data, so a node carries a run note ("pinned"), which
+axe's label-content-name-mismatch (e2e/axe_check.py runs it) wants in the node's name.
 """
 
 from __future__ import annotations
@@ -39,6 +40,10 @@ def _data(server: RailyardServer) -> dict[str, str]:
     draft["nodes"][1]["label"] = "Shape the order"
     assert api.put(f"/api/workflows/{wf}/draft", json={"diagram": draft}).status_code == 200
     assert api.post(f"/api/workflows/{wf}/publish").status_code == 201
+    # pinned data: the designer draws "pinned" under the trigger (a run note, part of the
+    # node button's name)
+    pinned = api.put(f"/api/v1/workflows/{wf}/pins/start", json={"data": {"qty": 2}})
+    assert pinned.status_code in (200, 201), pinned.text
     run = api.post(f"/api/workflows/{wf}/runs", json={"input": {"qty": 2}}).json()
     credential = api.post(
         "/api/credentials", json={"name": "Shop key", "type": "api_key", "data": {"api_key": "k"}}
@@ -102,8 +107,9 @@ def test_no_page_has_a_serious_or_critical_violation(
         found = axe_violations(page)
         if found:
             failures[path] = found
-    # the designer with a node's settings open
+    # the designer with a node's settings open (and a run note under the pinned trigger)
     page.goto(f"{server.base_url}/workflows/{data['workflow']}/designer")
+    page.locator('#canvas g.node[data-node-id="start"] text.node-run-note').wait_for()
     page.locator('#canvas g.node[data-node-id="shape"]').click()
     page.locator('#config-panel .config-form[data-node-id="shape"]').wait_for()
     page.locator("#config-panel .drag-fields").wait_for()  # the input fields, from the run

@@ -113,7 +113,7 @@ def test_designer_pinned_data_and_test_step(
     page.locator("#pin-box.pinned .pin-data").wait_for()
     assert "from the pin" in page.locator("#pin-box .pin-data pre").inner_text()
     note = page.locator('#canvas g.node[data-node-id="call"] text.node-run-note')
-    assert note.text_content() == "pinned"  # the canvas marks pinned nodes
+    assert note.text_content().strip() == "pinned"  # the canvas marks pinned nodes
 
     click_node(page, "set_1")
     page.locator("#test-step-btn").focus()
@@ -125,7 +125,7 @@ def test_designer_pinned_data_and_test_step(
     output.wait_for()
     assert json.loads(output.inner_text()) == {"got": "from the pin"}
     assert http_endpoint.requests == []  # the pinned step was not executed
-    assert note.text_content() == "pinned data"
+    assert note.text_content().strip() == "pinned data"
     assert page.locator("#overlay-executes").inner_text() == "· no connector called"
     assert "no connector is called" in page.locator("#status").inner_text()
 

@@ -400,7 +400,10 @@ export class Canvas {
       // cut; each text ends with a space so they read as words (SVG draws none).
       const full = [shownLabel !== m.displayLabel(node) ? m.displayLabel(node) : "", node.label ? "" : typeLabel].filter(Boolean);
       const portNames = outputs.length > 1 ? ` ${outputs.map((port) => truncate(port, 10)).join(" ")}` : "";
-      g.setAttribute("aria-label", `${shownLabel} ${shownSub}${portNames}${full.length ? `, ${full.join(", ")}` : ""}`);
+      // the run note ("2 attempts · 1.4 s") and the problem badge's count are drawn texts too
+      const runNote = this.runNotes?.get(node.id);
+      const drawn = `${portNames}${runNote ? ` ${runNote}` : ""}${diags ? ` ${diags.length} ${diags.length === 1 ? "problem" : "problems"}` : ""}`;
+      g.setAttribute("aria-label", `${shownLabel} ${shownSub}${drawn}${full.length ? `, ${full.join(", ")}` : ""}`);
       el("text", { class: "node-label", x: 44, y: h / 2 - 6, "dominant-baseline": "middle", "aria-hidden": "true" }, g).textContent = `${shownLabel} `;
       el("text", { class: node.label ? "node-sub node-sub-type" : "node-sub", x: 44, y: h / 2 + 11, "dominant-baseline": "middle", "aria-hidden": "true" }, g).textContent = `${shownSub} `;
       el("title", {}, g).textContent = [
@@ -423,15 +426,14 @@ export class Canvas {
         el("circle", { class: `port port-out${port === "error" ? " port-error" : ""}`, "data-port": port, cx: p.x, cy: p.y, r: 7 }, g);
       }
 
-      const runNote = this.runNotes?.get(node.id);
       if (runNote) {
-        el("text", { class: "node-run-note", x: NODE_WIDTH, y: h + 13, "text-anchor": "end" }, g).textContent = runNote;
+        el("text", { class: "node-run-note", x: NODE_WIDTH, y: h + 13, "text-anchor": "end", "aria-hidden": "true" }, g).textContent = `${runNote} `;
       }
 
       if (diags) {
         const badge = el("g", { class: onlyWarnings ? "error-badge warning-badge" : "error-badge", transform: `translate(${NODE_WIDTH - 2} 2)` }, g);
         el("circle", { r: 10 }, badge);
-        el("text", { "text-anchor": "middle", "dominant-baseline": "central" }, badge).textContent = String(diags.length);
+        el("text", { "text-anchor": "middle", "dominant-baseline": "central", "aria-hidden": "true" }, badge).textContent = String(diags.length);
         el("title", {}, badge).textContent = diags.map((d) => d.message).join("\n");
       }
     }
