@@ -23,6 +23,8 @@ class TelemetryMiddleware(ASGIMiddleware):
     this one (e.g. the input check's 400, backend/api/storable_input.py) is turned into
     its answer here, by Litestar's own exception handling with the app's handlers,
     instead of escaping to the app's outer handler after the status was recorded.
+    ``ExceptionHandlerMiddleware`` left Litestar's public API in 2.9 with no replacement:
+    Litestar is pinned and this seam tested (tests/unit/test_private_seams.py).
     """
 
     scopes = (ScopeType.HTTP,)

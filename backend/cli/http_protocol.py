@@ -28,6 +28,10 @@ yielding to the loop (Litestar's response does), so its head and body leave in o
 Every other attribute is the real transport's. Measured on the Webhook -> Set -> If
 delivery (docs/performance.md, "Seventh round"): the API's CPU per answered request fell
 by 0.03-0.07 ms and the load generator's by about 40 %.
+
+uvicorn documents no extension point for its protocols, so the subclass relies on
+``HttpToolsProtocol``'s internals: uvicorn is pinned and the seam tested against that
+version (tests/unit/test_private_seams.py, tests/integration/test_http_protocol.py).
 """
 
 from __future__ import annotations

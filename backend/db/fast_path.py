@@ -52,6 +52,11 @@ invalidated and the statement, which asyncpg refused before sending it, is sent 
 on another (:func:`stale_connection`); the error classifies as the database being
 unavailable (503) should it come again. asyncpg prepares each statement once per
 connection; a new connection prepares it again.
+
+Calling the pool outside a greenlet relies on SQLAlchemy's pool raising
+``MissingGreenlet`` before any I/O, which SQLAlchemy does not document: SQLAlchemy is
+pinned and the seam tested against that version (tests/unit/test_private_seams.py,
+tests/integration/test_fast_path.py).
 """
 
 from __future__ import annotations

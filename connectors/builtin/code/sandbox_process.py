@@ -43,8 +43,7 @@ import time
 from typing import BinaryIO
 
 import msgspec
-from py_mini_racer import MiniRacer
-from py_mini_racer._exc import JSEvalException, JSOOMException
+from py_mini_racer import JSEvalException, JSOOMException, MiniRacer
 
 from . import scripts
 from .protocol import READY, Job, Reply, Status, encode, read_frame, write_frame
