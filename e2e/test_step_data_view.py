@@ -1,7 +1,8 @@
 """The step data view: a node opened after a test run shows its input, its settings and its
 output side by side; each side switches between table, JSON and schema; the output side
 pins data (the pins routes) and says where its data comes from, with a selector once
-there are several sources; a field dragged from the input side onto a setting maps it.
+there are several sources; a field dragged from the input side onto a setting maps it, and
+so does Enter on a field after focusing the setting.
 Screenshot: step-data-view.png."""
 
 from __future__ import annotations
@@ -101,6 +102,17 @@ def test_step_data_view_after_a_test_run(page: Any, railyard_server: RailyardSer
     page.wait_for_function(
         f"() => ({MAPPING})().some((m) => m.name === 'email' && m.value === '=customer.email')"
     )
+    # ... and from the keyboard: focus a setting, then Enter on a field of the input side
+    count_value = page.locator('#config-panel [data-field-wrap="mapping"] .kv-row .kv-value').nth(0)
+    count_value.fill("")
+    field = data_in.locator('.data-schema [data-drag-path="customer.name"]')
+    field.focus()
+    page.keyboard.press("Enter")
+    page.wait_for_function(
+        f"() => ({MAPPING})().some((m) => m.name === 'count' && m.value === '=customer.name')"
+    )
+    assert page.evaluate("() => document.activeElement.classList.contains('kv-value')")
+    assert data_in.locator(".field-map-status").inner_text() == "Mapped customer.name"
     ARTIFACTS_DIR.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS_DIR / "step-data-view.png"))
     violations = axe_violations(page, within=".side-panels")

@@ -35,7 +35,7 @@ export function el(tag, attrs = {}, ...children) {
 /** A field name, draggable when ``draggable`` (the input side). */
 function fieldName(tag, path, label, draggable) {
   const attrs = { class: "data-field mono", text: label, title: path };
-  if (draggable) Object.assign(attrs, { draggable: "true", "data-drag-path": path, title: `${path}: drag onto a setting to map it` });
+  if (draggable) Object.assign(attrs, { draggable: "true", tabindex: "0", "data-drag-path": path, title: `${path}: drag onto a setting, or press Enter, to map it into the setting focused last` });
   return el(tag, attrs);
 }
 

@@ -12,7 +12,10 @@
 //
 // The step data view's input side (data-view.js) is a drag source too.
 //
-// The picker (the "{}" button of every expression) does the same from the keyboard.
+// From the keyboard: every field to drag is focusable; Enter (or Space) on it maps it into
+// the setting that has the focus last (the same rules as a drop at its caret), and the
+// focus goes to that setting. The picker (the "{}" button of every expression) does the
+// same from the setting's side.
 
 import { fieldSource, fullPath } from "./field-picker.js";
 import { mapIntoJson } from "./json-text.js";
@@ -21,8 +24,13 @@ const MIME = "application/x-railyard-field";
 const MAX_FIELDS = 40;
 const CLOSED_KEY = "railyard.designer.input-fields-closed"; // folded away, per browser
 
+let lastSetting = null; // the setting (a drop target) that had the focus last
+
 export function attachFieldDrag(container, model, workflowId) {
   const source = fieldSource(workflowId, model);
+  container.addEventListener("focusin", (e) => {
+    if (dropTarget(e.target)) lastSetting = e.target;
+  });
   container.addEventListener("config-panel:rendered", (e) => {
     const form = e.detail?.form;
     if (form && !form.classList.contains("read-only")) showInputFields(form, source, e.detail.nodeId);
@@ -45,6 +53,15 @@ export function attachFieldDrag(container, model, workflowId) {
  * settings (the Input fields strip, the step data view's input side).
  */
 export function dragFieldsFrom(container) {
+  container.addEventListener("keydown", (e) => {
+    const item = e.target.closest?.("[data-drag-path]");
+    if (!item || (e.key !== "Enter" && e.key !== " ") || e.altKey || e.ctrlKey || e.metaKey) return;
+    e.preventDefault();
+    e.stopPropagation();
+    const target = lastSetting?.isConnected ? dropTarget(lastSetting) : null;
+    const done = target && drop(target, item.dataset.dragPath, null, true);
+    announce(container, done ? `Mapped ${item.dataset.dragPath}` : "Focus a setting first, then press Enter on a field to map it there");
+  });
   container.addEventListener("dragstart", (e) => {
     const item = e.target.closest?.("[data-drag-path]");
     if (!item) return;
@@ -74,20 +91,32 @@ function typed(control, text, event = "input") {
   control.focus();
 }
 
-/** The text offset under the drop point in ``control`` (its caret when unknown). */
+/** What a keyboard mapping did, for screen readers (a polite live region of ``container``). */
+function announce(container, text) {
+  let region = container.querySelector(":scope > .field-map-status");
+  if (!region) {
+    region = Object.assign(document.createElement("p"), { className: "field-map-status sr-only" });
+    region.setAttribute("role", "status");
+    container.append(region);
+  }
+  region.textContent = text;
+}
+
+/** The text offset under the drop point in ``control`` (its caret without a pointer event). */
 function dropOffset(control, event) {
-  const at = document.caretPositionFromPoint?.(event.clientX, event.clientY);
+  const at = event && document.caretPositionFromPoint?.(event.clientX, event.clientY);
   return at && at.offsetNode === control ? at.offset : control.selectionEnd ?? control.value.length;
 }
 
-/** Map ``path`` onto ``target``; false leaves the drop to the browser (text inserted). */
-function drop(target, path, event) {
+/** Map ``path`` onto ``target``; false leaves the drop to the browser (text inserted).
+ * ``byKey``: from the keyboard, where no browser drop follows: text goes in at the caret. */
+function drop(target, path, event, byKey = false) {
   if (target.kind === "row") {
     typed(target.control, path, "change");
     return true;
   }
   if (target.kind === "value") {
-    if (target.control.value.startsWith("=") && target.control.value.trim() !== "=") return false;
+    if (target.control.value.startsWith("=") && target.control.value.trim() !== "=") return byKey && atCaret(target.control, path);
     typed(target.control, `=${path}`);
     return true;
   }
@@ -96,7 +125,7 @@ function drop(target, path, event) {
     if (!expr) return false;
     const text = target.wrap.classList.contains("expr-mode") ? expr.value.trim() : "";
     if (text && text !== "=") {
-      if (target.node === expr) return false; // the browser puts the path where it is dropped
+      if (target.node === expr) return byKey && atCaret(expr, path); // a drop: the browser puts it there
       typed(expr, `${text} ${path}`);
       return true;
     }
@@ -110,7 +139,16 @@ function drop(target, path, event) {
     typed(expr, `=${path}`);
     return true;
   }
-  return false;
+  return byKey && target.kind === "text" && atCaret(target.control, path);
+}
+
+/** Insert ``path`` at the caret of ``control`` (as the browser's drop of text does). */
+function atCaret(control, path) {
+  const at = control.selectionStart ?? control.value.length;
+  const end = control.selectionEnd ?? at;
+  typed(control, control.value.slice(0, at) + path + control.value.slice(end));
+  control.setSelectionRange?.(at + path.length, at + path.length);
+  return true;
 }
 
 /** The strip of the step's input fields (nothing for a trigger or a step without input). */
@@ -139,6 +177,7 @@ async function showInputFields(form, source, nodeId) {
     const item = document.createElement("li");
     item.className = "drag-field";
     item.draggable = true;
+    item.tabIndex = 0;
     item.dataset.dragPath = path;
     const example = (input.examples || {})[field.path];
     item.title = example === undefined ? `${path} (${field.type})` : `${path} (${field.type}), e.g. ${example}`;

@@ -18,6 +18,7 @@ export const SHORTCUTS = [
   { keys: ["Escape"], action: "deselect", label: "Clear the selection / close" },
   { keys: ["Tab", "Shift+Tab"], action: null, label: "Move the focus from node to node" },
   { keys: ["Enter"], action: "open", label: "Select the focused node and open its settings" },
+  { keys: ["Enter"], action: null, label: "On a field of a step's input (data view, Input fields): map it into the setting focused last" },
   { keys: ["ArrowLeft", "ArrowRight", "ArrowUp", "ArrowDown"], action: "nudge", label: "Move the selection one grid step (Shift: 1 px)" },
   { keys: ["A"], action: "quickAdd", label: "Add a node after the selected one (searchable list)" },
   { keys: ["C"], action: "connect", label: "Connect the two selected nodes (first selected is the source)" },
