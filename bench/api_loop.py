@@ -4,7 +4,7 @@ Issue 29, finding 3 (case api-loop-not-stalled-by-webhooks): a published Webhook
 whose field sorts the body's list with a custom comparator
 (``$sort(body.items, function($a, $b) { $a > $b })``); ``--clients`` (8) anonymous clients
 post ~1 MB bodies of 140,000 numbers to it back to back, while a signed-in user asks for
-the workflow list (``GET /api/workflows``) and a probe asks ``GET /health/live``, each every
+the workflow list (``GET /api/v1/workflows``) and a probe asks ``GET /health/live``, each every
 ``--interval`` (0.1 s). The same two are first measured with no load. Runs on the embedded
 stack (bench/cluster.py): one ``railyard api``, ``--workers`` (1) ``railyard worker``.
 
@@ -23,11 +23,13 @@ import asyncio
 import random
 import sys
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import httpx
 import msgspec
+from railyard_client import AsyncClient
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -75,24 +77,24 @@ async def setup(env: dict[str, str]) -> str:
         await rt.close()
 
 
-async def signed_in(base: str) -> httpx.AsyncClient:
-    """A client of ``base`` signed in as :data:`EMAIL` (session cookie and CSRF header)."""
-    client = httpx.AsyncClient(base_url=base, timeout=30, trust_env=False)
-    await client.get("/login")
-    client.headers["X-CSRFToken"] = client.cookies["csrftoken"]
-    r = await client.post("/api/auth/login", json={"email": EMAIL, "password": PASSWORD})
-    r.raise_for_status()
+async def signed_in(base: str) -> AsyncClient:
+    """A railyard-client of ``base`` signed in as :data:`EMAIL` (a login session)."""
+    client = AsyncClient(base, timeout=30)
+    await client.login(EMAIL, PASSWORD)
     return client
 
 
 async def sample(
-    client: httpx.AsyncClient, path: str, stop: asyncio.Event, interval: float
+    get: Callable[[str], Awaitable[httpx.Response]],
+    path: str,
+    stop: asyncio.Event,
+    interval: float,
 ) -> list[float]:
-    """Latencies (seconds) of ``GET path`` every ``interval`` seconds until ``stop``."""
+    """Latencies (seconds) of ``get(path)`` every ``interval`` seconds until ``stop``."""
     found: list[float] = []
     while not stop.is_set():
         t0 = time.perf_counter()
-        r = await client.get(path)
+        r = await get(path)
         found.append(time.perf_counter() - t0)
         r.raise_for_status()
         try:
@@ -111,8 +113,8 @@ async def measure(
     probe = httpx.AsyncClient(base_url=base, timeout=30, trust_env=False)
     try:
         tasks = [
-            asyncio.create_task(sample(user, "/api/workflows", stop, interval)),
-            asyncio.create_task(sample(probe, "/health/live", stop, interval)),
+            asyncio.create_task(sample(user.get, "/api/v1/workflows", stop, interval)),
+            asyncio.create_task(sample(probe.get, "/health/live", stop, interval)),
         ]
         loader = asyncio.create_task(load(stop)) if load is not None else None
         await asyncio.sleep(seconds)

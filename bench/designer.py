@@ -7,7 +7,7 @@ measures:
 - ``compile_*``: the server's compile (designer_schema.compile_diagram with the app's
   catalog and JSONata checker), in process: the first (cold) run, then median and max of
   ``--repeat`` more runs (ms), and
-  the ``POST /api/workflows/{id}/compile`` round trip (median, ms);
+  the ``POST /api/v1/workflows/{id}/compile`` round trip (median, ms);
 - ``page_load``: the designer page in headless Chromium, from navigation until every node
   is drawn (ms, median of 3 loads);
 - ``drag_frame_*``: frame times (requestAnimationFrame deltas, ms) while a node is dragged
@@ -36,8 +36,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-import httpx
 import msgspec
+from railyard_client import Client
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -131,12 +131,10 @@ def start_server(data_dir: Path, log_path: Path) -> tuple[subprocess.Popen[bytes
     return proc, base_url
 
 
-def api_client(base_url: str) -> httpx.Client:
-    c = httpx.Client(base_url=base_url, timeout=60)
-    c.get("/login")
-    c.headers["x-csrftoken"] = c.cookies.get("csrftoken") or ""
-    r = c.post("/api/auth/login", json={"email": ADMIN_EMAIL, "password": ADMIN_PASSWORD})
-    r.raise_for_status()
+def api_client(base_url: str) -> Client:
+    """A railyard-client signed in as the admin."""
+    c = Client(base_url, timeout=60)
+    c.login(ADMIN_EMAIL, ADMIN_PASSWORD)
     return c
 
 
@@ -255,14 +253,14 @@ def main() -> None:
     try:
         c = api_client(base_url)
         try:
-            wf = c.post("/api/workflows", json={"name": "Bench 500"}).json()["id"]
-            r = c.put(f"/api/workflows/{wf}/draft", json={"diagram": diagram})
-            r.raise_for_status()
-            assert r.json()["ok"], r.json()["diagnostics"][:3]
+            wf = c.create_workflow("Bench 500").id
+            saved = c.save_draft(wf, diagram)
+            assert saved.ok, saved.diagnostics[:3]
             rtt = []
             for _ in range(5):
                 t = time.perf_counter()
-                c.post(f"/api/workflows/{wf}/compile", json={"diagram": diagram}).raise_for_status()
+                compiled = c.post(f"/api/v1/workflows/{wf}/compile", json={"diagram": diagram})
+                compiled.raise_for_status()
                 rtt.append((time.perf_counter() - t) * 1000)
             figure("compile_http_median", statistics.median(rtt), "ms")
         finally:

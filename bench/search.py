@@ -11,7 +11,7 @@ directory, migrates, and prints ``figure: <name> = <value> <unit>`` lines:
   ...}``, errors on failed runs, two step records per failed run), ``build_indexes``:
   seconds to build the search indexes afterwards (bulk-load practice: drop, load, create).
 - ``q<k>_<name>_p50`` / ``_p95``: milliseconds per search through the PostgreSQL backend
-  (the page of 25 hits, the facet counts and the total, as ``/api/search`` does), 40 runs
+  (the page of 25 hits, the facet counts and the total, as ``/api/v1/search`` does), 40 runs
   each after 3 warm-ups, for an admin (``q1``-``q5``) and for a user who reads 10 of the 50
   workflows (``q6``). Target p95 < 100 ms. ``q<k>_<name>_cpu``: milliseconds on a CPU per
   search, the PostgreSQL backends' and this process's together (load-insensitive, unlike the

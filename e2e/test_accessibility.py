@@ -10,10 +10,8 @@ axe's label-content-name-mismatch (e2e/axe_check.py runs it) wants in the node's
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
-import httpx
 import pytest
 
 from e2e.api_client import api_client, node, publish
@@ -36,28 +34,19 @@ def _data(server: RailyardServer) -> dict[str, str]:
         node("shape", "control.set", 320, mapping=[{"name": "total", "value": "=qty * 2"}]),
         route,
     )
-    draft = api.get(f"/api/workflows/{wf}").json()["draft"]
+    draft = api.get_workflow(wf).draft
+    assert draft is not None
     draft["nodes"][1]["label"] = "Shape the order"
-    assert api.put(f"/api/workflows/{wf}/draft", json={"diagram": draft}).status_code == 200
-    assert api.post(f"/api/workflows/{wf}/publish").status_code == 201
+    api.save_draft(wf, draft)
+    api.publish(wf)
     # pinned data: the designer draws "pinned" under the trigger (a run note, part of the
     # node button's name)
     pinned = api.put(f"/api/v1/workflows/{wf}/pins/start", json={"data": {"qty": 2}})
     assert pinned.status_code in (200, 201), pinned.text
-    run = api.post(f"/api/workflows/{wf}/runs", json={"input": {"qty": 2}}).json()
-    credential = api.post(
-        "/api/credentials", json={"name": "Shop key", "type": "api_key", "data": {"api_key": "k"}}
-    )
-    assert credential.status_code == 201, credential.text
-    _wait_run(api, run["run_id"])
-    return {"workflow": wf, "run": run["run_id"], "credential": credential.json()["id"]}
-
-
-def _wait_run(api: httpx.Client, run_id: str) -> None:
-    for _ in range(100):
-        if api.get(f"/api/runs/{run_id}").json()["status"] in ("succeeded", "failed"):
-            return
-        time.sleep(0.1)
+    run = api.start_run(wf, {"qty": 2})
+    credential = api.create_credential("Shop key", "api_key", {"api_key": "k"})
+    api.wait_for_run(run.id, timeout=30)
+    return {"workflow": wf, "run": run.id, "credential": credential.id}
 
 
 PAGES = [

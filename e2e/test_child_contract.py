@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from railyard_client import Unprocessable
 
 from e2e.api_client import api_client, chain_draft, node
 from e2e.conftest import ARTIFACTS_DIR, RailyardServer, login
@@ -21,7 +22,7 @@ pytestmark = pytest.mark.e2e
 def test_foreach_panel_shows_the_child_input(page: Any, railyard_server: RailyardServer) -> None:
     server = railyard_server
     api = api_client(server)
-    child = api.post("/api/workflows", json={"name": "One order"}).json()["id"]
+    child = api.create_workflow("One order").id
     hook = node("hook", "trigger.webhook", 0, body_schema=ORDERS)
     each = node("each", "control.foreach", 320, items="=body.orders", workflow_id=child)
     page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=server.base_url)
@@ -52,7 +53,7 @@ def test_foreach_panel_shows_the_child_input(page: Any, railyard_server: Railyar
         "edges": [{"id": "e0", "source": "start", "target": "shape"}],
         "schema_version": 1,
     }
-    assert api.put(f"/api/workflows/{child}/draft", json={"diagram": draft}).status_code == 200
+    api.save_draft(child, draft)
     form = open_settings(page, server, child, "start")
     form.locator('[data-field="input_schema"]').fill(schema_text)
     # reading `sku` where each child gets `item.sku`: an error, and publishing refuses it
@@ -60,14 +61,15 @@ def test_foreach_panel_shows_the_child_input(page: Any, railyard_server: Railyar
     page.screenshot(path=str(ARTIFACTS_DIR / "child-contract-checked.png"))
     press(page, "Control+s")
     wait_saved(page)
-    refused = api.post(f"/api/workflows/{child}/publish")
-    assert refused.status_code == 422 and "sku" in refused.text, refused.text
+    with pytest.raises(Unprocessable) as refused:
+        api.publish(child)
+    assert "sku" in str(refused.value.body["diagnostics"]), refused.value.body
     # reading what the contract has publishes
-    stored = api.get(f"/api/workflows/{child}").json()["draft"]
-    assert stored["nodes"][0]["config"]["input_schema"]["properties"]["item"]
+    stored = api.get_workflow(child).draft
+    assert stored is not None and stored["nodes"][0]["config"]["input_schema"]["properties"]["item"]
     stored["nodes"][1]["config"]["mapping"] = [{"name": "sku", "value": "=item.sku"}]
-    assert api.put(f"/api/workflows/{child}/draft", json={"diagram": stored}).status_code == 200
-    assert api.post(f"/api/workflows/{child}/publish").status_code == 201
+    api.save_draft(child, stored)
+    assert api.publish(child).version.version == 1
 
 
 def test_child_without_schema_is_typed_by_its_callers(
@@ -81,14 +83,15 @@ def test_child_without_schema_is_typed_by_its_callers(
     api = api_client(server)
     shape = node("shape", "control.set", 320, mapping=[{"name": "sku", "value": "=sku"}])
     child = chain_draft(api, "One order (inferred)", node("start", "trigger.manual", 0), shape)
-    assert api.post(f"/api/workflows/{child}/publish").status_code == 201
+    api.publish(child)
     hook = node("hook", "trigger.webhook", 0, body_schema=ORDERS)
     each = node("each", "control.foreach", 320, items="=body.orders", workflow_id=child)
     each["label"] = "Each order"
     parent = chain_draft(api, "All orders (inferred)", hook, each)
-    refused = api.post(f"/api/workflows/{parent}/publish")
-    assert refused.status_code == 422, refused.text
-    [problem] = [d for d in refused.json()["diagnostics"] if d["code"] == "child_contract"]
+    with pytest.raises(Unprocessable) as refused:
+        api.publish(parent)
+    diagnostics = refused.value.body["diagnostics"]
+    [problem] = [d for d in diagnostics if d["code"] == "child_contract"]
     assert "'One order (inferred)'" in problem["message"] and "no field sku" in problem["message"]
 
     login(page, server)

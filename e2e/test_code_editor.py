@@ -29,17 +29,17 @@ def test_code_is_highlighted_and_edited_under_the_csp(
 ) -> None:
     server = railyard_server
     api = api_client(server)
-    wf = api.post("/api/workflows", json={"name": "Code editor"}).json()
+    wf = api.create_workflow("Code editor").id
     code = node("shape", "code.javascript", 320, code="// double\nreturn input.n * 2;")
     draft = {
         "nodes": [node("start", "trigger.manual", 0), code],
         "edges": [{"id": "e1", "source": "start", "target": "shape"}],
         "schema_version": 1,
     }
-    assert api.put(f"/api/workflows/{wf['id']}/draft", json={"diagram": draft}).status_code == 200
+    api.save_draft(wf, draft)
     page.add_init_script(RECORD_VIOLATIONS)
     login(page, server)
-    open_designer(page, server, wf["id"])
+    open_designer(page, server, wf)
     form = open_node(page, "shape")
     editor = form.locator(".code-editor")
     editor.locator(".code-highlight .hljs-keyword").first.wait_for()

@@ -8,31 +8,24 @@ import re
 import time
 from typing import Any
 
-import httpx
 import pytest
+from railyard_client import Client
 
 from e2e.api_client import api_client, node, publish
 from e2e.conftest import ARTIFACTS_DIR, RailyardServer, RecordingEndpoint, login
 
 pytestmark = pytest.mark.e2e
 
-TERMINAL = {"succeeded", "failed", "cancelled", "timed_out"}
+
+def run_burst(api: Client, workflow_id: str, count: int) -> list[str]:
+    return [api.start_run(workflow_id, {"i": i}).id for i in range(count)]
 
 
-def run_burst(api: httpx.Client, workflow_id: str, count: int) -> list[str]:
-    return [
-        api.post(f"/api/workflows/{workflow_id}/runs", json={"input": {"i": i}}).json()["run_id"]
-        for i in range(count)
-    ]
-
-
-def wait_ended(api: httpx.Client, run_ids: list[str], timeout: float = 60) -> None:
+def wait_ended(api: Client, run_ids: list[str], timeout: float = 60) -> None:
+    """Each run followed on its event stream until it ended."""
     deadline = time.monotonic() + timeout
-    pending = set(run_ids)
-    while pending and time.monotonic() < deadline:
-        pending = {r for r in pending if api.get(f"/api/runs/{r}").json()["status"] not in TERMINAL}
-        time.sleep(0.2)
-    assert not pending, f"runs still going: {pending}"
+    for run_id in run_ids:
+        api.wait_for_run(run_id, timeout=max(1.0, deadline - time.monotonic()))
 
 
 def test_dashboard_after_a_burst_of_runs(

@@ -36,11 +36,10 @@ def test_each_side_readable_and_a_change_zoomed_to(
 ) -> None:
     server = railyard_server
     api = api_client(server)
-    wf = api.post("/api/workflows", json={"name": "Wide"}).json()["id"]
+    wf = api.create_workflow("Wide").id
     for total in ("=n * 2", "=n * 3"):
-        saved = api.put(f"/api/workflows/{wf}/draft", json={"diagram": _chain(total)})
-        assert saved.status_code == 200, saved.text
-        assert api.post(f"/api/workflows/{wf}/publish").status_code == 201
+        api.save_draft(wf, _chain(total))
+        api.publish(wf)
     login(page, server)
     page.goto(f"{server.base_url}/workflows/{wf}/compare?from=1&to=2")
     page.wait_for_function("() => window.railyardDiff !== undefined")

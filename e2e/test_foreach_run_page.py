@@ -54,16 +54,6 @@ async def _copy_children(data_dir: Path, parent: str) -> None:
         await conn.close()
 
 
-def _wait_run(api: Any, run_id: str, timeout: float = 180.0) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        detail: dict[str, Any] = api.get(f"/api/runs/{run_id}").json()
-        if detail["status"] in ("succeeded", "failed", "cancelled", "timed_out"):
-            return detail
-        time.sleep(0.5)
-    raise AssertionError(f"run {run_id} did not end within {timeout} s")
-
-
 def test_run_page_of_ten_thousand_children(page: Any, railyard_server: RailyardServer) -> None:
     api = api_client(railyard_server)
     body = publish(
@@ -78,19 +68,15 @@ def test_run_page_of_ten_thousand_children(page: Any, railyard_server: RailyardS
         node("start", "trigger.manual", 0),
         node("loop", "control.foreach", 200, items="=items", workflow_id=body, concurrency=10),
     )
-    started = api.post(
-        f"/api/workflows/{parent}/runs", json={"input": {"items": [{"n": i} for i in range(RAN)]}}
-    )
-    assert started.status_code in (200, 201, 202), started.text
-    run_id = started.json()["run_id"]
-    assert _wait_run(api, run_id)["status"] == "succeeded"
+    run_id = api.start_run(parent, {"items": [{"n": i} for i in range(RAN)]}).id
+    assert api.wait_for_run(run_id, timeout=180).status == "succeeded"
     # Playwright's sync API holds this thread's event loop: the copy runs in another thread
     with ThreadPoolExecutor(1) as pool:
         pool.submit(asyncio.run, _copy_children(railyard_server.data_dir, run_id)).result()
-    detail = api.get(f"/api/runs/{run_id}").json()
+    detail = api.get(f"/api/v1/runs/{run_id}").json()
     assert detail["children_count"] == {"loop": ITEMS}
     assert len(detail["children"]) == 50
-    assert len(api.get(f"/api/runs/{run_id}").content) < 200_000
+    assert len(api.get(f"/api/v1/runs/{run_id}").content) < 200_000
 
     login(page, railyard_server)
     t0 = time.perf_counter()

@@ -68,12 +68,9 @@ def test_a_generated_connector_is_in_the_palette_and_runs(
 
         client = api_client(server)
         try:
-            r = client.post(
-                "/api/credentials",
-                json={"name": "Acme", "type": "acme.api_key", "data": {"api_key": "test-key"}},
-            )
-            assert r.status_code == 201, r.text
-            credential = r.json()["id"]
+            credential = client.create_credential(
+                "Acme", "acme.api_key", {"api_key": "test-key"}
+            ).id
             publish(
                 client,
                 "Copy new Acme items",

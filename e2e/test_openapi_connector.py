@@ -12,7 +12,6 @@ import base64
 import csv
 import io
 import json
-import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -138,7 +137,7 @@ def test_import_and_fetch_all_pages(
         "(sku text PRIMARY KEY, stock int NOT NULL, position int NOT NULL, restock boolean)",
     )
     r = admin.post(
-        "/api/admin/users", json={"email": EDITOR[0], "password": EDITOR[1], "role": "editor"}
+        "/api/v1/admin/users", json={"email": EDITOR[0], "password": EDITOR[1], "role": "editor"}
     )
     assert r.status_code == 201, r.text
 
@@ -253,31 +252,25 @@ def test_import_and_fetch_all_pages(
 
     # ------------------------------------------------ the run collects every page
     started = page.request.post(
-        f"{server.base_url}/api/workflows/{workflow_id}/runs",
+        f"{server.base_url}/api/v1/workflows/{workflow_id}/runs",
         data=json.dumps({"input": {}}),
         headers={"content-type": "application/json", "x-csrftoken": token},
     )
     assert started.status == 201, started.text()
-    run_id = started.json()["run_id"]
-    deadline = time.monotonic() + 30
-    while True:
-        detail = admin.get(f"/api/runs/{run_id}").json()
-        if detail["status"] in ("succeeded", "failed") or time.monotonic() > deadline:
-            break
-        time.sleep(0.3)
-    assert detail["status"] == "succeeded", detail
-    steps = {s["step_id"]: s for s in detail["steps"]}
-    assert [i["sku"] for i in steps["list"]["output"]["items"]] == [f"sku-{n}" for n in range(6)]
-    assert steps["report"]["output"]["skus"] == [f"sku-{n}" for n in range(6)]
+    run = admin.wait_for_run(started.json()["id"], timeout=30)
+    assert run.status == "succeeded", run
+    steps = {s.step_id: s for s in run.steps}
+    assert [i["sku"] for i in steps["list"].output["items"]] == [f"sku-{n}" for n in range(6)]
+    assert steps["report"].output["skus"] == [f"sku-{n}" for n in range(6)]
     rows = [
         {"sku": f"sku-{n}", "stock": n % 2, "position": n + 1, "restock": n % 2 == 0}
         for n in range(6)
     ]
-    assert steps["stock"]["output"]["result"] == rows
-    assert steps["stock"]["output"]["logs"] == [{"level": "log", "message": "skus: 6"}]
-    assert steps["save"]["output"]["count"] == 6
+    assert steps["stock"].output["result"] == rows
+    assert steps["stock"].output["logs"] == [{"level": "log", "message": "skus: 6"}]
+    assert steps["save"].output["count"] == 6
     assert _sql(pg_port, f"SELECT * FROM {TABLE} ORDER BY position") == rows
-    export = steps["export"]["output"]
+    export = steps["export"].output
     assert export["filename"] == "stock.csv"
     table = list(csv.DictReader(io.StringIO(base64.b64decode(export["base64"]).decode())))
     assert table == [

@@ -6,34 +6,23 @@ from __future__ import annotations
 
 import contextlib
 import re
-import time
 from typing import Any
 
-import httpx
 import pytest
+from railyard_client import Client
 
+from e2e.api_client import api_client
 from e2e.conftest import ARTIFACTS_DIR, RailyardServer, login
 
 pytestmark = pytest.mark.e2e
 
 
-def api_client(server: RailyardServer) -> httpx.Client:
-    """An API client logged in as the admin (session cookie and CSRF header)."""
-    api = httpx.Client(base_url=server.base_url, timeout=10)
-    api.get("/login")
-    api.headers["x-csrftoken"] = api.cookies["csrftoken"]
-    r = api.post("/api/auth/login", json={"email": server.email, "password": server.password})
-    assert r.status_code == 200, r.text
-    return api
-
-
-def publish(api: httpx.Client, name: str, nodes: list[dict[str, Any]], edges: list[Any]) -> str:
-    wf = api.post("/api/workflows", json={"name": name, "tags": ["billing"]}).json()
+def publish(api: Client, name: str, nodes: list[dict[str, Any]], edges: list[Any]) -> str:
+    wf = api.create_workflow(name, tags=["billing"])
     d = {"nodes": nodes, "edges": edges, "viewport": {"x": 0, "y": 0, "zoom": 1}}
-    assert api.put(f"/api/workflows/{wf['id']}/draft", json={"diagram": d}).json()["ok"]
-    r = api.post(f"/api/workflows/{wf['id']}/publish")
-    assert r.status_code == 201, r.text
-    return "/hooks/" + r.json()["webhook_url"].rsplit("/hooks/", 1)[1]
+    assert api.save_draft(wf.id, d).ok
+    webhook_url = api.publish(wf.id).webhook_url
+    return "/hooks/" + webhook_url.rsplit("/hooks/", 1)[1]
 
 
 def node(node_id: str, node_type: str, x: int, **config: Any) -> dict[str, Any]:
@@ -54,16 +43,6 @@ def edge(source: str, target: str) -> dict[str, str]:
         "target": target,
         "target_port": "in",
     }
-
-
-def wait_status(api: httpx.Client, run_id: str, wanted: str) -> None:
-    status = None
-    for _ in range(200):  # up to 20 s
-        status = api.get(f"/api/runs/{run_id}").json()["status"]
-        if status == wanted:
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"run {run_id} is {status}, not {wanted}")
 
 
 def test_search_finds_a_failed_run_by_a_value_in_its_input(
@@ -98,8 +77,8 @@ def test_search_finds_a_failed_run_by_a_value_in_its_input(
         ok = api.post(fine, json={"customer": "cust-e2e-4711"})
         ok_id = ok.json()["run_id"]
         api.post(fine, json={"customer": "someone else"})
-        wait_status(api, failed_id, "failed")
-        wait_status(api, ok_id, "succeeded")
+        assert api.wait_for_run(failed_id, timeout=20).status == "failed"
+        assert api.wait_for_run(ok_id, timeout=20).status == "succeeded"
 
     login(page, railyard_server)
     page.fill("#global-search-q", "cust-e2e-4711")

@@ -31,7 +31,7 @@ def _workflow(server: RailyardServer) -> str:
     """A workflow with a long name that had one test run of its draft, whose draft now
     has an error (an If without its condition)."""
     api = api_client(server)
-    wf = api.post("/api/workflows", json={"name": LONG_NAME}).json()
+    wf = api.create_workflow(LONG_NAME).id
     hook = node("hook", "trigger.webhook", 0)
     shape = node("shape", "control.set", 320, mapping=[{"name": "ok", "value": True}])
     for second in (shape, node("check", "control.if", 320)):
@@ -40,12 +40,11 @@ def _workflow(server: RailyardServer) -> str:
             "edges": [{"id": "e1", "source": "hook", "target": second["id"]}],
             "schema_version": 1,
         }
-        saved = api.put(f"/api/workflows/{wf['id']}/draft", json={"diagram": draft})
-        assert saved.status_code == 200, saved.text  # stored, with or without problems
+        api.save_draft(wf, draft)  # stored, with or without problems
         if second is shape:
-            run = api.post(f"/api/workflows/{wf['id']}/test-runs", json={"input": {}})
-            assert run.status_code in (200, 201, 202), run.text
-    return str(wf["id"])
+            run = api.post(f"/api/v1/workflows/{wf}/test-runs", json={"input": {}})
+            assert run.status_code == 201, run.text
+    return wf
 
 
 def test_first_visit_details(page: Any, railyard_server: RailyardServer) -> None:

@@ -24,11 +24,9 @@ def test_settings_dialog_offers_every_other_workflow(
 ) -> None:
     api = api_client(railyard_server)
     names = ["Settings subject", "Settings other", "Settings fallback"]
-    ids = [api.post("/api/v1/workflows", json={"name": n}).json()["id"] for n in names]
-    chosen = api.patch(
-        f"/api/v1/workflows/{ids[0]}", json={"settings": {"error_workflow_id": ids[2]}}
-    )
-    assert chosen.status_code == 200, chosen.text
+    ids = [api.create_workflow(n).id for n in names]
+    chosen = api.update_workflow(ids[0], settings={"error_workflow_id": ids[2]})
+    assert chosen.settings["error_workflow_id"] == ids[2]
 
     login(page, railyard_server)
     page.goto(f"{railyard_server.base_url}/workflows/{ids[0]}/designer")
