@@ -7,7 +7,6 @@ A request without a login session is redirected to ``/login?next=<path>``.
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncGenerator
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlencode, urlparse
@@ -18,7 +17,7 @@ from litestar.datastructures import State
 from litestar.di import Provide
 from litestar.exceptions import HTTPException
 from litestar.params import FromPath, FromQuery, JSONBody, URLEncodedBody
-from litestar.response import Redirect, ServerSentEvent, ServerSentEventMessage
+from litestar.response import Redirect, ServerSentEvent
 
 from backend.auth.policy import Level, Permission
 from backend.runtime import Runtime
@@ -27,7 +26,6 @@ from backend.services import (
     grants,
     login_sessions,
     run_children,
-    run_watch,
     runs,
     webhook_urls,
     workflow_picker,
@@ -49,6 +47,7 @@ from backend.web.authentication import (
     throttled_message,
 )
 from backend.web.guards import CurrentPrincipal
+from backend.web.run_events import run_event_stream
 from frontend.diagram_catalog import catalog_json_for
 from frontend.field_views import WORKFLOW_PICKER_KEY
 from frontend.forms import CREDENTIAL_SCHEMA_KEY, CredentialChoice, render_config_panel
@@ -315,9 +314,9 @@ class AppPages(LoginRequiredPages):
         opt={"permission": Permission.RUN_READ},
     )
     async def run_events(self, run_id: FromPath[uuid.UUID], state: State) -> ServerSentEvent:
-        """Server-Sent Events: an ``update`` event with the run JSON on every change."""
+        """The run event stream (backend/web/run_events.py), for the run page."""
         runtime: Runtime = state.runtime
-        return ServerSentEvent(_run_updates(runtime, run_id))
+        return run_event_stream(runtime, run_id)
 
 
 def _credential_types(schema: dict[str, Any]) -> tuple[str, ...]:
@@ -343,13 +342,6 @@ def _credential_choice(view: creds.CredentialView) -> CredentialChoice:
     if view.kind == "oauth2":
         hints.append("connected" if view.connected else "not connected")
     return CredentialChoice(view.id, view.name, view.type, ", ".join(hints))
-
-
-async def _run_updates(runtime: Runtime, run_id: uuid.UUID) -> AsyncGenerator[Any, None]:
-    async for payload in run_watch.run_updates(
-        runtime.sessionmaker, runtime.redis, run_id, runtime.settings.base_url
-    ):
-        yield ServerSentEventMessage(data=payload.decode(), event="update")
 
 
 def wants_html(request: Request) -> bool:

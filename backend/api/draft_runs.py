@@ -162,7 +162,7 @@ class TestRunController(Controller):
             status=started.status,
             url=f"{base}/runs/{started.run_id}",
             status_url=f"{base}/api/v1/runs/{started.run_id}",
-            events_url=f"{base}/runs/{started.run_id}/events",
+            events_url=f"{base}/api/v1/runs/{started.run_id}/events",
             step_id=started.step_id,
             executes=started.executes,
             substituted=started.substituted,

@@ -38,6 +38,7 @@ from backend.api.schemas import PublishOut
 from backend.auth.policy import Permission
 from backend.problems import Problem
 from backend.web.guards import declared_permission
+from backend.web.run_events import RunStreamEvent
 from designer_schema.transfer import WorkflowExport
 
 SWAGGER_UI = "/static/vendor/swagger-ui"
@@ -119,6 +120,21 @@ ANSWERS: dict[str, dict[int, str | tuple[str, Any]]] = {
 """Statuses a handler decides itself, by ``operation_id`` (derived ones are added too):
 a description, or ``(description, body type)`` for a body other than
 :class:`~backend.problems.Problem`."""
+
+EVENT_STREAM = "text/event-stream"
+"""The media type of Server-Sent Events (WHATWG HTML, "Server-sent events")."""
+
+EVENT_STREAMS: dict[str, tuple[str, Any]] = {
+    "stream_run_events": (
+        "The run event stream: an `update` event (`RunUpdateEvent`) with the run now and "
+        "after every change; the stream closes after the update showing the run ended",
+        RunStreamEvent,
+    ),
+}
+"""Operations answering Server-Sent Events, by ``operation_id``: the description of the
+stream and the type of one event (a union of the event types it sends). The document
+declares the answer ``text/event-stream``, its body a string, and the event's schema as
+the media type's ``x-itemSchema`` (:class:`ItemSchemaJsonRenderPlugin`)."""
 
 _STATUS_OVERRIDES: dict[str, int] = {
     "login": 200,
@@ -222,6 +238,14 @@ def _document(handler: HTTPRouteHandler, route: HTTPRoute) -> None:
             generate_examples=False,
             media_type="*/*" if free_form else _media_type(body),
         )
+    stream = EVENT_STREAMS.get(_operation_id(handler, route, "GET"))
+    if stream is not None:
+        responses[handler.status_code] = ResponseSpec(
+            data_container=stream[1],
+            description=stream[0],
+            generate_examples=False,
+            media_type=EVENT_STREAM,
+        )
     if handler.status_code == 201 and _operation_id(handler, route, "POST") in LOCATIONS:
         handler.response_headers = [
             *(handler.response_headers or []),
@@ -262,21 +286,42 @@ class StrictStructSchemaPlugin(StructSchemaPlugin):
         return schema
 
 
-class OptionalBodyJsonRenderPlugin(JsonRenderPlugin):
-    """The JSON document, with the request body of an operation whose handler gives its
-    body a default (``data: PublishIn | None = None``) documented as optional: Litestar
-    marks every JSON body required, though such an operation accepts a request without
-    one."""
+class ItemSchemaJsonRenderPlugin(JsonRenderPlugin):
+    """The JSON document, finished where Litestar cannot say it:
+
+    - the request body of an operation whose handler gives its body a default (``data:
+      PublishIn | None = None``) is documented as optional: Litestar marks every JSON body
+      required, though such an operation accepts a request without one;
+    - a ``text/event-stream`` answer (:data:`EVENT_STREAMS`) is a string as a whole (its
+      ``schema``: what OpenAPI 3.1 can say of a stream of events), and the schema of one
+      event, a ``$ref`` to a named component (or a ``oneOf`` of them), is its
+      ``x-itemSchema``: the ``itemSchema`` keyword OpenAPI 3.2 gives sequential media
+      types, under an extension name while the document is OpenAPI 3.1. Generators thus
+      read the stream as text and still make a model of every event type.
+    """
 
     def render(self, request: Any, openapi_schema: dict[str, Any]) -> bytes:
-        """The document (JSON bytes), optional request bodies marked ``required: false``."""
+        """The document (JSON bytes), finished as the class doc says."""
         optional = set(request.app.state.get(OPTIONAL_BODIES, ()))
         for item in openapi_schema.get("paths", {}).values():
             for operation in item.values():
-                body = operation.get("requestBody") if isinstance(operation, dict) else None
+                if not isinstance(operation, dict):
+                    continue
+                body = operation.get("requestBody")
                 if body is not None and operation.get("operationId") in optional:
                     body["required"] = False
+                for answer in (operation.get("responses") or {}).values():
+                    media = (answer.get("content") or {}).get(EVENT_STREAM)
+                    if media is not None and "x-itemSchema" not in media:
+                        media["x-itemSchema"] = media.pop("schema")
+                        media["schema"] = {"type": "string", "description": _STREAM_BODY}
         return super().render(request, openapi_schema)
+
+
+_STREAM_BODY = (
+    "Server-Sent Events (WHATWG HTML): `event:` and `data:` lines, a blank line after each "
+    "event; `x-itemSchema` is the schema of one event, its `data` the JSON on the `data:` line"
+)
 
 
 class SelfContainedSwaggerRenderPlugin(SwaggerRenderPlugin):
@@ -345,6 +390,6 @@ def openapi_config(version: str, router: Router) -> OpenAPIConfig:
                 standalone_preset_js_url=f"{SWAGGER_UI}/swagger-ui-standalone-preset.js",
                 favicon=f"<link rel='icon' type='image/png' href='{SWAGGER_UI}/favicon-32x32.png'>",
             ),
-            OptionalBodyJsonRenderPlugin(),
+            ItemSchemaJsonRenderPlugin(),
         ],
     )

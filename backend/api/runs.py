@@ -1,5 +1,5 @@
-"""``/api/v1/runs``: run lists, run detail with steps and attempts, cancel, pause, resume,
-re-run, replay from a step."""
+"""``/api/v1/runs``: run lists, run detail with steps and attempts, the run event stream,
+cancel, pause, resume, re-run, replay from a step."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 from litestar import Controller, Request, Response, get, post
 from litestar.params import FromPath, FromQuery, JSONBody, Parameter
+from litestar.response import ServerSentEvent
 
 from backend.api.list_schemas import ChildList, RunList
 from backend.api.lists import DEFAULT_LIMIT, Cursor, Limit, page_links
@@ -22,6 +23,7 @@ from backend.services.paging import Slice
 from backend.services.workflows import check_json_limit
 from backend.web.authentication import AppRuntime, CurrentUser, DbSession
 from backend.web.guards import CurrentPrincipal, access_dependencies
+from backend.web.run_events import run_event_stream
 
 
 class RunController(Controller):
@@ -91,6 +93,19 @@ class RunController(Controller):
         )
         links = page_links(request, Slice(found.children, found.next_cursor))
         return ChildList(data=found.children, total=found.total, **links)
+
+    @get(
+        "/{run_id:uuid}/events",
+        operation_id="stream_run_events",
+        opt={"permission": Permission.RUN_READ},
+    )
+    async def stream_events(
+        self, run_id: FromPath[uuid.UUID], runtime: AppRuntime
+    ) -> ServerSentEvent:
+        """The run event stream (``text/event-stream``, backend/web/run_events.py): an
+        ``update`` event with the run as ``GET /api/v1/runs/{id}`` answers it, now and
+        after every change, until the run has ended; the stream then closes."""
+        return run_event_stream(runtime, run_id)
 
     @get(
         "/{run_id:uuid}/values/{digest:str}",

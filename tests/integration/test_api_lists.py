@@ -126,6 +126,9 @@ NOT_JSON = {
     "/api/v1/credentials/oauth2/callback",
     # JSON Lines: read line by line in test_single_objects_name_their_id_and_times_alike
     "/api/v1/admin/audit/export.jsonl",
+    # Server-Sent Events, each update the run as GET /api/v1/runs/{id} answers it
+    # (tests/integration/test_run_event_stream.py compares them)
+    "/api/v1/runs/{run_id:uuid}/events",
 }
 
 OLD_VERSION_NAMES = {"number", "version_number"}

@@ -149,6 +149,7 @@ ROUTES: dict[tuple[str, str], P] = {
     ("GET", "/search"): P.WORKFLOW_LIST,
     ("GET", "/api/v1/runs/{run_id:uuid}"): P.RUN_READ,
     ("GET", "/api/v1/runs/{run_id:uuid}/children"): P.RUN_READ,
+    ("GET", "/api/v1/runs/{run_id:uuid}/events"): P.RUN_READ,
     ("GET", "/api/v1/runs/{run_id:uuid}/values/{digest:str}"): P.RUN_READ,
     ("POST", "/api/v1/runs/{run_id:uuid}/cancel"): P.RUN_CONTROL,
     ("POST", "/api/v1/runs/{run_id:uuid}/pause"): P.RUN_CONTROL,

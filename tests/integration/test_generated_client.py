@@ -1,7 +1,10 @@
 """The /api/v1 document generates a Python client: openapi-python-client builds one with
-zero warnings, and that client, authenticated with an API token, drives a workflow's
-lifecycle against the app (create, save draft, publish, start runs with an idempotency key,
-watch a run to its end, page through runs with the list envelope's cursor)."""
+zero warnings, and that client, authenticated with an API token, drives a workflow's whole
+lifecycle against the app: create, save draft, publish, start runs with an idempotency key,
+watch a run to its end through the run event stream (Server-Sent Events, read with
+httpx-sse on the generated client's own HTTP client, each event decoded with the generated
+model of its type), page through runs with the list envelope's cursor, search, export and
+import."""
 
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ from typing import Any
 
 import httpx
 import pytest
+from httpx_sse import aconnect_sse
 
 from backend.app import create_app
 from backend.runtime import Runtime
@@ -128,6 +132,9 @@ async def test_the_document_generates_a_client_that_drives_a_lifecycle(
     assert len(started) == 3
 
     assert await watch(api, first.id) == "succeeded"
+    # the generated function reads a stream whole: an ended run's is one update
+    whole = await module("api.runs.stream_run_events").asyncio(uuid.UUID(first.id), client=api)
+    assert isinstance(whole, str) and whole.startswith("event: update"), whole
 
     list_runs = module("api.runs.list_runs")
     seen: list[str] = []
@@ -142,19 +149,43 @@ async def test_the_document_generates_a_client_that_drives_a_lifecycle(
         cursor = page.next_cursor
     assert len(seen) == 3 and set(seen) == started
 
+    found = await module("api.search.search").asyncio(
+        client=api, q="Generated client", in_="workflows"
+    )
+    assert isinstance(found, models.SearchList), found
+    assert [(h.kind, h.id) for h in found.data] == [("workflow", created.id)], found
+
+    exported = await module("api.versions.export_workflow").asyncio(wf, client=api)
+    assert isinstance(exported, models.WorkflowExport), exported
+    imported = await module("api.versions.import_workflow").asyncio_detailed(
+        client=api, body=exported, name="Generated client (imported)"
+    )
+    assert imported.status_code == 201, imported.content
+    copy = imported.parsed
+    assert isinstance(copy, models.ImportedOut) and copy.id != created.id, copy
+    assert copy.name == "Generated client (imported)"
+    again_exported = await module("api.versions.export_workflow").asyncio(
+        uuid.UUID(copy.id), client=api
+    )
+    assert isinstance(again_exported, models.WorkflowExport)
+    assert again_exported.diagram.to_dict() == exported.diagram.to_dict()
+
 
 async def watch(api: Any, run_id: str, timeout: float = 30.0) -> str:
-    """Poll ``GET /api/v1/runs/{id}`` through the generated client until the run ends;
-    its status. Fails after ``timeout`` seconds."""
-    get_run = module("api.runs.get_run")
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
+    """Follow the run's event stream (``GET /api/v1/runs/{id}/events``, its method and
+    path from the generated module) on the generated client's HTTP client until the run
+    ends; its last status. Every event must decode as the generated ``RunUpdateEvent``.
+    Fails after ``timeout`` seconds."""
+    request = module("api.runs.stream_run_events")._get_kwargs(uuid.UUID(run_id))
+    update = module("models").RunUpdateEvent
+    http = api.get_async_httpx_client()
     status = ""
-    while loop.time() < deadline:
-        detail = await get_run.asyncio(uuid.UUID(run_id), client=api)
-        assert isinstance(detail, module("models").RunDetail), detail
-        status = detail.status
-        if status in TERMINAL:
-            return status
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"run {run_id} did not end within {timeout} s (status {status})")
+    async with asyncio.timeout(timeout):
+        async with aconnect_sse(http, request["method"].upper(), request["url"]) as source:
+            assert source.response.status_code == 200, await source.response.aread()
+            async for sse in source.aiter_sse():
+                event = update.from_dict({"event": sse.event, "data": sse.json()})
+                assert event.data.id == run_id
+                status = event.data.status
+    assert status in TERMINAL, f"the stream of run {run_id} closed at status {status!r}"
+    return status
