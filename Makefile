@@ -8,7 +8,7 @@ PORT ?= 8000
 DATA_DIR ?= .railyard
 PYTEST_ARGS ?=
 
-.PHONY: dev dev-stop test lint unit integration e2e install chromium trigger-servers clean lock bench-peers bench-steps icons
+.PHONY: dev dev-stop test lint unit integration e2e install chromium trigger-servers clean lock bench-peers bench-steps icons typescript-client
 
 EXAMPLE_PLUGIN := connectors/examples/railyard-example-plugin
 
@@ -85,7 +85,20 @@ trigger-servers:
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
 	fi
 
-test: install $(VENV)/.example-plugin $(CHECKOV) chromium trigger-servers lint
+# The TypeScript client generator and compiler at their pinned versions
+# (tests/typescript_client/package-lock.json) for
+# tests/integration/test_generated_typescript_client.py; npm installs them into the
+# git-ignored $(VENV)/typescript-client.
+TS_CLIENT := $(VENV)/typescript-client
+$(TS_CLIENT)/.installed: tests/typescript_client/package.json tests/typescript_client/package-lock.json | $(VENV)/bin/python
+	@echo "make: installing the TypeScript client generator into $(TS_CLIENT)"
+	@mkdir -p $(TS_CLIENT)
+	@cp tests/typescript_client/package.json tests/typescript_client/package-lock.json $(TS_CLIENT)/
+	@npm ci --silent --no-audit --no-fund --prefix $(TS_CLIENT) >/dev/null
+	@touch $@
+typescript-client: $(TS_CLIENT)/.installed
+
+test: install $(VENV)/.example-plugin $(CHECKOV) chromium trigger-servers typescript-client lint
 	$(PY) -m pytest -n 2 --dist loadgroup -q --durations=30 $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing"; exit 1; fi; exit $$rc
 
