@@ -133,8 +133,8 @@ EVENT_STREAMS: dict[str, tuple[str, Any]] = {
 }
 """Operations answering Server-Sent Events, by ``operation_id``: the description of the
 stream and the type of one event (a union of the event types it sends). The document
-declares the answer ``text/event-stream``, its body a string, and the event's schema as
-the media type's ``x-itemSchema`` (:class:`ItemSchemaJsonRenderPlugin`)."""
+declares the answer ``text/event-stream`` with the event's schema as the media type's
+``x-itemSchema`` (:class:`ItemSchemaJsonRenderPlugin`)."""
 
 _STATUS_OVERRIDES: dict[str, int] = {
     "login": 200,
@@ -292,12 +292,13 @@ class ItemSchemaJsonRenderPlugin(JsonRenderPlugin):
     - the request body of an operation whose handler gives its body a default (``data:
       PublishIn | None = None``) is documented as optional: Litestar marks every JSON body
       required, though such an operation accepts a request without one;
-    - a ``text/event-stream`` answer (:data:`EVENT_STREAMS`) is a string as a whole (its
-      ``schema``: what OpenAPI 3.1 can say of a stream of events), and the schema of one
-      event, a ``$ref`` to a named component (or a ``oneOf`` of them), is its
+    - a ``text/event-stream`` answer (:data:`EVENT_STREAMS`) has no ``schema`` (OpenAPI
+      3.1 tools read it as the schema of one event with ``data`` a string, generators as
+      the body: neither fits), and the schema of one event, a ``$ref`` to a named
+      component (or a ``oneOf`` of them) whose ``data`` is the decoded JSON, is its
       ``x-itemSchema``: the ``itemSchema`` keyword OpenAPI 3.2 gives sequential media
       types, under an extension name while the document is OpenAPI 3.1. Generators thus
-      read the stream as text and still make a model of every event type.
+      leave the stream's body untyped and still make a model of every event type.
     """
 
     def render(self, request: Any, openapi_schema: dict[str, Any]) -> bytes:
@@ -312,16 +313,9 @@ class ItemSchemaJsonRenderPlugin(JsonRenderPlugin):
                     body["required"] = False
                 for answer in (operation.get("responses") or {}).values():
                     media = (answer.get("content") or {}).get(EVENT_STREAM)
-                    if media is not None and "x-itemSchema" not in media:
+                    if media is not None and "schema" in media:
                         media["x-itemSchema"] = media.pop("schema")
-                        media["schema"] = {"type": "string", "description": _STREAM_BODY}
         return super().render(request, openapi_schema)
-
-
-_STREAM_BODY = (
-    "Server-Sent Events (WHATWG HTML): `event:` and `data:` lines, a blank line after each "
-    "event; `x-itemSchema` is the schema of one event, its `data` the JSON on the `data:` line"
-)
 
 
 class SelfContainedSwaggerRenderPlugin(SwaggerRenderPlugin):

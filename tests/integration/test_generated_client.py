@@ -132,9 +132,11 @@ async def test_the_document_generates_a_client_that_drives_a_lifecycle(
     assert len(started) == 3
 
     assert await watch(api, first.id) == "succeeded"
-    # the generated function reads a stream whole: an ended run's is one update
-    whole = await module("api.runs.stream_run_events").asyncio(uuid.UUID(first.id), client=api)
-    assert isinstance(whole, str) and whole.startswith("event: update"), whole
+    # the generated function reads a stream whole (its body untyped): an ended run's is one
+    # update
+    stream = module("api.runs.stream_run_events")
+    whole = await stream.asyncio_detailed(uuid.UUID(first.id), client=api)
+    assert whole.status_code == 200 and whole.content.startswith(b"event: update"), whole
 
     list_runs = module("api.runs.list_runs")
     seen: list[str] = []
