@@ -41,7 +41,9 @@ def test_code_is_highlighted_and_edited_under_the_csp(
     login(page, server)
     open_designer(page, server, wf)
     form = open_node(page, "shape")
-    editor = form.locator(".code-editor")
+    editor = form.locator(".code-editor").filter(
+        has=page.locator('textarea[data-code="javascript"]')
+    )
     editor.locator(".code-highlight .hljs-keyword").first.wait_for()
     assert editor.locator(".hljs-comment").inner_text() == "// double"
     assert editor.locator(".hljs-keyword").first.inner_text() == "return"
@@ -52,7 +54,8 @@ def test_code_is_highlighted_and_edited_under_the_csp(
     area.type("\nconst label = 'twice';")
     page.wait_for_function(f"() => ({STORED_CODE})().endsWith(\"const label = 'twice';\")")
     page.wait_for_function(
-        "() => [...document.querySelectorAll('.code-highlight .hljs-string')]"
+        "() => [...document.querySelectorAll("
+        "'.code-editor:has([data-code=javascript]) .code-highlight .hljs-string')]"
         ".some((s) => s.textContent === \"'twice'\")"
     )
     # the highlighted copy holds exactly the text (plus the trailing line it keeps)

@@ -2,7 +2,8 @@
 "=..." string is completed, the string under the cursor is previewed against pinned data,
 the field picker puts a new "=path" string where the cursor is, a parse error shows its
 line and column as you type, and Format indents the JSON; a field dragged from the input
-fields onto the JSON becomes a member named after it. Screenshot: json-body-editor.png."""
+fields onto the JSON becomes a member named after it; the text is coloured as JSON (keys,
+strings, numbers, literals, "=..." expressions). Screenshot: json-body-editor.png."""
 
 from __future__ import annotations
 
@@ -81,6 +82,14 @@ def test_json_body_has_the_expression_editor(page: Any, railyard_server: Railyar
     assert body.input_value() == json.dumps(
         {"name": "=body.customer.name", "total": "=body.total"}, indent=2
     )
+    # coloured as JSON under the text: keys, and the "=..." strings as expressions
+    shown = form.locator('[data-field-wrap="body"] .code-editor .code-highlight')
+    assert shown.locator(".hljs-attr").all_inner_texts() == ['"name"', '"total"']
+    assert shown.locator(".hljs-template-variable").all_inner_texts() == [
+        '"=body.customer.name"',
+        '"=body.total"',
+    ]
+    assert shown.inner_text().rstrip("\n") == body.input_value()
     page.screenshot(path=str(ARTIFACTS_DIR / "json-body-editor.png"))
 
     # a field dragged from the input onto the JSON becomes a member named after it

@@ -1,5 +1,7 @@
 // The code editor of the config panel: a text area whose schema has "x-code" (the Code
-// step's JavaScript) gets syntax highlighting. The text area stays the control (typing,
+// step's JavaScript), and every JSON setting (data-code="json": bodies, For each items,
+// with "=..." expressions told apart), gets syntax highlighting; a JSON error's line and
+// column are shown under the field by the expression editor (json-text.js jsonError). The text area stays the control (typing,
 // selection, undo, the panel's "input" events are the browser's own); its text is made
 // transparent over a <pre> holding the same text highlighted by the vendored
 // highlight.js (frontend/static/vendor/highlight, ES modules, classes only: no inline
@@ -9,6 +11,27 @@ import hljs from "../vendor/highlight/core.min.js";
 import javascript from "../vendor/highlight/javascript.min.js";
 
 hljs.registerLanguage("javascript", javascript);
+hljs.registerLanguage("json", jsonWithExpressions);
+
+/**
+ * JSON as the JSON settings hold it (HTTP Request and Respond bodies, For each items): keys
+ * (hljs-attr), strings, numbers, true/false/null, and Railyard's expressions, strings
+ * starting with one "=" (hljs-template-variable; "==" is an escaped literal string).
+ */
+function jsonWithExpressions(hl) {
+  const escapes = [hl.BACKSLASH_ESCAPE];
+  return {
+    name: "JSON",
+    keywords: { literal: ["true", "false", "null"] },
+    contains: [
+      { className: "attr", begin: /"(?:\\.|[^\\"\r\n])*"(?=\s*:)/, relevance: 1 },
+      { className: "template-variable", begin: /"=(?!=)/, end: /"/, contains: escapes },
+      { className: "string", begin: /"/, end: /"/, contains: escapes },
+      hl.C_NUMBER_MODE,
+      { className: "punctuation", begin: /[{}[\],:]/, relevance: 0 },
+    ],
+  };
+}
 
 export function attachCodeEditors(container) {
   const enhance = () => {
@@ -44,6 +67,7 @@ function enhanceArea(area) {
     pre.scrollTop = area.scrollTop;
     pre.scrollLeft = area.scrollLeft;
   });
+  if (language === "json") return paint(); // Tab keeps moving the focus in a JSON setting
   area.addEventListener("keydown", (e) => {
     if (e.key !== "Tab" || e.shiftKey || e.ctrlKey || e.metaKey || e.altKey) return;
     e.preventDefault(); // a tab indents (Escape then Tab leaves the field)
