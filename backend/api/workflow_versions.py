@@ -41,17 +41,19 @@ def _filename(name: str, ref: int | str) -> str:
 
 
 def _imported(
+    base_url: str,
     workflow_id: uuid.UUID,
     name: str,
     plan: workflow_transfer.ImportPlan,
     saved: svc.DraftSaved,
 ) -> ImportedOut:
     """Wire form of an import: the references to re-bind first, then the compiler's
-    diagnostics of the stored draft."""
+    diagnostics of the stored draft; ``url`` is the designer's absolute URL (on
+    ``base_url``, the setting)."""
     return ImportedOut(
         id=str(workflow_id),
         name=name,
-        url=f"/workflows/{workflow_id}/designer",
+        url=f"{base_url.rstrip('/')}/workflows/{workflow_id}/designer",
         revision=saved.revision,
         references_bound=plan.bound,
         diagnostics=plan.diagnostics + saved.diagnostics,
@@ -226,7 +228,7 @@ class WorkflowVersionController(Controller):
             db, principal, runtime.catalog, data, runtime.settings.diagram_limits()
         )
         wf, saved = await workflow_transfer.import_new(db, plan, runtime.catalog, user.id, name)
-        return _imported(wf.id, wf.name, plan, saved)
+        return _imported(runtime.settings.base_url, wf.id, wf.name, plan, saved)
 
     @post(
         "/{workflow_id:uuid}/import",
@@ -254,4 +256,4 @@ class WorkflowVersionController(Controller):
         saved = await workflow_transfer.import_into_draft(
             db, plan, runtime.catalog, workflow_id, user.id, base_revision
         )
-        return _imported(wf.id, wf.name, plan, saved)
+        return _imported(runtime.settings.base_url, wf.id, wf.name, plan, saved)

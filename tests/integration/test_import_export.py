@@ -98,6 +98,8 @@ async def test_round_trip_rebinds_by_id_for_the_same_installation(
     assert r.status_code == 201, r.text
     out = r.json()
     assert out["name"] == "Orders" and out["references_bound"] == 2
+    base = runtime.settings.base_url.rstrip("/")
+    assert out["url"] == f"{base}/workflows/{out['id']}/designer"  # absolute (docs/api.md)
     assert [d for d in out["diagnostics"] if d["code"].startswith("import_")] == []
     copy = (await client.get(f"/api/workflows/{out['id']}")).json()
     original = (await client.get(f"/api/workflows/{wf}")).json()

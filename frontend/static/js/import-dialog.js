@@ -103,10 +103,17 @@ async function send(dialog, { url, onConflict }) {
   }
   const warnings = (resp.data.diagnostics || []).filter((d) => d.code.startsWith("import_"));
   if (!warnings.length) {
-    location.href = resp.data.url;
+    location.href = samePage(resp.data.url);
     return;
   }
   showWarnings(dialog, resp.data, warnings);
+}
+
+/** The path (and query) of an absolute URL the API answered: the designer opens on
+ * the origin this page was served from, whatever public base URL the server is set to. */
+function samePage(url) {
+  const parsed = new URL(url, location.href);
+  return parsed.pathname + parsed.search;
 }
 
 /** The references that need picking, and a link to the designer. */
@@ -128,7 +135,7 @@ function showWarnings(dialog, data, warnings) {
   const link = document.createElement("a");
   link.className = "btn btn-primary";
   link.id = "import-open";
-  link.href = data.url;
+  link.href = samePage(data.url);
   link.textContent = `Open ${data.name} in the designer`;
   box.replaceChildren(heading, list, link);
   box.hidden = false;

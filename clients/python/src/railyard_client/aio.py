@@ -39,7 +39,7 @@ from railyard_client.models import (
 T = TypeVar("T")
 
 API = "/api/v1"
-RUN_EVENTS = "/runs/{run_id}/events"
+RUN_EVENTS = API + "/runs/{run_id}/events"
 """The run's event stream (Server-Sent Events: an ``update`` with the run on every change,
 until it ends)."""
 
