@@ -9,6 +9,7 @@ from typing import Any
 
 from litestar import Request, Response
 from litestar.exceptions import HTTPException, ValidationException
+from litestar.params import HeaderParameter
 
 from backend import problems
 from backend.api.malformed_ids import malformed_id
@@ -116,11 +117,27 @@ def validation_error(request: Request, exc: ValidationException) -> Response[byt
         if source in (None, "body"):
             findings.append(problems.ProblemError(said, pointer=problems.pointer(place)))
         else:
+            place = _http_name(request, place, str(source))
             findings.append(problems.ProblemError(said, parameter=place or None))
         where = place
         if number == 0 and text:
             message = f"{where}: {said}" if where else said
     return _json(request, 400, message, errors=findings)
+
+
+def _http_name(request: Request, key: str, source: str) -> str:
+    """The name a request parameter has on the wire (``Idempotency-Key``) for the handler
+    argument ``key`` (``idempotency_key``) Litestar's validation names, when the handler
+    declares one for ``source`` (``header``, ``query``, ``cookie``); else ``key``."""
+    handler = request.scope.get("route_handler")
+    signature = getattr(handler, "parsed_fn_signature", None)
+    field = signature.parameters.get(key) if signature is not None else None
+    kwarg = getattr(field, "kwarg_definition", None)
+    # Parameter(header=...) / Parameter(query=...), or HeaderParameter(name=...)
+    declared = getattr(kwarg, source, None) or (
+        kwarg.name if isinstance(kwarg, HeaderParameter) else None
+    )
+    return declared if isinstance(declared, str) and declared else key
 
 
 def too_deep(request: Request, _: RecursionError) -> Response[bytes]:

@@ -81,7 +81,8 @@ async def test_the_async_client_drives_a_workflow_and_pages_its_runs(
         with pytest.raises(ry.InvalidRequest) as bad:
             await api.start_run(wf.id, idempotency_key="k" * 201)
         assert bad.value.type == "urn:railyard:problem:invalid-request"
-        assert bad.value.errors[0].parameter and "200" in bad.value.detail, bad.value.body
+        assert bad.value.errors[0].parameter == "Idempotency-Key", bad.value.body  # as sent
+        assert "200" in bad.value.detail, bad.value.body
         with pytest.raises(ry.InvalidRequest) as unknown:
             await api.update_workflow(wf.id, colour="red")
         assert [e.pointer for e in unknown.value.errors] == ["#/colour"]
