@@ -37,6 +37,7 @@ from backend.services.workflows import (
     WorkflowArchived,
     WorkflowInUse,
     WorkflowNotFound,
+    WorkflowNotPublished,
 )
 
 log = logging.getLogger(__name__)
@@ -113,6 +114,8 @@ def validation_error(request: Request, exc: ValidationException) -> Response[byt
         if unknown:
             place = ".".join(p for p in (place, unknown.group(1)) if p)
         said = _AT.sub("", text) or exc.detail
+        if key == "data" and text == "'data'":  # Litestar's words for a missing body
+            said = "the request needs a JSON body"
         source = getattr(item.get("source"), "value", item.get("source"))
         if source in (None, "body"):
             findings.append(problems.ProblemError(said, pointer=problems.pointer(place)))
@@ -209,9 +212,18 @@ def http_error(request: Request, exc: HTTPException) -> Response[bytes]:
             name, segment, kind = found
             said = f"{name}: {segment!r} is not a valid {kind}"
             return _json(request, 400, said, field=name, where="parameter")
-    response = _json(request, exc.status_code, str(exc.detail))
+    detail = str(exc.detail)
+    if exc.status_code == 400 and detail.startswith(_UNREADABLE_BODY):
+        # the decoder's message says where (the byte); the finding points at the body
+        finding = problems.ProblemError(detail, pointer=problems.pointer(""))
+        return _json(request, 400, detail, errors=[finding])
+    response = _json(request, exc.status_code, detail)
     response.headers.update(exc.headers or {})
     return response
+
+
+_UNREADABLE_BODY = ("JSON is malformed", "Input data was truncated")
+"""How msgspec's decoder (Litestar's, for a JSON body) begins a body it cannot read."""
 
 
 RETRY_AFTER_SECONDS = 5
@@ -266,6 +278,7 @@ API_EXCEPTION_HANDLERS: dict[int | type[Exception], ErrorHandler] = {
     RunNotActive: conflict,
     WorkflowInUse: conflict,
     WorkflowArchived: conflict,
+    WorkflowNotPublished: conflict,
     InvalidInput: invalid_input,
     SearchInputError: search_input,
     BadCursor: bad_cursor,

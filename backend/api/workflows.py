@@ -7,7 +7,6 @@ from typing import Annotated, Any
 
 import msgspec
 from litestar import Controller, Request, Response, delete, get, patch, post, put
-from litestar.exceptions import HTTPException
 from litestar.params import FromPath, FromQuery, HeaderParameter, JSONBody
 
 from backend.api.list_schemas import WorkflowList
@@ -341,7 +340,7 @@ class WorkflowController(Controller):
         svc.ensure_active(wf)
         version = await svc.active_version(db, wf)
         if version is None:
-            raise HTTPException(status_code=409, detail="publish the workflow before running it")
+            raise svc.WorkflowNotPublished()
         started = await runs.start(
             runtime.execution,
             version,

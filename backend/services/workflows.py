@@ -69,6 +69,14 @@ class WorkflowArchived(WorkflowInUse):
         super().__init__(f"workflow {name!r} is archived: restore it first")
 
 
+class WorkflowNotPublished(Exception):
+    """The workflow has no published version to run: publish it first (409,
+    state conflict)."""
+
+    def __init__(self) -> None:
+        super().__init__("publish the workflow before running it")
+
+
 @dataclass
 class PublishResult:
     """The version now active; ``created`` is False when the diagram was unchanged;

@@ -166,10 +166,15 @@ async def test_error_answers_are_problem_details(client: httpx.AsyncClient) -> N
     r = await client.post(
         "/api/v1/workflows", content=b"{not json", headers={"content-type": "application/json"}
     )
-    check_problem(r, schema, 400)
+    body = check_problem(r, schema, 400)
+    assert [e["pointer"] for e in body["errors"]] == ["#"] and "byte" in body["detail"], body
+    r = await client.post("/api/v1/workflows")  # no body at all
+    body = check_problem(r, schema, 400)
+    assert body["detail"] == "the request needs a JSON body", body
+    assert [e["pointer"] for e in body["errors"]] == ["#"], body
     wf = (await client.post("/api/v1/workflows", json={"name": "Unpublished"})).json()["id"]
     r = await client.post(f"/api/v1/workflows/{wf}/runs", json={"input": {}})
-    check_problem(r, schema, 409)
+    assert check_problem(r, schema, 409)["type"] == "urn:railyard:problem:state-conflict"
     r = await client.put(
         f"/api/v1/workflows/{wf}/draft",
         json={"diagram": {"nodes": [], "edges": []}, "base_revision": 99},

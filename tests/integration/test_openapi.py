@@ -9,6 +9,7 @@ from typing import Any
 
 import httpx
 import pytest
+from openapi_spec_validator import validate
 
 from tests.diagrams import diagram, node
 
@@ -30,6 +31,25 @@ def operations(doc: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
         for method, op in item.items()
         if isinstance(op, dict) and "responses" in op
     ]
+
+
+async def test_the_document_is_valid_openapi_3_1(client: httpx.AsyncClient) -> None:
+    """The served document validates against the OpenAPI 3.1 schema (openapi-spec-validator),
+    as validators and linters read it: every header has its schema, every 201 its
+    required ``Location``."""
+    doc = await document(client)
+    assert doc["openapi"].startswith("3.1")
+    validate(doc)
+    created = [
+        op["responses"]["201"]
+        for _, path, op in operations(doc)
+        if path.startswith("/api/v1/") and "201" in op["responses"]
+    ]
+    with_location = [r for r in created if "Location" in r.get("headers", {})]
+    assert with_location and all(
+        r["headers"]["Location"]["required"] and r["headers"]["Location"]["schema"]
+        for r in with_location
+    )
 
 
 async def test_security_schemes_give_the_docs_an_authorize_button(
