@@ -70,10 +70,10 @@ class AuditController(Controller):
         limit: Limit = DEFAULT_LIMIT,
     ) -> AuditList:
         """One page of matching entries, newest first (by id)."""
-        before_id = decode_cursor(cursor, tuple[int])[0] if cursor is not None else None
+        before_id = decode_cursor(cursor, tuple[int], "audit")[0] if cursor is not None else None
         page = await audit_log.list_entries(db, audit_filter, before_id=before_id, limit=limit)
         more = page.next_before_id
-        found = Slice(page.entries, encode_cursor([more]) if more is not None else None)
+        found = Slice(page.entries, encode_cursor([more], "audit") if more is not None else None)
         return AuditList(data=found.items, **page_links(request, found))
 
     @get(

@@ -177,7 +177,7 @@ def legacy_query(path: str, query_string: bytes) -> bytes:
     out = []
     for name, value in pairs:
         if name == "before_id" and value.isdigit():
-            out.append(("cursor", encode_cursor([int(value)])))
+            out.append(("cursor", encode_cursor([int(value)], "audit")))
         else:
             out.append((name, value))
     return urlencode(out).encode("latin-1")

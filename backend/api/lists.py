@@ -100,5 +100,14 @@ def listed(
     whole) in the order of ``key`` (unique per item; ``key_type`` its type, e.g.
     ``tuple[str, str]``), after ``cursor``
     (:func:`backend.services.paging.page_items`)."""
-    page = page_items(items, key, key_type, cursor=cursor, limit=limit, descending=descending)
+    collection = str(request.scope.get("path_template") or request.url.path)
+    page = page_items(
+        items,
+        key,
+        key_type,
+        collection=collection,
+        cursor=cursor,
+        limit=limit,
+        descending=descending,
+    )
     return envelope(data=page.items, **page_links(request, page))

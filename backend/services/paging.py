@@ -2,10 +2,11 @@
 stable order, and an opaque cursor naming where the next page starts.
 
 A cursor is the sort key of a page's last item (keyset pagination, as Stripe's
-``starting_after`` and GitHub's ``after``): ``base64url(JSON array of the key's values)``,
-decoded back to the key's declared types, so a page stays right whatever was inserted or
-deleted before it, and costs an index range scan instead of an ``OFFSET`` walk. Callers
-treat cursors as opaque; a cursor that does not decode to the collection's key type is a
+``starting_after`` and GitHub's ``after``), with the name of the collection that made it:
+``base64url(JSON array [collection, *key values])``, decoded back to the key's declared
+types, so a page stays right whatever was inserted or deleted before it, and costs an
+index range scan instead of an ``OFFSET`` walk. Callers treat cursors as opaque; a cursor
+another collection made, or one that does not decode to the collection's key type, is a
 :class:`BadCursor` (400 naming ``cursor``).
 
 - :func:`page_query` pages a SQLAlchemy select by its ordering columns, all descending
@@ -56,19 +57,24 @@ class Slice(Generic[T]):
         return self.next_cursor is not None
 
 
-def encode_cursor(key: Sequence[Any]) -> str:
-    """The opaque cursor of sort key ``key`` (UUIDs and datetimes as their JSON strings)."""
-    raw = msgspec.json.encode(list(key))
+def encode_cursor(key: Sequence[Any], collection: str) -> str:
+    """The opaque cursor of sort key ``key`` in ``collection`` (a name unique to the list,
+    e.g. ``"runs"``; UUIDs and datetimes as their JSON strings)."""
+    raw = msgspec.json.encode([collection, *key])
     return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
 
 
-def decode_cursor(cursor: str, key_type: Any) -> Any:
-    """The sort key a cursor of :func:`encode_cursor` holds, as ``key_type`` (a
-    ``tuple[...]`` type). Raises :class:`BadCursor` for anything else."""
+def decode_cursor(cursor: str, key_type: Any, collection: str) -> Any:
+    """The sort key a cursor :func:`encode_cursor` made for ``collection`` holds, as
+    ``key_type`` (a ``tuple[...]`` type). Raises :class:`BadCursor` for anything else,
+    a cursor of another collection included."""
     try:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-        return msgspec.json.decode(raw, type=key_type)
-    except (binascii.Error, ValueError, msgspec.DecodeError):
+        made_by, *key = msgspec.json.decode(raw, type=list)
+        if made_by != collection:
+            raise ValueError(made_by)
+        return msgspec.convert(key, type=key_type, strict=False)
+    except (binascii.Error, ValueError, TypeError, msgspec.DecodeError, msgspec.ValidationError):
         raise BadCursor(f"cursor {cursor[:40]!r} is not a cursor of this list") from None
 
 
@@ -79,20 +85,21 @@ async def page_query(
     key_type: Any,
     key_of: Callable[[Any], Sequence[Any]],
     *,
+    collection: str,
     cursor: str | None,
     limit: int,
 ) -> Slice[Any]:
     """One page of ``stmt``'s rows, newest first: ordered by ``order`` (each descending;
     the last column unique, e.g. ``(Run.created_at, Run.id)``), starting after the row
     ``cursor`` names. ``key_of(row)`` is a row's sort key (the values of ``order``),
-    ``key_type`` its type for decoding (``tuple[datetime, uuid.UUID]``). Raises
-    :class:`BadCursor`."""
+    ``key_type`` its type for decoding (``tuple[datetime, uuid.UUID]``), ``collection``
+    the list's name in its cursors. Raises :class:`BadCursor`."""
     if cursor is not None:
-        key = decode_cursor(cursor, key_type)
+        key = decode_cursor(cursor, key_type, collection)
         stmt = stmt.where(tuple_(*order) < tuple_(*key))
     stmt = stmt.order_by(*(column.desc() for column in order)).limit(limit + 1)
     rows = list((await session.execute(stmt)).all())
-    return _cut(rows, limit, key_of)
+    return _cut(rows, limit, key_of, collection)
 
 
 def page_items(
@@ -100,15 +107,17 @@ def page_items(
     key: Callable[[T], Sequence[Any]],
     key_type: Any,
     *,
+    collection: str,
     cursor: str | None,
     limit: int,
     descending: bool = False,
 ) -> Slice[T]:
     """One page of ``items`` (in any order) sorted by ``key`` (unique per item), starting
-    after the item ``cursor`` names. Raises :class:`BadCursor`."""
+    after the item ``cursor`` names; ``collection`` is the list's name in its cursors.
+    Raises :class:`BadCursor`."""
     ordered = sorted(items, key=lambda item: tuple(key(item)), reverse=descending)
     if cursor is not None:
-        after = tuple(decode_cursor(cursor, key_type))
+        after = tuple(decode_cursor(cursor, key_type, collection))
         try:
             ordered = [
                 item
@@ -117,13 +126,15 @@ def page_items(
             ]
         except TypeError:  # a key of other types than this collection's
             raise BadCursor(f"cursor {cursor[:40]!r} is not a cursor of this list") from None
-    return _cut(ordered[: limit + 1], limit, key)
+    return _cut(ordered[: limit + 1], limit, key, collection)
 
 
-def _cut(rows: list[T], limit: int, key_of: Callable[[T], Sequence[Any]]) -> Slice[T]:
+def _cut(
+    rows: list[T], limit: int, key_of: Callable[[T], Sequence[Any]], collection: str
+) -> Slice[T]:
     """The first ``limit`` of ``rows`` (at most ``limit + 1``), with the next cursor when
     there were more."""
     if len(rows) <= limit:
         return Slice(rows, None)
     page = rows[:limit]
-    return Slice(page, encode_cursor(key_of(page[-1])))
+    return Slice(page, encode_cursor(key_of(page[-1]), collection))

@@ -55,13 +55,13 @@ class WithChildren(Protocol):
 
 
 def _cursor(link: ChildLink) -> str:
-    return paging.encode_cursor([link.step_id, link.index])
+    return paging.encode_cursor([link.step_id, link.index], "children")
 
 
 def _position(cursor: str) -> tuple[str, int]:
     """``(step id, index)`` of ``cursor``; raises ``BadCursor`` (400 naming ``cursor``)
     for one this module did not make."""
-    step_id, index = paging.decode_cursor(cursor, tuple[str, int])
+    step_id, index = paging.decode_cursor(cursor, tuple[str, int], "children")
     return step_id, index
 
 

@@ -167,6 +167,7 @@ async def page_runs(
         (Run.created_at, Run.id),
         tuple[datetime, uuid.UUID],
         lambda row: (row[0].created_at, row[0].id),
+        collection="runs",
         cursor=cursor,
         limit=limit,
     )

@@ -240,6 +240,7 @@ async def page_workflows(
         (Workflow.created_at, Workflow.id),
         tuple[datetime, uuid.UUID],
         lambda row: (row[0].created_at, row[0].id),
+        collection="workflows",
         cursor=cursor,
         limit=limit,
     )

@@ -161,6 +161,11 @@ async def test_error_answers_are_problem_details(client: httpx.AsyncClient) -> N
     assert "GET" in r.headers["allow"]
     check_problem(await client.get("/api/v1/runs", params={"limit": "many"}), schema, 400)
     check_problem(await client.get("/api/v1/runs", params={"cursor": "nope"}), schema, 400)
+    for name in ("One", "Two"):  # a cursor another list handed out is not this list's
+        await client.post("/api/v1/workflows", json={"name": name})
+    other = (await client.get("/api/v1/workflows", params={"limit": 1})).json()["next_cursor"]
+    r = await client.get("/api/v1/runs", params={"cursor": other})
+    assert check_problem(r, schema, 400)["errors"][0]["parameter"] == "cursor"
     r = await client.post("/api/v1/workflows", json={"name": ""})
     assert check_problem(r, schema, 400)["errors"][0]["pointer"] == "#/name"
     r = await client.post(

@@ -255,6 +255,7 @@ async def delivery_page(
         (EventDelivery.created_at, EventDelivery.id),
         tuple[datetime, uuid.UUID],
         lambda row: (row[0].created_at, row[0].id),
+        collection="deliveries",
         cursor=cursor,
         limit=limit,
     )
