@@ -13,8 +13,10 @@
 // The step data view's input side (data-view.js) is a drag source too.
 //
 // From the keyboard: every field to drag is focusable; Enter (or Space) on it maps it into
-// the setting that has the focus last (the same rules as a drop at its caret), and the
-// focus goes to that setting. The picker (the "{}" button of every expression) does the
+// the setting last typed in or clicked (the same rules as a drop at its caret), or, when
+// none was, the setting focused last; the focus goes to that setting. Settings the focus
+// only passed through on its way to the field (Shift+Tab through the form) are not
+// targets. To map into an empty setting from the keyboard, use its "{}" picker. The picker (the "{}" button of every expression) does the
 // same from the setting's side.
 
 import { fieldSource, fullPath } from "./field-picker.js";
@@ -24,11 +26,24 @@ const MIME = "application/x-railyard-field";
 const MAX_FIELDS = 40;
 const CLOSED_KEY = "railyard.designer.input-fields-closed"; // folded away, per browser
 
-let lastSetting = null; // the setting (a drop target) that had the focus last
+let lastSetting = null; // the setting (a drop target) last typed in or clicked
+let lastFocused = null; // the setting focused last (the target while none was typed in)
+
+/** The setting a keyboard mapping goes into (see the module comment), or null. */
+function keyboardTarget() {
+  const setting = [lastSetting, lastFocused].find((el) => el?.isConnected && dropTarget(el));
+  return setting ? dropTarget(setting) : null;
+}
 
 export function attachFieldDrag(container, model, workflowId) {
   const source = fieldSource(workflowId, model);
   container.addEventListener("focusin", (e) => {
+    if (dropTarget(e.target)) lastFocused = e.target;
+  });
+  container.addEventListener("input", (e) => {
+    if (dropTarget(e.target)) lastSetting = e.target;
+  });
+  container.addEventListener("pointerdown", (e) => {
     if (dropTarget(e.target)) lastSetting = e.target;
   });
   container.addEventListener("config-panel:rendered", (e) => {
@@ -58,7 +73,7 @@ export function dragFieldsFrom(container) {
     if (!item || (e.key !== "Enter" && e.key !== " ") || e.altKey || e.ctrlKey || e.metaKey) return;
     e.preventDefault();
     e.stopPropagation();
-    const target = lastSetting?.isConnected ? dropTarget(lastSetting) : null;
+    const target = keyboardTarget();
     const done = target && drop(target, item.dataset.dragPath, null, true);
     announce(container, done ? `Mapped ${item.dataset.dragPath}` : "Focus a setting first, then press Enter on a field to map it there");
   });
