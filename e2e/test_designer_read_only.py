@@ -79,6 +79,9 @@ def _check_locked(page: Any, server: RailyardServer, workflow_id: str, role: str
         c = controls.nth(i)
         locked = c.evaluate("c => c.disabled || c.readOnly || c.tagName === 'DIV'")
         assert locked, c.evaluate("c => c.outerHTML.slice(0, 200)")
+    edits = "#config-panel :is(.kv-add, .kv-remove, .fx-toggle, .cond-add, .cond-remove)"
+    assert page.locator(edits).count() > 0  # drawn in the form, ...
+    assert not any(b.is_visible() for b in page.locator(edits).all())  # ... never shown
     label = page.locator('#config-panel [data-field="__label"]')
     label.press("End")
     page.keyboard.type("changed")
