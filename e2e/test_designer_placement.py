@@ -75,12 +75,26 @@ def test_every_way_of_adding_finds_free_space(page: Any, railyard_server: Railya
     connect(page, ids["control.set"], "out", ids["control.if"])
     page.screenshot(path=str(ARTIFACTS_DIR / "designer-placement-palette.png"))
 
-    # Quick-add from the If's true port, then its false port: still clickable.
+    # Quick-add from the If's true port, then its false port: still clickable. The If is
+    # first panned to the view's right edge: the new node goes right of it, so the view
+    # must follow it.
     check = ids["control.if"]
+    view, box = page.locator("#canvas").bounding_box(), node_el(page, check).bounding_box()
+    assert view and box
+    shift = view["x"] + view["width"] - 30 - (box["x"] + box["width"])
+    page.evaluate(
+        "dx => { const m = window.railyardDesigner.model;"
+        " m.setViewport({ x: m.viewport.x + dx }); }",
+        shift,
+    )
     page.mouse.click(*port_center(page, check, "out", "true"))
     _quick_add(page, "delay")
     _count(page, 5)
     _no_overlap(page, "quick-add on true")
+    # ... and in view (the view pans when it would land past the canvas's edge)
+    added = _new_of_type(page, set(ids.values()), "control.delay")["id"]
+    box = node_el(page, added).bounding_box()
+    assert box and view["x"] <= box["x"] and box["x"] + box["width"] <= view["x"] + view["width"]
     fx, fy = port_center(page, check, "out", "false")
     hit = page.evaluate(
         "([x, y]) => { const h = document.elementFromPoint(x, y);"

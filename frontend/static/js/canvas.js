@@ -183,6 +183,19 @@ export class Canvas {
     });
   }
 
+  /** Pan as little as needed for the node (with a margin for its ports) to be in view:
+   * a node added beside one at the view's edge never lands where it cannot be reached. */
+  reveal(nodeId, margin = 48) {
+    const n = this.model.node(nodeId);
+    if (!n) return;
+    const r = this.svg.getBoundingClientRect();
+    const { x, y, zoom } = this.model.viewport;
+    const into = (at, size, span) => Math.min(0, span - margin - (at + size)) || Math.max(0, margin - at);
+    const dx = into(x + n.position.x * zoom, NODE_WIDTH * zoom, r.width);
+    const dy = into(y + n.position.y * zoom, this.model.nodeHeight(n) * zoom, r.height);
+    if (dx || dy) this.model.setViewport({ x: x + dx, y: y + dy });
+  }
+
   // ---------------------------------------------------------------- state setters
 
   /** The single selected item {kind, id}, or null when none or several are selected. */

@@ -130,6 +130,7 @@ export class Editor {
     const at = freeSpot(this.model, { x: this.canvas.snapped(x), y: this.canvas.snapped(y) }, { h: NOTE_HEIGHT });
     const node = this.model.addNode(NOTE_TYPE, at.x, at.y, { text: "" });
     this.canvas.select({ kind: "node", id: node.id });
+    this.canvas.reveal(node.id);
     return node;
   }
 
@@ -151,6 +152,7 @@ export class Editor {
       if (input) this.model.connect(sourceId, port, node.id, input);
     });
     this.canvas.select({ kind: "node", id: node.id });
+    this.canvas.reveal(node.id); // its ports within reach, even beside a node at the edge
     return node;
   }
 
