@@ -219,6 +219,9 @@ def http_error(request: Request, exc: HTTPException) -> Response[bytes]:
         return _json(request, 400, detail, errors=[finding])
     response = _json(request, exc.status_code, detail)
     response.headers.update(exc.headers or {})
+    if exc.status_code == 401 and "www-authenticate" not in {k.lower() for k in response.headers}:
+        # RFC 9110 section 11.6.1: a 401 names the scheme to authenticate with (an API token)
+        response.headers["WWW-Authenticate"] = 'Bearer realm="railyard"'
     return response
 
 

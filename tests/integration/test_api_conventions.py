@@ -188,7 +188,9 @@ async def test_error_answers_are_problem_details(client: httpx.AsyncClient) -> N
     assert body["revision"] == 0
     anonymous = httpx.AsyncClient(transport=client._transport, base_url=str(client.base_url))
     async with anonymous:
-        check_problem(await anonymous.get("/api/v1/workflows"), schema, 401)
+        r = await anonymous.get("/api/v1/workflows")
+        check_problem(r, schema, 401)
+        assert r.headers["www-authenticate"] == 'Bearer realm="railyard"'  # RFC 9110 11.6.1
     del client.headers["x-csrftoken"]
     check_problem(await client.post("/api/v1/workflows", json={"name": "x"}), schema, 403)
 
