@@ -293,6 +293,7 @@ async def test_the_server_going_away_ends_the_subscription_at_once(
     own_imap_server: Dovecot,
 ) -> None:
     user = own_imap_server.add_user()
+    old = await asyncio.to_thread(user.deliver, mail(0))
     env = env_for(user)
     emit = Recording()
     context = env.context_for(env._info(email_received), {})
@@ -300,6 +301,10 @@ async def test_the_server_going_away_ends_the_subscription_at_once(
     listening = asyncio.create_task(
         email_received.call("listen", config(check_every=1200), context, emit)
     )
+    # the listener is in the mailbox once it took (and flagged) the message already there:
+    # only then is the server's going away the one thing that can end it
+    await wait_for_flag(user, old, KEYWORD, timeout=30)
+    emit.arrived.clear()
     first = await asyncio.to_thread(user.deliver, mail(1))
     await asyncio.wait_for(emit.arrived.wait(), 30)
     await wait_for_flag(user, first, KEYWORD)
