@@ -14,6 +14,7 @@ longer retries a group item by item on a dying server.
 from __future__ import annotations
 
 import asyncio
+import io
 import traceback
 from pathlib import Path
 
@@ -31,6 +32,19 @@ from tests.integration.flows import publish
 from tests.integration.railyard_processes import api, http_flow, own_postgres, own_settings, until
 
 pytestmark = pytest.mark.integration
+
+ANSWER_WITHIN = 60.0
+"""Seconds a webhook delivery may take to be answered while PostgreSQL restarts (a
+connection attempt gives up after asyncpg's 60 s at most; most answers take
+milliseconds)."""
+
+
+def awaited_by_every_task() -> str:
+    """The stack of every task of the running loop (what a hung request waits on)."""
+    out = io.StringIO()
+    for task in asyncio.all_tasks():
+        task.print_stack(limit=30, file=out)
+    return out.getvalue()
 
 
 async def test_a_busy_pooled_connection_is_replaced_before_the_statement_is_sent(
@@ -96,7 +110,12 @@ async def test_webhooks_during_postgres_restarts_answer_503_never_500(
                 n = 0
                 while not stop.is_set():
                     n += 1
-                    r = await client.post(wf["webhook_path"], json={"order": n})
+                    post = client.post(wf["webhook_path"], json={"order": n})
+                    try:
+                        r = await asyncio.wait_for(post, ANSWER_WITHIN)
+                    except TimeoutError:  # a hang fails the test, naming what it awaits
+                        answers.append((0, None, awaited_by_every_task()))
+                        return
                     answers.append((r.status_code, r.headers.get("retry-after"), r.text))
 
             async def ready() -> bool:
