@@ -89,6 +89,14 @@ def reference_of(value: Any) -> str | None:
     return None
 
 
+class Unresolved(dict[str, Any]):
+    """A reference the run state holds unread on purpose, where the workflow cannot see
+    it (backend/db/unread_input.py): :func:`resolve_values` and :func:`references` pass
+    it by, the :class:`Externalizer` writes it as it is (its JSON is the reference's)."""
+
+    __slots__ = ()
+
+
 def _flat(encoded: bytes) -> bool:
     """Whether the JSON text of a list holds no object, nested list or string (numbers,
     booleans and nulls only): three scans in C instead of a walk in Python."""
@@ -206,7 +214,7 @@ class Externalizer:
     def value(self, value: Any) -> Any:
         """``value`` as a column stores it (the same object when nothing is large). The
         same container given again (not a copy) is not encoded again."""
-        if value is None or isinstance(value, bool | int | float):
+        if value is None or isinstance(value, bool | int | float) or type(value) is Unresolved:
             return value
         done = self._done.get(id(value))
         if done is not None and done[0] is value:
@@ -242,6 +250,8 @@ class Externalizer:
         return rows
 
     def _part(self, value: Any, encoded: bytes, depth: int = 0) -> Any:
+        if type(value) is Unresolved:
+            return value
         small = len(encoded) <= self.limit
         if small and _RESERVED_BYTES not in encoded:
             return value
@@ -284,6 +294,8 @@ class Externalizer:
         container where one was replaced, else ``value`` itself) and its large other
         parts as :meth:`_part` makes them; an object of the run's own data with a
         reserved key is stored escaped, as :meth:`_part` does."""
+        if type(value) is Unresolved:
+            return value
         ref = self._reference(value)
         if ref is not None:
             return ref
@@ -372,6 +384,8 @@ def references(value: Any, found: set[str]) -> set[str]:
     stack = [value]
     while stack:
         v = stack.pop()
+        if type(v) is Unresolved:
+            continue
         ref = reference_of(v)
         if ref is not None:
             found.add(ref)
@@ -386,7 +400,7 @@ def substitute(value: Any, table: dict[str, Any]) -> Any:
     """``value`` with each reference whose SHA-256 is in ``table`` replaced by
     ``table[sha256]`` (containers changed in place; unknown references kept; the
     replacements themselves are not searched)."""
-    ref = reference_of(value)
+    ref = None if type(value) is Unresolved else reference_of(value)
     if ref is not None:
         return table.get(ref, value)
     stack = [value]
@@ -394,6 +408,8 @@ def substitute(value: Any, table: dict[str, Any]) -> Any:
         v = stack.pop()
         items = v.items() if isinstance(v, dict) else enumerate(v) if isinstance(v, list) else ()
         for key, item in items:
+            if type(item) is Unresolved:
+                continue
             ref = reference_of(item)
             if ref is not None:
                 if ref in table:

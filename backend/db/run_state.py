@@ -23,6 +23,7 @@ from backend.db import payloads
 from backend.db.fast_path import FastPath
 from backend.db.models import Attempt, Run, StepRun, Workflow, WorkflowVersion
 from backend.db.run_writes import STEP_FIELDS, Positional, write_state
+from backend.db.unread_input import UnreadInput
 from backend.engine.model import ChildRun, ChildSummary, RunState, StepRecord
 from backend.engine.ports import (
     FinishedAttempt,
@@ -135,6 +136,7 @@ async def load_state(
     children: bool = True,
     steps: HeldSteps | None = None,
     outputs: OutputsWanted | None = None,
+    unread: UnreadInput | None = None,
 ) -> RunState:
     """Build the engine's view of ``run`` from its step rows.
 
@@ -145,7 +147,8 @@ async def load_state(
     are read in short: per calling step the children that did not succeed and the count
     of the others (``RunState.child_summaries``); every child, with its output, is read
     for the steps ``outputs`` names (for every step without it). Values stored by
-    reference (backend/db/payloads.py) are read back in full.
+    reference (backend/db/payloads.py) are read back in full, but for the parts of the
+    run input ``unread`` leaves unread (backend/db/unread_input.py).
     """
     records: dict[str, StepRecord]
     if steps is not None and steps.revision == run.revision:
@@ -175,7 +178,7 @@ async def load_state(
             await _all_children(session, run.id, by_step, summaries, wanted)
     # held records come from this process's memory: full values, nothing to resolve
     held = steps is not None and steps.revision == run.revision
-    state = await build_state(session, run, records, by_step, resolve_steps=not held)
+    state = await build_state(session, run, records, by_step, resolve_steps=not held, unread=unread)
     state.child_summaries = summaries
     return state
 
@@ -206,14 +209,22 @@ async def build_state(
     by_step: dict[str, list[ChildRun]],
     *,
     resolve_steps: bool,
+    unread: UnreadInput | None = None,
 ) -> RunState:
     """The engine's view of ``run`` from its step ``records`` and child runs
     ``by_step``: values stored by reference (backend/db/payloads.py) are read back in
     full (in the step records too with ``resolve_steps``; without it they are records
-    held in memory, already full)."""
+    held in memory, already full), but for the parts of the run input ``unread`` names
+    (kept as references where the graph cannot see them: backend/db/unread_input.py)."""
     loaded = records if resolve_steps else {}
     stored: payloads.Known = {}
-    run_input, run_output, run_error = await _resolve(session, run, loaded, by_step, stored)
+    stored_input = run.input
+    if unread is not None:
+        stored_input = unread.value(run.input)
+        unread.records(loaded)
+    run_input, run_output, run_error = await _resolve(
+        session, run, stored_input, loaded, by_step, stored
+    )
     return RunState(
         run_id=str(run.id),
         workflow_id=str(run.workflow_id),
@@ -234,6 +245,7 @@ async def build_state(
 async def _resolve(
     session: payloads.Db,
     run: Run,
+    run_input: Any,
     records: dict[str, StepRecord],
     children: dict[str, list[ChildRun]],
     stored: payloads.Known,
@@ -241,7 +253,7 @@ async def _resolve(
     """Put the full values back where the run's rows hold references to large values
     (backend/db/payloads.py): step records and children in place; returns the run's
     input, output and error."""
-    values: list[Any] = [run.input, run.output, run.error]
+    values: list[Any] = [run_input, run.output, run.error]
     for rec in records.values():
         values += [rec.input, rec.output, rec.error, rec.data]
     for entries in children.values():

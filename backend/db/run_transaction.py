@@ -30,6 +30,7 @@ from backend.db.run_state import (
     workflow_settings,
 )
 from backend.db.run_writes import STEP_FIELDS
+from backend.db.unread_input import unread_input
 from backend.db.versions import PUBLISHED
 from backend.engine.model import RunState
 from backend.engine.ports import (
@@ -96,8 +97,15 @@ class PgRunTransaction:
         held: HeldSteps | None = None,
         outputs: OutputsWanted | None = None,
     ) -> RunState:
+        run = self._rows[row.id]
+        graph = await graphs.graph_for_version(self.session, row.version_id)  # cached
         return await load_state(
-            self.session, self._rows[row.id], children=children, steps=held, outputs=outputs
+            self.session,
+            run,
+            children=children,
+            steps=held,
+            outputs=outputs,
+            unread=unread_input(graph, run.input),
         )
 
     async def graph(self, version_id: uuid.UUID) -> WorkflowGraph:

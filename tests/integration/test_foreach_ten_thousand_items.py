@@ -11,7 +11,9 @@ run for real (a For-each over ``{n}`` items, concurrency 20, body ``Set double =
 - the parent's API answer lists one page of children with the count per step, and
   ``GET /api/runs/{id}/children`` pages through all of them, in item order;
 - advances of one run asked at once in a process fold into one more pass instead of
-  queueing on the run's row lock.
+  queueing on the run's row lock;
+- a child whose body cannot see the parent's input never reads it back (its work per
+  item does not grow with the list), while a body that reads it gets it whole.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import httpx
 import pytest
 from sqlalchemy import text
 
+from backend.db import payloads
 from backend.runtime import Runtime
 from tests.diagrams import diagram, edge, node
 from tests.integration.conftest import wait_for_run
@@ -46,13 +49,17 @@ _CHILD_BYTES = text(
 )
 
 
-async def _family(client: httpx.AsyncClient) -> dict[str, Any]:
+async def _family(
+    client: httpx.AsyncClient, mapping: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """A parent For-each (concurrency 20) over ``items`` whose body is one Set of
+    ``mapping`` (default ``double = item.n * 2``), then a Set summing ``double``."""
     body = await publish(
         client,
         diagram(
             [
                 node("start", "trigger.manual"),
-                node("double", "control.set", mapping={"double": "=item.n * 2"}),
+                node("double", "control.set", mapping=mapping or {"double": "=item.n * 2"}),
             ],
             [edge("start", "double")],
         ),
@@ -180,3 +187,69 @@ async def test_advances_of_one_run_fold_into_one_more_pass(
     monkeypatch.setattr(control, "_advance_once", counted)
     await asyncio.gather(*(control.advance_run(uuid.UUID(run_id)) for _ in range(10)))
     assert passes == 2
+
+
+async def test_a_child_reads_the_parent_input_only_if_its_body_can_see_it(
+    client: httpx.AsyncClient, runtime: Runtime, worker: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    blind = await _family(client)
+    seeing = await _family(client, {"double": "=item.n * 2", "seen": "=$count(input.items)"})
+    decoded: list[str] = []  # the payloads each state read back, by SHA-256
+    resolve = payloads.resolve_values
+
+    async def spied(db: Any, values: list[Any], known: Any = None) -> list[Any]:
+        found = await resolve(db, values, known)
+        decoded.extend(digest for _, digest in (known or {}).values())
+        return found
+
+    monkeypatch.setattr(payloads, "resolve_values", spied)
+    shared: dict[str, str] = {}
+    for name, parent in (("blind", blind), ("seeing", seeing)):
+        decoded.clear()
+        run_id = await _run(client, runtime, parent, 30, 2000)  # a 60 kB list
+        async with runtime.engine.connect() as conn:
+            rows = (
+                await conn.execute(
+                    text(
+                        "select r.input->'input'->>:m, t.output->'input'->>:m,"
+                        " d.input->'input'->>:m, d.output, r.id from runs r"
+                        " join step_runs t on t.run_id = r.id and t.step_id = 'start'"
+                        " join step_runs d on d.run_id = r.id and d.step_id = 'double'"
+                        " where r.parent_run_id = :root order by r.parent_index"
+                    ),
+                    {"root": run_id, "m": MARKER},
+                )
+            ).all()
+        # each child's run input, trigger output and Set input hold the one reference
+        (digest,) = {cell for row in rows for cell in row[:3]}
+        assert digest is not None and len(rows) == 30
+        shared[name] = digest
+        outputs = [row[3] for row in rows]
+        if name == "blind":
+            assert decoded.count(digest) == 0, "a child read back what it cannot see"
+            assert outputs == [{"double": 2 * i} for i in range(30)]
+            child = str(rows[3][4])
+            # the child's page and detail show its input; a re-run gets the same input
+            assert (await client.get(f"/runs/{child}")).status_code == 200
+            shown = (await run_detail(client, child))["input"]["input"]
+            assert shown[MARKER] == digest and shown["summary"] == "object with 1 keys"
+            rerun = await client.post(f"/api/runs/{child}/rerun", json={"from": "start"})
+            assert rerun.status_code == 201, rerun.text
+            again = rerun.json()["run_id"]
+            assert await wait_for_run(runtime, again, timeout=60) == "succeeded"
+            async with runtime.engine.connect() as conn:
+                stored_input, output = (
+                    await conn.execute(
+                        text("select input, output from runs where id = :id"), {"id": again}
+                    )
+                ).one()
+                (full,) = await resolve(conn, [stored_input])
+            items = [{"n": i, "pad": "p" * 2000} for i in range(30)]
+            assert full == {"item": items[3], "index": 3, "input": {"items": items}}
+            assert output == {"double": 6}
+        else:
+            assert decoded.count(digest) >= 30  # every child read it, in full
+            assert outputs == [{"double": 2 * i, "seen": 30} for i in range(30)]
+        detail = await run_detail(client, run_id)
+        assert detail["output"] == {"total": sum(2 * i for i in range(30))}
+    assert shared["blind"] == shared["seeing"]  # the same parent input, stored once

@@ -11,6 +11,7 @@ from backend.db.payloads import (
     ESCAPE,
     MARKER,
     Externalizer,
+    Unresolved,
     preview_of,
     reference_of,
     references,
@@ -119,3 +120,24 @@ def test_deeply_nested_values_are_handled_without_recursion_errors() -> None:
     for d, v in table.items():
         table[d] = substitute(v, table)
     assert substitute(stored, table) == {"deep": deep}
+
+
+def test_an_unresolved_reference_is_written_as_it_is_and_never_followed() -> None:
+    parent_input = {"items": [{"n": i, "pad": "p" * 40} for i in range(100)]}
+    ref = ref_of(parent_input)
+    child_input = {"item": {"n": 3}, "index": 3, "input": Unresolved(ref)}
+    # written back as the same reference: not escaped as user data, no payload to store
+    for known in (None, {id(parent_input): (parent_input, ref[MARKER])}):
+        ext = Externalizer(LIMIT, known=known)
+        stored = ext.value(child_input)
+        assert stored == {"item": {"n": 3}, "index": 3, "input": ref}
+        assert ESCAPE not in msgspec.json.encode(stored).decode()
+        assert ext.payloads == {}
+        assert ext.rows([{"input": child_input}], ["input"]) == [{"input": stored}]
+    # resolving passes it by: nothing to read, and it stays the unread reference
+    assert references(child_input, set()) == set()
+    assert substitute(child_input, {ref[MARKER]: parent_input})["input"] is child_input["input"]
+    # a plain reference beside it is still followed
+    beside = {"unread": Unresolved(ref), "read": dict(ref)}
+    assert references(beside, set()) == {ref[MARKER]}
+    assert substitute(beside, {ref[MARKER]: parent_input})["read"] is parent_input

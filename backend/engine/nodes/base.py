@@ -110,6 +110,12 @@ class InlineBehaviour(Behaviour):
 
     kind: ClassVar[BehaviourKind] = "inline"
 
+    def input_blind(self, step: Step) -> bool:
+        """Whether :meth:`evaluate` never looks at its ``data`` for ``step``'s config: its
+        output comes from the resolved config alone (its expressions still read the
+        input; backend/engine/input_reads.py checks those). Default ``False``."""
+        return False
+
     def evaluate(self, step: Step, config: Any, data: Any) -> InlineResult:
         """Evaluate ``step`` with its resolved ``config`` on input ``data``.
 

@@ -58,6 +58,12 @@ class Set(InlineBehaviour):
 
     config_type = SetConfig
 
+    def input_blind(self, step: Step) -> bool:
+        """Blind to its input unless *Keep input fields* is on (or computed)."""
+        return step.config.get("keep_input") is False or (
+            "keep_input" not in step.config and "keep_input" not in step.expressions
+        )
+
     def evaluate(self, step: Step, config: SetConfig, data: Any) -> InlineResult:
         entries = field_entries(config.mapping) or []  # the Struct admits only its two forms
         output: dict[str, Any] = {}
