@@ -2,11 +2,12 @@
 
 The admin creates an editor and a viewer on the Users page and two workflows A and B,
 then grants the editor ``edit`` and the viewer ``read`` on A from A's Access page. The
-editor (own browser) sees A but not B (B's page is 404), draws a manual trigger and a Set
-step in A's designer, publishes and runs it. The viewer (own browser) reads A's runs and
-the run page, finds no Save/Publish/Run buttons in the designer, and the JSON API refuses
-the viewer's publish and run requests with 403. The admin finds each step on the audit
-page. Screenshots: access-editor-list.png, access-viewer-designer.png, access-audit.png.
+editor (own browser) sees A but not B (B's page says "No access", 403), draws a manual
+trigger and a Set step in A's designer, publishes and runs it. The viewer (own browser)
+reads A's runs and the run page, finds no Save/Publish/Run buttons in the designer, and
+the JSON API refuses the viewer's publish and run requests with 403. The admin finds each
+step on the audit page. Screenshots: access-editor-list.png, access-viewer-designer.png,
+access-audit.png.
 """
 
 from __future__ import annotations
@@ -131,7 +132,7 @@ def test_admin_restricts_editor_and_viewer_to_one_workflow(
         assert "Access B" not in editor.locator("main").inner_text()
         editor.screenshot(path=str(ARTIFACTS_DIR / "access-editor-list.png"), full_page=True)
         response = editor.goto(f"{base}/workflows/{wf_b}/designer")
-        assert response is not None and response.status == 404
+        assert response is not None and response.status == 403  # no grant: "No access"
 
         editor.goto(f"{base}/workflows")
         editor.locator(f'tr.workflow-row[data-workflow-id="{wf_a}"] a.row-title').click()
@@ -200,7 +201,7 @@ def test_admin_restricts_editor_and_viewer_to_one_workflow(
         start = viewer.evaluate(POST_JSON, [f"/api/workflows/{wf_a}/runs", {"input": {}}])
         assert start["status"] == 403, start
         response = viewer.goto(f"{base}/workflows/{wf_b}/designer")
-        assert response is not None and response.status == 404
+        assert response is not None and response.status == 403
 
     # ------------------------------------------------ 5. the admin reads the audit log
     page.goto(f"{base}/workflows")

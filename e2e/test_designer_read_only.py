@@ -6,11 +6,15 @@ operator ``run``. Each of them opens the designer and finds: no palette, no edit
 a "read only: ask <owner> for edit access" line naming the owner; a node dragged stays
 where it was, Delete and Ctrl+Z and N do nothing, the settings panel opens with every
 field locked, and the status never says "Unsaved changes". The operator keeps Run.
-Screenshots: designer-read-only-viewer.png, designer-read-only-operator.png.
+The designer of a workflow they hold no grant on is a "no access" page (403, the reason
+and a way back); one of a workflow that does not exist is a 404.
+Screenshots: designer-read-only-viewer.png, designer-read-only-operator.png,
+designer-no-access.png.
 """
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import pytest
@@ -28,9 +32,11 @@ PEOPLE = {
 LEVEL = {"viewer": "read", "operator": "run"}
 
 
-def _setup(server: RailyardServer) -> str:
-    """A workflow with a manual trigger and a Set step, granted to both people."""
+def _setup(server: RailyardServer) -> tuple[str, str]:
+    """A workflow with a manual trigger and a Set step, granted to both people, and one
+    granted to nobody."""
     api = api_client(server)
+    private = api.create_workflow("Nobody else's").id
     wf = api.create_workflow("Read-only designer").id
     start = node("start", "trigger.manual", 0)
     shape = node("shape", "control.set", 320, mapping={"total": "=qty * price"})
@@ -48,7 +54,21 @@ def _setup(server: RailyardServer) -> str:
             json={"subject": f"user:{user_id}", "level": LEVEL[role]},
         )
         assert grant.status_code == 201, grant.text
-    return wf
+    return wf, private
+
+
+def _check_no_access(page: Any, server: RailyardServer, private_id: str) -> None:
+    """A workflow without a grant: 403 saying why, with a way back; an unknown one: 404."""
+    answer = page.goto(f"{server.base_url}/workflows/{private_id}/designer")
+    assert answer is not None and answer.status == 403
+    assert page.locator("h1").inner_text() == "No access"
+    reason = page.locator("#error-message").inner_text()
+    assert "no access to this workflow" in reason and "owner or an admin" in reason, reason
+    page.screenshot(path=str(ARTIFACTS_DIR / "designer-no-access.png"))
+    page.get_by_role("link", name="Back to workflows").click()
+    page.wait_for_url("**/workflows")
+    answer = page.goto(f"{server.base_url}/workflows/{uuid.uuid4()}/designer")
+    assert answer is not None and answer.status == 404
 
 
 def _check_locked(page: Any, server: RailyardServer, workflow_id: str, role: str) -> None:
@@ -93,7 +113,7 @@ def _check_locked(page: Any, server: RailyardServer, workflow_id: str, role: str
 def test_viewer_and_operator_get_a_read_only_designer(
     browser: Any, railyard_server: RailyardServer
 ) -> None:
-    workflow_id = _setup(railyard_server)
+    workflow_id, private_id = _setup(railyard_server)
     for role, (email, password) in PEOPLE.items():
         context = browser.new_context(viewport={"width": 1440, "height": 900})
         context.set_default_timeout(15_000)
@@ -103,6 +123,8 @@ def test_viewer_and_operator_get_a_read_only_designer(
             page.on("pageerror", lambda e, errors=errors: errors.append(str(e)))
             login(page, railyard_server, email, password)
             _check_locked(page, railyard_server, workflow_id, role)
+            if role == "viewer":
+                _check_no_access(page, railyard_server, private_id)
             assert not errors, errors
         finally:
             context.close()

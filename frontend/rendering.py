@@ -19,7 +19,7 @@ from litestar.utils.scope.state import ScopeState
 from backend.auth.policy import Permission, allows
 from backend.runtime import Runtime
 from backend.web.authentication import provide_db, provide_runtime
-from backend.web.guards import PRINCIPAL_KEY, provide_principal
+from backend.web.guards import EXPLAIN_REFUSAL, PRINCIPAL_KEY, provide_principal
 from frontend import display
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -99,11 +99,13 @@ def login_page(
 
 class LoginRequiredPages(Controller):
     """Base of the HTML page controllers behind the login: not in the OpenAPI schema, a
-    request without a session is redirected to the login page, handlers get ``db`` and
-    ``runtime``. Declares no routes itself."""
+    request without a session is redirected to the login page, a page of an object the
+    user cannot read says so (403, :data:`~backend.web.guards.EXPLAIN_REFUSAL`), handlers
+    get ``db`` and ``runtime``. Declares no routes itself."""
 
     path = "/"
     include_in_schema = False
+    opt = {EXPLAIN_REFUSAL: True}
     exception_handlers = {NotAuthorizedException: redirect_to_login}
     dependencies = {
         "db": Provide(provide_db),

@@ -8,7 +8,10 @@ it runs for every route) answers:
 - anonymous: 401 (pages turn it into a redirect to the login page),
 - object permissions: the workflow, run, file or credential named by the path parameter
   (``workflow_id``, ``run_id``, ``file_id``, ``credential_id``) is looked up; an unknown
-  object, or one the caller cannot even read, is 404; readable but not allowed is 403,
+  object, or one the caller cannot even read, is 404; readable but not allowed is 403;
+  a page the browser navigates to (``GET`` of a route whose ``opt`` sets
+  :data:`EXPLAIN_REFUSAL`) names an existing object the caller cannot read with a 403 that
+  says why (no grant, ask the owner or an admin) instead of the 404 the API answers,
 - system permissions: the role (and API token scope) decides, 403 otherwise; a route
   needing ``metrics:read`` also lets in ``Authorization: Bearer <RAILYARD_METRICS_TOKEN>``
   when that setting is set (a Prometheus scraper holds no user account).
@@ -40,6 +43,17 @@ from backend.services.unit_of_work import UnitOfWork
 from backend.web.authentication import bearer_token, load_user, runtime_of, user_dependencies
 
 PRINCIPAL_KEY = "principal"
+EXPLAIN_REFUSAL = "explain_refusal"
+"""``opt`` key of page routes: an existing object the caller cannot read is a 403 saying so
+(a person opening a shared link learns to ask for access), not the API's 404."""
+
+NO_ACCESS: dict[Permission, str] = {
+    Permission.RUN_READ: "this run's workflow",
+    Permission.RUN_CONTROL: "this run's workflow",
+    Permission.FILE_READ: "the workflow that received this file",
+    Permission.CREDENTIAL_USE: "this credential",
+    Permission.CREDENTIAL_MANAGE: "this credential",
+}
 
 
 def declared_permission(handler: BaseRouteHandler) -> Permission | None:
@@ -111,8 +125,25 @@ async def authorize(
     if decision is Decision.LOGIN:
         raise NotAuthorizedException("log in first")
     if decision is Decision.HIDE:
+        if obj is not None and _explains_refusal(connection, handler):
+            what = NO_ACCESS.get(permission, "this workflow")
+            raise PermissionDeniedException(
+                f"You have no access to {what}: neither you nor your groups hold a grant "
+                "on it. Ask its owner or an admin to share it with you."
+            )
         raise NotFoundException("not found")
     raise PermissionDeniedException(f"you do not have the {permission.value} permission here")
+
+
+def _explains_refusal(
+    connection: ASGIConnection[Any, Any, Any, Any], handler: BaseRouteHandler
+) -> bool:
+    """True for a page navigation (``GET``/``HEAD`` of a route opting in), where a person
+    is better served by the reason than by a 404."""
+    return bool(handler.opt.get(EXPLAIN_REFUSAL)) and connection.scope.get("method") in (
+        "GET",
+        "HEAD",
+    )
 
 
 def _metrics_token_matches(connection: ASGIConnection[Any, Any, Any, Any]) -> bool:

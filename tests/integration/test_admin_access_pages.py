@@ -42,7 +42,9 @@ async def test_admin_restricts_an_editor_to_one_workflow_in_the_ui(
         designer = await editor.get(f"/workflows/{one}/designer")
         assert 'id="publish-btn"' in designer.text and 'id="run-btn"' in designer.text
         assert 'id="access-link"' not in designer.text  # edit, not manage
-        assert (await editor.get(f"/workflows/{other}/designer")).status_code == 404
+        refused = await editor.get(f"/workflows/{other}/designer")  # a page: says why
+        assert refused.status_code == 403 and "no access to this workflow" in refused.text
+        assert (await editor.get(f"/api/v1/workflows/{other}")).status_code == 404
         assert (await editor.get(f"/workflows/{one}/access")).status_code == 403
         assert "/admin/groups" not in listing
 

@@ -7,7 +7,8 @@ permission`; a route missing from ``ROUTES`` fails :func:`test_route_table_is_co
 (unless it is an admin-only page of another area, which is then checked by its declared
 permission). Each subject then calls each route: a caller the table refuses must get 401
 (API) or a redirect to the login page (pages) when anonymous, 404 when it may not even read
-the object, 403 otherwise; a caller the table allows must not be refused.
+the object (a page it opens: 403 saying so), 403 otherwise; a caller the table allows
+must not be refused.
 """
 
 from __future__ import annotations
@@ -517,15 +518,16 @@ def _fill(path: str, params: dict[str, str]) -> str:
     return re.sub(r"\{(\w+):\w+\}", lambda m: params.get(m.group(1), "x"), path)
 
 
-def _expected(permission: P, subject: str) -> str:
-    """allow | login | hide | forbid, from the table."""
+def _expected(permission: P, subject: str, method: str = "GET", path: str = "/api") -> str:
+    """allow | login | hide | forbid, from the table. A page the browser opens (a ``GET``
+    outside ``/api``) says "no access" (403) where the API hides the object (404)."""
     if subject in ALLOWED[permission]:
         return "allow"
     if subject == "anonymous":
         return "login"
     needed = OBJECT_PERMISSIONS.get(permission)
     if needed is not None and subject not in READERS[needed[0]]:
-        return "hide"
+        return "forbid" if method == "GET" and not path.startswith("/api/") else "hide"
     return "forbid"
 
 
@@ -559,7 +561,7 @@ async def test_authorization_matrix(world: World) -> None:
             continue  # reachable by everyone; webhooks and login have their own tests
         url = _fill(path, world.params)
         for subject in SUBJECTS:
-            expected = _expected(permission, subject)
+            expected = _expected(permission, subject, method, path)
             if method != "GET" and expected == "allow":
                 continue
             r = await world.clients[subject].request(
