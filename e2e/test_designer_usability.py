@@ -3,7 +3,9 @@
 A workflow Webhook -> HTTP Request is drawn with problems first: the Problems panel lists
 them, collapses to a header that still shows the count (and stays collapsed after a
 reload), and a click on a problem still selects its node. Once fixed and published, the
-toolbar shows the webhook's method and full URL, and "Copy" puts that URL on the clipboard.
+toolbar shows the webhook's method and full URL, and "Copy" puts that URL on the clipboard;
+at 1280x800 and 1024x768 an "Unsaved changes" status reads in full and the name and the
+actions stay on one line above the webhook box (designer-toolbar-1280.png, -1024.png).
 The HTTP step then calls a URL that answers 404, so the run fails: the run page shows the
 error's message and kind, its status code and URL as a definition list, and the raw JSON
 only behind a disclosure; steps name their node type by its label ("HTTP Request").
@@ -29,6 +31,21 @@ BUILD = """() => {
   model.updateNode(http.id, { label: "Notify CRM" });
   canvas.fit();
   return { hook: hook.id, http: http.id };
+}"""
+
+# The status's [scroll width, visible width], the vertical middle of every item drawn on
+# the toolbar's first line, and whether the webhook box lies under that line.
+TOOLBAR_LINE = """() => {
+  const status = document.querySelector('#status');
+  const items = [...document.querySelectorAll(
+    '#toolbar .toolbar-left > :not([hidden]), #toolbar .toolbar-right > :not([hidden])'
+  )].map(e => e.getBoundingClientRect()).filter(r => r.width > 0);
+  const bottom = Math.max(...items.map(r => r.bottom));
+  return {
+    status: [status.scrollWidth, status.clientWidth],
+    middles: items.map(r => Math.round((r.top + r.bottom) / 2)),
+    webhook_below: document.querySelector('#webhook-url').getBoundingClientRect().top >= bottom,
+  };
 }"""
 
 
@@ -143,6 +160,25 @@ def test_problems_webhook_copy_and_readable_run_error(
     page.reload()
     assert page.locator("#webhook-url-text").inner_text().strip() == url
     assert page.locator("#webhook-methods").inner_text().strip() == "POST"
+
+    # ------------------------------------------------------------ one toolbar line
+    # With the webhook box shown and an unsaved change, the status reads in full and the
+    # name and actions stay on one line (the webhook box is the line under it).
+    page.evaluate(
+        "id => window.railyardDesigner.model.updateNode(id, { label: 'Notify the CRM' })",
+        ids["http"],
+    )
+    page.wait_for_function("() => /^Unsaved/.test(document.querySelector('#status').textContent)")
+    for width, height in ((1280, 800), (1024, 768)):
+        page.set_viewport_size({"width": width, "height": height})
+        line = page.evaluate(TOOLBAR_LINE)
+        assert line["status"] == [line["status"][0]] * 2, (width, line)  # nothing cut
+        assert max(line["middles"]) - min(line["middles"]) <= 2, (width, line)  # no wrap
+        assert line["webhook_below"], (width, line)
+        page.screenshot(path=str(ARTIFACTS_DIR / f"designer-toolbar-{width}.png"))
+    page.set_viewport_size({"width": 1440, "height": 900})
+    page.click("#save-btn")
+    page.wait_for_function("() => /^Saved/.test(document.querySelector('#status').textContent)")
 
     # ------------------------------------------------------------ a failed run, readably
     resp = httpx.post(url, json={"order": 1}, timeout=15)
