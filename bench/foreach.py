@@ -24,6 +24,9 @@ at 10,000 items, the case of docs/engine.md "For-each at scale") and prints, per
   (``/proc/<pid>/stat``, bench/cluster.py's :class:`Meter`), per item: unlike the wall
   time, these hardly depend on what else the machine runs, so they say whether the work
   per item is flat on a shared machine;
+- ``foreach_N_lock_waits_max`` and ``foreach_N_lock_waits_mean``: sessions waiting for a
+  lock (``pg_stat_activity.wait_event_type = 'Lock'``), sampled every 0.5 s during the
+  run: whether the children's ends queue on the parent's row (the issue saw up to 18);
 - ``load_average`` beside the wall-time figures (they depend on the machine's load).
 
 Bounded: one run per size, each waited for at most ``--timeout`` seconds (default 600).
@@ -127,6 +130,25 @@ async def body_and_parent(rt: Runtime, concurrency: int) -> WorkflowVersion:
     )
 
 
+_LOCK_WAITS = text(
+    "select count(*) from pg_stat_activity"
+    " where wait_event_type = 'Lock' and datname = current_database()"
+)
+
+
+async def lock_waits(rt: Runtime, samples: list[int], stop: asyncio.Event) -> None:
+    """Append the number of sessions waiting for a lock to ``samples`` every 0.5 s until
+    ``stop`` is set."""
+    async with rt.engine.connect() as conn:
+        while not stop.is_set():
+            samples.append(int((await conn.execute(_LOCK_WAITS)).scalar_one()))
+            await conn.commit()
+            try:
+                await asyncio.wait_for(stop.wait(), 0.5)
+            except TimeoutError:
+                pass
+
+
 async def one_size(
     rt: Runtime, meter: Meter, version: WorkflowVersion, size: int, timeout: float
 ) -> None:
@@ -136,8 +158,15 @@ async def one_size(
         since = (await conn.execute(text("select now()"))).scalar_one()
     before, own_before = await meter.read(), time.process_time()
     started = time.time()
+    samples: list[int] = []
+    stop = asyncio.Event()
+    sampler = asyncio.create_task(lock_waits(rt, samples, stop))
     run = await rt.execution.start_run(version, {"items": items}, trigger="manual")
-    await wait_all(rt, [run.run_id], timeout, every=0.5)
+    try:
+        await wait_all(rt, [run.run_id], timeout, every=0.5)
+    finally:
+        stop.set()
+        await sampler
     after, own = await meter.read(), time.process_time() - own_before
     cost = meter.cost(before, after, 0, after)
     async with rt.engine.connect() as conn:
@@ -160,6 +189,8 @@ async def one_size(
     worker_cpu = cost.cpu.get("worker", 0.0) + own
     figure(f"foreach_{size}_worker_cpu_ms_per_item", 1000 * worker_cpu / size, "ms")
     figure(f"foreach_{size}_pg_cpu_ms_per_item", 1000 * cost.cpu["pg"] / size, "ms")
+    figure(f"foreach_{size}_lock_waits_max", max(samples, default=0), "sessions")
+    figure(f"foreach_{size}_lock_waits_mean", sum(samples) / max(len(samples), 1), "sessions")
 
 
 async def measure(sizes: list[int], concurrency: int, timeout: float, stack: Stack) -> None:

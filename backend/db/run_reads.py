@@ -16,17 +16,21 @@ holds a reference.
 
 from __future__ import annotations
 
+import contextlib
 import types
 import uuid
+from collections.abc import Awaitable, Callable
 from typing import Any, cast
 
 from backend.db.fast_path import FastPath
 from backend.db.models import Run
 from backend.db.run_state import build_state, run_row
 from backend.db.run_writes import STEP_FIELDS
+from backend.db.unread_input import unread_input
 from backend.engine.model import RunState, StepRecord
 from backend.engine.ports import RunRow
 from backend.engine.states import StepStatus
+from designer_schema.graph import WorkflowGraph
 
 # The run columns RunRow and RunState are made of.
 RUN_COLUMNS = (
@@ -71,17 +75,27 @@ def step_records(rows: list[tuple[Any, ...]] | None) -> dict[str, StepRecord]:
     return records
 
 
-async def read_run(fast: FastPath, run_id: uuid.UUID) -> tuple[RunRow, RunState] | None:
+async def read_run(
+    fast: FastPath,
+    run_id: uuid.UUID,
+    graph_of: Callable[[uuid.UUID], Awaitable[WorkflowGraph]] | None = None,
+) -> tuple[RunRow, RunState] | None:
     """The run row and its state without child runs, read on the fast path (see
     :meth:`~backend.engine.ports.RunStore.read_unlocked`) with ONE statement. ``None``
-    when the run does not exist. asyncpg's errors propagate as they are
-    (backend/services/availability.py classifies a lost connection)."""
+    when the run does not exist. With ``graph_of`` (a version id's graph) the parts of
+    the run input its graph cannot see stay unread (backend/db/unread_input.py).
+    asyncpg's errors propagate as they are (backend/services/availability.py
+    classifies a lost connection)."""
     found = await fast.fetchrow(_READ_RUN, run_id)
     if found is None:
         return None
     columns = dict(zip(RUN_COLUMNS, found, strict=False))
     run = cast(Run, types.SimpleNamespace(**columns))  # the ORM entity's column attributes
     records = step_records(found["steps"])
+    unread = None
+    if graph_of is not None and isinstance(run.input, dict):
+        with contextlib.suppress(LookupError):  # a version gone: read everything
+            unread = unread_input(await graph_of(run.version_id), run.input)
     async with fast.connection() as db:  # opened only when a value is stored by reference
-        state = await build_state(db, run, records, {}, resolve_steps=True)
+        state = await build_state(db, run, records, {}, resolve_steps=True, unread=unread)
     return run_row(run), state

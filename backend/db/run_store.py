@@ -127,7 +127,7 @@ class PgRunStore:
         )
 
     async def read_unlocked(self, run_id: uuid.UUID) -> tuple[RunRow, RunState] | None:
-        return await read_run(self.fast, run_id)
+        return await read_run(self.fast, run_id, self.graph)
 
     async def read_settings(self, workflow_id: uuid.UUID) -> WorkflowSettings:
         async with self.fast.connection() as conn:
