@@ -14,7 +14,7 @@ from litestar.logging.config import LoggingConfig
 from litestar.middleware.base import DefineMiddleware
 from litestar.static_files import create_static_files_router
 
-from backend.api import malformed_ids, strict_query
+from backend.api import json_body, malformed_ids, strict_query
 from backend.api.admin_access import GroupController, ProjectController
 from backend.api.admin_connectors import ConnectorAdminController
 from backend.api.admin_tokens import AdminTokenController, ServiceAccountController
@@ -186,7 +186,7 @@ def create_app(
                 opt=permission_opt(Permission.PUBLIC),
             ),
         ],
-        guards=[authorize, refuse_unknown_query],
+        guards=[authorize, refuse_unknown_query, json_body.refuse_non_json_body],
         before_request=current_catalog,
         after_request=link_next,
         lifespan=[lifespan],
@@ -235,6 +235,7 @@ def create_app(
     document_responses(app)
     correct_options_allow(app)
     strict_query.install(app)
+    json_body.install(app)
     malformed_ids.install(app)
     # ordinary webhook deliveries skip the routing, guard and middleware layers (same checks)
     WebhookFront.install(app, max(DEFAULT_MAX_SCAN_BYTES, settings.webhook_max_body))

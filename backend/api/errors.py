@@ -9,10 +9,11 @@ from typing import Any
 
 from litestar import Request, Response
 from litestar.exceptions import HTTPException, ValidationException
-from litestar.params import HeaderParameter
+from litestar.params import CookieParameter, HeaderParameter, QueryParameter
 
 from backend import problems
 from backend.api.malformed_ids import malformed_id
+from backend.api.versioning import requested_path
 from backend.services.accounts import AccountError
 from backend.services.api_tokens import TokenError
 from backend.services.availability import unavailable_service
@@ -44,9 +45,10 @@ log = logging.getLogger(__name__)
 
 
 def problem_response(request: Request, status: int, detail: str, **kwargs: Any) -> Response[bytes]:
-    """A problem details answer (:mod:`backend.problems`) for ``request``'s path;
+    """A problem details answer (:mod:`backend.problems`) for the path ``request`` was
+    sent to (an unversioned alias's own, not the ``/api/v1`` path it is routed as);
     ``kwargs`` as :func:`backend.problems.problem` takes them."""
-    body = problems.body(status, detail, request.url.path, **kwargs)
+    body = problems.body(status, detail, requested_path(request.scope), **kwargs)
     return Response(body, status_code=status, media_type=problems.MEDIA_TYPE)
 
 
@@ -136,10 +138,10 @@ def _http_name(request: Request, key: str, source: str) -> str:
     signature = getattr(handler, "parsed_fn_signature", None)
     field = signature.parameters.get(key) if signature is not None else None
     kwarg = getattr(field, "kwarg_definition", None)
-    # Parameter(header=...) / Parameter(query=...), or HeaderParameter(name=...)
-    declared = getattr(kwarg, source, None) or (
-        kwarg.name if isinstance(kwarg, HeaderParameter) else None
-    )
+    # Parameter(header=...) / Parameter(query=...), or HeaderParameter(name=...) (and
+    # QueryParameter, CookieParameter: ``in`` for the argument ``search_in``)
+    named = (HeaderParameter, QueryParameter, CookieParameter)
+    declared = getattr(kwarg, source, None) or (kwarg.name if isinstance(kwarg, named) else None)
     return declared if isinstance(declared, str) and declared else key
 
 
@@ -217,7 +219,11 @@ def http_error(request: Request, exc: HTTPException) -> Response[bytes]:
         # the decoder's message says where (the byte); the finding points at the body
         finding = problems.ProblemError(detail, pointer=problems.pointer(""))
         return _json(request, 400, detail, errors=[finding])
-    response = _json(request, exc.status_code, detail)
+    named = exc.extra.get("parameter") if isinstance(exc.extra, dict) else None
+    if isinstance(named, str):  # e.g. a 415 names the Content-Type header
+        response = _json(request, exc.status_code, detail, field=named, where="parameter")
+    else:
+        response = _json(request, exc.status_code, detail)
     response.headers.update(exc.headers or {})
     if exc.status_code == 401 and "www-authenticate" not in {k.lower() for k in response.headers}:
         # RFC 9110 section 11.6.1: a 401 names the scheme to authenticate with (an API token)

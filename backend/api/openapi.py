@@ -6,7 +6,8 @@ Every operation's answers are documented in one place instead of on each route d
   (:func:`document_responses`): 401 behind a guard, 403 for unsafe methods checked for
   CSRF, 404 when the path names a resource, 503 when PostgreSQL or Redis cannot be reached
   (every operation that reads them), 400 on every ``/api`` operation (parameters and bodies
-  are validated, unknown query parameters refused), replacing Litestar's own 400 schema;
+  are validated, unknown query parameters refused), replacing Litestar's own 400 schema,
+  415 on every ``/api`` operation taking a JSON body (:mod:`backend.api.json_body`);
 - statuses a handler decides itself (409 for a run that is not active, 422 for a rejected
   publish, the webhook answers, ...) are listed per ``operation_id`` in :data:`ANSWERS`.
 
@@ -59,6 +60,7 @@ _REASONS: dict[int, str] = {
     405: "Method not allowed; `Allow` lists the methods that are",
     409: "Conflict with the resource's current state (see `detail`)",
     413: "Body larger than the limit",
+    415: "The body was not sent as JSON (`Content-Type: application/json`)",
     422: "Rejected: the diagram has errors (`diagnostics`)",
     429: "Rate limit reached; retry after `Retry-After` seconds",
     503: "PostgreSQL or Redis cannot be reached right now; try again shortly",
@@ -167,6 +169,8 @@ def derived_statuses(handler: HTTPRouteHandler, path: str, method: str) -> dict[
         statuses[403] = _REASONS[403]
     if "{" in path:
         statuses[404] = _REASONS[404]
+    if path.startswith("/api/") and "data" in handler.parsed_fn_signature.parameters:
+        statuses[415] = _REASONS[415]
     if guarded or not path.startswith("/health"):
         statuses[503] = _REASONS[503]
     return statuses

@@ -4,8 +4,9 @@
 "timeout"``); ``in`` picks runs (default), workflows or audit; ``sort`` a sort of that
 scope; ``cursor`` the previous page's ``next_cursor``; ``limit`` 1..100. Answers the list
 envelope (docs/api.md, "Lists"): hits in ``data``. Hits are limited to what the caller
-may open. A malformed query answers 400 with ``field`` ``q`` and the
-``position`` of the fault in ``extra``.
+may open. A malformed query answers 400 naming the parameter ``q`` with the 0-based
+``position`` of the fault; a bad ``in``, ``sort`` or ``limit`` a 400 naming that parameter.
+The document states each parameter's values and bounds.
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ from litestar.params import FromQuery, QueryParameter
 
 from backend.api.lists import ListPage, page_links
 from backend.auth.policy import Permission
-from backend.search.model import PAGE_SIZE, Facet, Hit
+from backend.search.criteria import SORTS, SortName
+from backend.search.model import MAX_PAGE_SIZE, PAGE_SIZE, Facet, Hit
+from backend.search.query import Scope
 from backend.services import search as svc
 from backend.services.paging import Slice
 from backend.web.authentication import AppRuntime, DbSession
@@ -40,6 +43,34 @@ class SearchList(ListPage):
     backend: str
 
 
+_SORTS_PER_SCOPE = "; ".join(f"{scope.value}: {', '.join(names)}" for scope, names in SORTS.items())
+
+SearchScope = Annotated[
+    Scope | None,
+    QueryParameter(
+        name="in",
+        description="What to search: runs (the default), workflows or audit (an `in:` in "
+        "`q` wins).",
+    ),
+]
+SearchSort = Annotated[
+    SortName | None,
+    QueryParameter(
+        description=f"The order of the hits; each scope has its own ({_SORTS_PER_SCOPE}), "
+        "another is a 400 naming `sort` (a `sort:` in `q` wins). Default: runs and audit "
+        "newest, workflows relevance.",
+    ),
+]
+SearchLimit = Annotated[
+    int,
+    QueryParameter(
+        ge=1,
+        le=MAX_PAGE_SIZE,
+        description=f"Most hits on the page, 1 to {MAX_PAGE_SIZE} (400 outside).",
+    ),
+]
+
+
 class SearchController(Controller):
     """The search API (any logged-in user; results filtered per object)."""
 
@@ -55,17 +86,24 @@ class SearchController(Controller):
         runtime: AppRuntime,
         principal: CurrentPrincipal,
         q: FromQuery[str] = "",
-        search_in: Annotated[str | None, QueryParameter(name="in")] = None,
-        sort: FromQuery[str | None] = None,
+        search_in: SearchScope = None,
+        sort: SearchSort = None,
         cursor: FromQuery[str | None] = None,
-        limit: FromQuery[int] = PAGE_SIZE,
+        limit: SearchLimit = PAGE_SIZE,
     ) -> SearchList:
         """One page of hits (``data``) with facet counts, in the list envelope.
 
         ``in`` (runs, workflows, audit) may also be written in ``q`` (``in:workflows``)."""
         backend = svc.backend_for(runtime.settings, runtime.sessionmaker)
         found = await svc.search(
-            db, backend, principal, q=q, scope=search_in, sort=sort, cursor=cursor, limit=limit
+            db,
+            backend,
+            principal,
+            q=q,
+            scope=search_in.value if search_in else None,
+            sort=sort,
+            cursor=cursor,
+            limit=limit,
         )
         links = page_links(request, Slice(found.hits, found.next_cursor))
         base = runtime.settings.base_url.rstrip("/")

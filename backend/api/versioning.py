@@ -10,7 +10,8 @@ alias was deprecated), ``Sunset`` (RFC 8594, the date it stops answering) and a 
 to the versioned path (``rel="successor-version"``, RFC 5829). Only the router sees the
 versioned path: the alias answers what the versioned operation answers, in the shape the
 unversioned path answered before (lists as bare arrays, ...:
-:mod:`backend.api.legacy_shapes`).
+:mod:`backend.api.legacy_shapes`), and an error's ``instance`` names the path that was
+requested (:func:`requested_path`).
 
 The OAuth2 redirect URI (:data:`PERMANENT`) stays unversioned for good: providers hold it
 in their client registrations, so it is no part of the versioned API and never sunsets.
@@ -39,6 +40,9 @@ SUNSET = datetime(2027, 6, 30, tzinfo=UTC)
 PERMANENT = frozenset({"/api/credentials/oauth2/callback"})
 """Unversioned paths that are no alias: they answer without deprecation headers."""
 
+REQUESTED_PATH = "railyard.requested_path"
+"""Key of the ASGI scope holding the path a routed alias was requested as."""
+
 _HEADERS = (
     (b"deprecation", f"@{int(DEPRECATED.timestamp())}".encode()),
     (b"sunset", format_datetime(SUNSET, usegmt=True).encode()),
@@ -54,6 +58,12 @@ def versioned(path: str) -> str | None:
     if rest.startswith("/v") and rest[2:3].isdigit():  # another version: not an alias
         return None
     return PREFIX + rest
+
+
+def requested_path(scope: Scope) -> str:
+    """The path the client requested: the unversioned one for an alias (the scope's
+    ``path`` is the versioned path it is routed as), else the scope's ``path``."""
+    return str(scope.get(REQUESTED_PATH) or scope["path"])
 
 
 class UnversionedAlias:
@@ -77,6 +87,7 @@ class UnversionedAlias:
         if target is None:
             await self.inner(scope, receive, send)
             return
+        scope[REQUESTED_PATH] = path  # type: ignore[literal-required]
         scope["path"] = target  # type: ignore[typeddict-unknown-key]
         raw = scope.get("raw_path")
         if isinstance(raw, bytes) and raw.startswith(b"/api/"):  # percent-encoding kept

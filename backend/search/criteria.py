@@ -12,6 +12,7 @@ import re
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from typing import Literal
 
 from backend.search.query import (
     FieldClause,
@@ -58,7 +59,10 @@ TIME_FIELDS = frozenset({"after", "before", "since"})
 COMMON_FIELDS = frozenset({"in", "sort"}) | TIME_FIELDS
 ALL_FIELDS = frozenset().union(*SCOPE_FIELDS.values()) | COMMON_FIELDS
 
-SORTS: dict[Scope, tuple[str, ...]] = {
+SortName = Literal["newest", "oldest", "duration", "relevance", "name"]
+"""Every sort some scope offers (the ``sort`` parameter's values; :data:`SORTS` per scope)."""
+
+SORTS: dict[Scope, tuple[SortName, ...]] = {
     Scope.RUNS: ("newest", "oldest", "duration", "relevance"),
     Scope.WORKFLOWS: ("relevance", "name", "newest", "oldest"),
     Scope.AUDIT: ("newest", "oldest", "relevance"),
@@ -69,6 +73,15 @@ UNRANKED_SORT = {Scope.RUNS: "newest", Scope.WORKFLOWS: "name", Scope.AUDIT: "ne
 
 _RELATIVE = re.compile(r"(\d{1,6})([mhdw])")
 _UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+
+
+class SortArgumentError(ValueError):
+    """The ``sort`` argument (not a ``sort:`` of the query text) is no sort of the scope:
+    ``message`` says why and which sorts the scope has."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
 
 
 @dataclass(frozen=True)
@@ -174,7 +187,8 @@ def build_criteria(
     argument; default runs). ``sort`` (e.g. from a URL parameter) applies unless the text
     has ``sort:``. ``now`` anchors ``since:24h`` (default: the current UTC time).
 
-    Raises :class:`QuerySyntaxError` (message and position) for anything malformed.
+    Raises :class:`QuerySyntaxError` (message and position) for anything malformed in the
+    text, :class:`SortArgumentError` for a ``sort`` argument the scope does not offer.
     """
     now = now or datetime.now(UTC)
     parsed: ParsedQuery = parse(text, ALL_FIELDS)
@@ -187,13 +201,14 @@ def build_criteria(
             ) from None
     scope = scope or Scope.RUNS
     criteria = Criteria(scope=scope, text=parsed.text, sort=sort or DEFAULT_SORT[scope])
-    for clause in parsed.fields("sort"):
+    sort_clauses = parsed.fields("sort")
+    for clause in sort_clauses:
         criteria.sort = clause.values[0].lower()
     if criteria.sort not in SORTS[scope]:
-        raise QuerySyntaxError(
-            f"sort: {criteria.sort!r} does not sort {scope.value} ({', '.join(SORTS[scope])})",
-            next((c.position for c in parsed.fields("sort")), 0),
-        )
+        message = f"sort: {criteria.sort!r} does not sort {scope.value} ({', '.join(SORTS[scope])})"
+        if not sort_clauses:  # the argument's sort, not one written in the text
+            raise SortArgumentError(message)
+        raise QuerySyntaxError(message, sort_clauses[0].position)
     for clause in parsed.clauses:
         if clause.field in ("in", "sort"):
             continue

@@ -16,7 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from backend.auth.policy import Level, Permission, Principal, has_system
 from backend.db.models import Workflow
-from backend.search.criteria import SORTS, build_criteria
+from backend.search.criteria import SORTS, SortArgumentError, build_criteria
 from backend.search.model import (
     MAX_PAGE_SIZE,
     PAGE_SIZE,
@@ -108,7 +108,8 @@ async def search(
     ``scope``: runs (default), workflows or audit (``in:`` in ``q`` wins); ``sort``: a sort
     of the scope (``sort:`` in ``q`` wins); ``cursor``: the previous page's
     ``next_cursor``; ``limit``: 1..100 hits per page. Raises :class:`SearchInputError`
-    (400) for a malformed query (message and position), a bad sort, cursor or limit.
+    (400) for a malformed query (message and position; ``field`` ``q``), a bad ``sort``
+    (``field`` ``sort``, or ``q`` for a ``sort:`` in the query), cursor or limit.
     """
     if not 1 <= limit <= MAX_PAGE_SIZE:
         raise SearchInputError(f"limit: between 1 and {MAX_PAGE_SIZE}", field="limit")
@@ -116,6 +117,8 @@ async def search(
         criteria = build_criteria(q, scope=parse_scope(scope), sort=sort or None)
     except QuerySyntaxError as exc:
         raise SearchInputError(str(exc), field="q", position=exc.position) from exc
+    except SortArgumentError as exc:
+        raise SearchInputError(exc.message, field="sort") from exc
     visible = await visibility(session, principal)
     try:
         return await backend.search(criteria, visible, query=q, limit=limit, cursor=cursor)

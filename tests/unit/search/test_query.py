@@ -3,13 +3,21 @@ their positions."""
 
 from __future__ import annotations
 
+import typing
 from datetime import UTC, datetime, timedelta
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from backend.search.criteria import ALL_FIELDS, Filter, build_criteria
+from backend.search.criteria import (
+    ALL_FIELDS,
+    SORTS,
+    Filter,
+    SortArgumentError,
+    SortName,
+    build_criteria,
+)
 from backend.search.query import FieldClause, QuerySyntaxError, Scope, TextTerm, parse
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
@@ -100,3 +108,14 @@ def test_any_text_parses_or_fails_with_a_position_inside_it(text: str) -> None:
     else:
         assert all(t.text for t in parsed.text)
         assert all(all(v for v in c.values) or c.values for c in parsed.clauses)
+
+
+def test_the_sort_parameter_names_every_sort_of_every_scope() -> None:
+    assert set(typing.get_args(SortName)) == {s for sorts in SORTS.values() for s in sorts}
+
+
+def test_a_sort_argument_the_scope_lacks_is_the_arguments_fault() -> None:
+    with pytest.raises(SortArgumentError):
+        build_criteria("", scope=Scope.RUNS, sort="name")
+    with pytest.raises(QuerySyntaxError):  # written in the text: the text's fault
+        build_criteria("sort:name", scope=Scope.RUNS)
