@@ -14,7 +14,7 @@ from litestar.params import FromPath, JSONBody
 from backend.api.errors import problem_response
 from backend.api.list_schemas import SessionList, newest_first
 from backend.api.lists import DEFAULT_LIMIT, Cursor, Limit
-from backend.api.schemas import LoginIn, UserOut
+from backend.api.schemas import LoginIn, SessionsEnded, UserOut
 from backend.api.user_schemas import session_out
 from backend.auth.policy import Permission
 from backend.runtime import Runtime
@@ -59,7 +59,7 @@ class AuthController(Controller):
     @post("/login", operation_id="login", opt={"permission": Permission.PUBLIC})
     async def login(
         self, data: JSONBody[LoginIn], db: DbSession, request: Request
-    ) -> Response[Any]:
+    ) -> Response[UserOut]:
         """Check credentials and set the session cookie.
 
         401 with the same message for an unknown email, a wrong password and a deactivated
@@ -73,7 +73,7 @@ class AuthController(Controller):
         if outcome.user is None or token is None:
             return _error(request, 401, "wrong email or password")
         runtime: Runtime = request.app.state.runtime
-        response: Response[Any] = Response(user_out(outcome.user), status_code=200)
+        response = Response(user_out(outcome.user), status_code=200)
         response.set_cookie(session_cookie(runtime, token))
         return response
 
@@ -141,10 +141,12 @@ class AuthController(Controller):
         dependencies={"user": Provide(provide_user)},
         status_code=200,
     )
-    async def sign_out_everywhere(self, user: CurrentUser, db: DbSession) -> Response[Any]:
+    async def sign_out_everywhere(
+        self, user: CurrentUser, db: DbSession
+    ) -> Response[SessionsEnded]:
         """End every session of the caller, this one included; answers
         ``{"sessions_ended": n}`` and clears the cookie."""
         ended = await login_sessions.sign_out_everywhere(db, user.id)
-        response: Response[Any] = Response({"sessions_ended": ended}, status_code=200)
+        response = Response(SessionsEnded(ended), status_code=200)
         response.delete_cookie(SESSION_COOKIE)
         return response

@@ -34,10 +34,12 @@ from litestar.routes import HTTPRoute
 from litestar.typing import FieldDefinition
 
 from backend import problems
+from backend.api.lists import ListPage
 from backend.api.locations import LOCATIONS
 from backend.api.schemas import PublishOut
 from backend.auth.policy import Permission
 from backend.problems import Problem
+from backend.services.webhook_answers import CapturedTestCall, RunLinks
 from backend.web.guards import declared_permission
 from backend.web.run_events import RunStreamEvent
 from designer_schema.transfer import WorkflowExport
@@ -80,6 +82,19 @@ _WEBHOOK: dict[int | str, str] = {
     503: "PostgreSQL or Redis cannot be reached right now; try again shortly",
     "default": "What the workflow's Respond step answers: any status, headers and body",
 }
+
+_WEBHOOK_ACCEPTED_ANSWER = (
+    "The run was accepted (`respond` = `immediately`, or the wait ran out): its `run_id`, "
+    "`status`, page (`url`) and API status URL (`status_url`, also in `Location`)",
+    RunLinks,
+)
+
+_TEST_WEBHOOK: dict[int | str, str | tuple[str, Any]] = {
+    **{k: v for k, v in _WEBHOOK.items() if k not in (200, 500, "default")},
+    200: ("The test call was captured for the designer's field mapping", CapturedTestCall),
+    422: "The body breaks the trigger's body schema",
+}
+"""The designer's test URL: no run starts, so no run's answer (200 is the capture)."""
 
 ANSWERS: dict[str, dict[int, str | tuple[str, Any]]] = {
     "publish_workflow": {
@@ -215,12 +230,16 @@ def document_responses(app: Litestar) -> None:
 
 def _document(handler: HTTPRouteHandler, route: HTTPRoute) -> None:
     statuses: dict[int | str, str | tuple[str, Any]] = {}
-    webhook = False
+    webhook = test_call = False
     for method in sorted(handler.http_methods):
         operation_id = _operation_id(handler, route, method)
-        if _is_webhook(operation_id):
+        if operation_id.startswith("test_webhook_"):
+            test_call = True
+            statuses.update(_TEST_WEBHOOK)
+        elif _is_webhook(operation_id):
             webhook = True
             statuses.update(_WEBHOOK)
+            statuses[_WEBHOOK_ACCEPTED] = _WEBHOOK_ACCEPTED_ANSWER
         else:
             for code, reason in derived_statuses(handler, route.path, method).items():
                 statuses[code] = reason
@@ -230,6 +249,8 @@ def _document(handler: HTTPRouteHandler, route: HTTPRoute) -> None:
             handler.status_code = _STATUS_OVERRIDES[operation_id]
     if webhook:
         handler.status_code = _WEBHOOK_ACCEPTED
+    elif test_call:
+        handler.status_code = 200
     responses: dict[Any, ResponseSpec] = dict(handler.responses or {})
     for status, answer in statuses.items():
         if status in responses or (status == handler.status_code and not isinstance(answer, tuple)):
@@ -263,11 +284,29 @@ def _document(handler: HTTPRouteHandler, route: HTTPRoute) -> None:
                 value="https://railyard.example/api/v1/...",
             ),
         ]
+    if _lists(handler):
+        handler.response_headers = [
+            *(handler.response_headers or []),
+            ResponseHeader(
+                name="Link",
+                description='`<next>; rel="next"` (RFC 8288): the URL of the next page, the '
+                "same as `next`; only while there is more",
+                documentation_only=True,
+                required=False,
+                value='<https://railyard.example/api/v1/...&cursor=...>; rel="next"',
+            ),
+        ]
     if handler.status_code == 204:  # (Litestar would document a JSON body)
         responses[204] = ResponseSpec(data_container=None, description="No content")
     handler.responses = responses
     if _guarded(handler):
         handler.security = SECURITY
+
+
+def _lists(handler: HTTPRouteHandler) -> bool:
+    """True when ``handler`` answers a list envelope (:class:`ListPage`)."""
+    answer = handler.parsed_fn_signature.return_type.annotation
+    return isinstance(answer, type) and issubclass(answer, ListPage)
 
 
 def _media_type(body: Any) -> str:

@@ -55,6 +55,12 @@ class UserOut(msgspec.Struct):
     role: str
 
 
+class SessionsEnded(msgspec.Struct):
+    """What signing out everywhere ended: how many sessions (this one included)."""
+
+    sessions_ended: int
+
+
 class SessionOut(msgspec.Struct):
     """A live login session (never its token): who, from where, since and last seen when
     (ISO 8601 UTC), how it signed in (``password`` or ``oidc``)."""

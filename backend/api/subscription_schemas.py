@@ -12,7 +12,7 @@ import msgspec
 
 from backend.api.lists import ListPage
 from backend.services.subscriptions import catalogue, manage
-from backend.services.subscriptions.sending import Outcome, message_id
+from backend.services.subscriptions.sending import MESSAGE_ID_PREFIX, Outcome, message_id
 
 EventType = Annotated[
     catalogue.EventType,
@@ -110,13 +110,25 @@ class AttemptOut(msgspec.Struct):
     manual: bool
 
 
+WebhookId = Annotated[
+    str,
+    msgspec.Meta(
+        pattern=f"^{MESSAGE_ID_PREFIX}[0-9a-f]{{32}}$",
+        description="The `webhook-id` header every attempt of this delivery carries: `msg_` "
+        "and the delivery's `id` as 32 lower-case hex digits, without dashes (`id` "
+        "0b6f1c9e-6f55-4c57-9a55-2f7b8f0d4e21 is msg_0b6f1c9e6f554c579a552f7b8f0d4e21)",
+        examples=["msg_0b6f1c9e6f554c579a552f7b8f0d4e21"],
+    ),
+]
+
+
 class DeliveryOut(msgspec.Struct):
     """One message: its ``webhook_id``, event type, ``status`` (``pending``,
     ``delivered``, ``failed``: given up), the JSON ``payload`` sent, and its attempts
     (newest first)."""
 
     id: uuid.UUID
-    webhook_id: str
+    webhook_id: WebhookId
     event_type: str
     status: str
     run_id: uuid.UUID | None

@@ -24,6 +24,7 @@ __all__ = [
     "TEXT",
     "Answer",
     "BodyReader",
+    "CapturedTestCall",
     "Rejection",
     "RunLinks",
     "body_rejection",
@@ -31,6 +32,7 @@ __all__ = [
     "run_answer",
     "run_links",
     "started_answer",
+    "test_call_answer",
 ]
 
 JSON = "application/json"
@@ -75,6 +77,20 @@ class RunLinks(msgspec.Struct):
     status: str
     url: str
     status_url: str
+
+
+class CapturedTestCall(msgspec.Struct):
+    """The answer to a call of a webhook's test URL: it was kept for the designer's field
+    mapping (``test`` is always true; no run started)."""
+
+    test: bool
+    message: str
+
+
+def test_call_answer() -> Answer:
+    """200 with :class:`CapturedTestCall`: the test call was captured."""
+    captured = CapturedTestCall(True, "test call received; see the designer")
+    return Answer(200, msgspec.json.encode(captured))
 
 
 def run_links(base_url: str, run_id: uuid.UUID, status: str) -> RunLinks:

@@ -66,6 +66,7 @@ from backend.services.webhook_answers import (
     run_answer,
     run_links,
     started_answer,
+    test_call_answer,
 )
 from backend.services.webhook_keys import DeliveryKeys
 from backend.settings import Settings
@@ -223,7 +224,7 @@ class WebhookDelivery:
                 run_input["files"] = await hooks.store_files(session, endpoint.workflow_id, files)
             await hooks.save_test_call(session, endpoint.workflow_id, now, run_input)
         await listening.stop_listening(self.redis, endpoint.workflow_id)
-        return Answer(200, b'{"test":true,"message":"test call received; see the designer"}')
+        return test_call_answer()
 
     @staticmethod
     def _check_route(

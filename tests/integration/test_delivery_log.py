@@ -4,6 +4,7 @@ first by ``(created_at, id)``) and kept for ``RAILYARD_RETENTION_DELIVERIES_DAYS
 
 from __future__ import annotations
 
+import re
 import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -15,6 +16,7 @@ from sqlalchemy import func, select
 from backend.db.models import DeliveryAttempt, EventDelivery
 from backend.runtime import Runtime
 from backend.services import retention
+from backend.services.subscriptions.sending import message_id
 from backend.settings import Settings
 from tests.integration.retention_rows import by_class, rules
 
@@ -135,3 +137,21 @@ async def test_retention_removes_ended_deliveries_past_their_days(
             select(DeliveryAttempt.delivery_id).where(DeliveryAttempt.delivery_id.in_(ids))
         )
         assert sorted(attempts) == sorted(ids[2:])
+
+
+async def test_the_webhook_id_is_the_delivery_id_as_documented(
+    client: httpx.AsyncClient, runtime: Runtime
+) -> None:
+    """The log's ``webhook_id`` (the ``webhook-id`` header of every attempt, per the
+    sender) is ``msg_`` and the delivery id's hex digits, as the document states it."""
+    doc = (await client.get("/schema/openapi.json")).json()
+    member = doc["components"]["schemas"]["DeliveryOut"]["properties"]["webhook_id"]
+    pattern = re.compile(member["pattern"])
+    assert "without dashes" in member["description"]
+    path = await subscription(client)
+    [made] = await add_deliveries(runtime, path, [(NOW, "failed")])
+    [logged] = (await client.get(path)).json()["data"]
+    assert logged["id"] == str(made)
+    assert logged["webhook_id"] == message_id(made) == f"msg_{made.hex}"
+    assert pattern.fullmatch(logged["webhook_id"]), (member, logged)
+    assert not pattern.fullmatch(f"msg_{made}")  # the dashed form is not it

@@ -52,6 +52,49 @@ async def test_the_document_is_valid_openapi_3_1(client: httpx.AsyncClient) -> N
     )
 
 
+UNTYPED_MEDIA = {"application/x-ndjson", "text/event-stream", "*/*"}
+"""Answers with no JSON Schema of their body: JSON Lines (the audit export), an event
+stream (its events are ``x-itemSchema``), whatever a webhook's Respond step answers."""
+
+
+async def test_every_json_answer_has_a_schema(client: httpx.AsyncClient) -> None:
+    doc = await document(client)
+    untyped = [
+        (method, path, status, media)
+        for method, path, op in operations(doc)
+        for status, answer in op["responses"].items()
+        for media, content in (answer.get("content") or {}).items()
+        if media not in UNTYPED_MEDIA and not content.get("schema")
+    ]
+    assert untyped == []
+    login = doc["paths"]["/api/v1/auth/login"]["post"]["responses"]["200"]
+    assert login["content"]["application/json"]["schema"] == {
+        "$ref": "#/components/schemas/UserOut"
+    }
+    for path in ("/hooks/{token}", "/hooks/{token}/{suffix}"):
+        accepted = doc["paths"][path]["post"]["responses"]["202"]["content"]["application/json"]
+        assert accepted["schema"] == {"$ref": "#/components/schemas/RunLinks"}
+        test = doc["paths"][path.replace("/hooks/", "/hooks/test/")]["post"]["responses"]
+        assert "202" not in test, test
+        assert test["200"]["content"]["application/json"]["schema"] == {
+            "$ref": "#/components/schemas/CapturedTestCall"
+        }
+
+
+async def test_every_list_documents_its_link_header(client: httpx.AsyncClient) -> None:
+    doc = await document(client)
+    schemas = doc["components"]["schemas"]
+    lists = []
+    for method, path, op in operations(doc):
+        ok = op["responses"].get("200", {})
+        ref = ok.get("content", {}).get("application/json", {}).get("schema", {}).get("$ref", "")
+        component = schemas.get(ref.rsplit("/", 1)[-1], {})
+        if {"data", "has_more", "next_cursor", "next"} <= set(component.get("properties", {})):
+            lists.append((method, path, "Link" in ok.get("headers", {})))
+    assert len(lists) >= 25
+    assert [(m, p) for m, p, linked in lists if not linked] == []
+
+
 async def test_security_schemes_give_the_docs_an_authorize_button(
     client: httpx.AsyncClient,
 ) -> None:

@@ -20,7 +20,8 @@ never sent before an earlier one was acknowledged (a 2xx answer) or given up.
   (``event_subscription.disable``) and its owner told on the workflows page
   (:func:`backend.services.subscriptions.manage.disabled_notices`) until it is re-enabled.
 
-Each request carries ``webhook-id`` (``msg_<delivery id>``, the same on every attempt:
+Each request carries ``webhook-id`` (``msg_`` and the delivery id's 32 hex digits, the
+delivery log's ``webhook_id``; the same on every attempt:
 receivers drop a repeat by it), ``webhook-timestamp`` (seconds, the attempt's time) and
 ``webhook-signature`` (``v1,<base64 HMAC-SHA256>`` of ``id.timestamp.body``, computed by
 the ``standardwebhooks`` library with the subscription's secret).
@@ -105,9 +106,14 @@ def secret_aad(subscription_id: uuid.UUID) -> bytes:
     return b"event_subscription:" + str(subscription_id).encode()
 
 
+MESSAGE_ID_PREFIX = "msg_"
+
+
 def message_id(delivery_id: uuid.UUID) -> str:
-    """The ``webhook-id`` of a delivery: the same on every attempt and re-send."""
-    return f"msg_{delivery_id.hex}"
+    """The ``webhook-id`` of a delivery, the same on every attempt and re-send:
+    ``msg_`` and the delivery's id as 32 lower-case hex digits, without dashes (the form
+    it has had since the first delivery was sent: a receiver dedupes by it)."""
+    return f"{MESSAGE_ID_PREFIX}{delivery_id.hex}"
 
 
 @dataclass(frozen=True)
