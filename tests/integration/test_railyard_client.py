@@ -8,6 +8,7 @@ import asyncio
 import uuid
 from collections.abc import AsyncIterator
 
+import msgspec
 import pytest
 import pytest_asyncio
 import railyard_client as ry
@@ -103,7 +104,7 @@ async def test_credentials_and_subscriptions_through_the_client(
 
         wf = await api.create_workflow("Client subscriptions")
         sub = await api.create_subscription(
-            "http://127.0.0.1:9/hook", ["run.failed"], workflow_id=wf.id
+            url="http://127.0.0.1:9/hook", events=["run.failed"], workflow_id=wf.id
         )
         assert sub.secret and sub.secret.startswith("whsec_") and sub.workflow_id == wf.id
         listed = [s async for s in api.iter_subscriptions(wf.id)]
@@ -111,13 +112,70 @@ async def test_credentials_and_subscriptions_through_the_client(
         admin_view = await api.get_subscription(sub.id)
         assert admin_view.url == "http://127.0.0.1:9/hook"
         changed = await api.update_subscription(sub.id, workflow_id=wf.id, enabled=False)
-        assert not changed.enabled
+        assert not changed.enabled and changed.events == ["run.failed"]
+        changed = await api.update_subscription(
+            sub.id, workflow_id=wf.id, events=["run.failed", "run.succeeded"], description="ops"
+        )
+        assert set(changed.events) == {"run.failed", "run.succeeded"} and not changed.enabled
+        assert changed.description == "ops"
         assert [d async for d in api.iter_deliveries(sub.id, workflow_id=wf.id)] == []
         with pytest.raises(ry.InvalidRequest) as bad:
-            await api.create_subscription("ftp://x", ["run.failed"], workflow_id=wf.id)
+            await api.create_subscription(url="ftp://x", events=["run.failed"], workflow_id=wf.id)
         assert bad.value.errors[0].pointer == "#/url"
+        with pytest.raises(ValueError):  # a workflow's subscription belongs to no project
+            await api.create_subscription(
+                url="http://127.0.0.1:9/hook",
+                events=["run.failed"],
+                workflow_id=wf.id,
+                project_id=str(uuid.uuid4()),
+            )
+        everywhere = await api.create_subscription(
+            url="http://127.0.0.1:9/all", events=["workflow.published"], description="all"
+        )
+        assert everywhere.workflow_id is None and everywhere.project_id is None
+        await api.delete_subscription(everywhere.id)
         await api.delete_subscription(sub.id, workflow_id=wf.id)
         assert [s async for s in api.iter_subscriptions(wf.id)] == []
+
+
+async def test_search_export_and_import_through_the_client(served: tuple[str, str]) -> None:
+    base, token = served
+    async with ry.AsyncClient(base, token=token) as api:
+        wf = await api.create_workflow("Client searched")
+        assert (await api.save_draft(wf.id, CHAIN)).ok
+        await api.publish(wf.id)
+        runs = [(await api.start_run(wf.id, {"n": n})).id for n in (1, 2)]
+        for run_id in runs:
+            await api.wait_for_run(run_id, timeout=30)
+
+        query = 'workflow:"Client searched"'
+        page = await api.search(query, limit=1)
+        assert isinstance(page, ry.SearchPage) and page.scope == "runs" and page.total == 2
+        assert page.has_more and isinstance(page.data[0], ry.SearchHit)
+        assert page.data[0].url.startswith("http") and page.data[0].kind == "run"  # absolute
+        assert [h.id async for h in api.iter_search(query, limit=1)] == runs[::-1]
+        oldest = await api.search(query, sort="oldest")
+        assert [h.id for h in oldest.data] == runs and oldest.sort == "oldest"
+        found = await api.search('"Client searched"', scope="workflows", sort="name")
+        assert [h.id for h in found.data] == [wf.id] and found.scope == "workflows"
+        with pytest.raises(ry.InvalidRequest) as bad:
+            await api.search(query, sort="name")  # a sort of workflows, not of runs
+        assert [e.parameter for e in bad.value.errors] == ["sort"]
+
+        exported = await api.export_workflow(wf.id, version=1)
+        assert isinstance(exported, ry.WorkflowExport) and exported.format == "railyard/workflow"
+        assert exported.workflow.name == "Client searched" and exported.source is not None
+        assert exported.source.version == 1
+        assert [n["id"] for n in exported.diagram["nodes"]] == ["start", "double"]
+        copy = await api.import_workflow(exported, name="Client copy")
+        assert isinstance(copy, ry.Imported) and copy.name == "Client copy" and copy.id != wf.id
+        assert copy.url.startswith("http") and copy.diagnostics == []
+        as_read = msgspec.json.decode(msgspec.json.encode(exported))  # e.g. from a file
+        into = await api.import_into_draft(copy.id, as_read, base_revision=copy.revision)
+        assert into.id == copy.id and into.revision > copy.revision
+        with pytest.raises(ry.Conflict):
+            await api.import_into_draft(copy.id, exported, base_revision=copy.revision)
+        assert (await api.get_workflow(copy.id)).draft == (await api.get_workflow(wf.id)).draft
 
 
 async def test_the_blocking_client_logs_in_and_follows_a_run(served: tuple[str, str]) -> None:

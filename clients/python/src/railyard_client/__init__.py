@@ -4,7 +4,8 @@
 - typed models (:mod:`railyard_client.models`, msgspec Structs);
 - error answers (RFC 9457 problem details) raised as :class:`ProblemError` subclasses;
 - ``iter_*`` iterators that follow the list envelope's cursor page after page;
-- idempotency keys on run starts and the run event stream (Server-Sent Events).
+- idempotency keys on run starts and the run event stream (Server-Sent Events);
+- search (one page, or every hit), export and import of workflows.
 """
 
 from railyard_client.aio import AsyncClient
@@ -23,21 +24,34 @@ from railyard_client.errors import (
 from railyard_client.models import (
     TERMINAL,
     Credential,
+    CredentialRef,
     Delivery,
     DeliveryAttempt,
+    Diagnostic,
     DraftSaved,
+    ExportedWorkflow,
+    ExportSource,
+    Facet,
+    FacetValue,
+    Imported,
     Page,
     Published,
     Resent,
     Run,
     RunEvent,
     RunStarted,
+    SearchHit,
+    SearchPage,
+    SearchScope,
+    SearchSort,
     Step,
     StepAttempt,
     Subscription,
     Token,
     Version,
     Workflow,
+    WorkflowExport,
+    WorkflowRef,
 )
 from railyard_client.sync import Client
 
@@ -47,10 +61,17 @@ __all__ = [
     "Client",
     "Conflict",
     "Credential",
+    "CredentialRef",
     "Delivery",
     "DeliveryAttempt",
+    "Diagnostic",
     "DraftSaved",
+    "ExportSource",
+    "ExportedWorkflow",
+    "Facet",
+    "FacetValue",
     "Forbidden",
+    "Imported",
     "InvalidRequest",
     "NotFound",
     "Page",
@@ -62,6 +83,10 @@ __all__ = [
     "Run",
     "RunEvent",
     "RunStarted",
+    "SearchHit",
+    "SearchPage",
+    "SearchScope",
+    "SearchSort",
     "Step",
     "StepAttempt",
     "Subscription",
@@ -71,4 +96,6 @@ __all__ = [
     "Unprocessable",
     "Version",
     "Workflow",
+    "WorkflowExport",
+    "WorkflowRef",
 ]

@@ -24,16 +24,22 @@ from railyard_client.models import (
     Credential,
     Delivery,
     DraftSaved,
+    Imported,
     Page,
     Published,
     Resent,
     Run,
     RunEvent,
     RunStarted,
+    SearchHit,
+    SearchPage,
+    SearchScope,
+    SearchSort,
     Subscription,
     Token,
     Version,
     Workflow,
+    WorkflowExport,
 )
 
 T = TypeVar("T")
@@ -58,6 +64,13 @@ def _params(**filters: Any) -> dict[str, Any]:
         for k, v in filters.items()
         if v is not None
     }
+
+
+def _document(document: WorkflowExport | Mapping[str, Any]) -> Any:
+    """An export document as the JSON to send."""
+    if isinstance(document, WorkflowExport):
+        return msgspec.to_builtins(document)
+    return dict(document)
 
 
 class AsyncClient:
@@ -236,6 +249,73 @@ class AsyncClient:
         """One published version."""
         return await self.call(Version, "GET", f"{API}/workflows/{workflow_id}/versions/{version}")
 
+    async def export_workflow(
+        self, workflow_id: str, *, version: int | None = None
+    ) -> WorkflowExport:
+        """The workflow's ``railyard/workflow`` export document: of its draft, or of the
+        published ``version``. Credentials and called workflows are named, never a
+        secret."""
+        params = _params(version=version)
+        path = f"{API}/workflows/{workflow_id}/export"
+        return await self.call(WorkflowExport, "GET", path, params=params)
+
+    async def import_workflow(
+        self, document: WorkflowExport | Mapping[str, Any], *, name: str | None = None
+    ) -> Imported:
+        """A new workflow from an export ``document`` (an :class:`WorkflowExport`, or the
+        document as a ``dict``, e.g. read from a file), named as exported or ``name``;
+        references that could not be re-bound by name are in its ``diagnostics``.
+        A document that cannot be read raises ``InvalidRequest`` naming the place."""
+        path = f"{API}/workflows/import"
+        body = _document(document)
+        return await self.call(Imported, "POST", path, json=body, params=_params(name=name))
+
+    async def import_into_draft(
+        self,
+        workflow_id: str,
+        document: WorkflowExport | Mapping[str, Any],
+        *,
+        base_revision: int | None = None,
+    ) -> Imported:
+        """Replace the workflow's draft with an export ``document``'s diagram (its name
+        and settings stay). With ``base_revision`` an import over a newer draft than that
+        revision raises ``Conflict``."""
+        path = f"{API}/workflows/{workflow_id}/import"
+        params = _params(base_revision=base_revision)
+        return await self.call(Imported, "POST", path, json=_document(document), params=params)
+
+    # ------------------------------------------------------------------ search
+
+    async def search(
+        self,
+        q: str = "",
+        *,
+        scope: SearchScope | None = None,
+        sort: SearchSort | None = None,
+        limit: int = 25,
+        cursor: str | None = None,
+    ) -> SearchPage:
+        """One page of hits for the query ``q`` (the search box's syntax:
+        ``status:failed workflow:"Order intake" since:24h``) in ``scope`` (runs by
+        default; workflows, audit), in the ``sort`` of that scope, ``limit`` 1 to 100
+        hits, from ``cursor`` (a previous page's ``next_cursor``). Only what the caller
+        may open is found. A malformed query raises ``InvalidRequest`` (its ``errors``
+        name ``q``; ``body["position"]`` is where)."""
+        params = _params(q=q, limit=limit, cursor=cursor, sort=sort, **{"in": scope})
+        return await self.call(SearchPage, "GET", f"{API}/search", params=params)
+
+    def iter_search(
+        self,
+        q: str = "",
+        *,
+        scope: SearchScope | None = None,
+        sort: SearchSort | None = None,
+        limit: int = 25,
+    ) -> AsyncIterator[SearchHit]:
+        """Every hit of :meth:`search`, page after page (``limit`` is the page size)."""
+        filters = {"q": q, "sort": sort, "limit": limit, "in": scope}
+        return self.paginate(SearchHit, f"{API}/search", **filters)
+
     # ------------------------------------------------------------------ runs
 
     async def start_run(
@@ -319,16 +399,21 @@ class AsyncClient:
 
     async def create_subscription(
         self,
+        *,
         url: str,
         events: list[str],
-        *,
+        description: str = "",
         workflow_id: str | None = None,
         project_id: str | None = None,
-        description: str = "",
     ) -> Subscription:
-        """Subscribe ``url`` to ``events`` of a workflow, or (admins, no ``workflow_id``)
-        of a project's workflows (every workflow's without ``project_id``). The answer's
-        ``secret`` verifies the deliveries (Standard Webhooks); it is shown this once."""
+        """Subscribe ``url`` to ``events`` (``run.failed``, ``workflow.published``, ...)
+        of the workflow ``workflow_id``; without it (admins) of the project
+        ``project_id``'s workflows, or of every workflow when neither is given. The
+        answer's ``secret`` verifies the deliveries (Standard Webhooks); it is shown this
+        once. Raises ``ValueError`` for both ``workflow_id`` and ``project_id`` (a
+        workflow's subscription is of that workflow alone)."""
+        if workflow_id is not None and project_id is not None:
+            raise ValueError("give workflow_id or project_id, not both")
         body: dict[str, Any] = {"url": url, "events": events, "description": description}
         if workflow_id is None:
             body["project_id"] = project_id
@@ -342,10 +427,20 @@ class AsyncClient:
         return await self.call(Subscription, "GET", path)
 
     async def update_subscription(
-        self, subscription_id: str, /, *, workflow_id: str | None = None, **changes: Any
+        self,
+        subscription_id: str,
+        *,
+        workflow_id: str | None = None,
+        url: str | None = None,
+        events: list[str] | None = None,
+        description: str | None = None,
+        enabled: bool | None = None,
     ) -> Subscription:
-        """Change any of ``url``, ``events``, ``description``, ``enabled``."""
+        """Change the ``url``, ``events``, ``description`` or ``enabled`` given (``None``
+        keeps the value); ``enabled=True`` re-enables a disabled subscription."""
         path = f"{_subscriptions(workflow_id)}/{subscription_id}"
+        given = {"url": url, "events": events, "description": description, "enabled": enabled}
+        changes = {k: v for k, v in given.items() if v is not None}
         return await self.call(Subscription, "PATCH", path, json=changes)
 
     async def delete_subscription(

@@ -202,7 +202,9 @@ class DeliveryAttempt(Model):
 
 
 class Delivery(Model):
-    """One event sent (or to send) to a subscription, with its attempts, newest first."""
+    """One event sent (or to send) to a subscription, with its attempts, newest first.
+    ``webhook_id`` is the ``webhook-id`` header of its every attempt: ``msg_`` and
+    ``id``'s 32 hex digits, without dashes."""
 
     id: str
     webhook_id: str
@@ -244,3 +246,134 @@ class RunEvent(Model):
 
     event: str
     run: Run
+
+
+class Diagnostic(Model):
+    """One finding of the compiler (or of an import): ``severity`` (``error``,
+    ``warning``), a stable ``code``, the ``message``, and where (``node_id``,
+    ``edge_id``, ``field``: a config field path such as ``mapping.total``)."""
+
+    severity: str
+    code: str
+    message: str
+    node_id: str | None = None
+    edge_id: str | None = None
+    field: str | None = None
+
+
+SearchScope = Literal["runs", "workflows", "audit"]
+SearchSort = Literal["newest", "oldest", "duration", "relevance", "name"]
+"""Every sort some scope offers: runs newest, oldest, duration, relevance; workflows
+relevance, name, newest, oldest; audit newest, oldest, relevance."""
+
+
+class SearchHit(Model):
+    """One search result: ``kind`` (``run``, ``workflow``, ``audit``), its ``id``,
+    ``title``, the page that opens it (``url``, absolute), its time ``at`` (run created,
+    workflow updated, audit entry written), ``status`` (runs), where the free text
+    matched (``snippet``) and the kind's own fields (``detail``)."""
+
+    kind: str
+    id: str
+    title: str
+    url: str
+    at: datetime | None = None
+    status: str | None = None
+    snippet: str = ""
+    detail: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+class FacetValue(Model):
+    """One value of a facet with the number of matches holding it."""
+
+    value: str
+    count: int
+    label: str = ""
+
+
+class Facet(Model):
+    """Match counts per value of one query ``field`` (``status``, ``tag``, ...)."""
+
+    field: str
+    values: list[FacetValue]
+
+
+class SearchPage(Page[SearchHit], kw_only=True):
+    """One page of search hits (the list envelope) with what was searched (``scope``,
+    ``query``, ``sort``), how many match (``total``, exact when ``total_exact``), the
+    ``facets`` and the ``backend`` that answered (``postgres``, ``elasticsearch``)."""
+
+    scope: str
+    query: str
+    sort: str
+    total: int
+    total_exact: bool = True
+    facets: list[Facet] = msgspec.field(default_factory=list)
+    backend: str = ""
+
+
+class ExportedWorkflow(Model):
+    """The workflow part of an export document: its name, description and settings."""
+
+    name: str
+    description: str = ""
+    settings: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+class CredentialRef(Model, kw_only=True, omit_defaults=True):
+    """A credential a node's ``field`` references, by ``type`` and ``name`` (re-bound by
+    name on import; ``id`` where it was exported)."""
+
+    node: str
+    field: str
+    type: str
+    name: str | None = None
+    id: str | None = None
+
+
+class WorkflowRef(Model, kw_only=True, omit_defaults=True):
+    """A workflow a node calls, by ``name`` (re-bound by name on import)."""
+
+    field: str
+    node: str | None = None
+    name: str | None = None
+    id: str | None = None
+
+
+class ExportSource(Model, kw_only=True, omit_defaults=True):
+    """Where an export came from: the Railyard (``base_url``), the workflow and the
+    ``version`` (``None``: the draft)."""
+
+    base_url: str = ""
+    workflow_id: str | None = None
+    version: int | None = None
+
+
+class WorkflowExport(Model, kw_only=True, omit_defaults=True):
+    """A ``railyard/workflow`` export document: the workflow, its ``diagram`` (the
+    designer's JSON) and the credentials and workflows it references by name, never a
+    secret. :meth:`~railyard_client.AsyncClient.import_workflow` takes it back as it is
+    (or the same document read from a file, as a ``dict``)."""
+
+    format: str
+    format_version: int
+    workflow: ExportedWorkflow
+    diagram: dict[str, Any]
+    credentials: list[CredentialRef] = msgspec.field(default_factory=list)
+    workflows: list[WorkflowRef] = msgspec.field(default_factory=list)
+    exported_at: str | None = None
+    source: ExportSource | None = None
+
+
+class Imported(Model):
+    """An imported workflow (or draft): its ``id``, ``name``, designer ``url``, the
+    draft's ``revision``, how many references were re-bound (``references_bound``) and
+    the ``diagnostics`` (references to re-bind by hand, ``import_*``, and the
+    compiler's)."""
+
+    id: str
+    name: str
+    url: str
+    revision: int
+    references_bound: int = 0
+    diagnostics: list[Diagnostic] = msgspec.field(default_factory=list)

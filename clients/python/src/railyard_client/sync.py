@@ -148,6 +148,12 @@ class Client:
     publish = _blocking(AsyncClient.publish)
     iter_versions = _iterating(AsyncClient.iter_versions)
     get_version = _blocking(AsyncClient.get_version)
+    export_workflow = _blocking(AsyncClient.export_workflow)
+    import_workflow = _blocking(AsyncClient.import_workflow)
+    import_into_draft = _blocking(AsyncClient.import_into_draft)
+
+    search = _blocking(AsyncClient.search)
+    iter_search = _iterating(AsyncClient.iter_search)
 
     start_run = _blocking(AsyncClient.start_run)
     get_run = _blocking(AsyncClient.get_run)
