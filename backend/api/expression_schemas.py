@@ -21,8 +21,8 @@ class FieldsIn(msgspec.Struct, forbid_unknown_fields=True):
 
 class CallerOut(msgspec.Struct):
     """A call step whose input a trigger's schema was inferred from: its workflow's id and
-    name (``None`` when the reader may not read that workflow), the step's id and label,
-    and its kind ("For each" or "Sub-workflow")."""
+    name (only callers the reader may read count, so always named), the step's id and
+    label, and its kind ("For each" or "Sub-workflow")."""
 
     workflow_id: str
     workflow: str | None

@@ -18,8 +18,8 @@ from backend.api.expression_schemas import (
     PreviewIn,
 )
 from backend.auth.policy import Permission
-from backend.services import child_contracts, pins
 from backend.services import expression_data as exprdata
+from backend.services import pins
 from backend.services import workflows as svc
 from backend.web.authentication import AppRuntime, DbSession
 from backend.web.guards import CurrentPrincipal, access_dependencies
@@ -70,7 +70,9 @@ class ExpressionController(Controller):
         steps it is pinned on (a fetched test event on the trigger); 400 naming
         ``node_id`` when it is no step."""
         sample, origin = await self._sample(db, runtime, workflow_id, data)
-        inferred = await exprdata.callers_input(db, workflow_id, data.diagram, runtime.catalog)
+        inferred = await exprdata.callers_input(
+            db, workflow_id, data.diagram, runtime.catalog, principal
+        )
         sources = exprdata.available_fields(
             data.diagram,
             runtime.catalog,
@@ -81,11 +83,11 @@ class ExpressionController(Controller):
         child = exprdata.child_input(data.diagram, runtime.catalog, data.node_id)
         found = None
         if inferred is not None:
-            sites = await child_contracts.readable_sources(db, principal, inferred.sources)
             found = InferredInputOut(
                 schema=inferred.schema,
                 callers=[
-                    CallerOut(s.workflow_id, s.workflow, s.node_id, s.step, s.kind) for s in sites
+                    CallerOut(s.workflow_id, s.workflow, s.node_id, s.step, s.kind)
+                    for s in inferred.sources
                 ],
             )
         return FieldsOut(sources=sources, data_from=origin, child_input=child, inferred_input=found)
@@ -102,12 +104,15 @@ class ExpressionController(Controller):
         data: JSONBody[PreviewIn],
         db: DbSession,
         runtime: AppRuntime,
+        principal: CurrentPrincipal,
     ) -> exprdata.Preview:
         """The expression's value against the last run's data (or pinned data), with the
         run limits; a syntax or evaluation error is part of the answer (200), with its
         position. 400 naming ``node_id`` when it is no step."""
         sample, origin = await self._sample(db, runtime, workflow_id, data)
-        inferred = await exprdata.callers_input(db, workflow_id, data.diagram, runtime.catalog)
+        inferred = await exprdata.callers_input(
+            db, workflow_id, data.diagram, runtime.catalog, principal
+        )
         return await exprdata.preview(
             data.diagram,
             runtime.catalog,

@@ -11,7 +11,10 @@ For each, the input mapping's shape for a Sub-workflow). Two uses of it:
   archived (the designer edits drafts; a published caller was a draft first). The field
   picker, typed mappings and the condition builder then work inside the child, and a
   path it reads that no caller sends is an ``unknown_field`` error there as with a
-  declared schema. A declared Input schema always wins.
+  declared schema. A declared Input schema always wins. Shown to a person (the field
+  picker, previews), only the callers that person may read count: a caller's field
+  names are its content. The lookup is one index scan (``ix_workflows_called``, the
+  called ids of each draft; migration 0032).
 - :func:`call_diagnostics`: at a caller's save, compile and publish, every child it calls
   is checked in the version the call will run (the pinned ``version``, else the child's
   active version; a child never published, missing or archived is skipped: the
@@ -31,7 +34,8 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 import msgspec
-from sqlalchemy import select
+from sqlalchemy import ColumnElement, bindparam, select, text
+from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.auth.policy import Principal
@@ -53,7 +57,6 @@ __all__ = [
     "call_diagnostics",
     "callers",
     "inferred_input",
-    "readable_sources",
 ]
 
 CHILD_CONTRACT: Final = "child_contract"
@@ -61,16 +64,23 @@ CHILD_CONTRACT: Final = "child_contract"
 
 _NODE_LABELS: Final = {"control.foreach": "For each", "control.subworkflow": "Sub-workflow"}
 
+# The called ids of a draft, as the expression of index ix_workflows_called (migration
+# 0032, which must spell it the same): PostgreSQL uses an expression index only for the
+# same expression, with the path a literal.
+_CALLS: Final = text(
+    "jsonb_path_query_array(workflows.draft, '$.nodes[*].config.workflow_id') @> :called"
+).bindparams(bindparam("called", type_=JSONB))
+
 
 @dataclass(frozen=True)
 class CallSite:
     """One call step naming the workflow: the calling ``workflow_id`` and its name
-    (``workflow``, ``None`` when hidden from the reader), the step's ``node_id``, ``step``
+    (``workflow``), the step's ``node_id``, ``step``
     (its label, else its id), ``kind`` ("For each" or "Sub-workflow") and the JSON Schema
     of what it sends (``schema``)."""
 
     workflow_id: str
-    workflow: str | None
+    workflow: str
     node_id: str
     step: str
     kind: str
@@ -93,20 +103,26 @@ def _diagram(value: Any) -> Diagram | None:
 
 
 async def callers(
-    session: AsyncSession, workflow_id: uuid.UUID, catalog: Catalog, reader: ExpressionReader
+    session: AsyncSession,
+    workflow_id: uuid.UUID,
+    catalog: Catalog,
+    reader: ExpressionReader,
+    visible: ColumnElement[bool] | None = None,
 ) -> list[CallSite]:
     """The call steps naming ``workflow_id`` in the drafts of the other non-archived
-    workflows, by workflow name, each with the schema of what it sends."""
+    workflows (of those ``visible``, a filter over ``Workflow``, keeps), by workflow name,
+    each with the schema of what it sends."""
     target = str(workflow_id)
-    rows = await session.execute(
+    query = (
         select(Workflow.id, Workflow.name, Workflow.draft)
         .where(
-            Workflow.draft.contains({"nodes": [{"config": {"workflow_id": target}}]}),
+            _CALLS.bindparams(called=[target]),
             Workflow.archived_at.is_(None),
             Workflow.id != workflow_id,
         )
         .order_by(Workflow.name, Workflow.id)
     )
+    rows = await session.execute(query if visible is None else query.where(visible))
     sites: list[CallSite] = []
     for caller_id, name, draft in rows:
         diagram = _diagram(draft)
@@ -131,38 +147,19 @@ async def inferred_input(
     diagram: Diagram,
     catalog: Catalog,
     reader: ExpressionReader,
+    principal: Principal | None = None,
 ) -> InferredInput | None:
     """What ``diagram`` (the draft of ``workflow_id``) receives from its callers, when its
     trigger takes a typed run input and declares no schema itself; ``None`` otherwise or
-    when nothing calls it."""
+    when nothing calls it. With ``principal``, from the callers it may read only (what a
+    person is shown: nothing of a workflow hidden from them)."""
     if declares_input(diagram, catalog) is not False:
         return None
-    sites = await callers(session, workflow_id, catalog, reader)
+    visible = None if principal is None else await access.workflow_filter(session, principal)
+    sites = await callers(session, workflow_id, catalog, reader, visible)
     if not sites:
         return None
     return InferredInput(union([site.schema for site in sites]), sites)
-
-
-async def readable_sources(
-    session: AsyncSession, principal: Principal, sites: list[CallSite]
-) -> list[CallSite]:
-    """``sites`` with the names of the workflows ``principal`` may not read hidden."""
-    if not sites:
-        return sites
-    visible = await access.workflow_filter(session, principal)
-    ids = {uuid.UUID(site.workflow_id) for site in sites}
-    readable = {
-        str(wid)
-        for wid in (
-            await session.execute(select(Workflow.id).where(Workflow.id.in_(ids), visible))
-        ).scalars()
-    }
-    return [
-        site
-        if site.workflow_id in readable
-        else CallSite(site.workflow_id, None, site.node_id, site.step, site.kind, site.schema)
-        for site in sites
-    ]
 
 
 def _uuid(value: Any) -> uuid.UUID | None:

@@ -25,6 +25,7 @@ from genson import SchemaBuilder
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from backend.auth.policy import Principal
 from backend.db import payloads
 from backend.db.models import Run, StepRun
 from backend.engine.expression_paths import JsonataReader
@@ -222,11 +223,18 @@ def _merged_fields(schema: dict[str, Any], data: Any) -> list[FieldInfo]:
 
 
 async def callers_input(
-    session: AsyncSession, workflow_id: uuid.UUID, diagram: Diagram, catalog: Catalog
+    session: AsyncSession,
+    workflow_id: uuid.UUID,
+    diagram: Diagram,
+    catalog: Catalog,
+    principal: Principal,
 ) -> child_contracts.InferredInput | None:
     """The run input's schema of ``diagram`` (the draft of ``workflow_id``) inferred from
-    its callers, when its trigger declares none (:mod:`backend.services.child_contracts`)."""
-    return await child_contracts.inferred_input(session, workflow_id, diagram, catalog, _READER)
+    those of its callers ``principal`` may read, when its trigger declares none
+    (:mod:`backend.services.child_contracts`)."""
+    return await child_contracts.inferred_input(
+        session, workflow_id, diagram, catalog, _READER, principal
+    )
 
 
 def child_input(diagram: Diagram, catalog: Catalog, node_id: str) -> dict[str, Any] | None:

@@ -1,17 +1,25 @@
 """For each / Sub-workflow contracts through the API: a child whose Manual trigger declares
 no Input schema is typed by what its callers send (live diagnostics, field picker, where
-it came from), and publishing a caller refuses a child version reading fields its call
-does not send (real PostgreSQL)."""
+it came from; a person sees nothing of a caller they may not read), and publishing a
+caller refuses a child version reading fields its call does not send; the callers are
+found through their index (real PostgreSQL)."""
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import httpx
 import pytest
+from sqlalchemy import event, text
 
+from backend.engine.expression_paths import JsonataReader
+from backend.runtime import Runtime
+from backend.services import child_contracts
+from backend.settings import Settings
 from tests.diagrams import ORDERS_BODY as ORDERS
 from tests.diagrams import diagram, edge, node
+from tests.integration.rbac import client_as
 
 pytestmark = pytest.mark.integration
 
@@ -117,3 +125,69 @@ async def test_subworkflow_sends_its_input_mapping(client: httpx.AsyncClient) ->
     assert fields.json()["inferred_input"]["callers"][0]["kind"] == "Sub-workflow"
     paths = {f["path"] for f in fields.json()["sources"][0]["fields"]}
     assert "orders.sku" in paths or "orders" in paths, paths
+
+
+async def test_a_person_sees_only_the_callers_they_may_read(
+    client: httpx.AsyncClient, settings: Settings, runtime: Runtime
+) -> None:
+    """The child's inferred input, as its owner (an editor) is shown it, holds the fields of
+    the editor's own caller only; a caller the editor may not read (the admin's) adds
+    neither its name nor its field names. The admin, who reads both, sees both."""
+    margin = {"type": "object", "properties": {"margin_rate": {"type": "number"}}}
+    async with client_as(settings, runtime, "ed.contracts@example.com", "editor") as editor:
+        child = await create(editor, "Child of two", child_draft("=orders"))
+        hook = node("hook", "trigger.webhook", body_schema=ORDERS)
+        call = node("call", "control.subworkflow", workflow_id=child, input="=body")
+        mine = await create(
+            editor, "Editor's caller", diagram([hook, call], [edge("hook", "call")])
+        )
+        hidden_hook = node("hook", "trigger.webhook", body_schema=margin)
+        hidden = diagram([hidden_hook, call], [edge("hook", "call")])
+        await create(client, "Admin's caller", hidden)
+
+        ask = {"diagram": child_draft("=orders"), "node_id": "shape"}
+        seen = (await editor.post(f"/api/v1/workflows/{child}/expressions/fields", json=ask)).json()
+        assert [c["workflow_id"] for c in seen["inferred_input"]["callers"]] == [mine]
+        assert "margin_rate" not in str(seen), seen
+        preview = await editor.post(
+            f"/api/v1/workflows/{child}/expressions/preview",
+            json={**ask, "expression": "=margin_rate"},
+        )
+        assert "margin_rate" in str(preview.json()["diagnostics"])  # unknown to the editor
+    admin = (await client.post(f"/api/v1/workflows/{child}/expressions/fields", json=ask)).json()
+    assert len(admin["inferred_input"]["callers"]) == 2
+    paths = {f["path"] for f in admin["sources"][0]["fields"]}
+    assert {"orders", "margin_rate"} <= paths, paths
+
+
+async def test_the_callers_are_found_through_their_index(runtime: Runtime) -> None:
+    """The callers query, as the service sends it, is served by ``ix_workflows_called``
+    among 3,000 drafts (rolled back)."""
+    async with runtime.sessionmaker() as session:
+        await session.execute(
+            text(
+                "insert into workflows (id, name, description, draft, webhook_token)"
+                " select gen_random_uuid(), 'w' || g, '', jsonb_build_object('nodes',"
+                "  jsonb_build_array(jsonb_build_object('id', 'call', 'config',"
+                "  jsonb_build_object('workflow_id', gen_random_uuid()::text)))),"
+                "  'index-test-' || g from generate_series(1, 3000) g"
+            )
+        )
+        await session.execute(text("analyze workflows"))
+        await session.execute(text("set local enable_seqscan = off"))  # a small table
+        conn = await session.connection()
+        sent: list[tuple[str, Any]] = []
+
+        def capture(*args: Any) -> None:
+            sent.append((args[2], args[3]))  # (conn, cursor, statement, parameters, ...)
+
+        event.listen(conn.sync_connection, "before_cursor_execute", capture)
+        try:
+            await child_contracts.callers(session, uuid.uuid4(), runtime.catalog, JsonataReader())
+        finally:
+            event.remove(conn.sync_connection, "before_cursor_execute", capture)
+        [(statement, parameters)] = [s for s in sent if "jsonb_path_query_array" in s[0]]
+        plan = await conn.exec_driver_sql("explain (costs off) " + statement, parameters)
+        lines = "\n".join(row[0] for row in plan)
+        await session.rollback()
+    assert "ix_workflows_called" in lines, lines
