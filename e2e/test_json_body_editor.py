@@ -1,9 +1,10 @@
 """The expression editor inside a JSON body (HTTP Request's Body): a path typed in an
 "=..." string is completed, the string under the cursor is previewed against pinned data,
 the field picker puts a new "=path" string where the cursor is, a parse error shows its
-line and column as you type, and Format indents the JSON; a field dragged from the input
-fields onto the JSON becomes a member named after it; the text is coloured as JSON (keys,
-strings, numbers, literals, "=..." expressions). Screenshot: json-body-editor.png."""
+line and column as you type (once), a long line wraps, and Format indents the JSON; a
+field dragged from the input fields onto the JSON becomes a member named after it; the
+text is coloured as JSON (keys, strings, numbers, literals, "=..." expressions).
+Screenshot: json-body-editor.png."""
 
 from __future__ import annotations
 
@@ -69,13 +70,24 @@ def test_json_body_has_the_expression_editor(page: Any, railyard_server: Railyar
     )
     assist.locator(".expr-preview-value").filter(has_text="12").wait_for()
 
-    # a parse error says where
+    # a parse error says where, once (under the field, not again in the assist)
     body.press("End")
     body.press_sequentially(",")
-    error = assist.locator(".expr-error")
+    error = form.locator('[data-field-wrap="body"] .field-error.parse-error')
     error.filter(has_text="Not valid JSON (line 1, column").wait_for()
+    shown = form.locator('[data-field-wrap="body"] :is(.field-error, .expr-error):visible')
+    assert shown.all_inner_texts() == [error.inner_text()], shown.all_inner_texts()
     body.press("Backspace")
-    page.wait_for_function("() => document.querySelector('.expr-assist .expr-error').hidden")
+    error.wait_for(state="detached")
+
+    # a long line wraps: nothing hides to the right of the text area
+    before = body.input_value()
+    body.press("End")
+    body.press("ArrowLeft")
+    body.press_sequentially(', "note": "' + "a long line of text that goes on " * 4 + '"')
+    clipped = body.evaluate("el => el.scrollWidth > el.clientWidth + 1")
+    assert not clipped
+    body.fill(before)
 
     # Format indents it, and the stored body is unchanged
     assist.get_by_role("button", name="Format").click()

@@ -1,7 +1,8 @@
 // The code editor of the config panel: a text area whose schema has "x-code" (the Code
 // step's JavaScript), and every JSON setting (data-code="json": bodies, For each items,
 // with "=..." expressions told apart), gets syntax highlighting; a JSON error's line and
-// column are shown under the field by the expression editor (json-text.js jsonError). The text area stays the control (typing,
+// column are shown once under the field (fields.js, by json-text.js jsonError), and JSON
+// lines wrap (app.css). The text area stays the control (typing,
 // selection, undo, the panel's "input" events are the browser's own); its text is made
 // transparent over a <pre> holding the same text highlighted by the vendored
 // highlight.js (frontend/static/vendor/highlight, ES modules, classes only: no inline

@@ -321,14 +321,15 @@ export function attachExpressionEditor(container, model, workflowId) {
 
   /**
    * The "=..." string under the cursor of a JSON control, or null after saying why there
-   * is nothing to preview (a parse error with its line and column, or the cursor elsewhere).
+   * is nothing to preview (the JSON does not parse: its error, with line and column, is
+   * the field's own, shown once under it by fields.js; or the cursor is elsewhere).
    */
   function jsonExpression(text, valueEl, errorEl, problems) {
     problems.replaceChildren();
-    const bad = jsonError(text);
-    if (bad) {
-      valueEl.textContent = "";
-      showError(`Not valid JSON (line ${bad.line}, column ${bad.column}): ${bad.message}`);
+    if (jsonError(text)) {
+      valueEl.textContent = "No preview until the JSON parses (its error is under the field)";
+      errorEl.hidden = true;
+      assist.dataset.state = "literal";
       return null;
     }
     const string = stringAt(text, control.selectionStart ?? 0);

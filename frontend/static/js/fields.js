@@ -10,6 +10,8 @@
 // Durations are typed as "30s", "5m", "1h 30m", "250ms", "2d" or a plain number of seconds
 // and stored as seconds.
 
+import { jsonError } from "./json-text.js";
+
 const kinds = new Map();
 const mountHooks = [];
 
@@ -136,11 +138,10 @@ registerFieldKind("json", {
     const text = control.value;
     if (text.trim() === "") return { omit: true };
     if (isExpr(control, text)) return { value: text };
-    try {
-      return { value: JSON.parse(text) };
-    } catch (err) {
-      return { error: `Invalid JSON: ${err.message}` };
-    }
+    const bad = jsonError(text);
+    // the one error of a JSON setting (the expression editor shows none of its own)
+    if (bad) return { error: `Not valid JSON (line ${bad.line}, column ${bad.column}): ${bad.message}` };
+    return { value: JSON.parse(text) };
   },
   literalText(control) {
     try {
