@@ -28,7 +28,7 @@ export const GRID = 24; // canvas units between grid dots; snapping rounds to th
 // it. Panning further redraws. Below LOD_ZOOM, text is hidden (too small to read anyway):
 // with hundreds of nodes, text is most of the painting time.
 const CULL_MARGIN = 0.5;
-const LOD_ZOOM = 0.45;
+export const LOD_ZOOM = 0.45;
 
 function el(tag, attrs = {}, parent = null) {
   const node = document.createElementNS(SVG_NS, tag);

@@ -1,11 +1,12 @@
 // The diff view (templates/version_diff.html): two read-only canvases, the older diagram on
-// the left with removed and changed nodes highlighted, the newer on the right with added
-// and changed ones; connections likewise. Each side fits its graph, never below a zoom
-// where the labels are drawn; a click on a change in the list (or on a node) zooms to that
-// node on both sides. The diff itself is computed on the server
+// top with removed and changed nodes highlighted, the newer under it with added and
+// changed ones; connections likewise. Each side (the page's full width: workflows are
+// wide) fits its whole graph whenever the labels are still drawn at that zoom, else shows
+// the first change at that smallest readable zoom; a click on a change in the list (or on
+// a node) zooms to that node on both sides. The diff itself is computed on the server
 // (designer_schema/diff.py) and handed over in data-diff.
 
-import { Canvas } from "./canvas.js";
+import { Canvas, LOD_ZOOM } from "./canvas.js";
 import { DiagramModel } from "./model.js";
 
 const root = document.getElementById("diff-view");
@@ -48,14 +49,14 @@ function draw(svgId, diagram, side) {
   return canvas;
 }
 
-// Below this zoom the canvas leaves the texts out (canvas.js, LOD_ZOOM 0.45); a side is
-// never shown smaller than READABLE_ZOOM, and a change clicked is shown at FOCUS_ZOOM.
-const READABLE_ZOOM = 0.75;
+// Below LOD_ZOOM the canvas leaves the texts out, so a side is never shown smaller; a
+// change clicked is shown at FOCUS_ZOOM.
+const READABLE_ZOOM = LOD_ZOOM;
 const FOCUS_ZOOM = 1;
 
 /**
- * Fit a side to its graph; when that is too small to read, show it at READABLE_ZOOM around
- * the first change on that side (else its first node).
+ * Fit a side to its graph; when that is below the zoom where labels are drawn, show it at
+ * READABLE_ZOOM around the first change on that side (else its first node).
  */
 function fitReadable(canvas, side) {
   canvas.fit();
