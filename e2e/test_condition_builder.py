@@ -2,7 +2,8 @@
 a group, OR between groups, typed operators by the field's type), the expression typed by
 hand comes back as rows when it is in the builder's subset, and anything else is left as
 written ("written by hand") until it is; the same builder per case of a Switch and on a
-Filter's items, and fields dragged from the input into rows and settings. Screenshots:
+Filter's items, and fields dragged from the input into rows and settings; each row is
+readable at the settings panel's default width. Screenshots:
 condition-builder.png, condition-builder-switch.png, condition-builder-filter.png."""
 
 from __future__ import annotations
@@ -29,6 +30,29 @@ CONDITION = "=body.total > 100"
 
 STORED = "() => (window.railyardDesigner.model.node('check').config.condition || '')"
 """JS: the stored condition (the leading "=" is optional on a condition: left out here)."""
+
+
+ROWS_FIT = """() => {
+  const measure = document.createElement("canvas").getContext("2d");
+  const fits = (box, text, extra = 0) => {
+    const s = getComputedStyle(box);
+    measure.font = `${s.fontWeight} ${s.fontSize} ${s.fontFamily}`;
+    const padding = parseFloat(s.paddingLeft) + parseFloat(s.paddingRight);
+    return measure.measureText(text).width + padding + extra <= box.clientWidth;
+  };
+  return [...document.querySelectorAll("#config-panel .cond-row")].map((row) => {
+    const [field, op, value] = [".cond-field", ".cond-op", ".cond-value"].map(
+      (q) => row.querySelector(q)
+    );
+    return {
+      field: fits(field, "body.customer.country"),
+      op: fits(op, op.options[op.selectedIndex].text, 16),
+      value: value.hidden || fits(value, "Germany"),
+    };
+  });
+}"""
+"""JS: per condition row, whether its boxes show a nested path, the operator (beside the
+select's arrow) and a word whole."""
 
 
 def _condition(page: Any) -> str:
@@ -89,6 +113,10 @@ def test_rows_and_jsonata_round_trip(page: Any, railyard_server: RailyardServer)
     assert not builder.locator(".cond-value").nth(2).is_visible()
     expected = '(body.total > 100 and body.country = "DE") or body.vip = true'
     _wait_condition(page, expected)
+    # readable at the panel's default width: a nested field path, the operator's label and
+    # a word each fit their box whole
+    for row in page.evaluate(ROWS_FIT):
+        assert all(row.values()), row
     page.screenshot(path=str(ARTIFACTS_DIR / "condition-builder.png"))
 
     # typed by hand: in the subset, rows come back; outside it, left as written
