@@ -172,6 +172,11 @@ def search_body(
     return body
 
 
+def _when(value: Any) -> datetime | None:
+    """A time the index holds as ISO 8601 text, as a datetime (answered ending ``Z``)."""
+    return datetime.fromisoformat(value) if isinstance(value, str) and value else None
+
+
 def _hit(
     scope: Scope, source: dict[str, Any], query: str, workflows: dict[str, WorkflowInfo]
 ) -> Hit:
@@ -192,7 +197,7 @@ def _hit(
                 "version": source["version"],
                 "trigger": source["trigger"],
                 "tags": list(wf.tags),
-                "finished_at": source.get("finished_at"),
+                "finished_at": _when(source.get("finished_at")),
                 "duration_ms": source.get("duration_ms"),
                 "error": source.get("error_message"),
             },

@@ -308,7 +308,7 @@ def _hit(r: Any, snip: str, workflows: dict[str, tuple[str, list[str]]], query: 
             "version": version,
             "trigger": trigger,
             "tags": tags,
-            "finished_at": finished.isoformat() if finished else None,
+            "finished_at": finished,  # a datetime: answered RFC 3339 UTC ending Z
             "duration_ms": dur if dur is not None and dur >= 0 else None,
             "error": error,
         },

@@ -153,6 +153,7 @@ async def test_search_export_and_import_through_the_client(served: tuple[str, st
         assert isinstance(page, ry.SearchPage) and page.scope == "runs" and page.total == 2
         assert page.has_more and isinstance(page.data[0], ry.SearchHit)
         assert page.data[0].url.startswith("http") and page.data[0].kind == "run"  # absolute
+        assert page.data[0].detail["finished_at"].endswith("Z"), page.data[0]  # RFC 3339 UTC
         assert [h.id async for h in api.iter_search(query, limit=1)] == runs[::-1]
         oldest = await api.search(query, sort="oldest")
         assert [h.id for h in oldest.data] == runs and oldest.sort == "oldest"
