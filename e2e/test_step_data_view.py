@@ -2,8 +2,9 @@
 output side by side; each side switches between table, JSON and schema; the output side
 pins data (the pins routes) and says where its data comes from, with a selector once
 there are several sources; a field dragged from the input side onto a setting maps it, and
-so does Enter on a field after focusing the setting.
-Screenshot: step-data-view.png."""
+so does Enter on a field after focusing the setting. Before any run, the input side of a
+step whose step before has no data lists the fields that step sends, and how to get data.
+Screenshots: step-data-view.png, step-data-view-before-run.png."""
 
 from __future__ import annotations
 
@@ -38,11 +39,25 @@ def test_step_data_view_after_a_test_run(page: Any, railyard_server: RailyardSer
             {"name": "email", "value": "unknown"},
         ],
     )
-    workflow_id = chain_draft(api, "Step data", start, total)
+    after = node("after", "control.set", 640, mapping=[{"name": "n", "value": "=count"}])
+    workflow_id = chain_draft(api, "Step data", start, total, after)
     pinned = api.put(f"/api/v1/workflows/{workflow_id}/pins/start", json={"data": ORDER})
     assert pinned.status_code == 200, pinned.text
     login(page, server)
     open_settings(page, server, workflow_id, "total")
+
+    # before any run, a step after one without pinned data shows what is known: the
+    # fields the step before sends (draggable), and how to get real data
+    page.mouse.dblclick(*body_point(page, "after"))
+    known = page.locator("#data-input .data-body > .data-schema")
+    known.wait_for()
+    assert "no data yet" in page.locator("#data-input-source").inner_text()
+    assert known.locator('[data-drag-path="count"]').count() == 1
+    assert known.locator('[data-drag-path="email"]').count() == 1
+    assert "pin data on “total”" in page.locator("#data-input-hint").inner_text()
+    page.screenshot(path=str(ARTIFACTS_DIR / "step-data-view-before-run.png"))
+    page.locator("#data-view-btn").click()
+    page.locator("#data-input").wait_for(state="hidden")
 
     # a test run of the draft (the trigger's pin is its input)
     page.click("#test-btn")

@@ -114,3 +114,38 @@ function schemaList(value, parent, draggable) {
   }
   return ul;
 }
+
+/** Where ``path`` splits into its parent and last name (the last "." outside backticks), or -1. */
+function lastDot(path) {
+  let quoted = false;
+  let at = -1;
+  for (let i = 0; i < path.length; i++) {
+    if (path[i] === "`") quoted = !quoted;
+    else if (path[i] === "." && !quoted) at = i;
+  }
+  return at;
+}
+
+/**
+ * The fields known without data: ``fields`` as the field picker lists them ([{path, type}],
+ * parents before their fields), nested like the schema view, each with its type and, where
+ * the sample data had one, an example (``examples`` by path).
+ */
+export function fieldsView(fields, examples, draggable) {
+  const top = el("ul", { class: "data-schema" });
+  const lists = new Map(); // path -> {li, inner} of a field drawn
+  for (const field of fields) {
+    const cut = lastDot(field.path);
+    const parent = cut < 0 ? null : lists.get(field.path.slice(0, cut));
+    const name = parent ? field.path.slice(cut + 1) : field.path;
+    const li = el("li", {}, fieldName("span", field.path, name, draggable), " ", el("span", { class: "data-type", text: field.type }));
+    const example = examples?.[field.path];
+    if (example !== undefined) li.append(" ", el("span", { class: "data-example muted", text: `e.g. ${example}` }));
+    if (parent) {
+      if (!parent.inner.isConnected) parent.li.append(parent.inner);
+      parent.inner.append(li);
+    } else top.append(li);
+    lists.set(field.path, { li, inner: el("ul", { class: "data-schema" }) });
+  }
+  return top;
+}

@@ -4,14 +4,18 @@
 // from the run drawn on the canvas (a test run or a run opened with ?run=), the workflow's
 // last run (GET /api/v1/runs?workflow_id=&limit=1, then GET /api/v1/runs/{id}) or pinned
 // data (the output's own pin; the input from the pin of the one step before it); a
-// selector picks one when several exist. The output side pins and edits pins (TestRuns'
+// selector picks one when several exist. Before any of these exists, the input side shows
+// what is known without data: the input's fields as the steps before declare them (the
+// field picker's list, POST .../expressions/fields: declared and inferred schemas, with
+// examples from a webhook test call or pinned data further up) and how to get real data. The output side pins and edits pins (TestRuns'
 // savePin/unpin: the pins routes); a field dragged from the input side onto a setting maps
 // it (field-drag.js). Opened with "Open data view", a double click on a node or Enter on
 // that button; closed with "Close" or Escape.
 
 import { getJSON } from "./api.js";
-import { el as h, jsonView, schemaView, tableView } from "./data-shapes.js";
+import { fieldsView, el as h, jsonView, schemaView, tableView } from "./data-shapes.js";
 import { dragFieldsFrom } from "./field-drag.js";
+import { fieldSource } from "./field-picker.js";
 
 const VIEWS = [["table", "Table"], ["json", "JSON"], ["schema", "Schema"]];
 const VIEW_KEY = "railyard.designer.data-view."; // + side: the chosen view, per browser
@@ -30,6 +34,8 @@ export class StepDataView {
     this.lastRunFetched = false;
     this.choice = { input: null, output: null }; // chosen source key per side
     this.editingPin = false;
+    this.fields = fieldSource(this.workflowId, this.model);
+    this.known = null; // {nodeId, input}: the input's field group of the field picker
     this.testRuns.onRender = () => this.refresh();
     dragFieldsFrom(this.input);
     this.canvasEl.addEventListener("dblclick", (e) => {
@@ -136,9 +142,25 @@ export class StepDataView {
     if (!this.editingPin) this.renderSide("output", this.output);
   }
 
+  /** The input's fields as the field picker knows them (for an input without data). */
+  async fetchKnown() {
+    const nodeId = this.nodeId;
+    if (!nodeId || this.known?.nodeId === nodeId) return;
+    this.known = { nodeId, input: null };
+    try {
+      const result = await this.fields.groups(nodeId);
+      if (this.known?.nodeId !== nodeId) return;
+      this.known.input = (result.sources || []).find((g) => g.prefix === "") || null;
+    } catch {
+      return; // no field list: the input side keeps saying how to get data
+    }
+    this.refresh();
+  }
+
   renderSide(side, col) {
     col.hidden = false;
     const all = this.sources(side);
+    if (side === "input" && !all.length) return this.renderKnown(col);
     const chosen = all.find((s) => s.key === this.choice[side]) || all[0] || null;
     const title = side === "input" ? "Input" : "Output";
     const head = h("div", { class: "data-head" }, h("h3", { class: "data-title", id: `data-${side}-title`, text: title }));
@@ -180,8 +202,29 @@ export class StepDataView {
     col.replaceChildren(...parts);
   }
 
+  /** The input side before any data: the fields known from the steps before, and how to get data. */
+  renderKnown(col) {
+    if (this.known?.nodeId !== this.nodeId) this.known = null;
+    this.fetchKnown();
+    const input = this.known?.input;
+    const fields = input?.fields || [];
+    const head = h("div", { class: "data-head" }, h("h3", { class: "data-title", id: "data-input-title", text: "Input" }));
+    const what = fields.length ? "the fields the steps before send (no data yet)" : "no data yet";
+    head.append(h("span", { class: "data-source small muted", id: "data-input-source", text: `From: ${what}` }));
+    const body = h("div", { class: "data-body view-schema", "data-source-key": "known" });
+    if (fields.length) body.append(fieldsView(fields, input.examples, this.canEdit));
+    const parts = [head, h("p", { class: "hint small", id: "data-input-hint", text: this.emptyText("input") })];
+    if (fields.length && this.canEdit) parts.push(h("p", { class: "hint small", text: "Drag a field onto a setting to map it (or use a setting's {} picker)." }));
+    col.replaceChildren(...parts, body);
+  }
+
   emptyText(side) {
-    if (side === "input") return "No input yet: run a test (Test step or Test workflow), or pin data on the step before.";
+    if (side === "input") {
+      const before = this.model.edges.filter((e) => e.target === this.nodeId).map((e) => this.model.node(e.source)?.label || e.source);
+      const pin = before.length === 1 ? `pin data on “${before[0]}”` : "pin data on the step before";
+      const hook = this.model.nodes.some((n) => n.type === "trigger.webhook") ? ", or send a test call to the webhook (its settings: Listen for test call)" : "";
+      return `For real data: run a test (Test step or Test workflow; steps with pinned data use it), ${pin}${hook}.`;
+    }
     return "No output yet: run a test, or pin data here.";
   }
 
