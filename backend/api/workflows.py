@@ -195,6 +195,7 @@ class WorkflowController(Controller):
             runtime.catalog,
             base_revision=data.base_revision,
             user_id=user.id,
+            principal=principal,
         )
         return DraftSavedOut(
             ok=not any(d.severity == "error" for d in saved.diagnostics),
@@ -214,13 +215,16 @@ class WorkflowController(Controller):
         data: JSONBody[DiagramIn],
         db: DbSession,
         runtime: AppRuntime,
+        principal: CurrentPrincipal,
     ) -> DiagnosticsOut:
         """Compile a diagram without saving it (400 naming the limit when it is too large);
         the diagnostics include references to missing or wrong-typed credentials and to
         missing or archived workflows."""
         await svc.get_workflow(db, workflow_id)
         svc.check_diagram_limits(data.diagram, runtime.settings.diagram_limits())
-        graph, diagnostics = await svc.check_for(db, data.diagram, runtime.catalog, workflow_id)
+        graph, diagnostics = await svc.check_for(
+            db, data.diagram, runtime.catalog, workflow_id, principal
+        )
         return DiagnosticsOut(ok=graph is not None, diagnostics=diagnostics)
 
     @post(
@@ -244,7 +248,9 @@ class WorkflowController(Controller):
         draft = (await svc.get_workflow(db, workflow_id)).draft
         await references.check_diagram(db, principal, draft, runtime.catalog)
         note = data.note if data is not None else ""
-        result = await svc.publish(db, workflow_id, runtime.catalog, user.id, note)
+        result = await svc.publish(
+            db, workflow_id, runtime.catalog, user.id, note, principal=principal
+        )
         webhooks.clear_endpoint_cache()
         wf = await svc.get_workflow(db, workflow_id)
         number = result.version.number

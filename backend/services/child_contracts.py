@@ -11,9 +11,10 @@ For each, the input mapping's shape for a Sub-workflow). Two uses of it:
   archived (the designer edits drafts; a published caller was a draft first). The field
   picker, typed mappings and the condition builder then work inside the child, and a
   path it reads that no caller sends is an ``unknown_field`` error there as with a
-  declared schema. A declared Input schema always wins. Shown to a person (the field
-  picker, previews), only the callers that person may read count: a caller's field
-  names are its content. The lookup is one index scan (``ix_workflows_called``, the
+  declared schema. A declared Input schema always wins. For a person (the field picker,
+  previews, the diagnostics of their save, compile and publish, which list the known
+  fields), only the callers that person may read count: a caller's field names are its
+  content. The lookup is one index scan (``ix_workflows_called``, the
   called ids of each draft; migration 0032).
 - :func:`call_diagnostics`: at a caller's save, compile and publish, every child it calls
   is checked in the version the call will run (the pinned ``version``, else the child's

@@ -43,7 +43,7 @@ from typing import Any, Final
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from backend.auth.policy import Permission
+from backend.auth.policy import Permission, Principal
 from backend.db.models import Credential, Workflow
 from backend.engine.nodes.base import NodeError
 from backend.engine.nodes.trigger_webhook import webhook_config
@@ -251,6 +251,7 @@ async def check(
     checker: Any,
     reader: Any = None,
     workflow_id: uuid.UUID | None = None,
+    principal: Principal | None = None,
 ) -> tuple[WorkflowGraph | None, list[Diagnostic]]:
     """Compile ``diagram`` (expression syntax by ``checker``, expression paths against the
     upstream output schemas by ``reader`` when given) and add, when it compiled, the
@@ -262,11 +263,12 @@ async def check(
     them (:func:`backend.services.child_contracts.call_diagnostics`), and with
     ``workflow_id`` (the diagram is that workflow's draft) a trigger declaring no input
     schema is typed by what its callers send
-    (:func:`backend.services.child_contracts.inferred_input`)."""
+    (:func:`backend.services.child_contracts.inferred_input`): those ``principal`` may
+    read when given (the diagnostics go to that person), else every caller."""
     inferred = None
     if reader is not None and workflow_id is not None:
         inferred = await child_contracts.inferred_input(
-            session, workflow_id, diagram, catalog, reader
+            session, workflow_id, diagram, catalog, reader, principal
         )
     graph, diagnostics = compile_diagram(
         diagram, catalog, checker, reader, inferred.schema if inferred else None

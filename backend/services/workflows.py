@@ -15,6 +15,7 @@ import msgspec
 from sqlalchemy import ColumnElement, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from backend.auth.policy import Principal
 from backend.db.models import User, Workflow, WorkflowVersion
 from backend.db.versions import PUBLISHED
 from backend.engine.expression_paths import JsonataReader
@@ -103,13 +104,17 @@ async def check_for(
     diagram: Diagram,
     catalog: Catalog,
     workflow_id: uuid.UUID | None = None,
+    principal: Principal | None = None,
 ) -> tuple[Any, list[Diagnostic]]:
     """:func:`compile_for` plus the diagnostics of what the diagram references
     (:mod:`backend.services.diagram_checks`: missing or wrong-typed credentials, missing or
     archived called workflows, children reading what their call does not send); with
     ``workflow_id`` (the diagram is its draft), a trigger declaring no input schema takes
-    the one its callers send. The graph is ``None`` when any diagnostic is an error."""
-    return await diagram_checks.check(session, diagram, catalog, _CHECKER, _READER, workflow_id)
+    the one its callers send (those ``principal`` may read, when given). The graph is
+    ``None`` when any diagnostic is an error."""
+    return await diagram_checks.check(
+        session, diagram, catalog, _CHECKER, _READER, workflow_id, principal
+    )
 
 
 def ensure_active(wf: Workflow) -> None:
@@ -340,6 +345,7 @@ async def save_draft(
     *,
     base_revision: int | None = None,
     user_id: uuid.UUID | None = None,
+    principal: Principal | None = None,
 ) -> DraftSaved:
     """Store ``diagram`` as the draft (even with errors) and return its diagnostics.
 
@@ -373,7 +379,7 @@ async def save_draft(
     wf.draft_saved_at = datetime.now(UTC)
     await session.flush()
     await workflow_audit.draft_saved(session, workflow_id, before, wf.draft)
-    _, diagnostics = await check_for(session, diagram, catalog, workflow_id)
+    _, diagnostics = await check_for(session, diagram, catalog, workflow_id, principal)
     return DraftSaved(wf.draft_revision, diagnostics)
 
 
@@ -383,6 +389,7 @@ async def publish(
     catalog: Catalog,
     user_id: uuid.UUID | None,
     note: str = "",
+    principal: Principal | None = None,
 ) -> PublishResult:
     """Compile the draft and store it as the next immutable version, made active, with the
     publisher's ``note`` (what changed, why; stripped, may be empty).
@@ -399,7 +406,7 @@ async def publish(
     ensure_active(wf)
     previous = wf.active_version
     diagram = msgspec.convert(wf.draft, Diagram)
-    graph, diagnostics = await check_for(session, diagram, catalog, workflow_id)
+    graph, diagnostics = await check_for(session, diagram, catalog, workflow_id, principal)
     errors = [d for d in diagnostics if d.severity == "error"]
     if graph is None or errors:
         raise PublishRejected(errors or diagnostics)

@@ -130,9 +130,10 @@ async def test_subworkflow_sends_its_input_mapping(client: httpx.AsyncClient) ->
 async def test_a_person_sees_only_the_callers_they_may_read(
     client: httpx.AsyncClient, settings: Settings, runtime: Runtime
 ) -> None:
-    """The child's inferred input, as its owner (an editor) is shown it, holds the fields of
-    the editor's own caller only; a caller the editor may not read (the admin's) adds
-    neither its name nor its field names. The admin, who reads both, sees both."""
+    """The child's inferred input, as its owner (an editor) is shown it (field picker,
+    preview, the known fields a compile or a save lists), holds the fields of the editor's
+    own caller only; a caller the editor may not read (the admin's) adds neither its name
+    nor its field names. The admin, who reads both, sees both."""
     margin = {"type": "object", "properties": {"margin_rate": {"type": "number"}}}
     async with client_as(settings, runtime, "ed.contracts@example.com", "editor") as editor:
         child = await create(editor, "Child of two", child_draft("=orders"))
@@ -154,10 +155,21 @@ async def test_a_person_sees_only_the_callers_they_may_read(
             json={**ask, "expression": "=margin_rate"},
         )
         assert "margin_rate" in str(preview.json()["diagnostics"])  # unknown to the editor
+        # nor in the diagnostics of a compile or a save (the known fields they list)
+        wrong = {"diagram": child_draft("=nothing")}
+        for answer in (
+            await editor.post(f"/api/v1/workflows/{child}/compile", json=wrong),
+            await editor.put(f"/api/v1/workflows/{child}/draft", json=wrong),
+        ):
+            [unknown] = errors(answer.json())
+            assert "known: orders" in unknown["message"], unknown
+            assert "margin_rate" not in unknown["message"], unknown
     admin = (await client.post(f"/api/v1/workflows/{child}/expressions/fields", json=ask)).json()
     assert len(admin["inferred_input"]["callers"]) == 2
     paths = {f["path"] for f in admin["sources"][0]["fields"]}
     assert {"orders", "margin_rate"} <= paths, paths
+    compiled = await client.post(f"/api/v1/workflows/{child}/compile", json=wrong)
+    assert "margin_rate" in errors(compiled.json())[0]["message"]
 
 
 async def test_the_callers_are_found_through_their_index(runtime: Runtime) -> None:
