@@ -24,6 +24,7 @@ from backend.db.models import Session, User, UserIdentity
 from backend.services import audit, login_sessions, login_throttle
 from backend.services.login_throttle import Lock, ThrottlePolicy
 from backend.services.passwords import check_password, hash_password, verify_password
+from backend.services.timestamps import rfc3339
 
 __all__ = [
     "ROLES",
@@ -327,6 +328,6 @@ async def sign_in(
             "auth.lockout",
             "user",
             attempted if started.scope == login_throttle.ACCOUNT else (address or ""),
-            details={"scope": started.scope, "until": started.until.isoformat()},
+            details={"scope": started.scope, "until": rfc3339(started.until)},
         )
     return SignIn()

@@ -23,6 +23,7 @@ from backend.auth.policy import Scope, parse_role, scopes_for_role
 from backend.db.models import ApiToken, User
 from backend.services import audit
 from backend.services.identity import Account, Identity, identity_of
+from backend.services.timestamps import rfc3339
 
 PREFIX = "ry_"
 SCOPES = tuple(s.value for s in Scope)
@@ -46,7 +47,7 @@ def _snapshot(row: ApiToken) -> dict[str, object]:
         "name": row.name,
         "user_id": str(row.user_id),
         "scopes": list(row.scopes),
-        "expires_at": row.expires_at.isoformat() if row.expires_at else None,
+        "expires_at": rfc3339(row.expires_at),
     }
 
 

@@ -24,6 +24,7 @@ from backend.db.models import AuditLog, User, Workflow
 from backend.db.models.access import Group, Project
 from backend.db.models.credentials import Credential
 from backend.services import audit
+from backend.services.timestamps import rfc3339_members
 from backend.services.workflows import InvalidInput
 
 PAGE_SIZE = 50
@@ -40,7 +41,11 @@ SYSTEM_ACTOR = "system"
 
 class AuditEntry(msgspec.Struct):
     """One audit row as shown and exported (``at`` in UTC; ``actor_label`` the email or
-    token name when written; ``address`` the client IP; ``request_id`` the X-Request-ID)."""
+    token name when written; ``address`` the client IP; ``request_id`` the X-Request-ID).
+
+    Times in ``details`` and the ``*_at`` members of ``before``/``after`` are answered
+    RFC 3339 UTC ending ``Z``, also in rows written ending ``+00:00``; the rest of the
+    snapshots (a workflow's draft, pinned data) is answered as stored."""
 
     id: int
     at: datetime
@@ -154,9 +159,9 @@ def _entry(row: AuditLog) -> AuditEntry:
         actor_label=row.actor_label,
         address=row.address,
         request_id=row.request_id,
-        before=row.before,
-        after=row.after,
-        details=dict(row.details or {}),
+        before=rfc3339_members(row.before, "_at"),
+        after=rfc3339_members(row.after, "_at"),
+        details=rfc3339_members(dict(row.details or {})),
     )
 
 

@@ -37,6 +37,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from backend.crypto import Keyring
 from backend.db.models.credentials import Credential
 from backend.services import audit, grants
+from backend.services.timestamps import rfc3339
 from connectors import sdk
 
 __all__ = [
@@ -151,13 +152,6 @@ def _audited(ctype: Any, row: Credential) -> dict[str, Any]:
     }
 
 
-def _iso(value: datetime | None) -> str | None:
-    """RFC 3339 in UTC ending ``Z`` (docs/api.md, "Answers"), as the API's datetimes."""
-    if value is None:
-        return None
-    return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
-
-
 def view_of(catalog: Any, row: Credential) -> CredentialView:
     """The masked :class:`CredentialView` of a stored row."""
     ctype = catalog.credential_type(row.type)
@@ -171,9 +165,9 @@ def view_of(catalog: Any, row: Credential) -> CredentialView:
         public={k: v for k, v in public.items() if k != "_connected"},
         secret_fields=list(ctype.secret_fields) if ctype is not None else [],
         connected=bool(public.get("_connected")),
-        token_expires_at=_iso(row.token_expires_at),
-        created_at=_iso(row.created_at) or "",
-        updated_at=_iso(row.updated_at) or "",
+        token_expires_at=rfc3339(row.token_expires_at),
+        created_at=rfc3339(row.created_at),
+        updated_at=rfc3339(row.updated_at),
         created_by=str(row.created_by) if row.created_by else None,
     )
 

@@ -24,6 +24,7 @@ from backend.db.models import PasswordReset, User
 from backend.services import audit, login_sessions, login_throttle
 from backend.services.accounts import AccountError
 from backend.services.passwords import check_password, hash_password
+from backend.services.timestamps import rfc3339
 from backend.settings import Settings
 
 __all__ = [
@@ -99,7 +100,7 @@ async def issue(
         "user.password_reset",
         "user",
         user_id,
-        details={**details, "expires_at": expires_at.isoformat()},
+        details={**details, "expires_at": rfc3339(expires_at)},
     )
     return token, expires_at
 

@@ -3,8 +3,9 @@
 Pinning data on a step makes test runs use it as the step's output instead of executing
 the step (backend/services/pinned_graph.py); pinned data on the trigger is a test run's
 input. Published runs never see pinned data. Stored in ``workflows.pinned_data`` as
-``{node_id: {"data": ..., "pinned_at": ISO time, "pinned_by": user id or null}}``; every
-change is audited (``workflow.pin``, ``workflow.unpin``).
+``{node_id: {"data": ..., "pinned_at": time, "pinned_by": user id or null}}`` (``pinned_at``
+RFC 3339 UTC ending ``Z``; rows pinned before end ``+00:00`` and are answered ending ``Z``);
+every change is audited (``workflow.pin``, ``workflow.unpin``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.db.models import Workflow
 from backend.services import audit
+from backend.services.timestamps import rfc3339, rfc3339_text
 from backend.services.workflows import InvalidInput, WorkflowNotFound, check_json_limit
 
 PIN_MAX_BYTES = 1024 * 1024
@@ -26,7 +28,8 @@ PIN_MAX_BYTES = 1024 * 1024
 
 
 class Pin(msgspec.Struct):
-    """Data pinned on one node: ``data`` (any JSON), when and by whom (user id)."""
+    """Data pinned on one node: ``data`` (any JSON), when (RFC 3339 UTC ending ``Z``) and by
+    whom (user id)."""
 
     node_id: str
     data: Any
@@ -39,7 +42,10 @@ def pins_of(wf: Workflow) -> dict[str, Pin]:
     stored = wf.pinned_data or {}
     return {
         node_id: Pin(
-            node_id, entry.get("data"), str(entry.get("pinned_at", "")), entry.get("pinned_by")
+            node_id,
+            entry.get("data"),
+            rfc3339_text(str(entry.get("pinned_at", ""))),
+            entry.get("pinned_by"),
         )
         for node_id, entry in stored.items()
         if isinstance(entry, dict)
@@ -90,7 +96,7 @@ async def pin(
         )
     entry = {
         "data": data,
-        "pinned_at": datetime.now(UTC).isoformat(),
+        "pinned_at": rfc3339(datetime.now(UTC)),
         "pinned_by": str(user_id) if user_id else None,
     }
     before = (wf.pinned_data or {}).get(node_id)

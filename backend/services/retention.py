@@ -66,6 +66,7 @@ from backend.db.models import RetentionPass
 from backend.observability import metrics
 from backend.services import audit, audit_log
 from backend.services import retention_versions as versions
+from backend.services.timestamps import rfc3339
 from backend.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -463,7 +464,7 @@ async def _record(sessions: Sessions, result: PassResult, started: datetime) -> 
                 result.data_class,
                 details={
                     "deleted": result.deleted,
-                    "cutoff": result.cutoff.isoformat() if result.cutoff else None,
+                    "cutoff": rfc3339(result.cutoff),
                     "max_rows": result.max_rows,
                 },
             )

@@ -20,6 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from backend.db.models import Schedule, ScheduleFire
 from backend.services import audit
+from backend.services.timestamps import rfc3339
 from backend.triggers.schedule_rules import (
     ScheduleError,
     ScheduleSpec,
@@ -261,7 +262,7 @@ async def record_started(
                 "trigger": "schedule",
                 "workflow_id": str(fire.workflow_id),
                 "schedule_id": str(fire.schedule_id),
-                "fire_at": fire.fire_at.isoformat(),
+                "fire_at": rfc3339(fire.fire_at),
                 "catch_up": fire.catch_up,
             },
         )

@@ -23,6 +23,7 @@ from backend.engine.expressions import JsonataChecker
 from backend.engine.workflow_settings import SettingError, WorkflowSettings
 from backend.services import diagram_checks, paging, schedules, workflow_audit
 from backend.services.events import subscriptions
+from backend.services.timestamps import rfc3339
 from backend.triggers.schedule_rules import ScheduleError
 from designer_schema.catalog import Catalog
 from designer_schema.compiler import compile_diagram
@@ -322,7 +323,7 @@ class DraftConflict(Exception):
 
     def __init__(self, revision: int, saved_by: str | None, saved_at: datetime | None) -> None:
         who = saved_by or "someone else"
-        when = f" at {saved_at.isoformat(timespec='seconds')}" if saved_at else ""
+        when = f" at {rfc3339(saved_at.replace(microsecond=0))}" if saved_at else ""
         super().__init__(f"the draft was changed by {who}{when} (revision {revision})")
         self.revision = revision
         self.saved_by = saved_by

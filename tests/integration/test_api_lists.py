@@ -7,9 +7,10 @@ every route of the router as the authorization matrix walks it:
 - every route (every method) refuses an unknown query parameter with a 400 naming it;
 - every timestamp in the answers of every collection, of every other ``GET`` route (each
   read with a sample resource) and of the created objects is RFC 3339 UTC ending in
-  ``Z``; every ``url`` member is absolute; the object's own id is ``id``; a version
-  number is named ``version`` (or ``active_version``), never ``number`` or
-  ``version_number``.
+  ``Z`` (times kept as JSON too: pins, audit details and snapshots, also those stored
+  ending ``+00:00`` before); every ``url`` member is absolute; the object's own id is
+  ``id``; a version number is named ``version`` (or ``active_version``), never ``number``
+  or ``version_number``.
 
 A new collection route missing from :data:`COLLECTIONS` fails
 :func:`test_every_collection_is_walked`; a new ``GET`` route neither a collection nor in
@@ -35,7 +36,9 @@ from litestar.routes import HTTPRoute
 from backend.api.lists import ListPage
 from backend.api.versioning import PREFIX
 from backend.app import create_app
+from backend.db.models import Workflow
 from backend.runtime import Runtime
+from backend.services import audit
 from backend.services.subscriptions.producing import DeliveryProducer
 from backend.settings import Settings
 from tests.diagrams import diagram, edge, node
@@ -236,7 +239,7 @@ async def _three_of_everything(
         cred = await made(
             "/credentials", {"name": f"c{n}", "type": "bearer", "data": {"token": "t"}}
         )
-        await made("/tokens", {"name": f"t{n}"})
+        await made("/tokens", {"name": f"t{n}", "expires_in_days": 30})
         await made("/admin/service-accounts", {"name": f"sa{n}"})
         await made("/admin/groups", {"name": f"g{n}"})
         await made("/admin/connectors", {"name": f"lists_{n}", "document": DOCUMENT % n})
@@ -264,6 +267,9 @@ async def _three_of_everything(
             )
         )
         await login(again)
+    pinned = await admin.put(f"{PREFIX}/workflows/{wf['id']}/pins/done", json={"data": {"n": 1}})
+    assert pinned.status_code == 200, pinned.text
+    await _stored_the_old_way(runtime, uuid.UUID(wf["id"]))
     file_id = await stored_file(runtime, wf["id"])
     params = {
         "user_id": str(user),
@@ -277,6 +283,25 @@ async def _three_of_everything(
         "subscription_id": subscriptions[0]["id"],
     }
     return World(params, admin, created)
+
+
+async def _stored_the_old_way(runtime: Runtime, workflow_id: uuid.UUID) -> None:
+    """A pin and an audit row whose times end ``+00:00``, as ``isoformat()`` wrote them
+    before they were written ending ``Z``: the API answers them ending ``Z``."""
+    old = "2026-11-30T09:15:00.250000+00:00"
+    async with runtime.sessionmaker() as session, session.begin():
+        wf = await session.get(Workflow, workflow_id)
+        assert wf is not None
+        stored = {"data": {"n": 2}, "pinned_at": old, "pinned_by": None}
+        wf.pinned_data = {**(wf.pinned_data or {}), "loop": stored}
+        await audit.record(
+            session,
+            "workflow.pin",
+            "workflow",
+            workflow_id,
+            after=stored,
+            details={"node_id": "loop", "until": old},
+        )
 
 
 @pytest.fixture

@@ -235,7 +235,7 @@ async def test_webhook_starts_are_not_audited_and_schedule_starts_are_actorless(
     assert all(r.actor_user_id is None and r.actor_label is None for r in found)
     assert all(r.details["trigger"] == "schedule" for r in found)
     assert [r.details["fire_at"] for r in found] == [
-        "2024-05-01T12:00:01+00:00",
-        "2024-05-01T12:00:02+00:00",
-        "2024-05-01T12:00:03+00:00",
+        "2024-05-01T12:00:01Z",
+        "2024-05-01T12:00:02Z",
+        "2024-05-01T12:00:03Z",
     ]

@@ -41,6 +41,7 @@ from backend.db.models import TriggerSubscription, User, Workflow
 from backend.services import access, references
 from backend.services.events.contexts import EventEnv, TriggerSite
 from backend.services.events.subscriptions import connector_config
+from backend.services.timestamps import rfc3339
 from connectors import sdk
 
 FETCH_SECONDS = 30.0
@@ -357,7 +358,7 @@ async def _record(
                 outcome = {"status": "failed", "message": exc.message}
         if "deliveries" in outcome:
             outcome["deliveries"] = int(sample.get("deliveries") or 0) + 1
-        row.sample = {**sample, **outcome, "received_at": now.isoformat()}
+        row.sample = {**sample, **outcome, "received_at": rfc3339(now)}
         if close:
             row.sample_until = None
 
