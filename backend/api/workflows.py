@@ -333,7 +333,10 @@ class WorkflowController(Controller):
                 name="Idempotency-Key",
                 min_length=1,
                 max_length=200,
-                description="Starts at most one run per key: a repeat answers the first run",
+                description=(
+                    "Starts at most one run of this workflow per key: a repeat answers the"
+                    " first run (keys are scoped to the workflow)"
+                ),
             ),
         ] = None,
     ) -> RunStarted:

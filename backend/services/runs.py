@@ -3,6 +3,7 @@ requests of users and API tokens (start, pause, resume, cancel, re-run, replay).
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 from datetime import datetime
 from typing import Any
@@ -330,15 +331,29 @@ async def start(
     idempotency_key: str | None = None,
 ) -> StartedRun:
     """Start a run of ``version`` for a user (``trigger`` ``manual``) or an API token
-    (``api``), audited as ``run.start``. See :meth:`Execution.start_run` for the rest."""
+    (``api``), audited as ``run.start``. ``idempotency_key`` is the caller's
+    ``Idempotency-Key``, scoped to the workflow (:func:`start_key`). See
+    :meth:`Execution.start_run` for the rest."""
     return await execution.start_run(
         version,
         input,
         trigger=trigger,
-        idempotency_key=idempotency_key,
+        idempotency_key=start_key(version.workflow_id, idempotency_key),
         user_id=user_id,
         audit=_audit_hook("run.start", trigger=trigger),
     )
+
+
+def start_key(workflow_id: uuid.UUID, key: str | None) -> str | None:
+    """The run key stored for a start's ``Idempotency-Key`` ``key`` on ``workflow_id``:
+    ``api:<workflow id>:<SHA-256 of key, hex>`` (105 characters whatever the key's
+    length). A key names one start of one workflow: the same key sent to another workflow
+    starts that workflow's run, and no key a caller sends can take the place of the keys
+    the engine derives for webhook deliveries, schedules and trigger events (``webhook:``,
+    ``schedule:``, ...). ``None`` without a key."""
+    if key is None:
+        return None
+    return f"api:{workflow_id}:{hashlib.sha256(key.encode()).hexdigest()}"
 
 
 async def pause(execution: Execution, run_id: uuid.UUID) -> None:

@@ -12,6 +12,7 @@ from alembic import command
 
 from backend.db.migrate import alembic_config
 from backend.embedded import EmbeddedPostgres
+from backend.services.runs import start_key
 
 pytestmark = pytest.mark.integration
 
@@ -39,3 +40,26 @@ def test_every_migration_downgrades_and_upgrades_again(pg_server: EmbeddedPostgr
     assert _tables(pg_server, database) == {"alembic_version"}
     command.upgrade(cfg, "head")
     assert _tables(pg_server, database) == upgraded
+
+
+def test_scoped_start_keys_hash_as_the_api_does(pg_server: EmbeddedPostgres) -> None:
+    """Migration 0033 rewrites stored start keys with PostgreSQL's ``sha256`` of the key's
+    UTF-8 bytes: the same text :func:`backend.services.runs.start_key` stores."""
+    workflow_id = uuid.uuid4()
+    key = "order-4711-\u00e9\u20ac"
+
+    async def scoped() -> str:
+        conn = await asyncpg.connect(pg_server.dsn_for("postgres"))
+        try:
+            return str(
+                await conn.fetchval(
+                    "select 'api:' || $1::uuid::text || ':'"
+                    " || encode(sha256(convert_to($2::text, 'UTF8')), 'hex')",
+                    workflow_id,
+                    key,
+                )
+            )
+        finally:
+            await conn.close()
+
+    assert asyncio.run(scoped()) == start_key(workflow_id, key)

@@ -60,6 +60,13 @@ async def test_the_async_client_drives_a_workflow_and_pages_its_runs(
         assert again.id == first.id
         other = await api.start_run(wf.id, {"n": 1})
         assert other.id != first.id
+        # a key names one start of one workflow: another workflow's start is its own run
+        elsewhere = await api.create_workflow("Client doubling, elsewhere")
+        await api.save_draft(elsewhere.id, CHAIN)
+        await api.publish(elsewhere.id)
+        theirs = await api.start_run(elsewhere.id, {"n": 2}, idempotency_key="order-21")
+        assert theirs.id != first.id
+        assert (await api.wait_for_run(theirs.id, timeout=30)).output == {"n": 4}
 
         events = [e async for e in api.run_events(first.id)]
         assert events and all(e.event == "update" for e in events)
