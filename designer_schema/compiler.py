@@ -9,6 +9,8 @@ Rules and their diagnostic codes (all ``error``):
 
 Nodes
 
+- ``invalid_node_id``: a node whose id is empty (steps are named by their ids in runs,
+  expressions and the API; the node is otherwise ignored).
 - ``duplicate_node_id``: a node id already used by an earlier node (reported on the later
   node; the later node is otherwise ignored).
 - ``unknown_node_type``: ``catalog.get(node.type)`` returns ``None``. The node's config
@@ -152,6 +154,7 @@ __all__ = [
 ]
 
 DIAGNOSTIC_CODES: Final = (
+    "invalid_node_id",
     "duplicate_node_id",
     "unknown_node_type",
     "missing_config",
@@ -200,6 +203,13 @@ def compile_diagram(
     join_fields: dict[str, JoinSpec] = {}
     notes: set[str] = set()
     for node in diagram.nodes:
+        if not node.id:
+            sink.add(
+                "invalid_node_id",
+                f"a node of type {node.type!r} has an empty id: every node needs an id",
+                node_id=None,
+            )
+            continue
         if node.id in nodes or node.id in notes:
             sink.add(
                 "duplicate_node_id",

@@ -13,7 +13,7 @@ class Diagnostic(msgspec.Struct, frozen=True):
     """One finding of the compiler.
 
     ``code`` is a stable machine name; the full list is
-    :data:`designer_schema.compiler.DIAGNOSTIC_CODES` (``duplicate_node_id``,
+    :data:`designer_schema.compiler.DIAGNOSTIC_CODES` (``invalid_node_id``, ``duplicate_node_id``,
     ``unknown_node_type``, ``missing_config``, ``unbound_reference``, ``invalid_config``,
     ``expression_syntax``,
     ``dangling_edge``, ``unknown_port``, ``duplicate_edge``, ``note_edge``, ``no_trigger``,

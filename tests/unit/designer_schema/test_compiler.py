@@ -114,10 +114,18 @@ def test_happy_path_compiles_to_graph() -> None:
 
 
 def test_every_emitted_code_is_documented() -> None:
-    assert len(set(DIAGNOSTIC_CODES)) == len(DIAGNOSTIC_CODES) == 23
+    assert len(set(DIAGNOSTIC_CODES)) == len(DIAGNOSTIC_CODES) == 24
 
 
 # --- nodes ------------------------------------------------------------------------------
+
+
+def test_an_empty_node_id_is_an_error() -> None:
+    diagram = with_trigger(node("", "control.merge"), edges=[edge("t", "")])
+    graph, diagnostics = compile_(diagram)
+    assert graph is None
+    [empty] = only(diagnostics, "invalid_node_id")
+    assert empty.severity == "error" and "'control.merge'" in empty.message
 
 
 def test_duplicate_node_id() -> None:
