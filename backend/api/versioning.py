@@ -7,11 +7,11 @@ before (``/api/...`` without a version) answer as aliases until :data:`SUNSET`
 ``/api/<rest>`` whose ``<rest>`` does not start with a version is routed as
 ``/api/v1/<rest>``, and its answer says so with ``Deprecation`` (RFC 9745, the date the
 alias was deprecated), ``Sunset`` (RFC 8594, the date it stops answering) and a ``Link``
-to the versioned path (``rel="successor-version"``, RFC 5829). Only the router sees the
-versioned path: the alias answers what the versioned operation answers, in the shape the
-unversioned path answered before (lists as bare arrays, ...:
-:mod:`backend.api.legacy_shapes`), and an error's ``instance`` names the path that was
-requested (:func:`requested_path`).
+to the versioned path with the request's query (``rel="successor-version"``, RFC 5829).
+Only the router sees the versioned path: the alias answers what the versioned operation
+answers, in the shape the unversioned path answered before (lists as bare arrays, without
+the ``rel="next"`` link of the envelope's pages: :mod:`backend.api.legacy_shapes`), and an
+error's ``instance`` names the path that was requested (:func:`requested_path`).
 
 The OAuth2 redirect URI (:data:`PERMANENT`) stays unversioned for good: providers hold it
 in their client registrations, so it is no part of the versioned API and never sunsets.
@@ -97,7 +97,8 @@ class UnversionedAlias:
         if path in PERMANENT:
             await self.inner(scope, receive, send)
             return
-        link = (b"link", f'<{target}>; rel="successor-version"'.encode("latin-1", "replace"))
+        successor = f"{target}?{query.decode('latin-1')}" if query else target
+        link = (b"link", f'<{successor}>; rel="successor-version"'.encode("latin-1", "replace"))
         held: list[Message] = []
 
         async def marked(message: Message) -> None:
@@ -124,10 +125,10 @@ async def _send_reshaped(scope: Scope, held: list[Message], send: Send) -> None:
     raw = b"".join(cast(bytes, m.get("body", b"")) for m in held[1:])
     body = legacy_shapes.reshape(operation, raw)
     start = dict(held[0])
-    headers = [
+    headers = [  # the old shape has no pages: a next page's link would answer the envelope
         (k, v)
         for k, v in cast(list[tuple[bytes, bytes]], start.get("headers", []))
-        if k.lower() != b"content-length"
+        if k.lower() != b"content-length" and not (k.lower() == b"link" and b'rel="next"' in v)
     ]
     start["headers"] = [*headers, (b"content-length", str(len(body)).encode())]
     await send(start)  # type: ignore[arg-type]  # the held start message, its length corrected

@@ -72,6 +72,13 @@ async def test_unversioned_paths_are_deprecated_aliases(client: httpx.AsyncClien
     assert old.headers["deprecation"].startswith("@")
     assert old.headers["sunset"] == SUNSET.strftime("%a, %d %b %Y %H:%M:%S GMT")
     assert old.headers["link"] == f'</api/v1/workflows/{wf["id"]}>; rel="successor-version"'
+    # a list in the old shape (a bare array) has no next page; its successor keeps the query
+    await client.post("/api/v1/workflows", json={"name": "Aliased too"})
+    listed = await client.get("/api/workflows", params={"limit": 1})
+    assert isinstance(listed.json(), list)
+    assert listed.headers.get_list("link") == [
+        '</api/v1/workflows?limit=1>; rel="successor-version"'
+    ]
     # errors too; the OAuth2 redirect URI is no alias (providers keep it registered)
     assert (await client.get("/api/nope")).headers["sunset"]
     callback = await client.get("/api/credentials/oauth2/callback", params={"state": "x"})
