@@ -149,6 +149,7 @@ class WorkflowVersionController(Controller):
             runtime.catalog,
             base_revision=data.base_revision if data is not None else None,
             user_id=user.id,
+            principal=principal,
         )
         return RestoredOut(
             ok=not any(d.severity == "error" for d in saved.diagnostics),
@@ -254,6 +255,6 @@ class WorkflowVersionController(Controller):
             db, principal, runtime.catalog, data, runtime.settings.diagram_limits()
         )
         saved = await workflow_transfer.import_into_draft(
-            db, plan, runtime.catalog, workflow_id, user.id, base_revision
+            db, plan, runtime.catalog, workflow_id, user.id, base_revision, principal
         )
         return _imported(runtime.settings.base_url, wf.id, wf.name, plan, saved)

@@ -307,12 +307,20 @@ async def import_into_draft(
     workflow_id: uuid.UUID,
     user_id: uuid.UUID,
     base_revision: int | None,
+    principal: Principal | None = None,
 ) -> workflows.DraftSaved:
     """Replace the draft of ``workflow_id`` with the plan's diagram (a draft save based on
     ``base_revision``: :class:`~backend.services.workflows.DraftConflict` when the draft
-    moved on); name and settings stay. Audited as ``workflow.import``."""
+    moved on); name and settings stay. Audited as ``workflow.import``. The diagnostics are
+    ``principal``'s (a child typed by the callers that person may read)."""
     saved = await workflows.save_draft(
-        session, workflow_id, plan.diagram, catalog, base_revision=base_revision, user_id=user_id
+        session,
+        workflow_id,
+        plan.diagram,
+        catalog,
+        base_revision=base_revision,
+        user_id=user_id,
+        principal=principal,
     )
     await _audit_import(session, workflow_id, plan, "draft")
     return saved

@@ -19,6 +19,7 @@ import msgspec
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from backend.auth.policy import Principal
 from backend.db.models import User, Workflow, WorkflowVersion
 from backend.db.versions import PUBLISHED
 from backend.services import audit, workflow_audit
@@ -175,9 +176,11 @@ async def restore(
     *,
     base_revision: int | None,
     user_id: uuid.UUID | None,
+    principal: Principal | None = None,
 ) -> tuple[DraftSaved, Diagram]:
     """Make version ``number``'s diagram the draft: a draft save based on
-    ``base_revision`` (None overwrites), audited as ``workflow.version_restore``.
+    ``base_revision`` (None overwrites), audited as ``workflow.version_restore``; its
+    diagnostics are ``principal``'s (a child typed by the callers that person may read).
 
     Returns the save (new revision, diagnostics) and the restored diagram. Raises
     :class:`WorkflowNotFound` and :class:`~backend.services.workflows.DraftConflict`.
@@ -188,7 +191,13 @@ async def restore(
     diagram = msgspec.convert(version.diagram, Diagram)
     before = dict((await get_workflow(session, workflow_id)).draft)
     saved = await save_draft(
-        session, workflow_id, diagram, catalog, base_revision=base_revision, user_id=user_id
+        session,
+        workflow_id,
+        diagram,
+        catalog,
+        base_revision=base_revision,
+        user_id=user_id,
+        principal=principal,
     )
     await audit.record(
         session,

@@ -164,6 +164,12 @@ async def test_a_person_sees_only_the_callers_they_may_read(
             [unknown] = errors(answer.json())
             assert "known: orders" in unknown["message"], unknown
             assert "margin_rate" not in unknown["message"], unknown
+        # nor in those of an export imported back into the draft
+        exported = (await editor.get(f"/api/v1/workflows/{child}/export")).json()
+        imported = await editor.post(f"/api/v1/workflows/{child}/import", json=exported)
+        [unknown] = errors(imported.json())
+        assert "known: orders" in unknown["message"], unknown
+        assert "margin_rate" not in unknown["message"], unknown
     admin = (await client.post(f"/api/v1/workflows/{child}/expressions/fields", json=ask)).json()
     assert len(admin["inferred_input"]["callers"]) == 2
     paths = {f["path"] for f in admin["sources"][0]["fields"]}
