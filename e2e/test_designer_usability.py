@@ -48,6 +48,29 @@ TOOLBAR_LINE = """() => {
   };
 }"""
 
+# The vertical middle of every item drawn on the canvas's edit bar (Undo ... Fit).
+EDIT_BAR_LINE = """() => [...document.querySelectorAll('.edit-bar > :not([hidden])')]
+  .map(e => e.getBoundingClientRect()).filter(r => r.width > 0)
+  .map(r => Math.round((r.top + r.bottom) / 2))"""
+
+MOVE_X = """([id, x]) => {
+  const { model } = window.railyardDesigner;
+  model.moveNodes([{ id, x, y: model.node(id).position.y }]);
+}"""
+
+# The zoom, and whether the node's label is drawn (text shown and inside the canvas).
+FIT_LABELS = """id => {
+  const { canvas, model } = window.railyardDesigner;
+  const svg = canvas.svg.getBoundingClientRect();
+  const text = canvas.svg.querySelector(`.node[data-node-id="${id}"] text`);
+  const r = text && text.getBoundingClientRect();
+  return {
+    zoom: model.viewport.zoom,
+    label_drawn: !!r && r.width > 0 && getComputedStyle(text).display !== 'none'
+      && r.left >= svg.left && r.right <= svg.right,
+  };
+}"""
+
 
 def test_problems_webhook_copy_and_readable_run_error(
     page: Any, railyard_server: RailyardServer
@@ -175,7 +198,24 @@ def test_problems_webhook_copy_and_readable_run_error(
         assert line["status"] == [line["status"][0]] * 2, (width, line)  # nothing cut
         assert max(line["middles"]) - min(line["middles"]) <= 2, (width, line)  # no wrap
         assert line["webhook_below"], (width, line)
+        bar = page.evaluate(EDIT_BAR_LINE)
+        assert max(bar) - min(bar) <= 2, (width, bar)  # the canvas's edit bar: no wrap either
         page.screenshot(path=str(ARTIFACTS_DIR / f"designer-toolbar-{width}.png"))
+    # Its icon buttons keep their names for screen readers (and in their tooltips).
+    assert page.get_by_role("button", name="Auto-layout").get_attribute("title")
+    assert page.get_by_role("button", name="Select box").is_visible()
+
+    # ------------------------------------------------------------ Fit keeps the labels
+    # A graph too wide to fit at 1024 px with its labels drawn (zoom 0.45): Fit shows it at
+    # that zoom from its left end, the trigger, instead of as blank boxes.
+    x_of = "id => window.railyardDesigner.model.node(id).position.x"
+    http_x = page.evaluate(x_of, ids["http"])
+    page.evaluate(MOVE_X, [ids["http"], page.evaluate(x_of, ids["hook"]) + 3000])
+    page.click("#zoom-fit")
+    fitted = page.evaluate(FIT_LABELS, ids["hook"])
+    assert fitted["zoom"] >= 0.45 and fitted["label_drawn"], fitted
+    page.screenshot(path=str(ARTIFACTS_DIR / "designer-fit-wide-1024.png"))
+    page.evaluate(MOVE_X, [ids["http"], http_x])
     page.set_viewport_size({"width": 1440, "height": 900})
     page.click("#save-btn")
     page.wait_for_function("() => /^Saved/.test(document.querySelector('#status').textContent)")

@@ -171,6 +171,22 @@ export class Canvas {
     });
   }
 
+  /**
+   * Fit the graph, but never below LOD_ZOOM, where the labels are no longer drawn: a graph
+   * that fits only smaller is shown at LOD_ZOOM around the node ``focusId`` when given, else
+   * with its left end (where a workflow starts: its trigger) ``padding`` px from the left
+   * edge, vertically centred.
+   */
+  fitReadable(focusId = null, padding = 40) {
+    this.fit(padding);
+    const { zoom } = this.model.viewport;
+    if (zoom >= LOD_ZOOM || !this.model.nodes.length) return;
+    this.zoomAt(LOD_ZOOM / zoom);
+    if (focusId) return this.centerOn(focusId);
+    const minX = Math.min(...this.model.nodes.map((n) => n.position.x));
+    this.model.setViewport({ x: padding - minX * this.model.viewport.zoom });
+  }
+
   /** Pan so that the node is in the middle of the view. */
   centerOn(nodeId) {
     const n = this.model.node(nodeId);

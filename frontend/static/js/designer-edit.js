@@ -113,7 +113,7 @@ export function wireEditing({ model, canvas, panel, setStatus, save, quickAdd, r
     },
     zoomIn: () => canvas.zoomAt(1.2),
     zoomOut: () => canvas.zoomAt(1 / 1.2),
-    fit: () => canvas.fit(),
+    fit: () => canvas.fitReadable(),
     save,
     help: showHelp,
   };

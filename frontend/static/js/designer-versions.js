@@ -39,7 +39,7 @@ export async function restoreVersion(number) {
   canvas.select(null);
   model.restore(JSON.stringify({ nodes, edges }), "restore"); // an undoable edit
   saver.adopt(resp.data.revision); // the server holds this diagram already
-  canvas.fit();
+  canvas.fitReadable();
   say(`Restored version ${number} into the draft (Ctrl+Z undoes it)`, "ok");
   return true;
 }

@@ -4,7 +4,7 @@
 
 import { errorMessage, postJSON } from "./api.js";
 import { DraftSaver } from "./autosave.js";
-import { Canvas } from "./canvas.js";
+import { Canvas, LOD_ZOOM } from "./canvas.js";
 import { attachCopyButton } from "./clipboard.js";
 import { attachCodeEditors } from "./code-editor.js";
 import { wireEditing } from "./designer-edit.js";
@@ -361,7 +361,7 @@ runSubmit.addEventListener("click", () => withBusy(runSubmit, async () => {
 
 document.getElementById("zoom-in").addEventListener("click", () => canvas.zoomAt(1.2));
 document.getElementById("zoom-out").addEventListener("click", () => canvas.zoomAt(1 / 1.2));
-document.getElementById("zoom-fit").addEventListener("click", () => canvas.fit());
+document.getElementById("zoom-fit").addEventListener("click", () => canvas.fitReadable());
 
 // ------------------------------------------------------------------ editing
 
@@ -429,7 +429,9 @@ function applyReturnFromCredentials() {
 }
 
 updateEmptyHint();
-if (model.nodes.length && !root.dataset.diagram.includes('"viewport"')) canvas.fit();
+// The first open fits the graph; so does a viewport remembered below the zoom where labels
+// are drawn (a viewer would see blank boxes).
+if (model.nodes.length && (!root.dataset.diagram.includes('"viewport"') || model.viewport.zoom < LOD_ZOOM)) canvas.fitReadable();
 applyReturnFromCredentials();
 if (model.nodes.length) compile(); // show the draft's diagnostics right away
 window.railyardDesigner = { model, canvas, panel, editor, saver, history: editor.history, testRuns, dataView, setStatus }; // for designer-versions.js, debugging and e2e tests

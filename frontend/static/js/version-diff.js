@@ -6,7 +6,7 @@
 // a node) zooms to that node on both sides. The diff itself is computed on the server
 // (designer_schema/diff.py) and handed over in data-diff.
 
-import { Canvas, LOD_ZOOM } from "./canvas.js";
+import { Canvas } from "./canvas.js";
 import { DiagramModel } from "./model.js";
 
 const root = document.getElementById("diff-view");
@@ -49,23 +49,18 @@ function draw(svgId, diagram, side) {
   return canvas;
 }
 
-// Below LOD_ZOOM the canvas leaves the texts out, so a side is never shown smaller; a
-// change clicked is shown at FOCUS_ZOOM.
-const READABLE_ZOOM = LOD_ZOOM;
+// A change clicked is shown at FOCUS_ZOOM.
 const FOCUS_ZOOM = 1;
 
 /**
  * Fit a side to its graph; when that is below the zoom where labels are drawn, show it at
- * READABLE_ZOOM around the first change on that side (else its first node).
+ * that zoom around the first change on that side (else its first node).
  */
 function fitReadable(canvas, side) {
-  canvas.fit();
-  const { zoom } = canvas.model.viewport;
-  if (zoom >= READABLE_ZOOM || !canvas.model.nodes.length) return;
-  canvas.zoomAt(READABLE_ZOOM / zoom);
+  if (!canvas.model.nodes.length) return;
   const states = sideStates(side === "before" ? before : after, diff, side).nodes;
   const changed = Object.keys(states).find((id) => states[id] !== "same");
-  canvas.centerOn(changed || canvas.model.nodes[0].id);
+  canvas.fitReadable(changed || canvas.model.nodes[0].id);
 }
 
 const canvases = [draw("diff-before", before, "before"), draw("diff-after", after, "after")];
