@@ -55,6 +55,9 @@ def test_step_data_view_after_a_test_run(page: Any, railyard_server: RailyardSer
     assert known.locator('[data-drag-path="count"]').count() == 1
     assert known.locator('[data-drag-path="email"]').count() == 1
     assert "pin data on “total”" in page.locator("#data-input-hint").inner_text()
+    # the mapping hint names the settings' button as it is labelled ("Fields")
+    hint = page.locator("#data-input p.hint", has_text="Drag a field").inner_text()
+    assert "Fields button" in hint and "{}" not in hint, hint
     page.screenshot(path=str(ARTIFACTS_DIR / "step-data-view-before-run.png"))
     page.locator("#data-view-btn").click()
     page.locator("#data-input").wait_for(state="hidden")

@@ -109,6 +109,20 @@ def build_two_versions(page: Any, server: RailyardServer, name: str) -> tuple[st
     return wf, cred
 
 
+# The row buttons of the versions table that are not wholly inside the viewport and the
+# table's visible box, as "row: text".
+ROW_BUTTONS_CUT = """() => {
+  const card = document.querySelector('#versions-table').parentElement.getBoundingClientRect();
+  const right = Math.min(window.innerWidth, card.right);
+  return [...document.querySelectorAll('#versions-table tr.version-row .btn')]
+    .filter(b => {
+      const r = b.getBoundingClientRect();
+      return r.left < card.left || r.right > right;
+    })
+    .map(b => `${b.closest('tr').dataset.ref}: ${b.textContent.trim()}`);
+}"""
+
+
 def test_history_diff_view_and_restore(page: Any, railyard_server: RailyardServer) -> None:
     server = railyard_server
     login(page, server)
@@ -122,7 +136,11 @@ def test_history_diff_view_and_restore(page: Any, railyard_server: RailyardServe
     v2 = page.locator('tr.version-row[data-ref="2"]')
     assert "answers the caller instead" in v2.inner_text() and "Active" in v2.inner_text()
     assert "first cut" in page.locator('tr.version-row[data-ref="1"]').inner_text()
+    # at 1280x800 every row's buttons are whole on the screen (none cut off on the right)
+    page.set_viewport_size({"width": 1280, "height": 800})
     page.screenshot(path=str(ARTIFACTS_DIR / "versions-history.png"), full_page=True)
+    cut = page.evaluate(ROW_BUTTONS_CUT)
+    assert not cut, cut
 
     # ---------------------------------------------------------------- the diff view
     page.select_option("#compare-from", "1")

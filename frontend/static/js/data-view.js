@@ -17,6 +17,10 @@ import { fieldsView, el as h, jsonView, schemaView, tableView } from "./data-sha
 import { dragFieldsFrom } from "./field-drag.js";
 import { fieldSource } from "./field-picker.js";
 
+// How a field of the data view gets into a setting: the button is the expression editor's
+// "Fields" (expression-editor.js).
+const MAP_HINT = "Drag a field onto a setting to map it (or use the setting's Fields button).";
+
 const VIEWS = [["table", "Table"], ["json", "JSON"], ["schema", "Schema"]];
 const VIEW_KEY = "railyard.designer.data-view."; // + side: the chosen view, per browser
 
@@ -197,7 +201,7 @@ export class StepDataView {
     else body.append(tableView(chosen.value, draggable));
     const parts = [head];
     if (side === "output" && this.canEdit) parts.push(this.pinActions(chosen));
-    if (draggable && chosen) parts.push(h("p", { class: "hint small", text: "Drag a field onto a setting to map it (or use a setting's {} picker)." }));
+    if (draggable && chosen) parts.push(h("p", { class: "hint small", text: MAP_HINT }));
     parts.push(body);
     col.replaceChildren(...parts);
   }
@@ -214,7 +218,7 @@ export class StepDataView {
     const body = h("div", { class: "data-body view-schema", "data-source-key": "known" });
     if (fields.length) body.append(fieldsView(fields, input.examples, this.canEdit));
     const parts = [head, h("p", { class: "hint small", id: "data-input-hint", text: this.emptyText("input") })];
-    if (fields.length && this.canEdit) parts.push(h("p", { class: "hint small", text: "Drag a field onto a setting to map it (or use a setting's {} picker)." }));
+    if (fields.length && this.canEdit) parts.push(h("p", { class: "hint small", text: MAP_HINT }));
     col.replaceChildren(...parts, body);
   }
 
