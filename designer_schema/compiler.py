@@ -20,7 +20,9 @@ Nodes
 - ``unbound_reference``: a field named in the node's ``unbound`` (a credential or called
   workflow an import could not bind) is absent, ``None`` or ``""`` (``field`` = the field
   name); it blocks publishing until the field holds a value.
-- ``invalid_config``: a top-level literal value whose JSON type does not match the
+- ``invalid_config``: a field named in the node's ``unparsed`` (JSON text typed in the
+  designer that does not parse; the message gives its line, column and reason).
+  Also: a top-level literal value whose JSON type does not match the
   schema property's ``type`` (``string``, ``number``, ``integer``, ``boolean``, ``object``,
   ``array``, ``null``, or a list of these) or is not in its ``enum``. Expressions are
   exempt, and so is ``None`` in a field that is not required (an unset optional field).

@@ -41,6 +41,12 @@ class Node(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     their reference (a credential or called workflow) for the importer: each is a
     compile error (``unbound_reference``) until the field holds a value. Absent (unset,
     and left out of the JSON) on every other node.
+
+    ``unparsed`` maps a JSON setting's field name to the text the user typed there when
+    that text is not valid JSON (the config keeps the field's last valid value): the
+    draft loses no edit, the designer shows the text again with its parse error, and
+    each is a compile error (``invalid_config`` at that field) until it parses. Absent
+    (unset, and left out of the JSON) when every JSON setting parses.
     """
 
     id: str
@@ -49,6 +55,7 @@ class Node(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     position: Position = Position()
     config: dict[str, Any] = msgspec.field(default_factory=dict)
     unbound: list[str] | msgspec.UnsetType = msgspec.UNSET
+    unparsed: dict[str, str] | msgspec.UnsetType = msgspec.UNSET
 
 
 class Edge(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

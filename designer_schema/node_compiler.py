@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -62,18 +63,19 @@ def compile_node(
                 field=name,
             )
 
-    for name in node.unbound or ():
-        value = node.config.get(name)
-        if name in missing or not (value is None or value == ""):
-            continue
+    field_problems: list[tuple[str, str, str]] = [
+        (name, "unbound_reference", "the imported reference could not be bound here; pick one")
+        for name in node.unbound or ()
+        if name not in missing and node.config.get(name) in (None, "")
+    ]
+    field_problems += [
+        (name, "invalid_config", json_text_error(text))
+        for name, text in (node.unparsed or {}).items()
+    ]
+    for name, code, why in field_problems:
         prop = properties.get(name)
         title = prop.get("title") if isinstance(prop, Mapping) else None
-        sink.add(
-            "unbound_reference",
-            f"{title or name}: the imported reference could not be bound here; pick one",
-            node_id=node.id,
-            field=name,
-        )
+        sink.add(code, f"{title or name}: {why}", node_id=node.id, field=name)
 
     config: dict[str, Any] = {}
     expressions: dict[str, str] = {}
@@ -171,3 +173,15 @@ def output_ports(
             taken.add(port)
             outputs.append(port)
     return tuple(outputs)
+
+
+def json_text_error(text: str) -> str:
+    """Why ``text`` (a JSON setting as typed) is not JSON, with where:
+    "not valid JSON (line 3, column 3): Expecting ',' delimiter" (1-based line and column,
+    from :class:`json.JSONDecodeError`); "not valid JSON" when it parses after all (the
+    designer's parser, the browser's ``JSON.parse``, refused it)."""
+    try:
+        json.loads(text)
+    except json.JSONDecodeError as err:
+        return f"not valid JSON (line {err.lineno}, column {err.colno}): {err.msg}"
+    return "not valid JSON"

@@ -95,7 +95,8 @@ export function attachExpressionEditor(container, model, workflowId) {
 
   function placeAssist(target) {
     if (!assist || !container.contains(assist)) assist = buildAssist();
-    const anchor = target.closest(".kv-row") || target.closest(".expression-control") || target;
+    // after a code editor's box, not inside it: its coloured copy covers the whole box
+    const anchor = target.closest(".kv-row") || target.closest(".expression-control") || target.closest(".code-editor") || target;
     anchor.after(assist);
     assist.querySelector(".field-picker").hidden = true;
     assist.querySelector(".expr-pick-btn").setAttribute("aria-expanded", "false");

@@ -82,16 +82,22 @@ export function mapIntoJson(text, at, path) {
   return pathInJson(text, at, at, path).text;
 }
 
-/** null when ``text`` is empty or valid JSON, else {message, line, column} (1-based). */
+/**
+ * null when ``text`` is empty or valid JSON, else {message, line, column} (1-based), the
+ * message without the position it gives (said once, by line and column).
+ */
 export function jsonError(text) {
   if (!text.trim()) return null;
   try {
     JSON.parse(text);
     return null;
   } catch (err) {
-    const message = String(err.message || err);
-    const m = /position (\d+)/.exec(message);
-    const lineCol = /line (\d+) column (\d+)/.exec(message);
+    const raw = String(err.message || err);
+    const m = /position (\d+)/.exec(raw);
+    const lineCol = /line (\d+) column (\d+)/.exec(raw);
+    // the where is given once, as line and column: the engine's own "at position 174
+    // (line 3 column 3)" (V8) or "at line 3 column 3" (SpiderMonkey) is left out
+    const message = raw.replace(/\s*(?:in JSON\s*)?(?:at position \d+\s*)?(?:\(?\s*(?:at )?line \d+ column \d+[^)]*\)?)?(?: of the JSON data)?$/, "") || raw;
     if (lineCol) return { message, line: Number(lineCol[1]), column: Number(lineCol[2]) };
     const at = m ? Number(m[1]) : text.length;
     const before = text.slice(0, at).split("\n");

@@ -30,6 +30,9 @@ export class DiagramModel {
       config: n.config && typeof n.config === "object" ? { ...n.config } : {},
       // fields an import could not bind: the server reports each until it holds a value
       ...(Array.isArray(n.unbound) && n.unbound.length ? { unbound: n.unbound.map(String) } : {}),
+      // JSON settings whose typed text does not parse: field -> the text (the server
+      // reports each until it parses; the config keeps the last valid value)
+      ...(unparsedOf(n.unparsed) ? { unparsed: unparsedOf(n.unparsed) } : {}),
     }));
     this.edges = (diagram.edges || []).map((e) => ({
       id: String(e.id),
@@ -270,11 +273,16 @@ export class DiagramModel {
     this.emit();
   }
 
-  updateNode(id, { label, config }) {
+  /** ``unparsed``: field -> JSON text that does not parse ({} or null: none). */
+  updateNode(id, { label, config, unparsed }) {
     const node = this.node(id);
     if (!node) return;
     if (label !== undefined) node.label = label;
     if (config !== undefined) node.config = config;
+    if (unparsed !== undefined) {
+      if (unparsedOf(unparsed)) node.unparsed = unparsedOf(unparsed);
+      else delete node.unparsed;
+    }
     this.emit("graph", { tag: `config:${id}` });
   }
 
@@ -292,6 +300,7 @@ export class DiagramModel {
         position: { x: n.position.x, y: n.position.y },
         config: n.config,
         ...(n.unbound ? { unbound: n.unbound } : {}),
+        ...(n.unparsed ? { unparsed: n.unparsed } : {}),
       })),
       edges: this.edges.map((e) => ({
         id: e.id,
@@ -308,4 +317,11 @@ export class DiagramModel {
 
 function unique(list) {
   return [...new Set(list)];
+}
+
+/** ``value`` as {field: text} when it names at least one field, else null. */
+function unparsedOf(value) {
+  if (!value || typeof value !== "object" || Array.isArray(value)) return null;
+  const entries = Object.entries(value).filter(([, text]) => typeof text === "string");
+  return entries.length ? Object.fromEntries(entries) : null;
 }

@@ -66,6 +66,7 @@ export class ConfigPanel {
     this.showDiagnostics(this.diagnostics);
     const form = this.container.querySelector(".config-form");
     if (form) mountFields(form, this);
+    if (form) this.showUnparsed(form, node);
     if (form && this.readOnly) lockForm(form);
     this.container.dispatchEvent(new CustomEvent("config-panel:rendered", { detail: { nodeId, form } }));
   }
@@ -229,6 +230,7 @@ export class ConfigPanel {
     const node = this.model.node(this.nodeId);
     if (!form || !node || form.dataset.nodeId !== node.id) return;
     const config = { ...node.config };
+    const unparsed = {};
     let label = node.label;
     for (const control of form.querySelectorAll("[data-field]")) {
       const field = control.dataset.field;
@@ -239,12 +241,26 @@ export class ConfigPanel {
       const result = readControl(control);
       // a group marks its own sub-fields; its error is not repeated on the group
       if (control.dataset.kind !== "group") markInvalid(control, result.error);
-      if (result.error) continue; // keep the last good value until the JSON parses
+      // keep the last good value until the JSON parses, and the typed text beside it
+      if (result.error && control.dataset.kind === "json") unparsed[field] = control.value;
+      if (result.error) continue;
       if (result.omit) delete config[field];
       else config[field] = result.value;
     }
     if (config.on_error === "fail") delete config.on_error; // the default
-    this.model.updateNode(node.id, { label, config });
+    this.model.updateNode(node.id, { label, config, unparsed });
+  }
+
+  /** Put back the JSON text of ``node.unparsed`` (typed, saved, not valid) with its parse error. */
+  showUnparsed(form, node) {
+    for (const [field, text] of Object.entries(node.unparsed || {})) {
+      const control = form.querySelector(`textarea[data-kind="json"][data-field="${CSS.escape(field)}"]`);
+      if (!control) continue;
+      control.value = text;
+      markInvalid(control, readControl(control).error);
+      control.dispatchEvent(new Event("input")); // repaints the coloured copy (no bubbling: no edit)
+    }
+    this.showDiagnostics(this.diagnostics);
   }
 
   /** Show the diagnostics of the open node inline (replacing the server-rendered ones). */
@@ -260,6 +276,8 @@ export class ConfigPanel {
       const name = d.field ? d.field.split(".")[0].split("[")[0] : null;
       const wrap = (d.field && form.querySelector(`[data-field-wrap="${CSS.escape(d.field)}"]`))
         || (name && form.querySelector(`[data-field-wrap="${CSS.escape(name)}"]`));
+      // a field whose text does not parse shows that error once: its own, as typed
+      if (wrap && wrap.querySelector(':scope > .field-error.parse-error[data-source="value"]')) continue;
       const p = document.createElement("p");
       p.setAttribute("role", "alert");
       p.textContent = d.message;

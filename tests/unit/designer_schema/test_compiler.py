@@ -214,6 +214,22 @@ def test_valid_literal_config(field: str, value: object) -> None:
     assert graph is not None
 
 
+def test_unparsed_json_text_is_invalid_config_at_its_field_with_line_and_column() -> None:
+    typed = '{\n  "a": 1\n  "b": 2\n}'
+    config: dict[str, Any] = {"url": "https://x.test", "method": "GET", "payload": {"a": 1}}
+    drawn = msgspec.structs.replace(
+        node("h", "http.request", **config), unparsed={"payload": typed}
+    )
+    graph, diagnostics = compile_(with_trigger(drawn))
+    assert graph is None
+    [diag] = diagnostics
+    assert (diag.code, diag.node_id, diag.field) == ("invalid_config", "h", "payload")
+    assert diag.message.endswith("not valid JSON (line 3, column 3): Expecting ',' delimiter")
+    # kept in the draft as typed, left out when none
+    assert msgspec.json.decode(msgspec.json.encode(drawn), type=Node).unparsed == {"payload": typed}
+    assert b"unparsed" not in msgspec.json.encode(node("h", "http.request", **config))
+
+
 def test_expression_in_typed_field_is_exempt_from_type_check() -> None:
     config: dict[str, Any] = {"url": "https://x.test", "method": "GET", "items": "=trigger.list"}
     graph, diagnostics = compile_(with_trigger(node("h", "http.request", **config)))
