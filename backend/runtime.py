@@ -20,11 +20,14 @@ from backend.db.engine import make_engine, make_sessionmaker
 from backend.db.recovery_queries import PgRecoveryQueries
 from backend.db.run_store import PgRunStore
 from backend.observability import metrics, tracing
-from backend.services import credential_use, openapi_catalog, pins, run_watch, webhooks
-from backend.services.catalog import AppCatalog, load_catalog
-from backend.services.events.contexts import EventEnv
-from backend.services.execution import Execution
+from backend.services.connectors import credential_use, openapi_catalog
+from backend.services.connectors.catalog import AppCatalog, load_catalog
 from backend.services.outbound import ssrf_policy
+from backend.services.runs import run_watch
+from backend.services.runs.execution import Execution
+from backend.services.triggers import webhooks
+from backend.services.triggers.events.contexts import EventEnv
+from backend.services.workflows import pins
 from backend.settings import Settings
 from backend.transport.dispatch import ArqDispatcher
 from backend.transport.redis_client import RedisTarget, redis_client
@@ -49,7 +52,7 @@ class Runtime:
 
     @functools.cached_property
     def events(self) -> EventEnv:
-        """The event service's dependencies (backend/services/events)."""
+        """The event service's dependencies (backend/services/triggers/events)."""
         return EventEnv(
             self.sessionmaker,
             self.execution,
@@ -102,7 +105,8 @@ def make_context_factory(
     each attempt opens its own connections.
 
     With ``sessionmaker`` and ``catalog`` the context resolves credential fields of the
-    node config through :func:`backend.services.credential_use.resolve_for_action` (decrypt,
+    node config through :func:`backend.services.connectors.credential_use.resolve_for_action`
+    (decrypt,
     refresh OAuth2 tokens through the SSRF-guarded transport, audit the use);
     ``publisher_check=False`` leaves out the check that the version's publisher may use
     them (a draft trigger's code run for the designer, whose caller checked its user).

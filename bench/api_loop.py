@@ -60,7 +60,8 @@ def heavy_diagram() -> dict[str, Any]:
 async def setup(env: dict[str, str]) -> str:
     """The signed-in user (an editor) and the published workflow; its webhook token."""
     from backend.runtime import build_runtime
-    from backend.services import accounts, workflows
+    from backend.services.identity import accounts
+    from backend.services.workflows import workflows
     from backend.settings import load_settings
     from designer_schema.diagram import Diagram
 

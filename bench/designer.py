@@ -42,8 +42,8 @@ from railyard_client import Client
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from backend.services.catalog import load_catalog  # noqa: E402
-from backend.services.workflows import compile_for  # noqa: E402
+from backend.services.connectors.catalog import load_catalog  # noqa: E402
+from backend.services.workflows.workflows import compile_for  # noqa: E402
 from bench.common import figure  # noqa: E402
 from designer_schema.diagram import Diagram  # noqa: E402
 

@@ -47,7 +47,7 @@ from sqlalchemy import text
 
 from backend.db.models import WorkflowVersion
 from backend.runtime import Runtime, build_runtime
-from backend.services import workflows
+from backend.services.workflows import workflows
 from bench.cluster import Stack
 from bench.common import cpu_seconds, figure, fsync_floor, manual_chain, pgbench_ceiling
 from designer_schema.diagram import Diagram

@@ -49,7 +49,8 @@ from sqlalchemy import select, text
 
 from backend.db.models import WorkflowVersion
 from backend.runtime import Runtime, build_runtime
-from backend.services import accounts, workflows
+from backend.services.identity import accounts
+from backend.services.workflows import workflows
 from bench.cluster import Meter, Stack
 from bench.common import figure, load_average, manual_chain
 from bench.engine import wait_all

@@ -78,7 +78,8 @@ async def publish(env: dict[str, str], sizes: list[int]) -> dict[int, tuple[str,
     import msgspec
 
     from backend.runtime import build_runtime
-    from backend.services import accounts, workflows
+    from backend.services.identity import accounts
+    from backend.services.workflows import workflows
     from backend.settings import load_settings
     from designer_schema.diagram import Diagram
 

@@ -40,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from arq.worker import Worker, func
 
 from backend.embedded import EmbeddedRedis
-from backend.services.channels import WAKE_CHANNEL
+from backend.services.runs.channels import WAKE_CHANNEL
 from backend.transport.dispatch import ArqDispatcher
 from backend.transport.redis_client import RedisTarget, arq_redis_settings, redis_client
 from backend.workers.wake import WakeableWorker

@@ -98,7 +98,8 @@ async def publish_workflows(env: dict[str, str], diagrams: list[dict[str, Any]])
     import msgspec
 
     from backend.runtime import build_runtime
-    from backend.services import accounts, workflows
+    from backend.services.identity import accounts
+    from backend.services.workflows import workflows
     from backend.settings import load_settings
     from designer_schema.diagram import Diagram
 

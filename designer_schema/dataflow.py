@@ -22,7 +22,7 @@ Output-schema keywords that depend on the node's config or input:
   For each or Sub-workflow caller passes), else the declared one. Such a trigger *types
   the run input*: a :class:`DataFlow` given ``trigger_input`` uses that schema as the
   trigger's output instead (what the workflow's callers send, inferred from them or
-  checked at a caller's publish: backend/services/child_contracts.py).
+  checked at a caller's publish: backend/services/workflows/child_contracts.py).
 - ``"x-property-schemas": {"<property>": "<field>"}``: the property's schema is taken from
   that config field when it holds a JSON Schema object (the webhook's ``body_schema``).
 - ``"x-properties-if": {"<property>": "<field>" | "!<field>"}``: the property is in the

@@ -12,7 +12,7 @@ from litestar.params import FromPath, URLEncodedBody
 from litestar.response import Redirect
 
 from backend.auth.policy import Permission
-from backend.services import grants
+from backend.services.identity import grants
 from backend.web.authentication import DbSession
 from frontend.rendering import LoginRequiredPages, render
 

@@ -14,8 +14,9 @@ from litestar.params import FromPath, URLEncodedBody
 from litestar.response import Redirect
 
 from backend.auth.policy import Permission, Role, Scope
-from backend.services import api_tokens, grants, groups, projects, service_accounts
-from backend.services.naming import InvalidName
+from backend.services.identity import api_tokens, grants, groups, service_accounts
+from backend.services.identity.naming import InvalidName
+from backend.services.workflows import projects
 from backend.web.authentication import DbSession
 from frontend.rendering import LoginRequiredPages, render
 from frontend.token_forms import form_days, form_scopes

@@ -18,9 +18,9 @@ from litestar.params import FromQuery
 from litestar.response import Stream
 
 from backend.auth.policy import Permission
-from backend.services import audit_log
-from backend.services.settings_view import effective_settings
-from backend.services.workflows import InvalidInput
+from backend.services.errors import InvalidInput
+from backend.services.operations import audit_log
+from backend.services.operations.settings_view import effective_settings
 from backend.web.authentication import AppRuntime, DbSession
 from frontend.rendering import LoginRequiredPages, render
 

@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 
 from markupsafe import Markup, escape
 
-from backend.services.dashboard import Bucket
+from backend.services.operations.dashboard import Bucket
 
 WIDTH, HEIGHT = 600, 160
 PAD_LEFT, PAD_BOTTOM, PAD_TOP = 34, 18, 6

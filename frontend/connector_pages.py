@@ -4,11 +4,11 @@
 with their descriptions and config fields, credential types) and, to admins, the
 connectors that failed to load and why (others see how many). ``/catalog/icons/...``
 serves the node-type icons: the Lucide sprite and the plugins' own SVG icons (sanitised
-when the plugin loaded; backend/services/icons.py). ``/credentials`` lists credentials
+when the plugin loaded; backend/services/connectors/icons.py). ``/credentials`` lists credentials
 (masked), creates one from a form generated from the credential type's JSON Schema
 (secret inputs are ``type=password`` and never pre-filled), deletes, and links OAuth2
 credentials to *Connect*. Secrets are never rendered: templates only receive
-:class:`backend.services.credentials.CredentialView`.
+:class:`backend.services.connectors.credentials.CredentialView`.
 """
 
 from __future__ import annotations
@@ -24,9 +24,10 @@ from litestar.response import Redirect
 from backend import crypto
 from backend.auth.policy import Level, Permission, Principal
 from backend.runtime import Runtime
-from backend.services import access, icons
-from backend.services import credentials as creds
-from backend.services.identity import Identity
+from backend.services.connectors import credentials as creds
+from backend.services.connectors import icons
+from backend.services.identity import access
+from backend.services.identity.identity import Identity
 from backend.web.authentication import AppRuntime, DbSession
 from backend.web.guards import CurrentPrincipal
 from frontend.rendering import LoginRequiredPages, render

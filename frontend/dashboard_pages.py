@@ -5,7 +5,7 @@ rate, p50/p95/p99 run duration, slowest and most-failing workflows, queue depth,
 due job, ready steps, live workers, and what retention removed. Every chart and row links
 to the matching search (:func:`search_link`). ``?window=`` picks the period in
 minutes (15, 60, 360, 1440, 10080). Connectors that failed to load are listed at the top
-(with the reasons for admins; backend/services/catalog.py), so a broken plugin is seen
+(with the reasons for admins; backend/services/connectors/catalog.py), so a broken plugin is seen
 where operations are watched, not only in a log.
 """
 
@@ -21,7 +21,7 @@ from litestar import Request, Response, get
 from litestar.params import FromQuery
 
 from backend.auth.policy import Permission
-from backend.services import dashboard
+from backend.services.operations import dashboard
 from backend.web.authentication import AppRuntime
 from backend.web.guards import CurrentPrincipal
 from frontend import charts

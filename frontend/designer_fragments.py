@@ -9,7 +9,7 @@ from litestar import MediaType, Request, Response, get
 from litestar.params import FromQuery
 
 from backend.auth.policy import Permission
-from backend.services import workflow_picker
+from backend.services.workflows import workflow_picker
 from backend.web.authentication import DbSession
 from backend.web.guards import CurrentPrincipal
 from frontend.pages import ENV, LoginRequiredPages

@@ -14,7 +14,7 @@ from typing import Any
 
 import msgspec
 
-from backend.services.catalog import AppCatalog
+from backend.services.connectors.catalog import AppCatalog
 from designer_schema.catalog import NodeTypeSpec
 from designer_schema.diagram import Diagram
 

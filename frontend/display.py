@@ -142,7 +142,7 @@ class TriggerEventView:
 
 
 def trigger_event_view(event: dict[str, Any]) -> TriggerEventView:
-    """:class:`TriggerEventView` of ``backend.services.events.status.event_of_run``'s dict
+    """:class:`TriggerEventView` of ``backend.services.triggers.events.status.event_of_run``'s dict
     (``{"kind", "node_type", "id", "received_at", "meta"}``)."""
     kind = str(event.get("kind") or "")
     meta = event.get("meta") if isinstance(event.get("meta"), dict) else {}

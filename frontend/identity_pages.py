@@ -15,8 +15,8 @@ from litestar.params import FromPath, FromQuery, QueryParameter, URLEncodedBody
 from litestar.response import Redirect
 
 from backend.auth.policy import Permission
-from backend.services import login_sessions, oidc, password_links, sso
-from backend.services.passwords import MIN_LENGTH, WeakPassword
+from backend.services.identity import login_sessions, oidc, password_links, sso
+from backend.services.identity.passwords import MIN_LENGTH, WeakPassword
 from backend.web.authentication import (
     SESSION_COOKIE,
     AppRuntime,

@@ -15,7 +15,7 @@ from litestar.params import FromPath, MultipartBody
 
 from backend.auth.policy import Permission
 from backend.runtime import Runtime
-from backend.services import openapi_connectors as svc
+from backend.services.connectors import openapi_connectors as svc
 from backend.web.authentication import AppRuntime, DbSession
 from backend.web.guards import CurrentPrincipal
 from frontend.rendering import LoginRequiredPages, render

@@ -1,5 +1,5 @@
 """Large values on the run page: where a run value holds previews of large parts
-(backend/services/run_values.py), the page lists each one with its size, shape and a
+(backend/services/runs/run_values.py), the page lists each one with its size, shape and a
 download link under the JSON block. Pure; no I/O.
 """
 
@@ -10,7 +10,7 @@ from typing import Any
 
 #: The key that marks a large value's preview (backend.db.payloads.MARKER).
 _MARKER = "$railyard.payload"
-#: How a webhook's uploaded file is referenced in run data (backend.services.webhooks).
+#: How a webhook's uploaded file is referenced in run data (backend.services.triggers.webhooks).
 _FILE_PREFIX = "file:"
 
 

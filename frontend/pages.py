@@ -21,19 +21,14 @@ from litestar.response import Redirect, ServerSentEvent
 
 from backend.auth.policy import Level, Permission
 from backend.runtime import Runtime
-from backend.services import (
-    access,
-    grants,
-    login_sessions,
-    run_children,
-    runs,
-    webhook_urls,
-    workflow_picker,
-    workflows,
-)
-from backend.services import credentials as creds
-from backend.services.events import status as event_status
-from backend.services.records import WorkflowRecord
+from backend.services.connectors import credentials as creds
+from backend.services.errors import InvalidInput
+from backend.services.identity import access, grants, login_sessions
+from backend.services.runs import run_children, runs
+from backend.services.triggers import webhook_urls
+from backend.services.triggers.events import status as event_status
+from backend.services.workflows import workflow_picker, workflows
+from backend.services.workflows.records import WorkflowRecord
 from backend.web.authentication import (
     SESSION_COOKIE,
     AppRuntime,
@@ -289,7 +284,7 @@ class AppPages(LoginRequiredPages):
         detail, diagram = found
         try:
             more = await run_children.page_in_detail(db, detail, children_of, children_after)
-        except workflows.InvalidInput as exc:
+        except InvalidInput as exc:
             return render(request, "error.html", status_code=400, message=str(exc))
         wf = await workflows.get_workflow(db, uuid.UUID(detail.workflow_id))
         level = await access.workflow_level(db, principal, wf)

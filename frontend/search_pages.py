@@ -15,7 +15,7 @@ from litestar.params import FromQuery, QueryParameter
 
 from backend.auth.policy import Permission, has_system
 from backend.search.model import SearchResult
-from backend.services import search as svc
+from backend.services.search import search as svc
 from backend.web.authentication import AppRuntime, DbSession
 from backend.web.guards import CurrentPrincipal
 from frontend.pages import LoginRequiredPages, render

@@ -15,11 +15,11 @@ from litestar.params import FromPath, URLEncodedBody
 from litestar.response import Redirect
 
 from backend.auth.policy import Permission
-from backend.services import workflows
 from backend.services.outbound import ssrf_policy
 from backend.services.subscriptions import manage
 from backend.services.subscriptions.catalogue import EVENT_TYPES
 from backend.services.subscriptions.sending import message_id
+from backend.services.workflows import workflows
 from backend.web.authentication import AppRuntime, CurrentUser, DbSession, provide_user
 from frontend.rendering import LoginRequiredPages, render
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from backend.services import api_tokens
+from backend.services.identity import api_tokens
 
 
 def form_scopes(form: dict[str, str]) -> list[str] | None:

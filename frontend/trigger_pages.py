@@ -16,9 +16,11 @@ from litestar.params import FromPath, JSONBody, URLEncodedBody
 from litestar.response import Redirect
 
 from backend.auth.policy import Permission, parse_role, scopes_for_role
-from backend.services import api_tokens, schedules, webhooks, workflows
-from backend.services.events import status as event_status
-from backend.services.identity import Identity
+from backend.services.identity import api_tokens
+from backend.services.identity.identity import Identity
+from backend.services.triggers import schedules, webhooks
+from backend.services.triggers.events import status as event_status
+from backend.services.workflows import workflows
 from backend.triggers.schedule_rules import ScheduleError
 from backend.web.authentication import AppRuntime, DbSession
 from frontend.rendering import ENV, LoginRequiredPages, render

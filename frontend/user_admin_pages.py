@@ -17,8 +17,8 @@ from litestar.params import FromPath, URLEncodedBody
 from litestar.response import Redirect
 
 from backend.auth.policy import Permission
-from backend.services import accounts, login_sessions, password_links
-from backend.services.passwords import MIN_LENGTH, WeakPassword
+from backend.services.identity import accounts, login_sessions, password_links
+from backend.services.identity.passwords import MIN_LENGTH, WeakPassword
 from backend.web.authentication import AppRuntime, CurrentUser, DbSession, provide_user
 from frontend.rendering import LoginRequiredPages, render
 

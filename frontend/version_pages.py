@@ -14,7 +14,9 @@ from litestar import Request, Response, get
 from litestar.params import FromPath, QueryParameter
 
 from backend.auth.policy import Level, Permission
-from backend.services import access, workflow_versions, workflows
+from backend.services.errors import InvalidInput
+from backend.services.identity import access
+from backend.services.workflows import workflow_versions, workflows
 from backend.web.authentication import AppRuntime, DbSession
 from backend.web.guards import CurrentPrincipal
 from frontend.diagram_catalog import catalog_json_for
@@ -77,7 +79,7 @@ class VersionPages(LoginRequiredPages):
             before = workflow_versions.parse_ref(from_ref, "from")
             after = workflow_versions.parse_ref(to_ref or workflow_versions.DRAFT, "to")
             result = await workflow_versions.compare(db, workflow_id, before, after)
-        except (workflows.WorkflowNotFound, workflows.InvalidInput) as exc:
+        except (workflows.WorkflowNotFound, InvalidInput) as exc:
             return _error(request, exc)
         return render(
             request,

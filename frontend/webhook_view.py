@@ -11,9 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 from backend.engine.nodes.trigger_webhook import WebhookConfig
-from backend.services import webhooks
-from backend.services.records import WorkflowRecord
+from backend.services.triggers import webhooks
 from backend.services.unit_of_work import UnitOfWork
+from backend.services.workflows.records import WorkflowRecord
 
 
 def webhook_view(base_url: str, token: str, config: WebhookConfig) -> dict[str, Any]:

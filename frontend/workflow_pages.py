@@ -14,15 +14,11 @@ from litestar.params import FromPath, FromQuery, URLEncodedBody
 from litestar.response import Redirect
 
 from backend.auth.policy import Level, Permission, allows
-from backend.services import (
-    access,
-    references,
-    webhooks,
-    workflow_lifecycle,
-    workflow_picker,
-    workflows,
-)
+from backend.services.errors import InvalidInput
+from backend.services.identity import access, references
 from backend.services.subscriptions import manage as subscription_manage
+from backend.services.triggers import webhooks
+from backend.services.workflows import workflow_lifecycle, workflow_picker, workflows
 from backend.web.authentication import AppRuntime, CurrentUser, DbSession, provide_user
 from backend.web.guards import CurrentPrincipal
 from frontend.pages import LoginRequiredPages, render, webhook_url
@@ -103,7 +99,7 @@ class WorkflowPages(LoginRequiredPages):
             wf = await workflows.create_workflow(
                 db, data.get("name", ""), user.id, data.get("description", "").strip()
             )
-        except workflows.InvalidInput as exc:
+        except InvalidInput as exc:
             raise HTTPException(status_code=400, detail=str(exc)) from exc
         return Redirect(f"/workflows/{wf.id}/designer")
 
@@ -126,7 +122,7 @@ class WorkflowPages(LoginRequiredPages):
                 name=data.get("name", ""),
                 description=data.get("description", "").strip(),
             )
-        except workflows.InvalidInput as exc:
+        except InvalidInput as exc:
             raise HTTPException(status_code=400, detail=f"{exc.field}: {exc}") from exc
         return Redirect(_back(data.get("next"), "/workflows"))
 

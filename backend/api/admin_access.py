@@ -18,7 +18,8 @@ from backend.api.list_schemas import GrantList, grant_list
 from backend.api.lists import DEFAULT_LIMIT, Cursor, Limit, ListPage, listed
 from backend.api.schemas import Name
 from backend.auth.policy import Permission
-from backend.services import grants, groups, projects
+from backend.services.identity import grants, groups
+from backend.services.workflows import projects
 from backend.web.authentication import CurrentUser, DbSession
 from backend.web.guards import access_dependencies
 

@@ -22,7 +22,7 @@ from backend.api.list_schemas import ConnectorList
 from backend.api.lists import DEFAULT_LIMIT, Cursor, Limit, listed
 from backend.auth.policy import Permission
 from backend.runtime import Runtime
-from backend.services import openapi_connectors as svc
+from backend.services.connectors import openapi_connectors as svc
 from backend.web.authentication import AppRuntime, CurrentUser, DbSession
 from backend.web.guards import access_dependencies
 

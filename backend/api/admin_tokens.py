@@ -17,7 +17,7 @@ from backend.api.lists import DEFAULT_LIMIT, Cursor, Limit, ListPage, listed
 from backend.api.schemas import Name, RoleName
 from backend.api.token_schemas import TokenIn, TokenOut, token_out
 from backend.auth.policy import Permission
-from backend.services import api_tokens, service_accounts
+from backend.services.identity import api_tokens, service_accounts
 from backend.web.authentication import DbSession
 from backend.web.guards import access_dependencies
 

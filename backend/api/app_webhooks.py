@@ -4,7 +4,7 @@ The token is the trigger's (one per workflow, kept across versions; shown on the
 page). The answer is the connector's (a handshake's challenge, 200 with no body) once the
 delivery's events are stored; refusals are problem details: 401 unsigned, mis-signed or
 replayed, 400 malformed, 404 unknown, 410 no longer active, 413 too large
-(:mod:`backend.services.events.push`).
+(:mod:`backend.services.triggers.events.push`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from litestar.params import FromPath
 
 from backend.auth.policy import Permission
 from backend.runtime import Runtime
-from backend.services.events import push
+from backend.services.triggers.events import push
 
 METHODS: list[HttpMethod] = [HttpMethod.GET, HttpMethod.POST, HttpMethod.PUT, HttpMethod.PATCH]
 

@@ -20,9 +20,9 @@ from litestar.response import Stream
 from backend.api.list_schemas import AuditList, SettingList
 from backend.api.lists import DEFAULT_LIMIT, Cursor, Limit, listed, page_links
 from backend.auth.policy import Permission
-from backend.services import audit_log
+from backend.services.operations import audit_log
+from backend.services.operations.settings_view import effective_settings
 from backend.services.paging import Slice, decode_cursor, encode_cursor
-from backend.services.settings_view import effective_settings
 from backend.web.authentication import AppRuntime, DbSession
 from backend.web.guards import access_dependencies
 

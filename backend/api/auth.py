@@ -18,8 +18,8 @@ from backend.api.schemas import LoginIn, SessionsEnded, UserOut
 from backend.api.user_schemas import session_out
 from backend.auth.policy import Permission
 from backend.runtime import Runtime
-from backend.services import login_sessions
-from backend.services.identity import Account
+from backend.services.identity import login_sessions
+from backend.services.identity.identity import Account
 from backend.web.authentication import (
     SESSION_COOKIE,
     CurrentUser,

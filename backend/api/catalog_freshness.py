@@ -1,5 +1,5 @@
 """Before a request: this API process's catalog holds the connectors other processes
-imported (:class:`backend.services.openapi_catalog.CatalogWatch`, one Redis ``GET``).
+imported (:class:`backend.services.connectors.openapi_catalog.CatalogWatch`, one Redis ``GET``).
 
 Health checks, metrics, static files and webhook deliveries do not read imported
 connectors and skip the check, so a probe never waits on Redis.

@@ -28,8 +28,10 @@ from backend.api.lists import DEFAULT_LIMIT, Cursor, Limit, ListPage, listed
 from backend.api.schemas import Name
 from backend.auth.policy import Permission
 from backend.runtime import Runtime
-from backend.services import access, credential_oauth, outbound
-from backend.services import credentials as svc
+from backend.services import outbound
+from backend.services.connectors import credential_oauth
+from backend.services.connectors import credentials as svc
+from backend.services.identity import access
 from backend.web.authentication import AppRuntime, CurrentUser, DbSession
 from backend.web.guards import CurrentPrincipal, access_dependencies
 

@@ -13,8 +13,9 @@ from litestar.exceptions import NotFoundException
 from litestar.params import FromPath, JSONBody
 
 from backend.auth.policy import Permission
-from backend.services import draft_runs, pins, references
-from backend.services import workflows as workflow_svc
+from backend.services.identity import references
+from backend.services.workflows import draft_runs, pins
+from backend.services.workflows import workflows as workflow_svc
 from backend.web.authentication import AppRuntime, CurrentUser, DbSession
 from backend.web.guards import CurrentPrincipal, access_dependencies
 

@@ -14,26 +14,26 @@ from litestar.params import CookieParameter, HeaderParameter, QueryParameter
 from backend import problems
 from backend.api.malformed_ids import malformed_id
 from backend.api.versioning import requested_path
-from backend.services.accounts import AccountError
-from backend.services.api_tokens import TokenError
 from backend.services.availability import unavailable_service
-from backend.services.events.samples import SampleFailed
-from backend.services.execution import RunNotActive, RunNotFound
-from backend.services.grants import GrantError, GrantNotFound
-from backend.services.groups import GroupNotFound
-from backend.services.naming import InvalidName, NameTaken
+from backend.services.errors import InvalidInput
+from backend.services.identity.accounts import AccountError
+from backend.services.identity.api_tokens import TokenError
+from backend.services.identity.grants import GrantError, GrantNotFound
+from backend.services.identity.groups import GroupNotFound
+from backend.services.identity.naming import InvalidName, NameTaken
+from backend.services.identity.password_links import InvalidLink
+from backend.services.identity.passwords import WeakPassword
+from backend.services.identity.references import ReferenceNotGranted
 from backend.services.paging import BadCursor
-from backend.services.password_links import InvalidLink
-from backend.services.passwords import WeakPassword
-from backend.services.projects import ProjectNotFound
-from backend.services.references import ReferenceNotGranted
-from backend.services.search import SearchInputError
-from backend.services.storable import UnstorableInput, refused_by_database
+from backend.services.runs.execution import RunNotActive, RunNotFound
+from backend.services.runs.storable import UnstorableInput, refused_by_database
+from backend.services.search.search import SearchInputError
 from backend.services.subscriptions.manage import SubscriptionError, SubscriptionNotFound
-from backend.services.workflow_lifecycle import CreateNotAllowed
-from backend.services.workflows import (
+from backend.services.triggers.events.samples import SampleFailed
+from backend.services.workflows.projects import ProjectNotFound
+from backend.services.workflows.workflow_lifecycle import CreateNotAllowed
+from backend.services.workflows.workflows import (
     DraftConflict,
-    InvalidInput,
     PublishRejected,
     WorkflowArchived,
     WorkflowInUse,

@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from backend.services.expression_data import FieldSource
+from backend.services.workflows.expression_data import FieldSource
 from designer_schema.diagram import Diagram
 
 

@@ -18,9 +18,9 @@ from backend.api.expression_schemas import (
     PreviewIn,
 )
 from backend.auth.policy import Permission
-from backend.services import expression_data as exprdata
-from backend.services import pins
-from backend.services import workflows as svc
+from backend.services.workflows import expression_data as exprdata
+from backend.services.workflows import pins
+from backend.services.workflows import workflows as svc
 from backend.web.authentication import AppRuntime, DbSession
 from backend.web.guards import CurrentPrincipal, access_dependencies
 

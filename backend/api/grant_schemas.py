@@ -6,7 +6,7 @@ import uuid
 
 import msgspec
 
-from backend.services import grants
+from backend.services.identity import grants
 from backend.web.authentication import CurrentUser, DbSession
 
 

@@ -19,7 +19,7 @@ from backend.api.grant_schemas import GrantIn, GrantOut, SubjectOut, set_grant_o
 from backend.api.list_schemas import GrantList, SubjectList, grant_list
 from backend.api.lists import DEFAULT_LIMIT, Cursor, Limit, listed
 from backend.auth.policy import Permission
-from backend.services import grants
+from backend.services.identity import grants
 from backend.web.authentication import CurrentUser, DbSession
 from backend.web.guards import access_dependencies
 

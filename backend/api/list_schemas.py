@@ -18,13 +18,13 @@ from backend.api.lists import ListPage, listed
 from backend.api.schemas import SessionOut, VersionOut, WorkflowSummary
 from backend.api.token_schemas import TokenOut
 from backend.api.user_schemas import AdminUserOut
-from backend.services import grants
-from backend.services.audit_log import AuditEntry
-from backend.services.credentials import CredentialView
-from backend.services.openapi_connectors import ConnectorOut
-from backend.services.run_children import ChildLink
-from backend.services.runs import RunSummary
-from backend.services.settings_view import SettingView
+from backend.services.connectors.credentials import CredentialView
+from backend.services.connectors.openapi_connectors import ConnectorOut
+from backend.services.identity import grants
+from backend.services.operations.audit_log import AuditEntry
+from backend.services.operations.settings_view import SettingView
+from backend.services.runs.run_children import ChildLink
+from backend.services.runs.runs import RunSummary
 from backend.web.authentication import DbSession
 
 

@@ -12,7 +12,7 @@ from litestar import Controller, Response, get
 
 from backend.auth.policy import Permission
 from backend.observability import metrics
-from backend.services.metrics_view import refresh_gauges
+from backend.services.operations.metrics_view import refresh_gauges
 from backend.web.authentication import AppRuntime, user_dependencies
 
 

@@ -39,7 +39,7 @@ from backend.api.locations import LOCATIONS
 from backend.api.schemas import PublishOut
 from backend.auth.policy import Permission
 from backend.problems import Problem
-from backend.services.webhook_answers import CapturedTestCall, RunLinks
+from backend.services.triggers.webhook_answers import CapturedTestCall, RunLinks
 from backend.web.guards import declared_permission
 from backend.web.run_events import RunStreamEvent
 from designer_schema.transfer import WorkflowExport

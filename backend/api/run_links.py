@@ -2,7 +2,7 @@
 
 Shared by the controllers that start runs (workflows, runs), which do not import each
 other. A webhook delivery's answer is the delivery use case's
-(:class:`backend.services.webhook_answers.RunLinks`, the shape of
+(:class:`backend.services.triggers.webhook_answers.RunLinks`, the shape of
 :class:`backend.api.schemas.DeliveryAccepted`).
 """
 

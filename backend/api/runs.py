@@ -16,11 +16,12 @@ from backend.api.run_links import run_started
 from backend.api.schemas import ReplayIn, RerunIn, RunStarted
 from backend.auth.policy import Permission
 from backend.engine.states import RunStatus
-from backend.services import access, run_children, run_values
-from backend.services import runs as svc
-from backend.services.execution import RunNotActive, RunNotFound
+from backend.services.identity import access
 from backend.services.paging import Slice
-from backend.services.workflows import check_json_limit
+from backend.services.runs import run_children, run_values
+from backend.services.runs import runs as svc
+from backend.services.runs.execution import RunNotActive, RunNotFound
+from backend.services.workflows.workflows import check_json_limit
 from backend.web.authentication import AppRuntime, CurrentUser, DbSession
 from backend.web.guards import CurrentPrincipal, access_dependencies
 from backend.web.run_events import run_event_stream

@@ -30,7 +30,8 @@ Email = Annotated[
         description="An email address (compared lower-cased, surrounding spaces dropped)",
     ),
 ]
-"""An account's email address, as ``backend.services.accounts.normalize_email`` accepts it."""
+"""An account's email address, as ``backend.services.identity.accounts.normalize_email`` accepts
+it."""
 
 RoleName = Literal["admin", "editor", "operator", "viewer"]
 """A role (docs/security.md, "Permission table")."""

@@ -22,8 +22,8 @@ from backend.auth.policy import Permission
 from backend.search.criteria import SORTS, SortName
 from backend.search.model import MAX_PAGE_SIZE, PAGE_SIZE, Facet, Hit
 from backend.search.query import Scope
-from backend.services import search as svc
 from backend.services.paging import Slice
+from backend.services.search import search as svc
 from backend.web.authentication import AppRuntime, DbSession
 from backend.web.guards import CurrentPrincipal, access_dependencies
 

@@ -4,7 +4,7 @@ One middleware in front of every route (API, webhooks, pages): it looks at the r
 path, every query parameter and the body, decoded the way Railyard decodes them (the
 webhook body parser of :mod:`backend.triggers.webhook_input`, which also covers JSON,
 URL-encoded and multipart forms and text for the other routes), and raises
-:class:`~backend.services.storable.UnstorableInput` naming the first place holding
+:class:`~backend.services.runs.storable.UnstorableInput` naming the first place holding
 U+0000 or a lone surrogate (``path``, ``query.<name>``, ``body.<json path>``,
 ``files[<n>].filename``). The application answers it 400 with that ``field``.
 
@@ -26,7 +26,7 @@ from litestar.enums import ScopeType
 from litestar.middleware import ASGIMiddleware
 from litestar.types import ASGIApp, Receive, ReceiveMessage, Scope, Send
 
-from backend.services.storable import check_storable, find_unstorable
+from backend.services.runs.storable import check_storable, find_unstorable
 from backend.triggers.webhook_input import BodyError, parse_request_body
 
 _SUSPECT = re.compile(

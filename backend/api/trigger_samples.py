@@ -24,7 +24,7 @@ from litestar import Controller, get, post
 from litestar.params import FromPath, JSONBody
 
 from backend.auth.policy import Permission
-from backend.services.events import sample_fetch, samples
+from backend.services.triggers.events import sample_fetch, samples
 from backend.web.authentication import AppRuntime, CurrentUser
 from backend.web.guards import CurrentPrincipal, access_dependencies
 

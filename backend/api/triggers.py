@@ -24,12 +24,12 @@ from backend.api.schemas import Secret
 from backend.api.token_schemas import TokenIn, TokenOut, token_out
 from backend.auth.policy import Permission
 from backend.runtime import Runtime
-from backend.services import api_tokens
-from backend.services import webhook_listening as listening
-from backend.services import webhooks as hooks
-from backend.services import workflows as svc
+from backend.services.identity import api_tokens
+from backend.services.triggers import webhook_listening as listening
+from backend.services.triggers import webhooks as hooks
+from backend.services.triggers.webhook_urls import hook_urls
 from backend.services.unit_of_work import UnitOfWork
-from backend.services.webhook_urls import hook_urls
+from backend.services.workflows import workflows as svc
 from backend.web.authentication import AppRuntime, CurrentUser, DbSession, user_dependencies
 
 _DEPS = user_dependencies()

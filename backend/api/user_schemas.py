@@ -9,8 +9,8 @@ from typing import Annotated
 import msgspec
 
 from backend.api.schemas import Email, Name, RoleName, SessionOut
-from backend.services import login_sessions
-from backend.services.accounts import UserRow
+from backend.services.identity import login_sessions
+from backend.services.identity.accounts import UserRow
 
 
 class AdminUserOut(msgspec.Struct):
@@ -74,7 +74,7 @@ class SessionsEndedOut(msgspec.Struct):
 
 
 def admin_user_out(row: UserRow) -> AdminUserOut:
-    """Wire form of a :class:`~backend.services.accounts.UserRow`."""
+    """Wire form of a :class:`~backend.services.identity.accounts.UserRow`."""
     user = row.user
     return AdminUserOut(
         id=str(user.id),

@@ -28,7 +28,7 @@ from backend.api.user_schemas import (
     session_out,
 )
 from backend.auth.policy import Permission
-from backend.services import accounts, login_sessions, password_links
+from backend.services.identity import accounts, login_sessions, password_links
 from backend.web.authentication import AppRuntime, CurrentUser, DbSession
 from backend.web.guards import access_dependencies
 

@@ -43,8 +43,8 @@ from backend.api import webhooks
 from backend.api.storable_input import might_hold_unstorable, read_head, replay
 from backend.api.telemetry import observed
 from backend.api.webhook_parts import to_asgi
-from backend.services.storable import find_unstorable
-from backend.services.webhook_answers import Answer, Rejection
+from backend.services.runs.storable import find_unstorable
+from backend.services.triggers.webhook_answers import Answer, Rejection
 from backend.web.authentication import with_request_context
 
 PREFIX = "/hooks/"

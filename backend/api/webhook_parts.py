@@ -1,4 +1,4 @@
-"""How a webhook answer (:class:`backend.services.webhook_answers.Answer`) is sent:
+"""How a webhook answer (:class:`backend.services.triggers.webhook_answers.Answer`) is sent:
 as a Litestar response by the app's route (:func:`to_response`), as ASGI messages by the
 front door (backend/api/webhook_front.py, :func:`to_asgi`)."""
 
@@ -10,7 +10,7 @@ from litestar import MediaType, Response
 from litestar.response.base import ASGIResponse
 from litestar.types import ASGIApp, Receive, Scope, Send
 
-from backend.services.webhook_answers import Answer
+from backend.services.triggers.webhook_answers import Answer
 
 __all__ = ["to_asgi", "to_response"]
 

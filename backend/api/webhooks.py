@@ -2,7 +2,7 @@
 
 The controller looks the endpoint up (unknown token or never published -> 404; archived
 workflow -> 410) and hands the request to the delivery use case once
-(:class:`backend.services.webhook_delivery.WebhookDelivery`: route, rate limit, body
+(:class:`backend.services.triggers.webhook_delivery.WebhookDelivery`: route, rate limit, body
 limit, authentication, run input, start, wait, answer; its module doc lists the answers).
 The front door (backend/api/webhook_front.py) calls :func:`deliver` the same way.
 ``/hooks/test/{token}`` is the designer's test URL: while the designer listens, the next
@@ -22,12 +22,12 @@ from litestar.params import FromPath
 from backend.api.webhook_parts import to_response
 from backend.auth.policy import Permission
 from backend.runtime import Runtime
-from backend.services import webhook_listening as listening
-from backend.services import webhooks as hooks
-from backend.services.answer_cutoff import app_cutoff
-from backend.services.delivery_gate import DeliveryGate
-from backend.services.webhook_answers import Answer, BodyReader, Rejection
-from backend.services.webhook_delivery import DeliveryRequest, WebhookDelivery
+from backend.services.triggers import webhook_listening as listening
+from backend.services.triggers import webhooks as hooks
+from backend.services.triggers.answer_cutoff import app_cutoff
+from backend.services.triggers.delivery_gate import DeliveryGate
+from backend.services.triggers.webhook_answers import Answer, BodyReader, Rejection
+from backend.services.triggers.webhook_delivery import DeliveryRequest, WebhookDelivery
 
 METHODS: list[HttpMethod] = [
     HttpMethod.GET,

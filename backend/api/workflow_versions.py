@@ -23,8 +23,10 @@ from backend.api.version_schemas import (
     VersionDetailOut,
 )
 from backend.auth.policy import Permission
-from backend.services import references, workflow_transfer, workflow_versions
-from backend.services import workflows as svc
+from backend.services.errors import InvalidInput
+from backend.services.identity import references
+from backend.services.workflows import workflow_transfer, workflow_versions
+from backend.services.workflows import workflows as svc
 from backend.web.authentication import AppRuntime, CurrentUser, DbSession
 from backend.web.guards import CurrentPrincipal, access_dependencies
 from designer_schema.diagram import Diagram
@@ -174,7 +176,7 @@ class WorkflowVersionController(Controller):
         if from_ref is None:
             wf = await svc.get_workflow(db, workflow_id)
             if wf.active_version is None:
-                raise svc.InvalidInput("nothing is published yet: give from=<version>", "from")
+                raise InvalidInput("nothing is published yet: give from=<version>", "from")
             from_ref = str(wf.active_version)
         before = workflow_versions.parse_ref(from_ref, "from")
         after = workflow_versions.parse_ref(to_ref or workflow_versions.DRAFT, "to")

@@ -31,17 +31,12 @@ from backend.api.version_schemas import PublishIn
 from backend.auth.policy import Permission
 from backend.engine.workflow_settings import WorkflowSettings
 from backend.runtime import Runtime
-from backend.services import (
-    access,
-    references,
-    runs,
-    webhook_urls,
-    webhooks,
-    workflow_lifecycle,
-    workflow_versions,
-)
-from backend.services import workflows as svc
-from backend.services.records import VersionRecord, WorkflowRecord
+from backend.services.identity import access, references
+from backend.services.runs import runs
+from backend.services.triggers import webhook_urls, webhooks
+from backend.services.workflows import workflow_lifecycle, workflow_versions
+from backend.services.workflows import workflows as svc
+from backend.services.workflows.records import VersionRecord, WorkflowRecord
 from backend.web.authentication import AppRuntime, CurrentUser, DbSession
 from backend.web.guards import CurrentPrincipal, access_dependencies
 

@@ -60,8 +60,8 @@ async def ensure_admin(settings: Settings, data_dir: Path | None) -> tuple[str, 
     ``<data_dir>/admin-password.txt`` (mode 0600) so a second start can print it again.
     """
     from backend.db.engine import make_engine, make_sessionmaker
-    from backend.services import accounts
-    from backend.services.passwords import WeakPassword
+    from backend.services.identity import accounts
+    from backend.services.identity.passwords import WeakPassword
 
     engine = make_engine(settings.database_url, pool_size=1)
     try:
@@ -101,7 +101,7 @@ async def serve(
     open ``settings.shutdown_delay`` seconds more (load balancers see the 503 and stop
     sending), then closes; in-flight requests get ``settings.shutdown_grace`` seconds to
     finish (uvicorn's graceful shutdown) before they are cancelled, and a webhook still
-    waiting for its run's answer then answers 202 (backend/services/answer_cutoff.py). With
+    waiting for its run's answer then answers 202 (backend/services/triggers/answer_cutoff.py). With
     the in-process worker (dev) it keeps running jobs until the requests are done (within
     the same grace), then stops as a ``railyard worker`` does, handing back what runs.
     """
@@ -111,7 +111,7 @@ async def serve(
         loop.add_signal_handler(sig, stop.set)
 
     from backend.app import create_app
-    from backend.services import answer_cutoff
+    from backend.services.triggers import answer_cutoff
     from backend.workers.worker import make_worker, stop_worker
 
     _tracing(settings)

@@ -89,8 +89,8 @@ def settings_for_tool(data_dir: str) -> tuple[Settings, Any]:
 def cmd_create_user(args: argparse.Namespace) -> int:
     """Create a local account; the password comes from a prompt or stdin, never argv."""
     from backend.db.engine import make_engine, make_sessionmaker
-    from backend.services import accounts
-    from backend.services.passwords import WeakPassword, check_password
+    from backend.services.identity import accounts
+    from backend.services.identity.passwords import WeakPassword, check_password
 
     refuse_unstorable(email=args.email, name=args.name)
     password = read_new_password(args)
@@ -144,9 +144,9 @@ def cmd_rotate_key(args: argparse.Namespace) -> int:
         print(crypto.generate_key())
         return 0
     from backend.db.engine import make_engine, make_sessionmaker
-    from backend.services.credentials import rotate_keys
+    from backend.services.connectors.credentials import rotate_keys
     from backend.services.subscriptions.manage import rotate_secrets as rotate_signing
-    from backend.services.webhooks import rotate_secrets
+    from backend.services.triggers.webhooks import rotate_secrets
 
     settings = load_settings()
     settings.require_services()

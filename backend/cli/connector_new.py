@@ -35,7 +35,7 @@ def check_name(name: str) -> None:
     """Raise :class:`BadConnectorName` unless ``name`` may name a new connector: a
     lower-case Python identifier of at most 40 characters, starting with a letter, not a
     keyword, not a core prefix and not the name of an installed connector."""
-    from backend.services.catalog import CONNECTOR_NAME, load_catalog
+    from backend.services.connectors.catalog import CONNECTOR_NAME, load_catalog
 
     if not (name.isidentifier() and CONNECTOR_NAME.match(name)) or keyword.iskeyword(name):
         raise BadConnectorName(

@@ -59,12 +59,12 @@ def cmd_node_types(args: argparse.Namespace) -> int:
     their reference as Markdown (``--markdown``); ``--builtin`` keeps to the node types
     shipped with Railyard. ``--update FILE`` rewrites the generated part of a document
     with the built-in reference (what docs/node-types.md holds);
-    backend/services/node_reference.py.
+    backend/services/connectors/node_reference.py.
 
     Connectors that failed to load are named on stderr, and the exit code is then 1."""
     from backend.generated_docs import update_generated
-    from backend.services import node_reference as ref
-    from backend.services.catalog import load_catalog
+    from backend.services.connectors import node_reference as ref
+    from backend.services.connectors.catalog import load_catalog
 
     if args.update:
         return _generated_doc_command(
@@ -73,7 +73,7 @@ def cmd_node_types(args: argparse.Namespace) -> int:
             lambda path: update_generated(path, ref.BEGIN, ref.END, ref.markdown_reference()),
             list,
         )
-    quiet = logging.getLogger("backend.services.catalog")
+    quiet = logging.getLogger("backend.services.connectors.catalog")
     level = quiet.level
     quiet.setLevel(logging.CRITICAL)  # the errors are printed below, once, not logged too
     try:

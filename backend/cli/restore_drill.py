@@ -40,7 +40,7 @@ from sqlalchemy.engine import make_url
 from backend import crypto
 from backend.db.engine import make_engine, make_sessionmaker
 from backend.db.migrate import alembic_config, upgrade_async
-from backend.services import restore_check
+from backend.services.operations import restore_check
 from backend.settings import Settings, SettingsError, normalize_database_url
 
 

@@ -14,7 +14,7 @@ and is stored itself only if it is still over the limit, so a 5 MB list inside a
 body becomes one payload however many steps pass it on (the same content is the same row:
 ``INSERT ... ON CONFLICT DO NOTHING``). Reading a run for the engine
 (:func:`resolve_values`) puts the values back, so steps always get the full value; the API
-and pages show a preview instead (backend/services/run_values.py).
+and pages show a preview instead (backend/services/runs/run_values.py).
 
 **References are the engine's own typed wrapper, never user data.** A reference is an
 object with exactly the keys ``$railyard.payload`` (64 lowercase hex digits) and ``bytes``
@@ -340,7 +340,7 @@ async def store(db: Db, payloads: dict[str, StoredPayload]) -> None:
     """Insert the payloads not stored yet (the stored ones are found first, so a value
     already stored is not sent again, and their ``last_used_at`` is set to now: retention
     removes a payload only when no kept run can reference it, see
-    backend/services/retention.py). Call it in the transaction (or autocommit connection)
+    backend/services/operations/retention.py). Call it in the transaction (or autocommit connection)
     that then writes the references."""
     if not payloads:
         return

@@ -16,7 +16,7 @@ from backend.engine.step_timeouts import TIMEOUT_AT
 
 
 class PgRecoveryQueries:
-    """PostgreSQL implementation of :class:`~backend.services.recovery.RecoveryQueries`."""
+    """PostgreSQL implementation of :class:`~backend.services.runs.recovery.RecoveryQueries`."""
 
     def __init__(self, sessionmaker: async_sessionmaker[AsyncSession]) -> None:
         self.sessionmaker = sessionmaker

@@ -184,7 +184,7 @@ class PgRunTransaction:
             wf_id = uuid.UUID(workflow_id)
         except ValueError:
             return None
-        # an archived workflow starts no runs (backend.services.workflow_lifecycle)
+        # an archived workflow starts no runs (backend.services.workflows.workflow_lifecycle)
         query = select(WorkflowVersion.workflow_id, WorkflowVersion.id, WorkflowVersion.number)
         if number is None:
             query = query.join(

@@ -2,7 +2,7 @@
 
 ``published``: created by publishing, numbered 1, 2, ...; the workflow's active version is
 one of them. ``draft``: an unlisted snapshot of the draft that a test run executes
-(number 0; backend/services/draft_runs.py), never active and never listed.
+(number 0; backend/services/workflows/draft_runs.py), never active and never listed.
 """
 
 PUBLISHED = "published"

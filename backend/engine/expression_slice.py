@@ -2,7 +2,7 @@
 loop), before it is left for a worker.
 
 A start evaluates a run's first inline steps (Set, If, Switch, ...) where it was asked for,
-so a run made only of them finishes without a worker (backend/services/execution/
+so a run made only of them finishes without a worker (backend/services/runs/execution/
 inline_budget.py bounds how many steps). One step alone, though, may hold an expression
 whose budget (:attr:`~backend.engine.expression_limits.ExpressionLimits.timeout_ms`, one
 second) is CPU a webhook's sender chooses: a ``$sort`` with a comparator over a 1 MB body.

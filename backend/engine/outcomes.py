@@ -1,7 +1,7 @@
 """What one attempt of an action step produced: the typed seam between the worker that runs
 a connector and the engine that records it.
 
-The worker (``backend.services.attempts``) turns whatever the connector did into an
+The worker (``backend.services.runs.attempts``) turns whatever the connector did into an
 :data:`AttemptOutcome`; :func:`backend.engine.orchestrator.record_outcome` applies it to
 the run state. Both are msgspec structs, so an outcome can be encoded as it is (the
 ``status`` tag says which one it is).

@@ -1,7 +1,7 @@
 """Ports: what the engine needs from the outside world, as Protocols.
 
 Adapters live outside the core: ``backend.transport.dispatch`` (arq) implements
-:class:`Dispatcher` and :class:`EventSink`, ``backend.services.catalog`` implements
+:class:`Dispatcher` and :class:`EventSink`, ``backend.services.connectors.catalog`` implements
 :class:`ConnectorRegistry`, ``backend.db.run_store`` implements :class:`RunStore`.
 """
 
@@ -84,7 +84,7 @@ class EventSink(Protocol):
 
     Listeners subscribe first, then read PostgreSQL, so a lost notice only delays a page
     until its next read. ``notice`` is opaque here: the bytes the publisher chose (the
-    run's status, and its answer when small: backend/services/channels.py), or
+    run's status, and its answer when small: backend/services/runs/channels.py), or
     ``b"changed"`` for "read the run again".
     """
 

@@ -1,7 +1,7 @@
 """Step timeouts of the steps that wait without a worker: timers and calls.
 
 An action step's timeout is enforced by the worker running its attempt
-(backend/services/attempts.py). A Delay / Wait Until step (a durable timer) and a
+(backend/services/runs/attempts.py). A Delay / Wait Until step (a durable timer) and a
 Sub-workflow / For-each step (waiting for child runs) hold no worker, so their timeout is
 a durable timer of its own:
 

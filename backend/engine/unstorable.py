@@ -6,7 +6,7 @@ Neither can hold a lone UTF-16 surrogate (U+D800..U+DFFF not in a pair): it has 
 encoding, so the driver cannot even send it.
 
 Pure (no database import), so the engine checks the values expressions compute with the
-same rule the API applies to input (:mod:`backend.services.storable`).
+same rule the API applies to input (:mod:`backend.services.runs.storable`).
 :func:`find_unstorable` walks a decoded value (strings, lists, dicts with string keys,
 in keys as well as values) and names the first offending place as a path such as
 ``body.items[2].name``; :func:`storable_problem` does the same behind a fast path.

@@ -5,7 +5,8 @@ Every process keeps its own counters and serves them itself: ``railyard api`` (a
 ``/metrics`` on their ``--health-port``. Prometheus scrapes each process and tells them
 apart by its ``instance`` label, so nothing is shared between processes (no multiprocess
 directory to clean up). The gauges that describe the whole installation (queue depth, live
-workers) are computed by the API process at scrape time (:mod:`backend.services.metrics_view`),
+workers) are computed by the API process at scrape time
+(:mod:`backend.services.operations.metrics_view`),
 so they are served once.
 
 Series (documented in docs/operations.md, "Metrics"); durations in seconds:

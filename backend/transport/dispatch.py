@@ -12,7 +12,7 @@ from arq.utils import timestamp_ms
 from redis.exceptions import RedisError
 
 from backend.observability import tracing
-from backend.services.channels import CANCEL_CHANNEL, CHANGED, WAKE_CHANNEL, run_channel
+from backend.services.runs.channels import CANCEL_CHANNEL, CHANGED, WAKE_CHANNEL, run_channel
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """Fire times of schedules: cron, fixed interval and one-off, in an IANA time zone.
 
 Pure functions over timezone-aware UTC datetimes (no I/O); the scheduler
-(``backend.services.schedule_firing``) and the designer's preview use them.
+(``backend.services.triggers.schedule_firing``) and the designer's preview use them.
 
 Cron expressions have 5 fields (minute hour day-of-month month day-of-week) or 6 with
 **seconds first** (``*/10 * * * * *`` is every ten seconds), evaluated by croniter against

@@ -20,9 +20,10 @@ from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
 from backend.observability import logs
 from backend.runtime import Runtime
-from backend.services import accounts, api_tokens, audit, login_sessions, oidc, sso
-from backend.services.identity import Identity
-from backend.services.login_throttle import Lock, ThrottlePolicy
+from backend.services import audit
+from backend.services.identity import accounts, api_tokens, login_sessions, oidc, sso
+from backend.services.identity.identity import Identity
+from backend.services.identity.login_throttle import Lock, ThrottlePolicy
 from backend.services.unit_of_work import UnitOfWork
 
 SESSION_COOKIE = "railyard_session"
@@ -137,9 +138,9 @@ async def password_sign_in(
 async def oidc_sign_in(
     db: UnitOfWork, connection: ASGIConnection, *, state: str, code: str
 ) -> tuple[str, str]:
-    """Complete a single sign-on (:func:`backend.services.oidc.finish`, then
-    :func:`backend.services.sso.user_for_claims`) and open a session; returns the cookie
-    token and the path to go to. On :class:`~backend.services.oidc.OidcError` it audits
+    """Complete a single sign-on (:func:`backend.services.identity.oidc.finish`, then
+    :func:`backend.services.identity.sso.user_for_claims`) and open a session; returns the cookie
+    token and the path to go to. On :class:`~backend.services.identity.oidc.OidcError` it audits
     ``auth.login_failed`` and re-raises: the caller answers without raising, so the
     consumed state and the audit row are committed."""
     runtime = runtime_of(connection.app.state)

@@ -38,7 +38,7 @@ from backend.auth.policy import (
     Principal,
     decide,
 )
-from backend.services import access
+from backend.services.identity import access
 from backend.services.unit_of_work import UnitOfWork
 from backend.web.authentication import bearer_token, load_user, runtime_of, user_dependencies
 

@@ -5,10 +5,10 @@ events") following one run, served by ``GET /api/v1/runs/{id}/events`` and the r
 Each event type the stream sends has a wire type here, documented as a named schema of the
 OpenAPI document (:data:`RunStreamEvent`, the item schema of the stream). Today there is
 one: ``update`` (:class:`RunUpdateEvent`), whose ``data`` line is the run as ``GET
-/api/v1/runs/{id}`` answers it (:class:`backend.services.runs.RunDetail`), sent once when the
+/api/v1/runs/{id}`` answers it (:class:`backend.services.runs.runs.RunDetail`), sent once when the
 stream opens and again after every change; the stream ends after the update in which the
 run has ended (or at once when the run is deleted). Changes are followed as
-:func:`backend.services.run_watch.run_updates` describes (a Redis notice, else a read every
+:func:`backend.services.runs.run_watch.run_updates` describes (a Redis notice, else a read every
 second).
 """
 
@@ -22,8 +22,8 @@ import msgspec
 from litestar.response import ServerSentEvent, ServerSentEventMessage
 
 from backend.runtime import Runtime
-from backend.services import run_watch
-from backend.services.runs import RunDetail
+from backend.services.runs import run_watch
+from backend.services.runs.runs import RunDetail
 
 UPDATE: Literal["update"] = "update"
 """The ``event:`` name of an update."""

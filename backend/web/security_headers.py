@@ -19,7 +19,7 @@ Three policies (docs/security.md, "Security headers"):
   :data:`ICON_CSP` (``sandbox``, ``default-src 'none'``: an icon opened on its own runs
   nothing and loads nothing; inline styles only, for the drawing itself), ``nosniff``,
   ``X-Frame-Options: DENY`` and ``Referrer-Policy: no-referrer``. The icons were sanitised
-  when their plugin loaded (backend/services/icons.py); this is the second wall.
+  when their plugin loaded (backend/services/connectors/icons.py); this is the second wall.
 
 An app response to an authenticated request (a session or an API token found a user)
 also gets ``Cache-Control: no-store``: what a signed-in user saw (runs, credentials,

@@ -1,7 +1,7 @@
 """The events process: broker and email subscriptions of connector triggers.
 
 ``railyard events`` (and ``railyard dev``, in-process) runs
-:class:`backend.services.events.listeners.Listeners` until stopped. It serves no HTTP and
+:class:`backend.services.triggers.events.listeners.Listeners` until stopped. It serves no HTTP and
 runs no steps: scale it out by running more (each subscription is held by one process
 at a time, through a lease in PostgreSQL, and taken over within the lease,
 ``RAILYARD_SUBSCRIPTION_LEASE_SECONDS`` (30 s), when its holder dies). A lost database
@@ -13,8 +13,8 @@ from __future__ import annotations
 import asyncio
 
 from backend.runtime import Runtime
-from backend.services.events.listeners import Listeners
-from backend.services.execution import worker_name
+from backend.services.runs.execution import worker_name
+from backend.services.triggers.events.listeners import Listeners
 
 
 async def run_events(runtime: Runtime, stop: asyncio.Event) -> None:

@@ -23,7 +23,7 @@ under ``arq:job:<id>`` written by arq's ``serialize_job``), so ``arq`` tooling a
 
 What is not lost: a job taken but not run (the worker killed, Redis gone between the take
 and the run) is the same as a lost job. PostgreSQL is the truth; the sweeper
-(backend/services/recovery.py) dispatches again a step that stayed ready, and one whose
+(backend/services/runs/recovery.py) dispatches again a step that stayed ready, and one whose
 attempt's lease ran out, and advances a run that was left without a job.
 
 The script reads and writes job keys it builds from ``ARGV`` (not only ``KEYS``), which

@@ -1,12 +1,12 @@
 """A worker's run-control loops: cancel notices and run deadlines.
 
 - :func:`listen_for_cancels` subscribes to
-  :data:`~backend.services.channels.CANCEL_CHANNEL` and stops this process's attempts of
-  each run announced there (backend/services/cancellation.py). When Redis is away it
+  :data:`~backend.services.runs.channels.CANCEL_CHANNEL` and stops this process's attempts of
+  each run announced there (backend/services/runs/cancellation.py). When Redis is away it
   resubscribes every ``retry`` seconds; meanwhile leases are the backstop (an attempt of
   an ended run stops at its next heartbeat).
 - :func:`eager_control` does the first for an API process while it may run steps itself
-  (backend/services/execution/eager.py), and drains those runs when the process stops.
+  (backend/services/runs/execution/eager.py), and drains those runs when the process stops.
 - :func:`enforce_deadlines` sleeps until the earliest run deadline (looking again at least
   every ``poll`` seconds, for runs started meanwhile) and times out the overdue runs, which
   announces their cancellation. The sweeper's pass does the same, less promptly.
@@ -21,10 +21,10 @@ from collections.abc import AsyncIterator
 
 from redis.asyncio import Redis
 
-from backend.services.cancellation import CancelWatch
-from backend.services.channels import CANCEL_CHANNEL
-from backend.services.deadlines import next_deadline, time_out_overdue
-from backend.services.execution import Execution
+from backend.services.runs.cancellation import CancelWatch
+from backend.services.runs.channels import CANCEL_CHANNEL
+from backend.services.runs.deadlines import next_deadline, time_out_overdue
+from backend.services.runs.execution import Execution
 from backend.workers.wake import raise_if_cancelling
 
 log = logging.getLogger(__name__)
@@ -85,7 +85,7 @@ async def eager_control(
     channel (:func:`listen_for_cancels`; nothing when its eager budget is 0). On leaving
     it (the API stops), drain the eager runs like a stopping worker: no new one, the
     running ones get ``grace_seconds`` to finish, then their attempts are handed back to
-    workers (:meth:`~backend.services.execution.eager.EagerRuns.stop`)."""
+    workers (:meth:`~backend.services.runs.execution.eager.EagerRuns.stop`)."""
     listener = None
     if execution.eager.limit > 0:
         listener = asyncio.create_task(listen_for_cancels(redis, execution.cancel_watch))

@@ -3,13 +3,13 @@
 Leadership is a PostgreSQL session-level advisory lock held on a dedicated connection:
 the first ``railyard scheduler`` to take it sweeps, times out runs at their deadline
 (:func:`~backend.workers.run_control.enforce_deadlines`), fires schedules
-(:mod:`backend.services.schedule_firing`), polls polling triggers
-(:mod:`backend.services.events.polling`), registers and retires app webhooks
-(:mod:`backend.services.events.lifecycle`), starts the runs of stored trigger events a
-crash left without one (:func:`backend.services.events.inbox.start_pending`), sends
+(:mod:`backend.services.triggers.schedule_firing`), polls polling triggers
+(:mod:`backend.services.triggers.events.polling`), registers and retires app webhooks
+(:mod:`backend.services.triggers.events.lifecycle`), starts the runs of stored trigger events a
+crash left without one (:func:`backend.services.triggers.events.inbox.start_pending`), sends
 outgoing events to their subscriptions (:mod:`backend.services.subscriptions`) and
 applies retention every
-``RAILYARD_RETENTION_INTERVAL`` seconds (:mod:`backend.services.retention`); others
+``RAILYARD_RETENTION_INTERVAL`` seconds (:mod:`backend.services.operations.retention`); others
 stand by, each waiting in PostgreSQL for the lock (:func:`take_leadership`), so a standby
 takes over the moment the leader's session ends: the leader stopping (SIGTERM: it lets the
 lock go before it exits) or dying (SIGKILL, crash: PostgreSQL ends the session when the
@@ -29,15 +29,15 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from backend.observability import metrics
 from backend.runtime import Runtime
-from backend.services import leadership, retention
 from backend.services.availability import database_unavailable
-from backend.services.events import inbox
-from backend.services.events.lifecycle import run_lifecycle
-from backend.services.events.polling import run_polls
-from backend.services.leadership import SCHEDULER_LOCK_KEY
-from backend.services.recovery import sweep
-from backend.services.schedule_firing import run_schedules
+from backend.services.operations import leadership, retention
+from backend.services.operations.leadership import SCHEDULER_LOCK_KEY
+from backend.services.runs.recovery import sweep
 from backend.services.subscriptions.loop import run_event_deliveries
+from backend.services.triggers.events import inbox
+from backend.services.triggers.events.lifecycle import run_lifecycle
+from backend.services.triggers.events.polling import run_polls
+from backend.services.triggers.schedule_firing import run_schedules
 from backend.workers.health import Backoff, ServiceHealth
 from backend.workers.run_control import enforce_deadlines
 
@@ -48,7 +48,7 @@ class Leadership:
     """Whether this scheduler process leads, for its readiness probe (``"role"``:
     ``"leader"`` or ``"standby"``) and the ``railyard_scheduler_leader`` gauge; ``name``
     is the process as ``<host>:<pid>``, also given to the leader's database session
-    (:mod:`backend.services.leadership`)."""
+    (:mod:`backend.services.operations.leadership`)."""
 
     def __init__(self, name: str | None = None) -> None:
         self.name = name or leadership.process_name()
@@ -71,7 +71,7 @@ class Leadership:
 
 
 async def apply_retention(runtime: Runtime) -> int:
-    """One retention pass over every data class (backend/services/retention.py); returns
+    """One retention pass over every data class (backend/services/operations/retention.py); returns
     how many rows went in total."""
     results = await retention.run_pass(runtime.sessionmaker, runtime.settings)
     return sum(r.deleted for r in results)

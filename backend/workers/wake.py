@@ -25,7 +25,7 @@ from arq.worker import Worker
 from redis.asyncio.client import PubSub
 from redis.exceptions import RedisError
 
-from backend.services.channels import WAKE_CHANNEL
+from backend.services.runs.channels import WAKE_CHANNEL
 from backend.transport.redis_client import RedisTarget, redis_client
 from backend.workers.health import Backoff, ServiceHealth
 from backend.workers.pickup import JobTaker, TakenJob

@@ -22,10 +22,10 @@ from redis.exceptions import RedisError
 from backend.observability import gc_pauses, logs, metrics, tracing
 from backend.runtime import Runtime, build_runtime
 from backend.services.availability import database_unavailable
-from backend.services.draining import HAND_BACK_SECONDS, finish_or_hand_back
-from backend.services.metrics_view import forget_worker, heartbeat
-from backend.services.recovery import sweep
-from backend.services.storable import refused_by_database
+from backend.services.operations.metrics_view import forget_worker, heartbeat
+from backend.services.runs.draining import HAND_BACK_SECONDS, finish_or_hand_back
+from backend.services.runs.recovery import sweep
+from backend.services.runs.storable import refused_by_database
 from backend.settings import Settings
 from backend.transport.redis_client import RedisTarget, arq_redis_settings
 from backend.workers.health import ServiceHealth
@@ -91,8 +91,8 @@ async def _database(ctx: dict[str, Any], run_id: str) -> AsyncIterator[None]:
 
     A job whose change PostgreSQL refuses as a value it cannot store (a data error, not
     an outage: the same job would be refused on every retry) fails the run with
-    :data:`~backend.services.storable.UNSTORABLE_RUN_ERROR` and logs one line
-    (:meth:`~backend.services.execution.Execution.fail_unstorable`); it is not retried.
+    :data:`~backend.services.runs.storable.UNSTORABLE_RUN_ERROR` and logs one line
+    (:meth:`~backend.services.runs.execution.Execution.fail_unstorable`); it is not retried.
     """
     health: ServiceHealth = ctx["health"]
     try:
@@ -211,7 +211,7 @@ def make_worker(
 async def stop_worker(worker: Worker, *, grace_seconds: float = 10.0) -> None:
     """Stop ``worker`` gracefully (SIGTERM; docs/operations.md, "Shutdown and failover").
 
-    1. Drain (backend/services/draining.py): the poll loop stops, so no new job is taken;
+    1. Drain (backend/services/runs/draining.py): the poll loop stops, so no new job is taken;
        a job already taken but not yet claimed is dispatched again for another worker,
        and a completing step no longer claims the next one for this worker.
     2. Running jobs get ``grace_seconds`` to finish (steps complete as usual).

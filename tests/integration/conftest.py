@@ -21,7 +21,7 @@ from sqlalchemy import text
 from backend.app import create_app
 from backend.db.migrate import upgrade
 from backend.runtime import Runtime, build_runtime
-from backend.services import accounts
+from backend.services.identity import accounts
 from backend.settings import Settings, load_settings
 from backend.workers.worker import make_worker, stop_worker
 from tests.http_sink import HttpSink

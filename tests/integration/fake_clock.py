@@ -24,7 +24,7 @@ class FakeClock:
 
 async def resync(runtime: Runtime, clock: FakeClock) -> None:
     """Move every schedule's anchor and next fire to the fake clock's now."""
-    from backend.services import schedules
+    from backend.services.triggers import schedules
     from backend.triggers.schedule_rules import next_fire
 
     async with runtime.sessionmaker() as session, session.begin():

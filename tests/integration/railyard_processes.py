@@ -21,8 +21,8 @@ from backend.app import create_app
 from backend.db.migrate import upgrade
 from backend.embedded import EmbeddedPostgres, EmbeddedRedis
 from backend.runtime import Runtime, build_runtime
-from backend.services import accounts
-from backend.services.leadership import SCHEDULER_LOCK_KEY
+from backend.services.identity import accounts
+from backend.services.operations.leadership import SCHEDULER_LOCK_KEY
 from backend.settings import Settings, load_settings
 from tests.diagrams import diagram, edge, node
 from tests.integration.conftest import ADMIN_EMAIL, ADMIN_PASSWORD, login, wait_for_run

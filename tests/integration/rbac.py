@@ -10,7 +10,7 @@ import httpx
 
 from backend.app import create_app
 from backend.runtime import Runtime
-from backend.services import accounts, grants
+from backend.services.identity import accounts, grants
 from backend.settings import Settings
 from tests.integration.conftest import login
 

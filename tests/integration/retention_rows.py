@@ -10,7 +10,7 @@ import msgspec
 from sqlalchemy import text
 
 from backend.runtime import Runtime
-from backend.services import retention
+from backend.services.operations import retention
 from backend.settings import Settings
 from tests.diagrams import diagram, edge, node
 from tests.integration.conftest import wait_for_run

@@ -23,7 +23,7 @@ import pytest
 import pytest_asyncio
 
 from backend.runtime import Runtime
-from backend.services import accounts, api_tokens
+from backend.services.identity import accounts, api_tokens
 from backend.settings import Settings
 from tests.diagrams import diagram, edge, node
 from tests.integration.served_app import served_app

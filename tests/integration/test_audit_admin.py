@@ -13,7 +13,7 @@ from sqlalchemy import text
 
 from backend.app import create_app
 from backend.runtime import Runtime
-from backend.services import accounts
+from backend.services.identity import accounts
 from backend.settings import Settings
 from tests.integration.conftest import ADMIN_EMAIL, TEST_ENCRYPTION_KEY, login
 

@@ -11,7 +11,9 @@ import pytest
 from sqlalchemy import text
 
 from backend.runtime import Runtime, build_runtime
-from backend.services import accounts, audit, audit_log
+from backend.services import audit
+from backend.services.identity import accounts
+from backend.services.operations import audit_log
 from backend.settings import Settings
 from backend.workers.scheduler import run_scheduler
 from tests.integration.audit_rows import add_row, refused

@@ -14,7 +14,7 @@ from sqlalchemy import select
 from backend import crypto
 from backend.db.models.credentials import AuditLog
 from backend.runtime import Runtime
-from backend.services.schedule_firing import fire_due
+from backend.services.triggers.schedule_firing import fire_due
 from backend.settings import Settings
 from tests.diagrams import diagram, edge, node
 from tests.integration.conftest import ADMIN_EMAIL

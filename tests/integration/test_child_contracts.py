@@ -15,7 +15,7 @@ from sqlalchemy import event, text
 
 from backend.engine.expression_paths import JsonataReader
 from backend.runtime import Runtime
-from backend.services import child_contracts
+from backend.services.workflows import child_contracts
 from backend.settings import Settings
 from tests.diagrams import ORDERS_BODY as ORDERS
 from tests.diagrams import diagram, edge, node

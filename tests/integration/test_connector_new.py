@@ -27,7 +27,7 @@ TIMEOUT = 120
 LOADED = """
 import json
 from importlib.metadata import distribution
-from backend.services.catalog import load_catalog
+from backend.services.connectors.catalog import load_catalog
 
 eps = [
     (ep.name, ep.value)

@@ -13,8 +13,8 @@ from sqlalchemy import select, text
 from backend import crypto
 from backend.db.models.credentials import AuditLog, Credential
 from backend.runtime import Runtime
-from backend.services import credential_use
-from backend.services import credentials as svc
+from backend.services.connectors import credential_use
+from backend.services.connectors import credentials as svc
 from connectors import sdk
 from tests.diagrams import diagram, edge, node
 from tests.http_sink import HttpSink

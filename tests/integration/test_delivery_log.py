@@ -15,7 +15,7 @@ from sqlalchemy import func, select
 
 from backend.db.models import DeliveryAttempt, EventDelivery
 from backend.runtime import Runtime
-from backend.services import retention
+from backend.services.operations import retention
 from backend.services.subscriptions.sending import message_id
 from backend.settings import Settings
 from tests.integration.retention_rows import by_class, rules

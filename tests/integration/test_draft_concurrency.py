@@ -10,7 +10,7 @@ import pytest
 
 from backend.app import create_app
 from backend.runtime import Runtime
-from backend.services import accounts
+from backend.services.identity import accounts
 from backend.settings import Settings
 from tests.diagrams import diagram, edge, node
 from tests.integration.conftest import login

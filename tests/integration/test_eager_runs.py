@@ -1,4 +1,4 @@
-"""Eager execution (backend/services/execution/eager.py): a webhook that waits for its
+"""Eager execution (backend/services/runs/execution/eager.py): a webhook that waits for its
 run's answer runs the run's steps in the API process itself, within the process's budget,
 and a run whose eager process stops or dies is finished by a worker, each step completing
 once. Real PostgreSQL, Redis, workers and, for the kill, a ``railyard api`` subprocess."""
@@ -21,7 +21,7 @@ from sqlalchemy import select, text
 from backend.db.models import WorkflowVersion
 from backend.engine import expressions
 from backend.runtime import Runtime, build_runtime
-from backend.services.recovery import sweep
+from backend.services.runs.recovery import sweep
 from backend.settings import Settings
 from backend.workers.run_control import eager_control
 from tests.diagrams import diagram, edge, node

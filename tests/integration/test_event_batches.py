@@ -1,5 +1,5 @@
 """Events handed in at the same moment are stored and started together
-(backend/services/events/inbox.py, ``EventBatches``): a few statements for a group, still
+(backend/services/triggers/events/inbox.py, ``EventBatches``): a few statements for a group, still
 one inbox row and one run per event id, each caller answered for its own event."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import text
 
 from backend.runtime import Runtime
-from backend.services.events.inbox import (
+from backend.services.triggers.events.inbox import (
     EventBatches,
     InvalidEvent,
     Source,

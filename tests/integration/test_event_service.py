@@ -25,12 +25,12 @@ from backend.db.models import (
     TriggerSubscription,
 )
 from backend.runtime import Runtime
-from backend.services import retention
-from backend.services.events import inbox
-from backend.services.events.lifecycle import run_lifecycle_pass
-from backend.services.events.listeners import Listeners
-from backend.services.events.polling import poll_due
-from backend.services.events.push import open_registration
+from backend.services.operations import retention
+from backend.services.triggers.events import inbox
+from backend.services.triggers.events.lifecycle import run_lifecycle_pass
+from backend.services.triggers.events.listeners import Listeners
+from backend.services.triggers.events.polling import poll_due
+from backend.services.triggers.events.push import open_registration
 from backend.settings import Settings
 from connectors import sdk
 from tests.diagrams import diagram, edge, node
@@ -155,7 +155,7 @@ async def events(runtime: Runtime) -> AsyncIterator[Runtime]:
     VENDOR = Vendor()
     if "demo.new_item" not in runtime.catalog.triggers:
         runtime.catalog.add_connector(DEMO, source="extra")
-    from backend.services import webhooks
+    from backend.services.triggers import webhooks
 
     webhooks.accept_connector_triggers(runtime.catalog.triggers)
     yield runtime

@@ -54,7 +54,7 @@ async def test_expression_missing_field(
     """Case expression-missing-field: a declared body schema, and one captured from a real
     call, both flag the two fields live (compile, draft save) and refuse publishing; no run
     ever produces "Hello " or drops total."""
-    from backend.services.expression_data import infer_schema
+    from backend.services.workflows.expression_data import infer_schema
 
     declared = infer_schema(BODY)
     wf = await new_workflow(client, "Greeting (declared)")

@@ -15,9 +15,9 @@ from sqlalchemy import select
 from backend.app import create_app
 from backend.db.models import AuditLog, LoginThrottle, User
 from backend.runtime import Runtime
-from backend.services import accounts, api_tokens, login_sessions, password_links
-from backend.services.login_throttle import ThrottlePolicy
-from backend.services.passwords import WeakPassword
+from backend.services.identity import accounts, api_tokens, login_sessions, password_links
+from backend.services.identity.login_throttle import ThrottlePolicy
+from backend.services.identity.passwords import WeakPassword
 from backend.settings import Settings
 from tests.integration.conftest import ADMIN_EMAIL, ADMIN_PASSWORD, login
 

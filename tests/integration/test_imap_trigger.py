@@ -14,7 +14,7 @@ from sqlalchemy import select
 
 from backend.db.models import Run
 from backend.runtime import Runtime
-from backend.services.events.listeners import Listeners
+from backend.services.triggers.events.listeners import Listeners
 from tests.imap_server import Dovecot
 from tests.integration.mailbox import mail, published_watch
 

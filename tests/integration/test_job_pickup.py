@@ -19,7 +19,7 @@ from arq.utils import timestamp_ms
 from arq.worker import func
 
 from backend.runtime import Runtime
-from backend.services.recovery import sweep
+from backend.services.runs.recovery import sweep
 from backend.settings import Settings
 from backend.transport.redis_client import RedisTarget, arq_redis_settings
 from backend.workers.pickup import JobTaker

@@ -14,7 +14,7 @@ import pytest_asyncio
 
 from backend.app import create_app
 from backend.runtime import Runtime
-from backend.services import accounts
+from backend.services.identity import accounts
 from backend.settings import Settings
 from tests.diagrams import diagram, edge, node
 from tests.integration.conftest import ADMIN_EMAIL, ADMIN_PASSWORD, login

@@ -12,7 +12,7 @@ from alembic import command
 
 from backend.db.migrate import alembic_config
 from backend.embedded import EmbeddedPostgres
-from backend.services.runs import start_key
+from backend.services.runs.runs import start_key
 
 pytestmark = pytest.mark.integration
 
@@ -44,7 +44,7 @@ def test_every_migration_downgrades_and_upgrades_again(pg_server: EmbeddedPostgr
 
 def test_scoped_start_keys_hash_as_the_api_does(pg_server: EmbeddedPostgres) -> None:
     """Migration 0033 rewrites stored start keys with PostgreSQL's ``sha256`` of the key's
-    UTF-8 bytes: the same text :func:`backend.services.runs.start_key` stores."""
+    UTF-8 bytes: the same text :func:`backend.services.runs.runs.start_key` stores."""
     workflow_id = uuid.uuid4()
     key = "order-4711-\u00e9\u20ac"
 

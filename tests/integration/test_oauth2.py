@@ -14,8 +14,8 @@ from sqlalchemy import select, update
 from backend import crypto
 from backend.db.models.credentials import AuditLog, Credential
 from backend.runtime import Runtime
-from backend.services import credential_use
-from backend.services import credentials as svc
+from backend.services.connectors import credential_use
+from backend.services.connectors import credentials as svc
 from connectors import sdk
 from tests.fakes.oauth2_provider import OAuth2Provider
 from tests.integration.encrypted_settings import settings  # noqa: F401  (the fixture)

@@ -19,7 +19,7 @@ from sqlalchemy import select
 from backend.app import create_app
 from backend.db.models import AuditLog, User, UserIdentity
 from backend.runtime import Runtime
-from backend.services import accounts
+from backend.services.identity import accounts
 from backend.settings import Settings
 from tests.fakes.oauth2_provider import OAuth2Provider
 

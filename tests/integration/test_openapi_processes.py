@@ -13,7 +13,7 @@ import pytest
 
 from backend.app import create_app
 from backend.runtime import Runtime, build_runtime
-from backend.services.openapi_catalog import VERSION_KEY
+from backend.services.connectors.openapi_catalog import VERSION_KEY
 from backend.settings import Settings
 from tests.integration.conftest import login
 

@@ -17,8 +17,8 @@ from litestar.testing import AsyncTestClient
 
 from backend.app import create_app
 from backend.runtime import Runtime
-from backend.services.catalog import load_catalog
-from backend.services.icons import lucide_sprite, sanitize_svg
+from backend.services.connectors.catalog import load_catalog
+from backend.services.connectors.icons import lucide_sprite, sanitize_svg
 from backend.settings import Settings, load_settings
 from backend.web.security_headers import ICON_CSP
 from tests.diagrams import diagram, edge, node

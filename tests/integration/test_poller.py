@@ -1,4 +1,4 @@
-"""The leader's poller (backend/services/events/polling.py, ``run_polls``) keeps its polls
+"""The leader's poller (backend/services/triggers/events/polling.py, ``run_polls``) keeps its polls
 going independently: a vendor that does not answer holds up its own subscription's poll
 only, while the others go on polling on their interval."""
 
@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import text
 
 from backend.runtime import Runtime
-from backend.services.events.polling import run_polls
+from backend.services.triggers.events.polling import run_polls
 from tests.diagrams import diagram, edge, node
 from tests.integration.flows import publish
 from tests.integration.railyard_processes import until

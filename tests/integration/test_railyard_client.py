@@ -14,7 +14,7 @@ import pytest_asyncio
 import railyard_client as ry
 
 from backend.runtime import Runtime
-from backend.services import accounts, api_tokens
+from backend.services.identity import accounts, api_tokens
 from backend.settings import Settings
 from tests.diagrams import diagram, edge, node
 from tests.integration.served_app import served_app

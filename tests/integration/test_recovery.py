@@ -12,7 +12,7 @@ from sqlalchemy import text, update
 
 from backend.db.models import Attempt
 from backend.runtime import Runtime
-from backend.services.recovery import sweep
+from backend.services.runs.recovery import sweep
 from backend.workers.scheduler import run_scheduler
 from tests.diagrams import diagram, edge, node
 from tests.http_sink import HttpSink
@@ -56,7 +56,7 @@ async def test_expired_lease_of_a_dead_worker_is_retried_once(
     from sqlalchemy import select
 
     from backend.db.run_store import load_state, lock_run, save_state
-    from backend.services.execution.steps import claim_attempt
+    from backend.services.runs.execution.steps import claim_attempt
 
     now = runtime.execution.clock.now()
     async with runtime.sessionmaker() as session, session.begin():

@@ -16,7 +16,7 @@ from backend.cli import main
 from backend.cli.restore_drill import DrillError, drill
 from backend.embedded import EmbeddedPostgres
 from backend.runtime import Runtime
-from backend.services import webhooks
+from backend.services.triggers import webhooks
 from backend.settings import Settings
 from tests.diagrams import diagram, edge, node
 from tests.integration.conftest import wait_for_run

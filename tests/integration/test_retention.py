@@ -1,5 +1,6 @@
 """Retention on real PostgreSQL: each data class by age and by count, in batches, with the
-append-only audit log purged only through its function (backend/services/retention.py)."""
+append-only audit log purged only through its function
+(backend/services/operations/retention.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from sqlalchemy import text
 
 from backend.observability import metrics
 from backend.runtime import Runtime
-from backend.services import retention, retention_report
+from backend.services.operations import retention, retention_report
 from backend.settings import Settings
 from tests.integration.audit_rows import add_row, refused
 from tests.integration.retention_rows import age_runs, by_class, make_runs, rules, scalar

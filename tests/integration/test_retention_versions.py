@@ -1,6 +1,6 @@
 """Retention of workflow versions on real PostgreSQL: old published versions go in batches,
 except the active one, draft snapshots, and versions a kept run, the schedule or a call
-step still needs (backend/services/retention_versions.py)."""
+step still needs (backend/services/operations/retention_versions.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 from sqlalchemy import text
 
 from backend.runtime import Runtime
-from backend.services import retention
+from backend.services.operations import retention
 from backend.settings import Settings
 from tests.diagrams import diagram, edge, node
 from tests.integration.conftest import wait_for_run

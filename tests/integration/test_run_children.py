@@ -21,7 +21,7 @@ from backend.db.run_writes import write_state
 from backend.engine.model import RunState
 from backend.engine.states import RunStatus
 from backend.runtime import Runtime
-from backend.services import retention
+from backend.services.operations import retention
 from backend.settings import Settings
 from tests.diagrams import diagram, edge, node
 from tests.integration.conftest import wait_for_run

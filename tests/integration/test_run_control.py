@@ -15,8 +15,8 @@ import pytest
 from sqlalchemy import text
 
 from backend.runtime import Runtime
-from backend.services.execution import active_version_of
-from backend.services.recovery import sweep
+from backend.services.runs.execution import active_version_of
+from backend.services.runs.recovery import sweep
 from tests.diagrams import diagram, edge, node
 from tests.http_sink import HttpSink, Recorded
 from tests.integration.conftest import wait_for_run

@@ -13,7 +13,7 @@ import msgspec
 import pytest
 from httpx_sse import aconnect_sse
 
-from backend.services.runs import RunDetail
+from backend.services.runs.runs import RunDetail
 from tests.diagrams import diagram, edge, node
 from tests.integration.flows import publish
 

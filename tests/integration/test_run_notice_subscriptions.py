@@ -8,8 +8,8 @@ import asyncio
 import uuid
 
 from backend.runtime import Runtime
-from backend.services.channels import run_channel
-from backend.services.run_watch import notices_for
+from backend.services.runs.channels import run_channel
+from backend.services.runs.run_watch import notices_for
 
 
 async def _subscribers(runtime: Runtime, run_id: str) -> int:

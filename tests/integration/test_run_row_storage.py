@@ -18,7 +18,7 @@ from backend.engine.model import RunState, StepRecord
 from backend.engine.ports import NewRun
 from backend.engine.states import RunStatus, StepStatus
 from backend.runtime import Runtime
-from backend.services import workflows
+from backend.services.workflows import workflows
 from bench.common import manual_chain
 
 pytestmark = pytest.mark.integration

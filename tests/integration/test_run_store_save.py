@@ -28,7 +28,7 @@ from backend.db.run_store import (
 from backend.engine import orchestrator
 from backend.engine.outcomes import AttemptSucceeded
 from backend.runtime import Runtime
-from backend.services.execution.steps import claim_attempt
+from backend.services.runs.execution.steps import claim_attempt
 from tests.diagrams import diagram, edge, node
 from tests.integration.flows import publish, start_manual
 

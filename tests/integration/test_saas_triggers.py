@@ -19,7 +19,7 @@ from sqlalchemy import select
 
 from backend.db.models import Run, TriggerSubscription
 from backend.runtime import Runtime
-from backend.services.events.polling import poll_due
+from backend.services.triggers.events.polling import poll_due
 from backend.settings import Settings
 from tests.diagrams import diagram, edge, node
 from tests.fakes.apis import HubSpotLike

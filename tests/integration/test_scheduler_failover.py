@@ -19,8 +19,8 @@ from sqlalchemy import text
 
 from backend.embedded import free_port
 from backend.runtime import Runtime
-from backend.services import dashboard
-from backend.services.leadership import SCHEDULER_LOCK_KEY
+from backend.services.operations import dashboard
+from backend.services.operations.leadership import SCHEDULER_LOCK_KEY
 from backend.settings import Settings
 from tests.integration.flows import publish
 from tests.integration.railyard_processes import (

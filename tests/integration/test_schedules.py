@@ -13,7 +13,7 @@ import pytest
 from sqlalchemy import text
 
 from backend.runtime import Runtime, build_runtime
-from backend.services.schedule_firing import fire_due
+from backend.services.triggers.schedule_firing import fire_due
 from backend.settings import Settings
 from tests.diagrams import diagram, edge, node
 from tests.integration.fake_clock import FakeClock, resync

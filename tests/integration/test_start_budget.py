@@ -13,7 +13,7 @@ from arq.constants import default_queue_name
 from sqlalchemy import text
 
 from backend.runtime import Runtime
-from backend.services.execution import inline_budget
+from backend.services.runs.execution import inline_budget
 from tests.diagrams import diagram, edge, node
 from tests.integration.conftest import wait_for_run
 from tests.integration.flows import publish

@@ -17,8 +17,8 @@ from sqlalchemy import text
 from backend.db.run_store import load_state, lock_run
 from backend.engine.outcomes import AttemptFailed, AttemptOutcome, AttemptSucceeded
 from backend.runtime import Runtime
-from backend.services.execution.steps import claim_change, completion
-from backend.services.execution.transition import ChangeSet
+from backend.services.runs.execution.steps import claim_change, completion
+from backend.services.runs.execution.transition import ChangeSet
 from tests.diagrams import diagram, edge, node
 from tests.integration.conftest import wait_for_run
 from tests.integration.flows import publish

@@ -30,7 +30,7 @@ import pytest
 from sqlalchemy import text
 
 from backend.runtime import Runtime
-from backend.services.events.polling import claim_due, poll_one
+from backend.services.triggers.events.polling import claim_due, poll_one
 from backend.settings import Settings
 from tests.diagrams import diagram, edge, node
 from tests.integration import fault_plugin

@@ -20,8 +20,8 @@ from sqlalchemy import func, select
 
 from backend.db.models import Run, TriggerEventRow, TriggerSubscription
 from backend.runtime import Runtime
-from backend.services.events import samples
-from backend.services.events.lifecycle import run_lifecycle_pass
+from backend.services.triggers.events import samples
+from backend.services.triggers.events.lifecycle import run_lifecycle_pass
 from backend.settings import Settings
 from connectors import sdk
 from tests.diagrams import diagram, edge, node
@@ -146,7 +146,7 @@ async def events(runtime: Runtime) -> AsyncIterator[Runtime]:
     APP = App()
     if "sample.items" not in runtime.catalog.triggers:
         runtime.catalog.add_connector(SAMPLE, source="extra")
-    from backend.services import webhooks
+    from backend.services.triggers import webhooks
 
     webhooks.accept_connector_triggers(runtime.catalog.triggers)
     yield runtime

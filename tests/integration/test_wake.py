@@ -20,7 +20,7 @@ from arq.constants import default_queue_name
 
 from backend.observability import gc_pauses
 from backend.runtime import Runtime
-from backend.services.channels import WAKE_CHANNEL
+from backend.services.runs.channels import WAKE_CHANNEL
 from backend.settings import Settings
 from backend.transport.dispatch import ArqDispatcher
 from backend.workers.worker import make_worker, stop_worker

@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import text
 
 from backend.runtime import Runtime
-from backend.services import webhooks as hooks
+from backend.services.triggers import webhooks as hooks
 from tests.diagrams import diagram, node
 from tests.integration.flows import publish
 

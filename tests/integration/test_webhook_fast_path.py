@@ -16,7 +16,7 @@ import pytest
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.runtime import Runtime
-from backend.services import webhooks as hooks
+from backend.services.triggers import webhooks as hooks
 from tests.diagrams import diagram, edge, node
 from tests.integration.flows import publish
 

@@ -18,8 +18,8 @@ from backend.api import webhooks
 from backend.api.webhook_front import WebhookFront, delivery_target
 from backend.api.webhook_parts import to_asgi
 from backend.runtime import Runtime
-from backend.services import webhooks as hooks
-from backend.services.webhook_answers import Answer
+from backend.services.triggers import webhooks as hooks
+from backend.services.triggers.webhook_answers import Answer
 from tests.diagrams import diagram, edge, node
 from tests.integration.conftest import wait_for_run
 from tests.integration.flows import publish

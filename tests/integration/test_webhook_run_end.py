@@ -13,8 +13,8 @@ import pytest
 from sqlalchemy import text
 
 from backend.runtime import Runtime
-from backend.services import run_watch
-from backend.services.channels import NOTICE_VALUES_MAX_BYTES, decode_notice
+from backend.services.runs import run_watch
+from backend.services.runs.channels import NOTICE_VALUES_MAX_BYTES, decode_notice
 from backend.transport.dispatch import ArqDispatcher
 from tests.diagrams import diagram, edge, node
 from tests.integration.flows import publish, run_detail

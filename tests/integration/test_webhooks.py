@@ -20,8 +20,8 @@ from sqlalchemy import select, text
 from backend import cli, crypto
 from backend.db.models import Credential, WebhookSecret
 from backend.runtime import Runtime
-from backend.services import credentials as creds
-from backend.services import webhooks as hooks
+from backend.services.connectors import credentials as creds
+from backend.services.triggers import webhooks as hooks
 from tests.diagrams import diagram, edge, node
 from tests.integration.conftest import TEST_ENCRYPTION_KEY, wait_for_run
 from tests.integration.flows import publish, run_detail

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from backend.services.passwords import WeakPassword, check_password
+from backend.services.identity.passwords import WeakPassword, check_password
 
 REFUSED = [
     ("al@example.com", "al@example.com!!"),  # local part too short to count on its own

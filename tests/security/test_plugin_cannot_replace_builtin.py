@@ -5,7 +5,7 @@ The catalog used to keep the first connector that declared a node type, in entry
 order: a plugin named to load before ``http`` and declaring ``http.request`` ran every
 HTTP Request step, with its decrypted credential. The catalog now loads the built-in
 connectors first and refuses a plugin declaring another connector's node type
-(backend/services/catalog.py; its rules: tests/unit/services/test_catalog_isolation.py).
+(backend/services/connectors/catalog.py; its rules: tests/unit/services/test_catalog_isolation.py).
 This is the attack end to end: the plugin installed, a workflow run, the credential used.
 """
 
@@ -21,8 +21,8 @@ import pytest
 
 from backend.app import create_app
 from backend.runtime import Runtime, build_runtime
-from backend.services import accounts
-from backend.services import catalog as catalog_module
+from backend.services.connectors import catalog as catalog_module
+from backend.services.identity import accounts
 from backend.settings import Settings
 from connectors import sdk
 from tests.diagrams import diagram, edge, node

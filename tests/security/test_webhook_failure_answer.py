@@ -17,7 +17,7 @@ from sqlalchemy import select
 
 from backend.db.models import WorkflowVersion
 from backend.runtime import Runtime
-from backend.services.webhooks import clear_endpoint_cache
+from backend.services.triggers.webhooks import clear_endpoint_cache
 from tests.diagrams import diagram, edge, node
 from tests.integration.flows import publish, run_detail
 

@@ -1,4 +1,5 @@
-"""The cutoff that ends the answer waits of a stopping API (backend/services/answer_cutoff.py)."""
+"""The cutoff that ends the answer waits of a stopping API
+(backend/services/triggers/answer_cutoff.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from backend.services.answer_cutoff import cut_waits_after, unless_cut
+from backend.services.triggers.answer_cutoff import cut_waits_after, unless_cut
 
 
 async def test_a_wait_that_ends_first_gives_its_answer() -> None:

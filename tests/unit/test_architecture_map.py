@@ -23,7 +23,7 @@ ROOTS = (
 
 
 def _expand(path: str) -> list[str]:
-    """``backend/services/{grants,groups}.py`` -> both paths (shell brace expansion)."""
+    """``backend/services/identity/{grants,groups}.py`` -> both paths (shell brace expansion)."""
     parts = re.split(r"\{([^{}]*)\}", path)
     choices = [[p] if i % 2 == 0 else p.split(",") for i, p in enumerate(parts)]
     return ["".join(c) for c in itertools.product(*choices)]
@@ -80,13 +80,13 @@ def test_every_path_the_page_names_exists() -> None:
 
 def test_named_paths_reads_backticks_braces_and_prose() -> None:
     text = (
-        "see `backend/api/runs.py`, (backend/services/{grants,groups}.py) and "
+        "see `backend/api/runs.py`, (backend/services/identity/{grants,groups}.py) and "
         "backend/engine/nodes/. Not www.example.com/backend/x nor `railyard dev`."
     )
     assert named_paths(text) == [
         "backend/api/runs.py",
-        "backend/services/grants.py",
-        "backend/services/groups.py",
+        "backend/services/identity/grants.py",
+        "backend/services/identity/groups.py",
         "backend/engine/nodes/",
     ]
 
@@ -102,7 +102,7 @@ def test_the_map_names_every_module_of_the_execution_package() -> None:
     to the package: the `protected` contract in pyproject.toml)."""
     section = map_section(PAGE.read_text(encoding="utf-8"))
     named = set(named_paths(section))
-    package = ROOT / "backend" / "services" / "execution"
+    package = ROOT / "backend" / "services" / "runs" / "execution"
     modules = sorted(p.relative_to(ROOT).as_posix() for p in package.glob("*.py"))
     unnamed = [m for m in modules if m not in named]
     assert not unnamed, f"the map of docs/architecture.md does not name {unnamed}"

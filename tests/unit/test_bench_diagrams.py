@@ -13,7 +13,7 @@ import pytest
 
 from backend.engine.expression_paths import JsonataReader
 from backend.engine.expressions import JsonataChecker
-from backend.services.catalog import load_catalog
+from backend.services.connectors.catalog import load_catalog
 from bench import api_loop, designer, engine, limits, scale, steps, webhook_answer, webhooks
 from bench.peers import railyard_peer
 from designer_schema import Diagram, compile_diagram

@@ -11,7 +11,7 @@ import msgspec
 import pytest
 
 from backend.cli import main
-from backend.services import catalog as catalog_module
+from backend.services.connectors import catalog as catalog_module
 from connectors import sdk
 
 

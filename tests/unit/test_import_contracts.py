@@ -35,7 +35,7 @@ def test_the_layers_of_backend_cover_its_packages() -> None:
 def test_execution_internals_are_protected() -> None:
     protected = [c for c in _contracts() if c["type"] == "protected"]
     assert any(
-        c["protected_modules"] == ["backend.services.execution.*"]
-        and c["allowed_importers"] == ["backend.services.execution"]
+        c["protected_modules"] == ["backend.services.runs.execution.*"]
+        and c["allowed_importers"] == ["backend.services.runs.execution"]
         for c in protected
     )

@@ -1,5 +1,5 @@
 """docs/node-types.md is generated from the node types' specs
-(backend/services/node_reference.py)."""
+(backend/services/connectors/node_reference.py)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pytest
 
 from backend.cli import main
 from backend.generated_docs import generated_part
-from backend.services.catalog import AppCatalog, load_catalog
-from backend.services.node_reference import (
+from backend.services.connectors.catalog import AppCatalog, load_catalog
+from backend.services.connectors.node_reference import (
     BEGIN,
     END,
     builtin_catalog,

@@ -6,7 +6,7 @@ import collections
 import re
 from pathlib import Path
 
-from backend.services.node_reference import builtin_catalog
+from backend.services.connectors.node_reference import builtin_catalog
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 COUNT = re.compile(

@@ -107,13 +107,14 @@ class Workflow(Base):
     draft: Mapped[dict[str, Any]] = mapped_column(JSONB)
     active_version: Mapped[int | None] = mapped_column(Integer, nullable=True)
     webhook_token: Mapped[str] = mapped_column(String(64), unique=True)
-    # run control settings (backend.services.workflows.WORKFLOW_SETTINGS): error_workflow_id,
+    # run control settings (backend.services.workflows.workflows.WORKFLOW_SETTINGS):
+    # error_workflow_id,
     # run_timeout_seconds, max_concurrent_runs; absent keys mean "no limit / none"
     settings: Mapped[dict[str, Any]] = mapped_column(
         JSONB, default=dict, server_default=text("'{}'::jsonb")
     )
     # optimistic concurrency of the draft: bumped by every draft save; a save based on an
-    # older revision is refused (backend.services.workflows.save_draft)
+    # older revision is refused (backend.services.workflows.workflows.save_draft)
     draft_revision: Mapped[int] = mapped_column(
         BigInteger, default=0, server_default=text("0"), nullable=False
     )
@@ -122,19 +123,19 @@ class Workflow(Base):
     )
     draft_saved_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     # archived ("deleted" in the UI): out of the lists, no webhook, schedule or new runs;
-    # versions and runs stay (backend.services.workflow_lifecycle)
+    # versions and runs stay (backend.services.workflows.workflow_lifecycle)
     archived_at: Mapped[datetime | None] = mapped_column(
         DateTime(timezone=True), nullable=True, index=True
     )
     archived_by: Mapped[uuid.UUID | None] = mapped_column(
         ForeignKey("users.id", ondelete="SET NULL"), nullable=True
     )
-    # data pinned on the draft's nodes for test runs (backend.services.pins):
+    # data pinned on the draft's nodes for test runs (backend.services.workflows.pins):
     # {node_id: {"data": any JSON, "pinned_at": ISO time, "pinned_by": user id or null}}
     pinned_data: Mapped[dict[str, Any]] = mapped_column(
         JSONB, default=dict, server_default=text("'{}'::jsonb")
     )
-    # labels for search and facets (backend.services.workflows.normalize_tags): lower case
+    # labels for search and facets (backend.services.workflows.workflows.normalize_tags): lower case
     tags: Mapped[list[str]] = mapped_column(
         ARRAY(Text), default=list, server_default=text("'{}'::text[]")
     )
@@ -150,7 +151,7 @@ class WorkflowVersion(Base):
 
     ``kind`` is ``published`` for the versions publishing creates (numbered 1, 2, ...) and
     ``draft`` for the unlisted snapshots of the draft that test runs execute (number 0,
-    never active, never listed; backend.services.draft_runs). Numbers and hashes are
+    never active, never listed; backend.services.workflows.draft_runs). Numbers and hashes are
     unique among published versions; snapshots are unique by hash.
     """
 

@@ -38,7 +38,7 @@ class LoginThrottle(Base):
     """Failed-login counter of one account (``scope='account'``, ``key`` = the attempted
     email, lower-cased) or one client address (``scope='address'``): ``failures`` since
     ``window_start``; ``locked_until`` set while sign-in is refused. Shared by every API
-    process through PostgreSQL (see :mod:`backend.services.login_throttle`)."""
+    process through PostgreSQL (see :mod:`backend.services.identity.login_throttle`)."""
 
     __tablename__ = "login_throttle"
 

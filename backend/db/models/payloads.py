@@ -27,7 +27,7 @@ class Payload(Base):
     preview: Mapped[str] = mapped_column(Text)
     data: Mapped[bytes] = mapped_column(LargeBinary)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
-    # the last write of a reference to it (retention: backend/services/retention.py)
+    # the last write of a reference to it (retention: backend/services/operations/retention.py)
     last_used_at: Mapped[datetime] = mapped_column(
         DateTime(timezone=True), server_default=func.now(), index=True
     )

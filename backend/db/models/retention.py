@@ -1,4 +1,5 @@
-"""What retention removed: one row per data class per pass (backend/services/retention.py)."""
+"""What retention removed: one row per data class per pass
+(backend/services/operations/retention.py)."""
 
 from __future__ import annotations
 

@@ -201,7 +201,7 @@ class TriggerSubscription(Base):
     the subscription. ``last_*`` feed the workflow page's status line.
 
     ``sample_until`` / ``sample``: the designer's "Fetch test event" window of an app
-    webhook (:mod:`backend.services.events.samples`). A workflow never published gets a
+    webhook (:mod:`backend.services.triggers.events.samples`). A workflow never published gets a
     row for it with ``enabled`` False and ``version_number`` 0, so its trigger URL exists
     (and stays the same) before the first publish.
     """

@@ -1,6 +1,6 @@
 """``test.pinned``: a step whose output was pinned for a test run.
 
-Test runs (backend/services/draft_runs.py) execute a snapshot of the draft in which every
+Test runs (backend/services/workflows/draft_runs.py) execute a snapshot of the draft in which every
 step with pinned data (or, for "Test step", with data from the last run) is replaced by a
 step of this type: it is not executed; it outputs ``config.data`` through ``config.port``
 (the replaced step's main output port) at once. The type never appears in the catalog

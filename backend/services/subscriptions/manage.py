@@ -30,7 +30,6 @@ from backend.db.models import (
 )
 from backend.services import audit
 from backend.services.paging import Slice, page_query
-from backend.services.projects import ProjectNotFound
 from backend.services.subscriptions.catalogue import EVENT_TYPES
 from backend.services.subscriptions.sending import (
     Outcome,
@@ -40,6 +39,7 @@ from backend.services.subscriptions.sending import (
     retry_policy,
     secret_aad,
 )
+from backend.services.workflows.projects import ProjectNotFound
 from backend.settings import Settings
 from connectors.sdk import ActionError, NonRetryableError, SsrfPolicy
 
@@ -135,7 +135,7 @@ async def create(
     """A new enabled subscription and its signing secret (shown this once). In a
     workflow's scope it is that workflow's; in the admin scope it covers ``project_id``'s
     workflows (every workflow when None). Raises :class:`SubscriptionError` for bad input,
-    :class:`~backend.services.projects.ProjectNotFound` (404) for a project that is not
+    :class:`~backend.services.workflows.projects.ProjectNotFound` (404) for a project that is not
     there."""
     events = check_events(events)
     url = await check_url(url, policy)

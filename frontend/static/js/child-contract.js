@@ -5,7 +5,7 @@
 // and "Copy as input schema": the schema for the called workflow's Manual trigger (its
 // Input schema), where expressions reading fields it lacks are errors that block publishing.
 // A workflow whose Manual trigger declares no Input schema is typed by what its callers
-// send (the inferred_input of the same answer, backend/services/child_contracts.py): its
+// send (the inferred_input of the same answer, backend/services/workflows/child_contracts.py): its
 // trigger's settings list those fields and where they came from ("from the For each
 // “Each order” in All orders").
 

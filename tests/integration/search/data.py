@@ -9,7 +9,7 @@ from typing import Any
 
 from backend.db.models import Run, StepRun, WorkflowVersion
 from backend.runtime import Runtime
-from backend.services import workflows
+from backend.services.workflows import workflows
 
 T0 = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
 

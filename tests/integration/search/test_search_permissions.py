@@ -10,7 +10,8 @@ import pytest
 
 from backend.app import create_app
 from backend.runtime import Runtime
-from backend.services import api_tokens, groups, projects
+from backend.services.identity import api_tokens, groups
+from backend.services.workflows import projects
 from backend.settings import Settings
 from tests.integration.rbac import client_as, grant, make_user
 from tests.integration.search.data import make_run, make_workflow

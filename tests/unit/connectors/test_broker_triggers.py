@@ -20,8 +20,8 @@ from paho.mqtt.properties import Properties
 from pamqp import commands as spec
 from pamqp.header import ContentHeader
 
-from backend.services.diagram_checks import trigger_diagnostics
-from backend.services.node_reference import builtin_catalog
+from backend.services.connectors.node_reference import builtin_catalog
+from backend.services.workflows.diagram_checks import trigger_diagnostics
 from connectors import sdk
 from connectors.builtin.brokers import amqp_queue, mqtt_topic, nats_jetstream, redis_streams
 from connectors.builtin.brokers.common import (

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from backend.services.diagram_checks import trigger_diagnostics
-from backend.services.node_reference import builtin_catalog
+from backend.services.connectors.node_reference import builtin_catalog
+from backend.services.workflows.diagram_checks import trigger_diagnostics
 from connectors import sdk
 from connectors.builtin.imap import IMAP, connector, email_received, uid_sets
 from connectors.builtin.imap_session import encode_mailbox

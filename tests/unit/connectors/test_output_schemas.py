@@ -13,7 +13,7 @@ import msgspec
 import pytest
 from jsonschema import Draft202012Validator
 
-from backend.services.node_reference import builtin_catalog
+from backend.services.connectors.node_reference import builtin_catalog
 from connectors import sdk
 from tests.unit.connectors.output_schema import assert_declared_output, closed
 

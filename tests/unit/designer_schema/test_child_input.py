@@ -6,7 +6,7 @@ from typing import Any
 
 import msgspec
 
-from backend.services.expression_data import child_input
+from backend.services.workflows.expression_data import child_input
 from designer_schema.diagram import Diagram
 from tests.diagrams import ORDERS_BODY as ORDERS
 from tests.diagrams import diagram, edge, node

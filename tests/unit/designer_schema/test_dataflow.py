@@ -9,7 +9,7 @@ import pytest
 
 from backend.engine.expression_paths import JsonataReader
 from backend.engine.expressions import JsonataChecker
-from backend.services.catalog import AppCatalog
+from backend.services.connectors.catalog import AppCatalog
 from designer_schema import Diagnostic, Diagram, compile_diagram
 from designer_schema.dataflow import DataFlow
 from designer_schema.schema_paths import Missing, child_schema, list_fields

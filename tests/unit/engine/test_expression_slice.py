@@ -11,7 +11,7 @@ from backend.engine import orchestrator
 from backend.engine.expression_slice import LOOP_SLICE_MS, loop_slice
 from backend.engine.model import RunState
 from backend.engine.states import RunStatus, StepStatus
-from backend.services.execution.inline_budget import InlineBudget, Overruns
+from backend.services.runs.execution.inline_budget import InlineBudget, Overruns
 from tests.diagrams import diagram, edge, node
 from tests.unit.engine.driver import compile_dict
 

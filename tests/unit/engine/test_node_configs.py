@@ -13,7 +13,11 @@ from backend.engine.nodes import trigger_webhook as webhook
 from backend.engine.nodes.base import NodeError
 from backend.engine.nodes.config import config_schema, decode_config
 from backend.engine.nodes.trigger_webhook import WebhookConfig, webhook_config
-from backend.services.webhook_versions import draft_config, invalid_body_mode, published_config
+from backend.services.triggers.webhook_versions import (
+    draft_config,
+    invalid_body_mode,
+    published_config,
+)
 
 
 class Sample(msgspec.Struct, kw_only=True, frozen=True):
@@ -243,7 +247,7 @@ def test_every_node_type_takes_a_struct_and_its_designer_fields_come_from_it() -
     fields (those its version has), their order and ``required`` are the Struct's; a
     connector action's fields are its Struct's by construction, checked here too."""
     from backend.engine.nodes import BUILTIN_NODES
-    from backend.services.node_reference import builtin_catalog
+    from backend.services.connectors.node_reference import builtin_catalog
     from connectors.sdk.schema import config_json_schema
 
     for built_in in BUILTIN_NODES:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import msgspec
 
-from backend.services.catalog import load_catalog
+from backend.services.connectors.catalog import load_catalog
 from designer_schema.diagram import Diagram
 from frontend.diagram_catalog import catalog_for, catalog_json_for
 from tests.diagrams import diagram, edge, node

@@ -119,7 +119,7 @@ def test_inline_doc_renders_restructuredtext_literals_and_roles_as_code() -> Non
 
 
 def test_the_catalog_page_shows_no_raw_restructuredtext() -> None:
-    from backend.services.catalog import load_catalog
+    from backend.services.connectors.catalog import load_catalog
     from frontend.display import inline_doc
 
     for spec in load_catalog().specs.values():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from backend.services.catalog import AppCatalog, load_catalog
+from backend.services.connectors.catalog import AppCatalog, load_catalog
 from frontend.forms import ENUM_LABELS_KEY, RESERVED_FIELDS
 
 BUILTIN_PREFIXES = ("trigger.", "control.", "flow.", "http.", "data.", "hubspot.")

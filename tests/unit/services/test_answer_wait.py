@@ -1,4 +1,4 @@
-"""The waiting webhook's use of run notices (backend/services/run_watch.py): which notices
+"""The waiting webhook's use of run notices (backend/services/runs/run_watch.py): which notices
 lead to a read of the run, which answer by themselves, and when the first read is skipped.
 The read of the run is replaced by a scripted one; notices are handed in directly."""
 
@@ -10,9 +10,9 @@ from typing import Any, cast
 
 import pytest
 
-from backend.services import run_watch
-from backend.services.channels import decode_notice, encode_notice
-from backend.services.run_watch import NoticeWait
+from backend.services.runs import run_watch
+from backend.services.runs.channels import decode_notice, encode_notice
+from backend.services.runs.run_watch import NoticeWait
 
 RUN = uuid.UUID("00000000-0000-4000-8000-000000000001")
 

@@ -7,9 +7,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from backend.services.audit_log import Change, diff, make_filter, parse_time
-from backend.services.settings_view import effective_settings, mask_url
-from backend.services.workflows import InvalidInput
+from backend.services.errors import InvalidInput
+from backend.services.operations.audit_log import Change, diff, make_filter, parse_time
+from backend.services.operations.settings_view import effective_settings, mask_url
 from backend.settings import Settings
 
 

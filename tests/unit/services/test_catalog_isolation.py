@@ -14,8 +14,8 @@ from typing import Annotated, Any
 import msgspec
 import pytest
 
-from backend.services import catalog as catalog_module
-from backend.services.catalog import AppCatalog, ConnectorRefused, load_catalog
+from backend.services.connectors import catalog as catalog_module
+from backend.services.connectors.catalog import AppCatalog, ConnectorRefused, load_catalog
 from connectors import sdk
 from connectors.builtin import http, slack
 from connectors.sdk.credentials import credential_types_of_schema

@@ -9,7 +9,7 @@ import msgspec
 import pytest
 
 from backend.engine.nodes import BUILTIN_NODES, NodeRegistry
-from backend.services.catalog import AppCatalog
+from backend.services.connectors.catalog import AppCatalog
 from connectors import sdk
 from tests.fakes.node_versions import SET_V2, registered
 

@@ -1,5 +1,5 @@
 """The publish-time check of literal node configs against their node types' config
-Structs (backend/services/config_checks.py): a value the Struct refuses is an
+Structs (backend/services/workflows/config_checks.py): a value the Struct refuses is an
 ``invalid_config`` error on the node and the field; expressions are left to run time."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import msgspec
 import pytest
 
 from backend.engine.expressions import JsonataChecker
-from backend.services.config_checks import config_diagnostics
-from backend.services.node_reference import builtin_catalog
+from backend.services.connectors.node_reference import builtin_catalog
+from backend.services.workflows.config_checks import config_diagnostics
 from designer_schema.compiler import compile_diagram
 from designer_schema.diagram import Diagram
 from tests.diagrams import diagram, edge, node

@@ -1,4 +1,4 @@
-"""The eager-run budget of a process (backend/services/execution/eager.py): places are
+"""The eager-run budget of a process (backend/services/runs/execution/eager.py): places are
 reserved before the start writes, given back by runs that end or starts that do not use
 them, and none is given while the process drains; stopping drains like a worker."""
 
@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import asyncio
 
-from backend.services.draining import Drain
-from backend.services.execution.eager import EagerRuns
+from backend.services.runs.draining import Drain
+from backend.services.runs.execution.eager import EagerRuns
 
 
 def test_reserve_stops_at_the_limit_and_release_gives_a_place_back() -> None:

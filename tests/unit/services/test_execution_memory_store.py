@@ -9,7 +9,7 @@ import uuid
 from typing import Any
 
 from backend.engine.ports import VersionRow
-from backend.services.execution import Execution
+from backend.services.runs.execution import Execution
 from tests.diagrams import diagram, edge, node
 from tests.fakes.run_store import MemoryRunStore, as_port
 from tests.unit.engine.driver import ActionFailed, compile_dict

@@ -7,8 +7,8 @@ from xml.etree import ElementTree
 
 import pytest
 
-from backend.services import icons
-from backend.services.icons import UnsafeIcon, sanitize_svg
+from backend.services.connectors import icons
+from backend.services.connectors.icons import UnsafeIcon, sanitize_svg
 
 SVG = 'xmlns="http://www.w3.org/2000/svg"'
 XLINK = 'xmlns:xlink="http://www.w3.org/1999/xlink"'

@@ -1,5 +1,5 @@
 """The inline budget of a start and the per-version memo of starts that ran out of it
-(backend/services/execution/inline_budget.py)."""
+(backend/services/runs/execution/inline_budget.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from backend.engine import orchestrator
 from backend.engine.model import RunState
 from backend.engine.states import RunStatus, StepStatus
-from backend.services.execution.inline_budget import (
+from backend.services.runs.execution.inline_budget import (
     INLINE_BUDGET_SECONDS,
     OVERRUN_STRIKES,
     InlineBudget,

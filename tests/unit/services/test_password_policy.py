@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from backend.services.passwords import (
+from backend.services.identity.passwords import (
     MIN_LENGTH,
     WeakPassword,
     check_password,

@@ -1,4 +1,4 @@
-"""The graph of a test run (backend/services/pinned_graph.py), run by the pure engine."""
+"""The graph of a test run (backend/services/workflows/pinned_graph.py), run by the pure engine."""
 
 from __future__ import annotations
 
@@ -7,7 +7,13 @@ from typing import Any
 import pytest
 
 from backend.engine.states import RunStatus, StepStatus
-from backend.services.pinned_graph import LAST_RUN, PINNED, UnknownStep, ancestors, plan_test
+from backend.services.workflows.pinned_graph import (
+    LAST_RUN,
+    PINNED,
+    UnknownStep,
+    ancestors,
+    plan_test,
+)
 from tests.diagrams import diagram, edge, node
 from tests.unit.engine.driver import compile_dict, run_graph
 

@@ -9,16 +9,16 @@ from typing import Any, cast
 
 from backend.engine.model import RunState
 from backend.engine.states import RunStatus
-from backend.services.channels import (
+from backend.services.runs.channels import (
     CHANGED,
     NOTICE_VALUES_MAX_BYTES,
     RunNotice,
     decode_notice,
     encode_notice,
 )
-from backend.services.execution import followups as followups_module
-from backend.services.execution.followups import Followups
-from backend.services.execution.transition import Env, Followup
+from backend.services.runs.execution import followups as followups_module
+from backend.services.runs.execution.followups import Followups
+from backend.services.runs.execution.transition import Env, Followup
 
 
 class RecordingSink:
@@ -142,7 +142,7 @@ async def test_a_process_hears_its_own_notices_without_redis() -> None:
     run's end wakes its waiting webhook) and still publishes it for other processes."""
     from redis.asyncio import Redis
 
-    from backend.services.run_watch import LocalNotices, notices_for
+    from backend.services.runs.run_watch import LocalNotices, notices_for
 
     redis = Redis(host="127.0.0.1", port=1, socket_connect_timeout=0.2)  # nothing listens
     sink = RecordingSink()

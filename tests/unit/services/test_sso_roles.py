@@ -1,12 +1,13 @@
-"""Role mapping from id_token claims (backend.services.sso.map_role) and its settings check."""
+"""Role mapping from id_token claims (backend.services.identity.sso.map_role) and its settings
+check."""
 
 from __future__ import annotations
 
 import pytest
 from msgspec import structs
 
-from backend.services.oidc import OidcError
-from backend.services.sso import check_settings, map_role
+from backend.services.identity.oidc import OidcError
+from backend.services.identity.sso import check_settings, map_role
 from backend.settings import load_settings
 
 BASE = load_settings(environ={})

@@ -7,8 +7,8 @@ import uuid
 from typing import Any
 
 from backend.engine.outcomes import AttemptFailed, AttemptSucceeded
-from backend.services.execution import Execution
-from backend.services.execution.steps import Claimed
+from backend.services.runs.execution import Execution
+from backend.services.runs.execution.steps import Claimed
 from connectors.sdk import ActionInfo
 
 INFO = ActionInfo("run-1", "wf-1", "step-1", 1, "run-1:step-1", "test.slow")

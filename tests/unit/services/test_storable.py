@@ -7,7 +7,7 @@ import json
 import pytest
 
 from backend.api.storable_input import might_hold_unstorable
-from backend.services.storable import UnstorableInput, check_storable, find_unstorable
+from backend.services.runs.storable import UnstorableInput, check_storable, find_unstorable
 
 
 @pytest.mark.parametrize(

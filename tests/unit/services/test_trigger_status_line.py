@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from backend.db.models import TriggerSubscription
-from backend.services.events.status import _line
+from backend.services.triggers.events.status import _line
 
 NOW = datetime(2026, 1, 5, 10, 0, tzinfo=UTC)
 

@@ -1,5 +1,5 @@
 """The diagram check that refuses a Webhook trigger config its endpoint could not serve
-(backend/services/diagram_checks.py): publishing it answers 422 instead of a delivery
+(backend/services/workflows/diagram_checks.py): publishing it answers 422 instead of a delivery
 answering 503 later."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from backend.services.diagram_checks import trigger_diagnostics, webhook_config_diagnostic
+from backend.services.workflows.diagram_checks import trigger_diagnostics, webhook_config_diagnostic
 from designer_schema.diagram import Diagram
 from tests.diagrams import diagram, node
 

@@ -13,16 +13,16 @@ import pytest
 from backend.engine.nodes.base import NodeError
 from backend.engine.nodes.trigger_webhook import WebhookConfig
 from backend.engine.ports import VersionRow
-from backend.services.execution import StartedRun
-from backend.services.webhook_answer_wait import AnswerWait
-from backend.services.webhook_answers import (
+from backend.services.runs.execution import StartedRun
+from backend.services.triggers.webhook_answer_wait import AnswerWait
+from backend.services.triggers.webhook_answers import (
     Rejection,
     body_rejection,
     error_answer,
     run_answer,
 )
-from backend.services.webhook_delivery import WebhookDelivery
-from backend.services.webhooks import Endpoint
+from backend.services.triggers.webhook_delivery import WebhookDelivery
+from backend.services.triggers.webhooks import Endpoint
 from backend.triggers.body_schema import BodyRefused
 
 
@@ -126,7 +126,7 @@ def test_a_delivery_answer_has_the_documented_shape() -> None:
     import msgspec
 
     from backend.api.schemas import DeliveryAccepted
-    from backend.services.webhook_answers import run_links
+    from backend.services.triggers.webhook_answers import run_links
 
     run_id = uuid.uuid4()
     links = run_links("https://r.example/", run_id, "queued")

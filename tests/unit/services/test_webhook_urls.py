@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from backend.services.webhook_urls import hook_urls, webhook_url
+from backend.services.triggers.webhook_urls import hook_urls, webhook_url
 
 
 @pytest.mark.parametrize(

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from backend.services.workflow_lifecycle import MAX_NAME, copy_name
-from backend.services.workflow_picker import _like_pattern
+from backend.services.workflows.workflow_lifecycle import MAX_NAME, copy_name
+from backend.services.workflows.workflow_picker import _like_pattern
 
 
 def test_a_copy_is_named_after_its_source() -> None:

@@ -15,8 +15,8 @@ from cloudevents.core.v1.event import CloudEvent
 from backend.engine.expression_paths import JsonataReader
 from backend.engine.expressions import JsonataChecker
 from backend.engine.nodes import NODE_TYPES
-from backend.services.catalog import AppCatalog
-from backend.services.webhook_versions import published_config
+from backend.services.connectors.catalog import AppCatalog
+from backend.services.triggers.webhook_versions import published_config
 from backend.triggers.cloudevents import (
     BATCH,
     STRUCTURED,

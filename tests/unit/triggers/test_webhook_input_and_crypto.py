@@ -9,7 +9,7 @@ import pytest
 from backend import crypto
 from backend.engine.nodes.base import NodeError
 from backend.engine.nodes.trigger_webhook import WebhookConfig, webhook_config
-from backend.services.webhooks import secret_aad
+from backend.services.triggers.webhooks import secret_aad
 from backend.triggers.webhook_auth import AuthFailure, verify
 from backend.triggers.webhook_input import BodyError, parse_request_body
 

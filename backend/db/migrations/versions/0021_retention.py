@@ -5,7 +5,7 @@ Revises: 0020_search
 Create Date: 2026-12-01 10:50:00
 
 - ``payloads.last_used_at``: set whenever a write references the payload again, so
-  retention can tell a payload no kept run references (backend/services/retention.py).
+  retention can tell a payload no kept run references (backend/services/operations/retention.py).
 - ``ix_runs_created`` / ``ix_runs_finished``: retention finds old runs and the dashboard
   counts recent ones by time without scanning the table.
 - ``retention_passes``: what each retention pass removed, per data class (shown on the

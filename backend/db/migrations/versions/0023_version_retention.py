@@ -5,7 +5,7 @@ Revises: 0022_run_search_by_workflow
 Create Date: 2026-12-01 14:05:00
 
 Retention removes published workflow versions no kept run references
-(backend/services/retention_versions.py). ``ix_runs_version_id`` answers "does a run use
+(backend/services/operations/retention_versions.py). ``ix_runs_version_id`` answers "does a run use
 this version?" and the foreign key check of each deleted version from the index instead of
 a scan of the runs.
 """

@@ -9,7 +9,7 @@ Create Date: 2026-12-05 08:00:00
   (backend/services/subscriptions/manage.py, ``delivery_page``).
 - ``ix_event_deliveries_ended (created_at)`` over the deliveries no longer pending: the
   retention class ``deliveries`` removes the oldest of them in batches without reading the
-  table (backend/services/retention.py).
+  table (backend/services/operations/retention.py).
 """
 
 from alembic import op

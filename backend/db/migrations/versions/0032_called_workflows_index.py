@@ -7,7 +7,7 @@ Create Date: 2026-12-05 13:00:00
 ``ix_workflows_called``: a GIN index over the ``workflow_id`` of every node of each
 non-archived draft (``jsonb_path_query_array(draft, '$.nodes[*].config.workflow_id')``).
 The callers of a workflow (the For each and Sub-workflow steps naming it, whose inputs
-type its Manual trigger: backend/services/child_contracts.py, ``callers``) are then one
+type its Manual trigger: backend/services/workflows/child_contracts.py, ``callers``) are then one
 index scan instead of reading every draft; the query spells the same expression.
 """
 

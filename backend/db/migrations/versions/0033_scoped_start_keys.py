@@ -8,7 +8,7 @@ A start's ``Idempotency-Key`` was stored as sent, one namespace for every workfl
 every caller: a key first used on one workflow answered that run to a start of another
 (of another user too), and a caller could send a key the engine derives for a webhook
 delivery or a schedule. Keys are now stored as ``api:<workflow id>:<SHA-256 of the key>``
-(backend/services/runs.py, ``start_key``); this rewrites the keys of the runs started
+(backend/services/runs/runs.py, ``start_key``); this rewrites the keys of the runs started
 that way (trigger ``manual`` or ``api``), so a caller repeating a start from before the
 upgrade still gets its run. PostgreSQL's ``sha256()`` (11 and later) hashes the key's
 UTF-8 bytes as Python's ``hashlib`` does.
