@@ -96,6 +96,15 @@ def with_new_attempt(
 # transaction writes the run's step records, so the speculative insertion's row lock and
 # confirmation, two WAL records per step, bought nothing; a step record inserted by
 # someone else would fail the statement on the unique key rather than be merged).
+# Row estimate: PostgreSQL estimates any jsonb_to_recordset at 100 rows, so it joined
+# ``runs`` (the revision check) and ``step_runs`` (the update) by hashing those 100 rows
+# against a sequential scan of the whole table: every write read every run and step row
+# (a cached plan made while the tables were small keeps that choice as they grow), the
+# cost of a write grew with the table, and a For-each of 10,000 items spent most of its
+# PostgreSQL time there (docs/engine.md, "For-each at scale"). The always-true range
+# condition ``BETWEEN 0 AND 2147483647`` on the writes' ``ord`` and the step records'
+# ordinality is estimated with PostgreSQL's default range selectivity (0.5 %, no
+# statistics on a function's result), i.e. one row: the joins are index lookups.
 _SAVE = text(
     with_new_attempt(
         """
@@ -106,6 +115,7 @@ _SAVE = text(
             attempts jsonb, steps jsonb, events jsonb, status text, output jsonb,
             error jsonb, response jsonb, started_at timestamptz, finished_at timestamptz,
             deadline_at timestamptz, ended boolean)
+        WHERE w.ord BETWEEN 0 AND 2147483647  -- row estimate: see above
     ), first AS (
         SELECT DISTINCT ON (run_id) ord, run_id, expected FROM w ORDER BY run_id, ord
     ), at_revision AS (
@@ -126,10 +136,13 @@ _SAVE = text(
     ), new_attempt AS (
         $NEW_ATTEMPT
     ), steps AS (
-        SELECT go.run_id, s.* FROM go, jsonb_to_recordset(go.steps) AS s(
+        SELECT go.run_id, s.* FROM go, ROWS FROM (jsonb_to_recordset(go.steps) AS (
             step_id text, status text, ports jsonb, input jsonb, output jsonb, error jsonb,
             attempts int, not_before timestamptz, started_at timestamptz,
-            finished_at timestamptz, data jsonb)
+            finished_at timestamptz, data jsonb)) WITH ORDINALITY AS s(
+            step_id, status, ports, input, output, error, attempts, not_before, started_at,
+            finished_at, data, n)
+        WHERE s.n BETWEEN 0 AND 2147483647  -- row estimate: see above
     ), updated_steps AS (
         UPDATE step_runs t
         SET status = s.status, ports = s.ports, input = s.input, output = s.output,
