@@ -6,9 +6,8 @@ call these; they reach PostgreSQL through ``backend/db/`` and the engine through
 ``__init__.py`` names its public modules (the only ones imported from outside it) and its
 private ones.
 
-The domains, from the top down: a domain imports only the domains below it (the
-"no import cycles between the packages of backend" contract in pyproject.toml holds them
-in this order):
+The domains, from the top down: a domain imports only the domains below it (the layers
+contract "the domains of backend.services" in pyproject.toml holds them in this order):
 
 ==================  ======================================================================
 package             holds

@@ -17,6 +17,14 @@ def _contracts() -> list[dict[str, Any]]:
     return contracts
 
 
+def _layered(container: str) -> set[str]:
+    """The names the layers contract of ``container`` puts in a layer."""
+    (layers,) = [
+        c for c in _contracts() if c["type"] == "layers" and c["containers"] == [container]
+    ]
+    return {part.strip() for layer in layers["layers"] for part in layer.split("|")}
+
+
 def test_the_acyclic_and_layers_contracts_ignore_no_import() -> None:
     structural = [c for c in _contracts() if c["type"] in ("acyclic_siblings", "layers")]
     assert {c["type"] for c in structural} == {"acyclic_siblings", "layers"}
@@ -26,10 +34,17 @@ def test_the_acyclic_and_layers_contracts_ignore_no_import() -> None:
 
 def test_the_layers_of_backend_cover_its_packages() -> None:
     """Every package of backend (a directory with modules) is a layer of the contract."""
-    (layers,) = [c for c in _contracts() if c["type"] == "layers"]
-    named = {part.strip() for layer in layers["layers"] for part in layer.split("|")}
+    named = _layered("backend")
     packages = {p.name for p in (ROOT / "backend").iterdir() if (p / "__init__.py").exists()}
     assert packages <= named, sorted(packages - named)
+
+
+def test_the_domain_layers_of_services_cover_its_modules() -> None:
+    """Every package and module at backend/services/ is a layer of the domains' contract."""
+    services = ROOT / "backend" / "services"
+    here = {p.stem for p in services.glob("*.py") if p.stem != "__init__"}
+    here |= {p.name for p in services.iterdir() if (p / "__init__.py").exists()}
+    assert _layered("backend.services") == here
 
 
 def test_execution_internals_are_protected() -> None:
