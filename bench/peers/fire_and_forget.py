@@ -11,16 +11,21 @@ fast as ``Plan.concurrency`` keep-alive connections allow (bench/webhooks.py's
 or ``Plan.phase_seconds`` passed. Figures (:func:`~bench.peers.stats.ff_rates`): accepted
 starts per second, completed runs per second from the start of the load to the latest
 recorded end, the starts' answer latency, runs accepted but not completed, and CPU per
-run over the whole phase (starts and the runs' ends).
+run over the whole phase (starts and the runs' ends); for Railyard also per process role
+(``ff_cpu_per_run_<role>_<runs>``: the API, the workers, Redis, PostgreSQL), and with
+``Plan.profile_runs`` an extra phase sampled by py-spy (:func:`profile`).
 """
 
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 from backend.embedded import EmbeddedPostgres
 from bench.common import postmaster_pid
 from bench.peers.engines import Peer
+from bench.peers.profile import Sampler, report
+from bench.peers.railyard_peer import Railyard
 from bench.peers.scenario import Plan, cpu_seconds, drive
 from bench.peers.stats import Rounds, ff_rates, latency_figures, per_run
 
@@ -39,6 +44,40 @@ def settle(peer: Peer, before: int, expected: int, timeout: float) -> tuple[int,
         time.sleep(POLL_SECONDS)
 
 
+def role_cpu(peer: Peer, postmaster: list[int]) -> dict[str, float]:
+    """CPU seconds so far of each role of a Railyard ``peer`` (``api``, ``worker``,
+    ``redis``, and ``postgres`` for ``postmaster``); empty for another engine."""
+    if not isinstance(peer, Railyard):
+        return {}
+    found: dict[str, float] = {"postgres": cpu_seconds(postmaster)} if postmaster else {}
+    for role, pid in peer.roles():
+        found[role] = found.get(role, 0.0) + cpu_seconds([pid])
+    return found
+
+
+def profile(peer: Railyard, plan: Plan, where: Path) -> None:
+    """An extra fire-and-forget phase of ``plan.profile_runs`` starts (not in the figures:
+    the sampler takes CPU too), waited to their ends, with py-spy on every Railyard
+    process; prints the shares per process and of all together (``# profile ...``)."""
+    sampler = Sampler(where / "ff")
+    for role, pid in peer.procs.named():
+        sampler.attach(role, pid)
+    time.sleep(1.0)  # py-spy attached
+    before, _ = peer.finished()
+    sent = drive(
+        peer.ff_urls(),
+        plan.concurrency,
+        plan.phase_seconds,
+        limit=plan.profile_runs,
+        ok=ACCEPTED,
+        timeout=60,
+    )
+    settle(peer, before, len(sent["latencies"]), plan.phase_seconds)
+    for role, summary in sampler.detach().items():
+        for line in report(f"ff {role}", summary):
+            print(line, flush=True)
+
+
 def fire_and_forget(
     peer: Peer, pg: EmbeddedPostgres | None, plan: Plan, out: Rounds, name: str = ""
 ) -> None:
@@ -55,6 +94,7 @@ def fire_and_forget(
     for runs in plan.ff_runs:
         before, _ = peer.finished()
         cpu0 = cpu_seconds(peer.pids() + postmaster)
+        roles0 = role_cpu(peer, postmaster)
         started = time.time()
         sent = drive(
             urls, plan.concurrency, plan.phase_seconds, limit=runs, ok=ACCEPTED, timeout=60
@@ -62,6 +102,7 @@ def fire_and_forget(
         accepted = len(sent["latencies"])
         ended, last = settle(peer, before, accepted, plan.phase_seconds)
         cpu1 = cpu_seconds(peer.pids() + postmaster)
+        roles1 = role_cpu(peer, postmaster)
         errors += sent["errors"]
         rates = ff_rates(accepted, sent["elapsed"], ended, started, last)
         out.add(name, f"ff_accepted_per_s_{runs}", rates["accepted_per_s"], "starts/s")
@@ -71,4 +112,9 @@ def fire_and_forget(
         out.add(name, f"ff_accept_median_{runs}", figures["latency_median"], "ms")
         out.add(name, f"ff_accept_p95_{runs}", figures["latency_p95"], "ms")
         out.add(name, f"ff_cpu_per_run_{runs}", per_run(cpu1 - cpu0, ended, 1000), "ms")
+        for role, spent in roles1.items():
+            used = per_run(spent - roles0.get(role, 0.0), ended, 1000)
+            out.add(name, f"ff_cpu_per_run_{role}_{runs}", used, "ms")
     out.add(name, "ff_errors", errors, "requests")
+    if plan.profile_runs and isinstance(peer, Railyard) and plan.profile_dir is not None:
+        profile(peer, plan, plan.profile_dir)

@@ -120,6 +120,16 @@ class Railyard:
         redis = self.stack.redis.pid if self.stack.redis is not None else None
         return self.procs.pids() + ([redis] if redis is not None else [])
 
+    def roles(self) -> list[tuple[str, int]]:
+        """``(role, pid)`` of every process :meth:`pids` counts, the role its kind: ``api``,
+        ``worker`` or ``redis`` (several processes may share a role)."""
+        roles = [
+            (name.removeprefix("railyard-").rstrip("0123456789"), pid)
+            for name, pid in self.procs.named()
+        ]
+        redis = self.stack.redis.pid if self.stack.redis is not None else None
+        return roles + ([("redis", redis)] if redis is not None else [])
+
     def ff_urls(self) -> list[str]:
         """The fire-and-forget workflow's webhook on every API process."""
         token = self.tokens["fire_and_forget"]
