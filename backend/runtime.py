@@ -22,6 +22,7 @@ from backend.db.run_store import PgRunStore
 from backend.observability import metrics, tracing
 from backend.services.connectors import credential_use, openapi_catalog
 from backend.services.connectors.catalog import AppCatalog, load_catalog
+from backend.services.identity import references
 from backend.services.outbound import ssrf_policy
 from backend.services.runs import run_watch
 from backend.services.runs.execution import Execution
@@ -174,7 +175,7 @@ async def build_runtime(settings: Settings, *, pool_size: int = 10, name: str = 
     calls: Any = tracing.TracingTransport(http_pool) if tracing.enabled() else http_pool
     dispatcher = ArqDispatcher(redis)
     execution = Execution(
-        PgRunStore(sessionmaker),
+        PgRunStore(sessionmaker, refusal=references.called_workflow_refusal),
         dispatcher,
         catalog,
         make_context_factory(settings, sessionmaker, catalog, http_pool=calls),

@@ -1,11 +1,12 @@
 """The unlocked read of a run (:meth:`~backend.engine.ports.RunStore.read_unlocked`) in
 ONE statement, on asyncpg directly.
 
-The worker reads a run without its lock to claim the run's first action step
-(``Transitions.optimistic``). :func:`read_run` fetches the run row and its step records
-together: the step records come back as one array of anonymous records
-(``array_agg(ROW(...))``), which asyncpg decodes in its binary protocol (timestamps as
-``datetime``, ``jsonb`` through the connection's msgspec codec). The row and the steps
+The worker reads a run without its lock to claim the run's first action step (the
+run writer's read basis, backend/services/runs/execution/writer.py). :func:`read_run`
+fetches the run row and its step records together: the step records come back as one
+array of anonymous records (``array_agg(ROW(...))``), which asyncpg decodes in its
+binary protocol (timestamps as ``datetime``, ``jsonb`` through the connection's msgspec
+codec). The row and the steps
 are read in one snapshot, so the state is consistent; the write that follows is still
 fenced by the row's revision. asyncpg prepares the statement once per connection (its
 statement cache), and a connection the server closed is replaced at the pool's next

@@ -37,7 +37,7 @@ from backend.db.run_state import (
     save_state,
     workflow_settings,
 )
-from backend.db.run_transaction import PgRunTransaction, duplicate_key
+from backend.db.run_transaction import PgRunTransaction, PublisherRefusal, duplicate_key
 from backend.db.run_writes import RunWrites, step_values, write_state
 from backend.engine.model import RunState
 from backend.engine.ports import (
@@ -72,10 +72,15 @@ __all__ = [
 
 
 class PgRunStore:
-    """PostgreSQL implementation of :class:`~backend.engine.ports.RunStore`."""
+    """PostgreSQL implementation of :class:`~backend.engine.ports.RunStore`; ``refusal``
+    is the grant rule of called workflows its transactions apply
+    (:meth:`PgRunTransaction.publisher_refusal`)."""
 
-    def __init__(self, sessionmaker: async_sessionmaker[AsyncSession]) -> None:
+    def __init__(
+        self, sessionmaker: async_sessionmaker[AsyncSession], *, refusal: PublisherRefusal
+    ) -> None:
         self.sessionmaker = sessionmaker
+        self.refusal = refusal
         self.fast = FastPath(sessionmaker.kw["bind"])
         self.inserts = RunInserts(self.fast)
         self.writes = RunWrites(self.fast)
@@ -83,7 +88,7 @@ class PgRunStore:
     @contextlib.asynccontextmanager
     async def transaction(self) -> AsyncIterator[PgRunTransaction]:
         async with self.sessionmaker() as session, session.begin():
-            yield PgRunTransaction(session)
+            yield PgRunTransaction(session, self.refusal)
 
     async def graph(self, version_id: uuid.UUID) -> WorkflowGraph:
         graph = graphs.cached_graph(version_id)

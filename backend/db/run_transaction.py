@@ -4,10 +4,11 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import uuid
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from datetime import datetime
-from typing import Any, TypeVar, cast
+from typing import Any, cast
 
 from sqlalchemy import Select, Table, func, literal, select, update
 from sqlalchemy.dialects.postgresql import Insert, insert
@@ -15,7 +16,15 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.db import graphs
-from backend.db.models import Attempt, Event, Run, StepRun, Workflow, WorkflowVersion
+from backend.db.models import (
+    Attempt,
+    AuditLog,
+    Event,
+    Run,
+    StepRun,
+    Workflow,
+    WorkflowVersion,
+)
 from backend.db.run_inserts import insert_queued_runs, insert_run
 from backend.db.run_state import (
     _ADMISSION_LOCK,
@@ -34,6 +43,7 @@ from backend.db.unread_input import unread_input
 from backend.db.versions import PUBLISHED
 from backend.engine.model import RunState
 from backend.engine.ports import (
+    AuditEntry,
     DuplicateRun,
     FinishedAttempt,
     HeldSteps,
@@ -46,7 +56,11 @@ from backend.engine.ports import (
 from backend.engine.states import RunStatus
 from designer_schema.graph import WorkflowGraph
 
-_T = TypeVar("_T")
+PublisherRefusal = Callable[[AsyncSession, uuid.UUID, str], Awaitable[str | None]]
+"""``refusal(session, run id, workflow id)``: why the publisher of the run's version may
+not run that workflow (``None``: it may), read in the run's transaction; the services
+layer's grant rule (backend/services/identity/references.py), handed to the store by the
+composition root (backend/runtime.py)."""
 _RUNS = cast(Table, Run.__table__)
 _EVENTS = cast(Table, Event.__table__)
 
@@ -65,10 +79,12 @@ def duplicate_key(new: NewRun) -> Iterator[None]:
 class PgRunTransaction:
     """One transaction of a run transition (:class:`~backend.engine.ports.RunTransaction`).
 
-    Keeps the ORM rows it locked so :meth:`save` updates them in memory."""
+    Keeps the ORM rows it locked so :meth:`save` updates them in memory. ``refusal`` is
+    the grant rule :meth:`publisher_refusal` applies."""
 
-    def __init__(self, session: AsyncSession) -> None:
+    def __init__(self, session: AsyncSession, refusal: PublisherRefusal) -> None:
         self.session = session
+        self._refusal = refusal
         self._rows: dict[uuid.UUID, Run] = {}
 
     async def lock_admission(self, workflow_id: uuid.UUID) -> None:
@@ -243,10 +259,13 @@ class PgRunTransaction:
         if self.session.new or self.session.dirty:
             await self.session.flush()
 
-    async def within(self, hook: Callable[[Any], Awaitable[_T]]) -> _T:
-        """``hook(session)`` in this transaction (pending ORM changes flushed first)."""
+    async def add_audit(self, entry: AuditEntry) -> None:
         await self._flush()
-        return await hook(self.session)
+        self.session.add(AuditLog(**dataclasses.asdict(entry)))
+
+    async def publisher_refusal(self, run_id: uuid.UUID, workflow_id: str) -> str | None:
+        await self._flush()
+        return await self._refusal(self.session, run_id, workflow_id)
 
 
 def of_held_run(run_id: uuid.UUID, *columns: Any, joined: Table | None = None) -> Select[Any]:

@@ -10,9 +10,9 @@ from __future__ import annotations
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol
 
 import msgspec
 
@@ -232,12 +232,30 @@ class StaleAttempt(LookupError):
     outcome must be discarded."""
 
 
-_T = TypeVar("_T")
+@dataclass(frozen=True)
+class AuditEntry:
+    """An audit row committed with a run's change (the request that made it: start,
+    pause, resume, cancel, re-run). ``action`` is ``<object>.<verb>``; who and from where
+    (``actor_*``, ``address``, ``request_id``) are read from the request when the entry is
+    built (backend/services/audit.py, :func:`~backend.services.audit.entry`)."""
 
-TransactionHook = Callable[[Any, uuid.UUID], Awaitable[None]]
-"""``hook(handle, run_id)``: work of the services layer that must commit with a run's
-change (the audit row of a run request), run by :meth:`RunTransaction.within`; ``handle``
-is the adapter's database handle, opaque to the engine."""
+    action: str
+    object_type: str
+    object_id: str
+    actor_user_id: uuid.UUID | None = None
+    actor_label: str | None = None
+    address: str | None = None
+    request_id: str | None = None
+    before: Any = None
+    after: Any = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+AuditHook = Callable[[uuid.UUID, uuid.UUID, int], AuditEntry]
+"""``hook(run id, workflow id, version number) -> AuditEntry``: the audit row of a run
+request, built by the services layer from the run the change concerns (no I/O) and
+added by the writer in the transaction that makes the change
+(:meth:`RunTransaction.add_audit`)."""
 
 
 class DuplicateRun(Exception):
@@ -370,11 +388,14 @@ class RunTransaction(Protocol):
         """Append an event to a run's log (outside the engine's own batch)."""
         ...
 
-    async def within(self, hook: Callable[[Any], Awaitable[_T]]) -> _T:
-        """Run ``hook(handle)`` inside this transaction and return its result: checks and
-        records of the services layer that must see and commit with the run's change
-        (audit rows, grant checks of called workflows). ``handle`` is the adapter's
-        database handle (PostgreSQL: the SQLAlchemy ``AsyncSession``)."""
+    async def add_audit(self, entry: AuditEntry) -> None:
+        """Add audit row ``entry`` in this transaction (it commits with the change)."""
+        ...
+
+    async def publisher_refusal(self, run_id: uuid.UUID, workflow_id: str) -> str | None:
+        """Why the publisher of run ``run_id``'s version may not run workflow
+        ``workflow_id`` (a Sub-workflow or For-each call), read in this transaction;
+        ``None`` when it may."""
         ...
 
 

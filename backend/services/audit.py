@@ -15,6 +15,7 @@ Never pass secrets: ``before``/``after``/``details`` are shown to admins and exp
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -25,6 +26,7 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.db.models import AuditLog
+from backend.engine.ports import AuditEntry
 
 __all__ = [
     "RequestContext",
@@ -32,6 +34,7 @@ __all__ = [
     "bind_request",
     "current_request",
     "end_request",
+    "entry",
     "record",
     "recorded_within",
 ]
@@ -88,12 +91,7 @@ async def record(
     action: str,
     object_type: str,
     object_id: str | uuid.UUID,
-    *,
-    actor_user_id: uuid.UUID | None = None,
-    actor_label: str | None = None,
-    before: Any = None,
-    after: Any = None,
-    details: dict[str, Any] | None = None,
+    **fields: Any,
 ) -> None:
     """Add an audit row to ``session`` (committed with the caller's transaction).
 
@@ -102,25 +100,42 @@ async def record(
     login's email). ``before``/``after`` are JSON-able snapshots of the object's
     non-secret fields around a change (``None`` for creation/deletion respectively).
     The actor defaults to the current request's authenticated user; address and request
-    id always come from the current request.
+    id always come from the current request. ``fields``: :func:`entry`'s keywords
+    (``actor_user_id``, ``actor_label``, ``before``, ``after``, ``details``).
     """
+    row = entry(action, object_type, object_id, **fields)
+    session.add(AuditLog(**dataclasses.asdict(row)))
+
+
+def entry(
+    action: str,
+    object_type: str,
+    object_id: str | uuid.UUID,
+    *,
+    actor_user_id: uuid.UUID | None = None,
+    actor_label: str | None = None,
+    before: Any = None,
+    after: Any = None,
+    details: dict[str, Any] | None = None,
+) -> AuditEntry:
+    """The audit row :func:`record` adds, as a value (no I/O): what a run request hands
+    the run writer to add in the transaction of its change. Same rules as :func:`record`
+    (the actor defaults to the current request's; address and request id from it)."""
     context = _CURRENT.get()
     if context is not None and actor_user_id in (None, context.actor_user_id):
         actor_user_id = context.actor_user_id
         actor_label = actor_label or context.actor_label
-    session.add(
-        AuditLog(
-            actor_user_id=actor_user_id,
-            actor_label=actor_label,
-            action=action,
-            object_type=object_type,
-            object_id=str(object_id),
-            details=details or {},
-            before=before,
-            after=after,
-            address=context.address if context else None,
-            request_id=context.request_id if context else None,
-        )
+    return AuditEntry(
+        action=action,
+        object_type=object_type,
+        object_id=str(object_id),
+        actor_user_id=actor_user_id,
+        actor_label=actor_label,
+        address=context.address if context else None,
+        request_id=context.request_id if context else None,
+        before=before,
+        after=after,
+        details=details or {},
     )
 
 

@@ -17,8 +17,8 @@ checks against both stores:
   never changes what is stored.
 
 Not kept: large values by reference (nothing is large in memory), search and retention
-columns, the audit rows services write through :meth:`MemoryRunTransaction.within` (the
-hook gets ``None`` as its database handle).
+columns, grants (:meth:`MemoryRunTransaction.publisher_refusal` refuses no called
+workflow). Audit rows added with a change are kept in ``tables.audit``.
 """
 
 from __future__ import annotations
@@ -27,13 +27,14 @@ import asyncio
 import contextlib
 import copy
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import Any
 
 from backend.engine.model import ChildRun, ChildSummary, RunState, StepRecord
 from backend.engine.ports import (
+    AuditEntry,
     DuplicateRun,
     FinishedAttempt,
     HeldSteps,
@@ -50,8 +51,6 @@ from backend.engine.ports import (
 )
 from backend.engine.states import RunStatus
 from designer_schema.graph import WorkflowGraph
-
-_T = TypeVar("_T")
 
 ACTIVE = (RunStatus.RUNNING.value, RunStatus.WAITING.value, RunStatus.PAUSED.value)
 """Run statuses holding a concurrency slot (``backend.db.run_state.ACTIVE_RUN_STATUSES``)."""
@@ -105,6 +104,7 @@ class Tables:
     runs: dict[uuid.UUID, StoredRun] = field(default_factory=dict)
     attempts: dict[int, StoredAttempt] = field(default_factory=dict)
     workflows: dict[uuid.UUID, StoredWorkflow] = field(default_factory=dict)
+    audit: list[AuditEntry] = field(default_factory=list)
     next_attempt: int = 1
 
 
@@ -595,9 +595,12 @@ class MemoryRunTransaction:
         if stored is not None:
             stored.events.append((kind, None, copy.deepcopy(data)))
 
-    async def within(self, hook: Callable[[Any], Awaitable[_T]]) -> _T:
-        """``hook(None)``: there is no database handle in memory."""
-        return await hook(None)
+    async def add_audit(self, entry: AuditEntry) -> None:
+        self._tables.audit.append(entry)
+
+    async def publisher_refusal(self, run_id: uuid.UUID, workflow_id: str) -> str | None:
+        """Every publisher may run every workflow (the memory store keeps no grants)."""
+        return None
 
 
 def as_port(store: MemoryRunStore) -> RunStore:

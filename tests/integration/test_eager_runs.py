@@ -111,7 +111,7 @@ async def test_eager_run_answers_with_its_last_step_output_in_four_transactions(
     wf = await publish(client, three_templates())
     warm = await client.post(wf["webhook_path"], json={"id": 0})  # caches graph and settings
     assert (warm.status_code, warm.json()) == (200, {"text": "run0 step1 step2 step3"})
-    transitions = runtime.execution.transitions
+    transitions = runtime.execution.writer
     locked = []
     real_locked = transitions.locked
 

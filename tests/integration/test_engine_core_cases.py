@@ -17,7 +17,7 @@ from backend.db.models import Run
 from backend.db.run_store import load_state, lock_run, step_values
 from backend.engine.outcomes import AttemptSucceeded
 from backend.runtime import Runtime
-from backend.services.runs.execution.steps import completion
+from backend.services.runs.execution.step_changes import completion
 from backend.services.runs.execution.transition import ChangeSet
 from tests.diagrams import diagram, edge, node
 from tests.http_sink import HttpSink

@@ -21,6 +21,7 @@ from backend.db.run_writes import write_state
 from backend.engine.model import RunState
 from backend.engine.states import RunStatus
 from backend.runtime import Runtime
+from backend.services.identity import references
 from backend.services.operations import retention
 from backend.settings import Settings
 from tests.diagrams import diagram, edge, node
@@ -139,7 +140,7 @@ async def test_child_inserts_of_a_deleted_run_write_nothing(
     wf, (source, gone) = await _runs(client, runtime, 2)
     async with runtime.engine.begin() as conn:
         await conn.execute(text("delete from runs where id = :id"), {"id": uuid.UUID(gone)})
-    store = PgRunStore(runtime.sessionmaker)
+    store = PgRunStore(runtime.sessionmaker, refusal=references.called_workflow_refusal)
     gone_id = uuid.UUID(gone)
     async with store.transaction() as tx:
         await tx.add_event(gone_id, "run.created", {"trigger": "manual"})
@@ -168,7 +169,7 @@ async def test_a_run_delete_waiting_for_a_child_writer_removes_what_it_committed
         return int(res.rowcount)
 
     async with runtime.sessionmaker() as session:
-        tx = PgRunTransaction(session)
+        tx = PgRunTransaction(session, references.called_workflow_refusal)
         assert await tx.lock(rid) is not None
         await tx.add_event(rid, "run.note", {"late": True})
         await tx.seed_step(rid, "late_step", {"late": True})

@@ -28,6 +28,7 @@ from backend.engine.ports import (
 )
 from backend.engine.states import RunStatus, StepStatus
 from backend.runtime import Runtime
+from backend.services.identity import references
 from designer_schema.graph import WorkflowGraph
 from tests.diagrams import diagram, edge, node
 from tests.fakes.run_store import MemoryRunStore
@@ -69,7 +70,7 @@ async def arranged(
 
         return Arranged(memory, version, await memory.graph(version.id), set_memory)
     wf = await publish(client, DIAGRAM)
-    store = PgRunStore(runtime.sessionmaker)
+    store = PgRunStore(runtime.sessionmaker, refusal=references.called_workflow_refusal)
     async with store.transaction() as tx:
         found = await tx.resolve_version(wf["id"], None)
     assert found is not None

@@ -1,6 +1,7 @@
-"""Claiming a ready action step without the run lock (``Transitions.optimistic``): the
-same decision and change set as the locked claim, written once, and the locked claim
-when the run moved between the read and the write; a run of Text template steps
+"""Claiming a ready action step without the run lock (the claim decision on an unlocked
+read, written by the run writer): the same decision and change set as the locked
+claim, written once, and the locked claim when the run moved between the read and the
+write; a run of Text template steps
 continued in-process records each attempt and event exactly once."""
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from sqlalchemy import text
 from backend.db.run_store import load_state, lock_run
 from backend.engine.outcomes import AttemptFailed, AttemptOutcome, AttemptSucceeded
 from backend.runtime import Runtime
-from backend.services.runs.execution.steps import claim_change, completion
+from backend.services.runs.execution.step_changes import claim_change, completion
 from backend.services.runs.execution.transition import ChangeSet
 from tests.diagrams import diagram, edge, node
 from tests.integration.conftest import wait_for_run
@@ -155,7 +156,7 @@ async def test_template_steps_continued_in_process_record_each_attempt_once(
 
 def _count_locked(runtime: Runtime, monkeypatch: pytest.MonkeyPatch) -> list[uuid.UUID]:
     """Run ids of the locked transitions from now on (the list fills as they happen)."""
-    transitions = runtime.execution.transitions
+    transitions = runtime.execution.writer
     calls: list[uuid.UUID] = []
     locked_transition = transitions.locked
 

@@ -154,6 +154,16 @@ async def _publisher(
     return (found[0], found[1]) if found else None
 
 
+async def called_workflow_refusal(
+    session: AsyncSession, run_id: uuid.UUID, workflow_id: str
+) -> str | None:
+    """Why the publisher of run ``run_id``'s version may not run workflow ``workflow_id``
+    (a Sub-workflow or For-each call; ``None``: it may), in ``session``'s transaction:
+    the run store's grant rule of called workflows (backend/runtime.py hands it to
+    ``PgRunStore``)."""
+    return await run_publisher_refusal(session, run_id, workflow_id, Permission.WORKFLOW_RUN)
+
+
 async def run_publisher_refusal(
     session: AsyncSession,
     run_id: str | uuid.UUID | None,

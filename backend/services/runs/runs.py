@@ -14,6 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.db.models import Attempt, Run, StepRun, Workflow, WorkflowVersion
 from backend.db.versions import DRAFT
+from backend.engine.ports import AuditEntry
 from backend.engine.states import RunStatus
 from backend.services import audit, paging
 from backend.services.errors import InvalidInput
@@ -311,12 +312,9 @@ async def _error_run(session: AsyncSession, run: Run) -> str | None:
 
 
 def _audit_hook(action: str, *, after: dict[str, Any] | None = None, **details: Any) -> AuditHook:
-    async def hook(session: AsyncSession, run_id: uuid.UUID) -> None:
-        run = await session.get(Run, run_id)
-        facts = {"workflow_id": str(run.workflow_id), "version": run.version_number} if run else {}
-        await audit.record(
-            session, action, "run", run_id, after=after, details={**facts, **details}
-        )
+    def hook(run_id: uuid.UUID, workflow_id: uuid.UUID, version: int) -> AuditEntry:
+        facts = {"workflow_id": str(workflow_id), "version": version}
+        return audit.entry(action, "run", run_id, after=after, details={**facts, **details})
 
     return hook
 
@@ -384,10 +382,8 @@ def _repeat_audit(
     """The audit hook of a run repeating ``original`` (re-run, replay): ``action`` on the
     original run, with the new run's id, workflow and version added to ``details``."""
 
-    async def hook(session: AsyncSession, new_run_id: uuid.UUID) -> None:
-        run = await session.get(Run, new_run_id)
-        await audit.record(
-            session,
+    def hook(new_run_id: uuid.UUID, workflow_id: uuid.UUID, version: int) -> AuditEntry:
+        return audit.entry(
             action,
             "run",
             original,
@@ -395,8 +391,8 @@ def _repeat_audit(
             details={
                 **details,
                 "new_run_id": str(new_run_id),
-                "workflow_id": str(run.workflow_id) if run else None,
-                "version": run.version_number if run else None,
+                "workflow_id": str(workflow_id),
+                "version": version,
             },
         )
 

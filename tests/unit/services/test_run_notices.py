@@ -19,6 +19,7 @@ from backend.services.runs.channels import (
 from backend.services.runs.execution import followups as followups_module
 from backend.services.runs.execution.followups import Followups
 from backend.services.runs.execution.transition import Env, Followup
+from backend.services.runs.execution.writer import RunWriter
 
 
 class RecordingSink:
@@ -31,10 +32,10 @@ class RecordingSink:
         self.published.append((run_id, decode_notice(notice)))
 
 
-def _followups() -> tuple[Followups, RecordingSink]:
+def _writer() -> tuple[RunWriter, RecordingSink]:
     sink = RecordingSink()
     env = cast(Env, type("E", (), {"dispatcher": sink, "events": sink})())
-    return Followups(env), sink
+    return RunWriter(env, Followups(env)), sink
 
 
 def _state(status: RunStatus, **values: Any) -> RunState:
@@ -84,56 +85,56 @@ def test_bare_changed_notice_decodes_to_none() -> None:
 async def test_coalesced_notices_still_deliver_the_end() -> None:
     """Three changes within the delay, then the end: the end is published at once and
     the pending "running" notice it supersedes is never published after it."""
-    followups, sink = _followups()
+    writer, sink = _writer()
     for _ in range(3):
-        await followups.after_commit("r1", Followup(), _state(RunStatus.RUNNING))
+        await writer.after_commit("r1", Followup(), _state(RunStatus.RUNNING))
     assert sink.published == []  # still pending: coalesced into one
-    await followups.after_commit("r1", Followup(), _state(RunStatus.SUCCEEDED, output=7))
+    await writer.after_commit("r1", Followup(), _state(RunStatus.SUCCEEDED, output=7))
     assert sink.published == [("r1", RunNotice("succeeded", carried=True, output=7))]
-    await followups.drain()
+    await writer.followups.drain()
     await asyncio.sleep(followups_module.ANNOUNCE_DELAY_SECONDS * 2)
     assert sink.published == [("r1", RunNotice("succeeded", carried=True, output=7))]
 
 
 async def test_changes_within_the_delay_make_one_notice_of_the_newest_state() -> None:
-    followups, sink = _followups()
-    await followups.after_commit("r1", Followup(), _state(RunStatus.QUEUED))
-    await followups.after_commit("r1", Followup(), _state(RunStatus.RUNNING))
-    await followups.after_commit("r2", Followup(), _state(RunStatus.RUNNING))
-    await followups.drain()
+    writer, sink = _writer()
+    await writer.after_commit("r1", Followup(), _state(RunStatus.QUEUED))
+    await writer.after_commit("r1", Followup(), _state(RunStatus.RUNNING))
+    await writer.after_commit("r2", Followup(), _state(RunStatus.RUNNING))
+    await writer.followups.drain()
     assert sorted(sink.published, key=lambda p: p[0]) == [
         ("r1", RunNotice("running")),
         ("r2", RunNotice("running")),
     ]
-    await followups.after_commit("r1", Followup(), _state(RunStatus.WAITING))
-    await followups.drain()
+    await writer.after_commit("r1", Followup(), _state(RunStatus.WAITING))
+    await writer.followups.drain()
     assert sink.published[-1] == ("r1", RunNotice("waiting"))  # a later change: its own
 
 
 async def test_a_run_s_answer_is_announced_at_once_and_once() -> None:
-    followups, sink = _followups()
+    writer, sink = _writer()
     response = {"status": 201, "headers": {}, "body": {"got": 2}}
     answered = _state(RunStatus.RUNNING, response=response)
-    await followups.after_commit("r1", Followup(), answered)
+    await writer.after_commit("r1", Followup(), answered)
     carried = RunNotice("running", answered=True, carried=True, response=response)
     assert sink.published == [("r1", carried)]
-    await followups.after_commit("r1", Followup(), answered)  # a later step: delayed again
+    await writer.after_commit("r1", Followup(), answered)  # a later step: delayed again
     assert len(sink.published) == 1
-    await followups.drain()
+    await writer.followups.drain()
     assert sink.published[-1] == ("r1", RunNotice("running", answered=True))
 
 
 async def test_no_state_announces_changed_after_the_delay() -> None:
-    followups, sink = _followups()
-    await followups.after_commit("r1", Followup())
-    await followups.drain()
+    writer, sink = _writer()
+    await writer.after_commit("r1", Followup())
+    await writer.followups.drain()
     assert sink.published == [("r1", None)]
 
 
 async def test_no_notice_when_the_followup_says_so() -> None:
-    followups, sink = _followups()
-    await followups.after_commit("r1", Followup(notify=False), _state(RunStatus.SUCCEEDED))
-    await followups.drain()
+    writer, sink = _writer()
+    await writer.after_commit("r1", Followup(notify=False), _state(RunStatus.SUCCEEDED))
+    await writer.followups.drain()
     assert sink.published == []
 
 

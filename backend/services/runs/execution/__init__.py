@@ -1,16 +1,20 @@
-"""Run execution use cases, split by use case around one transition helper.
+"""Run execution use cases, split by use case around one run writer.
 
 ============================  ===========================================================
 module                        holds
 ============================  ===========================================================
-``transition``                the transition helper (lock, load, pure engine, persist,
-                              after-commit work), :class:`Change`, :class:`ChangeSet`
-``starts``                    start and admission (the one-statement start, the locked
-                              start, concurrency-limit admission)
+``transition``                what a change is: :class:`Change`, :class:`ChangeSet`,
+                              :class:`RunView`, :class:`Followup`, :class:`Env`
+``decisions``                 the decisions of run control and step execution (pure)
+``step_changes``              the pure claim and completion changes
+``writer``                    the run writer: applies change sets, one fenced statement
+                              or under the run lock (it alone decides), after-commit work
+``starts``                    start and admission (the start decision, the start in a
+                              transaction, concurrency-limit admission)
 ``control``                   advance, pause, resume, cancel, run timeout, re-run
-``steps``                     claim, run and complete an attempt (fast and locked path
-                              writing the same computed change)
+``steps``                     claim, run and complete an attempt
 ``followups``                 child runs, the error workflow, freed slots, notices
+``eager``, ``inline_budget``  the eager-run budget, the inline budget of a start
 ``service``                   :class:`Execution`, the facade the API, workers, triggers
                               and recovery call
 ============================  ===========================================================

@@ -1,11 +1,11 @@
 """Run control: advance, pause, resume, cancel, time out, fail, re-run.
 
-Each operation is one locked transition (backend/services/runs/execution/transition.py) whose
-decision is a pure engine call; re-run starts a new run through the start use case.
-``audit`` (pause, resume, cancel, re-run) adds the request's audit row in the transaction
-that makes the change. Ending a run (cancel, time out) stops its running attempts at once:
-this process's directly, other workers' through a cancel notice
-(backend/services/runs/cancellation.py).
+Each operation is one decision (backend/services/runs/execution/decisions.py) applied by the
+run writer (backend/services/runs/execution/writer.py); re-run starts a new run through the
+start use case. ``audit`` (pause, resume, cancel, re-run) is the request's audit row,
+committed with the change. Ending a run (cancel, time out, fail) stops its running
+attempts at once once committed: this process's directly, other workers' through a
+cancel notice (backend/services/runs/cancellation.py; done by the writer).
 """
 
 from __future__ import annotations
@@ -13,21 +13,20 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from backend.engine import orchestrator
 from backend.engine.ports import HeldSteps
 from backend.engine.states import RunStatus, StepStatus
+from backend.services.runs.execution import decisions
 from backend.services.runs.execution.starts import Replay, StartedRun, Starts, VersionRef
 from backend.services.runs.execution.transition import (
     AuditHook,
     Change,
     Decide,
     Env,
-    Locked,
     RunNotActive,
     RunNotFound,
-    Transitions,
-    run_audit,
+    RunView,
 )
+from backend.services.runs.execution.writer import RunWriter
 
 
 class StepNotReplayable(ValueError):
@@ -40,9 +39,9 @@ _NOT_REACHED = (StepStatus.PENDING.value, StepStatus.SKIPPED.value)
 class Control:
     """The run-control use case (see the module doc)."""
 
-    def __init__(self, env: Env, transitions: Transitions, starts: Starts) -> None:
+    def __init__(self, env: Env, writer: RunWriter, starts: Starts) -> None:
         self.env = env
-        self.transitions = transitions
+        self.writer = writer
         self.starts = starts
         # runs this process is advancing -> whether another advance was asked meanwhile
         self._advancing: dict[uuid.UUID, bool] = {}
@@ -90,14 +89,15 @@ class Control:
         if status == RunStatus.QUEUED.value:
             await self.starts.start_or_admit(run_id, workflow_id)
             return None
-        seen: list[Locked] = []
+        seen: list[RunView] = []
+        advance = decisions.advance()
 
-        async def decide(run: Locked) -> Change:
+        def decide(run: RunView) -> Change | None:
             seen.append(run)
-            return Change(dispatch=orchestrator.advance(run.graph, run.state, run.now))
+            return advance(run)
 
         try:
-            change = await self.transitions.locked(run_id, decide, held=held)
+            change = await self.writer.apply(run_id, decide, held=held)
         except RunNotFound:
             return None
         if (
@@ -116,16 +116,7 @@ class Control:
         waiting). ``audit`` adds the audit row in the pausing transaction.
         """
 
-        async def decide(run: Locked) -> Change:
-            state = run.state
-            if state.status not in (RunStatus.RUNNING, RunStatus.WAITING):
-                raise RunNotActive(f"run is {state.status.value}; only active runs pause")
-            state.move(RunStatus.PAUSED)
-            state.emit("run.paused", at=run.now.isoformat())
-            await run_audit(run.tx, audit, run_id)
-            return Change()
-
-        await self.transitions.locked(run_id, decide)
+        await self.writer.apply(run_id, decisions.pause(audit))
 
     async def resume_run(self, run_id: uuid.UUID, audit: AuditHook | None = None) -> None:
         """Resume a paused run: advance it and dispatch every ready step again.
@@ -134,22 +125,7 @@ class Control:
         ``audit`` adds the audit row in the resuming transaction.
         """
 
-        async def decide(run: Locked) -> Change:
-            state = run.state
-            if state.status != RunStatus.PAUSED:
-                raise RunNotActive(f"run is {state.status.value}; only paused runs resume")
-            state.move(RunStatus.RUNNING)
-            state.emit("run.resumed")
-            dispatch = orchestrator.advance(run.graph, state, run.now)
-            dispatch += [
-                sid
-                for sid, rec in state.steps.items()
-                if rec.status == StepStatus.READY and sid not in dispatch
-            ]
-            await run_audit(run.tx, audit, run_id)
-            return Change(dispatch=dispatch)
-
-        await self.transitions.locked(run_id, decide)
+        await self.writer.apply(run_id, decisions.resume(audit))
 
     async def cancel_run(
         self, run_id: uuid.UUID, reason: str, audit: AuditHook | None = None
@@ -158,15 +134,7 @@ class Control:
         Raises :class:`RunNotFound`. ``audit`` adds the audit row in the cancelling
         transaction (not for an ended run). Its running attempts stop at once."""
 
-        async def decide(run: Locked) -> Change | None:
-            if run.state.status.terminal:
-                return Change(result=False, write=False)
-            orchestrator.cancel(run.state, run.now, reason)
-            await run.tx.cancel_running_attempts(run.row.id, run.now)
-            await run_audit(run.tx, audit, run_id)
-            return Change(result=True)
-
-        return await self._end_run(run_id, decide)
+        return await self._end_run(run_id, decisions.cancel(reason, audit))
 
     async def timeout_run(self, run_id: uuid.UUID) -> bool:
         """End a run whose run timeout (``runs.deadline_at``) has passed: ``timed_out``.
@@ -179,16 +147,7 @@ class Control:
         overdue. Raises :class:`RunNotFound`.
         """
 
-        async def decide(run: Locked) -> Change | None:
-            row = run.row
-            if run.state.status.terminal or row.deadline_at is None or row.deadline_at > run.now:
-                return Change(result=False, write=False)
-            seconds = (row.deadline_at - (row.started_at or row.created_at)).total_seconds()
-            orchestrator.time_out(run.state, run.now, f"run timed out after {seconds:g} s")
-            await run.tx.cancel_running_attempts(row.id, run.now)
-            return Change(result=True)
-
-        return await self._end_run(run_id, decide)
+        return await self._end_run(run_id, decisions.time_out())
 
     async def fail_run(self, run_id: uuid.UUID, error: dict[str, Any]) -> bool:
         """End a run that has not ended as ``failed`` with ``error`` (``{"message",
@@ -196,24 +155,13 @@ class Control:
         that it is not retried forever. False when it had already ended. Raises
         :class:`RunNotFound`. Its running attempts stop at once."""
 
-        async def decide(run: Locked) -> Change | None:
-            if run.state.status.terminal:
-                return Change(result=False, write=False)
-            orchestrator.fail(run.state, run.now, error)
-            await run.tx.cancel_running_attempts(run.row.id, run.now)
-            return Change(result=True)
-
-        return await self._end_run(run_id, decide)
+        return await self._end_run(run_id, decisions.fail(error))
 
     async def _end_run(self, run_id: uuid.UUID, decide: Decide) -> bool:
-        """The transition ``decide`` ending a run; once it ended, the run's attempts
-        running here stop at once and the other workers are told to stop theirs."""
-        change = await self.transitions.locked(run_id, decide)
-        if change is None or not change.result:
-            return False
-        self.env.cancel_watch.cancel(str(run_id))
-        await self.env.dispatcher.announce_cancel(str(run_id))
-        return True
+        """The decision ``decide`` ending a run; True when it ended it (the writer then
+        stops the run's running attempts)."""
+        change = await self.writer.apply(run_id, decide)
+        return bool(change is not None and change.result)
 
     async def rerun(
         self,

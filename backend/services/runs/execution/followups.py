@@ -3,29 +3,25 @@
 Inside the transaction (so a crash never separates a change from what it implies):
 :meth:`Followups.create_children` inserts the child runs the engine asked for and
 :meth:`Followups.on_run_ended` frees the ended run's concurrency slot and inserts the error
-workflow's run. After commit, :meth:`Followups.after_commit` dispatches steps, advances
-queued runs, cancels child runs, wakes a parent and announces the change
-(:meth:`Followups.announce`: a run's end and answer at once, other changes a moment later
-and coalesced).
+workflow's run. After commit the run writer (backend/services/runs/execution/writer.py)
+dispatches steps, advances queued runs, cancels child runs and wakes a parent, and
+:meth:`Followups.announce` announces the change (a run's end and answer at once, other
+changes a moment later and coalesced).
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
 import uuid
-from collections.abc import Awaitable, Callable
 from typing import Any
 
-from backend.auth.policy import Permission
 from backend.db.versions import DRAFT_NUMBER
 from backend.engine import flow_steps
 from backend.engine.model import ChildRun, RunState
 from backend.engine.ports import NewRun, RunRow, RunTransaction, WorkflowSettings
 from backend.engine.states import RunStatus
-from backend.services.identity import references
 from backend.services.runs.channels import CHANGED, encode_notice
-from backend.services.runs.execution.transition import Env, Followup, RunNotFound, parent_to_wake
+from backend.services.runs.execution.transition import Env, Followup, parent_to_wake
 
 ANNOUNCE_DELAY_SECONDS = 0.025
 """How long the notice of a change of a run that goes on waits (seconds): the work that
@@ -45,24 +41,11 @@ def error_run_id(failed_run_id: uuid.UUID | str) -> uuid.UUID:
     return uuid.uuid5(ERROR_RUN_NAMESPACE, str(failed_run_id))
 
 
-async def _refusal(session: Any, *, run_id: uuid.UUID, workflow_id: str) -> str | None:
-    """Why the publisher of run ``run_id``'s version may not run ``workflow_id`` (``None``:
-    it may); ``session`` is the run transaction's database handle."""
-    return await references.run_publisher_refusal(
-        session, run_id, workflow_id, Permission.WORKFLOW_RUN
-    )
-
-
-CancelRun = Callable[[uuid.UUID, str], Awaitable[bool]]
-
-
 class Followups:
-    """The follow-up work of transitions (see the module doc). ``cancel_run`` is the
-    control use case's cancel, set once the use cases are wired."""
+    """The follow-up work of transitions (see the module doc)."""
 
     def __init__(self, env: Env) -> None:
         self.env = env
-        self.cancel_run: CancelRun | None = None
         self._announcing: set[asyncio.Task[None]] = set()
         self._pending: dict[str, bytes] = {}  # run id -> newest notice not yet published
         self._answered: dict[str, None] = {}  # runs announced with an answer (oldest first)
@@ -74,7 +57,7 @@ class Followups:
         child that exists) and hand each to the engine as a child of its step. A target
         workflow or version that does not exist (or is archived) becomes a refused child
         with kind ``subworkflow_not_found``; one the publisher of the parent's version may
-        not run (backend/services/identity/references.py) a refused child with kind
+        not run (``RunTransaction.publisher_refusal``) a refused child with kind
         ``subworkflow_not_granted``: it has no run row and is recorded with its step
         (``flow_steps.refuse_child``), so every later pass sees it failed. The calling
         step's input, which each child's input holds (For-each: under ``input``), is stored
@@ -87,9 +70,7 @@ class Followups:
         for request in requests:
             called = request.workflow_id
             if called not in refusals:
-                refusals[called] = await tx.within(
-                    functools.partial(_refusal, run_id=parent.id, workflow_id=called)
-                )
+                refusals[called] = await tx.publisher_refusal(parent.id, called)
             refusal = refusals[called]
             version = None
             if refusal is None:
@@ -231,29 +212,6 @@ class Followups:
         )
         await tx.add_event(run.id, "error_workflow.started", {"run_id": str(new_id)})
         return str(new_id)
-
-    async def after_commit(
-        self, run_id: str, followup: Followup, state: RunState | None = None
-    ) -> None:
-        """Do what follows a committed transition of ``run_id`` (see :class:`Followup`);
-        ``state`` is the run as committed (its notice says its status, see
-        :meth:`announce`; without it the notice only says "changed")."""
-        dispatcher = self.env.dispatcher
-        for step_id, delay in followup.dispatch:
-            await dispatcher.dispatch_step(run_id, step_id, delay=delay)
-        for other in followup.advance:
-            await dispatcher.dispatch_advance(other)
-        for child in followup.cancel:
-            if self.cancel_run is None:
-                continue
-            try:
-                await self.cancel_run(uuid.UUID(child), "parent step ended")
-            except RunNotFound:
-                pass
-        if followup.wake_parent is not None:
-            await dispatcher.dispatch_advance(followup.wake_parent)
-        if followup.notify:
-            await self.announce(run_id, state)
 
     async def announce(self, run_id: str, state: RunState | None) -> None:
         """Announce a committed change of run ``run_id`` (now in ``state``).

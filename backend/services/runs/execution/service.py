@@ -25,7 +25,8 @@ from backend.services.runs.execution.followups import Followups
 from backend.services.runs.execution.starts import StartedRun, Starts, VersionRef
 from backend.services.runs.execution.step_changes import Claimed
 from backend.services.runs.execution.steps import Steps
-from backend.services.runs.execution.transition import AuditHook, Env, Transitions
+from backend.services.runs.execution.transition import AuditHook, Env
+from backend.services.runs.execution.writer import RunWriter
 from backend.services.runs.recovery import Recovery, RecoveryQueries
 from backend.services.runs.storable import UNSTORABLE_RUN_ERROR, refused_by_database
 
@@ -79,11 +80,10 @@ class Execution:
         # what the event service builds a trigger's context with (credentials, HTTP, SSRF)
         self.context_factory = context_factory
         self.followups = Followups(self.env)
-        self.transitions = Transitions(self.env, self.followups)
-        self.starts = Starts(self.env, self.transitions, self.followups)
-        self.control = Control(self.env, self.transitions, self.starts)
-        self.steps = Steps(self.env, self.transitions, self.followups, registry, context_factory)
-        self.followups.cancel_run = self.control.cancel_run
+        self.writer = RunWriter(self.env, self.followups)
+        self.starts = Starts(self.env, self.writer)
+        self.control = Control(self.env, self.writer, self.starts)
+        self.steps = Steps(self.env, self.writer, registry, context_factory)
         self.recovery = Recovery(
             recovery_queries,
             self.env,

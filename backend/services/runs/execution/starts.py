@@ -1,27 +1,24 @@
 """Start and admission: how a run is stored and started.
 
-- Fast start (:meth:`Starts.start_run` without a concurrency limit, child runs or an
-  immediate failure): a new run has no rows to load or lock, so the engine computes its
-  start in memory (trigger step completed, inline steps evaluated, first action steps
-  ready) and ONE autocommit statement stores run, step records and events
-  (:meth:`~backend.engine.ports.RunStore.insert_started`). The workflow settings it
-  decided from (the run timeout's due time; no limit) are checked by that statement
-  to be still the stored ones; if they changed, the start is decided again. Its inline
-  budget comes from :class:`~backend.services.runs.execution.inline_budget.Overruns`: a
-  version whose last start ran out of it evaluates one inline step and hands the rest
-  to a worker at once (the locked start of a run without a limit does the same).
-- Locked start (a limit, a re-run copying steps, an audited start, child runs at start,
-  a run failing at once): one transaction inserts the run ``queued`` and starts it, or,
-  under a limit, admits the workflow's oldest queued runs that fit. Admission takes the workflow's
-  advisory lock before it writes anything, so concurrent starts of one workflow queue
-  behind each other instead of deadlocking (docs/engine.md, "Run control").
-
-Both paths compute the start with the same pure function, ``orchestrator.start``, and
-the same :class:`~backend.engine.ports.WorkflowSettings`.
+The start's decision is :meth:`Starts.decide_start` (pure over the new run's state): the
+trigger step completed, inline steps evaluated within the inline budget
+(:class:`~backend.services.runs.execution.inline_budget.Overruns`: a version whose last start
+ran out of it evaluates one inline step and hands the rest to a worker at once), the
+first action steps ready, and for a caller waiting for the answer the one ready action
+step claimed for this process. The run writer (backend/services/runs/execution/writer.py)
+writes it: a new run has no rows to lock, so without a concurrency limit, copied steps,
+an audit row, child runs or an immediate failure ONE autocommit statement stores run,
+step records and events, fenced by the workflow settings it was decided from (decided
+again when they changed). Otherwise the start is written in a transaction
+(:meth:`Starts.start_in_transaction`): the run inserted ``queued`` and started, or, under
+a limit, the workflow's oldest queued runs that fit admitted. Admission takes the
+workflow's advisory lock before it writes anything, so concurrent starts of one workflow
+queue behind each other instead of deadlocking (docs/engine.md, "Run control").
 """
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -39,7 +36,6 @@ from backend.engine.ports import (
     WorkflowSettings,
 )
 from backend.engine.states import RunStatus, StepStatus
-from backend.services.runs.execution.followups import Followups
 from backend.services.runs.execution.inline_budget import (
     INLINE_BUDGET_SECONDS,
     InlineBudget,
@@ -51,17 +47,8 @@ from backend.services.runs.execution.step_changes import (
     claimed_from,
     inline_candidate,
 )
-from backend.services.runs.execution.transition import (
-    AuditHook,
-    Change,
-    Env,
-    Followup,
-    Transitions,
-    dispatch_entries,
-    has_calls,
-    run_audit,
-)
-from backend.services.runs.storable import refused_by_database
+from backend.services.runs.execution.transition import AuditHook, Change, Env, Followup, has_calls
+from backend.services.runs.execution.writer import RunWriter, Started
 from designer_schema.graph import WorkflowGraph
 
 __all__ = ["INLINE_BUDGET_SECONDS", "InlineBudget", "StartedRun", "Starts"]
@@ -104,17 +91,12 @@ class StartedRun:
     eager: Claimed | None = None
 
 
-Started = list[tuple[uuid.UUID, Followup, str]]
-"""Runs a transaction started: ``(run id, what follows its commit, its new status)``."""
-
-
 class Starts:
     """The start-and-admission use case (see the module doc)."""
 
-    def __init__(self, env: Env, transitions: Transitions, followups: Followups) -> None:
+    def __init__(self, env: Env, writer: RunWriter) -> None:
         self.env = env
-        self.transitions = transitions
-        self.followups = followups
+        self.writer = writer
         self._settings: OrderedDict[uuid.UUID, WorkflowSettings] = OrderedDict()
         self.overruns = Overruns()
 
@@ -167,93 +149,74 @@ class Starts:
             idempotency_key=idempotency_key,
             rerun_of=rerun_of,
         )
-        eager_step = None
+        budgets: list[InlineBudget] = []
+
+        def decide(graph: WorkflowGraph, state: RunState, now: datetime) -> Change:
+            budget = self.overruns.budget(new.version_id)
+            budgets.append(budget)
+            return self.decide_start(graph, state, new, now, budget, eager=eager)
+
+        async def locked() -> Started:
+            return await self.start_in_transaction(new, copy_steps_from, audit, replay)
+
         try:
-            started = None
-            if copy_steps_from is None and audit is None:
-                started, eager_step = await self._start_in_one_statement(new, now, eager)
-            if started is None:
-                started = await self._start_in_transaction(new, copy_steps_from, now, audit, replay)
+            started, change = await self.writer.start(
+                new,
+                decide,
+                functools.partial(self.settings, new.workflow_id),
+                locked=locked,
+                refresh=functools.partial(self._remember, new.workflow_id),
+                copied=copy_steps_from is not None,
+                audited=audit is not None,
+            )
         except DuplicateRun:
             run_id, status = await self.env.store.run_by_idempotency_key(str(idempotency_key))
             return StartedRun(run_id, status, False)
+        mine = None
+        if change is not None:  # the fenced insert wrote it
+            self.overruns.record(new.version_id, budgets[-1])
+            state = change.result
+            row = started_row(new, state, change.revision or 0)
+            graph = await self.env.store.graph(new.version_id)
+            mine = claimed_from(graph, state, change, row, row.workflow_id, row.version_id)
         status = RunStatus.QUEUED.value
         for run_id, followup, run_status in started:
             if run_id == new.id:
                 status = run_status
-            await self.followups.after_commit(str(run_id), followup, followup.state)
-        return StartedRun(new.id, status, True, eager_step)
+            await self.writer.after_commit(str(run_id), followup, followup.state)
+        return StartedRun(new.id, status, True, mine)
 
-    async def _start_in_one_statement(
-        self, new: NewRun, now: datetime, eager: bool = False
-    ) -> tuple[Started | None, Claimed | None]:
-        """The fast start (module doc) and, with ``eager``, the attempt it claimed in the
-        same statement for this process to run (a place of the eager budget reserved for
-        it), or ``(None, None)`` with nothing written when the run needs the locked
-        start."""
-        graph = await self.env.store.graph(new.version_id)
-        settings = await self.settings(new.workflow_id)
-        for _ in range(2):  # decided again at most once when the settings just changed
-            if settings.max_concurrent_runs:
-                return None, None
-            state = new_run_state(new)
-            budget = self.overruns.budget(new.version_id)
-            with loop_slice() as sliced:  # a step too long for here is left for a worker
-                dispatch = orchestrator.start(graph, state, now, should_yield=budget)
-            budget.deferred = sliced.deferred
-            if needs_transaction(state):
-                return None, None
-            new.deadline_at = settings.deadline(now)
-            # a start that spent its inline budget leaves inline steps to a worker's advance
-            claim = None
-            if eager and not budget.left_work:
-                claim = self._eager_claim(graph, state, new, dispatch, now)
-            if claim is not None and claim.start is None:  # its config failed to resolve
-                self.env.eager.release()
-                dispatch, claim = claim.dispatch, None
-                if needs_transaction(state):
-                    return None, None
-            elif claim is not None:  # claimed here: not dispatched
-                dispatch = claim.dispatch
-            try:
-                written = await self.env.store.insert_started(
-                    new, state, settings, start=claim.start if claim else None
-                )
-            except BaseException as exc:
-                if claim is None:
-                    raise
-                self.env.eager.release()
-                if not refused_by_database(exc):
-                    raise
-                # the claimed attempt's config cannot be stored: start without it (the
-                # worker's claim then fails the run as for any run)
-                return None, None
-            if written.revision is not None:
-                self.overruns.record(new.version_id, budget)
-                # the run's id is unknown until this commit and every listener subscribes
-                # before it reads PostgreSQL: no announcement needed, except of a run that
-                # ended or answered in its start, whose notice carries the answer as the
-                # steps built it (a read would see jsonb's own order of object keys)
-                answered = state.status.terminal or state.response is not None
-                followup = Followup(
-                    dispatch=dispatch_entries(state, dispatch, now),
-                    notify=answered,
-                    state=state if answered else None,
-                )
-                if budget.left_work:  # a worker evaluates the inline steps left ready
-                    followup.advance.append(str(new.id))
-                started = [(new.id, followup, state.status.value)]
-                if claim is None:
-                    return started, None
-                claim.revision = written.revision
-                row = started_row(new, state, written.revision)
-                mine = claimed_from(graph, state, claim, row, row.workflow_id, row.version_id)
-                return started, mine
-            if claim is not None:
-                self.env.eager.release()
-            assert written.settings is not None
-            settings = self._remember(new.workflow_id, written.settings)
-        return None, None
+    def decide_start(
+        self,
+        graph: WorkflowGraph,
+        state: RunState,
+        new: NewRun,
+        now: datetime,
+        budget: InlineBudget,
+        *,
+        eager: bool,
+    ) -> Change:
+        """THE start decision of new run ``new`` (``state``: queued, no steps) at ``now``
+        within ``budget``: ``orchestrator.start``, and with ``eager`` the claim of its one
+        ready action step for this process (a place of the eager budget reserved for it:
+        ``Change.start``; released when the claim's config failed to resolve).
+        ``Change.result`` is ``state``; ``Change.advance`` when inline work is left to a
+        worker."""
+        with loop_slice() as sliced:  # a step too long for here is left for a worker
+            dispatch = orchestrator.start(graph, state, now, should_yield=budget)
+        budget.deferred = sliced.deferred
+        change = Change(dispatch=dispatch)
+        claim = None
+        if eager and not budget.left_work:
+            claim = self._eager_claim(graph, state, new, dispatch, now)
+        if claim is not None and claim.start is None:  # its config failed to resolve
+            self.env.eager.release()
+            change.dispatch = claim.dispatch
+        elif claim is not None:  # claimed here: not dispatched
+            change = claim
+        change.advance = budget.left_work
+        change.result = state
+        return change
 
     def _eager_claim(
         self, graph: WorkflowGraph, state: RunState, new: NewRun, dispatch: list[str], now: datetime
@@ -269,17 +232,17 @@ class Starts:
         worker, lease = self.env.worker, self.env.lease_seconds
         return claim_change(graph, state, step, new.id, now, worker, lease)
 
-    async def _start_in_transaction(
+    async def start_in_transaction(
         self,
         new: NewRun,
         copy_steps_from: uuid.UUID | None,
-        now: datetime,
         audit: AuditHook | None = None,
         replay: Replay | None = None,
     ) -> Started:
-        """The locked start: insert ``new`` queued (copying steps for a re-run, with its
-        audit row), then start it, or admit the workflow's oldest queued runs under its
-        limit."""
+        """The start in a transaction: insert ``new`` queued (copying steps for a re-run,
+        with its audit row), then start it, or admit the workflow's oldest queued runs
+        under its limit."""
+        now = new.created_at or self.env.clock.now()
         async with self.env.store.transaction() as tx:
             settings = self._remember(new.workflow_id, await tx.settings(new.workflow_id))
             if settings.max_concurrent_runs:
@@ -291,7 +254,8 @@ class Starts:
             await tx.add_event(new.id, "run.created", {"trigger": new.trigger})
             if copy_steps_from is not None:
                 await self._copy_steps(tx, new, copy_steps_from, replay)
-            await run_audit(tx, audit, new.id)
+            if audit is not None:
+                await tx.add_audit(audit(new.id, new.workflow_id, new.version_number))
             if settings.max_concurrent_runs:
                 budget = InlineBudget(INLINE_BUDGET_SECONDS)  # shared by the runs admitted
                 return await self.admit(tx, new.workflow_id, settings, budget)
@@ -325,10 +289,12 @@ class Starts:
             with loop_slice() as sliced:  # a step too long for here is left for a worker
                 dispatch = orchestrator.start(graph, state, now, should_yield=budget)
             budget.deferred = budget.deferred or sliced.deferred
-        change = Change(dispatch=dispatch, deadline_at=settings.deadline(now))
-        followup = await self.transitions.persist(tx, row, state, graph, change, now)
-        if budget is not None and budget.left_work:
-            followup.advance.append(str(run_id))
+        change = Change(
+            dispatch=dispatch,
+            deadline_at=settings.deadline(now),
+            advance=budget is not None and budget.left_work,
+        )
+        followup = await self.writer.persist(tx, row, state, graph, change, now)
         return run_id, followup, state.status.value
 
     async def admit(
@@ -364,7 +330,7 @@ class Starts:
             settings = self._remember(workflow_id, await tx.settings(workflow_id))
             started = await self.admit(tx, workflow_id, settings)
         for run_id, followup, _ in started:
-            await self.followups.after_commit(str(run_id), followup)
+            await self.writer.after_commit(str(run_id), followup)
         return len(started)
 
     async def start_or_admit(self, run_id: uuid.UUID, workflow_id: uuid.UUID) -> None:
@@ -379,7 +345,7 @@ class Starts:
                 entry = await self.start_queued(tx, run_id, settings, self.env.clock.now())
                 started = [entry] if entry is not None else []
         for started_id, followup, _ in started:
-            await self.followups.after_commit(str(started_id), followup)
+            await self.writer.after_commit(str(started_id), followup)
 
     async def settings(self, workflow_id: uuid.UUID) -> WorkflowSettings:
         """The workflow's settings as last seen by this process (read once, then kept
@@ -464,29 +430,4 @@ def started_row(new: NewRun, state: RunState, revision: int) -> RunRow:
         deadline_at=new.deadline_at,
         parent_run_id=new.parent_run_id,
         revision=revision,
-    )
-
-
-def new_run_state(new: NewRun) -> RunState:
-    """The engine state of a run about to start (queued, no step records yet)."""
-    state = RunState(
-        run_id=str(new.id),
-        workflow_id=str(new.workflow_id),
-        version_number=new.version_number,
-        status=RunStatus.QUEUED,
-        input=new.input,
-        steps={},
-    )
-    state.emit("run.created", trigger=new.trigger)
-    return state
-
-
-def needs_transaction(state: RunState) -> bool:
-    """True when a start computed in memory cannot be stored by the one statement: it
-    asks for child runs, or the run already failed (the error workflow's run and the
-    freed slot are written in the failing transaction)."""
-    return bool(
-        state.child_requests
-        or state.child_cancels
-        or state.status in (RunStatus.FAILED, RunStatus.TIMED_OUT)
     )
