@@ -20,7 +20,7 @@ log = logging.getLogger(__name__)
 
 
 MAX_BATCH = 256
-"""Jobs sent in one pipeline at most (:class:`ArqDispatcher`)."""
+"""Jobs and notices sent in one pipeline at most (:class:`ArqDispatcher`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +35,14 @@ class _Job:
     ttl_ms: int
 
 
+@dataclass(frozen=True, slots=True)
+class _Notice:
+    """One message to publish on ``channel``."""
+
+    channel: str
+    message: bytes
+
+
 class ArqDispatcher:
     """Enqueue ``execute_step`` / ``advance_run`` jobs and publish run-change notices.
 
@@ -46,7 +54,8 @@ class ArqDispatcher:
     (at most :data:`MAX_BATCH`), with one wake-up: the group commit of
     backend/db/group_commit.py applied to the queue. No waiting is added: a dispatch that
     finds no round trip under way is sent at once, alone. A dispatch returns once its job
-    is in Redis (or its round trip failed), as before.
+    is in Redis (or its round trip failed), as before. Run-change notices (:meth:`notify`)
+    travel the same way: a worker running many runs publishes their notices together.
 
     A Redis failure is logged, not raised: the work is durable in PostgreSQL and the
     sweeper dispatches it again.
@@ -55,7 +64,7 @@ class ArqDispatcher:
     def __init__(self, pool: ArqRedis) -> None:
         self.pool = pool
         self._failing = False
-        self._waiting: list[tuple[_Job, asyncio.Future[None]]] = []
+        self._waiting: list[tuple[_Job | _Notice, asyncio.Future[None]]] = []
         self._sender: asyncio.Task[None] | None = None
         self.batches = 0  # round trips sent (for benchmarks and tests)
 
@@ -106,14 +115,18 @@ class ArqDispatcher:
             body,
             defer_ms + pool.expires_extra_ms,
         )
-        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._waiting.append((job, future))
-        if self._sender is None:
-            self._sender = asyncio.create_task(self._send_waiting())
-        await future
+        await self._sent(job)
         if self._failing:
             self._failing = False
             log.warning("enqueueing works again")
+
+    async def _sent(self, item: _Job | _Notice) -> None:
+        """Send ``item`` with whatever else waits; raises what its round trip raised."""
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiting.append((item, future))
+        if self._sender is None:
+            self._sender = asyncio.create_task(self._send_waiting())
+        await future
 
     async def _send_waiting(self) -> None:
         """Send the waiting jobs, :data:`MAX_BATCH` per round trip, until none wait; each
@@ -122,7 +135,7 @@ class ArqDispatcher:
             while self._waiting:
                 batch, self._waiting = self._waiting[:MAX_BATCH], self._waiting[MAX_BATCH:]
                 try:
-                    await self._send([job for job, _ in batch])
+                    await self._send([item for item, _ in batch])
                 except Exception as exc:
                     for _, future in batch:
                         if not future.done():
@@ -140,21 +153,30 @@ class ArqDispatcher:
             if self._waiting:  # left by a cancelled sender: their callers must not hang
                 self._sender = asyncio.create_task(self._send_waiting())
 
-    async def _send(self, jobs: list[_Job]) -> None:
-        """``jobs`` and one wake-up in one ``MULTI``/``EXEC`` round trip."""
+    async def _send(self, items: list[_Job | _Notice]) -> None:
+        """``items`` in one ``MULTI``/``EXEC`` round trip, in order, and one wake-up when
+        they hold a job."""
+        jobs = [item for item in items if isinstance(item, _Job)]
         async with self.pool.pipeline(transaction=True) as pipe:
             for job in jobs:
                 pipe.psetex(job.key, job.ttl_ms, job.body)
-            pipe.zadd(self.pool.default_queue_name, {job.job_id: job.score for job in jobs})
-            pipe.publish(WAKE_CHANNEL, b"")
+            if jobs:
+                queue = self.pool.default_queue_name
+                pipe.zadd(queue, {job.job_id: job.score for job in jobs})
+            for item in items:
+                if isinstance(item, _Notice):
+                    pipe.publish(item.channel, item.message)
+            if jobs:
+                pipe.publish(WAKE_CHANNEL, b"")
             await pipe.execute()
         self.batches += 1
 
     async def notify(self, run_id: str, notice: bytes = CHANGED) -> None:
-        """Publish ``notice`` on run ``run_id``'s channel (one ``PUBLISH``); a Redis
-        failure is logged at debug level (listeners poll PostgreSQL)."""
+        """Publish ``notice`` on run ``run_id``'s channel (one ``PUBLISH``, in the round
+        trip of whatever else is sent at the moment); a Redis failure is logged at debug
+        level (listeners poll PostgreSQL)."""
         try:
-            await self.pool.publish(run_channel(run_id), notice)
+            await self._sent(_Notice(run_channel(run_id), notice))
         except (RedisError, OSError) as exc:
             log.debug("could not publish change of %s: %s", run_id, exc)
 

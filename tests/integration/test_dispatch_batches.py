@@ -11,6 +11,7 @@ from arq.jobs import deserialize_job
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from backend.runtime import Runtime
+from backend.services.runs.channels import run_channel
 from backend.transport.dispatch import MAX_BATCH, ArqDispatcher
 
 pytestmark = pytest.mark.integration
@@ -76,3 +77,26 @@ async def test_a_failed_round_trip_is_logged_by_each_caller_and_raises_nothing(
     with caplog.at_level(logging.WARNING, logger="backend.transport.dispatch"):
         await dispatcher.dispatch_step("back", "s1")
     assert any("works again" in r.getMessage() for r in caplog.records)
+
+
+async def test_notices_travel_with_jobs_in_order(runtime: Runtime) -> None:
+    await runtime.redis.flushall()
+    dispatcher = ArqDispatcher(runtime.redis)
+    listener = runtime.redis.pubsub()
+    await listener.subscribe(run_channel("r1"))
+    await listener.get_message(timeout=1)  # the subscription's confirmation
+    await asyncio.gather(
+        dispatcher.notify("r1", b"first"),
+        dispatcher.dispatch_step("r1", "s2"),
+        dispatcher.notify("r1", b"second"),
+        dispatcher.notify("r1", b"third"),
+    )
+    assert dispatcher.batches == 1
+    heard = []
+    for _ in range(3):
+        message = await listener.get_message(ignore_subscribe_messages=True, timeout=2)
+        assert message is not None
+        heard.append(message["data"])
+    assert heard == [b"first", b"second", b"third"]
+    assert list((await _queued(runtime)).values()) == [("execute_step", ("r1", "s2"))]
+    await listener.aclose()
