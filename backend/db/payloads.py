@@ -204,12 +204,14 @@ class Externalizer:
         self._done: dict[int, tuple[Any, Any]] = {}
         self._known: Known = dict(known or {})
         self._refs: dict[int, Any] = {}  # id -> the reference of a known container checked
+        self._digests = {digest for _, digest in self._known.values()}
         for part in shared:
             if isinstance(part, dict | list) and id(part) not in self._known:
                 encoded = _encode(part)
                 if len(encoded) >= SHARED_MIN_BYTES and _RESERVED_BYTES not in encoded:
                     self._refs[id(part)] = self._store(part, encoded)
                     self._known[id(part)] = (part, self._refs[id(part)][MARKER])
+                    self._digests.add(self._refs[id(part)][MARKER])
 
     def value(self, value: Any) -> Any:
         """``value`` as a column stores it (the same object when nothing is large). The
@@ -289,6 +291,21 @@ class Externalizer:
             self._refs[id(value)] = {MARKER: entry[1], "bytes": len(encoded)} if same else None
         return self._refs[id(value)]
 
+    def _copy_of_known(self, value: Any) -> Any:
+        """The reference of the known payload whose JSON text ``value``, a container of
+        :data:`SHARED_MIN_BYTES` or more, has (``None``: none): a copy of a value read by
+        reference (a For-each's items, decoded from its expression) is stored as the
+        same payload. Looked for in the members of a written value only (a child's whole
+        input is not encoded for it); text with a reserved key never matches (a forged
+        reference stays data)."""
+        if not self._digests or not isinstance(value, dict | list):
+            return None
+        encoded = _encode(value)
+        if len(encoded) < SHARED_MIN_BYTES or _RESERVED_BYTES in encoded:
+            return None
+        digest = hashlib.sha256(encoded).hexdigest()
+        return {MARKER: digest, "bytes": len(encoded)} if digest in self._digests else None
+
     def _swap(self, value: Any, depth: int) -> Any:
         """``value`` with its known containers replaced by their references (a new
         container where one was replaced, else ``value`` itself) and its large other
@@ -296,7 +313,7 @@ class Externalizer:
         reserved key is stored escaped, as :meth:`_part` does."""
         if type(value) is Unresolved:
             return value
-        ref = self._reference(value)
+        ref = self._reference(value) or (self._copy_of_known(value) if depth == 1 else None)
         if ref is not None:
             return ref
         if depth >= _MAX_DEPTH or not isinstance(value, dict | list):
@@ -463,34 +480,3 @@ async def resolve_values(db: Db, values: list[Any], known: Known | None = None) 
             known[id(table[digest])] = (table[digest], digest)
     resolved = [substitute(value, table) for value in values]
     return [unescaped(value) for value in resolved] if escapes else resolved
-
-
-def held_by(values: list[Any]) -> set[str]:
-    """The SHA-256 of every large value ``values`` (a run's columns, as stored) hold
-    through references, not counting nested ones (see :func:`held_through`)."""
-    found: set[str] = set()
-    for value in values:
-        references(value, found)
-    return found
-
-
-async def held_through(db: Db, direct: set[str], digest: str) -> bool:
-    """Whether ``digest`` is one of ``direct`` or a reference nested in one of their
-    payloads (followed the way :func:`resolve_values` follows them: references only,
-    escaped user data and reference-shaped payloads not)."""
-    seen: set[str] = set()
-    frontier = set(direct)
-    while frontier:
-        if digest in frontier:
-            return True
-        seen |= frontier
-        rows = await db.execute(select(Payload.data).where(Payload.sha256.in_(list(frontier))))
-        nested: set[str] = set()
-        for (data,) in rows:
-            if _MARKER_BYTES not in data:
-                continue
-            value = msgspec.json.decode(data)
-            if reference_of(value) is None:
-                references(value, nested)
-        frontier = nested - seen
-    return False

@@ -23,7 +23,7 @@ from backend.db import payloads
 from backend.db.fast_path import FastPath
 from backend.db.models import Attempt, Run, StepRun, Workflow, WorkflowVersion
 from backend.db.run_writes import STEP_FIELDS, Positional, write_state
-from backend.db.unread_input import UnreadInput
+from backend.db.unread_input import UnreadInput, started_input
 from backend.engine.model import ChildRun, ChildSummary, RunState, StepRecord
 from backend.engine.ports import (
     FinishedAttempt,
@@ -179,6 +179,8 @@ async def load_state(
     # held records come from this process's memory: full values, nothing to resolve
     held = steps is not None and steps.revision == run.revision
     state = await build_state(session, run, records, by_step, resolve_steps=not held, unread=unread)
+    if held and steps is not None:  # their values read by reference are still known
+        state.stored = {**steps.stored, **state.stored}
     state.child_summaries = summaries
     return state
 
@@ -215,13 +217,16 @@ async def build_state(
     ``by_step``: values stored by reference (backend/db/payloads.py) are read back in
     full (in the step records too with ``resolve_steps``; without it they are records
     held in memory, already full), but for the parts of the run input ``unread`` names
-    (kept as references where the graph cannot see them: backend/db/unread_input.py)."""
+    (kept as references where the graph cannot see them: backend/db/unread_input.py) and
+    the run input's references once the run has started (``started_input``)."""
     loaded = records if resolve_steps else {}
     stored: payloads.Known = {}
     stored_input = run.input
     if unread is not None:
         stored_input = unread.value(run.input)
         unread.records(loaded)
+    if run.status != RunStatus.QUEUED.value:
+        stored_input = started_input(stored_input)
     run_input, run_output, run_error = await _resolve(
         session, run, stored_input, loaded, by_step, stored
     )

@@ -29,7 +29,7 @@ from backend.engine.input_reads import reads_input_field
 from backend.engine.model import StepRecord
 from designer_schema.graph import WorkflowGraph
 
-__all__ = ["UnreadInput", "unread_input"]
+__all__ = ["UnreadInput", "started_input", "unread_input"]
 
 
 @dataclass(frozen=True)
@@ -79,3 +79,17 @@ def unread_input(graph: WorkflowGraph, stored_input: Any) -> UnreadInput | None:
         return None
     first = frozenset(t.target for t in graph.outgoing(graph.trigger))
     return UnreadInput(fields, graph.trigger, first)
+
+
+def started_input(stored: Any) -> Any:
+    """Run input ``stored`` (as its column holds it) as the engine holds it once the run
+    has started: its top-level references (the whole input when it is one) left unread,
+    as :class:`Unresolved`. The engine reads a run's input only to start the run (the
+    trigger's record holds it from then on), so a calling run stored by reference
+    (backend/services/runs/execution/parent_parts.py) is not decoded again by each pass
+    of its parent."""
+    if reference_of(stored) is not None:
+        return Unresolved(stored)
+    if not isinstance(stored, dict) or not any(reference_of(p) for p in stored.values()):
+        return stored
+    return {name: Unresolved(p) if reference_of(p) else p for name, p in stored.items()}

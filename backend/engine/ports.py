@@ -403,10 +403,13 @@ class RunTransaction(Protocol):
 class HeldSteps:
     """Step records of a run as of ``revision`` (the run's revision after the write that
     produced them). Only the process that made that write may hold them: any other write
-    bumps the revision and so invalidates them."""
+    bumps the revision and so invalidates them. ``stored`` is that state's
+    :attr:`RunState.stored` (the values among them read from large-value payloads), so a
+    write of a held record puts the same references back."""
 
     revision: int
     records: dict[str, StepRecord]
+    stored: dict[int, tuple[Any, str]] = field(default_factory=dict)
 
 
 class RunStore(Protocol):

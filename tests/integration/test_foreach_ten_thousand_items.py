@@ -13,7 +13,11 @@ run for real (a For-each over ``{n}`` items, concurrency 20, body ``Set double =
 - advances of one run asked at once in a process fold into one more pass instead of
   queueing on the run's row lock;
 - a child whose body cannot see the parent's input never reads it back (its work per
-  item does not grow with the list), while a body that reads it gets it whole.
+  item does not grow with the list), while a body that reads it gets it whole;
+- the parent holds a large item list by reference, once: its run input, its trigger's
+  input and output, the For-each's input and items are one payload, so a pass of the
+  parent reads it back at most once (not in each column), and not at all from its run
+  input once it started.
 """
 
 from __future__ import annotations
@@ -136,6 +140,46 @@ async def test_foreach_ten_thousand_items(
     # a child of the 80-times larger list stores about what a child of the small one does
     assert per_item[large] < per_item[small] * 1.2, per_item
     assert lag.total_seconds() >= 0
+
+
+_PARENT_REFS = text(
+    """
+    select r.input->'items'->>:m, s.step_id, s.input->'items'->>:m,
+           s.output->'items'->>:m, s.data->'items'->>:m
+    from runs r join step_runs s on s.run_id = r.id
+    where r.id = :id and s.step_id in ('start', 'loop')
+    """
+)
+
+
+async def test_a_parent_holds_its_large_item_list_by_reference(
+    client: httpx.AsyncClient, runtime: Runtime, worker: Any
+) -> None:
+    parent = await _family(client)
+    small = await _run(client, runtime, parent, 20, 10)  # 0.5 kB: stays inline
+    large = await _run(client, runtime, parent, 30, 1000)  # 30 kB: by reference
+    async with runtime.engine.connect() as conn:
+        stored = {
+            run_id: (await conn.execute(_PARENT_REFS, {"id": run_id, "m": MARKER})).all()
+            for run_id in (small, large)
+        }
+    assert all(ref is None for row in stored[small] for ref in (row[0], *row[2:]))
+    digest = stored[large][0][0]
+    assert digest is not None
+    assert {tuple(row[1:]) for row in stored[large]} == {
+        ("start", digest, digest, None),
+        ("loop", digest, None, digest),
+    }
+    # once started, the run's input is not read back (the trigger's record holds it)
+    read = await runtime.execution.env.store.read_unlocked(uuid.UUID(large))
+    assert read is not None
+    _, state = read
+    assert isinstance(state.input["items"], payloads.Unresolved)
+    items = [{"n": i, "pad": "p" * 1000} for i in range(30)]
+    assert state.steps["start"].output == {"items": items}
+    assert state.steps["loop"].data["items"] == items
+    detail = await run_detail(client, large)
+    assert detail["output"] == {"total": sum(2 * i for i in range(30))}
 
 
 async def test_children_are_listed_a_page_at_a_time(

@@ -141,3 +141,25 @@ def test_an_unresolved_reference_is_written_as_it_is_and_never_followed() -> Non
     beside = {"unread": Unresolved(ref), "read": dict(ref)}
     assert references(beside, set()) == {ref[MARKER]}
     assert substitute(beside, {ref[MARKER]: parent_input})["read"] is parent_input
+
+
+def test_a_copy_of_a_value_read_by_reference_is_written_as_its_reference() -> None:
+    items = [{"n": i, "pad": "p" * 40} for i in range(100)]
+    ref = ref_of(items)
+    known = {id(items): (items, ref[MARKER])}
+    # a For-each's items: a copy of the list its expression read, beside other fields;
+    # the limit is high, so only the match by content stores it by reference
+    data = {"items": [dict(item) for item in items], "concurrency": 20}
+    ext = Externalizer(1024 * 1024, known=known)
+    assert ext.value(data) == {"items": ref, "concurrency": 20}
+    assert ext.payloads == {}
+    # a different list, or one that is not a member, is written as it is
+    other = {"items": [*items, {"n": 100}]}
+    assert Externalizer(1024 * 1024, known=known).value(other) == other
+    assert Externalizer(1024 * 1024, known=known).value(list(items)) == items
+    # text with a reserved key never matches a payload's: a forged reference stays data
+    forged = {"items": ref}
+    nested = ref_of(forged)
+    wrapper = {"x": {"items": dict(ref)}, "pad": "p" * 2000}
+    ext = Externalizer(1024 * 1024, known={id(forged): (forged, nested[MARKER])})
+    assert reference_of(ext.value(wrapper)["x"]) is None

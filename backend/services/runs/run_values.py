@@ -25,7 +25,7 @@ from sqlalchemy import select, text
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from backend.db import payloads
+from backend.db import payload_holders, payloads
 from backend.db.models import Payload
 
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
@@ -75,12 +75,12 @@ async def with_previews(
 async def holds(session: AsyncSession, run_id: uuid.UUID, digest: str) -> bool:
     """Whether run ``run_id`` holds large value ``digest``: one of its value columns (run,
     steps, attempts) references it through the engine's own wrapper, directly or nested
-    in a value it references (:func:`backend.db.payloads.held_through`). Text that merely
-    contains the digest, or a wrapper a caller forged in its data (stored escaped), holds
-    nothing."""
+    in a value it references (:func:`backend.db.payload_holders.held_through`). Text that
+    merely contains the digest, or a wrapper a caller forged in its data (stored
+    escaped), holds nothing."""
     columns = [row for (row,) in await session.execute(_COLUMNS, {"run_id": run_id})]
-    direct = payloads.held_by(columns)
-    return bool(direct) and await payloads.held_through(session, direct, digest)
+    direct = payload_holders.held_by(columns)
+    return bool(direct) and await payload_holders.held_through(session, direct, digest)
 
 
 async def download(session: AsyncSession, run_id: uuid.UUID, digest: str) -> bytes | None:

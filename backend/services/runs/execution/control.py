@@ -107,7 +107,7 @@ class Control:
             or change.revision in (None, seen[-1].row.revision)
         ):
             return None
-        return HeldSteps(change.revision, seen[-1].state.steps)
+        return HeldSteps(change.revision, seen[-1].state.steps, seen[-1].state.stored)
 
     async def pause_run(self, run_id: uuid.UUID, audit: AuditHook | None = None) -> None:
         """Pause a running or waiting run: nothing new starts; running attempts finish.

@@ -41,6 +41,7 @@ from backend.services.runs.execution.inline_budget import (
     InlineBudget,
     Overruns,
 )
+from backend.services.runs.execution.parent_parts import parent_parts
 from backend.services.runs.execution.step_changes import (
     Claimed,
     claim_change,
@@ -137,6 +138,7 @@ class Starts:
         by reference (backend/db/payloads.py).
         """
         now = self.env.clock.now()
+        calls = has_calls(await self.env.store.graph(version.id))
         new = NewRun(
             id=run_id or uuid.uuid4(),
             workflow_id=version.workflow_id,
@@ -148,6 +150,7 @@ class Starts:
             created_by=user_id,
             idempotency_key=idempotency_key,
             rerun_of=rerun_of,
+            by_reference=parent_parts(input) if calls else (),
         )
         budgets: list[InlineBudget] = []
 

@@ -165,7 +165,7 @@ class Steps:
         attempt this worker runs (see the module doc), else ``None``."""
         basis, held = None, None
         if done.state is not None and done.revision is not None:
-            held = HeldSteps(done.revision, done.state.steps)
+            held = HeldSteps(done.revision, done.state.steps, done.state.stored)
             if done.row is not None:
                 basis = OwnWrite(done.row, done.state, done.revision)
         done.state = None  # the decision edits it: never reused
