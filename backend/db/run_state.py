@@ -357,7 +357,10 @@ _EXTEND_LEASE = Positional(
 
 
 def run_row(run: Run) -> RunRow:
-    """The :class:`~backend.engine.ports.RunRow` of an ORM run."""
+    """The :class:`~backend.engine.ports.RunRow` of an ORM run. Its ``input`` is the
+    column's, its references kept as :class:`~backend.db.payloads.Unresolved` (the same
+    reference wherever it is written again, such as the error workflow's input: read back
+    in full there, never stored as data)."""
     return RunRow(
         id=run.id,
         workflow_id=run.workflow_id,
@@ -365,7 +368,7 @@ def run_row(run: Run) -> RunRow:
         version_number=run.version_number,
         status=run.status,
         trigger=run.trigger,
-        input=run.input,
+        input=started_input(run.input),
         created_by=run.created_by,
         created_at=run.created_at,
         started_at=run.started_at,

@@ -303,6 +303,17 @@ def failing(message: str) -> dict[str, Any]:
     )
 
 
+async def _error_run_of(client: httpx.AsyncClient, run_id: str) -> str:
+    """The id of the error workflow's run that failed run ``run_id`` started (waited for
+    up to 5 s)."""
+    for _ in range(100):
+        error_run = (await run_detail(client, run_id))["error_run_id"]
+        if error_run:
+            return str(error_run)
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"run {run_id} started no error workflow")
+
+
 async def test_error_workflow_gets_the_failed_run_context_and_never_recurses(
     client: httpx.AsyncClient, runtime: Runtime, worker: Any
 ) -> None:
@@ -322,13 +333,7 @@ async def test_error_workflow_gets_the_failed_run_context_and_never_recurses(
 
     run_id = await start_manual(client, main, {"order": 9})
     assert await wait_for_run(runtime, run_id) == "failed"
-    error_run = None
-    for _ in range(100):
-        error_run = (await run_detail(client, run_id))["error_run_id"]
-        if error_run:
-            break
-        await asyncio.sleep(0.05)
-    assert error_run is not None
+    error_run = await _error_run_of(client, run_id)
     assert await wait_for_run(runtime, error_run) == "failed"
     detail = await run_detail(client, error_run)
     assert detail["trigger"] == "error" and detail["workflow_id"] == handler["id"]
@@ -350,6 +355,43 @@ async def test_error_workflow_gets_the_failed_run_context_and_never_recurses(
             ).all()
         )
     assert by_workflow == {main["id"]: 1, handler["id"]: 1}  # the fallback never ran
+
+
+async def test_the_error_workflow_of_a_calling_run_gets_its_large_input_whole(
+    client: httpx.AsyncClient, runtime: Runtime, worker: Any
+) -> None:
+    """A run that calls other workflows keeps its large input parts by reference
+    (backend/services/runs/execution/parent_parts.py); its error workflow's context
+    holds the same reference, read back in full, not a reference-shaped object."""
+    handler = await publish(
+        client,
+        diagram(
+            [
+                node("start", "trigger.manual"),
+                node("note", "control.set", mapping={"count": "=$count(input.items)"}),
+            ],
+            [edge("start", "note")],
+        ),
+    )
+    body = await publish(client, failing("body broke"))
+    main = await publish(
+        client,
+        diagram(
+            [
+                node("start", "trigger.manual"),
+                node("call", "control.subworkflow", workflow_id=body["id"]),
+            ],
+            [edge("start", "call")],
+        ),
+    )
+    await set_settings(client, main, error_workflow_id=handler["id"])
+    items = [{"n": i, "pad": "p" * 100} for i in range(200)]  # 22 kB: by reference
+    run_id = await start_manual(client, main, {"items": items})
+    assert await wait_for_run(runtime, run_id) == "failed"
+    error_run = await _error_run_of(client, run_id)
+    assert await wait_for_run(runtime, error_run) == "succeeded"
+    detail = await run_detail(client, error_run)
+    assert detail["output"] == {"count": 200}
 
 
 async def _start_rows(runtime: Runtime, run_id: Any) -> dict[str, Any]:
