@@ -5,7 +5,9 @@ PostgreSQL store."""
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
+from datetime import UTC, datetime
 from typing import Any
 
 from backend.engine.ports import VersionRow
@@ -75,8 +77,19 @@ def chain(retry: dict[str, Any] | None = None) -> dict[str, Any]:
     )
 
 
+class FixedClock:
+    """One instant for every use case (runs written at it compare field by field)."""
+
+    def now(self) -> datetime:
+        return datetime(2026, 3, 1, 12, tzinfo=UTC)
+
+
 def arrange(
-    d: dict[str, Any], action: Action, settings: dict[str, Any] | None = None
+    d: dict[str, Any],
+    action: Action,
+    settings: dict[str, Any] | None = None,
+    *,
+    clock: Any = None,
 ) -> tuple[MemoryRunStore, VersionRow, Execution, Dispatcher]:
     store = MemoryRunStore()
     version = store.add_workflow(compile_dict(d), settings=settings)
@@ -87,6 +100,7 @@ def arrange(
         Registry(action),
         lambda info, heartbeat, is_cancelled: Context(is_cancelled),
         lease_seconds=60,
+        clock=clock,
     )
     return store, version, execution, dispatcher
 
@@ -160,3 +174,40 @@ async def test_a_concurrency_limit_queues_the_second_run_until_the_first_ends() 
         await execution.admit_queued(store.run(uuid.UUID(run_id)).row.workflow_id)
     await work(execution, dispatcher)
     assert store.run(second.run_id).row.status == "succeeded"
+
+
+async def _stored_after_a_retried_run(fenced: bool) -> tuple[Any, int]:
+    """A run of :func:`chain` whose first step fails once, executed by a run writer that
+    may write fenced statements (``fenced``) or takes the lock for every change: the
+    run as stored (its ids and its count of writes left out) and how many fenced
+    statements were written."""
+    retry = {"max_attempts": 2, "initial_interval": 0, "max_interval": 0, "jitter": 0}
+    store, version, execution, dispatcher = arrange(chain(retry), Action(1), clock=FixedClock())
+    execution.writer.fenced = fenced
+    statements = []
+    write_unlocked = store.write_unlocked
+
+    async def counted(*args: Any, **kwargs: Any) -> Any:
+        statements.append(args[0])
+        return await write_unlocked(*args, **kwargs)
+
+    store.write_unlocked = counted  # type: ignore[method-assign]
+    started = await execution.start_run(version, {"n": 1}, trigger="manual")
+    await work(execution, dispatcher)
+    run = store.run(started.run_id)
+    attempts = [(a.start.step_id, a.start.number, a.status) for a in store.attempts_of(run.row.id)]
+    zero = uuid.UUID(int=0)  # ids each store draws
+    row = dataclasses.replace(run.row, id=zero, workflow_id=zero, version_id=zero, revision=0)
+    return (dataclasses.replace(run, row=row), attempts), len(statements)
+
+
+async def test_the_run_writer_stores_the_same_run_fenced_and_locked() -> None:
+    """Every decision of a run (start, claims, a failure retried, completions, the end)
+    written by one fenced statement each, or each under the lock: the same stored run."""
+    fenced, statements = await _stored_after_a_retried_run(True)
+    locked, none = await _stored_after_a_retried_run(False)
+    assert fenced == locked
+    assert fenced[0].row.status == "succeeded"
+    # the claim of a; its failure, retried at once by the same write; a and the claim of
+    # b; b and the run's end (the start is the fenced insert, not counted here)
+    assert (statements, none) == (4, 0)
