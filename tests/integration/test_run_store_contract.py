@@ -13,10 +13,12 @@ from typing import Any
 
 import httpx
 import pytest
+from sqlalchemy import text
 
 from backend.db.run_store import PgRunStore
 from backend.engine.model import ChildSummary, RunState
 from backend.engine.ports import (
+    AuditEntry,
     DuplicateRun,
     FinishedAttempt,
     NewAttempt,
@@ -47,12 +49,15 @@ DIAGRAM = diagram(
 @dataclass
 class Arranged:
     """A store with one published workflow (``version``, its compiled ``graph``) and a
-    way to change the workflow's settings as saving them does."""
+    way to change the workflow's settings as saving them does; ``audited(object id)``:
+    the actions of the audit rows the store holds for that object (outside the port: the
+    rows are written, never read, by the run store)."""
 
     store: RunStore
     version: VersionRow
     graph: WorkflowGraph
     set_settings: Callable[..., Awaitable[None]]
+    audited: Callable[[str], Awaitable[list[str]]]
 
 
 @pytest.fixture(params=["memory", "postgres"])
@@ -68,7 +73,11 @@ async def arranged(
         async def set_memory(**settings: Any) -> None:
             memory.set_settings(version.workflow_id, settings)
 
-        return Arranged(memory, version, await memory.graph(version.id), set_memory)
+        async def audited_memory(object_id: str) -> list[str]:
+            return [e.action for e in memory.tables.audit if e.object_id == object_id]
+
+        graph = await memory.graph(version.id)
+        return Arranged(memory, version, graph, set_memory, audited_memory)
     wf = await publish(client, DIAGRAM)
     store = PgRunStore(runtime.sessionmaker, refusal=references.called_workflow_refusal)
     async with store.transaction() as tx:
@@ -79,7 +88,15 @@ async def arranged(
     async def set_pg(**settings: Any) -> None:
         await set_settings(client, wf, **settings)
 
-    return Arranged(store, version, await store.graph(version.id), set_pg)
+    async def audited_pg(object_id: str) -> list[str]:
+        async with runtime.engine.connect() as conn:
+            found = await conn.execute(
+                text("select action from audit_log where object_id = :id order by id"),
+                {"id": object_id},
+            )
+            return list(found.scalars())
+
+    return Arranged(store, version, await store.graph(version.id), set_pg, audited_pg)
 
 
 def new_run(version: VersionRow, *, key: str | None = None, at: datetime = T0) -> NewRun:
@@ -268,6 +285,21 @@ async def test_a_transaction_that_raises_leaves_nothing(arranged: Arranged) -> N
     async with arranged.store.transaction() as tx:
         assert await tx.peek(keyed.id) is None
         assert await tx.peek(new.id) == ("queued", new.workflow_id)
+
+
+async def test_an_audit_row_commits_with_the_transaction(arranged: Arranged) -> None:
+    """The audit row of a run request is kept when its transaction commits, not when it
+    raises; the publisher of the run's version may run its own workflow."""
+    new = new_run(arranged.version)
+    await insert(arranged, new)
+    with pytest.raises(RuntimeError):
+        async with arranged.store.transaction() as tx:
+            await tx.add_audit(AuditEntry("run.pause", "run", str(new.id)))
+            raise RuntimeError("rolled back")
+    async with arranged.store.transaction() as tx:
+        await tx.add_audit(AuditEntry("run.cancel", "run", str(new.id), details={"n": 1}))
+        assert await tx.publisher_refusal(new.id, str(new.workflow_id)) is None
+    assert await arranged.audited(str(new.id)) == ["run.cancel"]
 
 
 async def test_queued_runs_inserted_together_say_which_were_written(arranged: Arranged) -> None:
