@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import hashlib
+import importlib
+import sys
 from typing import Any
 
 import msgspec
@@ -109,6 +111,12 @@ def test_preview_is_bounded() -> None:
 
 
 def test_deeply_nested_values_are_handled_without_recursion_errors() -> None:
+    # every process that stores values (API, worker, scheduler) loads the expression
+    # engine, whose jsonata raises the recursion limit to 10,000 on import
+    # (jsonata/jsonata.py, Jsonata._static_initializer); this test alone must not depend
+    # on another test having imported it first
+    importlib.import_module("backend.engine.expressions")
+    assert sys.getrecursionlimit() >= 10_000
     deep: Any = ["x" * 2000]
     for _ in range(900):
         deep = [deep]
