@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
+from backend.db.payloads import Unresolved, reference_of
 from backend.db.run_store import PgRunStore, load_state, lock_run
 from backend.engine.outcomes import AttemptSucceeded
 from backend.engine.ports import Written
@@ -47,7 +48,9 @@ async def test_unlocked_read_matches_the_locked_load_with_large_values(
     client: httpx.AsyncClient, runtime: Runtime
 ) -> None:
     """A run whose input (and so its first step's input) is stored by reference reads
-    back in full through the one-statement unlocked read, equal to the locked load."""
+    back through the one-statement unlocked read equal to the locked load: the first
+    step's input in full, the run's own input left unread once the run has started (the
+    trigger's record holds it from then on: backend/db/unread_input.py, started_input)."""
     wf = await publish(client, _chain(2))
     big = {"rows": [{"i": i, "text": "x" * 60} for i in range(5_000)]}  # ~350 KB of JSON
     run_id = uuid.UUID(await _start(client, runtime, wf, big))
@@ -57,7 +60,8 @@ async def test_unlocked_read_matches_the_locked_load_with_large_values(
     read = await store.read_unlocked(run_id)
     assert read is not None
     row, unlocked = read
-    assert unlocked.input == big
+    assert isinstance(unlocked.input["rows"], Unresolved)
+    assert reference_of(unlocked.input["rows"]) is not None
     assert unlocked.steps["s0"].input == big
     async with runtime.sessionmaker() as session, session.begin():
         run = await lock_run(session, run_id)
