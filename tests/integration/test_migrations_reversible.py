@@ -63,3 +63,30 @@ def test_scoped_start_keys_hash_as_the_api_does(pg_server: EmbeddedPostgres) -> 
             await conn.close()
 
     assert asyncio.run(scoped()) == start_key(workflow_id, key)
+
+
+def test_events_created_index_leaves_the_last_range_unsummarized(
+    pg_server: EmbeddedPostgres,
+) -> None:
+    """Migration 0034 builds ``ix_events_created`` as a BRIN index and hands the range the
+    next events go to back to the unsummarized state: ``brin_summarize_range`` finds one
+    range to summarize there (0 had ``CREATE INDEX``'s summary been kept, and every event
+    would then rewrite it)."""
+    database = f"brin_{uuid.uuid4().hex[:10]}"
+    pg_server.create_database(database)
+    command.upgrade(alembic_config(pg_server.url_for(database)), "head")
+
+    async def summarized() -> tuple[str, int]:
+        conn = await asyncpg.connect(pg_server.dsn_for(database))
+        try:
+            method = await conn.fetchval(
+                "select am.amname from pg_class c join pg_am am on am.oid = c.relam"
+                " where c.relname = 'ix_events_created'"
+            )
+            await conn.execute("insert into events (kind, data) values ('probe', '{}')")
+            ranges = await conn.fetchval("select brin_summarize_range('ix_events_created', 0)")
+            return str(method), int(ranges)
+        finally:
+            await conn.close()
+
+    assert asyncio.run(summarized()) == ("brin", 1)

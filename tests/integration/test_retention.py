@@ -215,7 +215,7 @@ async def test_a_failing_class_is_recorded_and_the_others_still_run(
     async def broken(*args: Any) -> None:
         raise RuntimeError("disk on fire")
 
-    monkeypatch.setattr(retention, "_prune_created", broken)
+    monkeypatch.setattr(retention, "_prune_events", broken)
     results = by_class(
         await retention.run_pass(
             runtime.sessionmaker, rules(settings, retention_events_days=1, audit_retention_days=30)

@@ -6,6 +6,7 @@ serve every query that reads them, as index scans, over many ended runs.
 
 from __future__ import annotations
 
+import itertools
 import uuid
 from datetime import UTC, datetime
 
@@ -18,6 +19,7 @@ from backend.engine.model import RunState, StepRecord
 from backend.engine.ports import NewRun
 from backend.engine.states import RunStatus, StepStatus
 from backend.runtime import Runtime
+from backend.services.operations import retention_events
 from backend.services.workflows import workflows
 from bench.common import manual_chain
 
@@ -134,3 +136,45 @@ async def test_run_indexes_serve_their_queries_over_many_ended_runs(
         lines = "\n".join(row[0] for row in plan)
     assert "Seq Scan on runs" not in lines, lines
     assert "Index" in lines, lines
+
+
+EVENTS = 20_000
+# retention's statements on events (backend/services/operations/retention_events.py), the
+# values of their parameters, and the index each must read
+EVENT_QUERIES = {
+    "last due id": (retention_events.LAST_DUE_EVENT, "ix_events_created"),
+    "delete batch": (retention_events.DELETE_DUE_EVENTS, "events_pkey"),
+    "newest cutoff": (retention_events.NEWEST_EVENT, "events_pkey"),
+}
+CUTOFF = "now() - interval '5 hours'"
+VALUES = {":cutoff": CUTOFF, ":c": CUTOFF, ":last": "2000", ":n": "100", ":o": "10"}
+
+
+@pytest.mark.parametrize("name", sorted(EVENT_QUERIES))
+async def test_event_indexes_serve_retention_over_many_events(runtime: Runtime, name: str) -> None:
+    """``ix_events_created`` is a BRIN index (migration 0034_events_created_brin): an
+    event writes no entry into it, and retention's queries still read through an index."""
+    query, index = EVENT_QUERIES[name]
+    for parameter in sorted(VALUES, key=len, reverse=True):
+        query = query.replace(parameter, VALUES[parameter])
+    async with runtime.sessionmaker() as session, session.begin():
+        await session.execute(
+            text(
+                "insert into events (run_id, kind, data, created_at)"
+                " select gen_random_uuid(), 'step.started', '{}',"
+                "  now() - (:n - g) * interval '1 second' from generate_series(1, :n) g"
+            ),
+            {"n": EVENTS},
+        )
+        await session.execute(text("select brin_summarize_new_values('ix_events_created')"))
+        await session.execute(text("analyze events"))
+        plan = await session.execute(text("explain (costs off) " + query))
+        nodes = [row[0].strip() for row in plan]
+    lines = "\n".join(nodes)
+    # no sequential scan finds the events by time (the delete's outer join by id may
+    # choose one on a table this small, as it did with the B-tree index)
+    assert not any(
+        "Seq Scan on events" in scan and "created_at" in condition
+        for scan, condition in itertools.pairwise(nodes)
+    ), lines
+    assert f"Index Scan on {index}" in lines or f"using {index}" in lines, lines

@@ -336,7 +336,13 @@ class Event(Base):
     __tablename__ = "events"
     __table_args__ = (
         Index("ix_events_run", "run_id", "id"),
-        Index("ix_events_created", "created_at"),
+        # BRIN: retention's cutoff reads it; an event writes no entry (0034_events_created_brin)
+        Index(
+            "ix_events_created",
+            "created_at",
+            postgresql_using="brin",
+            postgresql_with={"autosummarize": "on"},
+        ),
     )
 
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)

@@ -67,6 +67,11 @@ from backend.observability import metrics
 from backend.services import audit
 from backend.services.operations import audit_log
 from backend.services.operations import retention_versions as versions
+from backend.services.operations.retention_events import (
+    DELETE_DUE_EVENTS,
+    LAST_DUE_EVENT,
+    NEWEST_EVENT,
+)
 from backend.services.timestamps import rfc3339
 from backend.settings import Settings
 
@@ -194,13 +199,9 @@ def _ended_cutoff(sessions: Sessions, rule: Rule, now: datetime) -> Awaitable[da
 def _created_cutoff(
     sessions: Sessions, rule: Rule, table: str, now: datetime
 ) -> Awaitable[datetime | None]:
-    """:func:`_cutoff` on ``table.created_at``."""
-    return _cutoff(
-        sessions,
-        rule,
-        now,
-        f"select created_at from {table} order by created_at desc offset :o limit 1",
-    )
+    """:func:`_cutoff` on ``table.created_at`` (``events``: :mod:`.retention_events`)."""
+    newest = f"select created_at from {table} order by created_at desc offset :o limit 1"
+    return _cutoff(sessions, rule, now, NEWEST_EVENT if table == "events" else newest)
 
 
 async def _delete_batches(sessions: Sessions, result: PassResult, sql: str, **params: Any) -> None:
@@ -298,6 +299,16 @@ async def _last_cutoff(sessions: Sessions, data_class: str) -> datetime | None:
         ).scalar()
 
 
+async def _prune_events(
+    sessions: Sessions, result: PassResult, cutoff: datetime, size: int
+) -> None:
+    """Delete the events created before ``cutoff`` in batches of ``size`` (in id order,
+    :mod:`.retention_events`)."""
+    last = await _scalar(sessions, LAST_DUE_EVENT, c=cutoff)
+    if last is not None:
+        await _delete_batches(sessions, result, DELETE_DUE_EVENTS, last=last, cutoff=cutoff, n=size)
+
+
 def _prune_created(
     sessions: Sessions, result: PassResult, table: str, cutoff: datetime, size: int
 ) -> Awaitable[None]:
@@ -367,7 +378,9 @@ async def _class_pass(
             await _walk_ended_runs(sessions, result, lower, result.cutoff, size, statements)
     elif name in ("events", "files"):
         result.cutoff = await _created_cutoff(sessions, rule, name, now)
-        if result.cutoff is not None:
+        if result.cutoff is not None and name == "events":
+            await _prune_events(sessions, result, result.cutoff, size)
+        elif result.cutoff is not None:
             await _prune_created(sessions, result, name, result.cutoff, size)
     elif name == "versions":
         result.cutoff = now - timedelta(days=rule.days) if rule.days else None
