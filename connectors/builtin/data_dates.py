@@ -34,7 +34,7 @@ import msgspec
 
 from connectors import sdk
 from connectors.builtin.data_values import parse_moment, zone
-from connectors.sdk.wallclock import add_local_days
+from connectors.sdk.wallclock import add_local_days, local_to_utc
 
 __all__ = ["date_calc"]
 
@@ -92,28 +92,32 @@ class DateCalcOutput(TypedDict):
     timezone: str
 
 
-def _add_months(moment: datetime, months: int) -> datetime:
-    index = moment.year * 12 + moment.month - 1 + months
+def _add_months(moment: datetime, months: int, tz: ZoneInfo) -> datetime:
+    """``moment`` moved by ``months`` on ``tz``'s wall clock, the day clamped to the
+    month's last, resolved by the product's rule (a time in a DST gap is the first instant
+    after it, :mod:`connectors.sdk.wallclock`)."""
+    local = moment.astimezone(tz).replace(tzinfo=None)
+    index = local.year * 12 + local.month - 1 + months
     year, month = divmod(index, 12)
-    day = min(moment.day, calendar.monthrange(year, month + 1)[1])
-    return moment.replace(year=year, month=month + 1, day=day)
+    day = min(local.day, calendar.monthrange(year, month + 1)[1])
+    return local_to_utc(local.replace(year=year, month=month + 1, day=day), tz).astimezone(tz)
 
 
 def _add(moment: datetime, amount: float, unit: str, tz: ZoneInfo) -> datetime:
     if unit in _MONTHS:
         if amount != int(amount):
             raise sdk.ConfigError(f"{unit} are added in whole numbers, got {amount}")
-        return _add_months(moment, int(amount) * _MONTHS[unit])
+        return _add_months(moment, int(amount) * _MONTHS[unit], tz)
     if unit in ("days", "weeks"):
         return add_local_days(moment, amount * (7 if unit == "weeks" else 1), tz).astimezone(tz)
     return (moment.astimezone(UTC) + timedelta(seconds=amount * _ELAPSED[unit])).astimezone(tz)
 
 
-def _months_between(start: datetime, end: datetime) -> int:
+def _months_between(start: datetime, end: datetime, tz: ZoneInfo) -> int:
     if end < start:
-        return -_months_between(end, start)
+        return -_months_between(end, start, tz)
     months = (end.year - start.year) * 12 + end.month - start.month
-    if _add_months(start, months) > end:
+    if _add_months(start, months, tz) > end:
         months -= 1
     return months
 
@@ -142,8 +146,9 @@ def _start_of(moment: datetime, unit: str) -> datetime:
 
 
 def _local(moment: datetime, tz: ZoneInfo) -> datetime:
-    """A wall-clock time of ``tz`` as an aware moment (the first, after a DST gap)."""
-    return datetime.fromtimestamp(moment.replace(tzinfo=tz).timestamp(), tz)
+    """A wall-clock time of ``tz`` as an aware moment (a time in a DST gap is the first
+    instant after it, a repeated time its first occurrence: :mod:`connectors.sdk.wallclock`)."""
+    return local_to_utc(moment, tz).astimezone(tz)
 
 
 def _extract(moment: datetime, part: str) -> int:
@@ -176,7 +181,7 @@ async def date_calc(config: DateCalcConfig, input: Any) -> DateCalcOutput:
     elif config.operation == "difference":
         other = parse_moment(config.other, tz).astimezone(tz)
         if config.unit in _MONTHS:
-            result = int(_months_between(moment, other) / _MONTHS[config.unit])
+            result = int(_months_between(moment, other, tz) / _MONTHS[config.unit])
         else:
             result = (other - moment).total_seconds() / _ELAPSED[config.unit]
     elif config.operation == "extract":

@@ -6,7 +6,9 @@ and moments (connectors/builtin/data.py and the item-list, crypto and date nodes
 - :func:`get_path`: dotted paths, ``address.city``, ``tags.0`` (``-1`` the last); a
   missing path is ``None``.
 - :func:`parse_moment`: ISO 8601 (``Z`` allowed), epoch seconds, or ``"now"``; a naive
-  time is read in the given zone.
+  time is read in the given zone by the product's one rule for local times
+  (:mod:`connectors.sdk.wallclock`: a time in a DST gap is the first instant after it, a
+  repeated time its first occurrence).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import msgspec
 
 from connectors import sdk
+from connectors.sdk.wallclock import local_to_utc
 
 __all__ = ["Items", "get_path", "is_number", "items_of", "parse_moment", "zone"]
 
@@ -84,5 +87,7 @@ def parse_moment(value: Any, naive_zone: ZoneInfo) -> datetime:
             raise sdk.NonRetryableError(
                 f"cannot parse {value!r} as an ISO 8601 date/time", kind="invalid_datetime"
             ) from None
-        return moment if moment.tzinfo else moment.replace(tzinfo=naive_zone)
+        if moment.tzinfo:
+            return moment
+        return local_to_utc(moment, naive_zone).astimezone(naive_zone)
     raise sdk.NonRetryableError(f"cannot parse {value!r} as a date/time", kind="invalid_datetime")

@@ -132,6 +132,17 @@ async def test_datetime_never_produces_a_local_time_that_does_not_exist() -> Non
     assert repeated["iso"] == "2026-10-25T02:30:00+02:00"
 
 
+async def test_datetime_reads_a_naive_time_in_the_gap_by_the_schedulers_rule() -> None:
+    """02:30 on 29 March 2026 does not exist in Berlin: given as it is, it is read as the
+    first instant after the gap (03:00), the same answer "+1 day" from 28 March gives and
+    the scheduler fires at; a repeated 02:30 in October is its first occurrence (CEST)."""
+    env = ActionTestEnvironment()
+    direct = await env.run(data.format_datetime, {**BERLIN, "value": "2026-03-29T02:30:00"}, None)
+    assert direct["iso"] == "2026-03-29T03:00:00+02:00"
+    repeated = await env.run(data.format_datetime, {**BERLIN, "value": "2026-10-25T02:30:00"}, None)
+    assert repeated["iso"] == "2026-10-25T02:30:00+02:00"
+
+
 async def test_datetime_days_are_calendar_days_with_or_without_an_offset() -> None:
     env = ActionTestEnvironment()
     naive = await env.run(

@@ -163,6 +163,25 @@ async def test_date_calc_add_in_calendar_and_elapsed_units() -> None:
         await calc(value="2024-01-01", amount=0.5, unit="months")
 
 
+async def test_date_calc_months_and_naive_times_never_land_in_a_dst_gap() -> None:
+    """Berlin's clocks jump from 02:00 to 03:00 on 29 March 2026: a month added onto that
+    night and a naive 02:30 read as it is both give the first instant after the gap, as
+    days do (the scheduler's rule, connectors.sdk.wallclock), never 02:30 or 03:30."""
+    berlin = {"timezone": "Europe/Berlin"}
+    assert await calc(value="2026-01-29T02:30:00", amount=2, unit="months", **berlin) == (
+        "2026-03-29T03:00:00+02:00"
+    )
+    assert await calc(value="2026-02-28T02:30:00", amount=1, unit="days", **berlin) == (
+        "2026-03-01T02:30:00+01:00"
+    )
+    assert await calc(value="2026-03-29T02:30:00", amount=0, unit="days", **berlin) == (
+        "2026-03-29T03:00:00+02:00"
+    )
+    assert await calc(value="2026-03-29T02:30:00", amount=1, unit="hours", **berlin) == (
+        "2026-03-29T04:00:00+02:00"
+    )
+
+
 async def test_date_calc_difference() -> None:
     pair = {"value": "2024-01-31T00:00:00Z", "other": "2024-03-30T12:00:00Z"}
     assert await calc(operation="difference", unit="months", **pair) == 1
