@@ -154,6 +154,21 @@ async def test_datetime_days_are_calendar_days_with_or_without_an_offset() -> No
     assert naive["iso"] == offset["iso"] == "2026-03-29T12:00:00+02:00"
 
 
+async def test_text_template_never_rounds_an_integer_beyond_2_53() -> None:
+    """Arithmetic on a big id in a template answers the exact integer or fails the step
+    naming the operation, never ``4503599627370496.0`` or ``1.35e+16``."""
+    env = ActionTestEnvironment()
+    big = {"id": 9007199254740993}
+    template = "{{ input.id }} {{ input.id + 1 }} {{ input.id / 1 }} {{ input.id | round }}"
+    out = await env.run(data.render_text, {"template": template}, big)
+    assert out == {"text": "9007199254740993 9007199254740994 9007199254740993 9007199254740993"}
+    assert (await env.run(data.render_text, {"template": "{{ 7 / 2 }}"}, big))["text"] == "3.5"
+    for inexact in ("{{ input.id / 2 }}", "{{ input.id * 1.5 }}"):
+        with pytest.raises(sdk.NonRetryableError, match="has no exact value") as err:
+            await env.run(data.render_text, {"template": inexact}, big)
+        assert err.value.kind == "template_error"
+
+
 async def test_text_template_sandboxed_and_escaped() -> None:
     env = ActionTestEnvironment()
     out = await env.run(
