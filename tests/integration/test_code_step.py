@@ -294,11 +294,12 @@ async def test_a_workflow_runs_code_steps_and_records_their_errors(
             [edge("start", "shape"), edge("shape", "loop")],
         ),
     )
-    run_id = await start_manual(client, wf, {"rows": [{"qty": 2, "price": 3}]})
+    row = {"id": 12345678901234567891, "qty": 2, "price": 3}  # an id beyond 2^53: a BigInt
+    run_id = await start_manual(client, wf, {"rows": [row]})
     assert await wait_for_run(runtime, run_id, timeout=30) == "failed"
     steps = steps_by_id(await run_detail(client, run_id))
     assert steps["shape"]["output"] == {
-        "result": [{"qty": 2, "price": 3, "total": 6}],
+        "result": [{**row, "total": 6}],
         "logs": [{"level": "log", "message": "rows 1"}],
         "dropped_logs": 0,
     }

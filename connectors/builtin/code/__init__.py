@@ -2,7 +2,9 @@
 
 The code is the body of ``function (input, data)``: ``input`` is the step input,
 ``data`` the value of the Data field (an expression field, ``null`` by default); what it
-returns, as JSON, is the output's ``result`` (``undefined`` gives ``null``). It is
+returns, as JSON, is the output's ``result`` (``undefined`` gives ``null``). Integers
+beyond 2**53 - 1 arrive as ``BigInt`` and a returned ``BigInt`` is an exact integer
+(:mod:`connectors.builtin.code.scripts`, docs/code-step.md "Big integers"). It is
 synchronous ECMAScript: no ``await``, no timers, no ``fetch``, ``require``, ``process``,
 file system or network, nothing of the host. ``console.log`` (and ``info``, ``warn``,
 ``error``, ``debug``) calls are recorded into the output's ``logs`` (and an error's

@@ -7,12 +7,17 @@ Three scripts run in a fresh V8 isolate per job:
    ``SharedArrayBuffer``, ``Atomics``; the timer globals are declared with ``var`` and
    cannot be deleted, so they become ``undefined``, and the timer class left in scope
    needs ``SharedArrayBuffer`` and ``Atomics``, which are gone), installs a
-   ``console`` that records calls within the log limits, and keeps ``JSON.parse`` and
-   ``JSON.stringify`` where the user's code cannot replace them.
+   ``console`` that records calls within the log limits, keeps ``JSON.parse`` and
+   ``JSON.stringify`` where the user's code cannot replace them, and fixes
+   ``BigInt.prototype.toJSON`` to answer ``JSON.rawJSON`` of the digits, so a ``BigInt``
+   is written as its exact JSON integer.
 2. :func:`user_script` wraps the user's code as the body of ``function (input, data)``,
    on lines of its own, named ``code.js`` (``//# sourceURL``), so V8's positions are the
    user's lines plus :data:`LINE_OFFSET`.
-3. :func:`call_script` parses the two arguments, calls the function, and answers one
+3. :func:`call_script` parses the two arguments (an integer beyond
+   ``Number.MAX_SAFE_INTEGER``, 2**53 - 1, becomes a ``BigInt`` read from its source text
+   by a ``JSON.parse`` reviver, used only when the text has 16 digits in a row), calls
+   the function, and answers one
    JSON text: ``{"ok": true, "logs", "dropped", "output"}`` or ``{"ok": false,
    "kind", "name", "message", "stack", "logs", "dropped"}``. After a stop (a limit),
    ``__railyard_logs()`` answers ``{"logs", "dropped"}`` recorded until then.
@@ -54,7 +59,20 @@ _PRELUDE = """
       g[name] = undefined; // mini-racer's `var setTimeout` cannot be deleted
     }
   }
-  const stringify = JSON.stringify, parse = JSON.parse, toText = String;
+  const stringify = JSON.stringify, parse = JSON.parse, rawJSON = JSON.rawJSON, toText = String;
+  const isSafeInteger = Number.isSafeInteger, toBigInt = BigInt;
+  const bigText = BigInt.prototype.toString, DIGITS = /[0-9]{16}/, INTEGER = /^-?[0-9]+$/;
+  // an integer beyond Number.MAX_SAFE_INTEGER, read from its source text, is a BigInt
+  const exact = (key, value, context) =>
+    typeof value === "number" && !isSafeInteger(value) && INTEGER.test(context.source)
+      ? toBigInt(context.source) : value;
+  // only a text with 16 digits in a row can hold one (a reviver makes parsing ~10x slower)
+  const read = (text) => (DIGITS.test(text) ? parse(text, exact) : parse(text));
+  // a BigInt is written as its exact JSON integer, by JSON.stringify anywhere
+  const fixed = (value) => ({ value, writable: false, configurable: false, enumerable: false });
+  Object.defineProperty(BigInt.prototype, "toJSON", fixed(function () {
+    return rawJSON(bigText.call(this));
+  }));
   const MAX_LINES = %(log_lines)d, MAX_CHARS = %(log_chars)d, MAX_OUTPUT = %(output_chars)d;
   const logs = [];
   let logChars = 0, dropped = 0, userFn = null;
@@ -79,7 +97,6 @@ _PRELUDE = """
     log: record("log"), info: record("info"), warn: record("warn"),
     error: record("error"), debug: record("debug"),
   });
-  const fixed = (value) => ({ value, writable: false, configurable: false, enumerable: false });
   Object.defineProperty(g, "console", fixed(console));
   const failure = (kind, err) => {
     let name = "", message = "", stack = "";
@@ -102,7 +119,7 @@ _PRELUDE = """
   Object.defineProperty(g, "__railyard_call", fixed((inputText, dataText) => {
     let result;
     try {
-      result = userFn(parse(inputText), parse(dataText));
+      result = userFn(read(inputText), read(dataText));
     } catch (err) {
       return failure("error", err);
     }
