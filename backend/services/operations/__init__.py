@@ -26,6 +26,8 @@ Private modules (imported only inside the package):
 
 - ``retention_report``: What the retention passes did, as the dashboard shows it (the passes
   themselves: backend/services/operations/retention.py).
+- ``retention_events``: Retention's statements on ``events``, whose ``created_at`` index
+  is a BRIN index (ordered reads go by the primary key).
 - ``retention_versions``: Retention of workflow versions (the product brief: workflow
   metadata kept 5 years).
 """
