@@ -248,15 +248,20 @@ def wait_for_run(page: Any, run_id: str, timeout: float = 30) -> dict[str, Any]:
 
 def drag_field(page: Any, field: Any, target: Any) -> None:
     """Drag ``field`` (an entry of the settings' Input fields strip, which stays in view)
-    onto ``target`` with the mouse (HTML5 drag and drop)."""
+    onto ``target`` with the mouse (HTML5 drag and drop). The target is measured once the
+    drag has begun and the page has drawn since: pressing on the field takes the focus
+    from the target, and a focused editor's assist bar that hides on blur moves what is
+    below it."""
     target.scroll_into_view_if_needed()
     # within the strip's own scrolling list (the strip itself stays in view)
     field.evaluate("el => el.scrollIntoView({block: 'nearest'})")
     source = field.bounding_box()
-    goal = target.bounding_box()
-    assert source and goal, "the field and its target must be drawn"
+    assert source, "the field must be drawn"
     page.mouse.move(source["x"] + 8, source["y"] + source["height"] / 2)
     page.mouse.down()
     page.mouse.move(source["x"] + 16, source["y"] + source["height"] / 2 + 6, steps=3)
+    page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+    goal = target.bounding_box()
+    assert goal, "the target must be drawn"
     page.mouse.move(goal["x"] + 8, goal["y"] + goal["height"] / 2, steps=6)
     page.mouse.up()
