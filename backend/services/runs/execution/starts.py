@@ -138,7 +138,8 @@ class Starts:
         by reference (backend/db/payloads.py).
         """
         now = self.env.clock.now()
-        calls = has_calls(await self.env.store.graph(version.id))
+        version_graph = await self.env.store.graph(version.id)
+        calls = has_calls(version_graph)
         new = NewRun(
             id=run_id or uuid.uuid4(),
             workflow_id=version.workflow_id,
@@ -180,8 +181,7 @@ class Starts:
             self.overruns.record(new.version_id, budgets[-1])
             state = change.result
             row = started_row(new, state, change.revision or 0)
-            graph = await self.env.store.graph(new.version_id)
-            mine = claimed_from(graph, state, change, row, row.workflow_id, row.version_id)
+            mine = claimed_from(version_graph, state, change, row, row.workflow_id, row.version_id)
         status = RunStatus.QUEUED.value
         for run_id, followup, run_status in started:
             if run_id == new.id:
