@@ -7,7 +7,7 @@ subprocesses, and prints one ``figure: <name> = <value> <unit>`` line per figure
 
 - (a) ``seq40_wall_median`` / ``_best``: runs of 40 sequential HTTP Request steps against
   an endpoint that answers after 10 ms: wall time from just before start_run to the run's
-  ``finished_at``, median and best of 9 runs (target <= 0.6 s). Beside it the workers' CPU
+  ``finished_at``, median and best of 9 runs (target <= 0.50 s). Beside it the workers' CPU
   per step and ``endpoint_step_time_mean``, the endpoint's own time per request (10 ms
   plus its timer's lateness).
 - (b) ``dispatch_p50`` / ``dispatch_p99``: per action step, the time from its ``step.ready``
@@ -19,6 +19,12 @@ subprocesses, and prints one ``figure: <name> = <value> <unit>`` line per figure
   arrived: completing step k, its commit, claiming k+1 and the HTTP client's own work.
   ``dispatch_queued_median`` / ``_max``: the same ready -> started time for the first step of
   each run, the one that goes through the arq queue.
+- ``http_client_cpu_per_request`` / ``httpx_bare_cpu_per_request``: the floor under each HTTP
+  step of (a), in this process against the endpoint answering at once: CPU per request
+  of the client an HTTP Request attempt gets (a guarded client per attempt over the
+  process's shared keep-alive pool, backend/runtime.py), beside one bare
+  ``httpx.AsyncClient`` kept open (medians of 3 interleaved rounds of 1,000 requests).
+- ``load_average``: the 1-minute load average before and after, on one ``#`` line.
 - ``fsync_floor``: ``pg_test_fsync``'s fdatasync time for one 8 kB write in the same
   directory: the floor of one durable commit.
 - (c) ``throughput``: 200 runs of a 3-step workflow (three HTTP calls, no sleep) on 2 workers:
@@ -36,6 +42,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -49,7 +56,16 @@ from backend.db.models import WorkflowVersion
 from backend.runtime import Runtime, build_runtime
 from backend.services.workflows import workflows
 from bench.cluster import Stack
-from bench.common import cpu_seconds, figure, fsync_floor, manual_chain, pgbench_ceiling
+from bench.common import (
+    cpu_seconds,
+    figure,
+    fsync_floor,
+    load_average,
+    manual_chain,
+    pgbench_ceiling,
+)
+from connectors.host.outbound import guarded_connection_pool, make_http_client
+from connectors.sdk.ssrf import SsrfPolicy
 from designer_schema.diagram import Diagram
 
 THROUGHPUT_RUNS = 200
@@ -192,6 +208,47 @@ def step_gaps(marks: list[tuple[float, float]], steps: int) -> list[float]:
     return gaps
 
 
+HTTP_ROUNDS, HTTP_REQUESTS = 3, 1000
+
+
+async def http_client_cpu(url: str) -> tuple[float, float]:
+    """CPU ms per POST to ``url`` (answering at once) of an attempt's client (a new guarded
+    client per request over one shared pool, as every HTTP Request attempt gets) and of
+    one bare ``httpx.AsyncClient``: the medians of :data:`HTTP_ROUNDS` interleaved rounds
+    of :data:`HTTP_REQUESTS` requests, after 100 warm-up requests each."""
+    policy = SsrfPolicy(allow_private=True)
+    pool = guarded_connection_pool(policy)
+    bare = httpx.AsyncClient()
+
+    async def attempt_client() -> None:
+        client = make_http_client(policy, pool=pool)
+        try:
+            (await client.post(url, json={"i": 1}, headers={"Idempotency-Key": "k"})).json()
+        finally:
+            await client.aclose()
+
+    async def bare_client() -> None:
+        (await bare.post(url, json={"i": 1}, headers={"Idempotency-Key": "k"})).json()
+
+    async def cpu_ms(send: Callable[[], Awaitable[None]], n: int) -> float:
+        started = time.process_time()
+        for _ in range(n):
+            await send()
+        return (time.process_time() - started) / n * 1000
+
+    try:
+        await cpu_ms(attempt_client, 100)
+        await cpu_ms(bare_client, 100)
+        rounds: dict[str, list[float]] = {"attempt": [], "bare": []}
+        for _ in range(HTTP_ROUNDS):
+            rounds["attempt"].append(await cpu_ms(attempt_client, HTTP_REQUESTS))
+            rounds["bare"].append(await cpu_ms(bare_client, HTTP_REQUESTS))
+        return statistics.median(rounds["attempt"]), statistics.median(rounds["bare"])
+    finally:
+        await bare.aclose()
+        await pool.aclose()
+
+
 async def measure(stack: Stack) -> None:
     """Every phase of the benchmark on a started ``stack``; prints the figures."""
     slow, fast = endpoint(0.010), endpoint(0.0)
@@ -256,6 +313,10 @@ async def measure(stack: Stack) -> None:
 
         await rt.close()
 
+        attempt, bare = await http_client_cpu(fast.url)
+        figure("http_client_cpu_per_request", attempt, "ms")
+        figure("httpx_bare_cpu_per_request", bare, "ms")
+
         # pgbench -N ceiling on the same server
         tps = await asyncio.to_thread(pgbench_ceiling, stack.pg, 4, 5)
         figure("pgbench_N_tps", tps, "tps")
@@ -266,8 +327,10 @@ async def measure(stack: Stack) -> None:
 
 
 def main() -> None:
+    before = load_average()
     with Stack(env={"RAILYARD_HTTP_ALLOW_PRIVATE": "1"}) as stack:
         asyncio.run(measure(stack))
+    print(f"# load_average: {before:.2f} before, {load_average():.2f} after")
 
 
 if __name__ == "__main__":
