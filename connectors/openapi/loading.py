@@ -12,7 +12,9 @@ What is refused, each with a :class:`DocumentRefused` naming the rule and where:
 - a ``$ref`` that leaves the document (``other.yaml#/...``, ``https://...``): Railyard
   never fetches what a document points to; a ``$ref`` that does not resolve;
 - anything ``openapi-spec-validator`` (the OpenAPI Initiative's JSON Schemas of 3.0 and
-  3.1) rejects; Swagger 2.0 and other versions.
+  3.1) rejects; Swagger 2.0 and other versions; a schema under an ``allOf`` that contains
+  itself through ``allOf``, ``anyOf``, ``oneOf``, ``items`` or ``not``, which the
+  validator cannot check (:func:`composition_cycle`, found before it runs).
 
 Time and memory are bounded by the byte cap: the parse and every walk are linear in the
 document's size, and no reference is ever expanded here (see :mod:`connectors.openapi.refs`).
@@ -226,16 +228,14 @@ def validate_document(doc: dict[str, Any]) -> str:
         short = "3.1"
     else:
         raise DocumentRefused(f"OpenAPI {version} is not supported; 3.0.x and 3.1.x are")
+    cycle = _CYCLE_REASON.format(short=short)
+    where = composition_cycle(doc)
+    if where is not None:
+        raise DocumentRefused(cycle, where)
     try:
         first = next(iter(validator.iter_errors()), None)
-    except RecursionError:
-        # openapi-spec-validator 0.9 follows a schema into its allOf/anyOf/oneOf/items/not
-        # without remembering where it has been, so a cycle there (`A: {allOf: [$ref: A]}`)
-        # recurses until Python's limit
-        raise DocumentRefused(
-            f"the OpenAPI {short} validator could not check the document: a schema contains "
-            "itself through allOf, anyOf, oneOf, items or not (a cycle it cannot follow)"
-        ) from None
+    except RecursionError:  # a cycle composition_cycle did not foresee: still refused
+        raise DocumentRefused(cycle) from None
     if first is None:
         return short
     path = "/" + "/".join(_escape(str(p)) for p in getattr(first, "absolute_path", ()))
@@ -246,6 +246,86 @@ def validate_document(doc: dict[str, Any]) -> str:
         rule = "/".join(str(p) for p in getattr(first, "schema_path", ()))
         message = f"the value breaks the rule {rule} of the OpenAPI schema"
     raise DocumentRefused(f"not a valid OpenAPI {short} document: {message}", path)
+
+
+_CYCLE_REASON = (
+    "the OpenAPI {short} validator could not check the document: a schema contains "
+    "itself through allOf, anyOf, oneOf, items or not (a cycle it cannot follow)"
+)
+_ENTERED = ("allOf", "anyOf", "oneOf", "items", "not")
+
+
+def composition_cycle(doc: dict[str, Any]) -> str | None:
+    """Where (the JSON pointer of an ``allOf``) the validator would recurse without end, or
+    ``None``.
+
+    openapi-spec-validator 0.9 collects the properties of each ``allOf`` member by
+    following its ``allOf``, ``anyOf``, ``oneOf``, ``items`` and ``not`` (references
+    resolved) without remembering where it has been
+    (``SchemaValidator._collect_properties``), so a member from which those keywords lead
+    back to a schema already on the way (``A: {allOf: [$ref: A]}``, or ``A: {anyOf:
+    [{items: $ref: A}]}`` under an ``allOf``) recurses until Python's limit: at the
+    interpreter's limit of 10,000 frames, half a minute of a core. One depth-first walk over
+    those keywords finds such a cycle first, in time linear in the document (each schema
+    is finished once). Needs :func:`check_references` to have passed (every reference
+    resolves, no chain is circular). A recursive schema through ``properties`` (a tree
+    node's ``children``) is no such cycle."""
+    finished: set[int] = set()
+    stack: list[tuple[Any, str]] = [(doc, "")]
+    while stack:
+        value, where = stack.pop()
+        if isinstance(value, dict):
+            members = value.get("allOf")
+            if isinstance(members, list):
+                for member in members:
+                    if _reaches_cycle(doc, _resolved(doc, member), finished):
+                        return f"{where}/allOf"
+            for key, item in value.items():
+                if isinstance(item, dict | list):
+                    stack.append((item, f"{where}/{_escape(key)}"))
+        elif isinstance(value, list):
+            stack.extend((item, f"{where}/{i}") for i, item in enumerate(value))
+    return None
+
+
+def _resolved(doc: dict[str, Any], value: Any) -> Any:
+    """``value`` with its chain of ``$ref`` followed to the value it ends in."""
+    for _ in range(MAX_REF_CHAIN):
+        if not (isinstance(value, dict) and isinstance(value.get("$ref"), str)):
+            break
+        value = pointer_target(doc, value["$ref"])
+    return value
+
+
+def _entered(doc: dict[str, Any], schema: dict[str, Any]) -> list[dict[str, Any]]:
+    """The schemas the validator's property collection enters from ``schema``."""
+    found: list[Any] = []
+    for keyword in _ENTERED:
+        inner = schema.get(keyword)
+        found += inner if isinstance(inner, list) else [inner]
+    return [s for s in (_resolved(doc, item) for item in found) if isinstance(s, dict)]
+
+
+def _reaches_cycle(doc: dict[str, Any], start: Any, finished: set[int]) -> bool:
+    """True when a schema on a path of :data:`_ENTERED` keywords from ``start`` is reached
+    again on that path; ``finished`` holds the schemas (by ``id``) known to reach none."""
+    if not isinstance(start, dict) or id(start) in finished:
+        return False
+    path = {id(start)}
+    stack = [(start, iter(_entered(doc, start)))]
+    while stack:
+        schema, inner = stack[-1]
+        nxt = next(inner, None)
+        if nxt is None:
+            stack.pop()
+            path.discard(id(schema))
+            finished.add(id(schema))
+        elif id(nxt) in path:
+            return True
+        elif id(nxt) not in finished:
+            path.add(id(nxt))
+            stack.append((nxt, iter(_entered(doc, nxt))))
+    return False
 
 
 def load_document(

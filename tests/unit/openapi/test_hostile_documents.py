@@ -131,3 +131,48 @@ def test_a_schema_that_contains_itself_through_all_of_is_refused_not_a_crash() -
     error = _refused(json.dumps(doc).encode())
     assert error.reason.startswith("the OpenAPI 3.0 validator could not check the document")
     assert "contains itself through allOf" in error.reason
+    assert error.where == "/components/schemas/A/allOf"
+
+
+def test_a_cycle_through_any_of_and_items_under_an_all_of_is_refused_before_validating(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # the validator would recurse to Python's limit (half a minute of a core): found first
+    import openapi_spec_validator
+
+    class Never:
+        def __init__(self, _doc: object) -> None:
+            pass
+
+        def iter_errors(self) -> None:
+            raise AssertionError("the validator ran")
+
+    monkeypatch.setattr(openapi_spec_validator, "OpenAPIV31SpecValidator", Never)
+    value = {"anyOf": [{"type": "string"}, {"type": "array", "items": {"$ref": "#/$defs/V"}}]}
+    wrapped = {"allOf": [{"$ref": "#/components/schemas/Value"}, {"type": "object"}]}
+    doc = _doc(
+        openapi="3.1.0", components={"schemas": {"Value": value, "Wrapped": wrapped, "Node": {}}}
+    )
+    doc["$defs"] = {"V": {"$ref": "#/components/schemas/Value"}}
+    error = _refused(json.dumps(doc).encode())
+    assert "contains itself through allOf, anyOf, oneOf, items or not" in error.reason
+    assert error.where == "/components/schemas/Wrapped/allOf"
+
+
+def test_recursion_the_validator_follows_is_accepted() -> None:
+    # a JSON-like value (anyOf -> items -> itself) outside any allOf, and an allOf whose
+    # member recurses only through properties (a tree): the validator checks both
+    value = {
+        "anyOf": [
+            {"type": "string"},
+            {"type": "array", "items": {"$ref": "#/components/schemas/Value"}},
+        ]
+    }
+    node = {
+        "type": "object",
+        "properties": {"kids": {"type": "array", "items": {"$ref": "#/components/schemas/Node"}}},
+    }
+    both = {"allOf": [{"$ref": "#/components/schemas/Node"}, {"$ref": "#/components/schemas/Node"}]}
+    schemas = {"Value": value, "Node": node, "Both": both}
+    _doc_read, version = load_document(json.dumps(_doc(components={"schemas": schemas})).encode())
+    assert version == "3.0"
