@@ -23,6 +23,7 @@ document's size, and no reference is ever expanded here (see :mod:`connectors.op
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import yaml
@@ -141,19 +142,26 @@ def check_references(doc: dict[str, Any]) -> None:
     """Every ``$ref`` points inside the document (``#/...``) at something that exists.
 
     Raises :class:`DocumentRefused` naming the reference and where it is."""
+    for value, where in _objects(doc):
+        ref = value.get("$ref")
+        if isinstance(ref, str):
+            if not ref.startswith("#"):
+                raise DocumentRefused(
+                    f"$ref {ref!r} points outside the document; Railyard never fetches "
+                    "what a document refers to: bundle it into one file first",
+                    where or "/",
+                )
+            _follow_chain(doc, ref, where or "/")
+
+
+def _objects(doc: Any) -> Iterator[tuple[dict[str, Any], str]]:
+    """Every object (dict) in ``doc`` with its JSON pointer (``""`` for ``doc`` itself),
+    depth first, without recursion."""
     stack: list[tuple[Any, str]] = [(doc, "")]
     while stack:
         value, where = stack.pop()
         if isinstance(value, dict):
-            ref = value.get("$ref")
-            if isinstance(ref, str):
-                if not ref.startswith("#"):
-                    raise DocumentRefused(
-                        f"$ref {ref!r} points outside the document; Railyard never fetches "
-                        "what a document refers to: bundle it into one file first",
-                        where or "/",
-                    )
-                _follow_chain(doc, ref, where or "/")
+            yield value, where
             for key, item in value.items():
                 if isinstance(item, dict | list):
                     stack.append((item, f"{where}/{_escape(key)}"))
@@ -271,20 +279,12 @@ def composition_cycle(doc: dict[str, Any]) -> str | None:
     resolves, no chain is circular). A recursive schema through ``properties`` (a tree
     node's ``children``) is no such cycle."""
     finished: set[int] = set()
-    stack: list[tuple[Any, str]] = [(doc, "")]
-    while stack:
-        value, where = stack.pop()
-        if isinstance(value, dict):
-            members = value.get("allOf")
-            if isinstance(members, list):
-                for member in members:
-                    if _reaches_cycle(doc, _resolved(doc, member), finished):
-                        return f"{where}/allOf"
-            for key, item in value.items():
-                if isinstance(item, dict | list):
-                    stack.append((item, f"{where}/{_escape(key)}"))
-        elif isinstance(value, list):
-            stack.extend((item, f"{where}/{i}") for i, item in enumerate(value))
+    for value, where in _objects(doc):
+        members = value.get("allOf")
+        if isinstance(members, list):
+            for member in members:
+                if _reaches_cycle(doc, _resolved(doc, member), finished):
+                    return f"{where}/allOf"
     return None
 
 
