@@ -66,9 +66,9 @@ async def test_step_timeout_is_retried_then_fails_and_nothing_downstream_starts(
 async def test_run_timeout_cancels_the_running_step_and_starts_nothing_downstream(
     client: httpx.AsyncClient, runtime: Runtime, worker: Any, sink: HttpSink
 ) -> None:
-    sink.delay = 2.5
+    sink.delay = 4.0  # still running when the run times out
     wf = await publish(client, call_then_set(sink.url))
-    assert await set_settings(client, wf, run_timeout_seconds=0.5) == {"run_timeout_seconds": 0.5}
+    assert await set_settings(client, wf, run_timeout_seconds=1.5) == {"run_timeout_seconds": 1.5}
     run_id = await start_manual(client, wf, {})
     detail = await run_detail(client, run_id)
     assert detail["deadline_at"] is not None
@@ -83,20 +83,21 @@ async def test_run_timeout_cancels_the_running_step_and_starts_nothing_downstrea
         "woken": 0,
         "timed_out": 0,
     }
-    await asyncio.sleep(0.6)
+    # 1.5 s leave the first sweep room before the deadline on a loaded machine
+    await asyncio.sleep(1.6)
     counts = await sweep(runtime.execution.recovery, grace_seconds=60)
     assert counts["timed_out"] == 1
     assert await wait_for_run(runtime, run_id) == "timed_out"
-    await asyncio.sleep(2.5)  # the slow call returns: its completion is discarded
+    await asyncio.sleep(2.6)  # the slow call returns: its completion is discarded
     detail = await run_detail(client, run_id)
     assert detail["status"] == "timed_out"
-    assert detail["error"] == {"message": "run timed out after 0.5 s", "kind": "timeout"}
+    assert detail["error"] == {"message": "run timed out after 1.5 s", "kind": "timeout"}
     steps = steps_by_id(detail)
     assert steps["call"]["status"] == "cancelled"
     assert steps["after"]["status"] == "not_run"  # never runs
     assert await attempt_rows(runtime, run_id) == [("call", 1, "cancelled", None)]
     page = await client.get(f"/runs/{run_id}")
-    assert "Timed out: run timed out after 0.5 s" in page.text
+    assert "Timed out: run timed out after 1.5 s" in page.text
 
 
 async def test_concurrency_limit_queues_runs_and_starts_them_in_creation_order(
