@@ -9,7 +9,8 @@
 - The shortcut help opens at its top.
 - Publishing a draft with errors is refused before any version note is asked for.
 - A test run of the draft shows as "test run" in the run list, not "v0".
-Screenshots: ui-workflow-list.png, ui-audit.png.
+- On a short window (800 and 600 px) Log out stays in view and the admin links scroll.
+Screenshots: ui-workflow-list.png, ui-audit.png, ui-sidebar-800.png, ui-sidebar-600.png.
 """
 
 from __future__ import annotations
@@ -106,3 +107,25 @@ def test_first_visit_details(page: Any, railyard_server: RailyardServer) -> None
     version_cell = page.locator("tr.run-row td").nth(2)
     version_cell.wait_for()
     assert version_cell.inner_text().strip() == "test run"
+
+
+@pytest.mark.parametrize("height", [800, 600])
+def test_log_out_stays_in_view_on_a_short_window(
+    page: Any, railyard_server: RailyardServer, height: int
+) -> None:
+    # the admin's sidebar holds every admin link: on a short window the links scroll
+    # under the user menu, which keeps Log out in view
+    login(page, railyard_server)
+    page.set_viewport_size({"width": 1280, "height": height})
+    for path in ("/workflows", "/admin/users"):
+        page.goto(f"{railyard_server.base_url}{path}")
+        button = page.locator("#logout-btn")
+        box = button.bounding_box()
+        assert box is not None and box["y"] >= 0 and box["y"] + box["height"] <= height, (path, box)
+        last_admin_link = page.locator(".nav-admin .nav-link").last
+        last_admin_link.scroll_into_view_if_needed()
+        link_box = last_admin_link.bounding_box()
+        assert link_box is not None and link_box["y"] + link_box["height"] <= height, link_box
+    page.screenshot(path=str(ARTIFACTS_DIR / f"ui-sidebar-{height}.png"))
+    button.click()
+    page.wait_for_url(f"{railyard_server.base_url}/login**")
