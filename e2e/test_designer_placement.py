@@ -12,6 +12,7 @@ designer-placement-*.png.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -40,6 +41,17 @@ def _no_overlap(page: Any, step: str) -> None:
 
 def _count(page: Any, n: int) -> None:
     page.wait_for_function(f"() => window.railyardDesigner.model.nodes.length === {n}")
+
+
+def _box(locator: Any, timeout: float = 10.0) -> dict[str, float] | None:
+    """``locator``'s bounding box once it has one: the canvas redraws a node when a check
+    of the draft answers, and a box asked for while its element is replaced is ``None``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        box = locator.bounding_box()
+        if box is not None or time.monotonic() > deadline:
+            return box  # type: ignore[no-any-return]
+        time.sleep(0.05)
 
 
 def _new_of_type(page: Any, before: set[str], node_type: str) -> dict[str, Any]:
@@ -93,7 +105,7 @@ def test_every_way_of_adding_finds_free_space(page: Any, railyard_server: Railya
     _no_overlap(page, "quick-add on true")
     # ... and in view (the view pans when it would land past the canvas's edge)
     added = _new_of_type(page, set(ids.values()), "control.delay")["id"]
-    box = node_el(page, added).bounding_box()
+    box = _box(node_el(page, added))
     assert box and view["x"] <= box["x"] and box["x"] + box["width"] <= view["x"] + view["width"]
     fx, fy = port_center(page, check, "out", "false")
     hit = page.evaluate(
@@ -151,7 +163,7 @@ def test_every_way_of_adding_finds_free_space(page: Any, railyard_server: Railya
     _count(page, 9)
     _no_overlap(page, "paste at the pointer")
     pasted = page.evaluate("() => [...window.railyardDesigner.canvas.sel.nodes][0]")
-    pb = node_el(page, pasted).locator("rect.node-body").bounding_box()
+    pb = _box(node_el(page, pasted).locator("rect.node-body"))
     assert pb and abs(pb["x"] - target[0]) < 120, (pb, target)
     page.mouse.move(5, 5)  # over the navigation, off the canvas
     page.evaluate("() => window.railyardDesigner.canvas.zoomAt(1)")
