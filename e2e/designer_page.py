@@ -251,7 +251,7 @@ def drag_field(page: Any, field: Any, target: Any) -> None:
     onto ``target`` with the mouse (HTML5 drag and drop). The target is measured once the
     drag has begun and the page has drawn since: pressing on the field takes the focus
     from the target, and a focused editor's assist bar that hides on blur moves what is
-    below it."""
+    below it. The button is released once the target has stayed where it is for two frames."""
     target.scroll_into_view_if_needed()
     # within the strip's own scrolling list (the strip itself stays in view)
     field.evaluate("el => el.scrollIntoView({block: 'nearest'})")
@@ -260,8 +260,19 @@ def drag_field(page: Any, field: Any, target: Any) -> None:
     page.mouse.move(source["x"] + 8, source["y"] + source["height"] / 2)
     page.mouse.down()
     page.mouse.move(source["x"] + 16, source["y"] + source["height"] / 2 + 6, steps=3)
-    page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+    frames = "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))"
+    page.evaluate(frames)
     goal = target.bounding_box()
     assert goal, "the target must be drawn"
     page.mouse.move(goal["x"] + 8, goal["y"] + goal["height"] / 2, steps=6)
+    # on a busy machine the target can still move (an assist bar hiding on blur) after it
+    # was measured: follow it until it stays put for two frames, then release
+    for _ in range(10):
+        page.evaluate(frames)
+        now = target.bounding_box()
+        assert now, "the target must be drawn"
+        if abs(now["x"] - goal["x"]) < 1 and abs(now["y"] - goal["y"]) < 1:
+            break
+        goal = now
+        page.mouse.move(goal["x"] + 8, goal["y"] + goal["height"] / 2, steps=2)
     page.mouse.up()
