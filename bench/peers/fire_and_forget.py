@@ -14,6 +14,10 @@ recorded end, the starts' answer latency, runs accepted but not completed, and C
 run over the whole phase (starts and the runs' ends); for Railyard also per process role
 (``ff_cpu_per_run_<role>_<runs>``: the API, the workers, Redis, PostgreSQL), and with
 ``Plan.profile_runs`` an extra phase sampled by py-spy (:func:`profile`).
+
+For Railyard, :func:`intake` then measures the same starts with its workers frozen: the
+starts its API accepts per second when nothing else runs, the ceiling of its accepted
+starts in this shape, beside the other engines' accepted starts while they execute.
 """
 
 from __future__ import annotations
@@ -78,6 +82,37 @@ def profile(peer: Railyard, plan: Plan, where: Path) -> None:
             print(line, flush=True)
 
 
+def intake(peer: Railyard, pg: EmbeddedPostgres, plan: Plan, out: Rounds) -> None:
+    """Each phase of ``plan.ff_runs`` starts sent with Railyard's workers frozen
+    (:meth:`~bench.peers.railyard_peer.Railyard.pause_workers`), then thawed and the runs
+    waited to their ends. Figures: ``intake_accepted_per_s_<runs>``,
+    ``intake_accept_median_<runs>`` (ms) and the CPU per start of the API processes and of
+    PostgreSQL (``intake_cpu_per_start_<role>_<runs>``, ms)."""
+    urls = peer.ff_urls()
+    postmaster = [postmaster_pid(pg)]
+    for runs in plan.ff_runs:
+        before, _ = peer.finished()
+        peer.pause_workers()
+        try:
+            roles0 = role_cpu(peer, postmaster)
+            sent = drive(
+                urls, plan.concurrency, plan.phase_seconds, limit=runs, ok=ACCEPTED, timeout=60
+            )
+            roles1 = role_cpu(peer, postmaster)
+        finally:
+            peer.pause_workers(False)
+        accepted = len(sent["latencies"])
+        settle(peer, before, accepted, plan.phase_seconds)
+        rates = ff_rates(accepted, sent["elapsed"], 0, 0.0, 0.0)
+        out.add(peer.name, f"intake_accepted_per_s_{runs}", rates["accepted_per_s"], "starts/s")
+        figures = latency_figures(sent["latencies"])
+        out.add(peer.name, f"intake_accept_median_{runs}", figures["latency_median"], "ms")
+        for role in ("api", "postgres"):
+            used = per_run(roles1.get(role, 0.0) - roles0.get(role, 0.0), accepted, 1000)
+            out.add(peer.name, f"intake_cpu_per_start_{role}_{runs}", used, "ms")
+        out.add(peer.name, "intake_errors", sent["errors"], "requests")
+
+
 def fire_and_forget(
     peer: Peer, pg: EmbeddedPostgres | None, plan: Plan, out: Rounds, name: str = ""
 ) -> None:
@@ -116,5 +151,7 @@ def fire_and_forget(
             used = per_run(spent - roles0.get(role, 0.0), ended, 1000)
             out.add(name, f"ff_cpu_per_run_{role}_{runs}", used, "ms")
     out.add(name, "ff_errors", errors, "requests")
+    if isinstance(peer, Railyard) and pg is not None:
+        intake(peer, pg, plan, out)
     if plan.profile_runs and isinstance(peer, Railyard) and plan.profile_dir is not None:
         profile(peer, plan, plan.profile_dir)

@@ -20,6 +20,8 @@ job transport, not the truth) with its append-only file fsynced every second.
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 from typing import Any
 
 import asyncpg
@@ -108,6 +110,15 @@ class Railyard:
 
     def stop(self) -> None:
         self.procs.stop()
+
+    def pause_workers(self, paused: bool = True) -> None:
+        """Freeze (SIGSTOP) or thaw (SIGCONT, ``paused`` false) every worker process: a
+        frozen worker spends no CPU and takes no job, its connections and the jobs queued
+        meanwhile kept, so the API's intake can be measured alone (bench/peers/
+        fire_and_forget.py, :func:`~bench.peers.fire_and_forget.intake`)."""
+        for name, pid in self.procs.named():
+            if name.startswith("railyard-worker"):
+                os.kill(pid, signal.SIGSTOP if paused else signal.SIGCONT)
 
     def urls(self) -> list[str]:
         token = self.tokens[self.scenario]

@@ -16,7 +16,9 @@ PostgreSQL with PostgreSQL's durable defaults (fsync on) in a temporary director
 - the fire-and-forget shape (every engine, Node-RED as the non-durable reference):
   ``--ff-runs`` runs of the 3-step scenario started at once without waiting, their ends
   counted where each engine records them (bench/peers/fire_and_forget.py): accepted
-  starts/s and completed runs/s;
+  starts/s and completed runs/s; then, for Railyard, the same starts with its workers
+  frozen (its intake alone, the ceiling of its accepted starts), in a table beside each
+  engine's accepted starts while executing;
 - ``pgbench -N`` with 8 clients on the same PostgreSQL, the commit ceiling.
 
 ``--shapes`` picks the shapes of the 3-step scenario: ``waiting`` (the caller waits for
@@ -44,7 +46,14 @@ from bench.peers.engines import Dbos, NodeRed, Peer, Restate
 from bench.peers.fire_and_forget import fire_and_forget
 from bench.peers.railyard_peer import Railyard
 from bench.peers.scenario import Plan, set_if_node_red, set_if_railyard, three_steps
-from bench.peers.stats import Rounds, ceiling_share, ff_table, goal_table, markdown_table
+from bench.peers.stats import (
+    Rounds,
+    ceiling_share,
+    ff_table,
+    goal_table,
+    intake_table,
+    markdown_table,
+)
 
 ENGINES = ("railyard", "dbos", "restate")
 SHAPES = ("waiting", "ff")
@@ -184,6 +193,9 @@ def main(argv: list[str] | None = None) -> int:
         for line in ff_table(out, ff_engines, max(plan.ff_runs, default=0)):
             print(f"# {line}", flush=True)
     if "railyard" in args.engines.split(",") and "restate" in args.engines.split(","):
+        if "ff" in args.shapes.split(","):
+            for line in intake_table(out, max(plan.ff_runs, default=0)):
+                print(f"# {line}", flush=True)
         for line in goal_table(out, largest, max(plan.ff_runs, default=0)):
             print(f"# {line}", flush=True)
     print(f"# load average after: {load_average():.2f}", flush=True)

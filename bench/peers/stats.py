@@ -148,6 +148,48 @@ def goal_table(out: Rounds, runs: int, ff_runs: int, peer: str = "restate") -> l
     return lines
 
 
+def intake_table(out: Rounds, runs: int, peer: str = "restate") -> list[str]:
+    """Railyard's intake ceiling (its accepted starts/s with its workers frozen,
+    bench/peers/fire_and_forget.py's ``intake``) beside its accepted starts/s while it
+    executes and ``peer``'s (while ``peer`` executes), medians over rounds, with the ratio
+    of each to ``peer``'s accepted starts/s and the CPU per start of Railyard's API and of
+    PostgreSQL in the intake phase."""
+    theirs = out.median(peer, f"ff_accepted_per_s_{runs}")
+
+    def row(label: str, rate: float, median: float, cpu: str) -> str:
+        ratio = rate / theirs if theirs and not math.isnan(theirs) else math.nan
+        return (
+            f"| {label} | {number(rate, 3)} | {number(ratio, 3)}x "
+            f"| {number(median, 3)} ms | {cpu} |"
+        )
+
+    api = out.median("railyard", f"intake_cpu_per_start_api_{runs}")
+    pg = out.median("railyard", f"intake_cpu_per_start_postgres_{runs}")
+    return [
+        f"| accepting {runs:,} starts | starts/s | vs {peer} executing "
+        "| answer median | CPU per start (API + PG) |",
+        "| --- | --- | --- | --- | --- |",
+        row(
+            "Railyard, workers frozen (intake alone)",
+            out.median("railyard", f"intake_accepted_per_s_{runs}"),
+            out.median("railyard", f"intake_accept_median_{runs}"),
+            f"{number(api, 3)} ms + {number(pg, 3)} ms",
+        ),
+        row(
+            "Railyard, executing",
+            out.median("railyard", f"ff_accepted_per_s_{runs}"),
+            out.median("railyard", f"ff_accept_median_{runs}"),
+            "",
+        ),
+        row(
+            f"{peer}, executing",
+            theirs,
+            out.median(peer, f"ff_accept_median_{runs}"),
+            "",
+        ),
+    ]
+
+
 def ff_table(out: Rounds, engines: list[str], runs: int) -> list[str]:
     """The fire-and-forget shape's table from the medians over rounds: one row per engine
     (accepted starts/s, completed runs/s, the start's answer median / p95, CPU per run,

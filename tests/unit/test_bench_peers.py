@@ -18,6 +18,7 @@ from bench.peers.stats import (
     ff_table,
     figure_line,
     goal_table,
+    intake_table,
     latency_figures,
     markdown_table,
     number,
@@ -203,6 +204,25 @@ def test_ff_table_has_a_row_per_engine() -> None:
     lines = ff_table(out, ["railyard", "restate"], 1000)
     assert len(lines) == 4
     assert lines[3].startswith("| restate | 1593 | 483 | nan ms")
+
+
+def test_intake_table_sets_the_frozen_intake_beside_both_engines_executing() -> None:
+    out = Rounds()
+    for value in (1700.0, 1800.0, 1900.0):
+        out.add("railyard", "intake_accepted_per_s_1000", value, "starts/s")
+    out.add("railyard", "intake_accept_median_1000", 17.0, "ms")
+    out.add("railyard", "intake_cpu_per_start_api_1000", 0.5, "ms")
+    out.add("railyard", "intake_cpu_per_start_postgres_1000", 0.25, "ms")
+    out.add("railyard", "ff_accepted_per_s_1000", 600.0, "starts/s")
+    out.add("restate", "ff_accepted_per_s_1000", 2000.0, "starts/s")
+    out.add("restate", "ff_accept_median_1000", 13.5, "ms")
+    lines = intake_table(out, 1000)
+    assert len(lines) == 5
+    assert lines[2] == (
+        "| Railyard, workers frozen (intake alone) | 1800 | 0.9x | 17 ms | 0.5 ms + 0.25 ms |"
+    )
+    assert lines[3].startswith("| Railyard, executing | 600 | 0.3x | nan ms |")
+    assert lines[4] == "| restate, executing | 2000 | 1x | 13.5 ms |  |"
 
 
 def test_node_red_fire_and_forget_answers_at_once_and_counts_ends() -> None:
