@@ -116,13 +116,24 @@ def intake(peer: Railyard, pg: EmbeddedPostgres, plan: Plan, out: Rounds) -> Non
 def fire_and_forget(
     peer: Peer, pg: EmbeddedPostgres | None, plan: Plan, out: Rounds, name: str = ""
 ) -> None:
-    """The shape on a started ``peer`` (figures under ``name``, default its own): 20
-    warm-up starts waited to their ends, then each phase of ``plan.ff_runs``.
+    """The shape on a started ``peer`` (figures under ``name``, default its own):
+    ``plan.ff_warmup_runs`` warm-up starts at the phase's concurrency, waited to their ends
+    (a Railyard worker opens its PostgreSQL connections as its job slots first fill, and a
+    new connection costs PostgreSQL tens of milliseconds of CPU: asyncpg's type
+    introspection and the first five plans of each hot statement; a cold phase would
+    count that start-up in its runs), then each phase of ``plan.ff_runs``.
     ``pg``: the PostgreSQL whose CPU counts for a peer that keeps its state there."""
     name = name or peer.name
     urls = peer.ff_urls()
     before, _ = peer.finished()
-    warm = drive(urls, 2, plan.phase_seconds, limit=20, ok=ACCEPTED, timeout=60)
+    warm = drive(
+        urls,
+        plan.concurrency,
+        plan.phase_seconds,
+        limit=plan.ff_warmup_runs,
+        ok=ACCEPTED,
+        timeout=60,
+    )
     settle(peer, before, len(warm["latencies"]), plan.phase_seconds)
     errors = warm["errors"]
     postmaster = [postmaster_pid(pg)] if pg is not None and peer.uses_pg else []

@@ -79,6 +79,12 @@ def arguments(argv: list[str] | None = None) -> argparse.Namespace:
         help="comma-separated run counts started as fast as possible",
     )
     parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument(
+        "--ff-warmup",
+        type=int,
+        default=200,
+        help="fire-and-forget warm-up starts at --concurrency, waited to their ends",
+    )
     parser.add_argument("--shapes", default=",".join(SHAPES), help="waiting, ff or both")
     parser.add_argument(
         "--ff-runs",
@@ -171,6 +177,7 @@ def main(argv: list[str] | None = None) -> int:
         throughput_runs=tuple(int(n) for n in args.throughput.split(",") if n),
         ff_runs=tuple(int(n) for n in args.ff_runs.split(",") if n),
         concurrency=args.concurrency,
+        ff_warmup_runs=args.ff_warmup,
         phase_seconds=args.phase_seconds,
         setif_seconds=args.setif_seconds,
         setif_connections=args.setif_connections,

@@ -38,6 +38,10 @@ class Plan:
     throughput_runs: tuple[int, ...] = (200, 1000)
     ff_runs: tuple[int, ...] = (1000,)
     """Runs per phase of the fire-and-forget shape (bench/peers/fire_and_forget.py)."""
+    ff_warmup_runs: int = 200
+    """Warm-up starts of the fire-and-forget shape, sent at ``concurrency`` and waited to
+    their ends before its phases (not in the figures), so each phase measures an engine
+    in its steady state: its connection pools and caches as large as that load needs."""
     concurrency: int = 32
     phase_seconds: float = 300.0
     """Upper bound of any one phase; a phase that hits it reports fewer runs."""
