@@ -21,7 +21,7 @@ import pytest
 
 from backend.app import create_app
 from backend.runtime import Runtime, build_runtime
-from backend.services.connectors import catalog as catalog_module
+from backend.services.connectors import discovery
 from backend.services.identity import accounts
 from backend.settings import Settings
 from connectors import sdk
@@ -53,12 +53,10 @@ evil = sdk.Connector("aaa", "Helpful tools", "6.6.6", actions=[_steal])
 async def test_a_plugin_cannot_take_over_http_request(
     settings: Settings, runtime: Runtime, sink: HttpSink, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real = catalog_module.entry_points
-    plugin = EntryPoint(
-        name="aaa", value=f"{__name__}:evil", group=catalog_module.ENTRY_POINT_GROUP
-    )
+    real = discovery.entry_points
+    plugin = EntryPoint(name="aaa", value=f"{__name__}:evil", group=discovery.ENTRY_POINT_GROUP)
     plugin = plugin._for(SimpleNamespace(name="aaa-helpful-tools", version="6.6.6"))  # type: ignore[attr-defined]
-    monkeypatch.setattr(catalog_module, "entry_points", lambda group: [plugin, *real(group=group)])
+    monkeypatch.setattr(discovery, "entry_points", lambda group: [plugin, *real(group=group)])
     STOLEN.clear()
 
     del runtime  # the clean tables it leaves; this test builds its own with the plugin

@@ -11,7 +11,7 @@ import msgspec
 import pytest
 
 from backend.cli import main
-from backend.services.connectors import catalog as catalog_module
+from backend.services.connectors import discovery
 from connectors import sdk
 
 
@@ -31,11 +31,11 @@ evil = sdk.Connector("evil", "Evil", "1.0", actions=[shout])  # acme.shout is no
 @pytest.fixture
 def installed(monkeypatch: pytest.MonkeyPatch) -> None:
     """The real entry points plus two plugins: railyard-acme and railyard-evil."""
-    found = list(entry_points(group=catalog_module.ENTRY_POINT_GROUP))
+    found = list(entry_points(group=discovery.ENTRY_POINT_GROUP))
     for name, dist in (("acme", "railyard-acme"), ("evil", "railyard-evil")):
         ep = EntryPoint(name=name, value=f"{__name__}:{name}", group="railyard.connectors")
         found.append(ep._for(SimpleNamespace(name=dist, version="2.0")))  # type: ignore[attr-defined]
-    monkeypatch.setattr(catalog_module, "entry_points", lambda group: found)
+    monkeypatch.setattr(discovery, "entry_points", lambda group: found)
 
 
 def test_node_types_lists_plugins_and_names_those_refused(

@@ -24,5 +24,6 @@ Public modules (the surface: modules outside the package import only these):
 
 Private modules (imported only inside the package):
 
-- none
+- ``discovery``: Connector discovery: the ``railyard.connectors`` entry points in load
+  order, built-in or plugin.
 """

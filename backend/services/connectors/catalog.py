@@ -30,17 +30,15 @@ import logging
 import re
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
-from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
 from backend.engine.nodes import NODE_TYPES, NodeRegistry
 from backend.services.connectors import icons
+from backend.services.connectors.discovery import connector_sources
 from connectors.sdk.credentials import credential_types_of_schema
 from designer_schema.catalog import NodeTypeSpec
 
 log = logging.getLogger(__name__)
-
-ENTRY_POINT_GROUP = "railyard.connectors"
 
 POLL_INTERVAL = "poll_interval"
 """Config key of a polling trigger's interval in seconds (the product's, not the connector's;
@@ -48,11 +46,6 @@ the event service's poller honours it)."""
 
 INCLUDE_EXISTING = "include_existing"
 """Config key: True starts runs for the items already there at the first poll."""
-
-BUILTIN_DISTRIBUTION = "railyard"
-BUILTIN_PACKAGE = "connectors.builtin"
-"""A built-in connector is an entry point of :data:`BUILTIN_DISTRIBUTION` whose object
-lives in this package."""
 
 CONNECTOR_NAME = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
 """A connector's name: it prefixes its node types (``acme`` -> ``acme.new_order``)."""
@@ -429,39 +422,6 @@ def spec_for_trigger(trig: Any, connector_name: str, *, icon: str | None = None)
     )
 
 
-def entry_point_source(ep: Any) -> str:
-    """``"<distribution> <version>"`` of an entry point (``""`` when unknown)."""
-    dist = getattr(ep, "dist", None)
-    if dist is None:
-        return ""
-    return f"{dist.name} {dist.version}"
-
-
-def is_builtin(ep: EntryPoint) -> bool:
-    """Whether ``ep`` is a built-in connector: its object is in :data:`BUILTIN_PACKAGE`
-    and it comes from the ``railyard`` distribution (or from no distribution at all)."""
-    module = ep.value.partition(":")[0].strip()
-    if module != BUILTIN_PACKAGE and not module.startswith(BUILTIN_PACKAGE + "."):
-        return False
-    dist = getattr(ep, "dist", None)
-    return dist is None or _normalised(dist.name) == BUILTIN_DISTRIBUTION
-
-
-def _normalised(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
-def connector_entry_points() -> list[EntryPoint]:
-    """The ``railyard.connectors`` entry points in load order: the built-in ones first
-    (by name), then the plugins (by distribution, then entry-point name)."""
-
-    def order(ep: EntryPoint) -> tuple[bool, str, str]:
-        dist = getattr(ep, "dist", None)
-        return (not is_builtin(ep), _normalised(dist.name) if dist else "", ep.name)
-
-    return sorted(entry_points(group=ENTRY_POINT_GROUP), key=order)
-
-
 def load_catalog(extra_connectors: list[Any] | None = None, *, plugins: bool = True) -> AppCatalog:
     """Build the catalog from the built-in node types (the latest version of each, from
     :data:`backend.engine.nodes.NODE_TYPES`), the built-in connectors, the entry-point
@@ -474,12 +434,12 @@ def load_catalog(extra_connectors: list[Any] | None = None, *, plugins: bool = T
     for message in catalog.core_icon_errors():
         log.error(message)
         catalog.errors.append(message)
-    for ep in connector_entry_points():
-        builtin = is_builtin(ep)
+    for described in connector_sources():
+        ep, builtin = described.entry_point, described.builtin
         if not (builtin or plugins):
             continue
         try:
-            catalog.add_connector(ep.load(), source=entry_point_source(ep), builtin=builtin)
+            catalog.add_connector(ep.load(), source=described.source, builtin=builtin)
         except ConnectorRefused as exc:
             message = str(exc)
         except Exception as exc:  # a broken plugin must not stop the app

@@ -14,7 +14,7 @@ from typing import Annotated, Any
 import msgspec
 import pytest
 
-from backend.services.connectors import catalog as catalog_module
+from backend.services.connectors import discovery
 from backend.services.connectors.catalog import AppCatalog, ConnectorRefused, load_catalog
 from connectors import sdk
 from connectors.builtin import http, slack
@@ -240,8 +240,53 @@ evil_http = _plugin("aaa", "http.request")
 
 
 def _entry_point(name: str, value: str, dist: str, version: str) -> EntryPoint:
-    ep = EntryPoint(name=name, value=value, group=catalog_module.ENTRY_POINT_GROUP)
+    ep = EntryPoint(name=name, value=value, group=discovery.ENTRY_POINT_GROUP)
     return ep._for(SimpleNamespace(name=dist, version=version))  # type: ignore[attr-defined]
+
+
+class _CountedDistribution:
+    """A distribution whose ``name`` and ``version`` count their reads (a real one parses
+    its whole METADATA file on each)."""
+
+    def __init__(self, name: str, version: str) -> None:
+        self._name, self._version, self.reads = name, version, 0
+
+    @property
+    def name(self) -> str:
+        self.reads += 1
+        return self._name
+
+    @property
+    def version(self) -> str:
+        self.reads += 1
+        return self._version
+
+
+def test_discovery_reads_each_distribution_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    builtin, plugin = _CountedDistribution("railyard", "1"), _CountedDistribution("acme", "2")
+    values = ("connectors.builtin.http:connector", "connectors.builtin.slack:connector")
+    found = [
+        *(
+            EntryPoint(name=f"b{i}", value=value, group=discovery.ENTRY_POINT_GROUP)._for(builtin)  # type: ignore[attr-defined]
+            for i, value in enumerate(values)
+        ),
+        *(
+            EntryPoint(
+                name=f"p{i}", value=f"{__name__}:evil_http", group=discovery.ENTRY_POINT_GROUP
+            )._for(plugin)  # type: ignore[attr-defined]
+            for i in range(3)
+        ),
+    ]
+    monkeypatch.setattr(discovery, "entry_points", lambda group: found)
+    described = discovery.connector_sources()
+    assert [(d.entry_point.name, d.source, d.builtin) for d in described] == [
+        ("b0", "railyard 1", True),
+        ("b1", "railyard 1", True),
+        ("p0", "acme 2", False),
+        ("p1", "acme 2", False),
+        ("p2", "acme 2", False),
+    ]
+    assert (builtin.reads, plugin.reads) == (2, 2)  # name and version, once per distribution
 
 
 def test_builtin_connectors_load_first_so_no_plugin_takes_their_names(
@@ -252,9 +297,9 @@ def test_builtin_connectors_load_first_so_no_plugin_takes_their_names(
         _entry_point("http", "connectors.builtin.http:connector", "railyard", "0.1.0"),
         _entry_point("fake", "connectors.builtin.http:connector", "not-railyard", "9"),
     ]
-    monkeypatch.setattr(catalog_module, "entry_points", lambda group: found)
-    assert [ep.name for ep in catalog_module.connector_entry_points()] == ["http", "aaa", "fake"]
-    assert [catalog_module.is_builtin(ep) for ep in found] == [False, True, False]
+    monkeypatch.setattr(discovery, "entry_points", lambda group: found)
+    assert [ep.name for ep in discovery.connector_entry_points()] == ["http", "aaa", "fake"]
+    assert [discovery.is_builtin(ep) for ep in found] == [False, True, False]
     catalog = load_catalog()
     assert [(c.name, c.builtin) for c in catalog.connectors] == [("http", True)]
     assert catalog.errors[0] == (
