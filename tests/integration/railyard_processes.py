@@ -240,14 +240,24 @@ async def fires(runtime: Runtime) -> list[tuple[Any, ...]]:
         return [tuple(r) for r in rows]
 
 
-async def until_probe(port: int, status: int, down: str | None = None) -> None:
-    """Wait until the probe answers ``status`` (naming ``down`` as down when given)."""
+async def until_probe(
+    port: int, status: int, down: str | None = None, logs: Path | None = None
+) -> None:
+    """Wait until the probe answers ``status`` (naming ``down`` as down when given); the
+    AssertionError after 30 s names the last answer (599: nothing answered in 5 s) and,
+    with ``logs`` (the directory given to :func:`processes`), the processes' last lines."""
+    last: list[Any] = [None, {}]
 
     async def check() -> bool:
         got, body = await probe(port)
+        last[:] = [got, body]
         return got == status and (down is None or body.get(down, "").startswith("down"))
 
-    await until(check, 30, f"/health/ready to answer {status}")
+    try:
+        await until(check, 30, f"/health/ready to answer {status}")
+    except AssertionError as exc:
+        tails = "\n".join(log_tails(logs)) if logs is not None else ""
+        raise AssertionError(f"{exc}; its last answer: {last[0]} {last[1]}\n{tails}") from None
 
 
 def kill_redis(redis: EmbeddedRedis) -> None:

@@ -58,15 +58,15 @@ async def test_worker_redis_outage(
             with processes(settings, embedded_tmp_dir) as start:
                 start("scheduler")
                 worker = start("worker", "worker", "--health-port", str(health))
-                await until_probe(health, 200)
+                await until_probe(health, 200, logs=embedded_tmp_dir)
 
                 # an idle worker, Redis killed for 3 s
                 kill_redis(redis)
-                await until_probe(health, 503, down="redis")
+                await until_probe(health, 503, down="redis", logs=embedded_tmp_dir)
                 await asyncio.sleep(3)
                 redis = EmbeddedRedis(embedded_tmp_dir / "redis-1", port, persistence_off=True)
                 redis.start()
-                await until_probe(health, 200)
+                await until_probe(health, 200, logs=embedded_tmp_dir)
                 first = await start_runs(client, wf["webhook_path"], 0, 1)
                 await all_succeed(rt, first, timeout=30)
 
@@ -79,13 +79,13 @@ async def test_worker_redis_outage(
                 await until(in_flight, 30, "runs to be in flight")
                 kill_redis(redis)
                 during = await start_runs(client, wf["webhook_path"], 31, 5)
-                await until_probe(health, 503, down="redis")
+                await until_probe(health, 503, down="redis", logs=embedded_tmp_dir)
                 await asyncio.sleep(30)
                 redis = EmbeddedRedis(embedded_tmp_dir / "redis-2", port, persistence_off=True)
                 redis.start()
                 after = await start_runs(client, wf["webhook_path"], 36, 5)
                 await all_succeed(rt, before + during + after, timeout=90)
-                await until_probe(health, 200)
+                await until_probe(health, 200, logs=embedded_tmp_dir)
                 assert worker.poll() is None, "the worker exited"
     finally:
         redis.stop()
@@ -104,7 +104,7 @@ async def test_worker_postgres_outage(sink: HttpSink, embedded_tmp_dir: Path) ->
             with processes(settings, embedded_tmp_dir) as start:
                 scheduler = start("scheduler")
                 worker = start("worker", "worker", "--health-port", str(health))
-                await until_probe(health, 200)
+                await until_probe(health, 200, logs=embedded_tmp_dir)
                 runs = await start_runs(client, wf["webhook_path"], 0, 20)
 
                 async def in_flight() -> bool:
@@ -112,10 +112,10 @@ async def test_worker_postgres_outage(sink: HttpSink, embedded_tmp_dir: Path) ->
 
                 await until(in_flight, 30, "runs to be in flight")
                 await asyncio.to_thread(pg.stop)
-                await until_probe(health, 503, down="database")
+                await until_probe(health, 503, down="database", logs=embedded_tmp_dir)
                 await asyncio.sleep(10)
                 await asyncio.to_thread(pg.start)
-                await until_probe(health, 200)
+                await until_probe(health, 200, logs=embedded_tmp_dir)
                 await all_succeed(rt, runs, timeout=90)
                 late = await start_runs(client, wf["webhook_path"], 20, 3)
                 await all_succeed(rt, late, timeout=30)
